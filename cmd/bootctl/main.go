@@ -1,0 +1,119 @@
+// Command bootctl plans, simulates, serves and measures network boots of clusters.
+//
+// Results go to stdout (as a table, or as JSON/CSV/YAML with --output); logs go to stderr via zap.
+// Bad input exits with status 2 and one line naming what is wrong; other failures exit 1.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// env is what every command gets: its output streams and the logger built from --log-level.
+type env struct {
+	stdout, stderr io.Writer
+	log            *zap.Logger
+}
+
+// run runs bootctl with args and returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	e := &env{stdout: stdout, stderr: stderr, log: zap.NewNop()}
+	app := &cli.App{
+		Name:      "bootctl",
+		Usage:     "plan, simulate, serve and measure network boots of clusters",
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level on stderr: debug, info, warn, error"},
+		},
+		Before: func(c *cli.Context) error {
+			lvl, err := zapcore.ParseLevel(c.String("log-level"))
+			if err != nil {
+				return badInput("--log-level: %q is not one of debug, info, warn, error", c.String("log-level"))
+			}
+			cfg := zap.NewProductionEncoderConfig()
+			cfg.EncodeTime = zapcore.ISO8601TimeEncoder
+			core := zapcore.NewCore(zapcore.NewConsoleEncoder(cfg), zapcore.AddSync(stderr), lvl)
+			e.log = zap.New(core)
+			return nil
+		},
+		Commands:       commands(e),
+		ExitErrHandler: func(*cli.Context, error) {}, // run decides the status
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return badInput("%v", err)
+		},
+	}
+	err := app.RunContext(ctx, args)
+	_ = e.log.Sync()
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "bootctl:", err)
+	var bad *badInputError
+	if errors.As(err, &bad) || isFlagError(err) {
+		return 2
+	}
+	return 1
+}
+
+// commands lists bootctl's commands; each lives in a file of its own.
+func commands(e *env) []*cli.Command {
+	return []*cli.Command{
+		planCommand(e),
+		topologyCommand(e),
+	}
+}
+
+// badInputError marks an error caused by the user's input: bootctl exits 2 for it.
+type badInputError struct{ err error }
+
+func (b *badInputError) Error() string { return b.err.Error() }
+func (b *badInputError) Unwrap() error { return b.err }
+
+// badInput returns a bad-input error with a formatted message (%w wraps as usual).
+func badInput(format string, args ...any) error {
+	return &badInputError{fmt.Errorf(format, args...)}
+}
+
+// asBadInput marks err, if not nil, as caused by the user's input.
+func asBadInput(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &badInputError{err}
+}
+
+// isFlagError reports errors that urfave/cli returns for malformed flags and arguments.
+func isFlagError(err error) bool {
+	var ee cli.ExitCoder
+	if errors.As(err, &ee) {
+		return false
+	}
+	msg := err.Error()
+	for _, p := range []string{"flag provided but not defined", "invalid value", "flag needs an argument", "Required flag", "No help topic"} {
+		if contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(s, sub string) bool {
+	return len(sub) <= len(s) && (s[:len(sub)] == sub || contains(s[1:], sub))
+}

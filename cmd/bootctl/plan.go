@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/bootfabric/bootfabric/fabricsim"
+	"github.com/urfave/cli/v2"
+	"go.uber.org/zap"
+)
+
+func planCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:  "plan",
+		Usage: "predict boot bandwidth, bottleneck segments and boot time per batch and mapping (the paper's model)",
+		Description: "With no flags: the paper's machine (sunway), all algorithms side by side with the ratio to\n" +
+			"scda, and the paper's ladder of batches (1, 20, 21, 32 boards; 1 to 40 cabinets).",
+		Flags: append(machineFlags(), outputFlag("table", "json", "csv")),
+		Action: func(c *cli.Context) error {
+			format, err := outputFormat(c, "table", "json", "csv")
+			if err != nil {
+				return err
+			}
+			in, err := readMachineInput(c)
+			if err != nil {
+				return err
+			}
+			rows, err := fabricsim.Plan(fabricsim.PlanInput{Graph: in.Graph, Algos: in.Algos, Batches: in.Batches, ImageBytes: in.ImageBytes, Failed: in.Failed})
+			if err != nil {
+				return err
+			}
+			e.log.Debug("planned", zap.Int("rows", len(rows)))
+			segs := fabricsim.SegmentNames(in.Graph)
+			switch format {
+			case "json":
+				return writeJSON(e.stdout, planJSON{Topology: in.Graph.Name, Nodes: len(in.Graph.Nodes()), Servers: len(in.Graph.Servers()),
+					ImageBytes: in.ImageBytes, Segments: segs, Rows: rows})
+			case "csv":
+				head := append([]string{"batch", "nodes", "algo"}, segs...)
+				head = append(head, "bandwidth_mbps", "bottlenecks", "boot_seconds", "speedup_vs_scda")
+				out := [][]string{head}
+				for _, r := range rows {
+					rec := []string{r.Batch, strconv.Itoa(r.Nodes), r.Algo}
+					for _, s := range segs {
+						rec = append(rec, fmtFloat(segMin(r, s), 4))
+					}
+					rec = append(rec, fmtFloat(r.BandwidthMbps, 4), strings.Join(r.Bottlenecks, " "), fmtFloat(r.BootSeconds, 4), fmtFloat(r.SpeedupVsSCDA, 4))
+					out = append(out, rec)
+				}
+				return writeCSV(e.stdout, out)
+			}
+			fmt.Fprintf(e.stdout, "%s: %d nodes, %d boot servers; image %s; bandwidth in Mb/s per node (minimum per segment)\n",
+				in.Graph.Name, len(in.Graph.Nodes()), len(in.Graph.Servers()), formatBytes(in.ImageBytes))
+			t := newTable(e.stdout)
+			head := []any{"batch", "nodes", "algo"}
+			for _, s := range segs {
+				head = append(head, s)
+			}
+			head = append(head, "Mb/s", "bottleneck", "boot s", "x scda")
+			t.row(head...)
+			for _, r := range rows {
+				cells := []any{r.Batch, r.Nodes, r.Algo}
+				for _, s := range segs {
+					cells = append(cells, fmtFloat(segMin(r, s), 2))
+				}
+				ratio := "-"
+				if r.SpeedupVsSCDA > 0 {
+					ratio = fmtFloat(r.SpeedupVsSCDA, 2)
+				}
+				cells = append(cells, fmtFloat(r.BandwidthMbps, 2), strings.Join(r.Bottlenecks, ","), fmtFloat(r.BootSeconds, 1), ratio)
+				t.row(cells...)
+			}
+			return t.flush()
+		},
+	}
+}
+
+type planJSON struct {
+	Topology   string              `json:"topology"`
+	Nodes      int                 `json:"nodes"`
+	Servers    int                 `json:"servers"`
+	ImageBytes float64             `json:"image_bytes"`
+	Segments   []string            `json:"segments"`
+	Rows       []fabricsim.PlanRow `json:"rows"`
+}
+
+func segMin(r fabricsim.PlanRow, name string) float64 {
+	for _, s := range r.Segments {
+		if s.Name == name {
+			return s.MinMbps
+		}
+	}
+	return 0
+}
+
+// fmtFloat rounds half away from zero (78.125 -> 78.13, as the paper prints it), unlike strconv's
+// round-half-to-even on exactly representable halves.
+func fmtFloat(v float64, prec int) string {
+	p := math.Pow(10, float64(prec))
+	return strconv.FormatFloat(math.Round(v*p)/p, 'f', prec, 64)
+}
