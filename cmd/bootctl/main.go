@@ -59,6 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return badInput("%v", err)
 		},
 	}
+	quietUsageErrors(app.Commands)
 	err := app.RunContext(ctx, args)
 	_ = e.log.Sync()
 	if err == nil {
@@ -77,6 +78,17 @@ func commands(e *env) []*cli.Command {
 	return []*cli.Command{
 		planCommand(e),
 		topologyCommand(e),
+	}
+}
+
+// quietUsageErrors makes every command return flag errors as bad input instead of printing its
+// help text, so that bad input gets one line on stderr.
+func quietUsageErrors(cmds []*cli.Command) {
+	for _, c := range cmds {
+		if c.OnUsageError == nil {
+			c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return badInput("%v", err) }
+		}
+		quietUsageErrors(c.Subcommands)
 	}
 }
 

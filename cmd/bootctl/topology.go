@@ -18,14 +18,28 @@ func topologyCommand(e *env) *cli.Command {
 			ArgsUsage: "PRESET|FILE",
 			Flags:     []cli.Flag{outputFlag("table", "yaml", "json")},
 			Action: func(c *cli.Context) error {
+				// urfave/cli stops parsing flags at the first argument; accept --output after it too,
+				// as in `bootctl topology show sunway --output yaml`.
+				args := c.Args().Slice()
+				if len(args) == 3 && (args[1] == "--output" || args[1] == "-o") {
+					if err := c.Set("output", args[2]); err != nil {
+						return asBadInput(err)
+					}
+					args = args[:1]
+				} else if len(args) == 2 && strings.HasPrefix(args[1], "--output=") {
+					if err := c.Set("output", strings.TrimPrefix(args[1], "--output=")); err != nil {
+						return asBadInput(err)
+					}
+					args = args[:1]
+				}
 				format, err := outputFormat(c, "table", "yaml", "json")
 				if err != nil {
 					return err
 				}
-				if c.NArg() != 1 {
+				if len(args) != 1 {
 					return badInput("topology show: want one PRESET (%s) or FILE", strings.Join(topology.Presets(), ", "))
 				}
-				m, err := topology.Load(c.Args().First())
+				m, err := topology.Load(args[0])
 				if err != nil {
 					return asBadInput(err)
 				}
