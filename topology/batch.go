@@ -161,7 +161,6 @@ func (h *Hierarchy) ReadBatchFile(path string) (Batch, error) {
 	return Batch{Label: fmt.Sprintf("%s (%d nodes)", path, len(nodes)), Nodes: nodes}, nil
 }
 
-
 // DefaultBatches returns the ladder `plan` uses without --batch: on a machine with cabinet and board
 // levels the paper's ladder (1, 20, 21, 32 boards, 1, 1.25, 2.5, 5, 10, 20 and 40 cabinets, up to
 // the machine's size); otherwise doubling counts of the unit level up to the whole machine.
