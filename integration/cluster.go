@@ -245,7 +245,7 @@ func (c *Cluster) addLink(ctx context.Context, l topology.LinkID) error {
 	}
 	rate := lk.CapacityMbps * c.Scale
 	for _, end := range []struct {
-		v  topology.VertexID
+		v   topology.VertexID
 		dev string
 	}{{a, ia}, {b, ib}} {
 		if g.Kind(end.v) == topology.Switch {
