@@ -316,8 +316,8 @@ func (c *Cluster) serverByIP(ip string) string {
 
 // CPUUse is the host's CPU use over an interval: busy share of all cores, and the core count.
 type CPUUse struct {
-	Busy  float64 `json:"busy"` // 0..1
-	Cores int     `json:"cores"`
+	Busy        float64 `json:"busy"` // 0..1
+	Cores       int     `json:"cores"`
 	total, idle uint64
 }
 

@@ -193,4 +193,3 @@ func (c *Cluster) Predict(ctx context.Context, algo string, files BootFiles, rtt
 	}
 	return fabricsim.Simulate(ctx, g, nil, asg, batch, cfg)
 }
-
