@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -350,4 +351,27 @@ func (u CPUUse) since(before CPUUse) CPUUse {
 		return CPUUse{Cores: u.Cores}
 	}
 	return CPUUse{Busy: 1 - float64(u.idle-before.idle)/float64(dt), Cores: u.Cores}
+}
+
+// ServerSummary is one boot server's /api/v1/summary as JSON text.
+type ServerSummary struct {
+	Server  string          `json:"server"`
+	IP      string          `json:"ip"`
+	Summary json.RawMessage `json:"summary"`
+}
+
+// Summaries asks every boot server for its summary, from inside its namespace.
+func (c *Cluster) Summaries(ctx context.Context) ([]ServerSummary, error) {
+	var out []ServerSummary
+	for _, s := range c.Servers {
+		text, err := c.run.Run(ctx, "ip", "netns", "exec", s.Namespace, "curl", "-sSf", "--max-time", "5", "http://127.0.0.1/api/v1/summary")
+		if err != nil {
+			return nil, fmt.Errorf("boot server %s: %w", s.Name, err)
+		}
+		if !json.Valid([]byte(text)) {
+			return nil, fmt.Errorf("boot server %s: summary is not JSON: %q", s.Name, tail(text, 3))
+		}
+		out = append(out, ServerSummary{Server: s.Name, IP: s.IP, Summary: json.RawMessage(strings.TrimSpace(text))})
+	}
+	return out, nil
 }

@@ -60,21 +60,44 @@ type State struct {
 
 var clusterName = regexp.MustCompile(`^[a-z][a-z0-9]{0,11}$`)
 
+// SpecError is a problem with what the user asked for (not with the host): a bad name or scale, a
+// machine too large for one host, or a leftover cluster of the same name.
+type SpecError struct{ Msg string }
+
+func (e *SpecError) Error() string { return e.Msg }
+
+func specErr(format string, args ...any) error { return &SpecError{fmt.Sprintf(format, args...)} }
+
+// CheckSpec fills in defaults and checks spec, including that the machine fits on one host.
+func CheckSpec(s *Spec) error {
+	if err := s.defaults(); err != nil {
+		return err
+	}
+	g, err := s.Machine.Build()
+	if err != nil {
+		return specErr("%v", err)
+	}
+	if g.NumVertices() > MaxNamespaces {
+		return specErr("machine %s needs %d namespaces; a test cluster on one host is limited to %d", g.Name, g.NumVertices(), MaxNamespaces)
+	}
+	return nil
+}
+
 func (s *Spec) defaults() error {
 	if !clusterName.MatchString(s.Name) {
-		return fmt.Errorf("cluster name %q: want 1-12 lower-case letters and digits, starting with a letter", s.Name)
+		return specErr("cluster name %q: want 1-12 lower-case letters and digits, starting with a letter", s.Name)
 	}
 	if s.Machine == nil {
-		return errors.New("cluster: no machine")
+		return specErr("cluster: no machine")
 	}
 	if !(s.Scale > 0) || s.Scale > 1 {
-		return fmt.Errorf("scale %v: want a number in (0, 1]", s.Scale)
+		return specErr("scale %v: want a number in (0, 1]", s.Scale)
 	}
 	if !s.Subnet.IsValid() {
 		s.Subnet = netip.MustParsePrefix("10.213.0.0/16")
 	}
 	if !s.Subnet.Addr().Is4() || s.Subnet.Bits() > 16 {
-		return fmt.Errorf("subnet %s: want an IPv4 prefix of /16 or larger", s.Subnet)
+		return specErr("subnet %s: want an IPv4 prefix of /16 or larger", s.Subnet)
 	}
 	if s.StateDir == "" {
 		s.StateDir = "/run/bootfabric"
@@ -121,27 +144,21 @@ func Up(ctx context.Context, spec Spec, log *zap.Logger) (c *Cluster, err error)
 }
 
 func up(ctx context.Context, spec Spec, log *zap.Logger, run runner) (c *Cluster, err error) {
-	if err := spec.defaults(); err != nil {
+	if err := CheckSpec(&spec); err != nil {
 		return nil, err
 	}
 	g, err := spec.Machine.Build()
 	if err != nil {
 		return nil, err
 	}
-	if g.NumVertices() > MaxNamespaces {
-		return nil, fmt.Errorf("machine %s needs %d namespaces; a test cluster on one host is limited to %d", g.Name, g.NumVertices(), MaxNamespaces)
-	}
-	if max(len(g.Nodes()), len(g.Servers())) > 250*256 {
-		return nil, fmt.Errorf("machine %s has too many endpoints for subnet %s", g.Name, spec.Subnet)
-	}
 	path := StatePath(spec.StateDir, spec.Name)
 	if _, err := os.Stat(path); err == nil {
-		return nil, fmt.Errorf("cluster %q already exists (state %s); run `bootctl cluster down --name %s` first", spec.Name, path, spec.Name)
+		return nil, specErr("cluster %q already exists (state %s); run `bootctl cluster down --name %s` first", spec.Name, path, spec.Name)
 	}
 	if out, err := run.Run(ctx, "ip", "netns", "list"); err == nil {
 		for _, line := range strings.Split(out, "\n") {
 			if strings.HasPrefix(line, nsName(spec.Name, "")) {
-				return nil, fmt.Errorf("cluster %q: namespace %s is left over from an earlier run; remove it with `ip netns del %s`", spec.Name, strings.Fields(line)[0], strings.Fields(line)[0])
+				return nil, specErr("cluster %q: namespace %s is left over from an earlier run; remove it with `ip netns del %s`", spec.Name, strings.Fields(line)[0], strings.Fields(line)[0])
 			}
 		}
 	} else {
@@ -359,6 +376,10 @@ func (c *Cluster) Down(ctx context.Context) error {
 		if _, err := c.run.Run(ctx, "ip", "netns", "del", ns); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	// The working directory (configs, image store, logs) goes too; the path is ours by construction.
+	if err := os.RemoveAll(strings.TrimSuffix(c.path, ".json")); err != nil {
+		errs = append(errs, err)
 	}
 	if err := os.Remove(c.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/bootfabric/bootfabric/integration"
+	"github.com/bootfabric/bootfabric/topology"
+	"github.com/urfave/cli/v2"
+)
+
+// clusterTools are the host commands a netns cluster needs, with the Debian package of each.
+var clusterTools = map[string]string{"ip": "iproute2", "tc": "iproute2", "curl": "curl", "udhcpc": "udhcpc", "busybox": "busybox"}
+
+func checkTools() error {
+	var missing, pkgs []string
+	for tool, pkg := range clusterTools {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = append(missing, tool)
+			pkgs = append(pkgs, pkg)
+		}
+	}
+	if len(missing) > 0 {
+		return badInput("cluster: missing %s; install with: apt-get install %s", strings.Join(missing, ", "), strings.Join(pkgs, " "))
+	}
+	if os.Geteuid() != 0 {
+		return badInput("cluster: network namespaces need root")
+	}
+	return nil
+}
+
+func clusterFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "name", Value: "bf", Usage: "cluster name (1-12 lower-case letters and digits)"},
+		&cli.StringFlag{Name: "state-dir", Value: "/run/bootfabric", Usage: "where cluster state, configs and logs live"},
+	}
+}
+
+func bootFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "algo", Value: "bcda", Usage: "block-cyclic mapping the boot servers use: scda, bcda, ncda, cyclic:LEVEL"},
+		&cli.StringFlag{Name: "nbp", Value: "/usr/lib/ipxe/undionly.kpxe", Usage: "network boot program served over TFTP (Debian package ipxe)"},
+		&cli.StringFlag{Name: "kernel-size", Value: "1MB", Usage: "size of the test kernel fetched over HTTP"},
+		&cli.StringFlag{Name: "initrd-size", Value: "3MB", Usage: "size of the test initrd fetched over HTTP"},
+	}
+}
+
+func clusterCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:  "cluster",
+		Usage: "build netns test clusters on this host, boot them with real clients, and measure against the prediction",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "up",
+				Usage: "create the cluster's namespaces, bridges and shaped links and start its boot servers",
+				Flags: append(append(clusterFlags(), bootFlags()...),
+					&cli.StringFlag{Name: "kind", Value: "netns", Usage: "netns (container nodes); qemu VMs boot with `cluster boot --kind qemu`"},
+					&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Value: "mini", Usage: "machine: mini or a machine description file"},
+					&cli.Float64Flag{Name: "scale", Value: 0.1, Usage: "multiply every link capacity by this to shape it on one host"},
+				),
+				Action: func(c *cli.Context) error {
+					spec, opt, err := clusterSpec(c)
+					if err != nil {
+						return err
+					}
+					cl, err := integration.Up(c.Context, spec, e.log)
+					if err != nil {
+						return clusterError(err)
+					}
+					if err := cl.StartServers(c.Context, opt); err != nil {
+						_ = cl.Down(context.Background())
+						return err
+					}
+					fmt.Fprintf(e.stdout, "cluster %s up: %d nodes, %d boot servers, %d links shaped at x%g; mapping %s\n",
+						spec.Name, len(cl.Nodes), len(cl.Servers), cl.Graph.NumLinks(), spec.Scale, opt.Mapping)
+					return nil
+				},
+			},
+			{
+				Name:  "boot",
+				Usage: "boot every container node of a running cluster at once and print each node's timeline",
+				Flags: append(clusterFlags(), outputFlag("table", "json"),
+					&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Usage: "give up on nodes not booted by then"}),
+				Action: func(c *cli.Context) error {
+					format, err := outputFormat(c, "table", "json")
+					if err != nil {
+						return err
+					}
+					cl, err := integration.Open(c.String("state-dir"), c.String("name"), e.log)
+					if err != nil {
+						return asBadInput(err)
+					}
+					tl, batch, cpu, err := cl.Boot(c.Context, nil, c.Duration("timeout"))
+					if format == "json" {
+						if jerr := writeJSON(e.stdout, map[string]any{"batch_seconds": batch, "cpu": cpu, "nodes": tl}); jerr != nil {
+							return jerr
+						}
+						return err
+					}
+					t := newTable(e.stdout)
+					t.row("node", "server", "bound s", "nbp s", "kernel s", "initrd s", "reported s", "error")
+					for _, n := range tl {
+						t.row(n.Node, n.Server, fmtFloat(n.Events["bound"], 2), fmtFloat(n.Events["nbp"], 2), fmtFloat(n.Events["kernel"], 2),
+							fmtFloat(n.Events["initrd"], 2), fmtFloat(n.Events["reported"], 2), n.Err)
+					}
+					if ferr := t.flush(); ferr != nil {
+						return ferr
+					}
+					fmt.Fprintf(e.stdout, "batch %.2f s; host CPU %.0f%% of %d cores\n", batch, cpu.Busy*100, cpu.Cores)
+					return err
+				},
+			},
+			{
+				Name:  "status",
+				Usage: "show a running cluster's boot servers' summaries",
+				Flags: append(clusterFlags(), outputFlag("table", "json")),
+				Action: func(c *cli.Context) error {
+					format, err := outputFormat(c, "table", "json")
+					if err != nil {
+						return err
+					}
+					cl, err := integration.Open(c.String("state-dir"), c.String("name"), e.log)
+					if err != nil {
+						return asBadInput(err)
+					}
+					sums, err := cl.Summaries(c.Context)
+					if err != nil {
+						return err
+					}
+					if format == "json" {
+						return writeJSON(e.stdout, map[string]any{"name": cl.Name, "scale": cl.Scale, "nodes": cl.Nodes, "servers": sums})
+					}
+					fmt.Fprintf(e.stdout, "cluster %s: %d nodes, %d boot servers, scale x%g\n", cl.Name, len(cl.Nodes), len(cl.Servers), cl.Scale)
+					for _, s := range sums {
+						var compact bytes.Buffer
+						if err := json.Compact(&compact, s.Summary); err != nil {
+							return err
+						}
+						fmt.Fprintf(e.stdout, "%s (%s): %s\n", s.Server, s.IP, compact.String())
+					}
+					return nil
+				},
+			},
+			{
+				Name:  "down",
+				Usage: "stop a cluster's processes and remove its namespaces",
+				Flags: clusterFlags(),
+				Action: func(c *cli.Context) error {
+					cl, err := integration.Open(c.String("state-dir"), c.String("name"), e.log)
+					if err != nil {
+						return asBadInput(err)
+					}
+					if err := cl.Down(context.Background()); err != nil {
+						return err
+					}
+					fmt.Fprintf(e.stdout, "cluster %s down\n", cl.Name)
+					return nil
+				},
+			},
+			{
+				Name:  "measure",
+				Usage: "for each mapping: bring a cluster up, boot every node at once, predict the same boot with fabricsim, compare, tear down",
+				Flags: append(append(clusterFlags(), bootFlags()...), outputFlag("table", "json"),
+					&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Value: "mini", Usage: "machine: mini or a machine description file"},
+					&cli.Float64Flag{Name: "scale", Value: 0.1, Usage: "multiply every link capacity by this to shape it on one host"},
+					&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Usage: "give up on a boot not done by then"},
+					&cli.BoolFlag{Name: "nodes", Usage: "print every node's measured and predicted time"},
+				),
+				Action: func(c *cli.Context) error { return measureAction(e, c) },
+			},
+		},
+	}
+}
+
+func clusterSpec(c *cli.Context) (integration.Spec, integration.ServerOptions, error) {
+	if err := checkTools(); err != nil {
+		return integration.Spec{}, integration.ServerOptions{}, err
+	}
+	if k := c.String("kind"); k != "" && k != "netns" {
+		return integration.Spec{}, integration.ServerOptions{}, badInput("--kind: %q: `cluster up` builds netns clusters; VMs: see README (qemu)", k)
+	}
+	m, err := topology.Load(c.String("topology"))
+	if err != nil {
+		return integration.Spec{}, integration.ServerOptions{}, asBadInput(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return integration.Spec{}, integration.ServerOptions{}, err
+	}
+	opt := integration.ServerOptions{Bootctl: self, Mapping: c.String("algo")}
+	opt.Files.NBP = c.String("nbp")
+	if _, err := os.Stat(opt.Files.NBP); err != nil {
+		return integration.Spec{}, integration.ServerOptions{}, badInput("--nbp: %v (install the Debian package ipxe)", err)
+	}
+	for _, f := range []struct {
+		flag string
+		dst  *int64
+	}{{"kernel-size", &opt.Files.Kernel}, {"initrd-size", &opt.Files.Initrd}} {
+		v, err := parseSize(c.String(f.flag))
+		if err != nil {
+			return integration.Spec{}, integration.ServerOptions{}, badInput("--%s: %w", f.flag, err)
+		}
+		*f.dst = int64(v)
+	}
+	spec := integration.Spec{Name: c.String("name"), Machine: m, Scale: c.Float64("scale"), StateDir: c.String("state-dir")}
+	if err := integration.CheckSpec(&spec); err != nil {
+		return spec, opt, asBadInput(err)
+	}
+	return spec, opt, nil
+}
+
+// clusterError marks the errors Up returns for bad input (a leftover cluster, a machine too large).
+func clusterError(err error) error {
+	var bad *integration.SpecError
+	if errors.As(err, &bad) {
+		return asBadInput(err)
+	}
+	return err
+}
+
+func measureAction(e *env, c *cli.Context) error {
+	format, err := outputFormat(c, "table", "json")
+	if err != nil {
+		return err
+	}
+	spec, opt, err := clusterSpec(c)
+	if err != nil {
+		return err
+	}
+	var results []*integration.Measurement
+	for _, algo := range strings.Split(c.String("algo"), ",") {
+		if isTerminal(e.stderr) {
+			fmt.Fprintf(e.stderr, "measuring %s: cluster up, boot %s, predict, down...\n", algo, spec.Machine.Name)
+		}
+		res, err := integration.Measure(c.Context, spec, strings.TrimSpace(algo), opt, c.Duration("timeout"), e.log)
+		if err != nil {
+			return clusterError(fmt.Errorf("%s: %w", algo, err))
+		}
+		results = append(results, res)
+	}
+	if format == "json" {
+		return writeJSON(e.stdout, results)
+	}
+	t := newTable(e.stdout)
+	t.row("algo", "nodes", "measured s", "predicted s", "error", "rtt ms", "dhcp s", "host cpu")
+	for _, r := range results {
+		t.row(r.Algo, len(r.Nodes), fmtFloat(r.Measured, 2), fmtFloat(r.Predicted, 2), fmtFloat(r.ErrorPct, 1)+"%",
+			fmtFloat(r.RTTSeconds*1000, 3), fmtFloat(r.DHCPSeconds, 2), fmt.Sprintf("%.0f%% of %d", r.CPU.Busy*100, r.CPU.Cores))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if len(results) == 2 {
+		ms, ps := results[0].Measured/results[1].Measured, results[0].Predicted/results[1].Predicted
+		fmt.Fprintf(e.stdout, "%s/%s speed-up: measured %.2f, predicted %.2f (%+.1f%%)\n", results[1].Algo, results[0].Algo, ms, ps, 100*(ms-ps)/ps)
+	}
+	if c.Bool("nodes") {
+		for _, r := range results {
+			fmt.Fprintf(e.stdout, "\n%s\n", r.Algo)
+			t := newTable(e.stdout)
+			t.row("node", "server", "measured s", "predicted s", "error")
+			for _, n := range r.Nodes {
+				t.row(n.Node, n.Server, fmtFloat(n.Measured, 2), fmtFloat(n.Predicted, 2), fmtFloat(n.ErrorPct, 1)+"%")
+			}
+			if err := t.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
