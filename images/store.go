@@ -1,0 +1,333 @@
+package images
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+)
+
+const (
+	manifestName    = "manifest.json"
+	blobDir         = "blobs/sha256"
+	manifestVersion = 1
+)
+
+// ErrNotFound is wrapped when a profile does not exist.
+var ErrNotFound = errors.New("not found")
+
+// manifest is the on-disk form of the store.
+type manifest struct {
+	Version  int       `json:"version"`
+	Profiles []Profile `json:"profiles"` // sorted by name
+}
+
+// Store is a directory of profiles and blobs. Its methods are safe for
+// concurrent use within one process.
+type Store struct {
+	dir string
+
+	mu       sync.RWMutex
+	profiles map[string]Profile
+}
+
+// Open opens the store in dir, creating the directory and an empty
+// manifest if they do not exist.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Join(dir, blobDir), 0o755); err != nil {
+		return nil, fmt.Errorf("images: creating store %s: %w", dir, err)
+	}
+	s := &Store{dir: dir, profiles: map[string]Profile{}}
+	path := filepath.Join(dir, manifestName)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("images: reading %s: %w", path, err)
+	}
+	var m manifest
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("images: parsing %s: %w", path, err)
+	}
+	if m.Version != manifestVersion {
+		return nil, fmt.Errorf("images: %s: manifest version %d, this program reads %d", path, m.Version, manifestVersion)
+	}
+	for i, p := range m.Profiles {
+		if err := p.Validate(); err != nil {
+			return nil, fmt.Errorf("images: %s: profiles[%d]: %w", path, i, err)
+		}
+		if _, dup := s.profiles[p.Name]; dup {
+			return nil, fmt.Errorf("images: %s: profiles[%d]: duplicate profile %q", path, i, p.Name)
+		}
+		for _, n := range p.FileNames() {
+			bl, ok := p.Files[n]
+			if !ok {
+				return nil, fmt.Errorf("images: %s: profile %q: file %q has no blob", path, p.Name, n)
+			}
+			if !validHash(bl.SHA256) {
+				return nil, fmt.Errorf("images: %s: profile %q: file %q: bad sha256 %q", path, p.Name, n, bl.SHA256)
+			}
+		}
+		s.profiles[p.Name] = p
+	}
+	return s, nil
+}
+
+// Dir returns the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Add stores the profile's files and records the profile, replacing any
+// profile of the same name. files maps each file name of the profile
+// (Kernel, Initrd, BootFiles) to a path on disk; names the profile does not
+// use are an error. Files with equal contents share one blob.
+func (s *Store) Add(p Profile, files map[string]string) (Profile, error) {
+	if err := p.Validate(); err != nil {
+		return Profile{}, fmt.Errorf("images: add: %w", err)
+	}
+	names := p.FileNames()
+	for n := range files {
+		if !slices.Contains(names, n) {
+			return Profile{}, fmt.Errorf("images: add %q: file %q is not the kernel, initrd or a boot file of the profile", p.Name, n)
+		}
+	}
+	p.BootFiles = slices.Clone(p.BootFiles)
+	p.Files = map[string]Blob{}
+	for _, n := range names {
+		src, ok := files[n]
+		if !ok {
+			return Profile{}, fmt.Errorf("images: add %q: no source given for file %q", p.Name, n)
+		}
+		b, err := s.putFile(src)
+		if err != nil {
+			return Profile{}, fmt.Errorf("images: add %q: file %q: %w", p.Name, n, err)
+		}
+		p.Files[n] = b
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := make(map[string]Profile, len(s.profiles)+1)
+	for k, v := range s.profiles {
+		next[k] = v
+	}
+	next[p.Name] = p
+	if err := s.writeManifest(next); err != nil {
+		return Profile{}, err
+	}
+	s.profiles = next
+	return cloneProfile(p), nil
+}
+
+// putFile copies src into a blob named by its sha256.
+func (s *Store) putFile(src string) (Blob, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return Blob{}, err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return Blob{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return Blob{}, fmt.Errorf("%s is not a regular file", src)
+	}
+	tmp, err := os.CreateTemp(filepath.Join(s.dir, blobDir), ".incoming-*")
+	if err != nil {
+		return Blob{}, err
+	}
+	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), in)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return Blob{}, fmt.Errorf("copying %s into the store: %w", src, err)
+	}
+	b := Blob{SHA256: hex.EncodeToString(h.Sum(nil)), Size: n}
+	// Rename even when the blob exists: the fresh copy was just hashed, so
+	// adding a file again repairs a blob that Verify found changed.
+	dst := s.blobPath(b.SHA256)
+	if err := os.Chmod(tmp.Name(), 0o444); err != nil {
+		return Blob{}, err
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		return Blob{}, fmt.Errorf("storing blob %s: %w", b.SHA256, err)
+	}
+	return b, nil
+}
+
+func (s *Store) writeManifest(profiles map[string]Profile) error {
+	m := manifest{Version: manifestVersion, Profiles: sortedProfiles(profiles)}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("images: encoding manifest: %w", err)
+	}
+	b = append(b, '\n')
+	tmp, err := os.CreateTemp(s.dir, ".manifest-*")
+	if err != nil {
+		return fmt.Errorf("images: writing manifest: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(s.dir, manifestName))
+	}
+	if err != nil {
+		return fmt.Errorf("images: writing manifest in %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// List returns all profiles sorted by name.
+func (s *Store) List() []Profile {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := sortedProfiles(s.profiles)
+	for i := range out {
+		out[i] = cloneProfile(out[i])
+	}
+	return out
+}
+
+// Get returns the named profile, or an error wrapping ErrNotFound.
+func (s *Store) Get(name string) (Profile, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	p, ok := s.profiles[name]
+	if !ok {
+		return Profile{}, fmt.Errorf("images: profile %q: %w", name, ErrNotFound)
+	}
+	return cloneProfile(p), nil
+}
+
+// BlobPath returns the on-disk path of a profile's file, for callers that
+// serve it themselves (e.g. with http.ServeContent).
+func (s *Store) BlobPath(profile, file string) (string, error) {
+	p, err := s.Get(profile)
+	if err != nil {
+		return "", err
+	}
+	b, ok := p.Files[file]
+	if !ok {
+		return "", fmt.Errorf("images: profile %q has no file %q: %w", profile, file, ErrNotFound)
+	}
+	return s.blobPath(b.SHA256), nil
+}
+
+func (s *Store) blobPath(sum string) string { return filepath.Join(s.dir, blobDir, sum) }
+
+// Problem is one inconsistency found by Verify.
+type Problem struct {
+	Profile string `json:"profile"`
+	File    string `json:"file"`
+	Blob    Blob   `json:"blob"` // what the manifest records
+	Kind    string `json:"kind"` // "missing", "changed" (sha256 or size differs) or "unreadable"
+	Detail  string `json:"detail"`
+}
+
+func (p Problem) String() string {
+	return fmt.Sprintf("profile %q file %q (blob %s): %s: %s", p.Profile, p.File, p.Blob.SHA256, p.Kind, p.Detail)
+}
+
+// Verify re-reads every blob the manifest names and reports each profile
+// file whose blob is missing, unreadable or changed, sorted by profile and
+// file. Each blob is hashed once however many profiles share it.
+func (s *Store) Verify() []Problem {
+	profiles := s.List()
+	type check struct{ kind, detail string }
+	checked := map[string]check{}
+	var out []Problem
+	for _, p := range profiles {
+		files := p.FileNames()
+		sort.Strings(files)
+		for _, f := range files {
+			b := p.Files[f]
+			c, ok := checked[b.SHA256]
+			if !ok {
+				c.kind, c.detail = s.checkBlob(b)
+				checked[b.SHA256] = c
+			}
+			if c.kind != "" {
+				out = append(out, Problem{Profile: p.Name, File: f, Blob: b, Kind: c.kind, Detail: c.detail})
+			}
+		}
+	}
+	return out
+}
+
+func (s *Store) checkBlob(b Blob) (kind, detail string) {
+	path := s.blobPath(b.SHA256)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "missing", path + " does not exist"
+	}
+	if err != nil {
+		return "unreadable", err.Error()
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "unreadable", err.Error()
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != b.SHA256 || n != b.Size {
+		return "changed", fmt.Sprintf("%s has sha256 %s and %d bytes, manifest says %s and %d bytes", path, got, n, b.SHA256, b.Size)
+	}
+	return "", ""
+}
+
+func sortedProfiles(m map[string]Profile) []Profile {
+	out := make([]Profile, 0, len(m))
+	for _, p := range m {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func cloneProfile(p Profile) Profile {
+	p.BootFiles = slices.Clone(p.BootFiles)
+	files := make(map[string]Blob, len(p.Files))
+	for k, v := range p.Files {
+		files[k] = v
+	}
+	p.Files = files
+	return p
+}
+
+func validHash(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

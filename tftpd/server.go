@@ -1,0 +1,432 @@
+package tftpd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pin/tftp/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// Defaults for zero Config fields.
+const (
+	// DefaultMaxBlockSize fits one DATA packet in a 1500-byte Ethernet frame
+	// (1500 - 20 IP - 8 UDP - 4 TFTP); it is what UEFI firmware asks for.
+	DefaultMaxBlockSize = 1468
+	DefaultMaxTransfers = 512
+	DefaultTimeout      = 3 * time.Second
+	DefaultRetries      = 5
+)
+
+// Limits of the blksize option (RFC 2348) as pin/tftp applies them.
+const (
+	minBlockCap = 513 // pin/tftp ignores a cap of 512 or less
+	maxBlockCap = 65464
+)
+
+// Config configures a Server. Root is required; zero values elsewhere take
+// the defaults above.
+type Config struct {
+	// Root is what the server serves. For a directory use
+	// (*os.Root).FS, which also confines symbolic links; os.DirFS does not.
+	Root fs.FS
+	// MaxBlockSize caps the negotiated blksize (513..65464). The default,
+	// 1468, fits a 1500-byte MTU; lower it for smaller MTUs (a bigger block
+	// is still delivered, in IP fragments).
+	MaxBlockSize int
+	// ClampToMTU also caps blksize by the MTU of the interface each request
+	// arrived on. pin/tftp looks the interface up (a netlink dump) for every
+	// request, and when that lookup fails, as it does while interfaces are
+	// being created and deleted, it silently falls back to 512-byte blocks;
+	// hence off by default.
+	ClampToMTU bool
+	// MaxTransfers bounds concurrent read transfers; requests beyond it are
+	// refused at once with a TFTP error, never queued.
+	MaxTransfers int
+	// Timeout is how long the server waits for each ACK before sending
+	// again; Retries is how many times it sends before giving up.
+	Timeout time.Duration
+	Retries int
+	// Anticipate, when 2 or more, makes the server send that many DATA
+	// blocks before waiting for their ACKs (pin/tftp's SetAnticipate,
+	// at most 60). It is not RFC 7440 windowsize: nothing is negotiated,
+	// the client still ACKs every block, and a lost block costs a timeout
+	// and a resend of the whole window. Off (0) by default: lock-step is
+	// what every firmware expects; enable it only for clients known to
+	// tolerate it. Retransmissions are not counted in this mode.
+	Anticipate uint
+	// Observer is told about each read transfer (boot state). May be nil.
+	Observer Observer
+	// Registerer receives the server's metrics. May be nil.
+	Registerer prometheus.Registerer
+	// Logger may be nil.
+	Logger *zap.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server is a read-only TFTP server. Create it with New and run it with
+// Serve or ListenAndServe, once.
+type Server struct {
+	root     fs.FS
+	blockCap int
+	mtuClamp bool
+	timeout  time.Duration
+	retries  int
+	antic    uint
+	obs      Observer
+	log      *zap.Logger
+	now      func() time.Time
+	m        *metrics
+
+	slots    chan struct{} // one token per running transfer
+	stopping chan struct{} // closed when Serve's context ends
+	served   chan struct{} // closed by the first Serve call
+
+	mu    sync.Mutex
+	stats map[netip.AddrPort]*tftp.TransferStats // running transfers; filled by the library hook
+}
+
+// New checks cfg and returns a Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Root == nil {
+		return nil, errors.New("tftpd: Config.Root is nil")
+	}
+	if cfg.MaxBlockSize == 0 {
+		cfg.MaxBlockSize = DefaultMaxBlockSize
+	}
+	if cfg.MaxBlockSize < minBlockCap || cfg.MaxBlockSize > maxBlockCap {
+		return nil, fmt.Errorf("tftpd: Config.MaxBlockSize %d out of range %d..%d", cfg.MaxBlockSize, minBlockCap, maxBlockCap)
+	}
+	if cfg.MaxTransfers == 0 {
+		cfg.MaxTransfers = DefaultMaxTransfers
+	}
+	if cfg.MaxTransfers < 0 {
+		return nil, fmt.Errorf("tftpd: Config.MaxTransfers %d is negative", cfg.MaxTransfers)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Retries <= 0 {
+		cfg.Retries = DefaultRetries
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{
+		root:     cfg.Root,
+		blockCap: cfg.MaxBlockSize,
+		mtuClamp: cfg.ClampToMTU,
+		timeout:  cfg.Timeout,
+		retries:  cfg.Retries,
+		antic:    cfg.Anticipate,
+		obs:      cfg.Observer,
+		log:      cfg.Logger,
+		now:      cfg.Now,
+		m:        m,
+		slots:    make(chan struct{}, cfg.MaxTransfers),
+		stopping: make(chan struct{}),
+		served:   make(chan struct{}),
+		stats:    make(map[netip.AddrPort]*tftp.TransferStats),
+	}, nil
+}
+
+// Active returns the number of read transfers in progress.
+func (s *Server) Active() int { return len(s.slots) }
+
+// ListenAndServe binds addr ("host:port", UDP) and serves until ctx ends.
+func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return fmt.Errorf("tftpd: resolving listen address %q: %w", addr, err)
+	}
+	conn, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return fmt.Errorf("tftpd: listening on %q: %w", addr, err)
+	}
+	return s.Serve(ctx, conn)
+}
+
+// Serve serves requests arriving on conn until ctx ends, then stops taking
+// requests, makes running transfers fail at their next block, waits for
+// them and returns nil. Serve owns conn and closes it. Each transfer
+// answers from its own ephemeral port, as TFTP requires.
+func (s *Server) Serve(ctx context.Context, conn *net.UDPConn) error {
+	select {
+	case <-s.served:
+		conn.Close()
+		return errors.New("tftpd: Serve called twice")
+	default:
+		close(s.served)
+	}
+	lib := tftp.NewServer(s.handleRead, s.handleWrite)
+	lib.SetHook(hook{s})
+	lib.SetBlockSize(s.blockCap)
+	lib.SetBlockSizeNegotiation(s.mtuClamp)
+	lib.SetTimeout(s.timeout)
+	lib.SetRetries(s.retries)
+	if s.antic >= 2 {
+		lib.SetAnticipate(s.antic)
+	}
+	s.log.Info("tftp serving", zap.Stringer("addr", conn.LocalAddr()),
+		zap.Int("max_blksize", s.blockCap), zap.Int("max_transfers", cap(s.slots)), zap.Uint("anticipate", s.antic))
+
+	errc := make(chan error, 1)
+	go func() { errc <- lib.Serve(conn) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		errc = nil
+	}
+	close(s.stopping)
+	lib.Shutdown() // closes conn, waits for running transfers
+	if errc != nil {
+		<-errc
+	}
+	conn.Close() // Shutdown misses conn if it ran before lib.Serve stored it
+	s.log.Info("tftp stopped", zap.Stringer("addr", conn.LocalAddr()))
+	if err != nil {
+		return fmt.Errorf("tftpd: serving on %s: %w", conn.LocalAddr(), err)
+	}
+	return nil
+}
+
+var (
+	errWrite    = errors.New("write requests are refused: read-only server")
+	errShutdown = errors.New("server shutting down")
+	errNotFile  = errors.New("not a regular file")
+)
+
+// handleWrite refuses every write request; pin/tftp sends the ERROR packet.
+func (s *Server) handleWrite(filename string, wt io.WriterTo) error {
+	remote := netip.AddrPort{}
+	if ra, ok := wt.(interface{ RemoteAddr() net.UDPAddr }); ok {
+		a := ra.RemoteAddr()
+		remote = a.AddrPort()
+	}
+	s.m.transfers.WithLabelValues(string(OutcomeRefused)).Inc()
+	s.log.Info("tftp write refused", zap.Stringer("remote", remote), zap.String("filename", filename))
+	return errWrite
+}
+
+// handleRead runs one read transfer in pin/tftp's goroutine for it.
+func (s *Server) handleRead(filename string, rf io.ReaderFrom) error {
+	start := s.now()
+	ot, _ := rf.(tftp.OutgoingTransfer)
+	var remote netip.AddrPort
+	if ot != nil {
+		a := ot.RemoteAddr()
+		remote = a.AddrPort()
+		remote = netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port())
+	}
+	res := TransferResult{
+		TransferInfo: TransferInfo{Remote: remote, Filename: filename},
+		Size:         -1,
+		BlockSize:    512,
+	}
+	finish := func(o Outcome, err error) error {
+		res.Outcome, res.Err, res.Duration = o, err, s.now().Sub(start)
+		s.m.done(res)
+		s.obs.OnTransferDone(res)
+		s.logDone(res)
+		return err
+	}
+
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		s.obs.OnTransferStart(res.TransferInfo)
+		return finish(OutcomeRefused, fmt.Errorf("server busy: %d transfers running, limit reached; retry later", cap(s.slots)))
+	}
+	defer func() { <-s.slots }()
+	s.m.active.Inc()
+	defer s.m.active.Dec()
+
+	p, err := Resolve(filename)
+	if err != nil {
+		s.obs.OnTransferStart(res.TransferInfo)
+		return finish(OutcomeRefused, err)
+	}
+	res.Path = p
+	s.obs.OnTransferStart(res.TransferInfo)
+
+	f, size, err := s.open(p)
+	if err != nil {
+		return finish(OutcomeNotFound, err)
+	}
+	defer f.Close()
+	res.Size = size
+	if ot != nil {
+		ot.SetSize(size)
+	}
+
+	s.mu.Lock()
+	s.stats[remote] = nil // let the hook record this transfer's stats
+	s.mu.Unlock()
+	cr := &countingReader{r: f, stop: s.stopping}
+	_, err = rf.ReadFrom(cr)
+	res.Bytes = cr.n
+	s.mu.Lock()
+	st := s.stats[remote]
+	delete(s.stats, remote)
+	s.mu.Unlock()
+	if st != nil {
+		if bs, err := strconv.Atoi(st.Opts["blksize"]); err == nil {
+			res.BlockSize = bs
+		}
+		res.Retransmissions = retransmissions(*st, err == nil)
+	}
+	if err == nil {
+		return finish(OutcomeOK, nil)
+	}
+	// pin/tftp has already sent the ERROR packet when ReadFrom fails;
+	// returning nil keeps it from trying again.
+	finish(classify(err, cr.n), err)
+	return nil
+}
+
+// open stats before opening so that a FIFO or device in the root cannot
+// block the transfer goroutine in open(2).
+func (s *Server) open(p string) (fs.File, int64, error) {
+	fi, err := fs.Stat(s.root, p)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s: %w", p, errNotFile)
+	}
+	f, err := s.root.Open(p)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err = f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, fmt.Errorf("%s: %w", p, errNotFile)
+	}
+	return f, fi.Size(), nil
+}
+
+func (s *Server) logDone(r TransferResult) {
+	fields := []zap.Field{
+		zap.Stringer("remote", r.Remote), zap.String("filename", r.Filename), zap.String("path", r.Path),
+		zap.String("outcome", string(r.Outcome)), zap.Int64("bytes", r.Bytes), zap.Int("blksize", r.BlockSize),
+		zap.Duration("duration", r.Duration), zap.Int("retransmissions", r.Retransmissions),
+	}
+	switch {
+	case r.Outcome == OutcomeOK || r.Outcome == OutcomeProbe:
+		s.log.Debug("tftp transfer done", fields...)
+	default:
+		s.log.Info("tftp transfer failed", append(fields, zap.Error(r.Err))...)
+	}
+}
+
+// clientError matches the error pin/tftp returns when the client sends an
+// ERROR packet; block 0 means right after the OACK, before any data.
+var clientError = regexp.MustCompile(`^sending block (\d+): code=(\d+)`)
+
+// classify names the outcome of a failed ReadFrom. bytes is how much of
+// the file had been read.
+func classify(err error, bytes int64) Outcome {
+	if errors.Is(err, errShutdown) {
+		return OutcomeError
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return OutcomeTimeout
+	}
+	if m := clientError.FindStringSubmatch(err.Error()); m != nil {
+		if m[1] == "0" && bytes == 0 {
+			return OutcomeProbe
+		}
+		return OutcomeAborted
+	}
+	return OutcomeError
+}
+
+// retransmissions derives resends from pin/tftp's counters: every
+// datagram sent but not acknowledged was sent again, except the last one
+// of a failed transfer.
+func retransmissions(st tftp.TransferStats, ok bool) int {
+	r := st.DatagramsSent - st.DatagramsAcked
+	if !ok {
+		r--
+	}
+	return max(r, 0)
+}
+
+// hook receives pin/tftp's per-transfer statistics. The library calls it in
+// the transfer goroutine inside ReadFrom, so handleRead finds the entry
+// right after ReadFrom returns. Calls without a remote address come from
+// the accept loop: malformed or unexpected datagrams. Statistics of
+// transfers handleRead is not waiting for (refused before ReadFrom) are
+// dropped so the map cannot grow.
+type hook struct{ s *Server }
+
+func (h hook) OnSuccess(st tftp.TransferStats) { h.record(st) }
+
+func (h hook) OnFailure(st tftp.TransferStats, err error) {
+	if st.RemoteAddr == nil {
+		h.s.m.badRequests.Inc()
+		h.s.log.Debug("tftp bad request dropped", zap.Error(err))
+		return
+	}
+	h.record(st)
+}
+
+func (h hook) record(st tftp.TransferStats) {
+	a, ok := netip.AddrFromSlice(st.RemoteAddr)
+	if !ok {
+		return
+	}
+	key := netip.AddrPortFrom(a.Unmap(), uint16(st.Tid))
+	h.s.mu.Lock()
+	if _, running := h.s.stats[key]; running {
+		h.s.stats[key] = &st
+	}
+	h.s.mu.Unlock()
+}
+
+// countingReader counts file bytes handed to the library and fails the
+// transfer at its next block once the server is stopping.
+type countingReader struct {
+	r    io.Reader
+	n    int64
+	stop <-chan struct{}
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	select {
+	case <-c.stop:
+		return 0, errShutdown
+	default:
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
