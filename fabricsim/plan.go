@@ -14,6 +14,10 @@ type PlanRow struct {
 	Analysis
 	// SpeedupVsSCDA is this row's bandwidth over scda's for the same batch (0 without an scda row).
 	SpeedupVsSCDA float64 `json:"speedup_vs_scda,omitempty"`
+	// FlowSeconds is the flow model's batch time for the same boot (PlanInput.Flow), and
+	// FlowMbps the image over it.
+	FlowSeconds float64 `json:"flow_seconds,omitempty"`
+	FlowMbps    float64 `json:"flow_mbps,omitempty"`
 }
 
 // PlanInput is what a plan is made of.
@@ -26,6 +30,11 @@ type PlanInput struct {
 	ImageBytes float64
 	// Failed marks failed boot servers by index (nil: none).
 	Failed []bool
+	// Flow also runs the flow-level simulation of each row (everything starting together, no
+	// protocol caps), to show beside the analytic model.
+	Flow bool
+	// Progress, when set, is called after each row.
+	Progress func(done, total int)
 }
 
 // Plan runs the analytic model for every batch and algorithm, batches outermost, and fills in the
@@ -58,7 +67,17 @@ func Plan(in PlanInput) ([]PlanRow, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s, %s: %w", b.Label, algo.Name, err)
 			}
-			rows = append(rows, PlanRow{Batch: b.Label, Algo: algo.Name, Analysis: *res})
+			row := PlanRow{Batch: b.Label, Algo: algo.Name, Analysis: *res}
+			if in.Flow && len(b.Nodes) > 0 {
+				if row.FlowSeconds, err = FlowBatchSeconds(in.Graph, in.Router, a, b.Nodes, in.ImageBytes); err != nil {
+					return nil, fmt.Errorf("%s, %s: flow model: %w", b.Label, algo.Name, err)
+				}
+				row.FlowMbps = in.ImageBytes * 8 / 1e6 / row.FlowSeconds
+			}
+			rows = append(rows, row)
+			if in.Progress != nil {
+				in.Progress(len(rows), len(in.Batches)*len(in.Algos))
+			}
 		}
 		for _, r := range rows[first:] {
 			if r.Algo != "scda" {

@@ -39,6 +39,9 @@ type Measurement struct {
 	CPU         CPUUse  `json:"cpu"`
 }
 
+// WireEfficiency is the payload share of a full-size TCP frame on Ethernet: 1448 / 1514.
+const WireEfficiency = 1448.0 / 1514.0
+
 // ScaledMachine returns a copy of m with every capacity multiplied by f.
 func ScaledMachine(m *topology.Machine, f float64) *topology.Machine {
 	out := *m
@@ -161,7 +164,10 @@ func (c *Cluster) RTT(ctx context.Context, t Timeline) (float64, error) {
 // Predict runs the flow simulation of booting every node of the cluster's machine, scaled, under
 // algo, with the cluster's files and the measured round trip and DHCP time.
 func (c *Cluster) Predict(ctx context.Context, algo string, files BootFiles, rtt, dhcp float64) (*fabricsim.FlowResult, error) {
-	g, err := ScaledMachine(c.Machine, c.Scale).Build()
+	// tc shapes whole frames: a full TCP segment carries 1448 payload bytes in a 1514-byte frame
+	// (Ethernet 14 + IP 20 + TCP with timestamps 32), so the goodput of a shaped link is 95.6% of its
+	// rate. The simulator counts payload, so it gets the goodput.
+	g, err := ScaledMachine(c.Machine, c.Scale*WireEfficiency).Build()
 	if err != nil {
 		return nil, err
 	}

@@ -78,6 +78,9 @@ func commands(e *env) []*cli.Command {
 	return []*cli.Command{
 		planCommand(e),
 		topologyCommand(e),
+		routeCommand(e),
+		clusterCommand(e),
+		simulateCommand(e),
 	}
 }
 

@@ -17,17 +17,27 @@ func planCommand(e *env) *cli.Command {
 		Usage: "predict boot bandwidth, bottleneck segments and boot time per batch and mapping (the paper's model)",
 		Description: "With no flags: the paper's machine (sunway), all algorithms side by side with the ratio to\n" +
 			"scda, and the paper's ladder of batches (1, 20, 21, 32 boards; 1 to 40 cabinets).",
-		Flags: append(machineFlags(), outputFlag("table", "json", "csv")),
+		Flags: append(machineFlags(), outputFlag("table", "json", "csv"),
+			&cli.StringFlag{Name: "model", Value: "analytic", Usage: "analytic (the paper's per-segment model), flow (also the flow-level simulation of the same boot, side by side)"}),
 		Action: func(c *cli.Context) error {
 			format, err := outputFormat(c, "table", "json", "csv")
 			if err != nil {
 				return err
 			}
+			model := c.String("model")
+			if model != "analytic" && model != "flow" {
+				return badInput("--model: %q is not one of analytic, flow", model)
+			}
 			in, err := readMachineInput(c)
 			if err != nil {
 				return err
 			}
-			rows, err := fabricsim.Plan(fabricsim.PlanInput{Graph: in.Graph, Algos: in.Algos, Batches: in.Batches, ImageBytes: in.ImageBytes, Failed: in.Failed})
+			pin := fabricsim.PlanInput{Graph: in.Graph, Algos: in.Algos, Batches: in.Batches, ImageBytes: in.ImageBytes, Failed: in.Failed, Flow: model == "flow"}
+			if pin.Flow && isTerminal(e.stderr) {
+				pin.Progress = func(done, total int) { fmt.Fprintf(e.stderr, "\rplan: %d/%d rows", done, total) }
+				defer fmt.Fprintln(e.stderr)
+			}
+			rows, err := fabricsim.Plan(pin)
 			if err != nil {
 				return err
 			}
@@ -40,6 +50,9 @@ func planCommand(e *env) *cli.Command {
 			case "csv":
 				head := append([]string{"batch", "nodes", "algo"}, segs...)
 				head = append(head, "bandwidth_mbps", "bottlenecks", "boot_seconds", "speedup_vs_scda")
+				if pin.Flow {
+					head = append(head, "flow_mbps", "flow_seconds")
+				}
 				out := [][]string{head}
 				for _, r := range rows {
 					rec := []string{r.Batch, strconv.Itoa(r.Nodes), r.Algo}
@@ -47,6 +60,9 @@ func planCommand(e *env) *cli.Command {
 						rec = append(rec, fmtFloat(segMin(r, s), 4))
 					}
 					rec = append(rec, fmtFloat(r.BandwidthMbps, 4), strings.Join(r.Bottlenecks, " "), fmtFloat(r.BootSeconds, 4), fmtFloat(r.SpeedupVsSCDA, 4))
+					if pin.Flow {
+						rec = append(rec, fmtFloat(r.FlowMbps, 4), fmtFloat(r.FlowSeconds, 4))
+					}
 					out = append(out, rec)
 				}
 				return writeCSV(e.stdout, out)
@@ -59,6 +75,9 @@ func planCommand(e *env) *cli.Command {
 				head = append(head, s)
 			}
 			head = append(head, "Mb/s", "bottleneck", "boot s", "x scda")
+			if pin.Flow {
+				head = append(head, "flow s", "flow/analytic")
+			}
 			t.row(head...)
 			for _, r := range rows {
 				cells := []any{r.Batch, r.Nodes, r.Algo}
@@ -70,6 +89,9 @@ func planCommand(e *env) *cli.Command {
 					ratio = fmtFloat(r.SpeedupVsSCDA, 2)
 				}
 				cells = append(cells, fmtFloat(r.BandwidthMbps, 2), strings.Join(r.Bottlenecks, ","), fmtFloat(r.BootSeconds, 1), ratio)
+				if pin.Flow {
+					cells = append(cells, fmtFloat(r.FlowSeconds, 1), fmtFloat(r.FlowSeconds/r.BootSeconds, 3))
+				}
 				t.row(cells...)
 			}
 			return t.flush()

@@ -1,0 +1,436 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bootfabric/bootfabric/fabricsim"
+	"github.com/bootfabric/bootfabric/mapping"
+	"github.com/bootfabric/bootfabric/topology"
+	"github.com/urfave/cli/v2"
+	"go.uber.org/zap"
+)
+
+// simAutoStep is the time step for arrivals spread over time: an exact ramp re-allocates once per
+// node, and 10 ms is far below a boot's duration.
+const simAutoStep = 10 * time.Millisecond
+
+// simDefaultFiles is the default --files: undionly.kpxe over TFTP (PXE firmware speaks nothing
+// else), then kernel and initrd (together the paper's 50 MB image) over --protocol.
+const simDefaultFiles = "nbp=70KB:tftp,kernel=10MB,initrd=40MB"
+
+func simulateCommand(e *env) *cli.Command {
+	formats := []string{"table", "json", "csv"}
+	shared := machineFlags()
+	// Simulate's defaults differ from plan's: one mapping (bcda), the whole machine.
+	for _, f := range shared {
+		if sf, ok := f.(*cli.StringFlag); ok && (sf.Name == "algo" || sf.Name == "batch") {
+			sf.Value = map[string]string{"algo": "bcda", "batch": "all"}[sf.Name]
+			sf.Usage = strings.Replace(sf.Usage, " (default: the paper's ladder)", "", 1)
+		}
+	}
+	flags := append(shared,
+		&cli.StringFlag{Name: "arrival", Value: "all", Usage: "power-on times: all (at 0), ramp:N (N nodes per second in batch order), or a FILE of lines 'NODE SECONDS'"},
+		&cli.StringFlag{Name: "files", Value: simDefaultFiles, Usage: "files each node fetches in order: NAME=SIZE[:tftp|http|none],... (without a protocol: --protocol); --image-size alone means nbp + one image of that size"},
+		&cli.StringFlag{Name: "protocol", Value: "tftp", Usage: "delivery of files without their own protocol: tftp, http (or none: no protocol cap)"},
+		&cli.IntFlag{Name: "blksize", Value: fabricsim.DefaultTFTPBlockSize, Usage: "TFTP block size in bytes (RFC 2348)"},
+		&cli.IntFlag{Name: "windowsize", Value: fabricsim.DefaultTFTPWindowSize, Usage: "TFTP window size in blocks (RFC 7440)"},
+		&cli.StringFlag{Name: "http-window", Value: "256KiB", Usage: "HTTP (TCP) receive window"},
+		&cli.DurationFlag{Name: "rtt", Usage: "round-trip time for every node (default: 2 x the route's latencies + --server-time)"},
+		&cli.DurationFlag{Name: "server-time", Value: time.Duration(fabricsim.DefaultServerSeconds * 1e9), Usage: "server processing time per exchange, added to the round trip"},
+		&cli.DurationFlag{Name: "dhcp", Value: time.Duration(fabricsim.DefaultDHCPSeconds * 1e9), Usage: "duration of the DHCP exchange before the first file"},
+		&cli.DurationFlag{Name: "health", Value: time.Duration(fabricsim.DefaultHealthSeconds * 1e9), Usage: "duration of the health report after the last file"},
+		&cli.StringFlag{Name: "time-step", Value: "auto", Usage: "round events up to multiples of this duration so that nearby ones share one re-allocation (0: exact; auto: exact with --arrival all, else " + simAutoStep.String() + ")"},
+		&cli.Float64Flag{Name: "server-cap", Usage: "limit on each boot server's total rate in Mb/s, e.g. its disk (0: none)"},
+		outputFlag(formats...),
+	)
+	return &cli.Command{
+		Name:  "simulate",
+		Usage: "simulate boots flow by flow: max-min sharing, protocol caps, per-node completion times",
+		Description: "Every (node, file) is a flow from the node's boot server; flows share links by max-min\n" +
+			"fairness and are re-shared whenever one starts or ends. Without --algo: bcda; without --batch:\n" +
+			"the whole machine. Several algorithms or batches give one summary row each.",
+		Flags: flags,
+		Action: func(c *cli.Context) error {
+			format, err := outputFormat(c, formats...)
+			if err != nil {
+				return err
+			}
+			arrival := c.String("arrival")
+			arrivalFile := arrival != "all" && !strings.HasPrefix(arrival, "ramp:")
+			// readMachineInput takes an unset --batch for plan's ladder.
+			if !c.IsSet("batch") && !arrivalFile {
+				if err := c.Set("batch", "all"); err != nil {
+					return err
+				}
+			}
+			in, err := readMachineInput(c)
+			if err != nil {
+				return err
+			}
+			cfg, err := simConfig(c)
+			if err != nil {
+				return err
+			}
+			g, h := in.Graph, in.Graph.Hierarchy()
+			var listed map[int]float64
+			if arrivalFile {
+				if listed, err = simReadArrivals(arrival, h); err != nil {
+					return asBadInput(err)
+				}
+				if !c.IsSet("batch") {
+					nodes := make([]int, 0, len(listed))
+					for n := range listed {
+						nodes = append(nodes, n)
+					}
+					slices.Sort(nodes)
+					in.Batches = []topology.Batch{{Label: "nodes of " + arrival, Nodes: nodes}}
+				} else if len(in.Batches) != 1 {
+					return badInput("--arrival %s: a list of arrivals needs exactly one batch, got %d", arrival, len(in.Batches))
+				}
+			}
+			var runs []simRun
+			for _, b := range in.Batches {
+				for _, algo := range in.Algos {
+					run := cfg
+					if run.Arrivals, err = simArrivals(arrival, listed, b, g); err != nil {
+						return err
+					}
+					a, err := mapping.Assign(g, algo, b.Nodes, in.Failed)
+					if err != nil {
+						return asBadInput(err)
+					}
+					run.Progress = simProgress(e.stderr, algo.Name+" "+b.Label)
+					res, err := fabricsim.Simulate(c.Context, g, nil, a, b.Nodes, run)
+					if run.Progress != nil {
+						run.Progress(fabricsim.Progress{Done: -1})
+					}
+					if err != nil {
+						if c.Context.Err() != nil {
+							return err
+						}
+						return asBadInput(err)
+					}
+					e.log.Debug("simulated", zap.String("batch", b.Label), zap.String("algo", algo.Name),
+						zap.Int("events", res.Stats.Events), zap.Int("classes", res.Stats.Classes))
+					runs = append(runs, simRun{Batch: b.Label, Algo: algo.Name, Result: res})
+				}
+			}
+			switch format {
+			case "json":
+				return writeJSON(e.stdout, simJSON{Topology: g.Name, Nodes: len(g.Nodes()), Servers: len(g.Servers()), Runs: runs})
+			case "csv":
+				return simWriteCSV(e.stdout, runs)
+			}
+			return simWriteTable(e.stdout, g, runs)
+		},
+	}
+}
+
+type simRun struct {
+	Batch  string                `json:"batch"`
+	Algo   string                `json:"algo"`
+	Result *fabricsim.FlowResult `json:"result"`
+}
+
+type simJSON struct {
+	Topology string   `json:"topology"`
+	Nodes    int      `json:"nodes"`
+	Servers  int      `json:"servers"`
+	Runs     []simRun `json:"runs"`
+}
+
+// simConfig reads the protocol, file and timing flags.
+func simConfig(c *cli.Context) (fabricsim.FlowConfig, error) {
+	proto, err := fabricsim.ParseProtocol(c.String("protocol"))
+	if err != nil {
+		return fabricsim.FlowConfig{}, badInput("--protocol: %w", err)
+	}
+	cfg := fabricsim.DefaultFlowConfig(proto)
+	spec := c.String("files")
+	if c.IsSet("image-size") && !c.IsSet("files") {
+		spec = "nbp=70KB:tftp,image=" + c.String("image-size")
+	}
+	if cfg.Files, err = simParseFiles(spec, proto); err != nil {
+		return cfg, badInput("--files: %w", err)
+	}
+	cfg.TFTPBlockSize, cfg.TFTPWindowSize = c.Int("blksize"), c.Int("windowsize")
+	if cfg.HTTPWindowBytes, err = parseSize(c.String("http-window")); err != nil {
+		return cfg, badInput("--http-window: %w", err)
+	}
+	for _, d := range []struct {
+		flag string
+		dst  *float64
+	}{{"rtt", &cfg.RTTSeconds}, {"server-time", &cfg.ServerSeconds}, {"dhcp", &cfg.DHCPSeconds}, {"health", &cfg.HealthSeconds}} {
+		v := c.Duration(d.flag)
+		if v < 0 {
+			return cfg, badInput("--%s: %v must not be negative", d.flag, v)
+		}
+		*d.dst = v.Seconds()
+	}
+	switch step := c.String("time-step"); step {
+	case "auto":
+		if c.String("arrival") != "all" {
+			cfg.TimeStep = simAutoStep.Seconds()
+		}
+	case "0":
+	default:
+		d, err := time.ParseDuration(step)
+		if err != nil || d < 0 {
+			return cfg, badInput("--time-step: %q is not auto, 0 or a non-negative duration like 10ms", step)
+		}
+		cfg.TimeStep = d.Seconds()
+	}
+	cfg.ServerCapMbps = c.Float64("server-cap")
+	if !(cfg.ServerCapMbps >= 0) {
+		return cfg, badInput("--server-cap: %v must be 0 (none) or a positive rate in Mb/s", cfg.ServerCapMbps)
+	}
+	// Check the protocol parameters now, so that they are reported as flags.
+	for _, f := range cfg.Files {
+		if f.Protocol == fabricsim.TFTP && (cfg.TFTPBlockSize < 8 || cfg.TFTPBlockSize > 65464) {
+			return cfg, badInput("--blksize: %d is not 8..65464 bytes", cfg.TFTPBlockSize)
+		}
+		if f.Protocol == fabricsim.TFTP && (cfg.TFTPWindowSize < 1 || cfg.TFTPWindowSize > 65535) {
+			return cfg, badInput("--windowsize: %d is not 1..65535 blocks", cfg.TFTPWindowSize)
+		}
+	}
+	return cfg, nil
+}
+
+// simParseFiles parses NAME=SIZE[:PROTO],...; files without a protocol use proto.
+func simParseFiles(spec string, proto fabricsim.Protocol) ([]fabricsim.File, error) {
+	var out []fabricsim.File
+	for _, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		name, rest, ok := strings.Cut(item, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%q: want NAME=SIZE[:PROTOCOL], e.g. kernel=10MB:http", item)
+		}
+		size, p, hasProto := strings.Cut(rest, ":")
+		f := fabricsim.File{Name: name, Protocol: proto}
+		var err error
+		if f.Bytes, err = parseSize(size); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if hasProto {
+			if f.Protocol, err = fabricsim.ParseProtocol(p); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+		}
+		for _, o := range out {
+			if o.Name == name {
+				return nil, fmt.Errorf("file %q named twice", name)
+			}
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// simArrivals returns the arrival times of batch b's nodes for the --arrival value.
+func simArrivals(arrival string, listed map[int]float64, b topology.Batch, g *topology.Graph) ([]float64, error) {
+	switch {
+	case arrival == "all":
+		return nil, nil
+	case strings.HasPrefix(arrival, "ramp:"):
+		rate, err := strconv.ParseFloat(strings.TrimPrefix(arrival, "ramp:"), 64)
+		if err != nil {
+			return nil, badInput("--arrival %s: want ramp:N with N nodes per second", arrival)
+		}
+		arr, err := fabricsim.RampArrivals(len(b.Nodes), rate)
+		if err != nil {
+			return nil, badInput("--arrival %s: %w", arrival, err)
+		}
+		return arr, nil
+	}
+	arr := make([]float64, len(b.Nodes))
+	in := make(map[int]bool, len(b.Nodes))
+	for i, n := range b.Nodes {
+		t, ok := listed[n]
+		if !ok {
+			return nil, badInput("--arrival %s: node %s of batch %q has no arrival time", arrival, g.VertexName(g.Nodes()[n]), b.Label)
+		}
+		arr[i] = t
+		in[n] = true
+	}
+	for n := range listed {
+		if !in[n] {
+			return nil, badInput("--arrival %s: node %s is not in batch %q", arrival, g.VertexName(g.Nodes()[n]), b.Label)
+		}
+	}
+	return arr, nil
+}
+
+// simReadArrivals reads lines "NODE SECONDS" (or NODE,SECONDS; SECONDS may also be a duration
+// such as 1.5s or 300ms); # starts a comment.
+func simReadArrivals(path string, h *topology.Hierarchy) (map[int]float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("--arrival %q: not all, ramp:N or an existing file", path)
+		}
+		return nil, fmt.Errorf("--arrival: %w", err)
+	}
+	defer f.Close()
+	out := map[int]float64{}
+	sc := bufio.NewScanner(f)
+	line := 0
+	for sc.Scan() {
+		line++
+		text, _, _ := strings.Cut(sc.Text(), "#")
+		fields := strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
+		if len(fields) == 0 {
+			continue
+		}
+		if len(fields) != 2 {
+			return nil, fmt.Errorf("%s:%d: want NODE SECONDS, got %q", path, line, strings.TrimSpace(text))
+		}
+		n, err := h.ParseNode(fields[0])
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: unknown node: %w", path, line, err)
+		}
+		t, err := strconv.ParseFloat(fields[1], 64)
+		if err != nil {
+			d, derr := time.ParseDuration(fields[1])
+			if derr != nil {
+				return nil, fmt.Errorf("%s:%d: time %q: want seconds or a duration like 1.5s", path, line, fields[1])
+			}
+			t = d.Seconds()
+		}
+		if !(t >= 0) || t > 1e9 {
+			return nil, fmt.Errorf("%s:%d: time %q must be a non-negative number of seconds", path, line, fields[1])
+		}
+		if _, dup := out[n]; dup {
+			return nil, fmt.Errorf("%s:%d: node %s listed twice", path, line, fields[0])
+		}
+		out[n] = t
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no arrivals", path)
+	}
+	return out, nil
+}
+
+// simProgress returns a progress reporter that draws a bar on w when w is a terminal and the run
+// has lasted a second; a call with Done < 0 clears it. It returns nil when w is not a terminal.
+func simProgress(w io.Writer, label string) func(fabricsim.Progress) {
+	if !isTerminal(w) {
+		return nil
+	}
+	start := time.Now()
+	var last time.Time
+	drawn := false
+	return func(p fabricsim.Progress) {
+		if p.Done < 0 {
+			if drawn {
+				fmt.Fprint(w, "\r\033[K")
+			}
+			return
+		}
+		now := time.Now()
+		if now.Sub(start) < time.Second || now.Sub(last) < 200*time.Millisecond || p.Nodes == 0 {
+			return
+		}
+		last, drawn = now, true
+		const width = 30
+		fill := p.Done * width / p.Nodes
+		fmt.Fprintf(w, "\r\033[K%s [%s%s] %d/%d nodes booted, t=%.1f s", label,
+			strings.Repeat("#", fill), strings.Repeat(".", width-fill), p.Done, p.Nodes, p.Seconds)
+	}
+}
+
+func simWriteCSV(w io.Writer, runs []simRun) error {
+	rows := [][]string{{"batch", "algo", "node", "server", "arrival_seconds", "done_seconds", "bottleneck", "bound_seconds"}}
+	for _, r := range runs {
+		for _, n := range r.Result.NodeResults {
+			rows = append(rows, []string{r.Batch, r.Algo, n.Name, n.Server, simFloat(n.ArrivalSeconds), simFloat(n.DoneSeconds),
+				n.Bottleneck, simFloat(n.BoundSeconds)})
+		}
+	}
+	return writeCSV(w, rows)
+}
+
+func simFloat(v float64) string { return strconv.FormatFloat(v, 'g', 10, 64) }
+
+// simMainBottleneck names the limit that bounded most nodes.
+func simMainBottleneck(r *fabricsim.FlowResult) string {
+	best := fabricsim.BottleneckShare{}
+	for _, b := range r.Bottlenecks {
+		if b.Nodes > best.Nodes {
+			best = b
+		}
+	}
+	if best.Nodes == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%d)", best.Limit, best.Nodes)
+}
+
+func simWriteTable(w io.Writer, g *topology.Graph, runs []simRun) error {
+	if len(runs) != 1 {
+		fmt.Fprintf(w, "%s: %d nodes, %d boot servers; completion times in seconds\n", g.Name, len(g.Nodes()), len(g.Servers()))
+		t := newTable(w)
+		t.row("batch", "nodes", "algo", "min", "p50", "p90", "p99", "max", "bottleneck (nodes)")
+		for _, r := range runs {
+			d := r.Result.Completion
+			t.row(r.Batch, r.Result.Nodes, r.Algo, fmtFloat(d.Min, 3), fmtFloat(d.P50, 3), fmtFloat(d.P90, 3), fmtFloat(d.P99, 3),
+				fmtFloat(d.Max, 3), simMainBottleneck(r.Result))
+		}
+		return t.flush()
+	}
+	r := runs[0]
+	res := r.Result
+	var files []string
+	for _, f := range res.Files {
+		files = append(files, fmt.Sprintf("%s %s %s", f.Name, formatBytes(f.Bytes), f.Protocol))
+	}
+	fmt.Fprintf(w, "%s: batch %s (%d nodes, %d servers used), %s; files: %s\n", g.Name, r.Batch, res.Nodes, res.ServersUsed, r.Algo,
+		strings.Join(files, ", "))
+	fmt.Fprintf(w, "batch time %s s\n\n", fmtFloat(res.BatchSeconds, 3))
+	t := newTable(w)
+	t.row("seconds", "min", "p50", "p90", "p99", "max", "mean")
+	for _, d := range []struct {
+		name string
+		d    fabricsim.Distribution
+	}{{"completion", res.Completion}, {"boot duration", res.Duration}} {
+		t.row(d.name, fmtFloat(d.d.Min, 3), fmtFloat(d.d.P50, 3), fmtFloat(d.d.P90, 3), fmtFloat(d.d.P99, 3), fmtFloat(d.d.Max, 3), fmtFloat(d.d.Mean, 3))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	t = newTable(w)
+	t.row("segment", "channels", "capacity Mb/s", "traffic", "peak Mb/s", "peak util", "bottleneck of")
+	for _, s := range res.Segments {
+		t.row(s.Name, s.Channels, fmtFloat(s.CapacityMbps, 0), formatBytes(s.Bytes), fmtFloat(s.PeakMbps, 1),
+			fmtFloat(100*s.PeakUtilisation, 1)+"%", s.BottleneckNodes)
+	}
+	for _, b := range res.Bottlenecks {
+		if !slices.ContainsFunc(res.Segments, func(s fabricsim.SegmentUsage) bool { return s.Name == b.Limit }) {
+			t.row(b.Limit+" cap", "-", "-", "-", "-", "-", b.Nodes)
+		}
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if len(res.TopLinks) > 0 {
+		fmt.Fprintln(w, "\nbusiest links (server to node direction):")
+		t = newTable(w)
+		t.row("from", "to", "segment", "capacity Mb/s", "traffic")
+		for _, l := range res.TopLinks {
+			t.row(l.From, l.To, l.Segment, fmtFloat(l.CapacityMbps, 0), formatBytes(l.Bytes))
+		}
+		return t.flush()
+	}
+	return nil
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bootfabric/bootfabric/fabricsim"
+)
+
+// simCtl runs bootctl simulate in-process and returns the exit status, stdout and stderr.
+func simCtl(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), append([]string{"bootctl", "simulate"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func simFile(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestSimulateBadInput(t *testing.T) {
+	arrivals := simFile(t, "arr.txt", "s0-b0-n0 0\n# comment\ns0-b0-n7 1.5\n")
+	badTime := simFile(t, "time.txt", "s0-b0-n0 soon\n")
+	zeroCap := simFile(t, "zero.yaml", "name: x\nlevels:\n  - {name: board, count: 2, uplink: {segment: N2, capacity_mbps: 0}}\n  - {name: node, count: 2, uplink: {segment: N1, capacity_mbps: 1000}}\nservers:\n  count: 1\n  nic: {segment: N5, capacity_mbps: 1000}\n")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"negative size", []string{"--files", "kernel=-10MB"}, `--files: kernel: size "-10MB"`},
+		{"size without unit", []string{"--files", "kernel=10"}, `want a number and a unit`},
+		{"malformed files", []string{"--files", "kernel"}, `want NAME=SIZE`},
+		{"duplicate file", []string{"--files", "a=1MB,a=2MB"}, `named twice`},
+		{"unknown protocol", []string{"--protocol", "ftp"}, `--protocol: unknown protocol "ftp"`},
+		{"unknown file protocol", []string{"--files", "k=1MB:nfs"}, `k: unknown protocol "nfs"`},
+		{"bad blksize", []string{"--blksize", "4"}, `--blksize: 4 is not 8..65464`},
+		{"bad windowsize", []string{"--windowsize", "0"}, `--windowsize: 0`},
+		{"negative rtt", []string{"--rtt", "-1ms"}, `--rtt: -1ms must not be negative`},
+		{"negative server cap", []string{"--server-cap", "-3"}, `--server-cap`},
+		{"zero capacity", []string{"--topology", zeroCap}, `capacity_mbps`},
+		{"bad ramp", []string{"--arrival", "ramp:0"}, `rate must be a positive number`},
+		{"bad ramp number", []string{"--arrival", "ramp:x"}, `want ramp:N`},
+		{"missing arrival file", []string{"--arrival", "/nonexistent/arr"}, `not all, ramp:N or an existing file`},
+		{"unknown node in arrivals", []string{"--topology", "mini", "--arrival", arrivals}, arrivals + `:3: unknown node`},
+		{"bad arrival time", []string{"--topology", "mini", "--arrival", badTime}, badTime + `:1: time "soon"`},
+		{"arrival list vs batch", []string{"--topology", "mini", "--batch", "1", "--arrival", simFile(t, "a.txt", "s0-b0-n0 0\n")}, `has no arrival time`},
+		{"bad time step", []string{"--time-step", "fast"}, `--time-step: "fast"`},
+		{"bad output", []string{"--output", "xml"}, `--output: "xml" is not one of table, json, csv`},
+		{"unknown algorithm", []string{"--algo", "xyz"}, `unknown algorithm "xyz"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := simCtl(t, tc.args...)
+			if code != 2 {
+				t.Errorf("exit %d, want 2; stderr %q", code, stderr)
+			}
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr %q does not contain %q", stderr, tc.want)
+			}
+			if n := strings.Count(strings.TrimSpace(stderr), "\n"); n != 0 {
+				t.Errorf("stderr has %d lines, want one: %q", n+1, stderr)
+			}
+		})
+	}
+}
+
+func TestSimulateOutputs(t *testing.T) {
+	code, out, stderr := simCtl(t, "--topology", "mini", "--batch", "2")
+	if code != 0 || !strings.Contains(out, "batch time 17.122 s") || !strings.Contains(out, "N2") {
+		t.Fatalf("table: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, _ = simCtl(t, "--topology", "mini", "--algo", "scda,bcda", "--batch", "1,2", "--protocol", "http")
+	if code != 0 || strings.Count(out, "\n") != 6 {
+		t.Fatalf("summary: exit %d\n%s", code, out)
+	}
+	code, out, _ = simCtl(t, "--topology", "mini", "--batch", "1", "--output", "csv", "--arrival", "ramp:2", "--time-step", "0")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 5 || !strings.HasPrefix(lines[2], "1 board,bcda,s0-b0-n1,bs0,0.5,") {
+		t.Fatalf("csv: exit %d\n%s", code, out)
+	}
+	arr := simFile(t, "arr.txt", "s0-b0-n0 0\ns1-b3-n3, 2s\n")
+	code, out, stderr = simCtl(t, "--topology", "mini", "--arrival", arr, "--output", "json", "--files", "image=10MB:none", "--dhcp", "0s", "--health", "0s")
+	if code != 0 {
+		t.Fatalf("json: exit %d %s", code, stderr)
+	}
+	var doc simJSON
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	r := doc.Runs[0].Result
+	// Each node alone on its path: 10 MB at 100 Mb/s = 0.8 s; the second arrives at 2 s.
+	if r.Nodes != 2 || r.NodeResults[1].Name != "s1-b3-n3" || math.Abs(r.NodeResults[0].DoneSeconds-0.8) > 1e-9 || math.Abs(r.BatchSeconds-2.8) > 1e-9 {
+		t.Errorf("json result: %+v", r.NodeResults)
+	}
+}
+
+func TestSimulateDeterministicJSON(t *testing.T) {
+	args := []string{"--topology", "mini", "--algo", "all", "--batch", "1,3,8", "--arrival", "ramp:10", "--output", "json"}
+	_, a, _ := simCtl(t, args...)
+	_, b, _ := simCtl(t, args...)
+	if a != b || len(a) < 1000 {
+		t.Fatalf("two runs differ (or are empty: %d bytes)", len(a))
+	}
+}
+
+// FuzzSimParseFiles: --files never panics and what it accepts is a usable list of files.
+func FuzzSimParseFiles(f *testing.F) {
+	for _, s := range []string{simDefaultFiles, "image=50MB", "k=1.5MiB:http,i=2GB:none", "a=", "=1MB", "a=1MB:", "a=1MB,a=2MB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		files, err := simParseFiles(spec, fabricsim.TFTP)
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, fl := range files {
+			if fl.Name == "" || seen[fl.Name] || !(fl.Bytes > 0) || fl.Protocol > fabricsim.Uncapped {
+				t.Fatalf("%q: accepted bad file %+v", spec, fl)
+			}
+			seen[fl.Name] = true
+		}
+	})
+}

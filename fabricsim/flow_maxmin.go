@@ -1,0 +1,226 @@
+package fabricsim
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// maxMinInput is one weighted max-min problem: classes of identical flows, each class k holding
+// weight[k] flows that cross the channels paths[k] and may each carry at most limit[k] (+Inf: no
+// limit). Channel c carries at most capacity[c] in total.
+type maxMinInput struct {
+	capacity []float64
+	weight   []float64
+	limit    []float64
+	paths    [][]int32
+}
+
+// maxMin solves weighted max-min problems by progressive filling, reusing its buffers. All
+// unfrozen flows rise together; a channel saturates when its remaining capacity divided by the
+// weight of its unfrozen flows is reached, which freezes them; a class reaching its limit freezes
+// alone. Channel levels only grow as classes freeze, so a heap with lazy deletion finds the next
+// saturation: the work is O(sum of path lengths x log channels) per problem.
+type maxMin struct {
+	// rate[k] is the per-flow rate of class k; bound[k] the channel that froze it, or -1 for its
+	// limit.
+	rate  []float64
+	bound []int32
+
+	left    []float64 // remaining capacity by channel
+	wsum    []float64 // unfrozen weight by channel
+	cnt     []int32   // classes by channel, then fill position
+	off     []int32   // start of the channel's classes in users
+	ver     []uint32  // heap entries with an older version are stale
+	users   []int32
+	touched []int32
+	order   []int32 // classes with a finite limit, by limit
+	frozen  []bool
+	heap    levelHeap
+}
+
+func (m *maxMin) grow(channels, classes int) {
+	if len(m.left) < channels {
+		m.left = make([]float64, channels)
+		m.wsum = make([]float64, channels)
+		m.cnt = make([]int32, channels)
+		m.off = make([]int32, channels)
+		m.ver = make([]uint32, channels)
+	}
+	if cap(m.rate) < classes {
+		m.rate = make([]float64, classes)
+		m.bound = make([]int32, classes)
+		m.frozen = make([]bool, classes)
+	}
+	m.rate, m.bound, m.frozen = m.rate[:classes], m.bound[:classes], m.frozen[:classes]
+}
+
+// solve fills m.rate and m.bound for in.
+func (m *maxMin) solve(in *maxMinInput) error {
+	k := len(in.weight)
+	m.grow(len(in.capacity), k)
+	defer m.reset()
+	m.order = m.order[:0]
+	total := 0
+	for i := 0; i < k; i++ {
+		m.frozen[i], m.rate[i], m.bound[i] = false, 0, -1
+		for _, c := range in.paths[i] {
+			if m.cnt[c] == 0 {
+				m.touched = append(m.touched, c)
+			}
+			m.cnt[c]++
+			m.wsum[c] += in.weight[i]
+		}
+		total += len(in.paths[i])
+		if !math.IsInf(in.limit[i], 1) {
+			m.order = append(m.order, int32(i))
+		}
+	}
+	// Channels in increasing ID so that ties break the same way whatever the class order.
+	slices.Sort(m.touched)
+	if cap(m.users) < total {
+		m.users = make([]int32, total)
+	}
+	m.users = m.users[:total]
+	pos := int32(0)
+	for _, c := range m.touched {
+		m.off[c] = pos
+		pos += m.cnt[c]
+		m.cnt[c] = 0
+		m.left[c] = in.capacity[c]
+	}
+	for i := 0; i < k; i++ {
+		for _, c := range in.paths[i] {
+			m.users[m.off[c]+m.cnt[c]] = int32(i)
+			m.cnt[c]++
+		}
+	}
+	m.heap = m.heap[:0]
+	for _, c := range m.touched {
+		m.heap = append(m.heap, levelEntry{level: m.left[c] / m.wsum[c], ch: c, ver: m.ver[c]})
+	}
+	m.heap.init()
+	slices.SortFunc(m.order, func(a, b int32) int {
+		if r := cmp.Compare(in.limit[a], in.limit[b]); r != 0 {
+			return r
+		}
+		return cmp.Compare(a, b)
+	})
+	next := 0 // into m.order
+	unfrozen := k
+	freeze := func(i int32, r float64, by int32) {
+		m.frozen[i], m.rate[i], m.bound[i] = true, r, by
+		unfrozen--
+		w := in.weight[i]
+		for _, c := range in.paths[i] {
+			m.left[c] -= w * r
+			m.wsum[c] -= w
+			m.ver[c]++
+			if m.wsum[c] > 0 && c != by {
+				m.heap.push(levelEntry{level: max(m.left[c], 0) / m.wsum[c], ch: c, ver: m.ver[c]})
+			}
+		}
+	}
+	for unfrozen > 0 {
+		for next < len(m.order) && m.frozen[m.order[next]] {
+			next++
+		}
+		limit := math.Inf(1)
+		if next < len(m.order) {
+			limit = in.limit[m.order[next]]
+		}
+		for len(m.heap) > 0 && (m.heap[0].ver != m.ver[m.heap[0].ch] || m.wsum[m.heap[0].ch] <= 0) {
+			m.heap.pop()
+		}
+		level := math.Inf(1)
+		if len(m.heap) > 0 {
+			level = m.heap[0].level
+		}
+		switch {
+		case math.IsInf(limit, 1) && math.IsInf(level, 1):
+			return fmt.Errorf("max-min: %d flow classes have neither a channel nor a limit", unfrozen)
+		case limit <= level:
+			freeze(m.order[next], limit, -1)
+		default:
+			c := m.heap.pop().ch
+			for _, i := range m.users[m.off[c] : m.off[c]+m.cnt[c]] {
+				if !m.frozen[i] {
+					freeze(i, max(level, 0), c)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (m *maxMin) reset() {
+	for _, c := range m.touched {
+		m.cnt[c], m.wsum[c], m.left[c] = 0, 0, 0
+	}
+	m.touched = m.touched[:0]
+}
+
+type levelEntry struct {
+	level float64
+	ch    int32
+	ver   uint32
+}
+
+func (a levelEntry) less(b levelEntry) bool {
+	return a.level < b.level || (a.level == b.level && a.ch < b.ch)
+}
+
+// levelHeap is a binary min-heap of channel saturation levels.
+type levelHeap []levelEntry
+
+func (h levelHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *levelHeap) push(e levelEntry) {
+	*h = append(*h, e)
+	s := *h
+	i := len(s) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !s[i].less(s[p]) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *levelHeap) pop() levelEntry {
+	s := *h
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	*h = s[:n]
+	if n > 0 {
+		(*h).down(0)
+	}
+	return top
+}
+
+func (h levelHeap) down(i int) {
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		j := l
+		if r := l + 1; r < n && h[r].less(h[l]) {
+			j = r
+		}
+		if !h[j].less(h[i]) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+}

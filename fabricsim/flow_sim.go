@@ -1,0 +1,799 @@
+package fabricsim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"unsafe"
+
+	"github.com/bootfabric/bootfabric/mapping"
+	"github.com/bootfabric/bootfabric/topology"
+)
+
+// eventTolerance merges completions closer than this fraction of the current time (1 ns per
+// second simulated), so that classes which should finish together do not cost one event each.
+const eventTolerance = 1e-9
+
+// FlowBatchSeconds is the flow model's batch time for booting batch under a with one image of
+// imageBytes, all nodes starting at 0, no DHCP or health time and no protocol or server caps: the
+// number to put beside the analytic model's BootSeconds.
+func FlowBatchSeconds(g *topology.Graph, r topology.Router, a *mapping.Assignment, batch []int, imageBytes float64) (float64, error) {
+	cfg := FlowConfig{Files: []File{{Name: "image", Bytes: imageBytes, Protocol: Uncapped}}, MaxSamples: 2, TopLinks: -1}
+	res, err := Simulate(context.Background(), g, r, a, batch, cfg)
+	if err != nil {
+		return 0, err
+	}
+	return res.BatchSeconds, nil
+}
+
+// flowClass is a set of flows that started together on the same shared channels with the same file
+// and limit, and so behave identically.
+type flowClass struct {
+	path, profile int32
+	file          int32
+	weight        float64
+	limit         float64 // per-flow cap, Mb/s
+	limitLabel    uint16
+	group         int32
+	label         uint16  // what bounds the class now
+	rem           float64 // Mb left per flow
+	rate          float64 // Mb/s per flow
+	finish        float64
+	memStart      int32 // batch positions of the members: sim.members[memStart:memEnd]
+	memEnd        int32
+}
+
+type classKey struct {
+	path, profile, file int32
+	limit               uint64
+}
+
+// flowGroup gathers the active classes that max-min cannot tell apart (same shared channels, same
+// limit): they always get the same rate, so the allocation runs over groups, whose number is
+// bounded by the paths, not by how many start times there were.
+type flowGroup struct {
+	path       int32
+	limit      float64
+	limitLabel uint16
+	weight     float64 // of the active classes
+	rate       float64
+	label      uint16
+}
+
+type groupKey struct {
+	path       int32
+	limitLabel uint16
+	limit      uint64
+}
+
+// sim holds one simulation's state.
+type sim struct {
+	g     *topology.Graph
+	cfg   *FlowConfig
+	batch []int
+	n     int
+
+	numCh    int // graph channels; server caps are virtual channels after them
+	capacity []float64
+	chLab    []uint16 // label of each channel: its segment, or the server cap
+	nSeg     int
+	nLabels  int
+	labels   []string
+	rank     []int // display position of each label
+
+	// Per batch position.
+	routeStart []int32
+	routeCh    []int32
+	nodePath   []int32
+	nodeProf   []int32
+	privCap    []float64
+	privLabel  []uint16
+	rtt        []float64
+	fileNext   []int32
+	done       []float64
+	nodeClass  []int32 // n x files
+
+	users    []int32 // booting nodes per channel
+	pathCh   [][]int32
+	profiles [][]uint16
+	fileMb   []float64
+
+	classes  []flowClass
+	members  []int32
+	groups   []flowGroup
+	groupIdx map[groupKey]int32
+	// slotClass is the first class made for each path at the current event, pathGroup the first
+	// group of each path; mapped lists the classes put in the event's map instead.
+	slotClass []int32
+	pathGroup []int32
+	mapped    []int32
+	activeG   []int32
+	bound     []float64 // classes x labels: seconds each class spent under each label
+	active    []int32
+	doneN     int
+	mm        maxMin
+	in        maxMinInput
+	stats     FlowStats
+	series    []float64 // flattened: time, then nSeg throughputs
+	peak      []float64
+	segCap    []float64
+	segChans  []int
+	check     func(*maxMinInput, []float64) error
+}
+
+// Simulate runs the flow-level simulation of booting batch (node indices, no duplicates) under
+// assignment a on g, with routes from r (nil: g's tree routes).
+func Simulate(ctx context.Context, g *topology.Graph, r topology.Router, a *mapping.Assignment, batch []int, cfg FlowConfig) (*FlowResult, error) {
+	return simulate(ctx, g, r, a, batch, cfg, nil)
+}
+
+// simulate is Simulate with a hook that sees every allocation (tests check each against the
+// max-min certificate).
+func simulate(ctx context.Context, g *topology.Graph, r topology.Router, a *mapping.Assignment, batch []int, cfg FlowConfig,
+	check func(*maxMinInput, []float64) error) (*FlowResult, error) {
+	if r == nil {
+		r = g.TreeRouter()
+		if r == nil {
+			return nil, fmt.Errorf("flow model: %s is not a tree; a router is needed", g.Name)
+		}
+	}
+	if err := cfg.check(len(batch)); err != nil {
+		return nil, fmt.Errorf("flow model: %w", err)
+	}
+	if !(cfg.ServerCapMbps >= 0) {
+		return nil, fmt.Errorf("flow model: server cap must not be negative")
+	}
+	s := &sim{g: g, cfg: &cfg, batch: batch, n: len(batch), check: check}
+	if err := s.setup(r, a); err != nil {
+		return nil, fmt.Errorf("flow model: %w", err)
+	}
+	if err := s.run(ctx); err != nil {
+		return nil, fmt.Errorf("flow model: %w", err)
+	}
+	return s.result(a), nil
+}
+
+func (s *sim) chLabel(c int32) uint16 { return s.chLab[c] }
+
+func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
+	g, cfg := s.g, s.cfg
+	s.numCh = g.NumChannels()
+	nVirt := 0
+	if cfg.ServerCapMbps > 0 {
+		nVirt = len(g.Servers())
+	}
+	s.capacity = make([]float64, s.numCh+nVirt)
+	for c := 0; c < s.numCh; c++ {
+		s.capacity[c] = g.ChannelCapacity(topology.Channel(c))
+	}
+	for c := s.numCh; c < len(s.capacity); c++ {
+		s.capacity[c] = cfg.ServerCapMbps
+	}
+	s.nSeg = len(g.Segments())
+	s.chLab = make([]uint16, len(s.capacity))
+	for c := range s.chLab {
+		if c < s.numCh {
+			s.chLab[c] = uint16(g.Link(topology.Channel(c).Link()).Segment)
+		} else {
+			s.chLab[c] = uint16(s.nSeg) // server cap
+		}
+	}
+	s.nLabels = s.nSeg + 3
+	s.labels = append(slices.Clone(g.Segments()), "server", "tftp", "http")
+	s.rank = make([]int, s.nLabels)
+	for i, seg := range SegmentOrder(g, r) {
+		s.rank[seg] = i
+	}
+	for l := s.nSeg; l < s.nLabels; l++ {
+		s.rank[l] = l
+	}
+	for _, f := range cfg.Files {
+		s.fileMb = append(s.fileMb, f.Bytes*8/1e6)
+	}
+
+	if len(a.Server) != len(g.Nodes()) {
+		return fmt.Errorf("assignment has %d nodes, machine %s has %d", len(a.Server), g.Name, len(g.Nodes()))
+	}
+	seen := make([]bool, len(g.Nodes()))
+	s.routeStart = make([]int32, s.n+1)
+	s.routeCh = make([]int32, 0, s.n*6)
+	s.rtt = make([]float64, s.n)
+	s.users = make([]int32, len(s.capacity))
+	var buf []topology.Channel
+	for i, node := range s.batch {
+		if node < 0 || node >= len(g.Nodes()) {
+			return fmt.Errorf("batch node %d out of range (machine has %d nodes)", node, len(g.Nodes()))
+		}
+		if seen[node] {
+			return fmt.Errorf("node %s is in the batch twice", g.VertexName(g.Nodes()[node]))
+		}
+		seen[node] = true
+		srv := a.Server[node]
+		if srv < 0 || int(srv) >= len(g.Servers()) {
+			return fmt.Errorf("node %s has no boot server", g.VertexName(g.Nodes()[node]))
+		}
+		var err error
+		buf, err = r.Route(buf[:0], g.Servers()[srv], g.Nodes()[node])
+		if err != nil {
+			return err
+		}
+		if len(buf) == 0 {
+			return fmt.Errorf("node %s: empty route from its server", g.VertexName(g.Nodes()[node]))
+		}
+		lat := 0.0
+		for _, c := range buf {
+			lat += g.Link(c.Link()).LatencyUS
+			s.routeCh = append(s.routeCh, int32(c))
+			s.users[c]++
+		}
+		if nVirt > 0 {
+			c := int32(s.numCh) + srv
+			s.routeCh = append(s.routeCh, c)
+			s.users[c]++
+		}
+		s.routeStart[i+1] = int32(len(s.routeCh))
+		s.rtt[i] = 2*lat*1e-6 + cfg.ServerSeconds
+		if cfg.RTTSeconds > 0 {
+			s.rtt[i] = cfg.RTTSeconds
+		}
+	}
+
+	// Split each route into shared channels (the path, interned) and private ones (folded into
+	// the node's cap; their segment labels, interned, form the node's profile).
+	s.nodePath = make([]int32, s.n)
+	s.nodeProf = make([]int32, s.n)
+	s.privCap = make([]float64, s.n)
+	s.privLabel = make([]uint16, s.n)
+	pathIndex := map[string]int32{}
+	profIndex := map[string]int32{}
+	var key []int32
+	var prof []uint16
+	for i := 0; i < s.n; i++ {
+		key, prof = key[:0], prof[:0]
+		pc, pl := math.Inf(1), uint16(0)
+		for _, c := range s.routeCh[s.routeStart[i]:s.routeStart[i+1]] {
+			if s.users[c] > 1 {
+				key = append(key, c)
+				continue
+			}
+			l := s.chLabel(c)
+			prof = append(prof, l)
+			if cp := s.capacity[c]; cp < pc || (cp == pc && s.rank[l] < s.rank[pl]) {
+				pc, pl = cp, l
+			}
+		}
+		s.privCap[i], s.privLabel[i] = pc, pl
+		id, ok := pathIndex[int32Key(key)]
+		if !ok {
+			id = int32(len(s.pathCh))
+			s.pathCh = append(s.pathCh, slices.Clone(key))
+			pathIndex[int32Key(s.pathCh[id])] = id
+		}
+		s.nodePath[i] = id
+		slices.Sort(prof)
+		pid, ok := profIndex[uint16Key(prof)]
+		if !ok {
+			pid = int32(len(s.profiles))
+			s.profiles = append(s.profiles, slices.Clone(prof))
+			profIndex[uint16Key(s.profiles[pid])] = pid
+		}
+		s.nodeProf[i] = pid
+	}
+
+	s.segCap = make([]float64, s.nSeg)
+	s.segChans = make([]int, s.nSeg)
+	for c := 0; c < s.numCh; c++ {
+		if s.users[c] > 0 {
+			l := s.chLabel(int32(c))
+			s.segCap[l] += s.capacity[c]
+			s.segChans[l]++
+		}
+	}
+	s.fileNext = make([]int32, s.n)
+	s.done = make([]float64, s.n)
+	s.nodeClass = make([]int32, s.n*len(cfg.Files))
+	for i := range s.nodeClass {
+		s.nodeClass[i] = -1
+	}
+	s.peak = make([]float64, s.nSeg)
+	s.groupIdx = map[groupKey]int32{}
+	s.slotClass = make([]int32, len(s.pathCh))
+	s.pathGroup = make([]int32, len(s.pathCh))
+	for p := range s.slotClass {
+		s.slotClass[p], s.pathGroup[p] = -1, -1
+	}
+	// When everyone starts together there is about one class per path and file; sizing for that
+	// up front avoids copying the class table as it grows (page faults dominate at this size).
+	est := len(s.pathCh) * max(1, len(cfg.Files))
+	s.classes = make([]flowClass, 0, est)
+	s.bound = make([]float64, 0, est*s.nLabels)
+	s.members = make([]int32, 0, s.n*max(1, len(cfg.Files)))
+	return nil
+}
+
+// int32Key and uint16Key view a slice's bytes as a string for map lookups; the map keeps only
+// keys built from slices that are never modified afterwards.
+func int32Key(v []int32) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return unsafe.String((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
+}
+
+func uint16Key(v []uint16) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return unsafe.String((*byte)(unsafe.Pointer(&v[0])), 2*len(v))
+}
+
+// limit returns the per-flow cap of batch position i fetching file f, and what sets it.
+func (s *sim) limit(i int32, f int) (float64, uint16) {
+	lim, label := s.privCap[i], s.privLabel[i]
+	var pc float64
+	var pl uint16
+	switch s.cfg.Files[f].Protocol {
+	case TFTP:
+		pc, pl = float64(s.cfg.TFTPBlockSize*s.cfg.TFTPWindowSize)*8/s.rtt[i]/1e6, uint16(s.nSeg+1)
+	case HTTP:
+		pc, pl = s.cfg.HTTPWindowBytes*8/s.rtt[i]/1e6, uint16(s.nSeg+2)
+	default:
+		return lim, label
+	}
+	if s.rtt[i] > 0 && pc < lim {
+		return pc, pl
+	}
+	return lim, label
+}
+
+// start moves the nodes at batch positions starters to their next non-empty file at time t,
+// grouping them into new classes, or finishes them.
+func (s *sim) start(t float64, starters []int32, group map[classKey]int32, counts *[]int32) {
+	first := int32(len(s.classes))
+	// Most starters find their class through the slot of their path; the map is for paths whose
+	// nodes differ in profile, file or limit at one event.
+	mapped := s.mapped[:0]
+	defer func() {
+		// Delete this event's keys only: clearing a map that once grew large costs its size.
+		for _, c := range mapped {
+			cl := &s.classes[c]
+			delete(group, classKey{path: cl.path, profile: cl.profile, file: cl.file, limit: math.Float64bits(cl.limit)})
+		}
+		s.mapped = mapped
+	}()
+	nf := int32(len(s.cfg.Files))
+	*counts = (*counts)[:0]
+	keep := starters[:0]
+	for _, i := range starters {
+		for s.fileNext[i] < nf && s.fileMb[s.fileNext[i]] == 0 {
+			s.fileNext[i]++
+		}
+		f := s.fileNext[i]
+		if f == nf {
+			s.done[i] = t + s.cfg.HealthSeconds
+			s.doneN++
+			continue
+		}
+		lim, ll := s.limit(i, int(f))
+		k := classKey{path: s.nodePath[i], profile: s.nodeProf[i], file: f, limit: math.Float64bits(lim)}
+		c, ok := s.slotClass[k.path], false
+		if c >= first {
+			cl := &s.classes[c]
+			ok = cl.profile == k.profile && cl.file == f && math.Float64bits(cl.limit) == k.limit
+		}
+		slotFree := c < first
+		if !ok {
+			c, ok = group[k]
+		}
+		if !ok {
+			c = int32(len(s.classes))
+			if slotFree {
+				s.slotClass[k.path] = c
+			} else {
+				group[k] = c
+				mapped = append(mapped, c)
+			}
+			gi := s.pathGroup[k.path]
+			if gi < 0 || s.groups[gi].limitLabel != ll || math.Float64bits(s.groups[gi].limit) != k.limit {
+				gk := groupKey{path: k.path, limitLabel: ll, limit: k.limit}
+				var found bool
+				if gi, found = s.groupIdx[gk]; !found {
+					gi = int32(len(s.groups))
+					s.groupIdx[gk] = gi
+					s.groups = append(s.groups, flowGroup{path: k.path, limit: lim, limitLabel: ll})
+					if s.pathGroup[k.path] < 0 {
+						s.pathGroup[k.path] = gi
+					}
+				}
+			}
+			s.classes = append(s.classes, flowClass{path: k.path, profile: k.profile, file: f, limit: lim,
+				limitLabel: ll, group: gi, rem: s.fileMb[f]})
+			*counts = append(*counts, 0)
+		}
+		(*counts)[c-first]++
+		s.nodeClass[int(i)*int(nf)+int(f)] = c
+		keep = append(keep, i)
+	}
+	// The members of all new classes, in batch-position order within each.
+	pos := int32(len(s.members))
+	s.members = append(s.members, keep...)
+	for j := range *counts {
+		cl := &s.classes[first+int32(j)]
+		cl.memStart, cl.memEnd = pos, pos
+		cl.weight = float64((*counts)[j])
+		s.groups[cl.group].weight += cl.weight
+		pos += (*counts)[j]
+		s.active = append(s.active, first+int32(j))
+	}
+	for _, i := range keep {
+		c := s.nodeClass[int(i)*int(nf)+int(s.fileNext[i])]
+		cl := &s.classes[c]
+		s.members[cl.memEnd] = i
+		cl.memEnd++
+	}
+	s.stats.Flows += len(keep)
+}
+
+func (s *sim) run(ctx context.Context) error {
+	cfg := s.cfg
+	// Batch positions by the time their first file starts.
+	order := make([]int32, s.n)
+	startAt := func(i int32) float64 {
+		if cfg.Arrivals == nil {
+			return cfg.DHCPSeconds
+		}
+		return cfg.Arrivals[i] + cfg.DHCPSeconds
+	}
+	for i := range order {
+		order[i] = int32(i)
+	}
+	if cfg.Arrivals != nil {
+		slices.SortStableFunc(order, func(a, b int32) int {
+			switch ta, tb := cfg.Arrivals[a], cfg.Arrivals[b]; {
+			case ta < tb:
+				return -1
+			case ta > tb:
+				return 1
+			}
+			return 0
+		})
+	}
+	group := map[classKey]int32{}
+	var counts, starters []int32
+	next := 0
+	now := 0.0
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		tStart, tEnd := math.Inf(1), math.Inf(1)
+		if next < s.n {
+			tStart = startAt(order[next])
+		}
+		for _, c := range s.active {
+			tEnd = min(tEnd, s.classes[c].finish)
+		}
+		if math.IsInf(tStart, 1) && math.IsInf(tEnd, 1) {
+			if len(s.active) > 0 {
+				return fmt.Errorf("%d flow classes stalled at %.6g s", len(s.active), now)
+			}
+			break
+		}
+		t := min(tStart, tEnd)
+		if q := cfg.TimeStep; q > 0 {
+			t = max(t, math.Ceil(t/q)*q)
+		}
+		dt := t - now
+		starters = starters[:0]
+		tol := t + eventTolerance*max(1, t)
+		keep := s.active[:0]
+		for _, c := range s.active {
+			cl := &s.classes[c]
+			s.bound[int(c)*s.nLabels+int(cl.label)] += dt
+			if cl.finish <= tol {
+				cl.rem, cl.rate = 0, 0
+				s.groups[cl.group].weight -= cl.weight
+				for _, i := range s.members[cl.memStart:cl.memEnd] {
+					s.fileNext[i]++
+					starters = append(starters, i)
+				}
+				continue
+			}
+			cl.rem = max(cl.rem-cl.rate*dt, 0)
+			keep = append(keep, c)
+		}
+		s.active = keep
+		now = t
+		for next < s.n && startAt(order[next]) <= now {
+			starters = append(starters, order[next])
+			next++
+		}
+		s.start(now, starters, group, &counts)
+		if need := len(s.classes) * s.nLabels; len(s.bound) < need {
+			s.bound = slices.Grow(s.bound, need-len(s.bound))[:need]
+		}
+		if err := s.allocate(now); err != nil {
+			return err
+		}
+		s.stats.Events++
+		if cfg.Progress != nil {
+			cfg.Progress(Progress{Done: s.doneN, Nodes: s.n, Seconds: now})
+		}
+	}
+	s.record(now, true)
+	return nil
+}
+
+// allocate shares the channels among the active classes and records the throughputs from now on.
+func (s *sim) allocate(now float64) error {
+	in := &s.in
+	in.capacity = s.capacity
+	in.weight, in.limit, in.paths = in.weight[:0], in.limit[:0], in.paths[:0]
+	// Active groups in first-activation order; a group is listed once.
+	keep := s.activeG[:0]
+	for _, gi := range s.activeG {
+		if s.groups[gi].weight > 0 {
+			keep = append(keep, gi)
+			s.groups[gi].rate = -1 // listed
+		}
+	}
+	s.activeG = keep
+	for _, c := range s.active {
+		gr := &s.groups[s.classes[c].group]
+		if gr.rate != -1 {
+			gr.rate = -1
+			s.activeG = append(s.activeG, s.classes[c].group)
+		}
+	}
+	for _, gi := range s.activeG {
+		gr := &s.groups[gi]
+		in.weight = append(in.weight, gr.weight)
+		in.limit = append(in.limit, gr.limit)
+		in.paths = append(in.paths, s.pathCh[gr.path])
+	}
+	if len(s.activeG) > 0 {
+		if err := s.mm.solve(in); err != nil {
+			return err
+		}
+		s.stats.Allocations++
+		if s.check != nil {
+			if err := s.check(in, s.mm.rate); err != nil {
+				return fmt.Errorf("allocation at %.6g s: %w", now, err)
+			}
+		}
+	}
+	for j, gi := range s.activeG {
+		gr := &s.groups[gi]
+		gr.rate = s.mm.rate[j]
+		if b := s.mm.bound[j]; b < 0 {
+			gr.label = gr.limitLabel
+		} else {
+			gr.label = s.chLabel(b)
+		}
+	}
+	for _, c := range s.active {
+		cl := &s.classes[c]
+		gr := &s.groups[cl.group]
+		cl.rate, cl.label = gr.rate, gr.label
+		if !(cl.rate > 0) {
+			return fmt.Errorf("flow class of %d nodes got no bandwidth at %.6g s", cl.memEnd-cl.memStart, now)
+		}
+		cl.finish = now + cl.rem/cl.rate
+	}
+	s.record(now, false)
+	return nil
+}
+
+// record appends a point of the utilisation series: the throughput of each segment from now on.
+func (s *sim) record(now float64, end bool) {
+	base := len(s.series)
+	s.series = append(s.series, now)
+	s.series = append(s.series, make([]float64, s.nSeg)...)
+	thr := s.series[base+1:]
+	if !end {
+		for _, gi := range s.activeG {
+			gr := &s.groups[gi]
+			v := gr.weight * gr.rate
+			for _, ch := range s.pathCh[gr.path] {
+				if l := s.chLab[ch]; int(l) < s.nSeg {
+					thr[l] += v
+				}
+			}
+		}
+	}
+	for _, c := range s.active {
+		if end {
+			break
+		}
+		cl := &s.classes[c]
+		v := cl.weight * cl.rate
+		for _, l := range s.profiles[cl.profile] {
+			if int(l) < s.nSeg {
+				thr[l] += v
+			}
+		}
+	}
+	for l, v := range thr {
+		s.peak[l] = max(s.peak[l], v)
+	}
+	// Several events at one time (a start right after a completion) keep only the last point.
+	if prev := base - (s.nSeg + 1); prev >= 0 && s.series[prev] == now {
+		copy(s.series[prev:], s.series[base:])
+		s.series = s.series[:base]
+	}
+}
+
+func (s *sim) result(a *mapping.Assignment) *FlowResult {
+	g, cfg := s.g, s.cfg
+	res := &FlowResult{Nodes: s.n, Files: slices.Clone(cfg.Files), Stats: s.stats}
+	if res.Files == nil {
+		res.Files = []File{}
+	}
+	res.Stats.Classes = len(s.classes)
+	res.Stats.Paths = len(s.pathCh)
+	res.Stats.Groups = len(s.groups)
+
+	// Node outcomes and bottleneck attribution.
+	serverName := make([]string, len(g.Servers()))
+	usedServer := make([]bool, len(g.Servers()))
+	boundCount := make([]int, s.nLabels)
+	res.NodeResults = make([]NodeResult, s.n)
+	comp := make([]float64, s.n)
+	dur := make([]float64, s.n)
+	nf := len(cfg.Files)
+	tot := make([]float64, s.nLabels)
+	for i, node := range s.batch {
+		srv := a.Server[node]
+		if serverName[srv] == "" {
+			serverName[srv] = g.VertexName(g.Servers()[srv])
+		}
+		if !usedServer[srv] {
+			usedServer[srv] = true
+			res.ServersUsed++
+		}
+		arr := 0.0
+		if cfg.Arrivals != nil {
+			arr = cfg.Arrivals[i]
+		}
+		clear(tot)
+		for f := 0; f < nf; f++ {
+			if c := s.nodeClass[i*nf+f]; c >= 0 {
+				for l, v := range s.bound[int(c)*s.nLabels : int(c+1)*s.nLabels] {
+					tot[l] += v
+				}
+			}
+		}
+		best := -1
+		for l, v := range tot {
+			if v > 0 && (best < 0 || v > tot[best] || (v == tot[best] && s.rank[l] < s.rank[best])) {
+				best = l
+			}
+		}
+		nr := NodeResult{Name: g.VertexName(g.Nodes()[node]), Server: serverName[srv], ArrivalSeconds: arr, DoneSeconds: s.done[i]}
+		if best >= 0 {
+			nr.Bottleneck, nr.BoundSeconds = s.labels[best], tot[best]
+			boundCount[best]++
+		}
+		res.NodeResults[i] = nr
+		comp[i], dur[i] = s.done[i], s.done[i]-arr
+	}
+	res.Completion = distribution(comp)
+	res.Duration = distribution(dur)
+	res.BatchSeconds = res.Completion.Max
+
+	// Bytes: every node's whole boot crosses every channel of its route.
+	var total float64
+	for _, f := range cfg.Files {
+		total += f.Bytes
+	}
+	bytes := make([]float64, s.numCh)
+	for i := 0; i < s.n; i++ {
+		for _, c := range s.routeCh[s.routeStart[i]:s.routeStart[i+1]] {
+			if int(c) < s.numCh {
+				bytes[c] += total
+			}
+		}
+	}
+	segBytes := make([]float64, s.nSeg)
+	ntop := cfg.TopLinks
+	if ntop == 0 {
+		ntop = 10
+	}
+	var top []int32
+	for c := 0; c < s.numCh; c++ {
+		if s.users[c] == 0 {
+			continue
+		}
+		segBytes[s.chLabel(int32(c))] += bytes[c]
+		if ntop <= 0 {
+			continue
+		}
+		// Keep the ntop largest, ties to the lower channel.
+		if len(top) == ntop && bytes[c] <= bytes[top[ntop-1]] {
+			continue
+		}
+		j, _ := slices.BinarySearchFunc(top, int32(c), func(x, c int32) int {
+			switch {
+			case bytes[x] > bytes[c]:
+				return -1
+			case bytes[x] < bytes[c]:
+				return 1
+			}
+			return int(x - c)
+		})
+		top = slices.Insert(top, j, int32(c))
+		if len(top) > ntop {
+			top = top[:ntop]
+		}
+	}
+	res.TopLinks = []LinkUsage{}
+	for _, c := range top {
+		ch := topology.Channel(c)
+		res.TopLinks = append(res.TopLinks, LinkUsage{From: g.VertexName(g.ChannelFrom(ch)), To: g.VertexName(g.ChannelTo(ch)),
+			Segment: s.labels[s.chLabel(c)], CapacityMbps: s.capacity[c], Bytes: bytes[c]})
+	}
+
+	order := make([]int, s.nSeg)
+	for l := range order {
+		order[l] = l
+	}
+	slices.SortFunc(order, func(a, b int) int { return s.rank[a] - s.rank[b] })
+	var shown []int
+	for _, seg := range order {
+		if s.segChans[seg] == 0 {
+			continue
+		}
+		shown = append(shown, seg)
+		u := SegmentUsage{Name: s.labels[seg], Channels: s.segChans[seg], CapacityMbps: s.segCap[seg], Bytes: segBytes[seg],
+			PeakMbps: s.peak[seg], BottleneckNodes: boundCount[seg]}
+		u.PeakUtilisation = u.PeakMbps / u.CapacityMbps
+		res.Segments = append(res.Segments, u)
+	}
+	res.Bottlenecks = []BottleneckShare{}
+	labelOrder := make([]int, s.nLabels)
+	for l := range labelOrder {
+		labelOrder[l] = l
+	}
+	slices.SortFunc(labelOrder, func(a, b int) int { return s.rank[a] - s.rank[b] })
+	for _, l := range labelOrder {
+		if boundCount[l] > 0 {
+			res.Bottlenecks = append(res.Bottlenecks, BottleneckShare{Limit: s.labels[l], Nodes: boundCount[l]})
+		}
+	}
+	res.Utilisation = s.seriesResult(shown)
+	return res
+}
+
+// seriesResult turns the recorded steps into the per-segment series of the segments shown.
+func (s *sim) seriesResult(shown []int) Series {
+	w := s.nSeg + 1
+	np := len(s.series) / w
+	t := make([]float64, np)
+	vals := make([][]float64, s.nSeg)
+	for l := range vals {
+		vals[l] = make([]float64, np)
+	}
+	for p := 0; p < np; p++ {
+		t[p] = s.series[p*w]
+		for l := 0; l < s.nSeg; l++ {
+			vals[l][p] = s.series[p*w+1+l]
+		}
+	}
+	maxS := s.cfg.MaxSamples
+	if maxS <= 0 {
+		maxS = 400
+	}
+	if np > maxS+1 && t[np-1] > t[0] {
+		t, vals = binSeries(t, vals, maxS)
+	}
+	out := Series{TimeSeconds: t, Segments: []SegmentSeries{}}
+	for _, l := range shown {
+		util := make([]float64, len(t))
+		for i, v := range vals[l] {
+			util[i] = v / s.segCap[l]
+		}
+		out.Segments = append(out.Segments, SegmentSeries{Name: s.labels[l], Mbps: vals[l], Utilisation: util})
+	}
+	return out
+}
