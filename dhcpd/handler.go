@@ -1,0 +1,238 @@
+package dhcpd
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/insomniacslk/dhcp/dhcpv4"
+)
+
+// Mode selects what the server answers.
+type Mode string
+
+const (
+	// ModeReservation (also the zero value "") hands out addresses: the
+	// reservation's, or the Pool's for MACs without one when a Pool is set.
+	// Other MACs get silence.
+	ModeReservation Mode = "reservation"
+	// ModeProxy is proxyDHCP: PXE/HTTP boot clients get boot options but no
+	// address (another DHCP server gives that), on ports 67 and 4011.
+	ModeProxy Mode = "proxy"
+	// ModeOff answers nothing.
+	ModeOff Mode = "off"
+)
+
+// Outcome says what became of one packet; it labels metrics and is passed to
+// the Observer.
+type Outcome string
+
+// Outcomes.
+const (
+	OutcomeOffered     Outcome = "offered"      // OFFER sent
+	OutcomeAcked       Outcome = "acked"        // ACK sent (REQUEST, INFORM, proxy 4011)
+	OutcomeNaked       Outcome = "naked"        // NAK sent
+	OutcomeReleased    Outcome = "released"     // RELEASE processed
+	OutcomeDeclined    Outcome = "declined"     // DECLINE processed
+	OutcomeNotOurs     Outcome = "not_ours"     // MAC owned by another server: silence
+	OutcomeOtherServer Outcome = "other_server" // REQUEST names another server id
+	OutcomeNotPXE      Outcome = "not_pxe"      // proxy mode, not a boot client
+	OutcomeIgnored     Outcome = "ignored"      // message type or mode we do not answer
+	OutcomeExhausted   Outcome = "exhausted"    // pool full
+	OutcomeError       Outcome = "error"        // internal error (lease store, reply build)
+	OutcomeMalformed   Outcome = "malformed"    // unparsable packet (server only)
+	OutcomeDuplicate   Outcome = "duplicate"    // retransmit of an in-flight (MAC, xid, type)
+	OutcomeQueueFull   Outcome = "queue_full"   // dropped: worker queue full
+	OutcomeSendFailed  Outcome = "send_failed"  // reply built but not sent
+)
+
+// Ingress describes where a request arrived.
+type Ingress struct {
+	// ServerIP is this server's address on the arriving interface (or the
+	// configured one): next-server and option 54.
+	ServerIP net.IP
+	// BootServer is true when the request arrived on the proxyDHCP
+	// boot-server socket (port 4011) rather than the DHCP port.
+	BootServer bool
+}
+
+// Decision is the result of handling one request. Reply nil means silence.
+type Decision struct {
+	Reply   *dhcpv4.DHCPv4
+	Outcome Outcome
+	// IP is the address offered, acknowledged, released or declined.
+	IP  net.IP
+	Err error
+}
+
+// Handler makes the per-packet decisions; it owns no sockets. Safe for
+// concurrent use.
+type Handler struct {
+	mode      Mode
+	boot      BootConfig
+	res       Reservations
+	pool      *Pool
+	poolOK    func(net.HardwareAddr) bool
+	poolNet   Reservation
+	leaseTime time.Duration
+}
+
+// NewHandler builds the decision logic from the non-socket fields of cfg.
+func NewHandler(cfg Config) *Handler {
+	h := &Handler{mode: cfg.Mode, boot: cfg.Boot.withDefaults(), res: cfg.Reservations, pool: cfg.Pool, poolOK: cfg.PoolAllowed, poolNet: cfg.PoolNetwork, leaseTime: cfg.LeaseTime}
+	if h.mode == "" {
+		h.mode = ModeReservation
+	}
+	if h.leaseTime <= 0 && cfg.Pool != nil {
+		h.leaseTime = cfg.Pool.opts.LeaseTime
+	}
+	if h.leaseTime <= 0 {
+		h.leaseTime = time.Hour
+	}
+	return h
+}
+
+// PXEPort is the proxyDHCP boot-server port.
+const PXEPort = 4011
+
+// Handle decides the answer to req. It never panics on any parsed packet.
+func (h *Handler) Handle(ctx context.Context, req *dhcpv4.DHCPv4, in Ingress) Decision {
+	if req.OpCode != dhcpv4.OpcodeBootRequest || len(req.ClientHWAddr) == 0 {
+		return Decision{Outcome: OutcomeIgnored}
+	}
+	switch h.mode {
+	case ModeOff:
+		return Decision{Outcome: OutcomeIgnored}
+	case ModeProxy:
+		return h.handleProxy(req, in)
+	}
+	return h.handleReservation(ctx, req, in)
+}
+
+func (h *Handler) handleReservation(ctx context.Context, req *dhcpv4.DHCPv4, in Ingress) Decision {
+	mac := req.ClientHWAddr
+	res, reserved := Reservation{}, false
+	if h.res != nil {
+		res, reserved = h.res.Lookup(mac)
+	}
+	if !reserved && (h.pool == nil || (h.poolOK != nil && !h.poolOK(mac))) {
+		return Decision{Outcome: OutcomeNotOurs}
+	}
+	if !reserved {
+		res = h.poolNet
+		res.IP, res.Name = nil, ""
+	}
+	switch req.MessageType() {
+	case dhcpv4.MessageTypeDiscover:
+		if !reserved {
+			ip, err := h.pool.Offer(ctx, mac, req.RequestedIPAddress())
+			if errors.Is(err, ErrPoolExhausted) {
+				return Decision{Outcome: OutcomeExhausted, Err: err}
+			}
+			if err != nil {
+				return Decision{Outcome: OutcomeError, Err: err}
+			}
+			res.IP = ip
+		}
+		return h.reply(req, in, dhcpv4.MessageTypeOffer, res, h.leaseTime, OutcomeOffered)
+
+	case dhcpv4.MessageTypeRequest:
+		if sid := req.ServerIdentifier(); sid != nil && !sid.Equal(in.ServerIP) {
+			// The client chose another server's offer. A pool offer simply
+			// expires after OfferTime.
+			return Decision{Outcome: OutcomeOtherServer}
+		}
+		want := req.RequestedIPAddress()
+		if want == nil || want.IsUnspecified() {
+			want = req.ClientIPAddr // RENEWING / REBINDING
+		}
+		if want == nil || want.IsUnspecified() {
+			return h.reply(req, in, dhcpv4.MessageTypeNak, Reservation{}, 0, OutcomeNaked)
+		}
+		if reserved {
+			if !want.Equal(res.IP) {
+				d := h.reply(req, in, dhcpv4.MessageTypeNak, Reservation{}, 0, OutcomeNaked)
+				d.IP = want
+				return d
+			}
+			return h.reply(req, in, dhcpv4.MessageTypeAck, res, h.leaseTime, OutcomeAcked)
+		}
+		err := h.pool.Commit(ctx, mac, want)
+		switch {
+		case errors.Is(err, ErrNotOwned), errors.Is(err, ErrNotInPool):
+			d := h.reply(req, in, dhcpv4.MessageTypeNak, Reservation{}, 0, OutcomeNaked)
+			d.IP = want
+			return d
+		case err != nil:
+			return Decision{Outcome: OutcomeError, Err: err}
+		}
+		res.IP = want
+		return h.reply(req, in, dhcpv4.MessageTypeAck, res, h.leaseTime, OutcomeAcked)
+
+	case dhcpv4.MessageTypeRelease, dhcpv4.MessageTypeDecline:
+		ip := req.ClientIPAddr
+		out := OutcomeReleased
+		if req.MessageType() == dhcpv4.MessageTypeDecline {
+			ip, out = req.RequestedIPAddress(), OutcomeDeclined
+		}
+		if !reserved && ip != nil {
+			var err error
+			if out == OutcomeDeclined {
+				err = h.pool.Decline(ctx, mac, ip)
+			} else {
+				err = h.pool.Release(ctx, mac, ip)
+			}
+			if err != nil {
+				return Decision{Outcome: OutcomeError, IP: ip, Err: err}
+			}
+		}
+		return Decision{Outcome: out, IP: ip}
+
+	case dhcpv4.MessageTypeInform:
+		if !reserved {
+			return Decision{Outcome: OutcomeIgnored}
+		}
+		res.IP = nil // RFC 2131 3.4: no yiaddr, no lease time
+		return h.reply(req, in, dhcpv4.MessageTypeAck, res, 0, OutcomeAcked)
+	}
+	return Decision{Outcome: OutcomeIgnored}
+}
+
+// handleProxy answers PXE/HTTP boot clients with boot options only: OFFER to
+// DISCOVER on port 67, ACK to REQUEST on port 4011.
+func (h *Handler) handleProxy(req *dhcpv4.DHCPv4, in Ingress) Decision {
+	vc := req.ClassIdentifier()
+	if !strings.HasPrefix(vc, VendorPXEClient) && !strings.HasPrefix(vc, VendorHTTPClient) {
+		return Decision{Outcome: OutcomeNotPXE}
+	}
+	var res Reservation
+	if h.res != nil {
+		r, ok := h.res.Lookup(req.ClientHWAddr)
+		if !ok {
+			return Decision{Outcome: OutcomeNotOurs}
+		}
+		res = Reservation{Name: r.Name} // the address comes from the real DHCP server
+	}
+	mt := req.MessageType()
+	switch {
+	case mt == dhcpv4.MessageTypeDiscover && !in.BootServer:
+		return h.reply(req, in, dhcpv4.MessageTypeOffer, res, 0, OutcomeOffered)
+	case (mt == dhcpv4.MessageTypeRequest || mt == dhcpv4.MessageTypeInform) && in.BootServer:
+		return h.reply(req, in, dhcpv4.MessageTypeAck, res, 0, OutcomeAcked)
+	}
+	return Decision{Outcome: OutcomeIgnored}
+}
+
+func (h *Handler) reply(req *dhcpv4.DHCPv4, in Ingress, t dhcpv4.MessageType, res Reservation, lease time.Duration, out Outcome) Decision {
+	var boot BootChoice
+	if t != dhcpv4.MessageTypeNak {
+		boot = Classify(req, h.boot, in.ServerIP, res.Name)
+	}
+	resp, err := BuildReply(req, ReplyParams{Type: t, Reservation: res, Server: Identity{ServerIP: in.ServerIP}, Boot: boot, LeaseTime: lease})
+	if err != nil {
+		return Decision{Outcome: OutcomeError, Err: err}
+	}
+	return Decision{Reply: resp, Outcome: out, IP: res.IP}
+}

@@ -1,0 +1,70 @@
+package dhcpd
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the server's Prometheus collectors.
+type metrics struct {
+	packets *prometheus.CounterVec // by message type and outcome
+	latency prometheus.Histogram   // receive to reply sent
+	drops   *prometheus.CounterVec // by reason
+	queue   prometheus.Gauge       // packets waiting for a worker
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		packets: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "bootfabric", Subsystem: "dhcp", Name: "packets_total",
+			Help: "DHCP requests handled, by message type and outcome.",
+		}, []string{"type", "outcome"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "bootfabric", Subsystem: "dhcp", Name: "handler_seconds",
+			Help:    "Time from receiving a DHCP request to sending its reply.",
+			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 16),
+		}),
+		drops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "bootfabric", Subsystem: "dhcp", Name: "dropped_total",
+			Help: "DHCP packets dropped without an answer, by reason (malformed, duplicate, queue_full, send_failed, error).",
+		}, []string{"reason"}),
+		queue: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "bootfabric", Subsystem: "dhcp", Name: "queue_length",
+			Help: "DHCP requests waiting for a worker.",
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var err error
+	m.packets, err = register(reg, m.packets)
+	if err != nil {
+		return nil, err
+	}
+	m.latency, err = register(reg, m.latency)
+	if err != nil {
+		return nil, err
+	}
+	m.drops, err = register(reg, m.drops)
+	if err != nil {
+		return nil, err
+	}
+	m.queue, err = register(reg, m.queue)
+	return m, err
+}
+
+// register registers c, or returns the identical collector already registered
+// (two servers, e.g. ports 67 and 4011 or two interfaces, share one registry).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}

@@ -1,0 +1,437 @@
+package dhcpd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/insomniacslk/dhcp/dhcpv4"
+	"go.uber.org/zap/zaptest"
+	"golang.org/x/sys/unix"
+)
+
+// These tests build, in network namespaces, two boot servers (A 10.77.0.1,
+// B 10.77.0.2) and a client namespace joined by a bridge, then boot real
+// clients (busybox udhcpc, ISC dhclient, perfdhcp as a relay) against them.
+// They need root and the Debian packages udhcpc, isc-dhcp-client, kea-admin.
+
+type nsEnv struct {
+	t          *testing.T
+	a, b, c    string // namespace names: server A, server B, clients
+	recA, recB *recorder
+	dir        string
+}
+
+var (
+	macA1 = net.HardwareAddr{0x52, 0x54, 0x00, 0xaa, 0x00, 0x01} // owned by A
+	macB2 = net.HardwareAddr{0x52, 0x54, 0x00, 0xaa, 0x00, 0x02} // owned by B
+	macA3 = net.HardwareAddr{0x52, 0x54, 0x00, 0xaa, 0x00, 0x03} // owned by A
+)
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create network namespaces")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs iproute2 (ip)")
+	}
+}
+
+func sh(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func newNSEnv(t *testing.T) *nsEnv {
+	e := newTopology(t)
+	e.startServers()
+	return e
+}
+
+// newTopology builds the namespaces and links without servers.
+func newTopology(t *testing.T) *nsEnv {
+	requireRoot(t)
+	sfx := fmt.Sprintf("%04x%02x", os.Getpid()&0xffff, rand.IntN(256))
+	e := &nsEnv{t: t, a: "bfA" + sfx, b: "bfB" + sfx, c: "bfC" + sfx, recA: &recorder{}, recB: &recorder{}, dir: t.TempDir()}
+	for _, ns := range []string{e.a, e.b, e.c} {
+		sh(t, "ip", "netns", "add", ns)
+		t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	}
+	ipc := func(args ...string) { sh(t, append([]string{"ip", "-n", e.c}, args...)...) }
+	ipc("link", "add", "br0", "type", "bridge")
+	ipc("link", "set", "br0", "up")
+	// Link names live inside the namespaces, so they cannot collide.
+	for _, p := range []struct{ local, ns, peer, addr string }{
+		{"sa", e.a, "eth0", "10.77.0.1/24"}, {"sb", e.b, "eth0", "10.77.0.2/24"},
+	} {
+		ipc("link", "add", p.local, "type", "veth", "peer", "name", p.peer, "netns", p.ns)
+		ipc("link", "set", p.local, "master", "br0", "up")
+		sh(t, "ip", "-n", p.ns, "addr", "add", p.addr, "dev", p.peer)
+		sh(t, "ip", "-n", p.ns, "link", "set", p.peer, "up")
+		sh(t, "ip", "-n", p.ns, "link", "set", "lo", "up")
+	}
+	for _, c := range []string{"cl0", "rl0"} {
+		ipc("link", "add", c, "type", "veth", "peer", "name", c+"p")
+		ipc("link", "set", c+"p", "master", "br0", "up")
+		ipc("link", "set", c, "up")
+	}
+	ipc("addr", "add", "10.77.0.50/24", "dev", "rl0")
+	ipc("link", "set", "lo", "up")
+	return e
+}
+
+func (e *nsEnv) startServers() {
+	relayRes := ReservationsFunc(func(m net.HardwareAddr) (Reservation, bool) {
+		if len(m) == 6 && m[0] == 0x00 && m[1] == 0x0c && m[2] == 0x01 {
+			return Reservation{IP: net.IPv4(10, 77, 100+m[4]%100, m[5]), Mask: net.CIDRMask(16, 32)}, true
+		}
+		return Reservation{}, false
+	})
+	resA := StaticReservations{
+		macKey(macA1): {Name: "node-a1", IP: net.IPv4(10, 77, 0, 101), Mask: net.CIDRMask(24, 32), Router: net.IPv4(10, 77, 0, 254)},
+		macKey(macA3): {Name: "node-a3", IP: net.IPv4(10, 77, 0, 103), Mask: net.CIDRMask(24, 32), Router: net.IPv4(10, 77, 0, 254)},
+	}
+	resB := StaticReservations{
+		macKey(macB2): {Name: "node-b2", IP: net.IPv4(10, 77, 0, 102), Mask: net.CIDRMask(24, 32)},
+	}
+	e.serve(e.a, Config{ServerIP: net.IPv4(10, 77, 0, 1), Observer: e.recA, Reservations: ReservationsFunc(func(m net.HardwareAddr) (Reservation, bool) {
+		if r, ok := resA.Lookup(m); ok {
+			return r, true
+		}
+		return relayRes.Lookup(m)
+	})})
+	e.serve(e.b, Config{ServerIP: net.IPv4(10, 77, 0, 2), Observer: e.recB, Reservations: resB})
+}
+
+// serve runs a server whose socket lives in namespace ns. The socket is
+// created on a locked thread switched into ns; that thread is discarded
+// afterwards (the goroutine exits locked).
+func (e *nsEnv) serve(ns string, cfg Config) {
+	t := e.t
+	cfg.Interface = "eth0"
+	cfg.Logger = zaptest.NewLogger(t)
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		f, err := os.Open(filepath.Join("/run/netns", ns))
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("setns %s: %w", ns, err)
+			return
+		}
+		errc <- s.Listen(ctx)
+	}()
+	if err := <-errc; err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("server in %s: %v", ns, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("server in %s did not stop", ns)
+		}
+	})
+}
+
+// kv parses "key=value" lines.
+func kv(s string) map[string]string {
+	m := map[string]string{}
+	for _, l := range strings.Split(s, "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// outcomes lists the observer events for mac.
+func outcomes(r *recorder, mac net.HardwareAddr) []string {
+	var out []string
+	for _, e := range r.get() {
+		if e.MAC == mac.String() {
+			out = append(out, e.Type+":"+string(e.Outcome))
+		}
+	}
+	return out
+}
+
+func onlyNotOurs(evs []string) bool {
+	for _, e := range evs {
+		if !strings.HasSuffix(e, ":"+string(OutcomeNotOurs)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *nsEnv) udhcpc(t *testing.T, mac net.HardwareAddr, extra ...string) map[string]string {
+	t.Helper()
+	if _, err := exec.LookPath("udhcpc"); err != nil {
+		t.Skip("needs busybox udhcpc (Debian package udhcpc)")
+	}
+	sh(t, "ip", "-n", e.c, "link", "set", "cl0", "address", mac.String())
+	out := filepath.Join(e.dir, "udhcpc-"+strings.ReplaceAll(mac.String(), ":", ""))
+	script := filepath.Join(e.dir, "udhcpc.sh")
+	// The script records what the client got and leaves the interface alone.
+	os.WriteFile(script, []byte("#!/bin/sh\n[ \"$1\" = bound ] && env > "+out+"\nexit 0\n"), 0o755)
+	args := append([]string{"ip", "netns", "exec", e.c, "udhcpc", "-i", "cl0", "-f", "-q", "-n", "-t", "4", "-T", "1", "-s", script}, extra...)
+	sh(t, args...)
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("udhcpc got no lease: %v", err)
+	}
+	return kv(string(b))
+}
+
+func TestNetnsClients(t *testing.T) {
+	e := newNSEnv(t)
+
+	t.Run("udhcpc BIOS PXE from server A", func(t *testing.T) {
+		got := e.udhcpc(t, macA1, "-V", "PXEClient:Arch:00000:UNDI:002001", "-x", "0x5d:0000")
+		want := map[string]string{"ip": "10.77.0.101", "boot_file": "undionly.kpxe", "siaddr": "10.77.0.1",
+			"serverid": "10.77.0.1", "hostname": "node-a1", "router": "10.77.0.254", "subnet": "255.255.255.0"}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("udhcpc %s = %q, want %q", k, got[k], v)
+			}
+		}
+		if a := outcomes(e.recA, macA1); len(a) < 2 || a[0] != "DISCOVER:offered" || a[len(a)-1] != "REQUEST:acked" {
+			t.Errorf("server A events %v", a)
+		}
+		if b := outcomes(e.recB, macA1); len(b) == 0 || !onlyNotOurs(b) {
+			t.Errorf("server B events for A's node %v: want only not_ours", b)
+		}
+	})
+
+	t.Run("udhcpc plain client from server B only", func(t *testing.T) {
+		got := e.udhcpc(t, macB2)
+		if got["ip"] != "10.77.0.102" || got["serverid"] != "10.77.0.2" || got["hostname"] != "node-b2" {
+			t.Errorf("udhcpc got ip=%q serverid=%q hostname=%q", got["ip"], got["serverid"], got["hostname"])
+		}
+		if a := outcomes(e.recA, macB2); len(a) == 0 || !onlyNotOurs(a) {
+			t.Errorf("server A events for B's node %v: want only not_ours", a)
+		}
+	})
+
+	t.Run("dhclient UEFI x64", func(t *testing.T) {
+		if _, err := exec.LookPath("dhclient"); err != nil {
+			t.Skip("needs ISC dhclient (Debian package isc-dhcp-client)")
+		}
+		sh(t, "ip", "-n", e.c, "link", "set", "cl0", "address", macA3.String())
+		out := filepath.Join(e.dir, "dhclient.env")
+		script := filepath.Join(e.dir, "dhclient.sh")
+		os.WriteFile(script, []byte("#!/bin/sh\ncase \"$reason\" in BOUND|RENEW|REBOOT) env > "+out+".tmp && mv "+out+".tmp "+out+";; esac\nexit 0\n"), 0o755)
+		conf := filepath.Join(e.dir, "dhclient.conf")
+		os.WriteFile(conf, []byte(`option pxe-arch code 93 = unsigned integer 16;
+send vendor-class-identifier "PXEClient:Arch:00007:UNDI:003016";
+send pxe-arch 7;
+request subnet-mask, routers, host-name;
+timeout 20;
+initial-interval 1;
+`), 0o644)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "ip", "netns", "exec", e.c, "dhclient", "-4", "-d", "-v", "-cf", conf, "-sf", script,
+			"-lf", filepath.Join(e.dir, "dhclient.leases"), "-pf", filepath.Join(e.dir, "dhclient.pid"), "cl0")
+		var log bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &log, &log
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { cmd.Process.Kill(); cmd.Wait() }()
+		var b []byte
+		for i := 0; i < 200; i++ {
+			if b, _ = os.ReadFile(out); len(b) > 0 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if len(b) == 0 {
+			t.Fatalf("dhclient got no lease in 20 s:\n%s", log.String())
+		}
+		got := kv(string(b))
+		want := map[string]string{"new_ip_address": "10.77.0.103", "new_filename": "ipxe.efi", "new_next_server": "10.77.0.1",
+			"new_host_name": "node-a3", "new_dhcp_server_identifier": "10.77.0.1", "new_routers": "10.77.0.254"}
+		for k, v := range want {
+			if strings.Trim(got[k], "'\"") != v {
+				t.Errorf("dhclient %s = %q, want %q", k, got[k], v)
+			}
+		}
+		if b := outcomes(e.recB, macA3); !onlyNotOurs(b) {
+			t.Errorf("server B answered A's node: %v", b)
+		}
+	})
+
+	t.Run("perfdhcp through a relay", func(t *testing.T) {
+		if _, err := exec.LookPath("perfdhcp"); err != nil {
+			t.Skip("needs perfdhcp (Debian package kea-admin)")
+		}
+		// perfdhcp acts as a relay: giaddr 10.77.0.50, replies come to port 67.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "ip", "netns", "exec", e.c, "perfdhcp", "-4", "-l", "rl0", "-r", "200", "-n", "300",
+			"-R", "100", "-b", "mac=00:0c:01:02:00:00", "-W", "1000000", "10.77.0.1").CombinedOutput()
+		// perfdhcp exits 3 when packets were dropped; the numbers decide.
+		st := parsePerfdhcp(string(out))
+		t.Logf("perfdhcp: %+v (err %v)", st, err)
+		if st.sent[0] == 0 {
+			t.Fatalf("perfdhcp sent nothing: %v\n%s", err, out)
+		}
+		if st.recv[1] < st.sent[1]*99/100 || st.recv[1] == 0 {
+			t.Errorf("relay path: %d ACKs for %d REQUESTs\n%s", st.recv[1], st.sent[1], out)
+		}
+		var relayed int
+		for _, ev := range e.recA.get() {
+			if strings.HasPrefix(ev.MAC, "00:0c:01") && ev.Outcome == OutcomeAcked {
+				relayed++
+			}
+		}
+		if relayed == 0 {
+			t.Error("server A acknowledged no relayed client")
+		}
+		for _, ev := range e.recB.get() {
+			if strings.HasPrefix(ev.MAC, "00:0c:01") {
+				t.Errorf("server B saw relayed traffic addressed to A: %v", ev)
+				break
+			}
+		}
+	})
+}
+
+// perfStats holds perfdhcp's per-exchange counters: [0] DISCOVER-OFFER,
+// [1] REQUEST-ACK.
+type perfStats struct {
+	sent, recv, drops [2]int
+	rate              float64
+}
+
+func parsePerfdhcp(out string) perfStats {
+	var st perfStats
+	ex := -1
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(l, "***Statistics for: DISCOVER-OFFER"):
+			ex = 0
+		case strings.HasPrefix(l, "***Statistics for: REQUEST-ACK"):
+			ex = 1
+		case strings.HasPrefix(l, "***Rate statistics"):
+			ex = -1
+		}
+		var n int
+		if ex >= 0 {
+			if _, err := fmt.Sscanf(l, "sent packets: %d", &n); err == nil {
+				st.sent[ex] = n
+			} else if _, err := fmt.Sscanf(l, "received packets: %d", &n); err == nil {
+				st.recv[ex] = n
+			} else if _, err := fmt.Sscanf(l, "drops: %d", &n); err == nil {
+				st.drops[ex] = n
+			}
+		}
+		fmt.Sscanf(l, "Rate: %f 4-way exchanges/second", &st.rate)
+	}
+	return st
+}
+
+// TestNetnsProductionShape runs the server as its own process inside a
+// namespace the way bootsrv does: all interfaces, no configured ServerIP, so
+// the identity comes from the arriving interface (IP_PKTINFO). A second
+// process on the same port must refuse to start.
+func TestNetnsProductionShape(t *testing.T) {
+	if os.Getenv("DHCPD_NETNS_CHILD") != "" {
+		netnsChild()
+		return
+	}
+	e := newTopology(t)
+	start := func() (*exec.Cmd, *bytes.Buffer, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		t.Cleanup(cancel)
+		cmd := exec.CommandContext(ctx, "ip", "netns", "exec", e.a, os.Args[0], "-test.run=^TestNetnsProductionShape$")
+		cmd.Env = append(os.Environ(), "DHCPD_NETNS_CHILD=1")
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line := make([]byte, 6)
+		n, _ := out.Read(line)
+		if string(line[:n]) != "READY\n" {
+			cmd.Wait()
+			return nil, &errb, fmt.Errorf("child exited: %s", errb.String())
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd, &errb, nil
+	}
+	if _, _, err := start(); err != nil {
+		t.Fatal(err)
+	}
+	got := e.udhcpc(t, macA1, "-V", "PXEClient:Arch:00007:UNDI:003016", "-x", "0x5d:0007")
+	want := map[string]string{"ip": "10.77.0.101", "siaddr": "10.77.0.1", "serverid": "10.77.0.1", "boot_file": "ipxe.efi"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("udhcpc %s = %q, want %q", k, got[k], v)
+		}
+	}
+	_, errb, err := start()
+	if err == nil {
+		t.Fatal("a second server on port 67 in the same namespace started")
+	}
+	if !strings.Contains(errb.String(), "already held by another process") {
+		t.Errorf("second server error does not say the port is held: %s", errb.String())
+	}
+	t.Logf("second server refused: %s", strings.TrimSpace(errb.String()))
+}
+
+func netnsChild() {
+	res := StaticReservations{macKey(macA1): {Name: "node-a1", IP: net.IPv4(10, 77, 0, 101), Mask: net.CIDRMask(24, 32)}}
+	s, err := New(Config{Reservations: res})
+	if err == nil {
+		err = s.Listen(context.Background())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println("READY")
+	s.Serve(context.Background()) // until killed
+	os.Exit(0)
+}
+
+// Make sure dhcpv4 is referenced even if subtests are skipped.
+var _ = dhcpv4.ClientPort

@@ -1,0 +1,543 @@
+package dhcpd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/insomniacslk/dhcp/dhcpv4"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
+)
+
+// ErrPortInUse is returned (wrapped) by Listen and Serve when another process
+// already holds the DHCP port. SO_REUSEPORT is deliberately not set: it would
+// let a second server start silently and split the traffic.
+var ErrPortInUse = errors.New("port already held by another process (another DHCP server or bootctl instance?)")
+
+// Observer is told about every handled request, e.g. to track boot state
+// (discover -> offered -> bound). OnDHCP is called from the worker after the
+// reply is sent; it must be fast and must not block.
+type Observer interface {
+	OnDHCP(mac net.HardwareAddr, msgType dhcpv4.MessageType, outcome Outcome, ip net.IP)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(mac net.HardwareAddr, msgType dhcpv4.MessageType, outcome Outcome, ip net.IP)
+
+// OnDHCP implements Observer.
+func (f ObserverFunc) OnDHCP(mac net.HardwareAddr, t dhcpv4.MessageType, o Outcome, ip net.IP) {
+	f(mac, t, o, ip)
+}
+
+// Config configures a Server. The zero value of every field is usable and
+// documented on the field; a zero Config is a reservation-mode server on
+// 0.0.0.0:67 that answers nobody (no Reservations, no Pool).
+type Config struct {
+	// Mode: "" or ModeReservation, ModeProxy, ModeOff.
+	Mode Mode
+	// Interface binds the sockets to one interface (SO_BINDTODEVICE).
+	// "": all interfaces.
+	Interface string
+	// Addr is the listen address. "": "0.0.0.0:67". Port 0 picks a free
+	// port (tests).
+	Addr string
+	// ProxyAddr is the proxyDHCP boot-server listen address, used in
+	// ModeProxy only. "": Addr's IP with port 4011.
+	ProxyAddr string
+	// ServerIP is this server's identity (siaddr, options 54 and 66).
+	// Nil: the request's destination address when unicast, else the first
+	// IPv4 address of the interface the request arrived on.
+	ServerIP net.IP
+	// ClientPort is where replies to clients go. 0: 68.
+	ClientPort int
+	// RelayPort is where replies to a relay (giaddr) go. 0: 67.
+	RelayPort int
+
+	// Boot names boot files and URLs; see BootConfig for its defaults.
+	Boot BootConfig
+	// Reservations says which MACs this server owns. Nil: none (only the
+	// Pool answers; in ModeProxy nil means every PXE client).
+	Reservations Reservations
+	// Pool, if set, gives addresses to MACs without a reservation in
+	// ModeReservation. The caller opens and closes it.
+	Pool *Pool
+	// PoolAllowed says which MACs without a reservation may use the Pool.
+	// Nil: all of them. With several boot servers, exclude the MACs the
+	// mapping assigns to other servers so that only their owner answers.
+	PoolAllowed func(mac net.HardwareAddr) bool
+	// PoolNetwork gives the mask, router, DNS and domain of Pool leases
+	// (its Name and IP are ignored).
+	PoolNetwork Reservation
+	// LeaseTime is option 51. 0: the Pool's LeaseTime when a Pool is set,
+	// else 1 h.
+	LeaseTime time.Duration
+
+	// Workers handling packets. 0: 8.
+	Workers int
+	// QueueSize is how many packets may wait for a worker; more are dropped
+	// (counted as queue_full). 0: 1024.
+	QueueSize int
+	// ReadBuffer is the socket receive buffer (SO_RCVBUF) in bytes, which
+	// absorbs bursts while the reader is descheduled. 0: 4 MiB (forced past
+	// net.core.rmem_max when running as root); negative: kernel default.
+	ReadBuffer int
+
+	// Logger. Nil: no logging.
+	Logger *zap.Logger
+	// Registerer for the Prometheus metrics. Nil: metrics are kept but not
+	// registered.
+	Registerer prometheus.Registerer
+	// Observer of handled requests. Nil: none.
+	Observer Observer
+}
+
+// Server is a DHCPv4 server: sockets, worker pool and de-duplication around
+// a Handler.
+type Server struct {
+	cfg     Config
+	handler *Handler
+	log     *zap.Logger
+	m       *metrics
+
+	mu    sync.Mutex
+	conns []*listener
+
+	inflightMu sync.Mutex
+	inflight   map[dedupKey]struct{}
+
+	ifMu    sync.Mutex
+	ifAddrs map[int]ifAddr
+}
+
+type listener struct {
+	pc   *ipv4.PacketConn
+	raw  net.PacketConn
+	boot bool // proxyDHCP boot-server socket (4011)
+}
+
+type ifAddr struct {
+	ip      net.IP
+	fetched time.Time
+}
+
+// dedupKey identifies a request and its retransmits.
+type dedupKey struct {
+	mac [16]byte
+	xid dhcpv4.TransactionID
+	mt  dhcpv4.MessageType
+}
+
+type job struct {
+	req   *dhcpv4.DHCPv4
+	key   dedupKey
+	l     *listener
+	peer  *net.UDPAddr
+	ifidx int
+	dst   net.IP
+	start time.Time
+}
+
+// New checks cfg and builds a Server; it opens no socket.
+func New(cfg Config) (*Server, error) {
+	switch cfg.Mode {
+	case "", ModeReservation, ModeProxy, ModeOff:
+	default:
+		return nil, fmt.Errorf("dhcpd: config: unknown mode %q (want reservation, proxy or off)", cfg.Mode)
+	}
+	if cfg.ServerIP != nil && cfg.ServerIP.To4() == nil {
+		return nil, fmt.Errorf("dhcpd: config: server IP %v is not IPv4", cfg.ServerIP)
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = "0.0.0.0:67"
+	}
+	if cfg.ClientPort == 0 {
+		cfg.ClientPort = dhcpv4.ClientPort
+	}
+	if cfg.RelayPort == 0 {
+		cfg.RelayPort = dhcpv4.ServerPort
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 8
+	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = 1024
+	}
+	if cfg.ReadBuffer == 0 {
+		cfg.ReadBuffer = 4 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("dhcpd: register metrics: %w", err)
+	}
+	return &Server{
+		cfg: cfg, handler: NewHandler(cfg), log: cfg.Logger, m: m,
+		inflight: map[dedupKey]struct{}{}, ifAddrs: map[int]ifAddr{},
+	}, nil
+}
+
+// Listen opens the sockets (Addr, and ProxyAddr in ModeProxy). It fails with
+// an error wrapping ErrPortInUse when the port is taken. Serve calls it when
+// it has not been called.
+func (s *Server) Listen(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.conns) > 0 {
+		return nil
+	}
+	addrs := []string{s.cfg.Addr}
+	if s.cfg.Mode == ModeProxy {
+		pa := s.cfg.ProxyAddr
+		if pa == "" {
+			host, _, err := net.SplitHostPort(s.cfg.Addr)
+			if err != nil {
+				return fmt.Errorf("dhcpd: listen address %q: %w", s.cfg.Addr, err)
+			}
+			pa = net.JoinHostPort(host, fmt.Sprint(PXEPort))
+		}
+		addrs = append(addrs, pa)
+	}
+	for i, a := range addrs {
+		l, err := s.listen(ctx, a, i == 1)
+		if err != nil {
+			for _, c := range s.conns {
+				c.raw.Close()
+			}
+			s.conns = nil
+			return err
+		}
+		s.conns = append(s.conns, l)
+	}
+	return nil
+}
+
+func (s *Server) listen(ctx context.Context, addr string, boot bool) (*listener, error) {
+	iface, rbuf := s.cfg.Interface, s.cfg.ReadBuffer
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			// No SO_REUSEADDR / SO_REUSEPORT: a second server must fail.
+			if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_BROADCAST, 1); serr != nil {
+				return
+			}
+			if iface != "" {
+				if serr = unix.SetsockoptString(int(fd), unix.SOL_SOCKET, unix.SO_BINDTODEVICE, iface); serr != nil {
+					return
+				}
+			}
+			if rbuf > 0 {
+				// FORCE needs CAP_NET_ADMIN; otherwise the kernel caps the
+				// size at net.core.rmem_max, which is still better than nothing.
+				if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rbuf) != nil {
+					_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, rbuf)
+				}
+			}
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	raw, err := lc.ListenPacket(ctx, "udp4", addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("dhcpd: listen on %s (interface %q): %w: %w", addr, iface, ErrPortInUse, err)
+		}
+		return nil, fmt.Errorf("dhcpd: listen on %s (interface %q): %w", addr, iface, err)
+	}
+	pc := ipv4.NewPacketConn(raw)
+	if err := pc.SetControlMessage(ipv4.FlagInterface|ipv4.FlagDst, true); err != nil {
+		raw.Close()
+		return nil, fmt.Errorf("dhcpd: enable IP_PKTINFO on %s: %w", addr, err)
+	}
+	return &listener{pc: pc, raw: raw, boot: boot}, nil
+}
+
+// LocalAddrs returns the bound addresses (after Listen), DHCP port first.
+func (s *Server) LocalAddrs() []*net.UDPAddr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*net.UDPAddr
+	for _, c := range s.conns {
+		out = append(out, c.raw.LocalAddr().(*net.UDPAddr))
+	}
+	return out
+}
+
+// Serve listens (if Listen was not called) and answers requests until ctx is
+// cancelled; then it closes the sockets, lets the workers finish and returns
+// nil. Errors are returned only when the sockets cannot be opened or fail.
+func (s *Server) Serve(ctx context.Context) error {
+	if err := s.Listen(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	conns := s.conns
+	s.mu.Unlock()
+
+	queue := make(chan job, s.cfg.QueueSize)
+	// Queued requests are finished after ctx ends, so workers get a context
+	// that is never cancelled.
+	wctx := context.WithoutCancel(ctx)
+	var workers sync.WaitGroup
+	for i := 0; i < s.cfg.Workers; i++ {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for j := range queue {
+				s.m.queue.Dec()
+				s.work(wctx, j)
+			}
+		}()
+	}
+
+	readErr := make(chan error, len(conns))
+	var readers sync.WaitGroup
+	for _, l := range conns {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			readErr <- s.read(ctx, l, queue)
+		}()
+	}
+	s.log.Info("dhcp server started", zap.String("mode", string(s.handler.mode)),
+		zap.Stringer("addr", conns[0].raw.LocalAddr()), zap.String("interface", s.cfg.Interface),
+		zap.Int("workers", s.cfg.Workers))
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-readErr:
+	}
+	for _, l := range conns {
+		l.raw.Close()
+	}
+	readers.Wait()
+	close(queue)
+	workers.Wait()
+	s.mu.Lock()
+	s.conns = nil
+	s.mu.Unlock()
+	s.log.Info("dhcp server stopped")
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// read receives packets on l (up to readBatch per recvmmsg call) and queues
+// them until the socket is closed. Buffers are reused: parsing copies.
+func (s *Server) read(ctx context.Context, l *listener, queue chan<- job) error {
+	const readBatch = 32
+	msgs := make([]ipv4.Message, readBatch)
+	for i := range msgs {
+		msgs[i].Buffers = [][]byte{make([]byte, 1500)}
+		msgs[i].OOB = ipv4.NewControlMessage(ipv4.FlagInterface | ipv4.FlagDst)
+	}
+	for {
+		n, err := l.pc.ReadBatch(msgs, 0)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("dhcpd: read on %s: %w", l.raw.LocalAddr(), err)
+		}
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			m := &msgs[i]
+			var cm ipv4.ControlMessage
+			if m.NN > 0 {
+				if err := cm.Parse(m.OOB[:m.NN]); err != nil {
+					s.log.Debug("bad control message", zap.Error(err))
+				}
+			}
+			s.enqueue(m.Buffers[0][:m.N], &cm, m.Addr, l, start, queue)
+		}
+	}
+}
+
+// enqueue parses one datagram and hands it to a worker unless it is
+// malformed, a duplicate of an in-flight request, or the queue is full.
+func (s *Server) enqueue(b []byte, cm *ipv4.ControlMessage, peer net.Addr, l *listener, start time.Time, queue chan<- job) {
+	req, err := parse(b)
+	if err != nil {
+		s.m.drops.WithLabelValues(string(OutcomeMalformed)).Inc()
+		s.m.packets.WithLabelValues("unknown", string(OutcomeMalformed)).Inc()
+		s.log.Debug("dropping malformed DHCP packet", zap.Any("peer", peer), zap.Int("bytes", len(b)), zap.Error(err))
+		return
+	}
+	j := job{req: req, l: l, start: start}
+	j.peer, _ = peer.(*net.UDPAddr)
+	if cm != nil {
+		j.ifidx, j.dst = cm.IfIndex, cm.Dst
+	}
+	copy(j.key.mac[:], req.ClientHWAddr)
+	j.key.xid, j.key.mt = req.TransactionID, req.MessageType()
+
+	s.inflightMu.Lock()
+	if _, dup := s.inflight[j.key]; dup {
+		s.inflightMu.Unlock()
+		s.count(req, OutcomeDuplicate)
+		s.m.drops.WithLabelValues(string(OutcomeDuplicate)).Inc()
+		return
+	}
+	s.inflight[j.key] = struct{}{}
+	s.inflightMu.Unlock()
+
+	select {
+	case queue <- j:
+		s.m.queue.Inc()
+	default:
+		s.done(j.key)
+		s.count(req, OutcomeQueueFull)
+		s.m.drops.WithLabelValues(string(OutcomeQueueFull)).Inc()
+	}
+}
+
+// parse decodes a datagram, refusing what dhcpv4 accepts but no client sends.
+func parse(b []byte) (req *dhcpv4.DHCPv4, err error) {
+	defer func() {
+		// dhcpv4 is well tested, but a server must not die on a packet.
+		if r := recover(); r != nil {
+			req, err = nil, fmt.Errorf("panic while parsing: %v", r)
+		}
+	}()
+	req, err = dhcpv4.FromBytes(b)
+	if err != nil {
+		return nil, err
+	}
+	if req.OpCode != dhcpv4.OpcodeBootRequest {
+		return nil, fmt.Errorf("op code %v is not BOOTREQUEST", req.OpCode)
+	}
+	if l := len(req.ClientHWAddr); l == 0 || l > 16 {
+		return nil, fmt.Errorf("hardware address length %d", l)
+	}
+	if req.MessageType() == dhcpv4.MessageTypeNone {
+		return nil, errors.New("no DHCP message type (BOOTP is not served)")
+	}
+	return req, nil
+}
+
+func (s *Server) done(k dedupKey) {
+	s.inflightMu.Lock()
+	delete(s.inflight, k)
+	s.inflightMu.Unlock()
+}
+
+func (s *Server) count(req *dhcpv4.DHCPv4, o Outcome) {
+	s.m.packets.WithLabelValues(req.MessageType().String(), string(o)).Inc()
+}
+
+// work handles one request on a worker.
+func (s *Server) work(ctx context.Context, j job) {
+	defer s.done(j.key)
+	defer func() {
+		if r := recover(); r != nil {
+			s.count(j.req, OutcomeError)
+			s.m.drops.WithLabelValues(string(OutcomeError)).Inc()
+			s.log.Error("panic while handling DHCP request", zap.Any("panic", r), zap.Stringer("mac", j.req.ClientHWAddr))
+		}
+	}()
+	sip := s.serverIP(j)
+	if sip == nil {
+		s.count(j.req, OutcomeError)
+		s.m.drops.WithLabelValues(string(OutcomeError)).Inc()
+		s.log.Warn("no IPv4 address to answer from", zap.Int("ifindex", j.ifidx))
+		return
+	}
+	d := s.handler.Handle(ctx, j.req, Ingress{ServerIP: sip, BootServer: j.l.boot})
+	if d.Err != nil {
+		s.log.Warn("DHCP request failed", zap.Stringer("mac", j.req.ClientHWAddr),
+			zap.Stringer("type", j.req.MessageType()), zap.Error(d.Err))
+		s.m.drops.WithLabelValues(string(OutcomeError)).Inc()
+	}
+	if d.Reply != nil {
+		dst, ifidx := s.destination(j, d.Reply)
+		cm := &ipv4.ControlMessage{IfIndex: ifidx}
+		if ifidx != 0 {
+			cm.Src = sip
+		}
+		if _, err := j.l.pc.WriteTo(d.Reply.ToBytes(), cm, dst); err != nil {
+			s.log.Debug("sending DHCP reply failed", zap.Stringer("to", dst), zap.Error(err))
+			s.count(j.req, OutcomeSendFailed)
+			s.m.drops.WithLabelValues(string(OutcomeSendFailed)).Inc()
+			return
+		}
+		s.m.latency.Observe(time.Since(j.start).Seconds())
+	}
+	s.count(j.req, d.Outcome)
+	if ce := s.log.Check(zap.DebugLevel, "DHCP request"); ce != nil {
+		ce.Write(zap.Stringer("mac", j.req.ClientHWAddr), zap.Stringer("type", j.req.MessageType()),
+			zap.String("outcome", string(d.Outcome)), zap.Stringer("ip", d.IP), zap.Stringer("giaddr", j.req.GatewayIPAddr))
+	}
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.OnDHCP(j.req.ClientHWAddr, j.req.MessageType(), d.Outcome, d.IP)
+	}
+}
+
+// destination picks where a reply goes (RFC 2131 4.1) and through which
+// interface (0: let routing decide).
+func (s *Server) destination(j job, reply *dhcpv4.DHCPv4) (*net.UDPAddr, int) {
+	req := j.req
+	switch {
+	case j.l.boot && j.peer != nil:
+		return j.peer, 0 // proxyDHCP boot-server reply goes back to the sender
+	case req.GatewayIPAddr != nil && !req.GatewayIPAddr.IsUnspecified():
+		return &net.UDPAddr{IP: req.GatewayIPAddr, Port: s.cfg.RelayPort}, 0
+	case j.peer != nil && j.peer.Port != s.cfg.ClientPort && j.peer.IP.To4() != nil && !j.peer.IP.IsUnspecified():
+		// A client on a non-standard port (tests, tools such as dhcping)
+		// listens where it sent from.
+		return j.peer, 0
+	case reply.MessageType() != dhcpv4.MessageTypeNak && req.ClientIPAddr != nil && !req.ClientIPAddr.IsUnspecified():
+		return &net.UDPAddr{IP: req.ClientIPAddr, Port: s.cfg.ClientPort}, 0
+	}
+	// Clients without an address: broadcast on the arriving interface. (RFC
+	// 2131 allows unicast to yiaddr when the broadcast bit is clear, which
+	// would need an ARP entry injected; every client accepts the broadcast.)
+	return &net.UDPAddr{IP: net.IPv4bcast, Port: s.cfg.ClientPort}, j.ifidx
+}
+
+// serverIP is this server's identity for j: configured, else the unicast
+// destination, else the arriving interface's first IPv4 address.
+func (s *Server) serverIP(j job) net.IP {
+	if s.cfg.ServerIP != nil {
+		return s.cfg.ServerIP.To4()
+	}
+	if d := j.dst.To4(); d != nil && !d.Equal(net.IPv4bcast) && !d.IsUnspecified() && !d.IsMulticast() {
+		return d
+	}
+	if j.ifidx == 0 {
+		return nil
+	}
+	s.ifMu.Lock()
+	defer s.ifMu.Unlock()
+	if a, ok := s.ifAddrs[j.ifidx]; ok && time.Since(a.fetched) < 5*time.Second {
+		return a.ip
+	}
+	var ip net.IP
+	if ifc, err := net.InterfaceByIndex(j.ifidx); err == nil {
+		if addrs, err := ifc.Addrs(); err == nil {
+			for _, a := range addrs {
+				if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
+					ip = n.IP.To4()
+					break
+				}
+			}
+		}
+	}
+	s.ifAddrs[j.ifidx] = ifAddr{ip: ip, fetched: time.Now()}
+	return ip
+}

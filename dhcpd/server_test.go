@@ -1,0 +1,319 @@
+package dhcpd
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/insomniacslk/dhcp/dhcpv4"
+	"github.com/insomniacslk/dhcp/dhcpv4/nclient4"
+	"github.com/insomniacslk/dhcp/iana"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap/zaptest"
+)
+
+type event struct {
+	MAC     string
+	Type    string
+	Outcome Outcome
+	IP      string
+}
+
+type recorder struct {
+	mu     sync.Mutex
+	events []event
+}
+
+func (r *recorder) OnDHCP(mac net.HardwareAddr, t dhcpv4.MessageType, o Outcome, ip net.IP) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := event{MAC: mac.String(), Type: t.String(), Outcome: o}
+	if ip != nil {
+		e.IP = ip.String()
+	}
+	r.events = append(r.events, e)
+}
+
+func (r *recorder) get() []event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]event(nil), r.events...)
+}
+
+// startServer runs a server on an ephemeral loopback port until the test ends.
+func startServer(t *testing.T, cfg Config) (*Server, *net.UDPAddr) {
+	t.Helper()
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zaptest.NewLogger(t)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := s.Listen(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("Serve did not stop within 5 s of cancel")
+		}
+	})
+	return s, s.LocalAddrs()[0]
+}
+
+func newClient(t *testing.T, srv *net.UDPAddr, hw net.HardwareAddr) *nclient4.Client {
+	t.Helper()
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := nclient4.NewWithConn(conn, hw, nclient4.WithServerAddr(srv),
+		nclient4.WithTimeout(300*time.Millisecond), nclient4.WithRetry(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestServerLoopbackDORA(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	rec := &recorder{}
+	_, addr := startServer(t, Config{
+		Reservations: StaticReservations{macKey(testMAC): testRes},
+		Boot:         BootConfig{HTTPPort: 8080},
+		Registerer:   reg, Observer: rec,
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	c := newClient(t, addr, testMAC)
+	lease, err := c.Request(ctx, vendor("PXEClient:Arch:00007:UNDI:003016"), arch(iana.EFI_X86_64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{lease.ACK.YourIPAddr.String(), lease.ACK.ServerIPAddr.String(), lease.ACK.BootFileNameOption(),
+		lease.ACK.HostName(), lease.ACK.ServerIdentifier().String(), lease.ACK.ClassIdentifier()}
+	want := []string{"10.0.0.17", "127.0.0.1", "ipxe.efi", "node-7", "127.0.0.1", "PXEClient"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ACK (-want +got):\n%s", diff)
+	}
+
+	// iPXE then gets its script URL and option 175.176.
+	lease, err = c.Request(ctx, vendor("PXEClient:Arch:00007"), arch(iana.EFI_X86_64), generic(77, []byte("iPXE")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := lease.ACK.BootFileNameOption(); f != "http://127.0.0.1:8080/ipxe/52:54:00:12:34:56" {
+		t.Errorf("iPXE boot file %q", f)
+	}
+	if o := lease.ACK.Options.Get(optIPXEEncap); !cmp.Equal(o, []byte{176, 1, 1}) {
+		t.Errorf("option 175 = %v, want [176 1 1]", o)
+	}
+
+	// An unknown MAC gets silence.
+	if _, err := newClient(t, addr, otherMAC).DiscoverOffer(ctx); err == nil {
+		t.Error("unknown MAC got an offer")
+	}
+
+	wantEvents := []event{
+		{"52:54:00:12:34:56", "DISCOVER", OutcomeOffered, "10.0.0.17"},
+		{"52:54:00:12:34:56", "REQUEST", OutcomeAcked, "10.0.0.17"},
+		{"52:54:00:12:34:56", "DISCOVER", OutcomeOffered, "10.0.0.17"},
+		{"52:54:00:12:34:56", "REQUEST", OutcomeAcked, "10.0.0.17"},
+	}
+	evs := rec.get()
+	if len(evs) < 4 {
+		t.Fatalf("observer saw %d events: %v", len(evs), evs)
+	}
+	if diff := cmp.Diff(wantEvents, evs[:4]); diff != "" {
+		t.Errorf("observer (-want +got):\n%s", diff)
+	}
+	for _, e := range evs[4:] {
+		if e.Outcome != OutcomeNotOurs {
+			t.Errorf("unknown MAC event %v, want not_ours", e)
+		}
+	}
+	if n := testutil.ToFloat64(packetsCounter(t, reg, "DISCOVER", "offered")); n != 2 {
+		t.Errorf("packets{DISCOVER,offered} = %v, want 2", n)
+	}
+	if n := testutil.CollectAndCount(reg, "bootfabric_dhcp_handler_seconds"); n != 1 {
+		t.Errorf("latency histogram count %d", n)
+	}
+}
+
+// packetsCounter returns the packets counter child registered in reg.
+func packetsCounter(t *testing.T, reg *prometheus.Registry, typ, outcome string) prometheus.Collector {
+	t.Helper()
+	m, err := newMetrics(reg) // returns the already registered collectors
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.packets.WithLabelValues(typ, outcome)
+}
+
+func TestServerSurvivesMalformed(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	_, addr := startServer(t, Config{Reservations: StaticReservations{macKey(testMAC): testRes}, Registerer: reg})
+	conn, err := net.DialUDP("udp4", nil, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	good := discover(t).ToBytes()
+	reply := discover(t, func(d *dhcpv4.DHCPv4) { d.OpCode = dhcpv4.OpcodeBootReply }).ToBytes()
+	noType := discover(t, dhcpv4.WithoutOption(dhcpv4.OptionDHCPMessageType)).ToBytes()
+	bad := [][]byte{{}, {1}, good[:100], good[:240], append(good[:236:236], 1, 2, 3, 4), reply, noType,
+		append(append([]byte(nil), good[:240]...), 53, 200)}
+	for _, b := range bad {
+		if _, err := conn.Write(b); err != nil && len(b) > 0 {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := newClient(t, addr, testMAC).Request(ctx); err != nil {
+		t.Fatalf("server stopped answering after malformed packets: %v", err)
+	}
+	m, _ := newMetrics(reg)
+	if n := testutil.ToFloat64(m.drops.WithLabelValues("malformed")); n < 6 {
+		t.Errorf("malformed drops = %v, want >= 6", n)
+	}
+}
+
+func TestServerRefusesPortInUse(t *testing.T) {
+	_, addr := startServer(t, Config{})
+	s2, err := New(Config{Addr: addr.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s2.Serve(context.Background())
+	if !errors.Is(err, ErrPortInUse) {
+		t.Fatalf("second server on %v: err = %v, want ErrPortInUse", addr, err)
+	}
+	t.Logf("error shown to the user: %v", err)
+}
+
+func TestServerProxyLoopback(t *testing.T) {
+	s, addr := startServer(t, Config{Mode: ModeProxy, ProxyAddr: "127.0.0.1:0",
+		Reservations: StaticReservations{macKey(testMAC): testRes}})
+	boot := s.LocalAddrs()[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pxe := []dhcpv4.Modifier{vendor("PXEClient:Arch:00000:UNDI:002001"), arch(iana.INTEL_X86PC)}
+	offer, err := newClient(t, addr, testMAC).DiscoverOffer(ctx, pxe...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !offer.YourIPAddr.IsUnspecified() || offer.BootFileNameOption() != "undionly.kpxe" || offer.ClassIdentifier() != "PXEClient" {
+		t.Errorf("proxy offer: yiaddr %v file %q class %q", offer.YourIPAddr, offer.BootFileNameOption(), offer.ClassIdentifier())
+	}
+	if offer.Options.Has(dhcpv4.OptionIPAddressLeaseTime) {
+		t.Error("proxy offer carries a lease time")
+	}
+	// Boot server request on the 4011 socket.
+	c := newClient(t, boot, testMAC)
+	req, err := dhcpv4.NewRequestFromOffer(offer, pxe...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := c.SendAndRead(ctx, boot, req, nclient4.IsMessageType(dhcpv4.MessageTypeAck))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack.BootFileNameOption() != "undionly.kpxe" {
+		t.Errorf("4011 ACK boot file %q", ack.BootFileNameOption())
+	}
+}
+
+func TestServerStopsOnCancel(t *testing.T) {
+	s, err := New(Config{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("Serve did not return after cancel")
+	}
+	// The port is free again.
+	if err := s.Listen(context.Background()); err != nil {
+		t.Fatalf("re-listen: %v", err)
+	}
+	for _, c := range s.conns {
+		c.raw.Close()
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	for name, cfg := range map[string]Config{
+		"mode":      {Mode: "dynamic"},
+		"server ip": {ServerIP: net.ParseIP("::1")},
+	} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// TestDedup checks that a retransmit of an in-flight (MAC, xid, type) is
+// dropped, that a new type or xid is not, and that a full queue drops.
+func TestDedup(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s, err := New(Config{QueueSize: 3, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := make(chan job, 3)
+	l := &listener{}
+	send := func(d *dhcpv4.DHCPv4) { s.enqueue(d.ToBytes(), nil, &net.UDPAddr{}, l, time.Now(), queue) }
+
+	d1 := discover(t)
+	send(d1)
+	send(d1) // retransmit while in flight: dropped
+	r1 := request(t, testMAC, dhcpv4.MessageTypeRequest, dhcpv4.WithTransactionID(d1.TransactionID))
+	send(r1) // same xid, other type: queued
+	d2 := discover(t)
+	send(d2) // other xid: queued
+	d3 := discover(t)
+	send(d3) // queue full: dropped
+	if len(queue) != 3 {
+		t.Fatalf("queue has %d jobs, want 3", len(queue))
+	}
+	j := <-queue
+	s.done(j.key) // handled: a later retransmit is accepted again
+	send(d1)
+	if len(queue) != 3 {
+		t.Errorf("after done, retransmit not queued (queue %d)", len(queue))
+	}
+	m, _ := newMetrics(reg)
+	got := []float64{testutil.ToFloat64(m.drops.WithLabelValues("duplicate")), testutil.ToFloat64(m.drops.WithLabelValues("queue_full"))}
+	if diff := cmp.Diff([]float64{1, 1}, got); diff != "" {
+		t.Errorf("drops [duplicate queue_full] (-want +got):\n%s", diff)
+	}
+}
