@@ -79,6 +79,7 @@ func commands(e *env) []*cli.Command {
 		planCommand(e),
 		topologyCommand(e),
 		routeCommand(e),
+		reportCommand(e),
 		clusterCommand(e),
 		simulateCommand(e),
 	}

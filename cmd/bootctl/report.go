@@ -1,0 +1,135 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/bootfabric/bootfabric/report"
+	"github.com/bootfabric/bootfabric/topology"
+	"github.com/urfave/cli/v2"
+	"go.uber.org/zap"
+)
+
+func reportCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:  "report",
+		Usage: "write a capacity-planning report (self-contained HTML with plots, or Markdown, CSV, JSON)",
+		Description: "Boot time and per-segment bandwidth against batch size per mapping algorithm, node completion\n" +
+			"times, what-if scenarios (--scenario FILE, repeatable) beside the baseline, and recommendations\n" +
+			"computed by re-running the model. With no flags: the paper's machine, all algorithms, the\n" +
+			"paper's ladder, written to report.html.",
+		Flags: append(machineFlags(),
+			&cli.StringSliceFlag{Name: "scenario", Aliases: []string{"s"}, Usage: "what-if scenario YAML file (repeatable); see examples/scenarios/"},
+			&cli.StringFlag{Name: "out", Value: "report.html", Usage: "output file, written atomically; - for stdout"},
+			&cli.StringFlag{Name: "format", Usage: "html, markdown, csv or json (default: from the --out extension, else html)"},
+			&cli.StringFlag{Name: "dist-batch", Usage: "batch whose node completion times are plotted: its label (\"1 cabinet\") or 1-based position in the ladder (default: the batch whose flow-model completion times spread most, else the largest)"},
+			&cli.BoolFlag{Name: "flow", Value: true, Usage: "run the flow-level model beside the analytic one (--flow=false: analytic only)"},
+			&cli.Float64Flag{Name: "upgrade-factor", Value: 10, Usage: "capacity multiplier of a segment upgrade in the recommendations"},
+		),
+		Action: func(c *cli.Context) error {
+			format, err := reportFormat(c.String("format"), c.String("out"))
+			if err != nil {
+				return err
+			}
+			if f := c.Float64("upgrade-factor"); !(f > 1) || f > 1e6 {
+				return badInput("--upgrade-factor: must be above 1, got %v", f)
+			}
+			in, err := readMachineInput(c)
+			if err != nil {
+				return err
+			}
+			var scenarios []*report.Scenario
+			for _, path := range c.StringSlice("scenario") {
+				s, err := report.LoadScenario(path)
+				if err != nil {
+					return asBadInput(err)
+				}
+				scenarios = append(scenarios, s)
+			}
+			dist, err := distBatch(c.String("dist-batch"), in.Batches)
+			if err != nil {
+				return err
+			}
+			// Check the output path before the work, so that a typo costs nothing.
+			var out *report.AtomicFile
+			if p := c.String("out"); p != "-" {
+				if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+					return badInput("--out: %s is a directory", p)
+				}
+				if out, err = report.CreateAtomic(p); err != nil {
+					return badInput("--out: %w", err)
+				}
+				defer out.Abort() // after a successful Commit this finds nothing to remove
+			}
+			cfg := report.Config{Machine: in.Machine, Algos: in.Algos, Batches: in.Batches, ImageBytes: in.ImageBytes,
+				Failed: in.Failed, Scenarios: scenarios, DistBatch: dist, UpgradeFactor: c.Float64("upgrade-factor")}
+			if c.Bool("flow") {
+				cfg.Flow, cfg.FlowName = report.FabricsimFlow(c.Context), report.FlowModelName
+			}
+			rep, err := report.Build(cfg)
+			if err != nil {
+				var te *topology.Error
+				if errors.As(err, &te) {
+					return asBadInput(err) // a scenario that does not fit the machine
+				}
+				return err
+			}
+			if out == nil {
+				return rep.Write(e.stdout, format)
+			}
+			if err := rep.Write(out, format); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+			if err := out.Commit(); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+			e.log.Info("report written", zap.String("path", c.String("out")), zap.String("format", format),
+				zap.Int("batches", len(in.Batches)), zap.Int("scenarios", len(scenarios)))
+			return nil
+		},
+	}
+}
+
+// reportFormat returns --format, or the format the --out extension implies, or html.
+func reportFormat(format, out string) (string, error) {
+	if format == "" {
+		switch strings.ToLower(filepath.Ext(out)) {
+		case ".md", ".markdown":
+			return "markdown", nil
+		case ".csv":
+			return "csv", nil
+		case ".json":
+			return "json", nil
+		}
+		return "html", nil
+	}
+	if !slices.Contains(report.Formats(), format) {
+		return "", badInput("--format: %q is not one of %s", format, strings.Join(report.Formats(), ", "))
+	}
+	return format, nil
+}
+
+// distBatch resolves --dist-batch to an index in the ladder, -1 for the default.
+func distBatch(s string, batches []topology.Batch) (int, error) {
+	if s == "" {
+		return -1, nil
+	}
+	for i, b := range batches {
+		if b.Label == s {
+			return i, nil
+		}
+	}
+	if i, err := strconv.Atoi(s); err == nil && i >= 1 && i <= len(batches) {
+		return i - 1, nil
+	}
+	var labels []string
+	for _, b := range batches {
+		labels = append(labels, strconv.Quote(b.Label))
+	}
+	return 0, badInput("--dist-batch: %q is neither a batch of the ladder (%s) nor a position 1-%d", s, strings.Join(labels, ", "), len(batches))
+}

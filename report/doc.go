@@ -1,0 +1,16 @@
+// Package report renders capacity-planning reports from the analytic boot model (fabricsim) and,
+// when one is plugged in, the flow-level model: boot time and per-segment bandwidth against batch
+// size per mapping algorithm, the spread of node completion times, what-if scenarios beside the
+// baseline, and recommendations computed by re-running the model.
+//
+// Build computes a Report (pure data); WriteHTML, WriteMarkdown, WriteCSV and WriteJSON render it.
+// The HTML is one self-contained file: inline CSS and SVG drawn by the small chart writer in
+// svg.go, no scripts and nothing fetched from the network. Output is deterministic: the same
+// inputs give the same bytes (no maps are iterated while rendering, no clocks are read, numbers
+// are printed with fixed precision).
+//
+// Plots use our own SVG writer rather than gonum.org/v1/plot: gonum's vgsvg output is
+// deterministic, but it places text by measuring Liberation fonts that the viewer may not have,
+// writes every element as an anonymous path in a flipped coordinate system (so a test cannot find
+// the axes, labels and legend in the SVG), and would add eleven modules to go.mod.
+package report

@@ -1,0 +1,380 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// fmtFixed writes v with prec decimals, rounding half away from zero (78.125 -> 78.13).
+func fmtFixed(v float64, prec int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	s := strconv.FormatFloat(roundHalfAway(v, prec), 'f', prec, 64)
+	if strings.HasPrefix(s, "-") && strings.Trim(s, "-0.") == "" {
+		s = s[1:]
+	}
+	return s
+}
+
+// segMin returns the analytic minimum of segment name in r, or NaN when the batch does not cross it.
+func segMin(r *Row, name string) (float64, bool) {
+	for _, s := range r.Segments {
+		if s.Name == name {
+			return s.MinMbps, s.Bottleneck
+		}
+	}
+	return math.NaN(), false
+}
+
+// bootChart is boot time against batch size, one line per algorithm, for the analytic model or,
+// with flow set, the flow model.
+func (rep *Report) bootChart(flow bool) *Chart {
+	na := len(rep.Algos)
+	model := "analytic model"
+	if flow {
+		model = "flow model"
+	}
+	c := &Chart{Title: "Boot time against batch size, " + model, XLabel: "batch size (nodes, log scale)", YLabel: "boot time (s, log scale)", XLog: true, YLog: true}
+	for j, a := range rep.Algos {
+		s := Series{Name: a, Color: Color(j), Dots: true, Width: LayerWidth(j, na)}
+		for i, b := range rep.Batches {
+			r := rep.Baseline.row(i, j, na)
+			v := r.BootSeconds
+			if flow {
+				v = r.FlowSeconds
+			}
+			s.X, s.Y = append(s.X, float64(b.Nodes)), append(s.Y, v)
+		}
+		c.Series = append(c.Series, s)
+	}
+	return c
+}
+
+// segmentChart is per-segment bandwidth against batch size for algorithm j, bottlenecks ringed.
+func (rep *Report) segmentChart(j int) *Chart {
+	na := len(rep.Algos)
+	c := &Chart{Title: "Per-segment bandwidth, " + rep.Algos[j], XLabel: "batch size (nodes, log scale)",
+		YLabel: "bandwidth per node (Mb/s, log scale)", XLog: true, YLog: true, MarkName: "bottleneck"}
+	for k, seg := range rep.Segments {
+		s := Series{Name: seg, Color: Color(k), Dots: true, Width: LayerWidth(k, len(rep.Segments))}
+		for i, b := range rep.Batches {
+			v, bott := segMin(rep.Baseline.row(i, j, na), seg)
+			s.X, s.Y = append(s.X, float64(b.Nodes)), append(s.Y, v)
+			if bott {
+				c.Marks = append(c.Marks, Mark{X: float64(b.Nodes), Y: v})
+			}
+		}
+		c.Series = append(c.Series, s)
+	}
+	return c
+}
+
+// distChart is the cumulative distribution of node completion times.
+func (rep *Report) distChart() *Chart {
+	d := rep.Distribution
+	c := &Chart{Title: fmt.Sprintf("Node completion times, %s (%s model)", d.Batch, d.Model), XLabel: "completion time since power-on (s)",
+		YLabel: "nodes done (%)", YFromZero: true}
+	for j, a := range d.Algos {
+		s := Series{Name: a.Algo, Color: Color(j), Step: true, Width: LayerWidth(j, len(d.Algos))}
+		for k := range a.CDFSeconds {
+			s.X, s.Y = append(s.X, a.CDFSeconds[k]), append(s.Y, 100*a.CDFFraction[k])
+		}
+		c.Series = append(c.Series, s)
+	}
+	return c
+}
+
+// symmetric reports whether all nodes finish together under every algorithm.
+func (d *Distribution) symmetric() bool {
+	for _, a := range d.Algos {
+		if n := len(a.Percentiles); n > 0 && !sameTime(a.Percentiles[0], a.Percentiles[n-1]) {
+			return false
+		}
+	}
+	return true
+}
+
+// scenarioChart is boot time against batch size for the baseline and every scenario under the
+// recommended mapping.
+func (rep *Report) scenarioChart() *Chart {
+	j := rep.recommendedIndex()
+	c := &Chart{Title: "What-if scenarios, " + rep.Algos[j], XLabel: "batch size (nodes, log scale)", YLabel: "boot time (s, log scale)", XLog: true, YLog: true}
+	for k, cs := range rep.cases() {
+		s := Series{Name: cs.Name, Color: Color(k), Dots: true, Width: LayerWidth(k, len(rep.Scenarios)+1)}
+		for i, b := range rep.Batches {
+			s.X, s.Y = append(s.X, float64(b.Nodes)), append(s.Y, cs.row(i, j, len(rep.Algos)).BootSeconds)
+		}
+		c.Series = append(c.Series, s)
+	}
+	return c
+}
+
+func (rep *Report) recommendedIndex() int {
+	return max(0, slices.Index(rep.Algos, rep.Recommendation.Mapping))
+}
+
+func (rep *Report) cases() []*Case { return append([]*Case{rep.Baseline}, rep.Scenarios...) }
+
+// Charts returns every chart of the HTML report, in page order.
+func (rep *Report) Charts() []*Chart {
+	out := []*Chart{rep.bootChart(false)}
+	if rep.FlowModel != "" {
+		out = append(out, rep.bootChart(true))
+	}
+	for j := range rep.Algos {
+		out = append(out, rep.segmentChart(j))
+	}
+	if rep.Distribution != nil {
+		out = append(out, rep.distChart())
+	}
+	if len(rep.Scenarios) > 0 {
+		out = append(out, rep.scenarioChart())
+	}
+	return out
+}
+
+const css = `body{font-family:"DejaVu Sans","Liberation Sans",Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222;line-height:1.4;padding:0 16px}
+h1{font-size:24px;margin-bottom:4px}h2{font-size:19px;margin-top:32px;border-bottom:1px solid #ccc;padding-bottom:4px}h3{font-size:16px}
+table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
+th{background:#f2f2f2}td.l,th.l{text-align:left}td.b{font-weight:bold;background:#fff1d6}
+.plot{display:block;margin:12px 0;border:1px solid #ddd}.rec{background:#eef6ee;border-left:4px solid #009E73;padding:8px 14px}
+.note{color:#555;font-size:13px}details{margin:8px 0}summary{cursor:pointer;color:#0072B2}`
+
+// WriteHTML writes the report as one self-contained HTML page.
+func (rep *Report) WriteHTML(w io.Writer) error {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	m := rep.Machine
+	na := len(rep.Algos)
+	p("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Boot capacity report: %s</title>\n<style>\n%s\n</style>\n</head>\n<body>\n", esc(m.Name), css)
+	p("<h1>Boot capacity report: %s</h1>\n", esc(m.Name))
+	models := "the analytic per-segment model"
+	if rep.FlowModel != "" {
+		models += " and the flow-level model (" + esc(rep.FlowModel) + ")"
+	}
+	p("<p class=\"note\">%d nodes, %d boot servers, image %s; algorithms %s; %d batches; %s. Bandwidths in Mb/s (10<sup>6</sup> bit/s) per node.</p>\n",
+		m.Nodes, m.Servers, esc(fmtBytes(rep.ImageBytes)), esc(strings.Join(rep.Algos, ", ")), len(rep.Batches), models)
+
+	p("<h2>Recommendation</h2>\n<div class=\"rec\">\n")
+	for _, t := range rep.Recommendation.Text {
+		p("<p>%s</p>\n", esc(t))
+	}
+	p("</div>\n")
+
+	// Machine summary.
+	p("<h2>Machine</h2>\n<p>%s</p>\n", esc(m.Description))
+	p("<table>\n<tr><th class=\"l\">level</th><th>per parent</th><th>in machine</th><th>nodes each</th><th class=\"l\">uplink segment</th><th>uplink Mb/s</th></tr>\n")
+	for _, l := range m.Levels {
+		capacity := "-"
+		if l.Segment != "" {
+			capacity = fmtFixed(l.CapacityMbps, 0)
+		}
+		p("<tr><td class=\"l\">%s</td><td>%d</td><td>%d</td><td>%d</td><td class=\"l\">%s</td><td>%s</td></tr>\n", esc(l.Name), l.PerParent, l.Total, l.NodesEach, esc(l.Segment), capacity)
+	}
+	p("</table>\n")
+	servers := fmt.Sprintf("%d boot servers", m.Servers)
+	if m.PerCascade > 0 {
+		servers += fmt.Sprintf(", %d per cascade switch on %d cascade switches", m.PerCascade, m.Cascades)
+	}
+	if len(m.Failed) > 0 {
+		servers += "; failed: " + strings.Join(m.Failed, ", ")
+	}
+	p("<p>%s; %d switches in all.</p>\n", esc(servers), m.Switches)
+	p("<table>\n<tr><th class=\"l\">segment</th><th class=\"l\">link</th><th>capacity Mb/s</th><th>links</th></tr>\n")
+	for _, s := range m.Segments {
+		p("<tr><td class=\"l\">%s</td><td class=\"l\">%s</td><td>%s</td><td>%d</td></tr>\n", esc(s.Name), esc(s.Link), fmtFixed(s.CapacityMbps, 0), s.Links)
+	}
+	p("</table>\n")
+
+	// Boot time.
+	p("<h2>Boot time against batch size</h2>\n")
+	b.WriteString(rep.bootChart(false).SVG())
+	if rep.FlowModel == "" {
+		p("<p class=\"note\">The flow-level model is not part of this report (run without --flow=false to add it).</p>\n")
+	} else {
+		p("<p class=\"note\">Flow-level model: %s.</p>\n", esc(rep.FlowModel))
+		b.WriteString(rep.bootChart(true).SVG())
+	}
+	p("<table>\n<tr><th class=\"l\">batch</th><th>nodes</th>")
+	for _, a := range rep.Algos {
+		p("<th>%s analytic s</th>", esc(a))
+		if rep.FlowModel != "" {
+			p("<th>%s flow s</th>", esc(a))
+		}
+		p("<th>%s x scda</th>", esc(a))
+	}
+	p("</tr>\n")
+	for i, bt := range rep.Batches {
+		p("<tr><td class=\"l\">%s</td><td>%d</td>", esc(bt.Label), bt.Nodes)
+		for j := range rep.Algos {
+			r := rep.Baseline.row(i, j, na)
+			p("<td>%s</td>", fmtFixed(r.BootSeconds, 2))
+			if rep.FlowModel != "" {
+				p("<td>%s</td>", fmtFixed(r.FlowSeconds, 2))
+			}
+			p("<td>%s</td>", ratio(r.SpeedupVsSCDA))
+		}
+		p("</tr>\n")
+	}
+	p("</table>\n")
+
+	// Per-segment bandwidth.
+	p("<h2>Per-segment bandwidth</h2>\n<p class=\"note\">Each segment's smallest capacity/sharers over the channels the batch crosses; rings and highlighted cells mark the bottleneck.</p>\n")
+	for j, a := range rep.Algos {
+		p("<h3>%s</h3>\n", esc(a))
+		b.WriteString(rep.segmentChart(j).SVG())
+		p("<table>\n<tr><th class=\"l\">batch</th><th>nodes</th><th>servers used</th>")
+		for _, s := range rep.Segments {
+			p("<th>%s</th>", esc(s))
+		}
+		p("<th>batch Mb/s</th><th class=\"l\">bottleneck</th></tr>\n")
+		for i, bt := range rep.Batches {
+			r := rep.Baseline.row(i, j, na)
+			p("<tr><td class=\"l\">%s</td><td>%d</td><td>%d</td>", esc(bt.Label), bt.Nodes, r.ServersUsed)
+			for _, s := range rep.Segments {
+				v, bott := segMin(r, s)
+				cls := ""
+				if bott {
+					cls = " class=\"b\""
+				}
+				p("<td%s>%s</td>", cls, fmtFixed(v, 2))
+			}
+			p("<td>%s</td><td class=\"l\">%s</td></tr>\n", fmtFixed(r.BandwidthMbps, 2), esc(strings.Join(r.Bottlenecks, ", ")))
+		}
+		p("</table>\n")
+	}
+
+	// Completion times.
+	if d := rep.Distribution; d != nil {
+		p("<h2>Node completion times</h2>\n")
+		if d.Model == "analytic" {
+			p("<p class=\"note\">Without the flow-level model each node is shown at its own path's analytic bandwidth (capacity/sharers, minimum over its route); the batch time is the slowest node's.</p>\n")
+		}
+		if d.symmetric() {
+			p("<p class=\"note\">Every node of %s finishes at the same time under every mapping: the batch is symmetric. A scattered batch (--batch FIRST-LAST or @FILE, with --dist-batch) or a failed server shows a spread.</p>\n", esc(d.Batch))
+		}
+		b.WriteString(rep.distChart().SVG())
+		p("<table>\n<tr><th class=\"l\">algorithm</th>")
+		for _, q := range d.Ranks {
+			p("<th>p%s s</th>", fmtSig(q))
+		}
+		p("<th>mean s</th></tr>\n")
+		for _, a := range d.Algos {
+			p("<tr><td class=\"l\">%s</td>", esc(a.Algo))
+			for _, v := range a.Percentiles {
+				p("<td>%s</td>", fmtFixed(v, 2))
+			}
+			p("<td>%s</td></tr>\n", fmtFixed(a.Mean, 2))
+		}
+		p("</table>\n")
+		p("<details><summary>CDF points plotted</summary>\n<table>\n<tr><th class=\"l\">algorithm</th><th>s</th><th>nodes done %%</th></tr>\n")
+		for _, a := range d.Algos {
+			for k := range a.CDFSeconds {
+				p("<tr><td class=\"l\">%s</td><td>%s</td><td>%s</td></tr>\n", esc(a.Algo), fmtFixed(a.CDFSeconds[k], 3), fmtFixed(100*a.CDFFraction[k], 2))
+			}
+		}
+		p("</table>\n</details>\n")
+	}
+
+	// Scenarios.
+	if len(rep.Scenarios) > 0 {
+		j := rep.recommendedIndex()
+		p("<h2>What-if scenarios</h2>\n<ul>\n")
+		for _, cs := range rep.Scenarios {
+			desc := ""
+			if cs.Description != "" {
+				desc = ": " + esc(cs.Description)
+			}
+			p("<li><b>%s</b>%s (%s)</li>\n", esc(cs.Name), desc, esc(strings.Join(cs.Changes, "; ")))
+		}
+		p("</ul>\n")
+		b.WriteString(rep.scenarioChart().SVG())
+		p("<p class=\"note\">Boot time (s; analytic, and flow where the flow model ran) and the analytic bottleneck per batch under %s.</p>\n<table>\n<tr><th class=\"l\">batch</th><th>nodes</th>", esc(rep.Algos[j]))
+		for _, cs := range rep.cases() {
+			p("<th>%s s</th>", esc(cs.Name))
+			if rep.FlowModel != "" {
+				p("<th>flow s</th>")
+			}
+			p("<th class=\"l\">bottleneck</th>")
+		}
+		p("</tr>\n")
+		for i, bt := range rep.Batches {
+			p("<tr><td class=\"l\">%s</td><td>%d</td>", esc(bt.Label), bt.Nodes)
+			for _, cs := range rep.cases() {
+				r := cs.row(i, j, na)
+				p("<td>%s</td>", fmtFixed(r.BootSeconds, 2))
+				if rep.FlowModel != "" {
+					p("<td>%s</td>", flowCell(r))
+				}
+				p("<td class=\"l\">%s</td>", esc(strings.Join(r.Bottlenecks, ", ")))
+			}
+			p("</tr>\n")
+		}
+		p("</table>\n")
+		p("<details><summary>Every algorithm in every scenario</summary>\n<table>\n<tr><th class=\"l\">scenario</th><th class=\"l\">batch</th>")
+		for _, a := range rep.Algos {
+			p("<th>%s s</th>", esc(a))
+			if rep.FlowModel != "" {
+				p("<th>%s flow s</th>", esc(a))
+			}
+		}
+		p("</tr>\n")
+		for _, cs := range rep.cases() {
+			for i, bt := range rep.Batches {
+				p("<tr><td class=\"l\">%s</td><td class=\"l\">%s</td>", esc(cs.Name), esc(bt.Label))
+				for k := range rep.Algos {
+					r := cs.row(i, k, na)
+					p("<td>%s</td>", fmtFixed(r.BootSeconds, 2))
+					if rep.FlowModel != "" {
+						p("<td>%s</td>", flowCell(r))
+					}
+				}
+				p("</tr>\n")
+			}
+		}
+		p("</table>\n</details>\n")
+	}
+
+	// Upgrades.
+	rc := rep.Recommendation
+	p("<h2>Segment upgrades</h2>\n<p class=\"note\">Computed by re-running the analytic model with %s and each segment's capacity multiplied by %s (and, where segments bind together, those segments at once).</p>\n",
+		esc(rc.Mapping), fmtSig(rc.Factor))
+	p("<table>\n<tr><th class=\"l\">batch</th><th>nodes</th><th class=\"l\">bottleneck</th><th>boot s</th><th class=\"l\">best upgrade</th><th>after s</th><th>gain</th></tr>\n")
+	for _, bu := range rc.PerBatch {
+		up, after, gain := "none helps", "-", "-"
+		if bu.Best != nil {
+			up, after, gain = describeUpgrade(*bu.Best), fmtFixed(bu.Best.AfterSeconds, 2), fmtSig(bu.Best.Gain())+"x"
+		}
+		p("<tr><td class=\"l\">%s</td><td>%d</td><td class=\"l\">%s</td><td>%s</td><td class=\"l\">%s</td><td>%s</td><td>%s</td></tr>\n",
+			esc(bu.Batch), bu.Nodes, esc(strings.Join(bu.Bottlenecks, ", ")), fmtFixed(bu.BootSeconds, 2), esc(up), after, gain)
+	}
+	p("</table>\n<h3>Each segment alone, %s</h3>\n<table>\n<tr><th class=\"l\">upgrade</th><th>before s</th><th>after s</th><th>gain</th><th class=\"l\">bottleneck after</th></tr>\n", esc(rc.Batch))
+	for _, u := range rc.Singles {
+		p("<tr><td class=\"l\">%s</td><td>%s</td><td>%s</td><td>%sx</td><td class=\"l\">%s</td></tr>\n", esc(describeUpgrade(u)),
+			fmtFixed(u.BeforeSeconds, 2), fmtFixed(u.AfterSeconds, 2), fmtSig(u.Gain()), esc(strings.Join(u.Bottlenecks, ", ")))
+	}
+	p("</table>\n</body>\n</html>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// flowCell is the flow model's batch time, or - where it did not run (scenarios run it for the
+// recommended mapping only).
+func flowCell(r *Row) string {
+	if r.FlowSeconds == 0 {
+		return "-"
+	}
+	return fmtFixed(r.FlowSeconds, 2)
+}
+
+func ratio(r float64) string {
+	if r == 0 {
+		return "-"
+	}
+	return fmtFixed(r, 2)
+}

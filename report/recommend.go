@@ -1,0 +1,375 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/bootfabric/bootfabric/fabricsim"
+	"github.com/bootfabric/bootfabric/mapping"
+	"github.com/bootfabric/bootfabric/topology"
+)
+
+// Upgrade is the effect of raising the capacity of one or more segments on one batch.
+type Upgrade struct {
+	Segments []string `json:"segments"`
+	// CapacityMbps is each segment's capacity after the upgrade.
+	CapacityMbps  []float64 `json:"capacity_mbps"`
+	BeforeSeconds float64   `json:"before_seconds"`
+	AfterSeconds  float64   `json:"after_seconds"`
+	// Bottlenecks are the limiting segments after the upgrade.
+	Bottlenecks []string `json:"bottlenecks_after"`
+}
+
+// Gain is how many times faster the batch boots after the upgrade.
+func (u Upgrade) Gain() float64 {
+	if !(u.AfterSeconds > 0) {
+		return 1
+	}
+	return u.BeforeSeconds / u.AfterSeconds
+}
+
+// BatchUpgrade is the best first upgrade for one batch of the ladder.
+type BatchUpgrade struct {
+	Batch       string   `json:"batch"`
+	Nodes       int      `json:"nodes"`
+	Bottlenecks []string `json:"bottlenecks"`
+	BootSeconds float64  `json:"boot_seconds"`
+	// Best is the upgrade that cuts the boot time most; nil when none helps.
+	Best *Upgrade `json:"best,omitempty"`
+}
+
+// Recommendation is computed from the results: the mapping to use and the segments to upgrade.
+type Recommendation struct {
+	Mapping string `json:"mapping"`
+	// Wins counts, per algorithm in Report.Algos order, the batches where it is fastest or tied.
+	Wins []int `json:"wins"`
+	// TotalSeconds is each algorithm's boot time summed over the ladder.
+	TotalSeconds []float64 `json:"total_seconds"`
+	// Factor is the capacity multiplier of an upgrade.
+	Factor float64 `json:"factor"`
+	// Batch is the batch the upgrade path is computed for (the largest of the ladder).
+	Batch string `json:"batch"`
+	// Singles are the effects of upgrading each segment alone on Batch.
+	Singles []Upgrade `json:"singles"`
+	// Steps is the upgrade path: at each step the upgrade (one segment, or the segments that bind
+	// together) that cuts Batch's boot time most, each segment upgraded at most once.
+	Steps []Upgrade `json:"steps"`
+	// PerBatch is the best first upgrade for every batch of the ladder.
+	PerBatch []BatchUpgrade `json:"per_batch"`
+	// Text is the recommendation in sentences.
+	Text []string `json:"text"`
+}
+
+const relTol = 1e-9
+
+func sameTime(a, b float64) bool { return math.Abs(a-b) <= relTol*math.Max(math.Abs(a), math.Abs(b)) }
+
+// chooseMapping picks the mapping with the most batches where it is fastest (ties: the smallest
+// total over the ladder; a static block-cyclic mapping before balanced, which needs the batch in
+// advance) and returns its index in cfg.Algos.
+func chooseMapping(cfg Config, base *Case) int {
+	wins, total := mappingScores(cfg, base)
+	better := func(j, k int) bool { // is algorithm j a better choice than k?
+		if wins[j] != wins[k] {
+			return wins[j] > wins[k]
+		}
+		if !sameTime(total[j], total[k]) {
+			return total[j] < total[k]
+		}
+		return !cfg.Algos[j].Balanced && cfg.Algos[k].Balanced
+	}
+	bestJ := 0
+	for j := 1; j < len(cfg.Algos); j++ {
+		if better(j, bestJ) {
+			bestJ = j
+		}
+	}
+	return bestJ
+}
+
+// mappingScores counts, per algorithm, the batches where it is fastest or tied, and sums its boot
+// times over the ladder.
+func mappingScores(cfg Config, base *Case) ([]int, []float64) {
+	na := len(cfg.Algos)
+	wins, total := make([]int, na), make([]float64, na)
+	for i := range cfg.Batches {
+		best := math.Inf(1)
+		for j := 0; j < na; j++ {
+			best = min(best, base.row(i, j, na).BootSeconds)
+		}
+		for j := 0; j < na; j++ {
+			t := base.row(i, j, na).BootSeconds
+			total[j] += t
+			if sameTime(t, best) {
+				wins[j]++
+			}
+		}
+	}
+	return wins, total
+}
+
+// recommend explains the choice of mapping bestJ, then re-runs the analytic model with segment
+// capacities raised to find what to upgrade first and what that buys.
+func recommend(cfg Config, rep *Report, bestJ int) (Recommendation, error) {
+	rec := Recommendation{Factor: cfg.UpgradeFactor}
+	rec.Wins, rec.TotalSeconds = mappingScores(cfg, rep.Baseline)
+	rec.Mapping = cfg.Algos[bestJ].Name
+	rec.Text = append(rec.Text, mappingText(cfg, rep, rec, bestJ)...)
+
+	// Upgrades, judged with the recommended mapping.
+	algo := cfg.Algos[bestJ]
+	segs := rep.Segments
+	ev := &evaluator{cfg: cfg, algo: algo, cache: map[string][]*fabricsim.Analysis{}}
+	base, err := ev.run(cfg.Machine)
+	if err != nil {
+		return rec, err
+	}
+	for i, b := range cfg.Batches {
+		bu := BatchUpgrade{Batch: b.Label, Nodes: len(b.Nodes), Bottlenecks: base[i].Bottlenecks, BootSeconds: base[i].BootSeconds}
+		cands := singleSets(segs)
+		if len(base[i].Bottlenecks) > 1 {
+			cands = append(cands, base[i].Bottlenecks)
+		}
+		for _, set := range cands {
+			u, err := ev.upgrade(cfg.Machine, set, i, base[i].BootSeconds)
+			if err != nil {
+				return rec, err
+			}
+			if u.Gain() > 1+1e-6 && (bu.Best == nil || betterUpgrade(u, *bu.Best)) {
+				bu.Best = &u
+			}
+		}
+		rec.PerBatch = append(rec.PerBatch, bu)
+	}
+
+	// The upgrade path for the largest batch.
+	li := 0
+	for i, b := range cfg.Batches {
+		if len(b.Nodes) > len(cfg.Batches[li].Nodes) {
+			li = i
+		}
+	}
+	rec.Batch = cfg.Batches[li].Label
+	for _, seg := range segs {
+		u, err := ev.upgrade(cfg.Machine, []string{seg}, li, base[li].BootSeconds)
+		if err != nil {
+			return rec, err
+		}
+		rec.Singles = append(rec.Singles, u)
+	}
+	m, now, bott := cfg.Machine, base[li].BootSeconds, base[li].Bottlenecks
+	var done []string
+	for step := 0; step < 3; step++ {
+		var cands [][]string
+		for _, s := range singleSets(segs) {
+			if !slices.Contains(done, s[0]) {
+				cands = append(cands, s)
+			}
+		}
+		var joint []string
+		for _, s := range bott {
+			if !slices.Contains(done, s) {
+				joint = append(joint, s)
+			}
+		}
+		if len(joint) > 1 {
+			cands = append(cands, joint)
+		}
+		var best *Upgrade
+		for _, set := range cands {
+			u, err := ev.upgrade(m, set, li, now)
+			if err != nil {
+				return rec, err
+			}
+			if u.Gain() > 1+1e-6 && (best == nil || betterUpgrade(u, *best)) {
+				best = &u
+			}
+		}
+		if best == nil {
+			break
+		}
+		rec.Steps = append(rec.Steps, *best)
+		done = append(done, best.Segments...)
+		for k, s := range best.Segments {
+			m, _ = withCapacity(m, s, best.CapacityMbps[k])
+		}
+		now, bott = best.AfterSeconds, best.Bottlenecks
+	}
+	rec.Text = append(rec.Text, upgradeText(rep, rec, cfg.Batches[li], base[li])...)
+	return rec, nil
+}
+
+func singleSets(segs []string) [][]string {
+	out := make([][]string, len(segs))
+	for i, s := range segs {
+		out[i] = []string{s}
+	}
+	return out
+}
+
+// betterUpgrade prefers the larger cut, then fewer segments to change.
+func betterUpgrade(u, v Upgrade) bool {
+	if !sameTime(u.AfterSeconds, v.AfterSeconds) {
+		return u.AfterSeconds < v.AfterSeconds
+	}
+	return len(u.Segments) < len(v.Segments)
+}
+
+// evaluator re-runs the analytic model on machines with raised capacities, caching by machine.
+type evaluator struct {
+	cfg   Config
+	algo  mapping.Algo
+	cache map[string][]*fabricsim.Analysis
+}
+
+// machineKey identifies a machine by its link capacities (the only thing upgrades change).
+func machineKey(m *topology.Machine) string {
+	var b strings.Builder
+	for _, l := range links(m) {
+		fmt.Fprintf(&b, "%s=%g;", l.Segment, l.CapacityMbps)
+	}
+	return b.String()
+}
+
+// run analyses every batch of the ladder on m with the evaluator's algorithm.
+func (ev *evaluator) run(m *topology.Machine) ([]*fabricsim.Analysis, error) {
+	key := machineKey(m)
+	if r, ok := ev.cache[key]; ok {
+		return r, nil
+	}
+	g, err := m.Build()
+	if err != nil {
+		return nil, fmt.Errorf("upgrade: %w", err)
+	}
+	an, err := fabricsim.NewAnalyzer(g, nil)
+	if err != nil {
+		return nil, err
+	}
+	var fixed *mapping.Assignment
+	out := make([]*fabricsim.Analysis, len(ev.cfg.Batches))
+	for i, b := range ev.cfg.Batches {
+		a, err := assignment(g, ev.algo, &fixed, b.Nodes, ev.cfg.Failed)
+		if err != nil {
+			return nil, err
+		}
+		if out[i], err = an.Analyze(a, b.Nodes, ev.cfg.ImageBytes); err != nil {
+			return nil, err
+		}
+	}
+	ev.cache[key] = out
+	return out, nil
+}
+
+// upgrade raises the segments of set by the factor on m and reports the effect on batch i.
+func (ev *evaluator) upgrade(m *topology.Machine, set []string, i int, before float64) (Upgrade, error) {
+	u := Upgrade{Segments: slices.Clone(set), BeforeSeconds: before}
+	for _, s := range set {
+		c := segmentCapacity(m, s) * ev.cfg.UpgradeFactor
+		u.CapacityMbps = append(u.CapacityMbps, c)
+		m, _ = withCapacity(m, s, c)
+	}
+	res, err := ev.run(m)
+	if err != nil {
+		return u, err
+	}
+	u.AfterSeconds, u.Bottlenecks = res[i].BootSeconds, res[i].Bottlenecks
+	return u, nil
+}
+
+func mappingText(cfg Config, rep *Report, rec Recommendation, bestJ int) []string {
+	na := len(cfg.Algos)
+	nb := len(cfg.Batches)
+	var out []string
+	s := fmt.Sprintf("Use %s: it is the fastest mapping (or tied) on %d of %d batches, %s s of boot time summed over the ladder.",
+		rec.Mapping, rec.Wins[bestJ], nb, fmtSig(rec.TotalSeconds[bestJ]))
+	if cfg.Algos[bestJ].Balanced {
+		s += " It needs the batch in advance (it assigns per batch)."
+	}
+	out = append(out, s)
+	sj := slices.IndexFunc(cfg.Algos, func(a mapping.Algo) bool { return a.Name == "scda" })
+	if sj < 0 {
+		return out
+	}
+	last := nb - 1
+	for j := 0; j < na; j++ {
+		if j == sj {
+			continue
+		}
+		best, at := 0.0, []string{}
+		for i := 0; i < nb; i++ {
+			r := rep.Baseline.row(i, j, na).SpeedupVsSCDA
+			switch {
+			case r > best*(1+relTol):
+				best, at = r, []string{cfg.Batches[i].Label}
+			case sameTime(r, best):
+				at = append(at, cfg.Batches[i].Label)
+			}
+		}
+		out = append(out, fmt.Sprintf("%s is up to %sx scda (at %s) and %sx at %s.", cfg.Algos[j].Name, fmtSig(best),
+			strings.Join(at, ", "), fmtSig(rep.Baseline.row(last, j, na).SpeedupVsSCDA), cfg.Batches[last].Label))
+	}
+	return out
+}
+
+func describeUpgrade(u Upgrade) string {
+	var parts []string
+	for k, s := range u.Segments {
+		parts = append(parts, fmt.Sprintf("%s at %s", s, fmtRate(u.CapacityMbps[k])))
+	}
+	if len(parts) > 1 {
+		return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+	}
+	return strings.Join(parts, "")
+}
+
+func upgradeText(rep *Report, rec Recommendation, b topology.Batch, base *fabricsim.Analysis) []string {
+	var out []string
+	out = append(out, fmt.Sprintf("At %s (%d nodes) with %s the bottleneck is %s at %s Mb/s per node: %s s to boot a %s image.",
+		b.Label, len(b.Nodes), rec.Mapping, strings.Join(base.Bottlenecks, " and "), fmtSig(base.BandwidthMbps), fmtSig(base.BootSeconds), fmtBytes(rep.ImageBytes)))
+	if len(base.Bottlenecks) > 1 {
+		var none []string
+		for _, u := range rec.Singles {
+			if slices.Contains(base.Bottlenecks, u.Segments[0]) && u.Gain() <= 1+1e-6 {
+				none = append(none, u.Segments[0])
+			}
+		}
+		if len(none) > 1 {
+			out = append(out, fmt.Sprintf("Upgrading %s alone buys nothing there: they bind together.", strings.Join(none, " or ")))
+		}
+	}
+	if len(rec.Steps) == 0 {
+		out = append(out, fmt.Sprintf("No segment upgrade of %sx shortens that boot: the limit is the nodes' own links.", fmtSig(rec.Factor)))
+		return out
+	}
+	for k, u := range rec.Steps {
+		lead := "Upgrade first"
+		if k > 0 {
+			lead = "Then"
+		}
+		out = append(out, fmt.Sprintf("%s: %s cuts the boot of %s from %s s to %s s (%sx faster; then bound by %s).",
+			lead, describeUpgrade(u), b.Label, fmtSig(u.BeforeSeconds), fmtSig(u.AfterSeconds), fmtSig(u.Gain()), strings.Join(u.Bottlenecks, ", ")))
+	}
+	return out
+}
+
+// fmtSig writes v with up to 4 significant digits, trailing zeros trimmed (102.4, 3.906, 20).
+func fmtSig(v float64) string {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Sprint(v)
+	}
+	d := 3 - int(math.Floor(math.Log10(math.Abs(v))))
+	d = max(0, min(d, 6))
+	s := fmt.Sprintf("%.*f", d, roundHalfAway(v, d))
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+// roundHalfAway rounds half away from zero at d decimals, as the paper prints 78.125 as 78.13.
+func roundHalfAway(v float64, d int) float64 {
+	p := math.Pow(10, float64(d))
+	return math.Round(v*p) / p
+}

@@ -1,0 +1,364 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/bootfabric/bootfabric/topology"
+	"gopkg.in/yaml.v3"
+)
+
+// Scenario is a what-if: a small set of overrides on the machine description and the plan,
+// written as YAML:
+//
+//	name: N5 at 10 Gb/s                 # required, shown in the report
+//	description: boot server NICs on 10 GbE
+//	servers:                            # boot servers
+//	  count: 320
+//	  per_cascade: 40
+//	segments:                           # capacity in Mb/s of every link of a segment
+//	  N5: 10000
+//	failed_servers: [bs3, 17]           # in addition to the baseline's
+//	failed_cascades: [0]                # a failed cascade uplink: its servers are unreachable
+//	image_size: 100MB
+//
+// Every field but name is optional; unknown fields are rejected with the file and line.
+type Scenario struct {
+	Name           string             `yaml:"name" json:"name"`
+	Description    string             `yaml:"description,omitempty" json:"description,omitempty"`
+	Servers        *ServerOverride    `yaml:"servers,omitempty" json:"servers,omitempty"`
+	Segments       map[string]float64 `yaml:"segments,omitempty" json:"segments,omitempty"`
+	FailedServers  []string           `yaml:"failed_servers,omitempty" json:"failed_servers,omitempty"`
+	FailedCascades []int              `yaml:"failed_cascades,omitempty" json:"failed_cascades,omitempty"`
+	ImageSize      string             `yaml:"image_size,omitempty" json:"image_size,omitempty"`
+
+	// File names the source in errors.
+	File string `yaml:"-" json:"-"`
+	root *yaml.Node
+}
+
+// ServerOverride changes the boot servers.
+type ServerOverride struct {
+	Count      *int `yaml:"count,omitempty" json:"count,omitempty"`
+	PerCascade *int `yaml:"per_cascade,omitempty" json:"per_cascade,omitempty"`
+}
+
+// LoadScenario reads and checks a scenario file.
+func LoadScenario(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	return ParseScenario(data, path)
+}
+
+var yamlLineRE = regexp.MustCompile(`line (\d+): (.*)`)
+
+// ParseScenario decodes a scenario; file names the source in errors, which are *topology.Error
+// with the line where known.
+func ParseScenario(data []byte, file string) (*Scenario, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, scenarioYAMLError(err, file)
+	}
+	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return nil, &topology.Error{File: file, Line: 1, Msg: "a scenario is a YAML mapping with at least a name"}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var s Scenario
+	if err := dec.Decode(&s); err != nil {
+		return nil, scenarioYAMLError(err, file)
+	}
+	s.File, s.root = file, root.Content[0]
+	if strings.TrimSpace(s.Name) == "" {
+		return nil, s.errorf("name", "missing scenario name")
+	}
+	if s.Servers != nil {
+		if s.Servers.Count != nil && *s.Servers.Count < 1 {
+			return nil, s.errorf("servers.count", "at least one boot server is needed, got %d", *s.Servers.Count)
+		}
+		if s.Servers.PerCascade != nil && *s.Servers.PerCascade < 0 {
+			return nil, s.errorf("servers.per_cascade", "must not be negative, got %d", *s.Servers.PerCascade)
+		}
+	}
+	for _, seg := range s.segmentNames() {
+		if v := s.Segments[seg]; !(v > 0) || v > 1e9 {
+			return nil, s.errorf("segments."+seg, "capacity must be a positive number of Mb/s, got %v", v)
+		}
+	}
+	if s.ImageSize != "" {
+		if _, err := parseSize(s.ImageSize); err != nil {
+			return nil, s.errorf("image_size", "%v", err)
+		}
+	}
+	return &s, nil
+}
+
+func scenarioYAMLError(err error, file string) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = strings.TrimPrefix(msg, "unmarshal errors:\n  ")
+	if first, _, ok := strings.Cut(msg, "\n"); ok {
+		msg = first
+	}
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		text := m[2]
+		// yaml.v3 says "field X not found in type report.Scenario"; say it for people.
+		if f, ok := strings.CutPrefix(text, "field "); ok {
+			if name, _, ok := strings.Cut(f, " not found in type"); ok {
+				text = fmt.Sprintf("unknown field %q (scenario fields: name, description, servers.count, servers.per_cascade, segments, failed_servers, failed_cascades, image_size)", name)
+			}
+		}
+		return &topology.Error{File: file, Line: line, Msg: text}
+	}
+	return &topology.Error{File: file, Msg: msg}
+}
+
+// segmentNames returns the overridden segments in sorted order, so that applying and describing
+// a scenario never depends on map order.
+func (s *Scenario) segmentNames() []string {
+	names := make([]string, 0, len(s.Segments))
+	for k := range s.Segments {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// errorf returns an error located at the field path (e.g. "segments.N5") of the scenario file.
+func (s *Scenario) errorf(field, format string, args ...any) error {
+	return &topology.Error{File: s.File, Line: nodeLine(s.root, field), Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// nodeLine finds the line of a dotted field path in a YAML mapping, or of its closest parent.
+func nodeLine(n *yaml.Node, path string) int {
+	if n == nil {
+		return 0
+	}
+	line := n.Line
+	for _, key := range strings.Split(path, ".") {
+		if n.Kind != yaml.MappingNode {
+			return line
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				line, next = n.Content[i].Line, n.Content[i+1]
+			}
+		}
+		if next == nil {
+			return line
+		}
+		n = next
+	}
+	return line
+}
+
+// applied is a scenario's machine and plan after the overrides.
+type applied struct {
+	machine    *topology.Machine
+	failed     []bool
+	imageBytes float64
+	changes    []string
+}
+
+// cloneMachine copies a machine description deeply enough that overrides do not touch the original.
+func cloneMachine(m *topology.Machine) *topology.Machine {
+	c := *m
+	c.Levels = slices.Clone(m.Levels)
+	for i := range c.Levels {
+		if u := c.Levels[i].Uplink; u != nil {
+			cu := *u
+			c.Levels[i].Uplink = &cu
+		}
+	}
+	if u := m.Servers.CascadeUplink; u != nil {
+		cu := *u
+		c.Servers.CascadeUplink = &cu
+	}
+	return &c
+}
+
+// links returns pointers to every link description of m, in description order.
+func links(m *topology.Machine) []*topology.LinkSpec {
+	var out []*topology.LinkSpec
+	for i := range m.Levels {
+		if m.Levels[i].Uplink != nil {
+			out = append(out, m.Levels[i].Uplink)
+		}
+	}
+	out = append(out, &m.Servers.NIC)
+	if m.Servers.CascadeUplink != nil {
+		out = append(out, m.Servers.CascadeUplink)
+	}
+	return out
+}
+
+// withCapacity returns a copy of m with every link of segment seg at capacity Mb/s.
+func withCapacity(m *topology.Machine, seg string, capacity float64) (*topology.Machine, bool) {
+	c := cloneMachine(m)
+	found := false
+	for _, l := range links(c) {
+		if l.Segment == seg {
+			l.CapacityMbps, found = capacity, true
+		}
+	}
+	return c, found
+}
+
+// segmentCapacity returns the capacity of segment seg in m (the first link description with it).
+func segmentCapacity(m *topology.Machine, seg string) float64 {
+	for _, l := range links(m) {
+		if l.Segment == seg {
+			return l.CapacityMbps
+		}
+	}
+	return 0
+}
+
+// apply returns the baseline with the scenario's overrides.
+func (s *Scenario) apply(base *topology.Machine, baseFailed []bool, baseImage float64) (*applied, error) {
+	m := cloneMachine(base)
+	var changes []string
+	if so := s.Servers; so != nil {
+		if so.Count != nil && *so.Count != m.Servers.Count {
+			changes = append(changes, fmt.Sprintf("boot servers %d -> %d", m.Servers.Count, *so.Count))
+			m.Servers.Count = *so.Count
+		}
+		if so.PerCascade != nil && *so.PerCascade != m.Servers.PerCascade {
+			changes = append(changes, fmt.Sprintf("servers per cascade switch %d -> %d", m.Servers.PerCascade, *so.PerCascade))
+			m.Servers.PerCascade = *so.PerCascade
+		}
+	}
+	for _, seg := range s.segmentNames() {
+		old := segmentCapacity(m, seg)
+		var ok bool
+		if m, ok = withCapacity(m, seg, s.Segments[seg]); !ok {
+			var known []string
+			for _, l := range links(base) {
+				if !slices.Contains(known, l.Segment) {
+					known = append(known, l.Segment)
+				}
+			}
+			return nil, s.errorf("segments."+seg, "the machine has no segment %q (segments: %s)", seg, strings.Join(known, ", "))
+		}
+		changes = append(changes, fmt.Sprintf("%s %s -> %s", seg, fmtRate(old), fmtRate(s.Segments[seg])))
+	}
+	if err := m.Check(); err != nil {
+		var te *topology.Error
+		if errors.As(err, &te) {
+			return nil, s.errorf(scenarioField(te.Field), "after the overrides, %s: %s", te.Field, te.Msg)
+		}
+		return nil, s.errorf("", "after the overrides: %v", err)
+	}
+	n := m.Servers.Count
+	failed := make([]bool, n)
+	for i, f := range baseFailed {
+		if f {
+			if i >= n {
+				return nil, s.errorf("servers.count", "baseline failed server bs%d is beyond the scenario's %d servers", i, n)
+			}
+			failed[i] = true
+		}
+	}
+	for _, item := range s.FailedServers {
+		i, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(item), "bs"))
+		if err != nil || i < 0 || i >= n {
+			return nil, s.errorf("failed_servers", "%q is not a server (0-%d or bs0-bs%d)", item, n-1, n-1)
+		}
+		failed[i] = true
+		changes = append(changes, fmt.Sprintf("boot server bs%d failed", i))
+	}
+	if len(s.FailedCascades) > 0 {
+		per := m.Servers.PerCascade
+		if per == 0 {
+			return nil, s.errorf("failed_cascades", "the machine has no cascade switches (servers.per_cascade is 0)")
+		}
+		cascades := (n + per - 1) / per
+		for _, c := range s.FailedCascades {
+			if c < 0 || c >= cascades {
+				return nil, s.errorf("failed_cascades", "cascade %d out of range (0-%d)", c, cascades-1)
+			}
+			for j := c * per; j < min(n, (c+1)*per); j++ {
+				failed[j] = true
+			}
+			changes = append(changes, fmt.Sprintf("cascade switch %d uplink failed (servers bs%d-bs%d unreachable)", c, c*per, min(n, (c+1)*per)-1))
+		}
+	}
+	if !slices.Contains(failed, false) {
+		return nil, s.errorf("failed_servers", "every boot server has failed")
+	}
+	img := baseImage
+	if s.ImageSize != "" {
+		img, _ = parseSize(s.ImageSize) // checked when parsed
+		changes = append(changes, fmt.Sprintf("image %s -> %s", fmtBytes(baseImage), fmtBytes(img)))
+	}
+	if len(changes) == 0 {
+		changes = []string{"no change"}
+	}
+	return &applied{machine: m, failed: failed, imageBytes: img, changes: changes}, nil
+}
+
+// scenarioField maps a machine field that failed its check back to the scenario field that set it.
+func scenarioField(machineField string) string {
+	switch {
+	case strings.HasPrefix(machineField, "servers.count"):
+		return "servers.count"
+	case strings.HasPrefix(machineField, "servers.per_cascade"), strings.HasPrefix(machineField, "servers.cascade_uplink"):
+		return "servers.per_cascade"
+	}
+	return "segments"
+}
+
+var sizeRE = regexp.MustCompile(`^(\d+(?:\.\d+)?)\s*([A-Za-z]+)$`)
+
+var sizeUnits = map[string]float64{
+	"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+}
+
+// parseSize parses a size such as 50MB or 70KiB into bytes (the same syntax as bootctl's
+// --image-size); the unit is required.
+func parseSize(s string) (float64, error) {
+	m := sizeRE.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, fmt.Errorf("size %q: want a number and a unit (B, KB, MB, GB, KiB, MiB, GiB), e.g. 50MB", s)
+	}
+	mult, ok := sizeUnits[m[2]]
+	if !ok {
+		return 0, fmt.Errorf("size %q: unknown unit %q (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", s, m[2])
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("size %q: must be positive", s)
+	}
+	return v * mult, nil
+}
+
+// fmtBytes writes bytes in the largest SI unit that keeps the number at least 1.
+func fmtBytes(b float64) string {
+	for _, u := range []struct {
+		name string
+		mult float64
+	}{{"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}} {
+		if b >= u.mult {
+			return strconv.FormatFloat(b/u.mult, 'f', -1, 64) + " " + u.name
+		}
+	}
+	return strconv.FormatFloat(b, 'f', -1, 64) + " B"
+}
+
+// fmtRate writes a capacity in Mb/s as Gb/s when it is a whole number of Gb/s.
+func fmtRate(mbps float64) string {
+	if mbps >= 1000 && mbps == float64(int64(mbps/1000))*1000 {
+		return strconv.FormatFloat(mbps/1000, 'f', -1, 64) + " Gb/s"
+	}
+	return strconv.FormatFloat(mbps, 'f', -1, 64) + " Mb/s"
+}

@@ -1,0 +1,361 @@
+package report
+
+import (
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Chart is a line chart drawn as SVG: one or more series over linear or logarithmic axes, a legend
+// on the right, and optional marks (rings around chosen points, e.g. the bottleneck).
+type Chart struct {
+	Title, XLabel, YLabel string
+	XLog, YLog            bool
+	// YFromZero starts a linear y axis at 0 whatever the data.
+	YFromZero bool
+	Series    []Series
+	// Marks are rings drawn around points; MarkName is their legend entry.
+	Marks    []Mark
+	MarkName string
+	// Width and Height in pixels; 0 means 720 x 380.
+	Width, Height int
+}
+
+// Series is one line of a chart. Points whose X or Y is NaN, or not positive on a log axis, are
+// left out and break the line.
+type Series struct {
+	Name  string
+	X, Y  []float64
+	Color string
+	Dash  bool
+	// Dots draws a dot at each point.
+	Dots bool
+	// Step draws a staircase (for cumulative distributions).
+	Step bool
+	// Width is the line width in pixels (0: 2). Lines drawn earlier and wider stay visible under
+	// later ones where the data coincide.
+	Width float64
+}
+
+// LayerWidth returns the width of the i-th of n series drawn in layers: the first widest (at most
+// 6.5 px), the last 2 px, so that coinciding lines all show.
+func LayerWidth(i, n int) float64 {
+	if n < 2 {
+		return 2
+	}
+	return 2 + min(1.5, 4.5/float64(n-1))*float64(n-1-i)
+}
+
+func (s Series) width() string {
+	if s.Width > 0 {
+		return px(s.Width)
+	}
+	return "2"
+}
+
+// Mark is a ring around a point.
+type Mark struct{ X, Y float64 }
+
+// Palette is the colour cycle of series: the Okabe-Ito colours, distinguishable by colour-blind
+// readers, darkest first.
+var palette = []string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"}
+
+// Color returns the i-th colour of the palette.
+func Color(i int) string { return palette[i%len(palette)] }
+
+const (
+	marginLeft   = 72
+	marginRight  = 170
+	marginTop    = 34
+	marginBottom = 50
+	fontFamily   = "DejaVu Sans, Liberation Sans, Arial, sans-serif"
+)
+
+// axis maps data values to pixels along one direction.
+type axis struct {
+	log        bool
+	lo, hi     float64 // in data units
+	p0, p1     float64 // pixels for lo and hi
+	ticks      []float64
+	tickLabels []string
+}
+
+func (a *axis) pos(v float64) float64 {
+	if a.log {
+		return a.p0 + (math.Log10(v)-math.Log10(a.lo))/(math.Log10(a.hi)-math.Log10(a.lo))*(a.p1-a.p0)
+	}
+	return a.p0 + (v-a.lo)/(a.hi-a.lo)*(a.p1-a.p0)
+}
+
+func usable(v float64, log bool) bool {
+	return !math.IsNaN(v) && !math.IsInf(v, 0) && (!log || v > 0)
+}
+
+// newAxis chooses the range and ticks of an axis for the data values vs.
+func newAxis(vs []float64, log, fromZero bool, p0, p1 float64) *axis {
+	a := &axis{log: log, p0: p0, p1: p1}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range vs {
+		if usable(v, log) {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+	}
+	if math.IsInf(lo, 1) { // no data: an arbitrary unit range
+		lo, hi = 1, 10
+		if !log {
+			lo = 0
+		}
+	}
+	if log {
+		dlo, dhi := math.Floor(math.Log10(lo)+1e-9), math.Ceil(math.Log10(hi)-1e-9)
+		if dhi <= dlo {
+			dhi = dlo + 1
+		}
+		a.lo, a.hi = math.Pow(10, dlo), math.Pow(10, dhi)
+		minor := dhi-dlo <= 2
+		for d := dlo; d <= dhi; d++ {
+			base := math.Pow(10, d)
+			a.ticks = append(a.ticks, base)
+			a.tickLabels = append(a.tickLabels, fmtTick(base, 0))
+			if minor && d < dhi {
+				for _, m := range []float64{2, 5} {
+					a.ticks = append(a.ticks, m*base)
+					a.tickLabels = append(a.tickLabels, fmtTick(m*base, 0))
+				}
+			}
+		}
+		return a
+	}
+	if fromZero {
+		lo = min(lo, 0)
+	}
+	if hi <= lo {
+		hi = lo + 1
+	}
+	step := niceStep((hi - lo) / 5)
+	a.lo = math.Floor(lo/step+1e-9) * step
+	a.hi = math.Ceil(hi/step-1e-9) * step
+	if a.hi <= a.lo {
+		a.hi = a.lo + step
+	}
+	dec := max(0, -int(math.Floor(math.Log10(step)+1e-9)))
+	for i := 0; ; i++ {
+		v := a.lo + float64(i)*step
+		if v > a.hi+step*1e-9 || i > 50 {
+			break
+		}
+		a.ticks = append(a.ticks, v)
+		a.tickLabels = append(a.tickLabels, fmtTick(v, dec))
+	}
+	return a
+}
+
+// niceStep rounds a raw tick step up to 1, 2 or 5 times a power of ten.
+func niceStep(raw float64) float64 {
+	if !(raw > 0) {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= raw*(1-1e-9) {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+// fmtTick writes a tick value: thousands as k, millions as M on whole numbers (10k, 1M).
+func fmtTick(v float64, dec int) string {
+	if dec == 0 && v >= 1000 && math.Mod(v, 1000) == 0 {
+		if v >= 1e6 && math.Mod(v, 1e6) == 0 {
+			return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
+		}
+		return strconv.FormatFloat(v/1000, 'f', -1, 64) + "k"
+	}
+	if dec == 0 && v < 1 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', dec, 64)
+}
+
+// px formats a pixel coordinate with one decimal, the same on every platform.
+func px(v float64) string {
+	s := strconv.FormatFloat(math.Round(v*10)/10, 'f', 1, 64)
+	if s == "-0.0" {
+		s = "0.0"
+	}
+	return s
+}
+
+func esc(s string) string { return html.EscapeString(s) }
+
+// WriteSVG writes the chart as an <svg> element. Its parts carry classes that tests and style
+// sheets can find: plot, title, axis x-axis/y-axis, axis-label, tick, series, mark, legend.
+func (c *Chart) WriteSVG(w io.Writer) error {
+	width, height := c.Width, c.Height
+	if width == 0 {
+		width = 720
+	}
+	if height == 0 {
+		height = 380
+	}
+	left, right := float64(marginLeft), float64(width-marginRight)
+	top, bottom := float64(marginTop), float64(height-marginBottom)
+	var xs, ys []float64
+	for _, s := range c.Series {
+		xs = append(xs, s.X...)
+		ys = append(ys, s.Y...)
+	}
+	for _, m := range c.Marks {
+		xs, ys = append(xs, m.X), append(ys, m.Y)
+	}
+	xa := newAxis(xs, c.XLog, false, left, right)
+	ya := newAxis(ys, c.YLog, c.YFromZero, bottom, top)
+
+	var b strings.Builder
+	f := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	f(`<svg class="plot" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s" font-family="%s" font-size="12">`+"\n",
+		width, height, width, height, esc(c.Title), fontFamily)
+	f("<title>%s</title>\n", esc(c.Title))
+	f(`<rect class="background" x="0" y="0" width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
+	f(`<text class="title" x="%s" y="20" text-anchor="middle" font-size="14" font-weight="bold">%s</text>`+"\n", px((left+right)/2), esc(c.Title))
+
+	// Grid, then axes with ticks and tick labels.
+	b.WriteString(`<g class="grid" stroke="#e3e3e3" stroke-width="1">` + "\n")
+	for _, t := range xa.ticks {
+		x := px(xa.pos(t))
+		f(`<line x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", x, px(top), x, px(bottom))
+	}
+	for _, t := range ya.ticks {
+		y := px(ya.pos(t))
+		f(`<line x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", px(left), y, px(right), y)
+	}
+	b.WriteString("</g>\n")
+	b.WriteString(`<g class="axis x-axis" stroke="#333333" stroke-width="1">` + "\n")
+	f(`<line class="axis-line" x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", px(left), px(bottom), px(right), px(bottom))
+	for i, t := range xa.ticks {
+		x := px(xa.pos(t))
+		f(`<line x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", x, px(bottom), x, px(bottom+5))
+		f(`<text class="tick" x="%s" y="%s" text-anchor="middle" stroke="none" fill="#333333">%s</text>`+"\n", x, px(bottom+18), esc(xa.tickLabels[i]))
+	}
+	b.WriteString("</g>\n")
+	b.WriteString(`<g class="axis y-axis" stroke="#333333" stroke-width="1">` + "\n")
+	f(`<line class="axis-line" x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", px(left), px(top), px(left), px(bottom))
+	for i, t := range ya.ticks {
+		y := px(ya.pos(t))
+		f(`<line x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", px(left-5), y, px(left), y)
+		f(`<text class="tick" x="%s" y="%s" text-anchor="end" stroke="none" fill="#333333">%s</text>`+"\n", px(left-8), px(ya.pos(t)+4), esc(ya.tickLabels[i]))
+	}
+	b.WriteString("</g>\n")
+	f(`<text class="axis-label x-label" x="%s" y="%s" text-anchor="middle">%s</text>`+"\n", px((left+right)/2), px(float64(height)-10), esc(c.XLabel))
+	ly := px((top + bottom) / 2)
+	f(`<text class="axis-label y-label" x="18" y="%s" text-anchor="middle" transform="rotate(-90 18 %s)">%s</text>`+"\n", ly, ly, esc(c.YLabel))
+
+	// Series, clipped to the plot area.
+	f(`<clipPath id="%s"><rect x="%s" y="%s" width="%s" height="%s"/></clipPath>`+"\n", clipID(c.Title), px(left-6), px(top-6), px(right-left+12), px(bottom-top+12))
+	for i, s := range c.Series {
+		color := s.Color
+		if color == "" {
+			color = Color(i)
+		}
+		dash := ""
+		if s.Dash {
+			dash = ` stroke-dasharray="7 4"`
+		}
+		f(`<g class="series" data-name="%s" clip-path="url(#%s)">`+"\n", esc(s.Name), clipID(c.Title))
+		f(`<path d="%s" fill="none" stroke="%s" stroke-width="%s" stroke-linejoin="round"%s/>`+"\n", pathData(s, xa, ya), color, s.width(), dash)
+		if s.Dots {
+			for j := range s.X {
+				if j < len(s.Y) && usable(s.X[j], xa.log) && usable(s.Y[j], ya.log) {
+					f(`<circle cx="%s" cy="%s" r="3" fill="%s"/>`+"\n", px(xa.pos(s.X[j])), px(ya.pos(s.Y[j])), color)
+				}
+			}
+		}
+		b.WriteString("</g>\n")
+	}
+	if len(c.Marks) > 0 {
+		b.WriteString(`<g class="marks" fill="none" stroke="#000000" stroke-width="1.5">` + "\n")
+		for _, m := range c.Marks {
+			if usable(m.X, xa.log) && usable(m.Y, ya.log) {
+				f(`<circle class="mark" cx="%s" cy="%s" r="7"/>`+"\n", px(xa.pos(m.X)), px(ya.pos(m.Y)))
+			}
+		}
+		b.WriteString("</g>\n")
+	}
+
+	// Legend, right of the plot area.
+	lx := right + 16
+	f(`<g class="legend">` + "\n")
+	y := top + 8
+	for i, s := range c.Series {
+		color := s.Color
+		if color == "" {
+			color = Color(i)
+		}
+		dash := ""
+		if s.Dash {
+			dash = ` stroke-dasharray="7 4"`
+		}
+		f(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s"%s/>`+"\n", px(lx), px(y), px(lx+28), px(y), color, s.width(), dash)
+		f(`<text class="legend-entry" x="%s" y="%s">%s</text>`+"\n", px(lx+34), px(y+4), esc(s.Name))
+		y += 20
+	}
+	if len(c.Marks) > 0 && c.MarkName != "" {
+		f(`<circle cx="%s" cy="%s" r="7" fill="none" stroke="#000000" stroke-width="1.5"/>`+"\n", px(lx+14), px(y))
+		f(`<text class="legend-entry" x="%s" y="%s">%s</text>`+"\n", px(lx+34), px(y+4), esc(c.MarkName))
+	}
+	b.WriteString("</g>\n</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// SVG returns the chart as an <svg> element.
+func (c *Chart) SVG() string {
+	var b strings.Builder
+	_ = c.WriteSVG(&b) // a strings.Builder does not fail
+	return b.String()
+}
+
+// clipID derives an element id from the title, so that several charts in one page do not clash.
+func clipID(title string) string {
+	var b strings.Builder
+	b.WriteString("clip-")
+	for _, r := range strings.ToLower(title) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case b.Len() > 0 && !strings.HasSuffix(b.String(), "-"):
+			b.WriteByte('-')
+		}
+	}
+	return strings.TrimSuffix(b.String(), "-")
+}
+
+func pathData(s Series, xa, ya *axis) string {
+	var b strings.Builder
+	pen := false
+	prevY := 0.0
+	for j := range s.X {
+		if j >= len(s.Y) || !usable(s.X[j], xa.log) || !usable(s.Y[j], ya.log) {
+			pen = false
+			continue
+		}
+		x, y := xa.pos(s.X[j]), ya.pos(s.Y[j])
+		switch {
+		case !pen:
+			b.WriteString("M" + px(x) + " " + px(y))
+		case s.Step:
+			b.WriteString("L" + px(x) + " " + px(prevY) + "L" + px(x) + " " + px(y))
+		default:
+			b.WriteString("L" + px(x) + " " + px(y))
+		}
+		pen, prevY = true, y
+	}
+	if b.Len() == 0 {
+		return "M0 0"
+	}
+	return b.String()
+}
