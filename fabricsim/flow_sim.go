@@ -120,6 +120,12 @@ type sim struct {
 	segCap    []float64
 	segChans  []int
 	check     func(*maxMinInput, []float64) error
+
+	// Multicast delivery (see SimulateMulticast): mc holds the trees, mcNode marks the batch
+	// positions served by one, pathMC the paths that are trees (a class on one is one flow).
+	mc     *MulticastTrees
+	mcNode []bool
+	pathMC []bool
 }
 
 // Simulate runs the flow-level simulation of booting batch (node indices, no duplicates) under
@@ -132,6 +138,12 @@ func Simulate(ctx context.Context, g *topology.Graph, r topology.Router, a *mapp
 // max-min certificate).
 func simulate(ctx context.Context, g *topology.Graph, r topology.Router, a *mapping.Assignment, batch []int, cfg FlowConfig,
 	check func(*maxMinInput, []float64) error) (*FlowResult, error) {
+	return simulateMC(ctx, g, r, a, batch, cfg, check, nil)
+}
+
+// simulateMC is simulate with multicast trees for some servers (mc may be nil).
+func simulateMC(ctx context.Context, g *topology.Graph, r topology.Router, a *mapping.Assignment, batch []int, cfg FlowConfig,
+	check func(*maxMinInput, []float64) error, mc *MulticastTrees) (*FlowResult, error) {
 	if r == nil {
 		r = g.TreeRouter()
 		if r == nil {
@@ -144,7 +156,10 @@ func simulate(ctx context.Context, g *topology.Graph, r topology.Router, a *mapp
 	if !(cfg.ServerCapMbps >= 0) {
 		return nil, fmt.Errorf("flow model: server cap must not be negative")
 	}
-	s := &sim{g: g, cfg: &cfg, batch: batch, n: len(batch), check: check}
+	s := &sim{g: g, cfg: &cfg, batch: batch, n: len(batch), check: check, mc: mc}
+	if mc != nil && len(mc.Channels) != len(g.Servers()) {
+		return nil, fmt.Errorf("flow model: %d multicast trees for %d boot servers", len(mc.Channels), len(g.Servers()))
+	}
 	if err := s.setup(r, a); err != nil {
 		return nil, fmt.Errorf("flow model: %w", err)
 	}
@@ -200,6 +215,13 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 	s.routeCh = make([]int32, 0, s.n*6)
 	s.rtt = make([]float64, s.n)
 	s.users = make([]int32, len(s.capacity))
+	s.mcNode = make([]bool, s.n)
+	var mcCounted []bool
+	var mcLat []float64
+	if s.mc != nil {
+		mcCounted = make([]bool, len(g.Servers()))
+		mcLat = make([]float64, len(g.Servers()))
+	}
 	var buf []topology.Channel
 	for i, node := range s.batch {
 		if node < 0 || node >= len(g.Nodes()) {
@@ -224,8 +246,23 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 		lat := 0.0
 		for _, c := range buf {
 			lat += g.Link(c.Link()).LatencyUS
-			s.routeCh = append(s.routeCh, int32(c))
-			s.users[c]++
+		}
+		if s.mc != nil && s.mc.Channels[srv] != nil {
+			// A tree carries one copy per channel however many members it serves.
+			s.mcNode[i] = true
+			mcLat[srv] = max(mcLat[srv], lat)
+			for _, c := range s.mc.Channels[srv] {
+				s.routeCh = append(s.routeCh, int32(c))
+				if !mcCounted[srv] {
+					s.users[c]++
+				}
+			}
+			mcCounted[srv] = true
+		} else {
+			for _, c := range buf {
+				s.routeCh = append(s.routeCh, int32(c))
+				s.users[c]++
+			}
 		}
 		if nVirt > 0 {
 			c := int32(s.numCh) + srv
@@ -238,6 +275,14 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 			s.rtt[i] = cfg.RTTSeconds
 		}
 	}
+	if s.mc != nil && cfg.RTTSeconds <= 0 {
+		// A tree's members share its pace: that of its farthest member.
+		for i, node := range s.batch {
+			if s.mcNode[i] {
+				s.rtt[i] = 2*mcLat[a.Server[node]]*1e-6 + cfg.ServerSeconds
+			}
+		}
+	}
 
 	// Split each route into shared channels (the path, interned) and private ones (folded into
 	// the node's cap; their segment labels, interned, form the node's profile).
@@ -246,6 +291,7 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 	s.privCap = make([]float64, s.n)
 	s.privLabel = make([]uint16, s.n)
 	pathIndex := map[string]int32{}
+	mcPathIndex := map[string]int32{}
 	profIndex := map[string]int32{}
 	var key []int32
 	var prof []uint16
@@ -253,7 +299,7 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 		key, prof = key[:0], prof[:0]
 		pc, pl := math.Inf(1), uint16(0)
 		for _, c := range s.routeCh[s.routeStart[i]:s.routeStart[i+1]] {
-			if s.users[c] > 1 {
+			if s.users[c] > 1 || s.mcNode[i] {
 				key = append(key, c)
 				continue
 			}
@@ -264,11 +310,16 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 			}
 		}
 		s.privCap[i], s.privLabel[i] = pc, pl
-		id, ok := pathIndex[int32Key(key)]
+		index := pathIndex
+		if s.mcNode[i] {
+			index = mcPathIndex
+		}
+		id, ok := index[int32Key(key)]
 		if !ok {
 			id = int32(len(s.pathCh))
 			s.pathCh = append(s.pathCh, slices.Clone(key))
-			pathIndex[int32Key(s.pathCh[id])] = id
+			s.pathMC = append(s.pathMC, s.mcNode[i])
+			index[int32Key(s.pathCh[id])] = id
 		}
 		s.nodePath[i] = id
 		slices.Sort(prof)
@@ -422,6 +473,9 @@ func (s *sim) start(t float64, starters []int32, group map[classKey]int32, count
 		cl := &s.classes[first+int32(j)]
 		cl.memStart, cl.memEnd = pos, pos
 		cl.weight = float64((*counts)[j])
+		if s.pathMC[cl.path] {
+			cl.weight = 1 // one copy down the tree for all its members
+		}
 		s.groups[cl.group].weight += cl.weight
 		pos += (*counts)[j]
 		s.active = append(s.active, first+int32(j))
@@ -688,7 +742,20 @@ func (s *sim) result(a *mapping.Assignment) *FlowResult {
 		total += f.Bytes
 	}
 	bytes := make([]float64, s.numCh)
+	for k := range s.classes {
+		// A tree's class moves each of its files once over every channel of the tree.
+		if cl := &s.classes[k]; s.pathMC[cl.path] {
+			for _, c := range s.pathCh[cl.path] {
+				if int(c) < s.numCh {
+					bytes[c] += cfg.Files[cl.file].Bytes
+				}
+			}
+		}
+	}
 	for i := 0; i < s.n; i++ {
+		if s.mcNode[i] {
+			continue
+		}
 		for _, c := range s.routeCh[s.routeStart[i]:s.routeStart[i+1]] {
 			if int(c) < s.numCh {
 				bytes[c] += total

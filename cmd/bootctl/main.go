@@ -82,6 +82,7 @@ func commands(e *env) []*cli.Command {
 		reportCommand(e),
 		clusterCommand(e),
 		simulateCommand(e),
+		mcastCommand(e),
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/fabricsim"
 	"github.com/bootfabric/bootfabric/mapping"
+	"github.com/bootfabric/bootfabric/routing"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
@@ -46,7 +47,14 @@ func simulateCommand(e *env) *cli.Command {
 		&cli.DurationFlag{Name: "rtt", Usage: "round-trip time for every node (default: 2 x the route's latencies + --server-time)"},
 		&cli.DurationFlag{Name: "server-time", Value: time.Duration(fabricsim.DefaultServerSeconds * 1e9), Usage: "server processing time per exchange, added to the round trip"},
 		&cli.DurationFlag{Name: "dhcp", Value: time.Duration(fabricsim.DefaultDHCPSeconds * 1e9), Usage: "duration of the DHCP exchange before the first file"},
-		&cli.DurationFlag{Name: "health", Value: time.Duration(fabricsim.DefaultHealthSeconds * 1e9), Usage: "duration of the health report after the last file"},
+		&cli.StringFlag{Name: "health", Value: (time.Duration(fabricsim.DefaultHealthSeconds * 1e9)).String(), Usage: "duration of the health report after the last file, or binomial|task: also simulate the health aggregation over the batch's nodes after the boot"},
+		&cli.DurationFlag{Name: "health-time", Usage: "duration of the health report after the last file when --health names an aggregation (default " + (time.Duration(fabricsim.DefaultHealthSeconds * 1e9)).String() + ")"},
+		&cli.IntFlag{Name: "faults", Usage: "health aggregation: nodes (other than the root) that die at random times during it"},
+		&cli.StringFlag{Name: "stragglers", Usage: "health aggregation: slow nodes, FRACTION:SLOWDOWN or FRACTION:MIN-MAX, optionally :net (e.g. 0.1:1-20)"},
+		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "health aggregation: seed of faults, stragglers and failed health checks"},
+		&cli.BoolFlag{Name: "health-nodes", Usage: "health aggregation: include every node's status in --output json"},
+		&cli.StringFlag{Name: "delivery", Value: "unicast", Usage: "image delivery: unicast (a flow per node), or multicast (a tree per boot server, shown beside unicast)"},
+		&cli.StringFlag{Name: "mcast", Value: "fulb", Usage: "multicast tree algorithm with --delivery multicast: fulb, minhop, sssp"},
 		&cli.StringFlag{Name: "time-step", Value: "auto", Usage: "round events up to multiples of this duration so that nearby ones share one re-allocation (0: exact; auto: exact with --arrival all, else " + simAutoStep.String() + ")"},
 		&cli.Float64Flag{Name: "server-cap", Usage: "limit on each boot server's total rate in Mb/s, e.g. its disk (0: none)"},
 		outputFlag(formats...),
@@ -79,6 +87,10 @@ func simulateCommand(e *env) *cli.Command {
 			if err != nil {
 				return err
 			}
+			opt, err := simOptions(c)
+			if err != nil {
+				return err
+			}
 			g, h := in.Graph, in.Graph.Hierarchy()
 			var listed map[int]float64
 			if arrivalFile {
@@ -96,8 +108,20 @@ func simulateCommand(e *env) *cli.Command {
 					return badInput("--arrival %s: a list of arrivals needs exactly one batch, got %d", arrival, len(in.Batches))
 				}
 			}
+			if err := opt.checkBatches(in.Batches); err != nil {
+				return err
+			}
+			if opt.multicast {
+				if opt.hops, err = routing.NewHopTable(g, 0); err != nil {
+					return asBadInput(err)
+				}
+			}
 			var runs []simRun
 			for _, b := range in.Batches {
+				health, err := opt.simulateHealth(b)
+				if err != nil {
+					return err
+				}
 				for _, algo := range in.Algos {
 					run := cfg
 					if run.Arrivals, err = simArrivals(arrival, listed, b, g); err != nil {
@@ -120,24 +144,56 @@ func simulateCommand(e *env) *cli.Command {
 					}
 					e.log.Debug("simulated", zap.String("batch", b.Label), zap.String("algo", algo.Name),
 						zap.Int("events", res.Stats.Events), zap.Int("classes", res.Stats.Classes))
-					runs = append(runs, simRun{Batch: b.Label, Algo: algo.Name, Result: res})
+					uni := simRun{Batch: b.Label, Algo: algo.Name, Result: res, Health: health}
+					if !opt.multicast {
+						runs = append(runs, uni)
+						continue
+					}
+					uni.Delivery = "unicast"
+					mc, err := fabricsim.BuildMulticastTrees(g, opt.hops, a, b.Nodes, opt.mcast)
+					if err != nil {
+						return asBadInput(err)
+					}
+					mres, err := fabricsim.SimulateMulticast(c.Context, g, nil, a, b.Nodes, run, mc)
+					if err != nil {
+						if c.Context.Err() != nil {
+							return err
+						}
+						return asBadInput(err)
+					}
+					runs = append(runs, uni, simRun{Batch: b.Label, Algo: algo.Name, Delivery: "multicast", Mcast: string(opt.mcast),
+						Result: mres, Health: health, Speedup: res.BatchSeconds / mres.BatchSeconds})
 				}
 			}
 			switch format {
 			case "json":
+				for i := range runs {
+					if runs[i].Health != nil {
+						runs[i].Health = runs[i].Health.forJSON(opt.healthNodes)
+					}
+				}
 				return writeJSON(e.stdout, simJSON{Topology: g.Name, Nodes: len(g.Nodes()), Servers: len(g.Servers()), Runs: runs})
 			case "csv":
 				return simWriteCSV(e.stdout, runs)
 			}
-			return simWriteTable(e.stdout, g, runs)
+			if err := simWriteTable(e.stdout, g, runs); err != nil {
+				return err
+			}
+			return simWriteHealth(e.stdout, runs)
 		},
 	}
 }
 
 type simRun struct {
-	Batch  string                `json:"batch"`
-	Algo   string                `json:"algo"`
-	Result *fabricsim.FlowResult `json:"result"`
+	Batch string `json:"batch"`
+	Algo  string `json:"algo"`
+	// Delivery is unicast or multicast when --delivery multicast shows both; Mcast the tree
+	// algorithm and Speedup the unicast batch time over this one's (multicast runs).
+	Delivery string                `json:"delivery,omitempty"`
+	Mcast    string                `json:"mcast,omitempty"`
+	Speedup  float64               `json:"speedup_vs_unicast,omitempty"`
+	Result   *fabricsim.FlowResult `json:"result"`
+	Health   *simHealth            `json:"health,omitempty"`
 }
 
 type simJSON struct {
@@ -168,7 +224,20 @@ func simConfig(c *cli.Context) (fabricsim.FlowConfig, error) {
 	for _, d := range []struct {
 		flag string
 		dst  *float64
-	}{{"rtt", &cfg.RTTSeconds}, {"server-time", &cfg.ServerSeconds}, {"dhcp", &cfg.DHCPSeconds}, {"health", &cfg.HealthSeconds}} {
+	}{{"rtt", &cfg.RTTSeconds}, {"server-time", &cfg.ServerSeconds}, {"dhcp", &cfg.DHCPSeconds}, {"health-time", &cfg.HealthSeconds}} {
+		if d.flag == "health-time" && !c.IsSet("health-time") {
+			// --health is a duration or the name of an aggregation (see simOptions).
+			hv := c.String("health")
+			if _, err := fabricsim.ParseHealthAlgorithm(hv); err == nil {
+				continue
+			}
+			v, err := time.ParseDuration(hv)
+			if err != nil || v < 0 {
+				return cfg, badInput("--health: %q is not binomial, task or a non-negative duration like 100ms", hv)
+			}
+			*d.dst = v.Seconds()
+			continue
+		}
 		v := c.Duration(d.flag)
 		if v < 0 {
 			return cfg, badInput("--%s: %v must not be negative", d.flag, v)
@@ -351,10 +420,18 @@ func simProgress(w io.Writer, label string) func(fabricsim.Progress) {
 
 func simWriteCSV(w io.Writer, runs []simRun) error {
 	rows := [][]string{{"batch", "algo", "node", "server", "arrival_seconds", "done_seconds", "bottleneck", "bound_seconds"}}
+	delivery := len(runs) > 0 && runs[0].Delivery != ""
+	if delivery {
+		rows[0] = append(rows[0], "delivery")
+	}
 	for _, r := range runs {
 		for _, n := range r.Result.NodeResults {
-			rows = append(rows, []string{r.Batch, r.Algo, n.Name, n.Server, simFloat(n.ArrivalSeconds), simFloat(n.DoneSeconds),
-				n.Bottleneck, simFloat(n.BoundSeconds)})
+			row := []string{r.Batch, r.Algo, n.Name, n.Server, simFloat(n.ArrivalSeconds), simFloat(n.DoneSeconds),
+				n.Bottleneck, simFloat(n.BoundSeconds)}
+			if delivery {
+				row = append(row, r.Delivery)
+			}
+			rows = append(rows, row)
 		}
 	}
 	return writeCSV(w, rows)
@@ -380,6 +457,20 @@ func simWriteTable(w io.Writer, g *topology.Graph, runs []simRun) error {
 	if len(runs) != 1 {
 		fmt.Fprintf(w, "%s: %d nodes, %d boot servers; completion times in seconds\n", g.Name, len(g.Nodes()), len(g.Servers()))
 		t := newTable(w)
+		if runs[0].Delivery != "" {
+			t.row("batch", "nodes", "algo", "delivery", "min", "p50", "p90", "p99", "max", "speedup", "bottleneck (nodes)")
+			for _, r := range runs {
+				d := r.Result.Completion
+				del, speed := r.Delivery, "-"
+				if r.Mcast != "" {
+					del += " (" + r.Mcast + ")"
+					speed = "x" + fmtFloat(r.Speedup, 2)
+				}
+				t.row(r.Batch, r.Result.Nodes, r.Algo, del, fmtFloat(d.Min, 3), fmtFloat(d.P50, 3), fmtFloat(d.P90, 3), fmtFloat(d.P99, 3),
+					fmtFloat(d.Max, 3), speed, simMainBottleneck(r.Result))
+			}
+			return t.flush()
+		}
 		t.row("batch", "nodes", "algo", "min", "p50", "p90", "p99", "max", "bottleneck (nodes)")
 		for _, r := range runs {
 			d := r.Result.Completion
@@ -433,4 +524,138 @@ func simWriteTable(w io.Writer, g *topology.Graph, runs []simRun) error {
 		return t.flush()
 	}
 	return nil
+}
+
+// simOpts are simulate's delivery and health-aggregation options.
+type simOpts struct {
+	multicast   bool
+	mcast       routing.McastAlgorithm
+	hops        *routing.HopTable
+	health      fabricsim.HealthAlgorithm // "": no aggregation
+	faults      int
+	stragglers  fabricsim.HealthStragglers
+	seed        uint64
+	healthNodes bool
+}
+
+// simOptions reads --delivery, --mcast and the health-aggregation flags.
+func simOptions(c *cli.Context) (*simOpts, error) {
+	o := &simOpts{seed: c.Uint64("seed"), healthNodes: c.Bool("health-nodes"), faults: c.Int("faults")}
+	switch d := c.String("delivery"); d {
+	case "unicast":
+	case "multicast":
+		o.multicast = true
+	default:
+		return nil, badInput("--delivery: %q is not unicast or multicast", d)
+	}
+	var err error
+	if o.mcast, err = routing.ParseMcastAlgorithm(c.String("mcast")); err != nil {
+		return nil, badInput("--mcast: %v", err)
+	}
+	if c.IsSet("mcast") && !o.multicast {
+		return nil, badInput("--mcast %s needs --delivery multicast", o.mcast)
+	}
+	if a, err := fabricsim.ParseHealthAlgorithm(c.String("health")); err == nil {
+		o.health = a
+	}
+	if o.health == "" {
+		for _, f := range []string{"faults", "stragglers", "seed", "health-nodes", "health-time"} {
+			if c.IsSet(f) {
+				return nil, badInput("--%s needs --health binomial or --health task", f)
+			}
+		}
+		return o, nil
+	}
+	if o.faults < 0 {
+		return nil, badInput("--faults: %d must not be negative", o.faults)
+	}
+	if o.stragglers, err = fabricsim.ParseHealthStragglers(c.String("stragglers")); err != nil {
+		return nil, badInput("--stragglers: %v", err)
+	}
+	return o, nil
+}
+
+// checkBatches rejects fault counts a batch cannot hold before anything is simulated.
+func (o *simOpts) checkBatches(batches []topology.Batch) error {
+	if o.health == "" {
+		return nil
+	}
+	for _, b := range batches {
+		if o.faults > len(b.Nodes)-1 {
+			return badInput("--faults: %d faults for batch %s of %d nodes: at most %d can fail (the root never does)",
+				o.faults, b.Label, len(b.Nodes), max(0, len(b.Nodes)-1))
+		}
+	}
+	return nil
+}
+
+// simHealth is a run's health aggregation; the per-node map is left out of JSON unless asked for.
+type simHealth struct {
+	*fabricsim.HealthResult
+	Summary any `json:"summary"`
+}
+
+// forJSON returns h with the summary reduced to its counts unless nodes is set.
+func (h *simHealth) forJSON(nodes bool) *simHealth {
+	out := *h
+	if nodes {
+		out.Summary = h.HealthResult.Summary
+	} else {
+		out.Summary = h.HealthResult.Summary.Counts()
+	}
+	return &out
+}
+
+// simulateHealth runs the health aggregation over batch b's nodes, or returns nil without --health.
+func (o *simOpts) simulateHealth(b topology.Batch) (*simHealth, error) {
+	if o.health == "" {
+		return nil, nil
+	}
+	cfg := fabricsim.DefaultHealthConfig(o.health, len(b.Nodes))
+	cfg.Faults, cfg.Stragglers, cfg.Seed = o.faults, o.stragglers, o.seed
+	res, err := fabricsim.SimulateHealth(cfg)
+	if err != nil {
+		return nil, asBadInput(fmt.Errorf("--health %s, batch %s: %w", o.health, b.Label, err))
+	}
+	return &simHealth{HealthResult: &res}, nil
+}
+
+// simWriteHealth prints the health aggregation of each batch once.
+func simWriteHealth(w io.Writer, runs []simRun) error {
+	var last *simHealth
+	for _, r := range runs {
+		h := r.Health
+		if h == nil || h == last {
+			continue
+		}
+		last = h
+		res := h.HealthResult
+		yes := map[bool]string{true: "yes", false: "no"}
+		fmt.Fprintf(w, "\nhealth aggregation of batch %s (%s, %d nodes): %s (paper formula %s)\n", r.Batch, res.Algorithm, res.Nodes,
+			simDur(res.CompletionSeconds), simDur(res.ReferenceSeconds))
+		cnt := res.Summary.Counts()
+		fmt.Fprintf(w, "  healthy %d, failed %d, unreachable %d; complete %s, every node accounted %s\n",
+			cnt.Healthy, cnt.Failed, cnt.Unreachable, yes[res.Complete], yes[res.Accounted])
+		if len(res.Stragglers) > 0 {
+			fmt.Fprintf(w, "  stragglers %d\n", len(res.Stragglers))
+		}
+		if len(res.Faults) > 0 {
+			fmt.Fprintf(w, "  faults %d, recovered %d:\n", len(res.Faults), res.RecoveredFaults)
+			for _, f := range res.Faults {
+				what := "recovered"
+				if !f.Recovered {
+					what = fmt.Sprintf("%d records lost", len(f.Lost))
+				}
+				fmt.Fprintf(w, "    node %d died at %s, detected at %s, %s\n", f.Node, simDur(f.AtSeconds), simDur(f.DetectedSeconds), what)
+			}
+		}
+		fmt.Fprintf(w, "  messages %d (%s moved), tasks %d, recovery messages %d\n", res.Messages, formatBytes(res.Bytes), res.Tasks,
+			res.RecoveryMessages)
+	}
+	return nil
+}
+
+// simDur prints seconds as a rounded duration (health aggregations take micro- to milliseconds).
+func simDur(s float64) string {
+	return time.Duration(s * 1e9).Round(time.Microsecond / 10).String()
 }
