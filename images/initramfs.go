@@ -8,18 +8,23 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // DefaultBusybox is where Debian's busybox-static package puts its binary.
 const DefaultBusybox = "/bin/busybox"
 
-// DefaultInit is the test initramfs's /init. It brings up the first
-// network interface with udhcpc, POSTs a JSON health report to the URL
-// given as bootfabric.health= on the kernel command line (busybox wget),
-// and powers off. The report is
+// DefaultInit is the test initramfs's /init. It loads the kernel modules
+// listed in /etc/modules.order (InitramfsConfig.Modules, in order), brings
+// up the first network interface with udhcpc, POSTs a JSON health report to
+// the URL given as bootfabric.health= on the kernel command line (busybox
+// wget), and powers off. The report is what bootsrv accepts:
 //
-//	{"node":..., "status":"healthy"|"failed", "detail":..., "interface":...,
-//	 "mac":..., "ip":..., "kernel":..., "uptime_seconds":...}
+//	{"status":"ok"|"failed", "details":{"node":..., "detail":...,
+//	 "interface":..., "mac":..., "ip":..., "kernel":..., "uptime_seconds":...}}
+//
+// Each step is logged on the console with the uptime, so that a serial log
+// shows where a boot spends its time.
 //
 // busybox wget's -T option crashes the Debian 12 static build, so the
 // timeout applet bounds each attempt instead.
@@ -30,7 +35,14 @@ export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
-log() { echo "bootfabric: $*"; }
+log() { echo "bootfabric: [$(cut -d' ' -f1 /proc/uptime)] $*"; }
+log "init started"
+if [ -f /etc/modules.order ]; then
+	while read -r m; do
+		[ -n "$m" ] && { insmod "/lib/modules/$m" || log "insmod $m failed"; }
+	done < /etc/modules.order
+	log "modules loaded"
+fi
 
 health=""
 node=""
@@ -54,7 +66,7 @@ for try in 1 2 3 4 5 6 7 8 9 10; do
 	sleep 1
 done
 
-status=healthy
+status=ok
 detail=""
 if [ -z "$iface" ]; then
 	status=failed
@@ -63,10 +75,11 @@ elif ! udhcpc -i "$iface" -n -q -t 5 -T 2 -s /etc/udhcpc.script; then
 	status=failed
 	detail="no DHCP lease on $iface"
 fi
+log "dhcp done on $iface: $status"
 addr="$(cat /tmp/ip 2>/dev/null)"
 mac="$(cat "/sys/class/net/$iface/address" 2>/dev/null)"
 uptime="$(cut -d' ' -f1 /proc/uptime)"
-report="{\"node\":\"$node\",\"status\":\"$status\",\"detail\":\"$detail\",\"interface\":\"$iface\",\"mac\":\"$mac\",\"ip\":\"$addr\",\"kernel\":\"$(uname -r)\",\"uptime_seconds\":$uptime}"
+report="{\"status\":\"$status\",\"details\":{\"node\":\"$node\",\"detail\":\"$detail\",\"interface\":\"$iface\",\"mac\":\"$mac\",\"ip\":\"$addr\",\"kernel\":\"$(uname -r)\",\"uptime_seconds\":$uptime}}"
 log "$report"
 
 if [ -n "$health" ]; then
@@ -112,6 +125,11 @@ exit 0
 type InitramfsConfig struct {
 	Busybox string // static busybox binary; DefaultBusybox when empty
 	Init    string // /init script; DefaultInit when empty
+	// Modules are kernel module files (uncompressed .ko) copied into
+	// /lib/modules/ under their base names and listed, in the given order,
+	// in /etc/modules.order; DefaultInit insmods them in that order before
+	// it brings the network up, so list dependencies first.
+	Modules []string
 }
 
 // BuildInitramfs writes a gzip-compressed newc cpio archive holding a
@@ -148,6 +166,13 @@ func BuildInitramfs(w io.Writer, cfg InitramfsConfig) error {
 		cpioEntry{Name: "etc/udhcpc.script", Mode: cpioRegular | 0o755, Data: []byte(udhcpcScript)},
 		cpioEntry{Name: "init", Mode: cpioRegular | 0o755, Data: []byte(cfg.Init)},
 	)
+	if len(cfg.Modules) > 0 {
+		mods, err := moduleEntries(cfg.Modules)
+		if err != nil {
+			return fmt.Errorf("images: initramfs: %w", err)
+		}
+		entries = append(entries, mods...)
+	}
 	for _, e := range entries {
 		if err := c.add(e); err != nil {
 			return fmt.Errorf("images: initramfs: %w", err)
@@ -203,4 +228,32 @@ func checkStatic(path string) error {
 		}
 	}
 	return nil
+}
+
+// moduleEntries returns the archive entries of kernel modules: the
+// directories, each module under lib/modules/ and etc/modules.order.
+func moduleEntries(paths []string) ([]cpioEntry, error) {
+	out := []cpioEntry{{Name: "lib", Mode: cpioDir | 0o755}, {Name: "lib/modules", Mode: cpioDir | 0o755}}
+	var order strings.Builder
+	seen := map[string]bool{}
+	for _, p := range paths {
+		base := filepath.Base(p)
+		if seen[base] {
+			return nil, fmt.Errorf("module %s: a module named %s is already listed", p, base)
+		}
+		seen[base] = true
+		if strings.HasSuffix(base, ".xz") || strings.HasSuffix(base, ".zst") || strings.HasSuffix(base, ".gz") {
+			return nil, fmt.Errorf("module %s is compressed; busybox insmod needs an uncompressed .ko", p)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("module: %w", err)
+		}
+		if len(data) < 4 || string(data[:4]) != "\x7fELF" {
+			return nil, fmt.Errorf("module %s is not an ELF object", p)
+		}
+		out = append(out, cpioEntry{Name: "lib/modules/" + base, Mode: cpioRegular | 0o644, Data: data})
+		order.WriteString(base + "\n")
+	}
+	return append(out, cpioEntry{Name: "etc/modules.order", Mode: cpioRegular | 0o644, Data: []byte(order.String())}), nil
 }

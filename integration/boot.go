@@ -91,6 +91,13 @@ func (c *Cluster) StartServers(ctx context.Context, opt ServerOptions) error {
 		if err != nil {
 			return err
 		}
+		// The servers send the data. With loss-based congestion control their TCP flows would fill
+		// the shaped links' FIFOs, and a lock-step TFTP transfer would wait behind that queue on
+		// every block; BBR keeps about one round trip of data queued, so links stay full, lossless
+		// and short-queued, which is the sharing the flow model assumes.
+		if _, err := c.run.Run(ctx, "ip", "netns", "exec", s.Namespace, "sysctl", "-q", "-w", "net.ipv4.tcp_congestion_control=bbr"); err != nil {
+			c.log.Warn("BBR unavailable; TCP will fill the shaped queues", zap.String("server", s.Name), zap.Error(err))
+		}
 		cmd := exec.Command("ip", "netns", "exec", s.Namespace, opt.Bootctl, "--log-level", "info", "serve", "--config", path)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		if err := cmd.Start(); err != nil {

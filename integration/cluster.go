@@ -282,11 +282,12 @@ func (c *Cluster) addLink(ctx context.Context, l topology.LinkID) error {
 
 // shape limits the egress of interface dev in vertex v's namespace to rateMbps with a token bucket.
 // The burst must hold a whole GSO super-packet (veth hands tbf up to 64 KiB at once) or tbf would
-// have to split it; the queue holds 200 ms so that lock-step TFTP and TCP see delay, not loss.
+// have to split it. The queue holds a second of traffic (at most 32 MiB) so that the links are
+// lossless: a drop would make TCP resend bytes that the model does not count.
 func (c *Cluster) shape(ctx context.Context, v int, dev string, rateMbps float64) error {
 	rateBit := int64(math.Round(rateMbps * 1e6))
 	burst := max(int64(65536+1514), rateBit/8/250)
-	limit := max(burst*2, rateBit/8/5)
+	limit := min(max(burst*2, rateBit/8), 32<<20)
 	_, err := c.run.Run(ctx, "tc", "-n", c.ns[v], "qdisc", "replace", "dev", dev, "root", "tbf",
 		"rate", strconv.FormatInt(rateBit, 10)+"bit", "burst", strconv.FormatInt(burst, 10), "limit", strconv.FormatInt(limit, 10))
 	return err

@@ -34,7 +34,8 @@ type Measurement struct {
 	ErrorPct  float64       `json:"error_pct"`
 	// RTTSeconds is the round trip measured from a node to its server (veth and bridges, idle).
 	RTTSeconds float64 `json:"rtt_seconds"`
-	// DHCPSeconds is the median time to a bound address, fed to the prediction as the DHCP time.
+	// DHCPSeconds is the median time to a bound address. The prediction starts each node at its own
+	// measured bound time: the simulator predicts the transfers, not the DHCP server's queue.
 	DHCPSeconds float64 `json:"dhcp_seconds"`
 	CPU         CPUUse  `json:"cpu"`
 }
@@ -93,7 +94,7 @@ func Measure(ctx context.Context, spec Spec, algo string, opt ServerOptions, tim
 		bound = append(bound, t.Events["bound"])
 	}
 	res.DHCPSeconds = median(bound)
-	pred, err := c.Predict(ctx, algo, opt.Files, rtt, res.DHCPSeconds)
+	pred, err := c.Predict(ctx, algo, opt.Files, rtt, bound)
 	if err != nil {
 		return nil, err
 	}
@@ -162,8 +163,9 @@ func (c *Cluster) RTT(ctx context.Context, t Timeline) (float64, error) {
 }
 
 // Predict runs the flow simulation of booting every node of the cluster's machine, scaled, under
-// algo, with the cluster's files and the measured round trip and DHCP time.
-func (c *Cluster) Predict(ctx context.Context, algo string, files BootFiles, rtt, dhcp float64) (*fabricsim.FlowResult, error) {
+// algo, with the cluster's files and the measured round trip; node i starts its first file at
+// bound[i] (its measured DHCP time), or all at 0 when bound is nil.
+func (c *Cluster) Predict(ctx context.Context, algo string, files BootFiles, rtt float64, bound []float64) (*fabricsim.FlowResult, error) {
 	// tc shapes whole frames: a full TCP segment carries 1448 payload bytes in a 1514-byte frame
 	// (Ethernet 14 + IP 20 + TCP with timestamps 32), so the goodput of a shaped link is 95.6% of its
 	// rate. The simulator counts payload, so it gets the goodput.
@@ -191,7 +193,8 @@ func (c *Cluster) Predict(ctx context.Context, algo string, files BootFiles, rtt
 	}
 	cfg.TFTPBlockSize = 1468
 	cfg.RTTSeconds = rtt
-	cfg.DHCPSeconds = dhcp
+	cfg.DHCPSeconds = 0
+	cfg.Arrivals = bound
 	cfg.HealthSeconds = rtt * 2
 	batch := make([]int, len(g.Nodes()))
 	for i := range batch {

@@ -78,6 +78,9 @@ func commands(e *env) []*cli.Command {
 	return []*cli.Command{
 		planCommand(e),
 		topologyCommand(e),
+		serveCommand(e),
+		statusCommand(e),
+		imageCommand(e),
 		routeCommand(e),
 		reportCommand(e),
 		clusterCommand(e),

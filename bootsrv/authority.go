@@ -1,0 +1,108 @@
+package bootsrv
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/bootfabric/bootfabric/mapping"
+	"github.com/bootfabric/bootfabric/topology"
+)
+
+// Authority says which inventory nodes this server answers: exactly those the mapping assigns to
+// it. Every server computes the same mapping from the same configuration, so each inventory MAC is
+// answered by exactly one live server. It is immutable and safe for concurrent use.
+type Authority struct {
+	inv      *Inventory
+	serverID int
+	owner    []int32 // by inventory node
+	owned    []int   // inventory indices of this server's nodes
+	byMAC    map[string]int
+}
+
+// Assignment computes the server of every topology node: block-cyclic algorithm algo over servers
+// boot servers, then the nodes of the failed servers remapped with the least movement.
+func Assignment(h *topology.Hierarchy, algo string, servers int, failed []int) (*mapping.Assignment, error) {
+	al, err := mapping.ParseAlgo(algo, h)
+	if err != nil {
+		return nil, err
+	}
+	if al.Balanced {
+		return nil, fmt.Errorf("algorithm %q: a boot server needs a block-cyclic mapping", algo)
+	}
+	a, err := mapping.BlockCyclic(h, al.Level, servers, nil)
+	if err != nil {
+		return nil, err
+	}
+	a.Algo = al.Name
+	if len(failed) > 0 {
+		down := make([]bool, servers)
+		for _, s := range failed {
+			if s < 0 || s >= servers {
+				return nil, fmt.Errorf("failed server %d: not one of the %d servers", s, servers)
+			}
+			down[s] = true
+		}
+		a, _, err = mapping.Remap(a, h, down)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// NewAuthority decides the owner of each inventory node from the assignment (indexed by topology
+// node, see InventoryNode.Index).
+func NewAuthority(inv *Inventory, a *mapping.Assignment, serverID int) (*Authority, error) {
+	if serverID < 0 || serverID >= a.NumServers {
+		return nil, fmt.Errorf("server id %d: not one of the %d servers", serverID, a.NumServers)
+	}
+	au := &Authority{inv: inv, serverID: serverID, owner: make([]int32, len(inv.Nodes)), byMAC: map[string]int{}}
+	for i := range inv.Nodes {
+		n := &inv.Nodes[i]
+		if n.Index < 0 || n.Index >= len(a.Server) {
+			return nil, fmt.Errorf("%s:%d: node %s: position %d outside the mapping's %d nodes", inv.File, n.Line, n.Name, n.Index, len(a.Server))
+		}
+		au.owner[i] = a.Server[n.Index]
+		if int(au.owner[i]) == serverID {
+			au.owned = append(au.owned, i)
+			au.byMAC[macKey(n.MAC)] = i
+		}
+	}
+	return au, nil
+}
+
+// ServerID returns this server's index.
+func (a *Authority) ServerID() int { return a.serverID }
+
+// Lookup returns the node with the given MAC when this server owns it.
+func (a *Authority) Lookup(mac net.HardwareAddr) (*InventoryNode, bool) {
+	i, ok := a.byMAC[macKey(mac)]
+	if !ok {
+		return nil, false
+	}
+	return &a.inv.Nodes[i], true
+}
+
+// Owner returns the server of an inventory node (-1: none).
+func (a *Authority) Owner(n *InventoryNode) int {
+	i, ok := a.inv.byName[n.Name]
+	if !ok {
+		return -1
+	}
+	return int(a.owner[i])
+}
+
+// Owns reports whether this server owns the node.
+func (a *Authority) Owns(n *InventoryNode) bool { return a.Owner(n) == a.serverID }
+
+// Owned returns this server's nodes in inventory order.
+func (a *Authority) Owned() []*InventoryNode {
+	out := make([]*InventoryNode, len(a.owned))
+	for k, i := range a.owned {
+		out[k] = &a.inv.Nodes[i]
+	}
+	return out
+}
+
+// Inventory returns the whole inventory.
+func (a *Authority) Inventory() *Inventory { return a.inv }

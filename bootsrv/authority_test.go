@@ -1,0 +1,96 @@
+package bootsrv
+
+import (
+	"net"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestAuthorityExactlyOne(t *testing.T) {
+	h := miniHierarchy(t)
+	inv, err := ParseInventoryCSV([]byte(miniInventoryCSV(t)), "inv.csv", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		algo    string
+		servers int
+		failed  []int
+		load    []int // nodes per server
+	}{
+		{"bcda", 2, nil, []int{16, 16}},
+		{"scda", 2, nil, []int{16, 16}},
+		{"ncda", 2, nil, []int{16, 16}},
+		{"bcda", 3, nil, []int{12, 12, 8}},
+		{"bcda", 4, []int{1}, []int{12, 0, 12, 8}},
+		{"cyclic:supernode", 4, nil, []int{16, 16, 0, 0}},
+	}
+	for _, tc := range tests {
+		a, err := Assignment(h, tc.algo, tc.servers, tc.failed)
+		if err != nil {
+			t.Fatalf("%s/%d: %v", tc.algo, tc.servers, err)
+		}
+		auths := make([]*Authority, tc.servers)
+		load := make([]int, tc.servers)
+		for id := range auths {
+			if auths[id], err = NewAuthority(inv, a, id); err != nil {
+				t.Fatal(err)
+			}
+			load[id] = len(auths[id].Owned())
+		}
+		if diff := cmp.Diff(tc.load, load); diff != "" {
+			t.Errorf("%s/%d failed %v: load (-want +got):\n%s", tc.algo, tc.servers, tc.failed, diff)
+		}
+		for _, n := range inv.Nodes {
+			// Through the authority and through dhcpd's Reservations view.
+			answered, reserved := 0, 0
+			for id, au := range auths {
+				if got, ok := au.Lookup(n.MAC); ok {
+					answered++
+					if got.Name != n.Name || au.Owner(&n) != id || !au.Owns(&n) {
+						t.Errorf("server %d: Lookup(%s) = %s, owner %d", id, n.MAC, got.Name, au.Owner(&n))
+					}
+				}
+				res, err := au.Reservations(NetworkOptions{Mask: net.CIDRMask(24, 32)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r, ok := res.Lookup(n.MAC); ok {
+					reserved++
+					if r.Name != n.Name || !r.IP.Equal(net.IP(n.IP.AsSlice())) || r.Mask.String() != "ffffff00" {
+						t.Errorf("server %d: reservation of %s = %+v", id, n.Name, r)
+					}
+				}
+			}
+			if answered != 1 || reserved != 1 {
+				t.Errorf("%s/%d: %s (%s) answered by %d servers, reserved by %d; want exactly 1", tc.algo, tc.servers, n.Name, n.MAC, answered, reserved)
+			}
+		}
+	}
+}
+
+func TestAuthorityBoards(t *testing.T) {
+	// bcda with 2 servers on mini: board b of the machine goes to server b mod 2.
+	h := miniHierarchy(t)
+	inv, _ := ParseInventoryCSV([]byte(miniInventoryCSV(t)), "inv.csv", h)
+	a, _ := Assignment(h, "bcda", 2, nil)
+	au, _ := NewAuthority(inv, a, 1)
+	var got []string
+	for _, n := range au.Owned()[:6] {
+		got = append(got, n.Position)
+	}
+	want := []string{"s0-b1-n0", "s0-b1-n1", "s0-b1-n2", "s0-b1-n3", "s0-b3-n0", "s0-b3-n1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("owned (-want +got):\n%s", diff)
+	}
+	if _, err := NewAuthority(inv, a, 2); err == nil {
+		t.Error("server id 2 of 2 accepted")
+	}
+	if _, err := Assignment(h, "balanced", 2, nil); err == nil {
+		t.Error("balanced accepted")
+	}
+	if _, err := Assignment(h, "rack", 2, nil); err == nil {
+		t.Error("unknown algorithm accepted")
+	}
+}

@@ -1,0 +1,153 @@
+package bootsrv
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/bootfabric/bootfabric/topology"
+)
+
+// sunwayInventory lists every node of the sunway machine (40,960).
+func sunwayInventory(b *testing.B) (*Inventory, *topology.Hierarchy) {
+	b.Helper()
+	m, _ := topology.Preset("sunway")
+	g, err := m.Build()
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := g.Hierarchy()
+	var sb strings.Builder
+	sb.WriteString("name,mac,ip,node\n")
+	for i := 0; i < h.NumNodes(); i++ {
+		fmt.Fprintf(&sb, "%s,52:54:00:%02x:%02x:%02x,10.%d.%d.%d,%s\n", h.NodeName(i), i>>16, (i>>8)&255, i&255, i>>16, (i>>8)&255, i&255, h.NodeName(i))
+	}
+	inv, err := ParseInventoryCSV([]byte(sb.String()), "sunway.csv", h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return inv, h
+}
+
+// BenchmarkReservationLookup is dhcpd's per-packet authority check on a 40,960-node inventory
+// split over 160 servers (bcda).
+func BenchmarkReservationLookup(b *testing.B) {
+	inv, h := sunwayInventory(b)
+	a, err := Assignment(h, "bcda", 160, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	au, err := NewAuthority(inv, a, 7)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := au.Reservations(NetworkOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res.Lookup(inv.Nodes[i%len(inv.Nodes)].MAC)
+	}
+}
+
+// BenchmarkTrackerObserve applies one boot's worth of events per iteration, in memory.
+func BenchmarkTrackerObserve(b *testing.B) {
+	nodes := testNodes(b, 32)
+	tr, err := NewTracker(nodes, "default", TrackerOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	evs := []Event{EvDiscover, EvOffer, EvAck, EvNBP, EvDiscover, EvOffer, EvAck, EvScript, EvKernel, EvInitrd, EvDiscover, EvHealthOK}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		name := nodes[i%len(nodes)].Name
+		for _, ev := range evs {
+			tr.Observe(name, ev, "")
+		}
+	}
+	b.ReportMetric(float64(b.N*len(evs))/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkStateSave writes the states of 40,960 booted nodes in one transaction: the worst flush
+// at the paper machine's scale (every node on one server, every node changed).
+func BenchmarkStateSave(b *testing.B) {
+	inv, _ := sunwayInventory(b)
+	var nodes []*InventoryNode
+	for i := range inv.Nodes {
+		nodes = append(nodes, &inv.Nodes[i])
+	}
+	store, err := OpenStore(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	tr, err := NewTracker(nodes, "default", TrackerOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range nodes {
+		for _, ev := range []Event{EvDiscover, EvOffer, EvAck, EvNBP, EvKernel, EvInitrd, EvDiscover, EvHealthOK} {
+			tr.Observe(n.Name, ev, "")
+		}
+	}
+	snap := tr.Nodes()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := store.Save(snap); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkIPXEScript serves /ipxe/{mac} through the whole handler.
+func BenchmarkIPXEScript(b *testing.B) {
+	f := newFixture(b)
+	cfg, err := LoadConfig(f.cfgPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.HTTP.URL = "http://10.0.0.1:8080" // no Listen here, so no bound port
+	s, err := New(cfg, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	h := s.Handler()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/ipxe/52:54:00:00:00:05", nil))
+		if w.Code != 200 {
+			b.Fatal(w.Code)
+		}
+	}
+}
+
+// BenchmarkStateFlush256 is one flush of 256 changed nodes (one server's share of the paper
+// machine under bcda with 160 servers) into a database holding 40,960.
+func BenchmarkStateFlush256(b *testing.B) {
+	inv, _ := sunwayInventory(b)
+	store, err := OpenStore(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	var nodes []*InventoryNode
+	for i := range inv.Nodes {
+		nodes = append(nodes, &inv.Nodes[i])
+	}
+	tr, _ := NewTracker(nodes, "default", TrackerOptions{})
+	all := tr.Nodes()
+	if err := store.Save(all); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := (i * 256) % (len(all) - 256)
+		if err := store.Save(all[k : k+256]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

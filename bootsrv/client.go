@@ -1,0 +1,68 @@
+package bootsrv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// Client reads a boot server's status API.
+type Client struct {
+	// BaseURL is the server's HTTP endpoint, e.g. http://10.0.0.1:8080.
+	BaseURL string
+	// HTTP is the client to use; nil means http.DefaultClient.
+	HTTP *http.Client
+}
+
+// Nodes returns every node's status.
+func (c *Client) Nodes(ctx context.Context) (*NodesResponse, error) {
+	var out NodesResponse
+	if err := c.get(ctx, "/api/v1/nodes", &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Summary returns the counts by state and the aggregated health.
+func (c *Client) Summary(ctx context.Context) (*Summary, error) {
+	var out Summary
+	if err := c.get(ctx, "/api/v1/summary", &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func (c *Client) get(ctx context.Context, path string, v any) error {
+	url := strings.TrimSuffix(c.BaseURL, "/") + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return fmt.Errorf("status: GET %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e errorBody
+		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+			return fmt.Errorf("status: GET %s: %s: %s", url, resp.Status, e.Error)
+		}
+		return fmt.Errorf("status: GET %s: %s", url, resp.Status)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("status: GET %s: not a bootfabric status answer: %w", url, err)
+	}
+	return nil
+}

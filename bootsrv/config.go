@@ -1,0 +1,386 @@
+package bootsrv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bootfabric/bootfabric/topology"
+	"gopkg.in/yaml.v3"
+)
+
+// Config is a boot server's configuration, as written in YAML. Relative paths in a file are taken
+// relative to the file's directory. Zero fields take the defaults named on them; Validate applies
+// them and checks everything.
+type Config struct {
+	// ServerID is this server's index in Servers. Default 0.
+	ServerID int `yaml:"server_id"`
+	// Servers lists every boot server of the machine (required). The mapping deals the nodes to
+	// them by index, so every server must be given the same list.
+	Servers []ServerEntry `yaml:"servers"`
+	// FailedServers lists servers (by index) that are down: their nodes are remapped to live servers
+	// with the least movement (mapping.Remap). Every server must be given the same list.
+	FailedServers []int `yaml:"failed_servers,omitempty"`
+	// Topology is a preset name (mini, sunway) or a machine description file (required).
+	Topology string `yaml:"topology"`
+	// Mapping is the block-cyclic algorithm that assigns nodes to servers: scda, bcda, ncda or
+	// cyclic:LEVEL. Default bcda.
+	Mapping string `yaml:"mapping"`
+	// Inventory is the inventory file, CSV (*.csv) or YAML (required).
+	Inventory string `yaml:"inventory"`
+	// Images is the image store directory (required).
+	Images string `yaml:"images"`
+	// IPXEDir holds the iPXE binaries served by TFTP and /ipxe/bin. Default /usr/lib/ipxe (Debian's
+	// ipxe package).
+	IPXEDir string `yaml:"ipxe_dir"`
+	// Profile is the boot profile of nodes whose inventory entry names none. Default "default".
+	Profile string `yaml:"profile"`
+	// StateDir holds the persisted boot states (required).
+	StateDir string `yaml:"state_dir"`
+	// StateFlush is how long state changes may wait before they are written out together (and
+	// fsynced). 0 writes every transition at once. Default 200ms.
+	StateFlush *Duration `yaml:"state_flush,omitempty"`
+
+	HTTP HTTPConfig `yaml:"http"`
+	TFTP TFTPConfig `yaml:"tftp"`
+	DHCP DHCPConfig `yaml:"dhcp"`
+
+	file string
+	root *yaml.Node
+}
+
+// ServerEntry is one boot server.
+type ServerEntry struct {
+	// Name labels the server (default bsN).
+	Name string `yaml:"name"`
+	// Address is the server's IPv4 address on the boot network (required): next-server, DHCP server
+	// identifier and the host of the URLs given to nodes.
+	Address string `yaml:"address"`
+}
+
+// HTTPConfig configures the HTTP endpoint.
+type HTTPConfig struct {
+	// Listen is the listen address. Default ":80".
+	Listen string `yaml:"listen"`
+	// URL is the base URL nodes use to reach this server. Default http://ADDRESS:PORT with this
+	// server's address and the listen port.
+	URL string `yaml:"url"`
+}
+
+// TFTPConfig configures the TFTP endpoint.
+type TFTPConfig struct {
+	// Listen is the listen address, or "off". Default ":69".
+	Listen string `yaml:"listen"`
+	// MaxBlockSize caps the negotiated blksize. Default 1468.
+	MaxBlockSize int `yaml:"max_block_size"`
+	// MaxTransfers bounds concurrent transfers. Default 512.
+	MaxTransfers int `yaml:"max_transfers"`
+}
+
+// DHCPConfig configures the DHCP endpoint.
+type DHCPConfig struct {
+	// Mode is reservation (hand out the inventory's addresses), proxy (proxyDHCP: boot options
+	// only, another server gives addresses) or off. Default reservation.
+	Mode string `yaml:"mode"`
+	// Interfaces binds one listener to each named interface. Empty: all interfaces.
+	Interfaces []string `yaml:"interfaces"`
+	// Listen is the listen address. Default ":67".
+	Listen string `yaml:"listen"`
+	// Subnet is the nodes' subnet in CIDR form (e.g. 10.0.0.0/24); it gives the subnet mask.
+	// Required in reservation mode; every inventory IP must lie in it.
+	Subnet string `yaml:"subnet"`
+	// Router is the default gateway (option 3). Empty: none.
+	Router string `yaml:"router"`
+	// DNS are the name servers (option 6).
+	DNS []string `yaml:"dns"`
+	// Domain is the domain name (option 15).
+	Domain string `yaml:"domain"`
+	// LeaseTime is option 51. Default 1h.
+	LeaseTime Duration `yaml:"lease_time"`
+	// Workers handling packets. Default 8.
+	Workers int `yaml:"workers"`
+	// Boot files by client architecture, and the user class that marks iPXE. Defaults:
+	// undionly.kpxe, ipxe.efi, ipxe-arm64.efi, iPXE.
+	BIOSFile      string `yaml:"bios_file"`
+	EFIx64File    string `yaml:"efi_x64_file"`
+	EFIArm64File  string `yaml:"efi_arm64_file"`
+	IPXEUserClass string `yaml:"ipxe_user_class"`
+}
+
+// DHCP modes.
+const (
+	DHCPReservation = "reservation"
+	DHCPProxy       = "proxy"
+	DHCPOff         = "off"
+)
+
+// Duration is a time.Duration written as "200ms", "1h".
+type Duration time.Duration
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || v < 0 {
+		return fmt.Errorf("line %d: %q is not a duration like 200ms or 1h", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML implements yaml.Marshaler.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// LoadConfig reads a configuration file. It does not validate: apply overrides, then call Validate.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return ParseConfig(data, path)
+}
+
+// ParseConfig decodes a configuration; unknown fields are errors that name their line. file names
+// the source in errors and relative paths are resolved against its directory.
+func ParseConfig(data []byte, file string) (*Config, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, yamlError(err, file)
+	}
+	if len(root.Content) == 0 {
+		return nil, &Error{File: file, Msg: "empty configuration"}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		return nil, yamlError(err, file)
+	}
+	c.file, c.root = file, root.Content[0]
+	dir := filepath.Dir(file)
+	rel := func(p *string) {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	rel(&c.Inventory)
+	rel(&c.Images)
+	rel(&c.StateDir)
+	rel(&c.IPXEDir)
+	if _, preset := topology.Preset(c.Topology); !preset {
+		rel(&c.Topology)
+	}
+	return &c, nil
+}
+
+// Validate applies the defaults and checks the configuration. Errors name the field and, for values
+// that came from the file, its line.
+func (c *Config) Validate() error {
+	if err := c.validate(); err != nil {
+		var e *Error
+		if errors.As(err, &e) && c.root != nil {
+			e.File = c.file
+			e.Line = fieldLine(c.root, e.Field)
+		}
+		return err
+	}
+	return nil
+}
+
+func (c *Config) validate() error {
+	bad := func(field, format string, args ...any) error {
+		return &Error{Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	if len(c.Servers) == 0 {
+		return bad("servers", "list at least one boot server (name, address)")
+	}
+	seen := map[netip.Addr]int{}
+	for i := range c.Servers {
+		s := &c.Servers[i]
+		f := fmt.Sprintf("servers[%d]", i)
+		if s.Name == "" {
+			s.Name = "bs" + strconv.Itoa(i)
+		}
+		a, err := netip.ParseAddr(s.Address)
+		if err != nil || !a.Is4() {
+			return bad(f+".address", "%q is not an IPv4 address", s.Address)
+		}
+		if j, dup := seen[a]; dup {
+			return bad(f+".address", "%s is also servers[%d]'s address", a, j)
+		}
+		seen[a] = i
+	}
+	if c.ServerID < 0 || c.ServerID >= len(c.Servers) {
+		return bad("server_id", "%d is not the index of one of the %d servers", c.ServerID, len(c.Servers))
+	}
+	for i, s := range c.FailedServers {
+		if s < 0 || s >= len(c.Servers) {
+			return bad(fmt.Sprintf("failed_servers[%d]", i), "%d is not a server index (0..%d)", s, len(c.Servers)-1)
+		}
+	}
+	if slices.Contains(c.FailedServers, c.ServerID) {
+		return bad("failed_servers", "lists this server (server_id %d)", c.ServerID)
+	}
+	if c.Topology == "" {
+		return bad("topology", "missing: a preset (%s) or a machine description file", strings.Join(topology.Presets(), ", "))
+	}
+	if c.Mapping == "" {
+		c.Mapping = "bcda"
+	}
+	if c.Mapping == "balanced" {
+		return bad("mapping", "balanced depends on the batch being booted; a server needs a fixed block-cyclic mapping (scda, bcda, ncda, cyclic:LEVEL)")
+	}
+	if c.Inventory == "" {
+		return bad("inventory", "missing: the inventory file (CSV or YAML)")
+	}
+	if c.Images == "" {
+		return bad("images", "missing: the image store directory")
+	}
+	if c.StateDir == "" {
+		return bad("state_dir", "missing: the directory for boot states")
+	}
+	if c.Profile == "" {
+		c.Profile = "default"
+	}
+	if c.StateFlush == nil {
+		d := Duration(200 * time.Millisecond)
+		c.StateFlush = &d
+	}
+	if c.HTTP.Listen == "" {
+		c.HTTP.Listen = ":80"
+	}
+	if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
+		return bad("http.listen", "%q is not HOST:PORT", c.HTTP.Listen)
+	}
+	if c.HTTP.URL != "" && !strings.HasPrefix(c.HTTP.URL, "http://") && !strings.HasPrefix(c.HTTP.URL, "https://") {
+		return bad("http.url", "%q is not an http:// URL", c.HTTP.URL)
+	}
+	c.HTTP.URL = strings.TrimSuffix(c.HTTP.URL, "/")
+	if c.TFTP.Listen == "" {
+		c.TFTP.Listen = ":69"
+	}
+	if c.TFTP.Listen != "off" {
+		if _, _, err := net.SplitHostPort(c.TFTP.Listen); err != nil {
+			return bad("tftp.listen", "%q is not HOST:PORT or off", c.TFTP.Listen)
+		}
+	}
+	if c.TFTP.MaxBlockSize != 0 && (c.TFTP.MaxBlockSize < 513 || c.TFTP.MaxBlockSize > 65464) {
+		return bad("tftp.max_block_size", "%d is not between 513 and 65464", c.TFTP.MaxBlockSize)
+	}
+	if c.TFTP.MaxTransfers < 0 {
+		return bad("tftp.max_transfers", "must not be negative")
+	}
+	d := &c.DHCP
+	if d.Mode == "" {
+		d.Mode = DHCPReservation
+	}
+	if d.Mode != DHCPReservation && d.Mode != DHCPProxy && d.Mode != DHCPOff {
+		return bad("dhcp.mode", "%q is not reservation, proxy or off", d.Mode)
+	}
+	if d.Listen == "" {
+		d.Listen = ":67"
+	}
+	if _, _, err := net.SplitHostPort(d.Listen); err != nil {
+		return bad("dhcp.listen", "%q is not HOST:PORT", d.Listen)
+	}
+	if d.Subnet == "" && d.Mode == DHCPReservation {
+		return bad("dhcp.subnet", "missing: the nodes' subnet, e.g. 10.0.0.0/24 (needed in reservation mode)")
+	}
+	if d.Subnet != "" {
+		p, err := netip.ParsePrefix(d.Subnet)
+		if err != nil || !p.Addr().Is4() {
+			return bad("dhcp.subnet", "%q is not an IPv4 prefix like 10.0.0.0/24", d.Subnet)
+		}
+	}
+	if d.Router != "" {
+		if a, err := netip.ParseAddr(d.Router); err != nil || !a.Is4() {
+			return bad("dhcp.router", "%q is not an IPv4 address", d.Router)
+		}
+	}
+	for i, s := range d.DNS {
+		if a, err := netip.ParseAddr(s); err != nil || !a.Is4() {
+			return bad(fmt.Sprintf("dhcp.dns[%d]", i), "%q is not an IPv4 address", s)
+		}
+	}
+	if d.LeaseTime == 0 {
+		d.LeaseTime = Duration(time.Hour)
+	}
+	if d.Workers < 0 {
+		return bad("dhcp.workers", "must not be negative")
+	}
+	return nil
+}
+
+// File returns the file the configuration came from ("" when built in code).
+func (c *Config) File() string { return c.file }
+
+// ServerAddr returns this server's address.
+func (c *Config) ServerAddr() netip.Addr {
+	a, _ := netip.ParseAddr(c.Servers[c.ServerID].Address)
+	return a
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
+var yamlUnknown = regexp.MustCompile(`field (\S+) not found in type \S+`)
+
+// yamlError turns a yaml.v3 error into an Error with the file and line.
+func yamlError(err error, file string) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	msg = strings.TrimPrefix(msg, "unmarshal errors:\n  ")
+	if first, _, ok := strings.Cut(msg, "\n"); ok {
+		msg = first
+	}
+	msg = yamlUnknown.ReplaceAllString(msg, "unknown field $1")
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &Error{File: file, Line: line, Msg: m[2]}
+	}
+	return &Error{File: file, Msg: msg}
+}
+
+// fieldLine finds the line of a field path such as "servers[1].address" in a YAML mapping, or the
+// line of its closest existing parent; 0 when unknown.
+func fieldLine(n *yaml.Node, path string) int {
+	line := 0
+	for _, part := range strings.Split(path, ".") {
+		if part == "" {
+			break
+		}
+		key, idx := part, -1
+		if i := strings.IndexByte(part, '['); i >= 0 && strings.HasSuffix(part, "]") {
+			key = part[:i]
+			idx, _ = strconv.Atoi(part[i+1 : len(part)-1])
+		}
+		if n.Kind != yaml.MappingNode {
+			return line
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				line = n.Content[i].Line
+				next = n.Content[i+1]
+			}
+		}
+		if next == nil {
+			return line
+		}
+		n = next
+		if idx >= 0 {
+			if n.Kind != yaml.SequenceNode || idx >= len(n.Content) {
+				return line
+			}
+			n = n.Content[idx]
+			line = n.Line
+		}
+	}
+	return line
+}

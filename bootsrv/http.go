@@ -1,0 +1,370 @@
+package bootsrv
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bootfabric/bootfabric/images"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+)
+
+// maxHealthBody bounds a health report's body.
+const maxHealthBody = 64 << 10
+
+// HealthReport is the body of POST /api/v1/nodes/{name}/health.
+type HealthReport struct {
+	// Status is "ok" or "failed".
+	Status string `json:"status"`
+	// Details is any JSON value the node wants to report (a message, check results).
+	Details json.RawMessage `json:"details,omitempty"`
+}
+
+// HealthResponse answers a health report.
+type HealthResponse struct {
+	Node  string `json:"node"`
+	State State  `json:"state"`
+}
+
+// NodesResponse is the body of GET /api/v1/nodes.
+type NodesResponse struct {
+	Server   string       `json:"server"`
+	ServerID int          `json:"server_id"`
+	Nodes    []NodeStatus `json:"nodes"`
+}
+
+// errorBody is every API error's body.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+// httpMetrics are the HTTP endpoint's collectors.
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "bootfabric", Subsystem: "http", Name: "requests_total",
+			Help: "HTTP requests by route and status code.",
+		}, []string{"route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "bootfabric", Subsystem: "http", Name: "request_duration_seconds",
+			Help:    "HTTP request handling time by route (for /boot, until the file is sent).",
+			Buckets: prometheus.ExponentialBuckets(1e-4, 4, 10),
+		}, []string{"route"}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.requests, m.latency} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("http metrics: %w", err)
+			}
+		}
+	}
+	return m, nil
+}
+
+// Handler returns the HTTP endpoint: iPXE scripts, boot files, the node API, metrics and /healthz.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	route := func(pattern string, h http.HandlerFunc) {
+		label := pattern[strings.IndexByte(pattern, ' ')+1:]
+		mux.Handle(pattern, s.instrument(label, h))
+	}
+	route("GET /ipxe/{mac}", s.handleScript)
+	route("GET /ipxe/bin/{file}", s.handleBinary)
+	route("GET /boot/{profile}/{file}", s.handleBootFile)
+	route("POST /api/v1/nodes/{name}/health", s.handleHealth)
+	route("GET /api/v1/nodes", s.handleNodes)
+	route("GET /api/v1/nodes/{name}", s.handleNode)
+	route("GET /api/v1/summary", s.handleSummary)
+	route("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+	})
+	mux.Handle("GET /metrics", s.instrument("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}).ServeHTTP))
+	return mux
+}
+
+// statusWriter records the status code and the bytes written.
+type statusWriter struct {
+	http.ResponseWriter
+	code  int
+	bytes int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (s *Server) instrument(label string, h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		h(sw, r)
+		if sw.code == 0 {
+			sw.code = http.StatusOK
+		}
+		s.httpm.requests.WithLabelValues(label, strconv.Itoa(sw.code)).Inc()
+		s.httpm.latency.WithLabelValues(label).Observe(time.Since(start).Seconds())
+	})
+}
+
+func writeJSONBody(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func apiError(w http.ResponseWriter, code int, format string, args ...any) {
+	writeJSONBody(w, code, errorBody{Error: fmt.Sprintf(format, args...)})
+}
+
+// parseMAC accepts aa:bb:cc:dd:ee:ff and aa-bb-cc-dd-ee-ff (iPXE's ${mac} and ${mac:hexhyp}).
+func parseMAC(s string) (net.HardwareAddr, error) {
+	mac, err := net.ParseMAC(s)
+	if err != nil || len(mac) != 6 {
+		return nil, fmt.Errorf("%q is not a MAC address", s)
+	}
+	return mac, nil
+}
+
+// handleScript serves the node's iPXE script. Fetching it shows iPXE is running (state nbp).
+func (s *Server) handleScript(w http.ResponseWriter, r *http.Request) {
+	mac, err := parseMAC(r.PathValue("mac"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	name, ok := s.tracker.NameByMAC(mac)
+	if !ok {
+		http.Error(w, fmt.Sprintf("no node with MAC %s is served by this boot server", mac), http.StatusNotFound)
+		return
+	}
+	st, _ := s.tracker.Node(name)
+	if st.IP == "" {
+		// Proxy mode without inventory addresses: the script fetch shows where the node is, so
+		// that its kernel and initrd fetches can be attributed to it.
+		if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+			s.tracker.LearnIP(name, ap.Addr())
+		}
+	}
+	script, err := s.script(name, st.Profile)
+	if err != nil {
+		s.log.Error("rendering iPXE script", zap.String("node", name), zap.Error(err))
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if _, err := w.Write(script); err == nil {
+		s.observe(name, EvScript, "GET "+r.URL.Path)
+	}
+}
+
+// script renders the iPXE script of a node.
+func (s *Server) script(name, profile string) ([]byte, error) {
+	p, err := s.images.Get(profile)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", name, err)
+	}
+	return images.RenderScript(p, images.ScriptParams{
+		Server: s.urlHost, Port: s.urlPort, Node: name,
+		HealthURL: s.baseURL + "/api/v1/nodes/" + name + "/health",
+	})
+}
+
+// handleBinary serves an iPXE binary for UEFI HTTP boot (dhcpd's default HTTPBootURL).
+func (s *Server) handleBinary(w http.ResponseWriter, r *http.Request) {
+	file := r.PathValue("file")
+	if file == "boot" {
+		http.NotFound(w, r)
+		return
+	}
+	s.serveFile(w, r, file, EvNBP)
+}
+
+// handleBootFile serves a profile's file; delivering the kernel or initrd advances the boot state
+// of the node that fetched it.
+func (s *Server) handleBootFile(w http.ResponseWriter, r *http.Request) {
+	profile, file := r.PathValue("profile"), r.PathValue("file")
+	ev := EvNBP
+	if p, err := s.images.Get(profile); err == nil {
+		switch file {
+		case p.Kernel:
+			ev = EvKernel
+		case p.Initrd:
+			ev = EvInitrd
+		}
+	}
+	s.serveFile(w, r, "boot/"+profile+"/"+file, ev)
+}
+
+func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, path string, ev Event) {
+	if !fs.ValidPath(path) {
+		http.NotFound(w, r)
+		return
+	}
+	f, err := s.fsys.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) {
+			http.NotFound(w, r)
+			return
+		}
+		s.log.Error("opening boot file", zap.String("path", path), zap.Error(err))
+		http.Error(w, "cannot open "+path, http.StatusInternalServerError)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		http.NotFound(w, r)
+		return
+	}
+	rs, ok := f.(io.ReadSeeker)
+	if !ok {
+		http.Error(w, path+" cannot be served with ranges", http.StatusInternalServerError)
+		return
+	}
+	sw, _ := w.(*statusWriter)
+	http.ServeContent(w, r, fi.Name(), fi.ModTime(), rs)
+	if r.Method != http.MethodGet || sw == nil || sw.code/100 != 2 {
+		return
+	}
+	if sw.code == http.StatusOK && sw.bytes != fi.Size() {
+		s.observeRemote(r, EvTransferFailed, fmt.Sprintf("http %s: sent %d of %d bytes", path, sw.bytes, fi.Size()))
+		return
+	}
+	s.observeRemote(r, ev, "http "+path)
+}
+
+// observeRemote attributes an event to the node with the request's source address, or named by
+// the node query parameter.
+func (s *Server) observeRemote(r *http.Request, ev Event, detail string) {
+	name := r.URL.Query().Get("node")
+	if name == "" {
+		ap, err := netip.ParseAddrPort(r.RemoteAddr)
+		if err != nil {
+			return
+		}
+		var ok bool
+		if name, ok = s.tracker.NameByIP(ap.Addr()); !ok {
+			return
+		}
+	}
+	s.observe(name, ev, detail)
+}
+
+func (s *Server) observe(name string, ev Event, detail string) {
+	if _, _, err := s.tracker.Observe(name, ev, detail); err != nil {
+		s.log.Debug("event for a node not served here", zap.String("node", name), zap.Stringer("event", ev))
+	}
+}
+
+// handleHealth records a booted node's health report.
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if _, ok := s.tracker.Node(name); !ok {
+		if n, ok := s.auth.Inventory().ByName(name); ok {
+			o := s.auth.Owner(n)
+			where := "no boot server"
+			if o >= 0 && o < len(s.cfg.Servers) {
+				where = fmt.Sprintf("boot server %s (%s)", s.cfg.Servers[o].Name, s.cfg.Servers[o].Address)
+			}
+			apiError(w, http.StatusMisdirectedRequest, "node %q is served by %s, not by this one", name, where)
+			return
+		}
+		apiError(w, http.StatusNotFound, "unknown node %q", name)
+		return
+	}
+	var rep HealthReport
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxHealthBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			apiError(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes", maxHealthBody)
+			return
+		}
+		if errors.Is(err, io.EOF) {
+			apiError(w, http.StatusBadRequest, `empty body: want JSON like {"status": "ok", "details": "..."}`)
+			return
+		}
+		apiError(w, http.StatusBadRequest, `malformed body: %v; want JSON like {"status": "ok", "details": "..."}`, err)
+		return
+	}
+	if dec.More() {
+		apiError(w, http.StatusBadRequest, "malformed body: more than one JSON value")
+		return
+	}
+	if rep.Status != "ok" && rep.Status != "failed" {
+		apiError(w, http.StatusBadRequest, `status %q: want "ok" or "failed"`, rep.Status)
+		return
+	}
+	state, err := s.tracker.Report(name, Health{Status: rep.Status, Details: rep.Details})
+	if err != nil {
+		apiError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	writeJSONBody(w, http.StatusOK, HealthResponse{Node: name, State: state})
+}
+
+func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) {
+	nodes := s.tracker.Nodes()
+	if want := r.URL.Query().Get("state"); want != "" {
+		st, err := ParseState(want)
+		if err != nil {
+			apiError(w, http.StatusBadRequest, "state: %v", err)
+			return
+		}
+		kept := nodes[:0]
+		for _, n := range nodes {
+			if n.State == st {
+				kept = append(kept, n)
+			}
+		}
+		nodes = kept
+	}
+	writeJSONBody(w, http.StatusOK, NodesResponse{Server: s.cfg.Servers[s.cfg.ServerID].Name, ServerID: s.cfg.ServerID, Nodes: nodes})
+}
+
+func (s *Server) handleNode(w http.ResponseWriter, r *http.Request) {
+	n, ok := s.tracker.Node(r.PathValue("name"))
+	if !ok {
+		apiError(w, http.StatusNotFound, "unknown node %q", r.PathValue("name"))
+		return
+	}
+	writeJSONBody(w, http.StatusOK, n)
+}
+
+func (s *Server) handleSummary(w http.ResponseWriter, _ *http.Request) {
+	writeJSONBody(w, http.StatusOK, s.tracker.Summary())
+}

@@ -1,0 +1,335 @@
+package bootsrv
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/bootfabric/bootfabric/topology"
+	"gopkg.in/yaml.v3"
+)
+
+// Error is a problem in a configuration or inventory file, located by file, line and field where
+// known.
+type Error struct {
+	File  string
+	Line  int
+	Field string
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	var sb strings.Builder
+	if e.File != "" {
+		sb.WriteString(e.File)
+		if e.Line > 0 {
+			sb.WriteString(":" + strconv.Itoa(e.Line))
+		}
+		sb.WriteString(": ")
+	} else if e.Line > 0 {
+		sb.WriteString("line " + strconv.Itoa(e.Line) + ": ")
+	}
+	if e.Field != "" {
+		sb.WriteString(e.Field + ": ")
+	}
+	sb.WriteString(e.Msg)
+	return sb.String()
+}
+
+// InventoryNode is one machine of the inventory.
+type InventoryNode struct {
+	// Name is the host name handed out by DHCP and the name of the node in the API.
+	Name string `json:"name"`
+	// MAC is the address of the NIC the node boots from.
+	MAC net.HardwareAddr `json:"-"`
+	// IP is the node's reserved address; invalid (zero) when the inventory gives none.
+	IP netip.Addr `json:"ip,omitzero"`
+	// Position is the node's name in the topology (e.g. s0-b1-n2); Index is its index there.
+	Position string `json:"position"`
+	Index    int    `json:"index"`
+	// Profile is the boot profile; empty means the configured default.
+	Profile string `json:"profile,omitempty"`
+	// Line is the node's line in the inventory file.
+	Line int `json:"-"`
+}
+
+// Inventory is the list of machines a boot server may be asked about, indexed by MAC, name and IP.
+type Inventory struct {
+	File  string
+	Nodes []InventoryNode
+
+	byMAC  map[string]int
+	byName map[string]int
+	byIP   map[netip.Addr]int
+}
+
+// ByMAC returns the node with the given MAC address.
+func (inv *Inventory) ByMAC(mac net.HardwareAddr) (*InventoryNode, bool) {
+	i, ok := inv.byMAC[macKey(mac)]
+	if !ok {
+		return nil, false
+	}
+	return &inv.Nodes[i], true
+}
+
+// ByName returns the node with the given name.
+func (inv *Inventory) ByName(name string) (*InventoryNode, bool) {
+	i, ok := inv.byName[name]
+	if !ok {
+		return nil, false
+	}
+	return &inv.Nodes[i], true
+}
+
+// ByIP returns the node with the given reserved address.
+func (inv *Inventory) ByIP(ip netip.Addr) (*InventoryNode, bool) {
+	i, ok := inv.byIP[ip.Unmap()]
+	if !ok {
+		return nil, false
+	}
+	return &inv.Nodes[i], true
+}
+
+func macKey(mac net.HardwareAddr) string { return strings.ToLower(mac.String()) }
+
+// LoadInventory reads an inventory file: CSV when its name ends in .csv, YAML otherwise. Node
+// positions are checked against h.
+func LoadInventory(path string, h *topology.Hierarchy) (*Inventory, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("inventory: %w", err)
+	}
+	if strings.EqualFold(filepath.Ext(path), ".csv") {
+		return ParseInventoryCSV(data, path, h)
+	}
+	return ParseInventoryYAML(data, path, h)
+}
+
+// inventory columns / keys.
+var inventoryFields = []string{"name", "mac", "ip", "node", "profile"}
+
+// ParseInventoryCSV parses a CSV inventory. The first row names the columns: name, mac, ip, node
+// (alias position) and profile, in any order; name and mac are required. Lines starting with # are
+// comments. A node without a node/position column is placed by its name. file names the source in
+// errors.
+func ParseInventoryCSV(data []byte, file string, h *topology.Hierarchy) (*Inventory, error) {
+	r := csv.NewReader(bytes.NewReader(data))
+	r.Comment = '#'
+	r.TrimLeadingSpace = true
+	r.ReuseRecord = false
+	header, err := r.Read()
+	if err == io.EOF {
+		return nil, &Error{File: file, Msg: "empty inventory: want a header row such as name,mac,ip,node"}
+	}
+	if err != nil {
+		return nil, csvError(err, file)
+	}
+	hline, _ := r.FieldPos(0)
+	col := map[string]int{}
+	for i, c := range header {
+		c = strings.ToLower(strings.TrimSpace(c))
+		if c == "position" {
+			c = "node"
+		}
+		if !slices.Contains(inventoryFields, c) {
+			return nil, &Error{File: file, Line: hline, Field: "header", Msg: fmt.Sprintf("unknown column %q (columns: %s)", header[i], strings.Join(inventoryFields, ", "))}
+		}
+		if _, dup := col[c]; dup {
+			return nil, &Error{File: file, Line: hline, Field: "header", Msg: fmt.Sprintf("column %q given twice", c)}
+		}
+		col[c] = i
+	}
+	for _, c := range []string{"name", "mac"} {
+		if _, ok := col[c]; !ok {
+			return nil, &Error{File: file, Line: hline, Field: "header", Msg: fmt.Sprintf("missing column %q", c)}
+		}
+	}
+	b := newInventoryBuilder(file, h)
+	for {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, csvError(err, file)
+		}
+		line, _ := r.FieldPos(0)
+		get := func(c string) string {
+			if i, ok := col[c]; ok {
+				return strings.TrimSpace(rec[i])
+			}
+			return ""
+		}
+		if err := b.add(line, get("name"), get("mac"), get("ip"), get("node"), get("profile")); err != nil {
+			return nil, err
+		}
+	}
+	return b.done()
+}
+
+func csvError(err error, file string) error {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return &Error{File: file, Line: pe.Line, Msg: pe.Err.Error()}
+	}
+	return &Error{File: file, Msg: err.Error()}
+}
+
+// ParseInventoryYAML parses a YAML inventory: a list of nodes, or a mapping whose key "nodes" holds
+// the list. Each node is a mapping with the keys name and mac (required), ip, node (alias
+// position) and profile. file names the source in errors.
+func ParseInventoryYAML(data []byte, file string, h *topology.Hierarchy) (*Inventory, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, yamlError(err, file)
+	}
+	if len(root.Content) == 0 {
+		return nil, &Error{File: file, Msg: "empty inventory: want a list of nodes"}
+	}
+	list := root.Content[0]
+	if list.Kind == yaml.MappingNode {
+		var nodes *yaml.Node
+		for i := 0; i+1 < len(list.Content); i += 2 {
+			k := list.Content[i]
+			if k.Value != "nodes" {
+				return nil, &Error{File: file, Line: k.Line, Field: k.Value, Msg: "unknown field (want nodes)"}
+			}
+			nodes = list.Content[i+1]
+		}
+		if nodes == nil {
+			return nil, &Error{File: file, Line: list.Line, Field: "nodes", Msg: "missing list of nodes"}
+		}
+		list = nodes
+	}
+	if list.Kind != yaml.SequenceNode {
+		return nil, &Error{File: file, Line: list.Line, Msg: "want a list of nodes"}
+	}
+	b := newInventoryBuilder(file, h)
+	for i, item := range list.Content {
+		field := fmt.Sprintf("nodes[%d]", i)
+		if item.Kind != yaml.MappingNode {
+			return nil, &Error{File: file, Line: item.Line, Field: field, Msg: "want a mapping with name, mac, ip, node"}
+		}
+		vals := map[string]string{}
+		for j := 0; j+1 < len(item.Content); j += 2 {
+			k, v := item.Content[j], item.Content[j+1]
+			key := k.Value
+			if key == "position" {
+				key = "node"
+			}
+			if !slices.Contains(inventoryFields, key) {
+				return nil, &Error{File: file, Line: k.Line, Field: field + "." + k.Value, Msg: fmt.Sprintf("unknown field (fields: %s)", strings.Join(inventoryFields, ", "))}
+			}
+			if _, dup := vals[key]; dup {
+				return nil, &Error{File: file, Line: k.Line, Field: field + "." + k.Value, Msg: "given twice"}
+			}
+			if v.Kind != yaml.ScalarNode {
+				return nil, &Error{File: file, Line: v.Line, Field: field + "." + k.Value, Msg: "want a single value"}
+			}
+			vals[key] = strings.TrimSpace(v.Value)
+		}
+		if err := b.add(item.Line, vals["name"], vals["mac"], vals["ip"], vals["node"], vals["profile"]); err != nil {
+			return nil, err
+		}
+	}
+	return b.done()
+}
+
+type inventoryBuilder struct {
+	file string
+	h    *topology.Hierarchy
+	inv  *Inventory
+	pos  map[int]int // topology index -> node
+}
+
+func newInventoryBuilder(file string, h *topology.Hierarchy) *inventoryBuilder {
+	return &inventoryBuilder{file: file, h: h, pos: map[int]int{}, inv: &Inventory{
+		File: file, byMAC: map[string]int{}, byName: map[string]int{}, byIP: map[netip.Addr]int{},
+	}}
+}
+
+func (b *inventoryBuilder) add(line int, name, mac, ip, pos, profile string) error {
+	bad := func(field, format string, args ...any) error {
+		return &Error{File: b.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	inv := b.inv
+	n := InventoryNode{Name: name, Profile: profile, Line: line}
+	if name == "" {
+		return bad("name", "missing node name")
+	}
+	if !validHostName(name) {
+		return bad("name", "%q is not a host name (letters, digits, '-', '.')", name)
+	}
+	if j, dup := inv.byName[name]; dup {
+		return bad("name", "%q already on line %d", name, inv.Nodes[j].Line)
+	}
+	if mac == "" {
+		return bad("mac", "missing MAC address")
+	}
+	hw, err := net.ParseMAC(mac)
+	if err != nil || len(hw) != 6 {
+		return bad("mac", "%q is not a MAC address like 52:54:00:12:34:56", mac)
+	}
+	n.MAC = hw
+	if j, dup := inv.byMAC[macKey(hw)]; dup {
+		return bad("mac", "%s already belongs to %s (line %d)", hw, inv.Nodes[j].Name, inv.Nodes[j].Line)
+	}
+	if ip != "" {
+		a, err := netip.ParseAddr(ip)
+		if err != nil || !a.Is4() {
+			return bad("ip", "%q is not an IPv4 address", ip)
+		}
+		if j, dup := inv.byIP[a]; dup {
+			return bad("ip", "%s already belongs to %s (line %d)", a, inv.Nodes[j].Name, inv.Nodes[j].Line)
+		}
+		n.IP = a
+	}
+	if pos == "" {
+		pos = name
+	}
+	idx, err := b.h.ParseNode(pos)
+	if err != nil {
+		return bad("node", "%v", err)
+	}
+	if j, dup := b.pos[idx]; dup {
+		return bad("node", "position %s already taken by %s (line %d)", pos, inv.Nodes[j].Name, inv.Nodes[j].Line)
+	}
+	n.Position, n.Index = pos, idx
+	k := len(inv.Nodes)
+	inv.Nodes = append(inv.Nodes, n)
+	inv.byName[name] = k
+	inv.byMAC[macKey(hw)] = k
+	if n.IP.IsValid() {
+		inv.byIP[n.IP] = k
+	}
+	b.pos[idx] = k
+	return nil
+}
+
+func (b *inventoryBuilder) done() (*Inventory, error) {
+	if len(b.inv.Nodes) == 0 {
+		return nil, &Error{File: b.file, Msg: "the inventory lists no nodes"}
+	}
+	return b.inv, nil
+}
+
+func validHostName(s string) bool {
+	if len(s) > 253 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
+			return false
+		}
+	}
+	return true
+}

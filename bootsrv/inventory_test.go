@@ -1,0 +1,181 @@
+package bootsrv
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bootfabric/bootfabric/topology"
+	"github.com/google/go-cmp/cmp"
+)
+
+func miniHierarchy(t testing.TB) *topology.Hierarchy {
+	t.Helper()
+	m, _ := topology.Preset("mini")
+	g, err := m.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.Hierarchy()
+}
+
+// miniInventoryCSV lists every node of the mini machine: node i has MAC 52:54:00:00:00:i and IP
+// 10.0.0.(10+i).
+func miniInventoryCSV(t testing.TB) string {
+	h := miniHierarchy(t)
+	var sb strings.Builder
+	sb.WriteString("name,mac,ip,node\n")
+	for i := 0; i < h.NumNodes(); i++ {
+		fmt.Fprintf(&sb, "node%02d,52:54:00:00:00:%02x,10.0.0.%d,%s\n", i, i, 10+i, h.NodeName(i))
+	}
+	return sb.String()
+}
+
+func TestParseInventoryCSV(t *testing.T) {
+	h := miniHierarchy(t)
+	data := "# inventory\nname, mac, ip, position, profile\n" +
+		"n1,52:54:00:AA:00:01,10.0.0.11,s0-b0-n1,\n" +
+		"s1-b3-n3,52-54-00-aa-00-02,,,rescue\n"
+	inv, err := ParseInventoryCSV([]byte(data), "inv.csv", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		Name, MAC, IP, Pos, Profile string
+		Index, Line                 int
+	}
+	var got []row
+	for _, n := range inv.Nodes {
+		ip := ""
+		if n.IP.IsValid() {
+			ip = n.IP.String()
+		}
+		got = append(got, row{n.Name, n.MAC.String(), ip, n.Position, n.Profile, n.Index, n.Line})
+	}
+	want := []row{
+		{"n1", "52:54:00:aa:00:01", "10.0.0.11", "s0-b0-n1", "", 1, 3},
+		{"s1-b3-n3", "52:54:00:aa:00:02", "", "s1-b3-n3", "rescue", 31, 4},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("nodes (-want +got):\n%s", diff)
+	}
+	n, ok := inv.ByIP(netip.MustParseAddr("10.0.0.11"))
+	if !ok || n.Name != "n1" {
+		t.Errorf("ByIP = %v, %v", n, ok)
+	}
+}
+
+func TestParseInventoryYAML(t *testing.T) {
+	h := miniHierarchy(t)
+	for _, data := range []string{
+		"- {name: a, mac: '52:54:00:00:00:01', ip: 10.0.0.2, node: s0-b0-n0}\n- name: b\n  mac: 52:54:00:00:00:02\n  position: s0-b0-n1\n",
+		"nodes:\n  - {name: a, mac: '52:54:00:00:00:01', ip: 10.0.0.2, node: s0-b0-n0}\n  - name: b\n    mac: 52:54:00:00:00:02\n    position: s0-b0-n1\n",
+	} {
+		inv, err := ParseInventoryYAML([]byte(data), "inv.yaml", h)
+		if err != nil {
+			t.Fatalf("%q: %v", data, err)
+		}
+		if len(inv.Nodes) != 2 || inv.Nodes[1].Index != 1 || inv.Nodes[0].IP.String() != "10.0.0.2" {
+			t.Errorf("%q: got %+v", data, inv.Nodes)
+		}
+	}
+}
+
+func TestInventoryErrors(t *testing.T) {
+	h := miniHierarchy(t)
+	const hdr = "name,mac,ip,node\n"
+	const ok1 = "a,52:54:00:00:00:01,10.0.0.2,s0-b0-n0\n"
+	tests := []struct {
+		file, data, want string
+	}{
+		{"i.csv", "", "i.csv: empty inventory"},
+		{"i.csv", "name,mac,colour\n", "i.csv:1: header: unknown column \"colour\""},
+		{"i.csv", "name,ip\n", "i.csv:1: header: missing column \"mac\""},
+		{"i.csv", hdr, "i.csv: the inventory lists no nodes"},
+		{"i.csv", hdr + ok1 + "b,52:54:00:00:00:01,10.0.0.3,s0-b0-n1\n", "i.csv:3: mac: 52:54:00:00:00:01 already belongs to a (line 2)"},
+		{"i.csv", hdr + ok1 + "a,52:54:00:00:00:02,10.0.0.3,s0-b0-n1\n", "i.csv:3: name: \"a\" already on line 2"},
+		{"i.csv", hdr + ok1 + "b,52:54:00:00:00:02,10.0.0.2,s0-b0-n1\n", "i.csv:3: ip: 10.0.0.2 already belongs to a (line 2)"},
+		{"i.csv", hdr + ok1 + "b,52:54:00:00:00:02,10.0.0.3,s0-b0-n0\n", "i.csv:3: node: position s0-b0-n0 already taken by a (line 2)"},
+		{"i.csv", hdr + "b,52:54:00:zz:00:02,10.0.0.3,s0-b0-n0\n", "i.csv:2: mac: \"52:54:00:zz:00:02\" is not a MAC address"},
+		{"i.csv", hdr + "b,52:54:00:00:00:02,10.0.0.300,s0-b0-n0\n", "i.csv:2: ip: \"10.0.0.300\" is not an IPv4 address"},
+		{"i.csv", hdr + "b,52:54:00:00:00:02,fe80::1,s0-b0-n0\n", "i.csv:2: ip: \"fe80::1\" is not an IPv4 address"},
+		{"i.csv", hdr + "b,52:54:00:00:00:02,10.0.0.3,s0-b9-n0\n", "i.csv:2: node: node name \"s0-b9-n0\": board 9 out of range"},
+		{"i.csv", hdr + "node7,52:54:00:00:00:02,10.0.0.3,\n", "i.csv:2: node: node name \"node7\""},
+		{"i.csv", hdr + ",52:54:00:00:00:02,10.0.0.3,s0-b0-n0\n", "i.csv:2: name: missing node name"},
+		{"i.csv", hdr + "a b,52:54:00:00:00:02,10.0.0.3,s0-b0-n0\n", "i.csv:2: name: \"a b\" is not a host name"},
+		{"i.csv", hdr + "a,52:54:00:00:00:02\n", "i.csv:2: wrong number of fields"},
+		{"i.yaml", "- {name: a, mac: '52:54:00:00:00:01', colour: red}\n", "i.yaml:1: nodes[0].colour: unknown field"},
+		{"i.yaml", "- {name: a, mac: '52:54:00:00:00:01', node: s0-b0-n0}\n- {name: b, mac: '52:54:00:00:00:01', node: s0-b0-n1}\n", "i.yaml:2: mac: 52:54:00:00:00:01 already belongs to a (line 1)"},
+		{"i.yaml", "hosts: []\n", "i.yaml:1: hosts: unknown field (want nodes)"},
+		{"i.yaml", "- just a string\n", "i.yaml:1: nodes[0]: want a mapping"},
+		{"i.yaml", "- {name: [a], mac: x}\n", "i.yaml:1: nodes[0].name: want a single value"},
+		{"i.yaml", "- {name: a\n", "i.yaml:1: did not find expected"},
+		{"i.yaml", "", "i.yaml: empty inventory"},
+	}
+	for _, tc := range tests {
+		var err error
+		if strings.HasSuffix(tc.file, ".csv") {
+			_, err = ParseInventoryCSV([]byte(tc.data), tc.file, h)
+		} else {
+			_, err = ParseInventoryYAML([]byte(tc.data), tc.file, h)
+		}
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s %q:\n got  %v\n want %s...", tc.file, tc.data, err, tc.want)
+		}
+		var e *Error
+		if err != nil && !errors.As(err, &e) {
+			t.Errorf("%q: error %T is not *Error", tc.data, err)
+		}
+	}
+}
+
+func TestLoadInventory(t *testing.T) {
+	h := miniHierarchy(t)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "inv.CSV")
+	if err := os.WriteFile(p, []byte(miniInventoryCSV(t)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := LoadInventory(p, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inv.Nodes) != 32 {
+		t.Errorf("%d nodes, want 32", len(inv.Nodes))
+	}
+	if _, err := LoadInventory(filepath.Join(dir, "missing.yaml"), h); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func FuzzParseInventory(f *testing.F) {
+	f.Add([]byte("name,mac,ip,node\na,52:54:00:00:00:01,10.0.0.2,s0-b0-n0\n"), true)
+	f.Add([]byte("- {name: a, mac: '52:54:00:00:00:01', ip: 10.0.0.2, node: s0-b0-n0}\n"), false)
+	f.Add([]byte("nodes:\n - name: s0-b0-n1\n   mac: 52:54:00:00:00:02\n"), false)
+	h := miniHierarchy(f)
+	f.Fuzz(func(t *testing.T, data []byte, csv bool) {
+		var inv *Inventory
+		var err error
+		if csv {
+			inv, err = ParseInventoryCSV(data, "f.csv", h)
+		} else {
+			inv, err = ParseInventoryYAML(data, "f.yaml", h)
+		}
+		if err != nil {
+			return
+		}
+		for i := range inv.Nodes {
+			n := &inv.Nodes[i]
+			if got, ok := inv.ByMAC(n.MAC); !ok || got != n {
+				t.Fatalf("ByMAC(%s) = %v", n.MAC, got)
+			}
+			if n.Index < 0 || n.Index >= h.NumNodes() {
+				t.Fatalf("index %d out of range", n.Index)
+			}
+		}
+	})
+}

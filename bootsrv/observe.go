@@ -1,0 +1,154 @@
+package bootsrv
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/bootfabric/bootfabric/dhcpd"
+	"github.com/bootfabric/bootfabric/tftpd"
+	"github.com/insomniacslk/dhcp/dhcpv4"
+)
+
+// Reservations returns dhcpd's view of the authority: the MACs of this server's nodes with their
+// inventory address and host name, and the network options of the configuration. In proxy mode it
+// only says which clients are this server's (the address comes from the network's DHCP server).
+func (a *Authority) Reservations(opts NetworkOptions) (dhcpd.StaticReservations, error) {
+	m := map[string]dhcpd.Reservation{}
+	for _, n := range a.Owned() {
+		r := dhcpd.Reservation{Name: n.Name, Mask: opts.Mask, Router: opts.Router, DNS: opts.DNS, Domain: opts.Domain}
+		if n.IP.IsValid() {
+			r.IP = n.IP.AsSlice()
+		}
+		m[n.MAC.String()] = r
+	}
+	return dhcpd.NewStaticReservations(m)
+}
+
+// NetworkOptions are the DHCP options every node of this server gets besides its address.
+type NetworkOptions struct {
+	Mask   []byte
+	Router []byte
+	DNS    []net.IP
+	Domain string
+}
+
+// networkOptions turns the DHCP configuration into NetworkOptions.
+func (c *DHCPConfig) networkOptions() NetworkOptions {
+	var o NetworkOptions
+	if p, err := netip.ParsePrefix(c.Subnet); err == nil {
+		o.Mask = net.CIDRMask(p.Bits(), 32)
+	}
+	if a, err := netip.ParseAddr(c.Router); err == nil {
+		o.Router = a.AsSlice()
+	}
+	for _, d := range c.DNS {
+		if a, err := netip.ParseAddr(d); err == nil {
+			o.DNS = append(o.DNS, a.AsSlice())
+		}
+	}
+	o.Domain = c.Domain
+	return o
+}
+
+// dhcpObserver turns handled DHCP requests into boot events.
+type dhcpObserver struct{ s *Server }
+
+// OnDHCP implements dhcpd.Observer.
+func (o dhcpObserver) OnDHCP(mac net.HardwareAddr, t dhcpv4.MessageType, out dhcpd.Outcome, ip net.IP) {
+	name, ok := o.s.tracker.NameByMAC(mac)
+	if !ok {
+		return
+	}
+	detail := fmt.Sprintf("dhcp %s: %s", strings.ToLower(t.String()), out)
+	for _, ev := range DHCPEvents(t, out) {
+		if ev == EvAck {
+			if a, ok := netip.AddrFromSlice(ip.To4()); ok {
+				o.s.tracker.LearnIP(name, a)
+			}
+			if st, _ := o.s.tracker.State(name); st != Offered {
+				// dhcpd reports a request after sending its reply, from a pool of workers, so a
+				// quick client's ACK can be reported before the DISCOVER that preceded it. An ACK
+				// that does not follow an observed OFFER waits a moment for that DISCOVER; for a
+				// renewal, which changes nothing, the wait does no harm.
+				time.AfterFunc(ackReorderDelay, func() { o.s.observe(name, ev, detail) })
+				continue
+			}
+		}
+		o.s.observe(name, ev, detail)
+	}
+}
+
+// ackReorderDelay is how long an ACK without an observed OFFER waits for the late DISCOVER.
+const ackReorderDelay = 50 * time.Millisecond
+
+// DHCPEvents maps a handled DHCP request (its message type and what the server did) to boot
+// events. It is pure.
+func DHCPEvents(t dhcpv4.MessageType, out dhcpd.Outcome) []Event {
+	switch t {
+	case dhcpv4.MessageTypeDiscover:
+		if out == dhcpd.OutcomeOffered {
+			return []Event{EvDiscover, EvOffer}
+		}
+		if out == dhcpd.OutcomeDuplicate || out == dhcpd.OutcomeNotOurs || out == dhcpd.OutcomeNotPXE {
+			return nil
+		}
+		return []Event{EvDiscover}
+	case dhcpv4.MessageTypeRequest:
+		if out == dhcpd.OutcomeAcked {
+			return []Event{EvAck}
+		}
+	}
+	return nil
+}
+
+// tftpObserver turns TFTP transfers into boot events.
+type tftpObserver struct{ s *Server }
+
+// OnTransferStart implements tftpd.Observer.
+func (tftpObserver) OnTransferStart(tftpd.TransferInfo) {}
+
+// OnTransferDone implements tftpd.Observer.
+func (o tftpObserver) OnTransferDone(r tftpd.TransferResult) {
+	name, ok := o.s.tracker.NameByIP(r.Remote.Addr())
+	if !ok {
+		return
+	}
+	ev := TFTPEvent(r.Outcome, r.Path, o.s.fileKind)
+	detail := fmt.Sprintf("tftp %s: %s", r.Filename, r.Outcome)
+	if r.Err != nil && r.Outcome.Failed() {
+		detail += ": " + r.Err.Error()
+	}
+	o.s.observe(name, ev, detail)
+}
+
+// fileKind says which event delivering path (in the served FS) is: the kernel or initrd of a
+// profile, or another boot file.
+func (s *Server) fileKind(path string) Event {
+	parts := strings.Split(path, "/")
+	if len(parts) == 3 && parts[0] == "boot" {
+		if p, err := s.images.Get(parts[1]); err == nil {
+			switch parts[2] {
+			case p.Kernel:
+				return EvKernel
+			case p.Initrd:
+				return EvInitrd
+			}
+		}
+	}
+	return EvNBP
+}
+
+// TFTPEvent maps a finished TFTP transfer to a boot event; kind classifies a delivered file. It is
+// pure (given kind): the UEFI tsize probe is EvProbe, never a failure.
+func TFTPEvent(out tftpd.Outcome, path string, kind func(string) Event) Event {
+	switch {
+	case out == tftpd.OutcomeOK:
+		return kind(path)
+	case out == tftpd.OutcomeProbe:
+		return EvProbe
+	}
+	return EvTransferFailed
+}

@@ -1,0 +1,85 @@
+package bootsrv
+
+import (
+	"net"
+	"testing"
+
+	"github.com/bootfabric/bootfabric/dhcpd"
+	"github.com/bootfabric/bootfabric/tftpd"
+	"github.com/google/go-cmp/cmp"
+	"github.com/insomniacslk/dhcp/dhcpv4"
+)
+
+func TestDHCPEvents(t *testing.T) {
+	tests := []struct {
+		t    dhcpv4.MessageType
+		out  dhcpd.Outcome
+		want []Event
+	}{
+		{dhcpv4.MessageTypeDiscover, dhcpd.OutcomeOffered, []Event{EvDiscover, EvOffer}},
+		{dhcpv4.MessageTypeDiscover, dhcpd.OutcomeExhausted, []Event{EvDiscover}},
+		{dhcpv4.MessageTypeDiscover, dhcpd.OutcomeDuplicate, nil},
+		{dhcpv4.MessageTypeDiscover, dhcpd.OutcomeNotOurs, nil},
+		{dhcpv4.MessageTypeDiscover, dhcpd.OutcomeNotPXE, nil},
+		{dhcpv4.MessageTypeRequest, dhcpd.OutcomeAcked, []Event{EvAck}},
+		{dhcpv4.MessageTypeRequest, dhcpd.OutcomeNaked, nil},
+		{dhcpv4.MessageTypeRequest, dhcpd.OutcomeOtherServer, nil},
+		{dhcpv4.MessageTypeInform, dhcpd.OutcomeAcked, nil},
+		{dhcpv4.MessageTypeRelease, dhcpd.OutcomeReleased, nil},
+	}
+	for _, tc := range tests {
+		if diff := cmp.Diff(tc.want, DHCPEvents(tc.t, tc.out)); diff != "" {
+			t.Errorf("%v %v (-want +got):\n%s", tc.t, tc.out, diff)
+		}
+	}
+}
+
+func TestTFTPEvent(t *testing.T) {
+	kind := func(p string) Event {
+		switch p {
+		case "boot/default/vmlinuz":
+			return EvKernel
+		case "boot/default/initrd.img":
+			return EvInitrd
+		}
+		return EvNBP
+	}
+	tests := []struct {
+		out  tftpd.Outcome
+		path string
+		want Event
+	}{
+		{tftpd.OutcomeOK, "undionly.kpxe", EvNBP},
+		{tftpd.OutcomeOK, "boot/default/vmlinuz", EvKernel},
+		{tftpd.OutcomeOK, "boot/default/initrd.img", EvInitrd},
+		{tftpd.OutcomeProbe, "ipxe.efi", EvProbe},
+		{tftpd.OutcomeAborted, "ipxe.efi", EvTransferFailed},
+		{tftpd.OutcomeTimeout, "ipxe.efi", EvTransferFailed},
+		{tftpd.OutcomeNotFound, "missing.efi", EvTransferFailed},
+		{tftpd.OutcomeRefused, "", EvTransferFailed},
+	}
+	for _, tc := range tests {
+		if got := TFTPEvent(tc.out, tc.path, kind); got != tc.want {
+			t.Errorf("%v %q: %v, want %v", tc.out, tc.path, got, tc.want)
+		}
+	}
+}
+
+func TestDHCPConfig(t *testing.T) {
+	f := newFixture(t)
+	s := f.server(t, func(c *Config) {
+		c.HTTP.URL = "http://boot.example:8080"
+		c.DHCP.Mode = DHCPProxy
+		c.DHCP.BIOSFile = "custom.kpxe"
+	})
+	c := s.dhcpConfig("eth1")
+	if c.Mode != dhcpd.ModeProxy || c.Interface != "eth1" || !c.ServerIP.Equal(net.IPv4(127, 0, 0, 1)) || c.Boot.HTTPPort != 8080 ||
+		c.Boot.IPXEScriptURL != "http://boot.example:8080/ipxe/{mac}" || c.Boot.HTTPBootURL != "http://boot.example:8080/ipxe/bin/{file}" ||
+		c.Boot.BIOSFile != "custom.kpxe" || c.Observer == nil || c.Registerer == nil {
+		t.Errorf("dhcpd config: %+v", c)
+	}
+	mac, _ := net.ParseMAC("52:54:00:00:00:03")
+	if r, ok := c.Reservations.Lookup(mac); !ok || r.Name != "node03" {
+		t.Errorf("reservation of node03: %+v %v", r, ok)
+	}
+}

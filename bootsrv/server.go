@@ -1,0 +1,402 @@
+package bootsrv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/bootfabric/bootfabric/dhcpd"
+	"github.com/bootfabric/bootfabric/images"
+	"github.com/bootfabric/bootfabric/tftpd"
+	"github.com/bootfabric/bootfabric/topology"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/zap"
+)
+
+// Options are the dependencies of a Server. Zero values: a new registry, time.Now, no logs.
+type Options struct {
+	Logger *zap.Logger
+	// Registry receives every metric (boot states, HTTP, DHCP, TFTP) and is what /metrics shows.
+	Registry *prometheus.Registry
+	Now      func() time.Time
+}
+
+// Server is one boot server. Build it with New, open its sockets with Listen and run it with Serve.
+type Server struct {
+	cfg     *Config
+	log     *zap.Logger
+	reg     *prometheus.Registry
+	auth    *Authority
+	tracker *Tracker
+	store   *Store
+	images  *images.Store
+	fsys    fs.FS
+	httpm   *httpMetrics
+
+	baseURL string // what nodes use to reach the HTTP endpoint
+	urlHost string
+	urlPort int
+
+	res  dhcpd.Reservations
+	tftp *tftpd.Server
+	dhcp []*dhcpd.Server
+
+	closeOnce sync.Once
+	closeErr  error
+
+	mu       sync.Mutex
+	httpLn   net.Listener
+	tftpConn *net.UDPConn
+}
+
+// New loads everything the configuration names (topology, inventory, image store, saved boot
+// states) and builds the server; it opens no socket. It validates cfg first.
+func New(cfg *Config, opts Options) (_ *Server, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: opts.Logger, reg: opts.Registry}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	if s.reg == nil {
+		s.reg = prometheus.NewRegistry()
+		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	m, err := topology.Load(cfg.Topology)
+	if err != nil {
+		return nil, fmt.Errorf("topology: %w", err)
+	}
+	g, err := m.Build()
+	if err != nil {
+		return nil, fmt.Errorf("topology %s: %w", cfg.Topology, err)
+	}
+	h := g.Hierarchy()
+	inv, err := LoadInventory(cfg.Inventory, h)
+	if err != nil {
+		return nil, err
+	}
+	a, err := Assignment(h, cfg.Mapping, len(cfg.Servers), cfg.FailedServers)
+	if err != nil {
+		return nil, fmt.Errorf("mapping: %w", err)
+	}
+	if s.auth, err = NewAuthority(inv, a, cfg.ServerID); err != nil {
+		return nil, err
+	}
+	if err := s.checkInventory(); err != nil {
+		return nil, err
+	}
+	if s.res, err = s.auth.Reservations(cfg.DHCP.networkOptions()); err != nil {
+		return nil, fmt.Errorf("reservations: %w", err)
+	}
+	if s.images, err = images.Open(cfg.Images); err != nil {
+		return nil, err
+	}
+	ipxe, err := images.LocateIPXE(cfg.IPXEDir)
+	if err != nil {
+		s.log.Warn("no iPXE binaries: TFTP and /ipxe/bin serve only profile files", zap.Error(err))
+	}
+	s.fsys = s.images.FS(ipxe)
+	if _, err := s.images.Get(cfg.Profile); err != nil {
+		s.log.Warn("default boot profile missing from the image store", zap.String("profile", cfg.Profile), zap.String("store", cfg.Images))
+	}
+	store, err := OpenStore(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	s.store = store
+	defer func() {
+		if err != nil {
+			store.Close()
+		}
+	}()
+	srv := cfg.Servers[cfg.ServerID]
+	s.tracker, err = NewTracker(s.auth.Owned(), cfg.Profile, TrackerOptions{
+		Store: store, Flush: time.Duration(*cfg.StateFlush), Now: opts.Now, Registerer: s.reg,
+		Logger: s.log.Named("state"), Server: srv.Name, ServerID: cfg.ServerID,
+	})
+	if err != nil {
+		return nil, err
+	}
+	_, port, _ := net.SplitHostPort(cfg.HTTP.Listen) // Listen sets the bound port
+	if err := s.setBaseURL(port); err != nil {
+		return nil, err
+	}
+	if s.httpm, err = newHTTPMetrics(s.reg); err != nil {
+		return nil, err
+	}
+	if cfg.TFTP.Listen != "off" {
+		s.tftp, err = tftpd.New(tftpd.Config{
+			Root: s.fsys, MaxBlockSize: cfg.TFTP.MaxBlockSize, MaxTransfers: cfg.TFTP.MaxTransfers,
+			Observer: tftpObserver{s}, Registerer: s.reg, Logger: s.log.Named("tftp"), Now: opts.Now,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	s.log.Info("boot server configured", zap.String("server", srv.Name), zap.Int("id", cfg.ServerID),
+		zap.Int("inventory", len(inv.Nodes)), zap.Int("owned", len(s.auth.Owned())), zap.String("mapping", a.Algo))
+	return s, nil
+}
+
+// checkInventory checks this server's nodes against the DHCP settings.
+func (s *Server) checkInventory() error {
+	if s.cfg.DHCP.Mode != DHCPReservation {
+		return nil
+	}
+	subnet := netip.MustParsePrefix(s.cfg.DHCP.Subnet).Masked()
+	for _, n := range s.auth.Owned() {
+		if !n.IP.IsValid() {
+			return &Error{File: s.auth.Inventory().File, Line: n.Line, Field: "ip", Msg: fmt.Sprintf("node %s has no address; reservation mode needs one", n.Name)}
+		}
+		if !subnet.Contains(n.IP) {
+			return &Error{File: s.auth.Inventory().File, Line: n.Line, Field: "ip", Msg: fmt.Sprintf("%s of node %s is outside dhcp.subnet %s", n.IP, n.Name, subnet)}
+		}
+	}
+	return nil
+}
+
+// Close saves the boot states and closes the state database. Serve calls it when it returns; call
+// it when a Server is built but never served. A Server cannot be used after Close.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		err := s.tracker.Stop()
+		s.closeErr = errors.Join(err, s.store.Close())
+	})
+	return s.closeErr
+}
+
+// Authority returns the server's authority (which nodes it answers).
+func (s *Server) Authority() *Authority { return s.auth }
+
+// Tracker returns the boot-state tracker.
+func (s *Server) Tracker() *Tracker { return s.tracker }
+
+// Registry returns the metrics registry.
+func (s *Server) Registry() *prometheus.Registry { return s.reg }
+
+// Listen opens the HTTP, TFTP and DHCP sockets, so that a busy port is reported before anything
+// runs and ephemeral ports are known (HTTPAddr, TFTPAddr, DHCPAddrs).
+func (s *Server) Listen(ctx context.Context) (err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.httpLn != nil {
+		return nil
+	}
+	defer func() {
+		if err != nil {
+			s.closeLocked()
+		}
+	}()
+	var lc net.ListenConfig
+	if s.httpLn, err = lc.Listen(ctx, "tcp", s.cfg.HTTP.Listen); err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
+	_, port, _ := net.SplitHostPort(s.httpLn.Addr().String())
+	if err := s.setBaseURL(port); err != nil {
+		return err
+	}
+	if s.tftp != nil {
+		pc, err := lc.ListenPacket(ctx, "udp4", s.cfg.TFTP.Listen)
+		if err != nil {
+			return fmt.Errorf("tftp: %w", err)
+		}
+		s.tftpConn = pc.(*net.UDPConn)
+	}
+	if s.cfg.DHCP.Mode != DHCPOff {
+		ifaces := s.cfg.DHCP.Interfaces
+		if len(ifaces) == 0 {
+			ifaces = []string{""}
+		}
+		for _, ifc := range ifaces {
+			d, err := dhcpd.New(s.dhcpConfig(ifc))
+			if err != nil {
+				return err
+			}
+			if err := d.Listen(ctx); err != nil {
+				return err
+			}
+			s.dhcp = append(s.dhcp, d)
+		}
+	}
+	return nil
+}
+
+// closeLocked closes the sockets opened so far (after a failed Listen).
+func (s *Server) closeLocked() {
+	if s.httpLn != nil {
+		s.httpLn.Close()
+		s.httpLn = nil
+	}
+	if s.tftpConn != nil {
+		s.tftpConn.Close()
+		s.tftpConn = nil
+	}
+	if len(s.dhcp) > 0 {
+		// dhcpd closes its sockets when Serve's context ends.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		for _, d := range s.dhcp {
+			_ = d.Serve(ctx)
+		}
+		s.dhcp = nil
+	}
+}
+
+// setBaseURL decides the URL nodes use: http.url, or this server's address and the HTTP port.
+// port is the HTTP port.
+func (s *Server) setBaseURL(port string) error {
+	base := s.cfg.HTTP.URL
+	if base == "" {
+		base = "http://" + net.JoinHostPort(s.cfg.ServerAddr().String(), port)
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Hostname() == "" {
+		return &Error{File: s.cfg.file, Field: "http.url", Msg: fmt.Sprintf("%q is not a URL", base)}
+	}
+	p := u.Port()
+	if p == "" {
+		p = "80"
+		if u.Scheme == "https" {
+			p = "443"
+		}
+	}
+	s.urlPort, _ = strconv.Atoi(p)
+	s.urlHost, s.baseURL = u.Hostname(), base
+	return nil
+}
+
+func (s *Server) dhcpConfig(ifc string) dhcpd.Config {
+	c := s.cfg.DHCP
+	server := net.IP(s.cfg.ServerAddr().AsSlice())
+	boot := dhcpd.BootConfig{
+		BIOSFile: c.BIOSFile, EFIx64File: c.EFIx64File, EFIArm64File: c.EFIArm64File, IPXEUserClass: c.IPXEUserClass,
+		HTTPPort:      s.urlPort,
+		IPXEScriptURL: s.baseURL + "/ipxe/{mac}",
+		HTTPBootURL:   s.baseURL + "/ipxe/bin/{file}",
+	}
+	return dhcpd.Config{
+		Mode: dhcpd.Mode(c.Mode), Interface: ifc, Addr: c.Listen, ServerIP: server,
+		Boot: boot, Reservations: s.res, LeaseTime: time.Duration(c.LeaseTime), Workers: c.Workers,
+		Logger: s.log.Named("dhcp"), Registerer: s.reg, Observer: dhcpObserver{s},
+	}
+}
+
+// HTTPAddr returns the HTTP endpoint's address (after Listen).
+func (s *Server) HTTPAddr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.httpLn == nil {
+		return nil
+	}
+	return s.httpLn.Addr()
+}
+
+// TFTPAddr returns the TFTP endpoint's address (after Listen; nil when TFTP is off).
+func (s *Server) TFTPAddr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tftpConn == nil {
+		return nil
+	}
+	return s.tftpConn.LocalAddr()
+}
+
+// DHCPAddrs returns the DHCP sockets' addresses (after Listen).
+func (s *Server) DHCPAddrs() []*net.UDPAddr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*net.UDPAddr
+	for _, d := range s.dhcp {
+		out = append(out, d.LocalAddrs()...)
+	}
+	return out
+}
+
+// BaseURL returns the URL nodes use to reach the HTTP endpoint (after Listen).
+func (s *Server) BaseURL() string { return s.baseURL }
+
+// Serve runs the endpoints until ctx ends, then stops them gracefully: HTTP requests in flight get
+// up to 5 s, TFTP transfers and queued DHCP requests finish, and the boot states are saved. The
+// first endpoint failure stops the others and is returned.
+func (s *Server) Serve(ctx context.Context) error {
+	if err := s.Listen(ctx); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.mu.Lock()
+	ln, tconn, dh := s.httpLn, s.tftpConn, s.dhcp
+	s.mu.Unlock()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 4+len(dh))
+	run := func(name string, f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil {
+				errs <- fmt.Errorf("%s: %w", name, err)
+				cancel()
+			}
+		}()
+	}
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: zap.NewStdLog(s.log.Named("http"))}
+	run("http", func() error {
+		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	run("http shutdown", func() error {
+		<-ctx.Done()
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer scancel()
+		if err := hs.Shutdown(sctx); err != nil {
+			hs.Close()
+		}
+		return nil
+	})
+	if tconn != nil {
+		run("tftp", func() error { return s.tftp.Serve(ctx, tconn) })
+	}
+	for _, d := range dh {
+		run("dhcp", func() error { return d.Serve(ctx) })
+	}
+	stateCtx, stopState := context.WithCancel(context.WithoutCancel(ctx))
+	stateDone := make(chan error, 1)
+	go func() { stateDone <- s.tracker.Run(stateCtx) }()
+	attrs := []zap.Field{zap.Stringer("http", ln.Addr()), zap.String("url", s.baseURL), zap.String("dhcp", s.cfg.DHCP.Mode)}
+	if tconn != nil {
+		attrs = append(attrs, zap.Stringer("tftp", tconn.LocalAddr()))
+	}
+	s.log.Info("boot server running", attrs...)
+	wg.Wait()
+	// The endpoints are done: the tracker's last save now holds their last events.
+	stopState()
+	if err := <-stateDone; err != nil {
+		errs <- fmt.Errorf("state: %w", err)
+	}
+	close(errs)
+	s.mu.Lock()
+	s.httpLn, s.tftpConn, s.dhcp = nil, nil, nil
+	s.mu.Unlock()
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	if err := s.Close(); err != nil {
+		all = append(all, fmt.Errorf("state: %w", err))
+	}
+	s.log.Info("boot server stopped")
+	return errors.Join(all...)
+}

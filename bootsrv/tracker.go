@@ -1,0 +1,557 @@
+package bootsrv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// NodeStatus is one node's boot state as the API shows it and the state file keeps it.
+type NodeStatus struct {
+	Name     string `json:"name"`
+	MAC      string `json:"mac"`
+	IP       string `json:"ip,omitempty"`
+	Position string `json:"position"`
+	Profile  string `json:"profile"`
+	State    State  `json:"state"`
+	// Since is when the node entered State.
+	Since time.Time `json:"since"`
+	// Attempt counts boot attempts (each DISCOVER that starts the boot over).
+	Attempt int `json:"attempt"`
+	// Times holds when the node entered each state of the current attempt.
+	Times map[State]time.Time `json:"times"`
+	// LastEvent and LastSeen are the latest event (a transition or not) and its time.
+	LastEvent Event     `json:"last_event,omitempty"`
+	LastSeen  time.Time `json:"last_seen,omitzero"`
+	// Error says why the node failed (health details or the failed transfer).
+	Error  string  `json:"error,omitempty"`
+	Health *Health `json:"health,omitempty"`
+	// History holds the latest transitions, oldest first.
+	History []Transition `json:"history,omitempty"`
+}
+
+// Health is a node's latest health report.
+type Health struct {
+	Status  string          `json:"status"`
+	Details json.RawMessage `json:"details,omitempty"`
+	At      time.Time       `json:"at"`
+}
+
+// Transition is one state change of a node.
+type Transition struct {
+	From   State     `json:"from"`
+	To     State     `json:"to"`
+	Event  Event     `json:"event"`
+	At     time.Time `json:"at"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// historyLen bounds each node's kept transitions.
+const historyLen = 32
+
+// Summary counts nodes by state and aggregates their health.
+type Summary struct {
+	Server   string `json:"server"`
+	ServerID int    `json:"server_id"`
+	Nodes    int    `json:"nodes"`
+	// States has every state's count, zeros included.
+	States map[State]int `json:"states"`
+	Health HealthSummary `json:"health"`
+	// BootSeconds describes, over the nodes healthy now, the time from DISCOVER to healthy.
+	BootSeconds *DurationStats `json:"boot_seconds,omitempty"`
+	At          time.Time      `json:"at"`
+}
+
+// HealthSummary aggregates the nodes' health. Status is healthy when every node is healthy,
+// degraded when any failed, pending when none has been seen, booting otherwise.
+type HealthSummary struct {
+	Status  string `json:"status"`
+	Healthy int    `json:"healthy"`
+	Failed  int    `json:"failed"`
+	Booting int    `json:"booting"`
+	Pending int    `json:"pending"`
+}
+
+// DurationStats summarises durations in seconds.
+type DurationStats struct {
+	Count  int     `json:"count"`
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+}
+
+// Aggregate health statuses.
+const (
+	HealthHealthy  = "healthy"
+	HealthDegraded = "degraded"
+	HealthBooting  = "booting"
+	HealthPending  = "pending"
+)
+
+// ErrUnknownNode is returned for a node the tracker does not hold.
+var ErrUnknownNode = errors.New("unknown node")
+
+// TrackerOptions configures a Tracker. Zero values: no persistence, time.Now, no metrics, no logs.
+type TrackerOptions struct {
+	// Store persists the states; nil keeps them in memory only. The tracker does not close it.
+	Store *Store
+	// Flush is how long changes may wait before being saved together; 0 saves each at once. With
+	// Flush > 0, Run must be running (or Flush called).
+	Flush time.Duration
+	// Now is the clock.
+	Now func() time.Time
+	// Registerer receives the boot-state metrics.
+	Registerer prometheus.Registerer
+	Logger     *zap.Logger
+	// Server and ServerID label summaries.
+	Server   string
+	ServerID int
+}
+
+// Tracker holds the boot state of every node this server owns, applies events to it through Next,
+// and persists it. Safe for concurrent use.
+type Tracker struct {
+	opts TrackerOptions
+	log  *zap.Logger
+	now  func() time.Time
+
+	mu    sync.Mutex
+	nodes map[string]*NodeStatus
+	order []string
+	byMAC map[string]string
+	byIP  map[netip.Addr]string
+	dirty map[string]bool // nodes changed since the last save
+
+	saveMu  sync.Mutex // serialises saves so that an older snapshot never overwrites a newer one
+	stopped bool       // under saveMu: the store is closed, changes stay in memory
+	kick    chan struct{}
+
+	gauge       *prometheus.GaugeVec
+	transitions *prometheus.CounterVec
+	reports     *prometheus.CounterVec
+}
+
+// NewTracker tracks the given nodes, restoring their saved states from the store. Saved nodes no
+// longer owned are dropped; a node whose MAC changed starts afresh.
+func NewTracker(nodes []*InventoryNode, defaultProfile string, opts TrackerOptions) (*Tracker, error) {
+	t := &Tracker{
+		opts: opts, log: opts.Logger, now: opts.Now,
+		nodes: map[string]*NodeStatus{}, byMAC: map[string]string{}, byIP: map[netip.Addr]string{},
+		kick: make(chan struct{}, 1), dirty: map[string]bool{},
+	}
+	if t.log == nil {
+		t.log = zap.NewNop()
+	}
+	if t.now == nil {
+		t.now = time.Now
+	}
+	var saved map[string]NodeStatus
+	if opts.Store != nil {
+		list, err := opts.Store.Load()
+		if err != nil {
+			return nil, err
+		}
+		saved = make(map[string]NodeStatus, len(list))
+		for _, n := range list {
+			saved[n.Name] = n
+		}
+	}
+	restored := 0
+	for _, n := range nodes {
+		profile := n.Profile
+		if profile == "" {
+			profile = defaultProfile
+		}
+		st := &NodeStatus{Name: n.Name, MAC: macKey(n.MAC), Position: n.Position, Profile: profile, State: Pending, Times: map[State]time.Time{}}
+		if n.IP.IsValid() {
+			st.IP = n.IP.String()
+		}
+		if s, ok := saved[n.Name]; !ok || s.MAC != st.MAC || s.State >= numStates {
+			t.dirty[n.Name] = true // the first save records the node even before any event
+		} else {
+			restored++
+			st.State, st.Since, st.Attempt, st.Times = s.State, s.Since, s.Attempt, s.Times
+			st.LastEvent, st.LastSeen, st.Error, st.Health, st.History = s.LastEvent, s.LastSeen, s.Error, s.Health, s.History
+			if st.Times == nil {
+				st.Times = map[State]time.Time{}
+			}
+			if st.IP == "" && s.IP != "" {
+				st.IP = s.IP // learned from a DHCP ACK (proxy mode)
+			}
+		}
+		if _, dup := t.nodes[n.Name]; dup {
+			return nil, fmt.Errorf("node %s listed twice", n.Name)
+		}
+		t.nodes[n.Name] = st
+		t.order = append(t.order, n.Name)
+		t.byMAC[st.MAC] = n.Name
+		if a, err := netip.ParseAddr(st.IP); err == nil {
+			t.byIP[a] = n.Name
+		}
+	}
+	if opts.Store != nil {
+		// Nodes no longer served here (inventory or mapping changed) leave the database.
+		var gone []string
+		for name := range saved {
+			if _, ok := t.nodes[name]; !ok {
+				gone = append(gone, name)
+			}
+		}
+		slices.Sort(gone)
+		if err := opts.Store.Delete(gone); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.initMetrics(opts.Registerer); err != nil {
+		return nil, err
+	}
+	t.log.Info("boot states loaded", zap.Int("nodes", len(nodes)), zap.Int("restored", restored))
+	return t, nil
+}
+
+func (t *Tracker) initMetrics(reg prometheus.Registerer) error {
+	t.gauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "bootfabric", Subsystem: "boot", Name: "nodes",
+		Help: "Nodes of this boot server by boot state.",
+	}, []string{"state"})
+	t.transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "bootfabric", Subsystem: "boot", Name: "transitions_total",
+		Help: "Boot state transitions by the state entered.",
+	}, []string{"state"})
+	t.reports = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "bootfabric", Subsystem: "boot", Name: "health_reports_total",
+		Help: "Health reports received from nodes, by status.",
+	}, []string{"status"})
+	counts := make([]int, numStates)
+	for _, n := range t.nodes {
+		counts[n.State]++
+	}
+	for _, s := range States() {
+		t.gauge.WithLabelValues(s.String()).Set(float64(counts[s]))
+		t.transitions.WithLabelValues(s.String())
+	}
+	if reg == nil {
+		return nil
+	}
+	for _, c := range []prometheus.Collector{t.gauge, t.transitions, t.reports} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("boot state metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+// NameByMAC returns the name of the tracked node with the given MAC.
+func (t *Tracker) NameByMAC(mac net.HardwareAddr) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	name, ok := t.byMAC[macKey(mac)]
+	return name, ok
+}
+
+// State returns a node's current state.
+func (t *Tracker) State(name string) (State, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok := t.nodes[name]
+	if !ok {
+		return 0, false
+	}
+	return n.State, true
+}
+
+// NameByIP returns the name of the tracked node with the given address (reserved or learned).
+func (t *Tracker) NameByIP(ip netip.Addr) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	name, ok := t.byIP[ip.Unmap()]
+	return name, ok
+}
+
+// LearnIP records the address a node was given (by DHCP), so that its TFTP and HTTP requests can
+// be attributed to it.
+func (t *Tracker) LearnIP(name string, ip netip.Addr) {
+	ip = ip.Unmap()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok := t.nodes[name]
+	if !ok || !ip.IsValid() || n.IP == ip.String() {
+		return
+	}
+	if old, err := netip.ParseAddr(n.IP); err == nil && t.byIP[old] == name {
+		delete(t.byIP, old)
+	}
+	n.IP = ip.String()
+	t.byIP[ip] = name
+	t.dirty[name] = true
+}
+
+// Observe applies event ev to the named node and returns the resulting transition and whether the
+// state changed. detail is kept with the transition (and as the error when the node fails).
+func (t *Tracker) Observe(name string, ev Event, detail string) (Transition, bool, error) {
+	t.mu.Lock()
+	n, ok := t.nodes[name]
+	if !ok {
+		t.mu.Unlock()
+		return Transition{}, false, fmt.Errorf("%w %q", ErrUnknownNode, name)
+	}
+	tr, changed := t.applyLocked(n, ev, detail)
+	t.mu.Unlock()
+	if changed {
+		t.log.Debug("boot state", zap.String("node", name), zap.Stringer("from", tr.From), zap.Stringer("to", tr.To), zap.Stringer("event", ev), zap.String("detail", detail))
+		t.changed()
+	}
+	return tr, changed, nil
+}
+
+// Report records a health report (status "ok" or "failed") and applies its event.
+func (t *Tracker) Report(name string, h Health) (State, error) {
+	ev := EvHealthOK
+	switch h.Status {
+	case "ok":
+	case "failed":
+		ev = EvHealthFailed
+	default:
+		return 0, fmt.Errorf("status %q is not ok or failed", h.Status)
+	}
+	t.mu.Lock()
+	n, ok := t.nodes[name]
+	if !ok {
+		t.mu.Unlock()
+		return 0, fmt.Errorf("%w %q", ErrUnknownNode, name)
+	}
+	if h.At.IsZero() {
+		h.At = t.now()
+	}
+	h.At = h.At.UTC()
+	n.Health = &h
+	detail := ""
+	if ev == EvHealthFailed {
+		detail = "health report: failed"
+		if len(h.Details) > 0 {
+			detail += ": " + string(h.Details)
+		}
+	}
+	t.applyLocked(n, ev, detail)
+	state := n.State
+	t.mu.Unlock()
+	t.reports.WithLabelValues(h.Status).Inc()
+	t.changed()
+	return state, nil
+}
+
+func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string) (Transition, bool) {
+	now := t.now().UTC()
+	n.LastEvent, n.LastSeen = ev, now
+	t.dirty[n.Name] = true
+	to, changed := Next(n.State, ev)
+	tr := Transition{From: n.State, To: to, Event: ev, At: now, Detail: detail}
+	if !changed {
+		return tr, false
+	}
+	if to == Discover {
+		// A new attempt: the previous attempt's timestamps no longer describe this boot.
+		n.Attempt++
+		n.Times = map[State]time.Time{}
+		n.Error = ""
+	}
+	if to == Failed {
+		n.Error = detail
+	} else if to == Healthy {
+		n.Error = ""
+	}
+	t.gauge.WithLabelValues(n.State.String()).Dec()
+	t.gauge.WithLabelValues(to.String()).Inc()
+	t.transitions.WithLabelValues(to.String()).Inc()
+	n.State, n.Since = to, now
+	if _, seen := n.Times[to]; !seen {
+		n.Times[to] = now
+	}
+	n.History = append(n.History, tr)
+	if len(n.History) > historyLen {
+		n.History = slices.Clone(n.History[len(n.History)-historyLen:])
+	}
+	return tr, true
+}
+
+// changed saves now or wakes the flusher.
+func (t *Tracker) changed() {
+	if t.opts.Store == nil {
+		return
+	}
+	if t.opts.Flush <= 0 {
+		if err := t.Flush(); err != nil {
+			t.log.Error("saving boot states", zap.Error(err))
+		}
+		return
+	}
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Flush saves the states when they changed since the last save.
+func (t *Tracker) Flush() error {
+	if t.opts.Store == nil {
+		return nil
+	}
+	t.saveMu.Lock()
+	defer t.saveMu.Unlock()
+	if t.stopped {
+		return nil
+	}
+	t.mu.Lock()
+	if len(t.dirty) == 0 {
+		t.mu.Unlock()
+		return nil
+	}
+	snap := make([]NodeStatus, 0, len(t.dirty))
+	for name := range t.dirty {
+		snap = append(snap, copyStatus(t.nodes[name]))
+	}
+	t.dirty = map[string]bool{}
+	t.mu.Unlock()
+	if err := t.opts.Store.Save(snap); err != nil {
+		t.mu.Lock()
+		for _, n := range snap {
+			t.dirty[n.Name] = true
+		}
+		t.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// Stop saves the pending changes and stops saving: later events (a late observer call during
+// shutdown) only change the states in memory. Call it before closing the store.
+func (t *Tracker) Stop() error {
+	err := t.Flush()
+	t.saveMu.Lock()
+	t.stopped = true
+	t.saveMu.Unlock()
+	return err
+}
+
+// Run saves changes at most every Flush interval until ctx ends, then saves a last time.
+func (t *Tracker) Run(ctx context.Context) error {
+	if t.opts.Store == nil || t.opts.Flush <= 0 {
+		<-ctx.Done()
+		return t.Flush()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return t.Flush()
+		case <-t.kick:
+		}
+		// Batch: let more changes arrive, then write them in one go.
+		select {
+		case <-ctx.Done():
+			return t.Flush()
+		case <-time.After(t.opts.Flush):
+		}
+		if err := t.Flush(); err != nil {
+			t.log.Error("saving boot states", zap.Error(err))
+		}
+	}
+}
+
+func (t *Tracker) snapshotLocked() []NodeStatus {
+	out := make([]NodeStatus, 0, len(t.order))
+	for _, name := range t.order {
+		out = append(out, copyStatus(t.nodes[name]))
+	}
+	return out
+}
+
+func copyStatus(n *NodeStatus) NodeStatus {
+	c := *n
+	c.Times = make(map[State]time.Time, len(n.Times))
+	for k, v := range n.Times {
+		c.Times[k] = v
+	}
+	c.History = slices.Clone(n.History)
+	if n.Health != nil {
+		h := *n.Health
+		h.Details = slices.Clone(h.Details)
+		c.Health = &h
+	}
+	return c
+}
+
+// Nodes returns a copy of every node's status in inventory order.
+func (t *Tracker) Nodes() []NodeStatus {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.snapshotLocked()
+}
+
+// Node returns a copy of one node's status.
+func (t *Tracker) Node(name string) (NodeStatus, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok := t.nodes[name]
+	if !ok {
+		return NodeStatus{}, false
+	}
+	return copyStatus(n), true
+}
+
+// Summary counts the nodes by state and aggregates their health.
+func (t *Tracker) Summary() Summary {
+	return Summarize(t.Nodes(), t.opts.Server, t.opts.ServerID, t.now())
+}
+
+// Summarize counts nodes by state and aggregates their health. It is pure.
+func Summarize(nodes []NodeStatus, server string, id int, now time.Time) Summary {
+	s := Summary{Server: server, ServerID: id, Nodes: len(nodes), States: map[State]int{}, At: now.UTC()}
+	for _, st := range States() {
+		s.States[st] = 0
+	}
+	var boot []float64
+	for _, n := range nodes {
+		s.States[n.State]++
+		switch n.State {
+		case Healthy:
+			s.Health.Healthy++
+			if d, ok := n.Times[Discover]; ok {
+				boot = append(boot, n.Times[Healthy].Sub(d).Seconds())
+			}
+		case Failed:
+			s.Health.Failed++
+		case Pending:
+			s.Health.Pending++
+		default:
+			s.Health.Booting++
+		}
+	}
+	switch {
+	case s.Nodes > 0 && s.Health.Healthy == s.Nodes:
+		s.Health.Status = HealthHealthy
+	case s.Health.Failed > 0:
+		s.Health.Status = HealthDegraded
+	case s.Health.Pending == s.Nodes:
+		s.Health.Status = HealthPending
+	default:
+		s.Health.Status = HealthBooting
+	}
+	if len(boot) > 0 {
+		slices.Sort(boot)
+		med := boot[len(boot)/2]
+		if len(boot)%2 == 0 {
+			med = (boot[len(boot)/2-1] + boot[len(boot)/2]) / 2
+		}
+		s.BootSeconds = &DurationStats{Count: len(boot), Min: boot[0], Median: med, Max: boot[len(boot)-1]}
+	}
+	return s
+}

@@ -1,0 +1,254 @@
+package bootsrv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	bolt "go.etcd.io/bbolt"
+)
+
+// fakeClock advances one second at every reading.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { c.t = c.t.Add(time.Second); return c.t }
+
+func testNodes(t testing.TB, n int) []*InventoryNode {
+	h := miniHierarchy(t)
+	inv, err := ParseInventoryCSV([]byte(miniInventoryCSV(t)), "inv.csv", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*InventoryNode
+	for i := 0; i < n; i++ {
+		out = append(out, &inv.Nodes[i])
+	}
+	return out
+}
+
+func TestTrackerRestart(t *testing.T) {
+	dir := t.TempDir()
+	store, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)}
+	nodes := testNodes(t, 3)
+	reg := prometheus.NewRegistry()
+	tr, err := NewTracker(nodes, "default", TrackerOptions{Store: store, Flush: 0, Now: clock.now, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range []Event{EvDiscover, EvOffer, EvAck, EvProbe, EvNBP, EvScript, EvKernel, EvInitrd, EvDiscover} {
+		if _, _, err := tr.Observe("node00", ev, ev.String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tr.Report("node00", Health{Status: "ok", Details: json.RawMessage(`{"load":0.1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	tr.Observe("node01", EvDiscover, "")
+	tr.Observe("node01", EvTransferFailed, "tftp ipxe.efi: timeout")
+	if _, _, err := tr.Observe("nobody", EvDiscover, ""); !errors.Is(err, ErrUnknownNode) {
+		t.Errorf("unknown node: %v", err)
+	}
+	if _, err := tr.Report("node02", Health{Status: "maybe"}); err == nil {
+		t.Error("status maybe accepted")
+	}
+	if got := testutil.ToFloat64(tr.gauge.WithLabelValues("healthy")); got != 1 {
+		t.Errorf("healthy gauge = %v", got)
+	}
+	if got := testutil.ToFloat64(tr.gauge.WithLabelValues("pending")); got != 1 {
+		t.Errorf("pending gauge = %v", got)
+	}
+	before := tr.Nodes()
+	n0 := before[0]
+	if n0.State != Healthy || n0.Attempt != 1 || len(n0.Times) != 8 || n0.Health == nil || string(n0.Health.Details) != `{"load":0.1}` {
+		t.Errorf("node00 = %+v", n0)
+	}
+	for i, s := range States()[2:Healthy] {
+		if prev := States()[i+1]; !n0.Times[s].After(n0.Times[prev]) {
+			t.Errorf("entered %v at %v, not after %v at %v", s, n0.Times[s], prev, n0.Times[prev])
+		}
+	}
+	if before[1].State != Failed || before[1].Error != "tftp ipxe.efi: timeout" {
+		t.Errorf("node01 = %+v", before[1])
+	}
+
+	// Restart: a new tracker on the same store sees the same states.
+	tr2, err := NewTracker(nodes, "default", TrackerOptions{Store: store, Now: clock.now, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := tr2.Nodes()
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("after restart (-before +after):\n%s", diff)
+	}
+	if got := testutil.ToFloat64(tr2.gauge.WithLabelValues("failed")); got != 1 {
+		t.Errorf("failed gauge after restart = %v", got)
+	}
+	// A DISCOVER of the healthy node starts a new attempt with fresh timestamps.
+	tr2.Observe("node00", EvDiscover, "")
+	n, _ := tr2.Node("node00")
+	if n.State != Discover || n.Attempt != 2 || len(n.Times) != 1 {
+		t.Errorf("after reboot: %+v", n)
+	}
+
+	// A node whose MAC changed in the inventory starts afresh; an unowned one is dropped.
+	changed := *nodes[0]
+	changed.MAC = append([]byte(nil), nodes[0].MAC...)
+	changed.MAC[5] = 0xee
+	tr2.Flush()
+	tr3, err := NewTracker([]*InventoryNode{&changed, nodes[1]}, "default", TrackerOptions{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tr3.Nodes(); len(got) != 2 || got[0].State != Pending || got[1].State != Failed {
+		t.Errorf("after inventory change: %+v", got)
+	}
+	saved, err := store.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(saved) != 2 || byName(saved)["node02"].Name != "" {
+		t.Errorf("saved after inventory change: %d nodes (node02 should be gone)", len(saved))
+	}
+}
+
+func TestTrackerBatchedFlush(t *testing.T) {
+	dir := t.TempDir()
+	store, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	tr, err := NewTracker(testNodes(t, 2), "default", TrackerOptions{Store: store, Flush: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- tr.Run(ctx) }()
+	tr.Observe("node00", EvDiscover, "")
+	// Written within the flush interval, without stopping.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		saved, err := store.Load()
+		if err == nil && len(saved) == 2 && byName(saved)["node00"].State == Discover {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("state not saved within 5 s: %v %v", saved, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	tr.Observe("node01", EvDiscover, "")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	saved, _ := store.Load()
+	if n := byName(saved)["node01"]; n.State != Discover {
+		t.Errorf("last change not saved at stop: %+v", n)
+	}
+	// After Stop, changes stay in memory (the store may be closed).
+	tr.Stop()
+	store.Close()
+	if _, _, err := tr.Observe("node01", EvOffer, ""); err != nil {
+		t.Errorf("observe after stop: %v", err)
+	}
+}
+
+func byName(list []NodeStatus) map[string]NodeStatus {
+	m := map[string]NodeStatus{}
+	for _, n := range list {
+		m[n.Name] = n
+	}
+	return m
+}
+
+func TestStoreErrors(t *testing.T) {
+	dir := t.TempDir()
+	store, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := store.Load(); err != nil || got != nil {
+		t.Errorf("empty store: %v, %v", got, err)
+	}
+	// A second server on the same state directory is refused.
+	if _, err := OpenStore(dir); err == nil || !strings.Contains(err.Error(), "locked by another process") {
+		t.Errorf("second open: %v", err)
+	}
+	store.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(metaBucket).Put(versionKey, []byte("9")) })
+	store.Close()
+	if _, err := OpenStore(dir); err == nil || !strings.Contains(err.Error(), "version 9") {
+		t.Errorf("version 9: %v", err)
+	}
+	bad := t.TempDir()
+	os.WriteFile(filepath.Join(bad, StateFile), []byte("not a database at all, not at all"), 0o644)
+	if _, err := OpenStore(bad); err == nil {
+		t.Error("garbage file accepted")
+	}
+}
+
+func TestLearnIP(t *testing.T) {
+	tr, _ := NewTracker(testNodes(t, 1), "default", TrackerOptions{})
+	a := netip.MustParseAddr("192.168.5.5")
+	tr.LearnIP("node00", a)
+	if name, ok := tr.NameByIP(a); !ok || name != "node00" {
+		t.Errorf("NameByIP = %q, %v", name, ok)
+	}
+	if _, ok := tr.NameByIP(netip.MustParseAddr("10.0.0.10")); ok {
+		t.Error("old address still maps")
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	node := func(s State, boot time.Duration) NodeStatus {
+		n := NodeStatus{State: s, Times: map[State]time.Time{}}
+		if boot > 0 {
+			n.Times[Discover] = at
+			n.Times[Healthy] = at.Add(boot)
+		}
+		return n
+	}
+	tests := []struct {
+		name   string
+		nodes  []NodeStatus
+		health HealthSummary
+		boot   *DurationStats
+	}{
+		{"none seen", []NodeStatus{node(Pending, 0), node(Pending, 0)}, HealthSummary{Status: "pending", Pending: 2}, nil},
+		{"booting", []NodeStatus{node(Pending, 0), node(Kernel, 0), node(Healthy, 3*time.Second)}, HealthSummary{Status: "booting", Pending: 1, Booting: 1, Healthy: 1}, &DurationStats{1, 3, 3, 3}},
+		{"degraded", []NodeStatus{node(Failed, 0), node(Healthy, 2*time.Second)}, HealthSummary{Status: "degraded", Failed: 1, Healthy: 1}, &DurationStats{1, 2, 2, 2}},
+		{"healthy", []NodeStatus{node(Healthy, time.Second), node(Healthy, 4*time.Second)}, HealthSummary{Status: "healthy", Healthy: 2}, &DurationStats{2, 1, 2.5, 4}},
+	}
+	for _, tc := range tests {
+		s := Summarize(tc.nodes, "bs0", 0, at)
+		if diff := cmp.Diff(tc.health, s.Health); diff != "" {
+			t.Errorf("%s: health (-want +got):\n%s", tc.name, diff)
+		}
+		if diff := cmp.Diff(tc.boot, s.BootSeconds); diff != "" {
+			t.Errorf("%s: boot seconds (-want +got):\n%s", tc.name, diff)
+		}
+		total := 0
+		for _, c := range s.States {
+			total += c
+		}
+		if total != len(tc.nodes) || len(s.States) != int(numStates) {
+			t.Errorf("%s: states %v", tc.name, s.States)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+
+	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/topology"
+	"github.com/urfave/cli/v2"
+)
+
+// serveOverrides are the serve flags that override configuration file values; each also reads
+// the environment variable BOOTCTL_<NAME>.
+var serveOverrides = []struct {
+	flag, env, usage string
+	set              func(c *bootsrv.Config, v string)
+}{
+	{"http", "BOOTCTL_HTTP", "HTTP listen address (http.listen), e.g. :8080",
+		func(c *bootsrv.Config, v string) { c.HTTP.Listen = v }},
+	{"url", "BOOTCTL_URL", "base URL nodes use to reach the HTTP endpoint (http.url)",
+		func(c *bootsrv.Config, v string) { c.HTTP.URL = v }},
+	{"tftp", "BOOTCTL_TFTP", "TFTP listen address or off (tftp.listen)",
+		func(c *bootsrv.Config, v string) { c.TFTP.Listen = v }},
+	{"dhcp", "BOOTCTL_DHCP", "DHCP mode: reservation, proxy or off (dhcp.mode)",
+		func(c *bootsrv.Config, v string) { c.DHCP.Mode = v }},
+	{"dhcp-listen", "BOOTCTL_DHCP_LISTEN", "DHCP listen address (dhcp.listen)",
+		func(c *bootsrv.Config, v string) { c.DHCP.Listen = v }},
+	{"topology", "BOOTCTL_TOPOLOGY", "machine preset or description file (topology)",
+		func(c *bootsrv.Config, v string) { c.Topology = v }},
+	{"mapping", "BOOTCTL_MAPPING", "block-cyclic mapping: scda, bcda, ncda, cyclic:LEVEL (mapping)",
+		func(c *bootsrv.Config, v string) { c.Mapping = v }},
+	{"inventory", "BOOTCTL_INVENTORY", "inventory file, CSV or YAML (inventory)",
+		func(c *bootsrv.Config, v string) { c.Inventory = v }},
+	{"images", "BOOTCTL_IMAGES", "image store directory (images)",
+		func(c *bootsrv.Config, v string) { c.Images = v }},
+	{"ipxe-dir", "BOOTCTL_IPXE_DIR", "directory of the iPXE binaries (ipxe_dir)",
+		func(c *bootsrv.Config, v string) { c.IPXEDir = v }},
+	{"profile", "BOOTCTL_PROFILE", "default boot profile (profile)",
+		func(c *bootsrv.Config, v string) { c.Profile = v }},
+	{"state-dir", "BOOTCTL_STATE_DIR", "directory of the boot states (state_dir)",
+		func(c *bootsrv.Config, v string) { c.StateDir = v }},
+}
+
+func serveCommand(e *env) *cli.Command {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"BOOTCTL_CONFIG"}, Required: true,
+			Usage: "boot server configuration file (YAML)"},
+		&cli.IntFlag{Name: "server-id", EnvVars: []string{"BOOTCTL_SERVER_ID"},
+			Usage: "this server's index in the configuration's servers (server_id)"},
+		&cli.StringSliceFlag{Name: "interface", EnvVars: []string{"BOOTCTL_INTERFACES"},
+			Usage: "DHCP interface, repeatable or comma-separated (dhcp.interfaces)"},
+	}
+	for _, o := range serveOverrides {
+		flags = append(flags, &cli.StringFlag{Name: o.flag, EnvVars: []string{o.env}, Usage: o.usage})
+	}
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "run a boot server: DHCP (PXE), TFTP and HTTP endpoints with per-node boot state",
+		Description: "Runs until SIGINT or SIGTERM, then stops gracefully and saves the boot states.\n" +
+			"Flags and BOOTCTL_* environment variables override the configuration file.",
+		Flags: flags,
+		Action: func(c *cli.Context) error {
+			cfg, err := serveConfig(c)
+			if err != nil {
+				return err
+			}
+			srv, err := bootsrv.New(cfg, bootsrv.Options{Logger: e.log})
+			if err != nil {
+				return configError(err)
+			}
+			return srv.Serve(c.Context)
+		},
+	}
+}
+
+// serveConfig loads the configuration file and applies the flags and environment variables.
+func serveConfig(c *cli.Context) (*bootsrv.Config, error) {
+	cfg, err := bootsrv.LoadConfig(c.String("config"))
+	if err != nil {
+		return nil, asBadInput(err)
+	}
+	if c.IsSet("server-id") {
+		cfg.ServerID = c.Int("server-id")
+	}
+	if c.IsSet("interface") {
+		cfg.DHCP.Interfaces = c.StringSlice("interface")
+	}
+	for _, o := range serveOverrides {
+		if c.IsSet(o.flag) {
+			o.set(cfg, c.String(o.flag))
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, asBadInput(err)
+	}
+	return cfg, nil
+}
+
+// configError marks errors in the user's files (configuration, inventory, topology) as bad input.
+func configError(err error) error {
+	var be *bootsrv.Error
+	var te *topology.Error
+	if errors.As(err, &be) || errors.As(err, &te) || errors.Is(err, fs.ErrNotExist) {
+		return asBadInput(err)
+	}
+	return err
+}

@@ -1,0 +1,499 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/insomniacslk/dhcp/dhcpv4"
+	"github.com/pin/tftp/v3"
+	"go.uber.org/zap/zaptest"
+)
+
+// runBootctl runs the command line in-process with ctx and returns its exit status, stdout and
+// stderr.
+func runBootctl(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(ctx, append([]string{"bootctl"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func randomFile(t *testing.T, path string, n int, seed uint64) []byte {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// serveFiles is a boot server's files: a store with profile "default" added with `bootctl image
+// add`, an iPXE directory, an inventory of four mini nodes (node00 has 127.0.0.1) and a config.
+type serveFiles struct {
+	dir, config         string
+	kernel, initrd, nbp []byte
+}
+
+func newServeFiles(t *testing.T, dhcpMode string) *serveFiles {
+	t.Helper()
+	dir := t.TempDir()
+	f := &serveFiles{dir: dir, config: filepath.Join(dir, "serve.yaml")}
+	f.kernel = randomFile(t, filepath.Join(dir, "src/vmlinuz"), 2<<20+3, 1)
+	f.initrd = randomFile(t, filepath.Join(dir, "src/initrd.img"), 1<<20+7, 2)
+	f.nbp = randomFile(t, filepath.Join(dir, "ipxe/undionly.kpxe"), 70_000, 3)
+	code, out, errs := runBootctl(t, context.Background(), "image", "add", "--store", filepath.Join(dir, "images"), "--name", "default",
+		"--kernel", filepath.Join(dir, "src/vmlinuz"), "--initrd", filepath.Join(dir, "src/initrd.img"), "--cmdline", "console=ttyS0 quiet")
+	if code != 0 {
+		t.Fatalf("image add: %d\n%s%s", code, out, errs)
+	}
+	inv := "name,mac,ip,node\nnode00,52:54:00:00:00:00,127.0.0.1,s0-b0-n0\nnode01,52:54:00:00:00:01,127.0.0.11,s0-b0-n1\n" +
+		"node02,52:54:00:00:00:02,127.0.0.12,s0-b0-n2\nnode03,52:54:00:00:00:03,127.0.0.13,s0-b0-n3\n"
+	if err := os.WriteFile(filepath.Join(dir, "inventory.csv"), []byte(inv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`servers:
+  - {name: bs0, address: 127.0.0.1}
+topology: mini
+mapping: bcda
+inventory: inventory.csv
+images: images
+ipxe_dir: ipxe
+state_dir: state
+state_flush: 50ms
+http: {listen: "127.0.0.1:0"}
+tftp: {listen: "127.0.0.1:0"}
+dhcp: {mode: %s, listen: "127.0.0.1:0", subnet: 127.0.0.0/8, lease_time: 10m}
+`, dhcpMode)
+	if err := os.WriteFile(f.config, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// startServer runs a boot server from the files until the returned stop function is called.
+func startServer(t *testing.T, f *serveFiles) (*bootsrv.Server, func()) {
+	t.Helper()
+	cfg, err := bootsrv.LoadConfig(f.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := bootsrv.New(cfg, bootsrv.Options{Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := srv.Listen(ctx); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Error("server did not stop within 15 s")
+		}
+	}
+	t.Cleanup(stop)
+	return srv, stop
+}
+
+// dora runs DISCOVER/OFFER/REQUEST/ACK against a DHCP server on loopback with the dhcpv4 package
+// (the server answers a client on a non-standard port directly). afterOffer runs between OFFER and
+// REQUEST.
+func dora(t *testing.T, server *net.UDPAddr, mac net.HardwareAddr, afterOffer func()) net.IP {
+	return doraAs(t, server, mac, afterOffer, "undionly.kpxe",
+		dhcpv4.WithOption(dhcpv4.OptClassIdentifier("PXEClient:Arch:00000:UNDI:002001")))
+}
+
+// doraAs runs DORA as a client identified by the modifiers and checks the boot file it is given.
+func doraAs(t *testing.T, server *net.UDPAddr, mac net.HardwareAddr, afterOffer func(), wantFile string, client ...dhcpv4.Modifier) net.IP {
+	t.Helper()
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	exchange := func(req *dhcpv4.DHCPv4, want dhcpv4.MessageType) *dhcpv4.DHCPv4 {
+		for try := 0; try < 3; try++ {
+			if _, err := conn.WriteToUDP(req.ToBytes(), server); err != nil {
+				t.Fatal(err)
+			}
+			conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+			buf := make([]byte, 1500)
+			n, _, err := conn.ReadFromUDP(buf)
+			if err != nil {
+				continue
+			}
+			resp, err := dhcpv4.FromBytes(buf[:n])
+			if err != nil {
+				t.Fatalf("reply: %v", err)
+			}
+			if resp.TransactionID != req.TransactionID || resp.MessageType() != want {
+				t.Fatalf("got %v, want %v", resp.Summary(), want)
+			}
+			return resp
+		}
+		t.Fatalf("no %v from %v", want, server)
+		return nil
+	}
+	disc, err := dhcpv4.NewDiscovery(mac, client...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offer := exchange(disc, dhcpv4.MessageTypeOffer)
+	afterOffer()
+	req, err := dhcpv4.NewRequestFromOffer(offer, client...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack := exchange(req, dhcpv4.MessageTypeAck)
+	for _, m := range []*dhcpv4.DHCPv4{offer, ack} {
+		if m.GetOneOption(dhcpv4.OptionBootfileName) == nil || string(m.GetOneOption(dhcpv4.OptionBootfileName)) != wantFile || !m.ServerIPAddr.Equal(net.IPv4(127, 0, 0, 1)) {
+			t.Errorf("%v: boot file %q from %v, want %s from 127.0.0.1", m.MessageType(), m.GetOneOption(dhcpv4.OptionBootfileName), m.ServerIPAddr, wantFile)
+		}
+	}
+	return ack.YourIPAddr
+}
+
+func tftpGet(t *testing.T, addr, name string) []byte {
+	t.Helper()
+	c, err := tftp.NewClient(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetBlockSize(1468)
+	c.RequestTSize(true)
+	c.SetTimeout(time.Second)
+	wt, err := c.Receive(name, "octet")
+	if err != nil {
+		t.Fatalf("tftp %s: %v", name, err)
+	}
+	tsize, ok := wt.(tftp.IncomingTransfer).Size()
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		t.Fatalf("tftp %s: %v", name, err)
+	}
+	if !ok || tsize != int64(buf.Len()) {
+		t.Errorf("tsize %d, %v; got %d bytes", tsize, ok, buf.Len())
+	}
+	return buf.Bytes()
+}
+
+// tsizeProbe does what UEFI firmware does first: ask for the file with tsize, read the OACK, abort
+// with TFTP error 5.
+func tsizeProbe(t *testing.T, addr, name string) {
+	t.Helper()
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	server, _ := net.ResolveUDPAddr("udp4", addr)
+	rrq := append([]byte{0, 1}, []byte(name+"\x00octet\x00tsize\x000\x00blksize\x001468\x00")...)
+	if _, err := conn.WriteToUDP(rrq, server); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+	buf := make([]byte, 2048)
+	n, from, err := conn.ReadFromUDP(buf)
+	if err != nil {
+		t.Fatalf("tsize probe: %v", err)
+	}
+	if n < 2 || buf[1] != 6 || !bytes.Contains(buf[:n], []byte("tsize\x00")) {
+		t.Fatalf("tsize probe: want an OACK with tsize, got % x", buf[:n])
+	}
+	conn.WriteToUDP(append([]byte{0, 5, 0, 5}, []byte("probe done\x00")...), from)
+}
+
+func httpGet(t *testing.T, url string) []byte {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
+	}
+	return b
+}
+
+func statusJSON(t *testing.T, url string) statusResult {
+	t.Helper()
+	code, out, errs := runBootctl(t, context.Background(), "status", "--server", url, "--output", "json")
+	if code != 0 {
+		t.Fatalf("status: %d %s", code, errs)
+	}
+	var res statusResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("status output: %v\n%s", err, out)
+	}
+	return res
+}
+
+func findNode(t *testing.T, res statusResult, name string) bootsrv.NodeStatus {
+	t.Helper()
+	for _, n := range res.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	t.Fatalf("no node %s in status", name)
+	return bootsrv.NodeStatus{}
+}
+
+// TestServeLoopback boots node00 on loopback through every endpoint with real clients (the dhcpv4
+// package, the pin/tftp client, net/http), checks `bootctl status`, then restarts the server and
+// checks that the state survived.
+func TestServeLoopback(t *testing.T) {
+	f := newServeFiles(t, "reservation")
+	srv, stop := startServer(t, f)
+	base := "http://" + srv.HTTPAddr().String()
+	mac, _ := net.ParseMAC("52:54:00:00:00:00")
+
+	ip := dora(t, srv.DHCPAddrs()[0], mac, func() {})
+	if !ip.Equal(net.IPv4(127, 0, 0, 1)) {
+		t.Errorf("DHCP gave %v, want the reserved 127.0.0.1", ip)
+	}
+	waitState(t, srv, "node00", bootsrv.Bound)
+	// The UEFI tsize probe: RRQ with tsize, OACK, then ERROR 5 from the client. Not a failure.
+	tsizeProbe(t, srv.TFTPAddr().String(), "undionly.kpxe")
+	time.Sleep(100 * time.Millisecond)
+	if n, _ := srv.Tracker().Node("node00"); n.State != bootsrv.Bound {
+		t.Errorf("after the tsize probe: %v (%s), want still bound", n.State, n.Error)
+	}
+	// A missing boot file fails the boot; the retried transfer that works recovers it.
+	c, _ := tftp.NewClient(srv.TFTPAddr().String())
+	if _, err := c.Receive("missing.efi", "octet"); err == nil {
+		t.Error("missing.efi fetched")
+	}
+	waitState(t, srv, "node00", bootsrv.Failed)
+	got := tftpGet(t, srv.TFTPAddr().String(), "undionly.kpxe")
+	if !bytes.Equal(got, f.nbp) {
+		t.Fatalf("NBP over TFTP differs: %d bytes, want %d", len(got), len(f.nbp))
+	}
+	// tftpd reports a transfer when the server has seen the last ACK, which may be just after the
+	// client returns.
+	waitState(t, srv, "node00", bootsrv.NBP)
+	// iPXE, loaded, asks for an address again and is given its script's URL; the boot stays at nbp.
+	doraAs(t, srv.DHCPAddrs()[0], mac, func() {}, base+"/ipxe/52:54:00:00:00:00",
+		dhcpv4.WithOption(dhcpv4.OptClassIdentifier("PXEClient:Arch:00000:UNDI:002001")),
+		dhcpv4.WithOption(dhcpv4.OptUserClass("iPXE")))
+	time.Sleep(100 * time.Millisecond) // the delayed ACK report of a node not in offered
+	if n, _ := srv.Tracker().Node("node00"); n.State != bootsrv.NBP || n.Attempt != 1 {
+		t.Errorf("after iPXE's DHCP: %v attempt %d, want nbp attempt 1", n.State, n.Attempt)
+	}
+	script := string(httpGet(t, base+"/ipxe/52:54:00:00:00:00"))
+	m := regexp.MustCompile(`(?m)^kernel (\S+) .*bootfabric.health=(\S+)`).FindStringSubmatch(script)
+	if m == nil {
+		t.Fatalf("script has no kernel line:\n%s", script)
+	}
+	if !strings.HasPrefix(m[1], base+"/boot/default/vmlinuz") {
+		t.Errorf("kernel URL %s", m[1])
+	}
+	if got := httpGet(t, m[1]); !bytes.Equal(got, f.kernel) {
+		t.Fatal("kernel over HTTP differs")
+	}
+	im := regexp.MustCompile(`(?m)^initrd (\S+)`).FindStringSubmatch(script)
+	if im == nil {
+		t.Fatalf("script has no initrd line:\n%s", script)
+	}
+	if got := httpGet(t, im[1]); !bytes.Equal(got, f.initrd) {
+		t.Fatal("initrd over HTTP differs")
+	}
+	if got := tftpGet(t, srv.TFTPAddr().String(), "boot/default/initrd.img"); !bytes.Equal(got, f.initrd) {
+		t.Fatal("initrd over TFTP differs")
+	}
+	resp, err := http.Post(m[2], "application/json", strings.NewReader(`{"status":"ok","details":{"uptime":3}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("health: %s", resp.Status)
+	}
+
+	res := statusJSON(t, base)
+	n := findNode(t, res, "node00")
+	if n.State != bootsrv.Healthy {
+		t.Errorf("node00 is %v, want healthy; history %+v", n.State, n.History)
+	}
+	for _, st := range []bootsrv.State{bootsrv.Discover, bootsrv.Offered, bootsrv.Bound, bootsrv.NBP, bootsrv.Kernel, bootsrv.Initrd, bootsrv.Healthy} {
+		if n.Times[st].IsZero() {
+			t.Errorf("node00 has no timestamp for %v: %v", st, n.Times)
+		}
+	}
+	if res.Summary.Nodes != 4 || res.Summary.States[bootsrv.Healthy] != 1 || res.Summary.States[bootsrv.Pending] != 3 || res.Summary.Health.Status != "booting" {
+		t.Errorf("summary %+v", res.Summary)
+	}
+	if res.Nodes[len(res.Nodes)-1].Name != "node00" {
+		t.Errorf("nodes not grouped by state: last is %s", res.Nodes[len(res.Nodes)-1].Name)
+	}
+	metrics := string(httpGet(t, base+"/metrics"))
+	for _, want := range []string{`bootfabric_dhcp_packets_total{outcome="acked",type="REQUEST"} 2`,
+		`bootfabric_tftp_transfers_total{outcome="ok"} 2`, `bootfabric_boot_nodes{state="healthy"} 1`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	code, table, _ := runBootctl(t, context.Background(), "status", "--server", base)
+	if code != 0 || !strings.Contains(table, "health booting (1 healthy, 0 failed, 0 booting, 3 pending)") || !strings.Contains(table, "node00") {
+		t.Errorf("status table (%d):\n%s", code, table)
+	}
+
+	// Restart on the same state directory.
+	stop()
+	srv2, _ := startServer(t, f)
+	res2 := statusJSON(t, "http://"+srv2.HTTPAddr().String())
+	n2 := findNode(t, res2, "node00")
+	if n2.State != bootsrv.Healthy || !n2.Times[bootsrv.Discover].Equal(n.Times[bootsrv.Discover]) || n2.Health == nil {
+		t.Errorf("after restart node00 = %+v\nbefore %+v", n2, n)
+	}
+	// A new DISCOVER of the healthy node starts its boot over.
+	// A REQUEST right after the OFFER: the ACK may be reported before the DISCOVER (see
+	// bootsrv's dhcpObserver); the states must still come out in order.
+	dora(t, srv2.DHCPAddrs()[0], mac, func() {})
+	if n := waitState(t, srv2, "node00", bootsrv.Bound); n.Attempt != 2 {
+		t.Errorf("after reboot: attempt %d, want 2", n.Attempt)
+	}
+}
+
+// waitState waits up to 5 s for a node to reach a state.
+func waitState(t *testing.T, srv *bootsrv.Server, name string, want bootsrv.State) bootsrv.NodeStatus {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n, _ := srv.Tracker().Node(name)
+		if n.State == want {
+			return n
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is %v after 5 s, want %v; history %+v", name, n.State, want, n.History)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestServeCommand runs `bootctl serve` with flag and environment overrides and stops it the way
+// SIGTERM does (main cancels the context).
+func TestServeCommand(t *testing.T) {
+	f := newServeFiles(t, "off")
+	port := freePort(t)
+	t.Setenv("BOOTCTL_TFTP", "off")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	var out, errb bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"bootctl", "serve", "--config", f.config, "--http", fmt.Sprintf("127.0.0.1:%d", port)}, &out, &errb)
+	}()
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited with %d: %s", code, errb.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server not up within 10 s: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	res := statusJSON(t, url)
+	if res.Summary.Nodes != 4 {
+		t.Errorf("summary %+v", res.Summary)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("serve exited with %d: %s", code, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop within 10 s of cancel")
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "state", bootsrv.StateFile)); err != nil {
+		t.Errorf("no state saved: %v", err)
+	}
+}
+
+func TestServeBadInput(t *testing.T) {
+	f := newServeFiles(t, "off")
+	bad := filepath.Join(f.dir, "bad.yaml")
+	os.WriteFile(bad, []byte("servers: [{address: 127.0.0.1}]\ntopology: mini\nhttp:\n  listen: x\n"), 0o644)
+	tests := []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"serve", "--config", bad}, nil, "bad.yaml: inventory: missing"},
+		{[]string{"serve", "--config", f.config, "--dhcp", "sometimes"}, nil, "dhcp.mode: \"sometimes\" is not reservation, proxy or off"},
+		{[]string{"serve", "--config", f.config}, map[string]string{"BOOTCTL_SERVER_ID": "3"}, "server_id: 3 is not the index"},
+		{[]string{"serve", "--config", f.config, "--inventory", filepath.Join(f.dir, "nope.csv")}, nil, "nope.csv: no such file"},
+		{[]string{"serve", "--config", filepath.Join(f.dir, "nope.yaml")}, nil, "nope.yaml: no such file"},
+		{[]string{"serve"}, nil, "Required flag \"config\" not set"},
+		{[]string{"status", "--server", "localhost:80"}, nil, "is not an http:// URL"},
+		{[]string{"status", "--server", "http://x", "--output", "yaml"}, nil, "--output: \"yaml\" is not one of table, json"},
+		{[]string{"status", "--server", "http://x", "--state", "asleep"}, nil, "unknown boot state"},
+	}
+	for _, tc := range tests {
+		for k, v := range tc.env {
+			t.Setenv(k, v)
+		}
+		code, _, errs := runBootctl(t, context.Background(), tc.args...)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errs, tc.want)
+		}
+		for k := range tc.env {
+			os.Unsetenv(k)
+		}
+	}
+}

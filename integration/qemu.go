@@ -1,0 +1,637 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// The qemu kind: each compute node of a cluster becomes a QEMU VM that PXE-boots from the
+// cluster's boot servers with real firmware. The VM sits where the container node sat: its tap
+// device and the node's veth (whose egress tc shapes to the node link) are both ports of a bridge
+// br0 in the node's namespace, so the VM's traffic crosses exactly the shaped links the netns kind
+// measures, and everything stays inside the cluster's namespaces. The veth gives up the node's MAC
+// to the VM (a bridge drops frames that arrive with one of its own ports' addresses).
+//
+// Boot path (BIOS): SeaBIOS -> the iPXE option ROM of Debian's ipxe-qemu (already iPXE, so its
+// first DHCP request carries user class "iPXE" and dhcpd answers with the node's script URL; no
+// undionly.kpxe chain-load) -> iPXE script -> kernel and initrd over HTTP -> /init: modules, DHCP,
+// health report, power-off (QEMU exits under -no-reboot).
+
+// QEMUOptions configure BootVMs. Zero values take the defaults named on the fields.
+type QEMUOptions struct {
+	// QEMU is the emulator binary. Default qemu-system-x86_64.
+	QEMU string
+	// Accel is kvm, tcg or "" (DetectAccel).
+	Accel string
+	// Firmware is bios (SeaBIOS, the default) or uefi (OVMF; Debian package ovmf).
+	Firmware string
+	// ROM is the NIC's iPXE option ROM. Default /usr/lib/ipxe/qemu/pxe-virtio.rom for bios,
+	// efi-virtio.rom (iPXE's EFI driver) for uefi, both from ipxe-qemu.
+	ROM string
+	// OVMFCode and OVMFVars are the UEFI firmware and its variable store template (copied per
+	// VM). Defaults: Debian's /usr/share/OVMF/OVMF_CODE_4M.fd and OVMF_VARS_4M.fd.
+	OVMFCode, OVMFVars string
+	// MemoryMB is each VM's memory. Default 256.
+	MemoryMB int
+	// Timeout bounds the whole batch, from the first QEMU start. Default 120 s.
+	Timeout time.Duration
+	// NoRouterAdvertisements leaves the boot network without IPv6 router advertisements, so that
+	// iPXE waits out its IPv6 configuration (~13 s): the slow default, for comparison.
+	NoRouterAdvertisements bool
+	// WaitBanner lets iPXE wait out its "Press Ctrl-B for the iPXE command line" banner (2 s in
+	// Debian's build) instead of answering it with a key on the serial console, which SeaBIOS's
+	// serial console passes to iPXE as a key press.
+	WaitBanner bool
+	// Log receives progress; nil: the cluster's logger.
+	Log *zap.Logger
+}
+
+// Debian's iPXE option ROMs for virtio-net (package ipxe-qemu): BIOS only, and BIOS plus EFI.
+const (
+	DefaultIPXEROM    = "/usr/lib/ipxe/qemu/pxe-virtio.rom"
+	DefaultIPXEEFIROM = "/usr/lib/ipxe/qemu/efi-virtio.rom"
+)
+
+func (o *QEMUOptions) defaults(c *Cluster) {
+	if o.QEMU == "" {
+		o.QEMU = "qemu-system-x86_64"
+	}
+	if o.Accel == "" {
+		o.Accel, _ = DetectAccel()
+	}
+	if o.Firmware == "" {
+		o.Firmware = "bios"
+	}
+	if o.ROM == "" {
+		o.ROM = DefaultIPXEROM
+		if o.Firmware == "uefi" {
+			o.ROM = DefaultIPXEEFIROM
+		}
+	}
+	if o.OVMFCode == "" {
+		o.OVMFCode = "/usr/share/OVMF/OVMF_CODE_4M.fd"
+	}
+	if o.OVMFVars == "" {
+		o.OVMFVars = "/usr/share/OVMF/OVMF_VARS_4M.fd"
+	}
+	if o.MemoryMB == 0 {
+		o.MemoryMB = 256
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 120 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = c.log
+	}
+	if o.Log == nil {
+		o.Log = zap.NewNop()
+	}
+}
+
+// CheckQEMUHost reports what the qemu kind is missing on this host, naming the Debian packages.
+func CheckQEMUHost(opt QEMUOptions) error {
+	var missing []string
+	opt.defaults(&Cluster{})
+	if opt.Firmware != "bios" && opt.Firmware != "uefi" {
+		return fmt.Errorf("qemu cluster: firmware %q: want bios or uefi", opt.Firmware)
+	}
+	if _, err := exec.LookPath(opt.QEMU); err != nil {
+		missing = append(missing, opt.QEMU+" (qemu-system-x86)")
+	}
+	if _, err := os.Stat(opt.ROM); err != nil {
+		missing = append(missing, opt.ROM+" (ipxe-qemu)")
+	}
+	if opt.Firmware == "uefi" {
+		for _, f := range []string{opt.OVMFCode, opt.OVMFVars} {
+			if _, err := os.Stat(f); err != nil {
+				missing = append(missing, f+" (ovmf)")
+			}
+		}
+	}
+	if _, err := FindKernel("", ""); err != nil {
+		missing = append(missing, "a kernel with modules (linux-image-amd64)")
+	}
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		missing = append(missing, "/dev/net/tun (tun module)")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("qemu cluster: missing %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// VMResult is one VM's boot. Events are seconds from the VM's QEMU start: server states
+// (dhcp_discover, dhcp_offered, dhcp_bound, script, kernel, initrd, booted, healthy, failed, from
+// the boot server's state timestamps) and console marks (serial_ipxe, serial_script,
+// serial_init, serial_modules, serial_dhcp, serial_report, qemu_exit, from the serial log).
+type VMResult struct {
+	Node    string             `json:"node"`
+	MAC     string             `json:"mac"`
+	Server  string             `json:"server,omitempty"`
+	Accel   string             `json:"accel"`
+	Started time.Time          `json:"started"`
+	Events  map[string]float64 `json:"events"`
+	// GuestUptime maps console marks of /init to the guest kernel's uptime then.
+	GuestUptime map[string]float64 `json:"guest_uptime,omitempty"`
+	// Seconds is the time from QEMU start to the server's healthy (or failed) state.
+	Seconds   float64 `json:"seconds"`
+	Health    string  `json:"health,omitempty"`
+	SerialLog string  `json:"serial_log"`
+	Err       string  `json:"error,omitempty"`
+}
+
+// serverStateEvents names bootsrv's states as VMResult events.
+var serverStateEvents = map[string]string{
+	"discover": "dhcp_discover", "offered": "dhcp_offered", "bound": "dhcp_bound", "nbp": "script",
+	"kernel": "kernel", "initrd": "initrd", "booted": "booted", "healthy": "healthy", "failed": "failed",
+}
+
+// serialMarks are the console lines that mark boot steps.
+var serialMarks = []struct{ event, substr string }{
+	{"serial_ipxe", "iPXE"},
+	{"serial_script", "bootfabric: booting"},
+	{"serial_init", "init started"},
+	{"serial_modules", "modules loaded"},
+	{"serial_dhcp", "dhcp done"},
+	{"serial_report", "health report sent=yes"},
+}
+
+var guestUptime = regexp.MustCompile(`bootfabric: \[([0-9.]+)\]`)
+
+// qemuArgs is the emulator's command line for one VM: no default devices or user config, the
+// network as the only boot device with SeaBIOS's menu off, the serial console on stdout (SeaBIOS
+// copies its and iPXE's screen there when there is no VGA), and exit instead of reboot. The NIC is
+// modern-only virtio (disable-legacy=on, PCI id 1af4:1041): Debian's pxe-virtio.rom declares
+// 1af4:1041, and SeaBIOS runs no option ROM whose id differs from the device's (the transitional
+// default, 1af4:1000), which would leave nothing to boot from.
+//
+// Under UEFI (q35 with OVMF in pflash, the variable store a per-VM copy at vars), OVMF loads the
+// EFI driver of efi-virtio.rom, and iPXE's EFI build boots the NIC ahead of OVMF's own PXE.
+func qemuArgs(o QEMUOptions, mac, tap, vars string) []string {
+	args := []string{"-nodefaults", "-no-user-config", "-nographic"}
+	nic := "virtio-net-pci,netdev=n0,mac=" + mac + ",disable-legacy=on,romfile=" + o.ROM
+	if o.Firmware == "uefi" {
+		args = append(args, "-machine", "q35,accel="+o.Accel,
+			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+o.OVMFCode,
+			"-drive", "if=pflash,format=raw,unit=1,file="+vars)
+		nic = "virtio-net-pci,netdev=n0,mac=" + mac + ",romfile=" + o.ROM + ",bootindex=1"
+	} else {
+		args = append(args, "-machine", "pc,accel="+o.Accel, "-boot", "order=n,menu=off,strict=on")
+	}
+	return append(args,
+		"-m", strconv.Itoa(o.MemoryMB), "-smp", "1",
+		"-serial", "stdio", "-monitor", "none",
+		"-no-reboot",
+		"-netdev", "tap,id=n0,ifname="+tap+",script=no,downscript=no",
+		"-device", nic,
+	)
+}
+
+// vmTap is the tap device of a node's VM.
+const vmTap = "tap0"
+
+// attachTap puts a bridge between node i's veth and a tap device in the node's namespace (once).
+func (c *Cluster) attachTap(ctx context.Context, i int) error {
+	n := c.Nodes[i]
+	if _, err := c.run.Run(ctx, "ip", "-n", n.Namespace, "link", "show", vmTap); err == nil {
+		return nil
+	}
+	// The node namespace only forwards; without IPv6 it sends no solicitations of its own.
+	if _, err := c.run.Run(ctx, "ip", "netns", "exec", n.Namespace, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"); err != nil {
+		c.log.Debug("disabling IPv6 in node namespace", zap.Error(err))
+	}
+	steps := [][]string{
+		{"link", "add", "br0", "type", "bridge", "forward_delay", "0", "stp_state", "0", "mcast_snooping", "0"},
+		{"link", "set", "eth0", "address", vethMAC(i)},
+		{"link", "set", "eth0", "master", "br0"},
+		{"tuntap", "add", "dev", vmTap, "mode", "tap"},
+		{"link", "set", vmTap, "master", "br0"},
+		{"link", "set", vmTap, "up"},
+		{"link", "set", "br0", "up"},
+	}
+	for _, s := range steps {
+		if _, err := c.run.Run(ctx, append([]string{"ip", "-n", n.Namespace}, s...)...); err != nil {
+			return fmt.Errorf("node %s: attaching a tap: %w", n.Name, err)
+		}
+	}
+	return nil
+}
+
+// vethMAC is the address node i's veth takes when its VM takes the node's MAC.
+func vethMAC(i int) string {
+	return fmt.Sprintf("02:bf:fe:%02x:%02x:%02x", byte(i>>16), byte(i>>8), byte(i))
+}
+
+// nodeView is the part of bootsrv's node status BootVMs reads.
+type nodeView struct {
+	Name   string               `json:"name"`
+	State  string               `json:"state"`
+	Times  map[string]time.Time `json:"times"`
+	Health *struct {
+		Status string    `json:"status"`
+		At     time.Time `json:"at"`
+	} `json:"health"`
+}
+
+// BootVMs boots the cluster's first n nodes as QEMU VMs at once, from boot servers started with
+// StartQEMUServers, and returns each VM's timeline. It answers IPv6 router solicitations on every
+// boot server's network while it runs (see QEMUOptions.NoRouterAdvertisements), stops every VM
+// before it returns and records their pids in the cluster state first, so Down stops them after
+// an interrupt. Serial consoles are logged in the cluster directory as vm-NODE.log.
+func BootVMs(ctx context.Context, c *Cluster, n int, opt QEMUOptions) ([]VMResult, error) {
+	opt.defaults(c)
+	if n <= 0 || n > len(c.Nodes) {
+		return nil, fmt.Errorf("qemu cluster %s: %d VMs asked, the cluster has %d nodes", c.Name, n, len(c.Nodes))
+	}
+	if err := CheckQEMUHost(opt); err != nil {
+		return nil, err
+	}
+	log := opt.Log
+	for i := 0; i < n; i++ {
+		if err := c.attachTap(ctx, i); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
+	defer cancel()
+	if !opt.NoRouterAdvertisements {
+		for _, s := range c.Servers {
+			ra, err := startRA(ctx, s.Namespace, "eth0", log)
+			if err != nil {
+				return nil, err
+			}
+			defer ra.Close()
+		}
+	}
+	clients := map[string]*http.Client{}
+	for _, s := range c.Servers {
+		tr := &http.Transport{DialContext: nsDialer(s.Namespace), MaxIdleConnsPerHost: 1}
+		defer tr.CloseIdleConnections()
+		clients[s.Name] = &http.Client{Timeout: 2 * time.Second, Transport: tr}
+	}
+	vms := make([]*vmRun, n)
+	defer func() {
+		for _, vm := range vms {
+			if vm == nil {
+				continue
+			}
+			vm.stop()
+			select {
+			case <-vm.waitDone:
+				if err := c.forgetPid(vm.cmd.Process.Pid); err != nil {
+					log.Warn("updating cluster state", zap.Error(err))
+				}
+			default: // not reaped yet: the pid stays recorded and Down stops it
+			}
+		}
+	}()
+	for i := range vms {
+		vm, err := c.startVM(ctx, i, opt)
+		if err != nil {
+			return nil, err
+		}
+		vms[i] = vm
+	}
+	log.Info("VMs started", zap.Int("n", n), zap.String("accel", opt.Accel))
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	// Bounded by ctx (opt.Timeout): every VM ends healthy, failed, exited or timed out.
+	for pending := n; pending > 0; {
+		select {
+		case <-ctx.Done():
+			pending = 0
+			continue
+		case <-tick.C:
+		}
+		for name, cl := range clients {
+			nodes, err := fetchNodes(ctx, cl, c.serverIP(name))
+			if err != nil {
+				continue
+			}
+			for _, vm := range vms {
+				if vm.finished {
+					continue
+				}
+				if nv, ok := nodes[vm.res.Node]; ok {
+					vm.observe(name, nv)
+				}
+			}
+		}
+		pending = 0
+		for _, vm := range vms {
+			if !vm.finished && vm.exitedFor() > 3*time.Second {
+				vm.res.Err = "QEMU exited without a health report"
+				vm.finished = true
+			}
+			if !vm.finished {
+				pending++
+			}
+		}
+	}
+	var failed []string
+	out := make([]VMResult, n)
+	for i, vm := range vms {
+		vm.stop()
+		vm.mergeSerial()
+		if !vm.finished && vm.res.Err == "" {
+			vm.res.Err = fmt.Sprintf("no health report within %s", opt.Timeout)
+		}
+		if vm.res.Health == "failed" && vm.res.Err == "" {
+			vm.res.Err = "node reported failed"
+		}
+		if vm.res.Err != "" {
+			failed = append(failed, vm.res.Node+": "+vm.res.Err+" (serial log "+vm.res.SerialLog+")")
+		}
+		out[i] = vm.res
+	}
+	sort.Strings(failed)
+	if len(failed) > 0 {
+		return out, fmt.Errorf("%d of %d VMs did not boot; first: %s", len(failed), n, failed[0])
+	}
+	return out, nil
+}
+
+func (c *Cluster) serverIP(name string) string {
+	for _, s := range c.Servers {
+		if s.Name == name {
+			return s.IP
+		}
+	}
+	return ""
+}
+
+func fetchNodes(ctx context.Context, cl *http.Client, ip string) (map[string]nodeView, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ip+"/api/v1/nodes", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /api/v1/nodes from %s: %s", ip, resp.Status)
+	}
+	var body struct {
+		Nodes []nodeView `json:"nodes"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&body); err != nil {
+		return nil, fmt.Errorf("GET /api/v1/nodes from %s: %w", ip, err)
+	}
+	out := make(map[string]nodeView, len(body.Nodes))
+	for _, nv := range body.Nodes {
+		out[nv.Name] = nv
+	}
+	return out, nil
+}
+
+// vmRun is one running VM.
+type vmRun struct {
+	res      VMResult
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	finished bool
+	// skipBanner: answer iPXE's banner prompt (only the serial reader uses it).
+	skipBanner bool
+
+	mu       sync.Mutex
+	serial   map[string]float64 // console marks, seconds from start
+	uptime   map[string]float64
+	exited   time.Time
+	waitDone chan struct{}
+	readDone chan struct{}
+}
+
+func (c *Cluster) startVM(ctx context.Context, i int, opt QEMUOptions) (*vmRun, error) {
+	node := c.Nodes[i]
+	logPath := filepath.Join(c.dir(), "vm-"+node.Name+".log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	vars := ""
+	if opt.Firmware == "uefi" {
+		vars = filepath.Join(c.dir(), "vm-"+node.Name+".vars.fd")
+		if err := copyFile(opt.OVMFVars, vars); err != nil {
+			logf.Close()
+			return nil, fmt.Errorf("node %s: UEFI variable store: %w", node.Name, err)
+		}
+	}
+	argv := append([]string{"netns", "exec", node.Namespace, opt.QEMU}, qemuArgs(opt, node.MAC, vmTap, vars)...)
+	cmd := exec.Command("ip", argv...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	cmd.Stderr = logf
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	vm := &vmRun{
+		res: VMResult{Node: node.Name, MAC: node.MAC, Accel: opt.Accel, Events: map[string]float64{}, SerialLog: logPath},
+		cmd: cmd, stdin: stdin, skipBanner: !opt.WaitBanner,
+		serial: map[string]float64{}, uptime: map[string]float64{},
+		waitDone: make(chan struct{}), readDone: make(chan struct{}),
+	}
+	fmt.Fprintf(logf, "# %s\n", strings.Join(append([]string{"ip"}, argv...), " "))
+	vm.res.Started = time.Now()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("node %s: starting QEMU: %w", node.Name, err)
+	}
+	// `ip netns exec` execs QEMU, so this pid is QEMU's.
+	if err := c.AddPid(cmd.Process.Pid); err != nil {
+		_ = cmd.Process.Kill()
+		logf.Close()
+		return nil, err
+	}
+	go vm.readSerial(stdout, logf)
+	go func() {
+		<-vm.readDone
+		_ = cmd.Wait()
+		vm.mu.Lock()
+		vm.exited = time.Now()
+		vm.serial["qemu_exit"] = time.Since(vm.res.Started).Seconds()
+		vm.mu.Unlock()
+		close(vm.waitDone)
+	}()
+	return vm, nil
+}
+
+// ansi matches terminal control sequences SeaBIOS and iPXE print.
+var ansi = regexp.MustCompile(`\x1b\[[0-9;?=]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1bc`)
+
+// readSerial copies the console to the log, each line prefixed with the host time since QEMU
+// start, and records the console marks.
+func (vm *vmRun) readSerial(r io.Reader, logf *os.File) {
+	defer close(vm.readDone)
+	defer logf.Close()
+	w := bufio.NewWriter(logf)
+	defer w.Flush()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		at := time.Since(vm.res.Started).Seconds()
+		line := strings.TrimSpace(ansi.ReplaceAllString(strings.ReplaceAll(sc.Text(), "\r", " "), ""))
+		if line == "" {
+			continue
+		}
+		fmt.Fprintf(w, "[%7.3f] %s\n", at, line)
+		w.Flush()
+		// iPXE prints its features just before the banner prompt; any key but Ctrl-B ends the
+		// prompt at once, and iPXE goes on to configure the network.
+		if vm.skipBanner && strings.HasPrefix(line, "Features:") {
+			vm.skipBanner = false
+			_, _ = io.WriteString(vm.stdin, "\r")
+		}
+		vm.mu.Lock()
+		for _, m := range serialMarks {
+			if _, seen := vm.serial[m.event]; !seen && strings.Contains(line, m.substr) {
+				vm.serial[m.event] = at
+				if g := guestUptime.FindStringSubmatch(line); g != nil {
+					if v, err := strconv.ParseFloat(g[1], 64); err == nil {
+						vm.uptime[m.event] = v
+					}
+				}
+			}
+		}
+		vm.mu.Unlock()
+	}
+}
+
+// observe takes the server's view of the node: state times of this boot and the health report.
+func (vm *vmRun) observe(server string, nv nodeView) {
+	for st, t := range nv.Times {
+		if ev, ok := serverStateEvents[st]; ok && !t.Before(vm.res.Started) {
+			vm.res.Events[ev] = t.Sub(vm.res.Started).Seconds()
+			vm.res.Server = server
+		}
+	}
+	if nv.Health != nil && !nv.Health.At.Before(vm.res.Started) && (nv.State == "healthy" || nv.State == "failed") {
+		vm.res.Health = nv.Health.Status
+		vm.res.Seconds = nv.Health.At.Sub(vm.res.Started).Seconds()
+		vm.finished = true
+	}
+}
+
+// exitedFor is how long ago QEMU exited (0 while it runs).
+func (vm *vmRun) exitedFor() time.Duration {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	if vm.exited.IsZero() {
+		return 0
+	}
+	return time.Since(vm.exited)
+}
+
+// stop ends QEMU (a booted VM has powered off already) and waits for it.
+func (vm *vmRun) stop() {
+	select {
+	case <-vm.waitDone:
+		return
+	default:
+	}
+	// A VM that reported is powering off: give it a moment, so its console log ends cleanly.
+	select {
+	case <-vm.waitDone:
+		return
+	case <-time.After(time.Second):
+	}
+	_ = vm.stdin.Close()
+	stopPid(vm.cmd.Process.Pid)
+	select {
+	case <-vm.waitDone:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// forgetPid removes a reaped process from the cluster state, so that Down never signals a pid
+// the system has since given to another process.
+func (c *Cluster) forgetPid(pid int) error {
+	kept := c.Pids[:0]
+	for _, p := range c.Pids {
+		if p != pid {
+			kept = append(kept, p)
+		}
+	}
+	c.Pids = kept
+	return c.save()
+}
+
+func (vm *vmRun) mergeSerial() {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	for k, v := range vm.serial {
+		vm.res.Events[k] = v
+	}
+	if len(vm.uptime) > 0 {
+		vm.res.GuestUptime = map[string]float64{}
+		for k, v := range vm.uptime {
+			vm.res.GuestUptime[k] = v
+		}
+	}
+}
+
+// Step is one step of a VM boot and its duration.
+type Step struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Breakdown returns the steps of one VM's boot as (step, seconds) in boot order: QEMU start to
+// DHCP bound (firmware, iPXE and its DHCP), bound to script fetched, script to kernel loaded,
+// kernel to initrd loaded, initrd to /init started (kernel boot), init to health report.
+func Breakdown(r VMResult) []Step {
+	steps := []struct{ name, from, to string }{
+		{"firmware+iPXE DHCP", "", "dhcp_bound"},
+		{"iPXE script", "dhcp_bound", "script"},
+		{"kernel download", "script", "kernel"},
+		{"initrd download", "kernel", "initrd"},
+		{"kernel boot to /init", "initrd", "serial_init"},
+		{"/init to health", "serial_init", "healthy"},
+	}
+	var out []Step
+	for _, s := range steps {
+		from := 0.0
+		if s.from != "" {
+			v, ok := r.Events[s.from]
+			if !ok {
+				continue
+			}
+			from = v
+		}
+		to, ok := r.Events[s.to]
+		if !ok {
+			continue
+		}
+		out = append(out, Step{s.name, to - from})
+	}
+	return out
+}
+
+func copyFile(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, 0o644)
+}

@@ -1,0 +1,352 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+)
+
+// Host facts the qemu kind depends on: which accelerator works, where Debian's kernel and its
+// modules are, and how to reach a namespace's network from this process.
+
+// DetectAccel returns "kvm" when /dev/kvm is present and can create a VM, else "tcg" with the
+// reason KVM is not used.
+func DetectAccel() (accel, reason string) {
+	f, err := os.OpenFile("/dev/kvm", os.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "tcg", fmt.Sprintf("no usable /dev/kvm (%v)", err)
+	}
+	defer f.Close()
+	const kvmGetAPIVersion, kvmCreateVM = 0xAE00, 0xAE01
+	v, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), kvmGetAPIVersion, 0)
+	if errno != 0 || v != 12 {
+		return "tcg", fmt.Sprintf("/dev/kvm: KVM_GET_API_VERSION = %d (%v), want 12", v, errno)
+	}
+	vm, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), kvmCreateVM, 0)
+	if errno != 0 {
+		return "tcg", fmt.Sprintf("/dev/kvm: KVM_CREATE_VM: %v", errno)
+	}
+	unix.Close(int(vm))
+	return "kvm", ""
+}
+
+// Kernel is an installed kernel image and its modules.
+type Kernel struct {
+	Release    string `json:"release"`
+	Image      string `json:"image"`
+	ModulesDir string `json:"modules_dir"`
+}
+
+// FindKernel returns the newest kernel in bootDir (vmlinuz-RELEASE, default /boot) whose modules
+// are installed under modulesRoot/RELEASE (default /lib/modules).
+func FindKernel(bootDir, modulesRoot string) (Kernel, error) {
+	if bootDir == "" {
+		bootDir = "/boot"
+	}
+	if modulesRoot == "" {
+		modulesRoot = "/lib/modules"
+	}
+	imgs, _ := filepath.Glob(filepath.Join(bootDir, "vmlinuz-*"))
+	var found []Kernel
+	for _, img := range imgs {
+		rel := strings.TrimPrefix(filepath.Base(img), "vmlinuz-")
+		dir := filepath.Join(modulesRoot, rel)
+		if _, err := os.Stat(filepath.Join(dir, "modules.dep")); err == nil {
+			found = append(found, Kernel{Release: rel, Image: img, ModulesDir: dir})
+		}
+	}
+	if len(found) == 0 {
+		return Kernel{}, fmt.Errorf("no kernel in %s with modules in %s (install the Debian package linux-image-amd64)", bootDir, modulesRoot)
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].Release < found[j].Release })
+	return found[len(found)-1], nil
+}
+
+// DefaultVMModules are the modules a VM's initramfs loads to reach the network: Debian builds the
+// virtio PCI transport and virtio-net as modules.
+var DefaultVMModules = []string{"virtio_pci", "virtio_net"}
+
+// ModuleFiles returns the module files that loading names needs, dependencies first, read from
+// modulesDir's modules.dep; built-in modules (modules.builtin) need no file.
+func ModuleFiles(modulesDir string, names []string) ([]string, error) {
+	dep, err := os.Open(filepath.Join(modulesDir, "modules.dep"))
+	if err != nil {
+		return nil, fmt.Errorf("kernel modules: %w", err)
+	}
+	defer dep.Close()
+	builtin := map[string]bool{}
+	if b, err := os.Open(filepath.Join(modulesDir, "modules.builtin")); err == nil {
+		sc := bufio.NewScanner(b)
+		for sc.Scan() {
+			builtin[moduleName(sc.Text())] = true
+		}
+		b.Close()
+	}
+	rel, err := moduleOrder(dep, builtin, names)
+	if err != nil {
+		return nil, fmt.Errorf("kernel modules in %s: %w", modulesDir, err)
+	}
+	out := make([]string, len(rel))
+	for i, r := range rel {
+		out[i] = filepath.Join(modulesDir, r)
+	}
+	return out, nil
+}
+
+// moduleName turns "kernel/drivers/net/virtio_net.ko" or "virtio-net" into "virtio_net".
+func moduleName(s string) string {
+	s = filepath.Base(strings.TrimSpace(s))
+	for _, ext := range []string{".xz", ".zst", ".gz"} {
+		s = strings.TrimSuffix(s, ext)
+	}
+	return strings.ReplaceAll(strings.TrimSuffix(s, ".ko"), "-", "_")
+}
+
+// moduleOrder resolves names against a modules.dep text: the relative paths of every module
+// needed, each after the modules it depends on, each once.
+func moduleOrder(dep io.Reader, builtin map[string]bool, names []string) ([]string, error) {
+	paths := map[string]string{}
+	deps := map[string][]string{}
+	sc := bufio.NewScanner(dep)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		path, rest, ok := strings.Cut(text, ":")
+		if !ok {
+			return nil, fmt.Errorf("modules.dep line %d: no colon in %q", line, text)
+		}
+		m := moduleName(path)
+		paths[m] = path
+		for _, d := range strings.Fields(rest) {
+			deps[m] = append(deps[m], moduleName(d))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("modules.dep: %w", err)
+	}
+	var out []string
+	done := map[string]bool{}
+	visiting := map[string]bool{}
+	var visit func(m, from string) error
+	visit = func(m, from string) error {
+		if done[m] {
+			return nil
+		}
+		if _, ok := paths[m]; !ok {
+			if builtin[m] {
+				done[m] = true
+				return nil
+			}
+			if from != "" {
+				return fmt.Errorf("module %s (needed by %s) is not in modules.dep", m, from)
+			}
+			return fmt.Errorf("module %s is neither in modules.dep nor built in", m)
+		}
+		if visiting[m] {
+			return fmt.Errorf("modules.dep: dependency cycle through %s", m)
+		}
+		visiting[m] = true
+		// modules.dep lists dependencies nearest last (modprobe loads the list backwards).
+		ds := deps[m]
+		for i := len(ds) - 1; i >= 0; i-- {
+			if err := visit(ds[i], m); err != nil {
+				return err
+			}
+		}
+		visiting[m] = false
+		done[m] = true
+		out = append(out, paths[m])
+		return nil
+	}
+	for _, n := range names {
+		if err := visit(moduleName(n), ""); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// inNetns runs fn on an OS thread switched into network namespace ns (a name under /run/netns).
+// Sockets fn creates stay in that namespace after the thread switches back.
+func inNetns(ns string, fn func() error) error {
+	runtime.LockOSThread()
+	orig, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("netns %s: %w", ns, err)
+	}
+	defer orig.Close()
+	target, err := os.Open(filepath.Join("/run/netns", ns))
+	if err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("netns %s: %w", ns, err)
+	}
+	defer target.Close()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("netns %s: setns: %w", ns, err)
+	}
+	ferr := fn()
+	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
+		// Leave the thread locked: the runtime then ends it with this goroutine rather than run
+		// other goroutines in the wrong namespace.
+		return errors.Join(ferr, fmt.Errorf("netns %s: switching back: %w", ns, err))
+	}
+	runtime.UnlockOSThread()
+	return ferr
+}
+
+// nsDialer returns a DialContext that opens connections from inside namespace ns.
+func nsDialer(ns string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var conn net.Conn
+		err := inNetns(ns, func() error {
+			var err error
+			conn, err = (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, network, addr)
+			return err
+		})
+		return conn, err
+	}
+}
+
+// routerAdvertisement is an ICMPv6 router advertisement with no flags, router lifetime 0 and no
+// options: "no router, no DHCPv6, no prefix". iPXE ends its IPv6 configuration on the first one it
+// gets instead of soliciting for ~13 s. The kernel fills in the checksum.
+var routerAdvertisement = []byte{134, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+
+// raInterval is the period of unsolicited router advertisements: far shorter than RFC 4861's
+// minimum of 3 s, which is fine on a throw-away test network that only this cluster uses.
+const raInterval = 200 * time.Millisecond
+
+const (
+	icmpv6RouterSolicitation = 133
+	icmpv6RouterAdvert       = 134
+)
+
+// raResponder answers router solicitations on one interface of a namespace with
+// routerAdvertisement sent to all nodes (ff02::1), so that a booting iPXE learns at once that the
+// boot network has no IPv6 router.
+type raResponder struct {
+	f     *os.File
+	ifidx int
+	log   *zap.Logger
+	done  chan struct{}
+	// Answered counts solicitations answered.
+	answered int
+}
+
+// startRA opens the responder's socket in namespace ns on interface ifname and serves until ctx
+// ends or Close is called.
+func startRA(ctx context.Context, ns, ifname string, log *zap.Logger) (*raResponder, error) {
+	r := &raResponder{log: log, done: make(chan struct{})}
+	err := inNetns(ns, func() error {
+		ifi, err := net.InterfaceByName(ifname)
+		if err != nil {
+			return err
+		}
+		r.ifidx = ifi.Index
+		fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.IPPROTO_ICMPV6)
+		if err != nil {
+			return fmt.Errorf("raw ICMPv6 socket: %w", err)
+		}
+		var filter unix.ICMPv6Filter
+		for i := range filter.Data {
+			filter.Data[i] = 0xffffffff // a set bit blocks the type
+		}
+		filter.Data[icmpv6RouterSolicitation>>5] &^= 1 << (icmpv6RouterSolicitation & 31)
+		group := unix.IPv6Mreq{Multiaddr: netip.MustParseAddr("ff02::2").As16(), Interface: uint32(ifi.Index)}
+		for _, set := range []func() error{
+			func() error { return unix.SetsockoptICMPv6Filter(fd, unix.SOL_ICMPV6, unix.ICMPV6_FILTER, &filter) },
+			func() error { return unix.SetsockoptString(fd, unix.SOL_SOCKET, unix.SO_BINDTODEVICE, ifname) },
+			func() error { return unix.SetsockoptIPv6Mreq(fd, unix.IPPROTO_IPV6, unix.IPV6_JOIN_GROUP, &group) },
+			// Neighbour discovery requires hop limit 255 (RFC 4861 6.1.2).
+			func() error { return unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_HOPS, 255) },
+			func() error { return unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_UNICAST_HOPS, 255) },
+			func() error { return unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_IF, ifi.Index) },
+		} {
+			if err := set(); err != nil {
+				unix.Close(fd)
+				return fmt.Errorf("router advertisement socket: %w", err)
+			}
+		}
+		r.f = os.NewFile(uintptr(fd), "icmpv6-"+ns)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("router advertisements in %s on %s: %w", ns, ifname, err)
+	}
+	go r.serve(ctx)
+	return r, nil
+}
+
+func (r *raResponder) serve(ctx context.Context) {
+	defer close(r.done)
+	stop := context.AfterFunc(ctx, func() { r.f.Close() })
+	defer stop()
+	// Unsolicited advertisements too, every raInterval: iPXE takes the first one that arrives
+	// while it solicits, so a solicitation lost or sent before this listened costs at most
+	// raInterval instead of iPXE's retransmission back-off.
+	go func() {
+		t := time.NewTicker(raInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.done:
+				return
+			case <-t.C:
+				r.send()
+			}
+		}
+	}()
+	buf := make([]byte, 1500)
+	for {
+		n, err := r.f.Read(buf)
+		if err != nil {
+			return
+		}
+		if n >= 8 && buf[0] == icmpv6RouterSolicitation && buf[1] == 0 {
+			r.send()
+			r.answered++
+		}
+	}
+}
+
+func (r *raResponder) send() {
+	rc, err := r.f.SyscallConn()
+	if err != nil {
+		return
+	}
+	dst := &unix.SockaddrInet6{Addr: netip.MustParseAddr("ff02::1").As16(), ZoneId: uint32(r.ifidx)}
+	var serr error
+	_ = rc.Write(func(fd uintptr) bool {
+		serr = unix.Sendto(int(fd), routerAdvertisement, 0, dst)
+		return true
+	})
+	if serr != nil {
+		r.log.Debug("sending router advertisement", zap.Error(serr))
+	}
+}
+
+// Close stops the responder and waits for it.
+func (r *raResponder) Close() {
+	r.f.Close()
+	<-r.done
+}

@@ -1,0 +1,144 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/bootfabric/bootfabric/images"
+	"gopkg.in/yaml.v3"
+)
+
+// VMImage is what the qemu kind's VMs boot: a kernel, an initramfs built by images with the
+// kernel's network modules, and a command line.
+type VMImage struct {
+	// Kernel is the kernel to boot; zero: FindKernel("", "") (Debian's linux-image-amd64).
+	Kernel Kernel
+	// Modules are loaded by the initramfs, with their dependencies; nil: DefaultVMModules.
+	Modules []string
+	// Busybox is the static busybox of the initramfs; empty: images.DefaultBusybox.
+	Busybox string
+	// Cmdline is the kernel command line; empty: DefaultVMCmdline.
+	Cmdline string
+}
+
+// DefaultVMCmdline keeps the kernel's part of a VM boot short: serial console without the kernel's
+// own messages (every character costs an emulated UART write), no IPv6 (nothing to wait for), no
+// speculative-execution mitigations (emulated, they only cost time), and a power-off (QEMU exits
+// under -no-reboot) rather than a hang if the kernel panics.
+const DefaultVMCmdline = "console=ttyS0,115200 quiet ipv6.disable=1 mitigations=off panic=-1"
+
+// StartQEMUServers is StartServers for the qemu kind: the image store's profile "default" holds
+// img's kernel and an initramfs made by images.WriteInitramfs, whose /init loads the network
+// modules, gets its address by DHCP, reports health and powers off. opt.Files sizes are ignored;
+// opt.Files.NBP still names the iPXE directory for TFTP.
+func (c *Cluster) StartQEMUServers(ctx context.Context, opt ServerOptions, img VMImage) error {
+	dir := c.dir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if img.Kernel.Image == "" {
+		k, err := FindKernel("", "")
+		if err != nil {
+			return err
+		}
+		img.Kernel = k
+	}
+	if img.Modules == nil {
+		img.Modules = DefaultVMModules
+	}
+	if img.Cmdline == "" {
+		img.Cmdline = DefaultVMCmdline
+	}
+	mods, err := ModuleFiles(img.Kernel.ModulesDir, img.Modules)
+	if err != nil {
+		return err
+	}
+	initrd := filepath.Join(dir, "initrd.img")
+	if err := images.WriteInitramfs(initrd, images.InitramfsConfig{Busybox: img.Busybox, Modules: mods}); err != nil {
+		return err
+	}
+	if _, err := c.run.Run(ctx, opt.Bootctl, "image", "add", "--store", filepath.Join(dir, "images"), "--name", "default",
+		"--kernel", img.Kernel.Image, "--initrd", initrd, "--cmdline", img.Cmdline); err != nil {
+		return err
+	}
+	// The VMs' taps and bridges are made now, so that a boot does not wait for fresh bridge ports.
+	for i := range c.Nodes {
+		if err := c.attachTap(ctx, i); err != nil {
+			return err
+		}
+	}
+	return c.startServersWithImages(ctx, opt)
+}
+
+// startServersWithImages writes the machine, inventory and per-server configs and starts `bootctl serve`
+// in each server namespace, with the image store already in place.
+func (c *Cluster) startServersWithImages(ctx context.Context, opt ServerOptions) error {
+	dir := c.dir()
+	mach, err := c.Machine.MarshalYAMLText()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "machine.yaml"), mach, 0o644); err != nil {
+		return err
+	}
+	var inv strings.Builder
+	inv.WriteString("name,mac,ip,node\n")
+	for _, n := range c.Nodes {
+		fmt.Fprintf(&inv, "%s,%s,%s,%s\n", n.Name, n.MAC, n.IP, n.Name)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "inventory.csv"), []byte(inv.String()), 0o644); err != nil {
+		return err
+	}
+	ipxeDir := images.DebianIPXEDir
+	if opt.Files.NBP != "" {
+		ipxeDir = filepath.Dir(opt.Files.NBP)
+	}
+	var servers []map[string]string
+	for _, s := range c.Servers {
+		servers = append(servers, map[string]string{"name": s.Name, "address": s.IP})
+	}
+	subnet := fmt.Sprintf("%s/%d", addrAt(mustPrefix(c.Servers[0].IP, c.PrefixLen), 0), c.PrefixLen)
+	for j, s := range c.Servers {
+		cfg := map[string]any{
+			"server_id": j, "servers": servers, "topology": "machine.yaml", "mapping": opt.Mapping,
+			"inventory": "inventory.csv", "images": "images", "ipxe_dir": ipxeDir,
+			"state_dir": "state-" + s.Name, "state_flush": "200ms",
+			"http": map[string]any{"listen": ":80"},
+			"tftp": map[string]any{"listen": ":69", "max_block_size": 1468},
+			"dhcp": map[string]any{"mode": "reservation", "interfaces": []string{"eth0"}, "subnet": subnet, "lease_time": "1h"},
+		}
+		data, err := yaml.Marshal(cfg)
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(dir, s.Name+".yaml")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return err
+		}
+		logf, err := os.Create(filepath.Join(dir, s.Name+".log"))
+		if err != nil {
+			return err
+		}
+		cmd := exec.Command("ip", "netns", "exec", s.Namespace, opt.Bootctl, "--log-level", "info", "serve", "--config", path)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		err = cmd.Start()
+		logf.Close()
+		if err != nil {
+			return fmt.Errorf("start server %s: %w", s.Name, err)
+		}
+		if err := c.AddPid(cmd.Process.Pid); err != nil {
+			return err
+		}
+		go func() { _ = cmd.Wait() }() // reap; Down stops it by pid
+	}
+	for _, s := range c.Servers {
+		if err := c.waitHTTP(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
