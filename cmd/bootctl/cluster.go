@@ -61,7 +61,7 @@ func clusterCommand(e *env) *cli.Command {
 				Name:  "up",
 				Usage: "create the cluster's namespaces, bridges and shaped links and start its boot servers",
 				Flags: append(append(clusterFlags(), bootFlags()...),
-					&cli.StringFlag{Name: "kind", Value: "netns", Usage: "netns (container nodes); qemu VMs boot with `cluster boot --kind qemu`"},
+					&cli.StringFlag{Name: "kind", Value: "netns", Usage: "netns (container nodes boot with busybox udhcpc and curl) or qemu (nodes are QEMU VMs with PXE firmware)"},
 					&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Value: "mini", Usage: "machine: mini or a machine description file"},
 					&cli.Float64Flag{Name: "scale", Value: 0.1, Usage: "multiply every link capacity by this to shape it on one host"},
 				),
@@ -70,11 +70,22 @@ func clusterCommand(e *env) *cli.Command {
 					if err != nil {
 						return err
 					}
+					if c.String("kind") == "qemu" {
+						if err := integration.CheckQEMUHost(integration.QEMUOptions{}); err != nil {
+							return asBadInput(err)
+						}
+					}
 					cl, err := integration.Up(c.Context, spec, e.log)
 					if err != nil {
 						return clusterError(err)
 					}
-					if err := cl.StartServers(c.Context, opt); err != nil {
+					start := cl.StartServers
+					if c.String("kind") == "qemu" {
+						start = func(ctx context.Context, opt integration.ServerOptions) error {
+							return cl.StartQEMUServers(ctx, opt, integration.VMImage{})
+						}
+					}
+					if err := start(c.Context, opt); err != nil {
 						_ = cl.Down(context.Background())
 						return err
 					}
@@ -87,7 +98,12 @@ func clusterCommand(e *env) *cli.Command {
 				Name:  "boot",
 				Usage: "boot every container node of a running cluster at once and print each node's timeline",
 				Flags: append(clusterFlags(), outputFlag("table", "json"),
-					&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Usage: "give up on nodes not booted by then"}),
+					&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Usage: "give up on nodes not booted by then"},
+					&cli.StringFlag{Name: "kind", Value: "netns", Usage: "netns: container nodes; qemu: PXE-boot VMs (the cluster was brought up with --kind qemu)"},
+					&cli.IntFlag{Name: "vms", Value: 4, Usage: "qemu: how many VMs to boot at once (the first N nodes)"},
+					&cli.StringFlag{Name: "firmware", Value: "bios", Usage: "qemu: bios (SeaBIOS + iPXE ROM) or uefi (OVMF)"},
+					&cli.StringFlag{Name: "accel", Usage: "qemu: kvm or tcg (default: kvm when /dev/kvm can run a VM)"},
+				),
 				Action: func(c *cli.Context) error {
 					format, err := outputFormat(c, "table", "json")
 					if err != nil {
@@ -96,6 +112,13 @@ func clusterCommand(e *env) *cli.Command {
 					cl, err := integration.Open(c.String("state-dir"), c.String("name"), e.log)
 					if err != nil {
 						return asBadInput(err)
+					}
+					switch c.String("kind") {
+					case "qemu":
+						return bootVMs(e, c, cl, format)
+					case "netns":
+					default:
+						return badInput("--kind: %q is not one of netns, qemu", c.String("kind"))
 					}
 					tl, batch, cpu, err := cl.Boot(c.Context, nil, c.Duration("timeout"))
 					if format == "json" {
@@ -183,8 +206,8 @@ func clusterSpec(c *cli.Context) (integration.Spec, integration.ServerOptions, e
 	if err := checkTools(); err != nil {
 		return integration.Spec{}, integration.ServerOptions{}, err
 	}
-	if k := c.String("kind"); k != "" && k != "netns" {
-		return integration.Spec{}, integration.ServerOptions{}, badInput("--kind: %q: `cluster up` builds netns clusters; VMs: see README (qemu)", k)
+	if k := c.String("kind"); k != "" && k != "netns" && k != "qemu" {
+		return integration.Spec{}, integration.ServerOptions{}, badInput("--kind: %q is not one of netns, qemu", k)
 	}
 	m, err := topology.Load(c.String("topology"))
 	if err != nil {
@@ -275,4 +298,42 @@ func measureAction(e *env, c *cli.Context) error {
 		}
 	}
 	return nil
+}
+
+func bootVMs(e *env, c *cli.Context, cl *integration.Cluster, format string) error {
+	n := c.Int("vms")
+	if n < 1 || n > len(cl.Nodes) {
+		return badInput("--vms: %d is not between 1 and the cluster's %d nodes", n, len(cl.Nodes))
+	}
+	if f := c.String("firmware"); f != "bios" && f != "uefi" {
+		return badInput("--firmware: %q is not one of bios, uefi", f)
+	}
+	opt := integration.QEMUOptions{Firmware: c.String("firmware"), Accel: c.String("accel"), Timeout: c.Duration("timeout"), Log: e.log}
+	if err := integration.CheckQEMUHost(opt); err != nil {
+		return asBadInput(err)
+	}
+	res, err := integration.BootVMs(c.Context, cl, n, opt)
+	if format == "json" {
+		if jerr := writeJSON(e.stdout, res); jerr != nil {
+			return jerr
+		}
+		return err
+	}
+	t := newTable(e.stdout)
+	t.row("vm", "server", "accel", "seconds", "health", "breakdown", "serial log")
+	for _, r := range res {
+		var steps []string
+		for _, st := range integration.Breakdown(r) {
+			steps = append(steps, fmt.Sprintf("%s %.2f", st.Name, st.Seconds))
+		}
+		health := r.Health
+		if r.Err != "" {
+			health = "error: " + r.Err
+		}
+		t.row(r.Node, r.Server, r.Accel, fmtFloat(r.Seconds, 2), health, strings.Join(steps, "; "), r.SerialLog)
+	}
+	if ferr := t.flush(); ferr != nil {
+		return ferr
+	}
+	return err
 }
