@@ -204,7 +204,7 @@ ip link set lo up
 ip link set eth0 up
 out=$(mktemp)
 export BF_OUT="$out"
-udhcpc -i eth0 -f -q -n -t 20 -T 1 -A 1 -V PXEClient:Arch:00000:UNDI:002001 -x 0x5d:0000 -s "$BF_UDHCPC_SCRIPT" >/dev/null 2>&1
+udhcpc -i eth0 -f -q -n -t 20 -T 3 -A 1 -V PXEClient:Arch:00000:UNDI:002001 -x 0x5d:0000 -s "$BF_UDHCPC_SCRIPT" >/dev/null
 read -r SIADDR BOOTFILE < "$out"
 rm -f "$out"
 echo "bound $(ts) $SIADDR"

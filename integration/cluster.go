@@ -34,7 +34,7 @@ type Spec struct {
 }
 
 // MaxNamespaces bounds a cluster so that a large machine cannot exhaust the host.
-const MaxNamespaces = 400
+const MaxNamespaces = 600
 
 // Endpoint is a node or boot server of a running cluster.
 type Endpoint struct {
