@@ -26,8 +26,8 @@ func TestStorm500(t *testing.T) {
 		t.Skip("500-node storm is a known failure (about half the clients bound); set BOOTFABRIC_STORM=1 to run it")
 	}
 	m := &topology.Machine{
-		Name:   "storm",
-		Levels: []topology.LevelSpec{{Name: "node", Prefix: "n", Count: 500, Uplink: &topology.LinkSpec{Segment: "N1", CapacityMbps: 1000}}},
+		Name:    "storm",
+		Levels:  []topology.LevelSpec{{Name: "node", Prefix: "n", Count: 500, Uplink: &topology.LinkSpec{Segment: "N1", CapacityMbps: 1000}}},
 		Servers: topology.ServerSpec{Count: 1, NIC: topology.LinkSpec{Segment: "N5", CapacityMbps: 1000}},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
