@@ -188,7 +188,7 @@ func (c *Config) Validate() error {
 		var e *Error
 		if errors.As(err, &e) && c.root != nil {
 			e.File = c.file
-			e.Line = fieldLine(c.root, e.Field)
+			e.Line = topology.FieldLine(c.root, e.Field)
 		}
 		return err
 	}
@@ -345,42 +345,4 @@ func yamlError(err error, file string) error {
 		return &Error{File: file, Line: line, Msg: m[2]}
 	}
 	return &Error{File: file, Msg: msg}
-}
-
-// fieldLine finds the line of a field path such as "servers[1].address" in a YAML mapping, or the
-// line of its closest existing parent; 0 when unknown.
-func fieldLine(n *yaml.Node, path string) int {
-	line := 0
-	for _, part := range strings.Split(path, ".") {
-		if part == "" {
-			break
-		}
-		key, idx := part, -1
-		if i := strings.IndexByte(part, '['); i >= 0 && strings.HasSuffix(part, "]") {
-			key = part[:i]
-			idx, _ = strconv.Atoi(part[i+1 : len(part)-1])
-		}
-		if n.Kind != yaml.MappingNode {
-			return line
-		}
-		var next *yaml.Node
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == key {
-				line = n.Content[i].Line
-				next = n.Content[i+1]
-			}
-		}
-		if next == nil {
-			return line
-		}
-		n = next
-		if idx >= 0 {
-			if n.Kind != yaml.SequenceNode || idx >= len(n.Content) {
-				return line
-			}
-			n = n.Content[idx]
-			line = n.Line
-		}
-	}
-	return line
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/bootfabric/bootfabric/topology"
@@ -19,31 +18,8 @@ import (
 )
 
 // Error is a problem in a configuration or inventory file, located by file, line and field where
-// known.
-type Error struct {
-	File  string
-	Line  int
-	Field string
-	Msg   string
-}
-
-func (e *Error) Error() string {
-	var sb strings.Builder
-	if e.File != "" {
-		sb.WriteString(e.File)
-		if e.Line > 0 {
-			sb.WriteString(":" + strconv.Itoa(e.Line))
-		}
-		sb.WriteString(": ")
-	} else if e.Line > 0 {
-		sb.WriteString("line " + strconv.Itoa(e.Line) + ": ")
-	}
-	if e.Field != "" {
-		sb.WriteString(e.Field + ": ")
-	}
-	sb.WriteString(e.Msg)
-	return sb.String()
-}
+// known: the same as a machine description's.
+type Error = topology.Error
 
 // InventoryNode is one machine of the inventory.
 type InventoryNode struct {

@@ -124,7 +124,7 @@ func Parse(data []byte, file string) (*Machine, error) {
 		var e *Error
 		if errors.As(err, &e) {
 			e.File = file
-			e.Line = fieldLine(root.Content[0], e.Field)
+			e.Line = FieldLine(root.Content[0], e.Field)
 		}
 		return nil, err
 	}
@@ -145,10 +145,11 @@ func yamlError(err error, file string) error {
 	return &Error{File: file, Msg: msg}
 }
 
-// fieldLine finds the line of a field path such as "levels[2].uplink.capacity_mbps" in a YAML
-// mapping, or the line of its closest existing parent; 0 when unknown.
-func fieldLine(n *yaml.Node, path string) int {
-	line := n.Line
+// FieldLine finds the line of a field path such as "levels[2].uplink.capacity_mbps" in a YAML
+// mapping, or the line of its closest existing parent; 0 when unknown. Other packages that check
+// YAML files use it to point their errors (an Error) at the line.
+func FieldLine(n *yaml.Node, path string) int {
+	line := 0
 	for _, part := range strings.Split(path, ".") {
 		if part == "" {
 			break
