@@ -92,7 +92,7 @@ func DHCPEvents(t dhcpv4.MessageType, out dhcpd.Outcome) []Event {
 		if out == dhcpd.OutcomeOffered {
 			return []Event{EvDiscover, EvOffer}
 		}
-		if out == dhcpd.OutcomeDuplicate || out == dhcpd.OutcomeNotOurs || out == dhcpd.OutcomeNotPXE {
+		if out == dhcpd.OutcomeDuplicate || out == dhcpd.OutcomeNotOurs || out == dhcpd.OutcomeNotPXE || out == dhcpd.OutcomeSendFailed {
 			return nil
 		}
 		return []Event{EvDiscover}

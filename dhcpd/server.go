@@ -22,8 +22,10 @@ import (
 var ErrPortInUse = errors.New("port already held by another process (another DHCP server or bootctl instance?)")
 
 // Observer is told about every handled request, e.g. to track boot state
-// (discover -> offered -> bound). OnDHCP is called from the worker after the
-// reply is sent; it must be fast and must not block.
+// (discover -> offered -> bound). OnDHCP is called from the worker before the
+// reply is sent, so that a client's next request is never observed before the
+// answer to its previous one; if sending then fails, it is called again with
+// OutcomeSendFailed. It must be fast and must not block.
 type Observer interface {
 	OnDHCP(mac net.HardwareAddr, msgType dhcpv4.MessageType, outcome Outcome, ip net.IP)
 }
@@ -464,6 +466,9 @@ func (s *Server) work(ctx context.Context, j job) {
 			zap.Stringer("type", j.req.MessageType()), zap.Error(d.Err))
 		s.m.drops.WithLabelValues(string(OutcomeError)).Inc()
 	}
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.OnDHCP(j.req.ClientHWAddr, j.req.MessageType(), d.Outcome, d.IP)
+	}
 	if d.Reply != nil {
 		dst, ifidx := s.destination(j, d.Reply)
 		cm := &ipv4.ControlMessage{IfIndex: ifidx}
@@ -474,6 +479,9 @@ func (s *Server) work(ctx context.Context, j job) {
 			s.log.Debug("sending DHCP reply failed", zap.Stringer("to", dst), zap.Error(err))
 			s.count(j.req, OutcomeSendFailed)
 			s.m.drops.WithLabelValues(string(OutcomeSendFailed)).Inc()
+			if s.cfg.Observer != nil {
+				s.cfg.Observer.OnDHCP(j.req.ClientHWAddr, j.req.MessageType(), OutcomeSendFailed, d.IP)
+			}
 			return
 		}
 		s.m.latency.Observe(time.Since(j.start).Seconds())
@@ -482,9 +490,6 @@ func (s *Server) work(ctx context.Context, j job) {
 	if ce := s.log.Check(zap.DebugLevel, "DHCP request"); ce != nil {
 		ce.Write(zap.Stringer("mac", j.req.ClientHWAddr), zap.Stringer("type", j.req.MessageType()),
 			zap.String("outcome", string(d.Outcome)), zap.Stringer("ip", d.IP), zap.Stringer("giaddr", j.req.GatewayIPAddr))
-	}
-	if s.cfg.Observer != nil {
-		s.cfg.Observer.OnDHCP(j.req.ClientHWAddr, j.req.MessageType(), d.Outcome, d.IP)
 	}
 }
 
