@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/bootfabric/bootfabric/units"
 	"io"
 	"math"
 	"slices"
@@ -158,7 +159,7 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 		models += " and the flow-level model (" + esc(rep.FlowModel) + ")"
 	}
 	p("<p class=\"note\">%d nodes, %d boot servers, image %s; algorithms %s; %d batches; %s. Bandwidths in Mb/s (10<sup>6</sup> bit/s) per node.</p>\n",
-		m.Nodes, m.Servers, esc(fmtBytes(rep.ImageBytes)), esc(strings.Join(rep.Algos, ", ")), len(rep.Batches), models)
+		m.Nodes, m.Servers, esc(units.FormatBytes(rep.ImageBytes)), esc(strings.Join(rep.Algos, ", ")), len(rep.Batches), models)
 
 	p("<h2>Recommendation</h2>\n<div class=\"rec\">\n")
 	for _, t := range rep.Recommendation.Text {

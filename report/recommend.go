@@ -9,6 +9,7 @@ import (
 	"github.com/bootfabric/bootfabric/fabricsim"
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/topology"
+	"github.com/bootfabric/bootfabric/units"
 )
 
 // Upgrade is the effect of raising the capacity of one or more segments on one batch.
@@ -327,7 +328,7 @@ func describeUpgrade(u Upgrade) string {
 func upgradeText(rep *Report, rec Recommendation, b topology.Batch, base *fabricsim.Analysis) []string {
 	var out []string
 	out = append(out, fmt.Sprintf("At %s (%d nodes) with %s the bottleneck is %s at %s Mb/s per node: %s s to boot a %s image.",
-		b.Label, len(b.Nodes), rec.Mapping, strings.Join(base.Bottlenecks, " and "), fmtSig(base.BandwidthMbps), fmtSig(base.BootSeconds), fmtBytes(rep.ImageBytes)))
+		b.Label, len(b.Nodes), rec.Mapping, strings.Join(base.Bottlenecks, " and "), fmtSig(base.BandwidthMbps), fmtSig(base.BootSeconds), units.FormatBytes(rep.ImageBytes)))
 	if len(base.Bottlenecks) > 1 {
 		var none []string
 		for _, u := range rec.Singles {

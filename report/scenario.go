@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/bootfabric/bootfabric/topology"
+	"github.com/bootfabric/bootfabric/units"
 	"gopkg.in/yaml.v3"
 )
 
@@ -94,7 +95,7 @@ func ParseScenario(data []byte, file string) (*Scenario, error) {
 		}
 	}
 	if s.ImageSize != "" {
-		if _, err := parseSize(s.ImageSize); err != nil {
+		if _, err := units.ParseSize(s.ImageSize); err != nil {
 			return nil, s.errorf("image_size", "%v", err)
 		}
 	}
@@ -297,8 +298,8 @@ func (s *Scenario) apply(base *topology.Machine, baseFailed []bool, baseImage fl
 	}
 	img := baseImage
 	if s.ImageSize != "" {
-		img, _ = parseSize(s.ImageSize) // checked when parsed
-		changes = append(changes, fmt.Sprintf("image %s -> %s", fmtBytes(baseImage), fmtBytes(img)))
+		img, _ = units.ParseSize(s.ImageSize) // checked when parsed
+		changes = append(changes, fmt.Sprintf("image %s -> %s", units.FormatBytes(baseImage), units.FormatBytes(img)))
 	}
 	if len(changes) == 0 {
 		changes = []string{"no change"}
@@ -315,44 +316,6 @@ func scenarioField(machineField string) string {
 		return "servers.per_cascade"
 	}
 	return "segments"
-}
-
-var sizeRE = regexp.MustCompile(`^(\d+(?:\.\d+)?)\s*([A-Za-z]+)$`)
-
-var sizeUnits = map[string]float64{
-	"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
-	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
-}
-
-// parseSize parses a size such as 50MB or 70KiB into bytes (the same syntax as bootctl's
-// --image-size); the unit is required.
-func parseSize(s string) (float64, error) {
-	m := sizeRE.FindStringSubmatch(strings.TrimSpace(s))
-	if m == nil {
-		return 0, fmt.Errorf("size %q: want a number and a unit (B, KB, MB, GB, KiB, MiB, GiB), e.g. 50MB", s)
-	}
-	mult, ok := sizeUnits[m[2]]
-	if !ok {
-		return 0, fmt.Errorf("size %q: unknown unit %q (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", s, m[2])
-	}
-	v, err := strconv.ParseFloat(m[1], 64)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("size %q: must be positive", s)
-	}
-	return v * mult, nil
-}
-
-// fmtBytes writes bytes in the largest SI unit that keeps the number at least 1.
-func fmtBytes(b float64) string {
-	for _, u := range []struct {
-		name string
-		mult float64
-	}{{"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}} {
-		if b >= u.mult {
-			return strconv.FormatFloat(b/u.mult, 'f', -1, 64) + " " + u.name
-		}
-	}
-	return strconv.FormatFloat(b, 'f', -1, 64) + " B"
 }
 
 // fmtRate writes a capacity in Mb/s as Gb/s when it is a whole number of Gb/s.

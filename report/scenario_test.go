@@ -166,16 +166,3 @@ func TestFailedServerScenario(t *testing.T) {
 		t.Errorf("whole machine with bs0 failed: %v s, want more than the baseline's %v s", after, base)
 	}
 }
-
-func TestParseSize(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want float64
-		err  bool
-	}{{"50MB", 50e6, false}, {"1.5 GB", 1.5e9, false}, {"70KiB", 70 << 10, false}, {"50", 0, true}, {"50mb", 0, true}, {"0MB", 0, true}} {
-		got, err := parseSize(tc.in)
-		if (err != nil) != tc.err || got != tc.want {
-			t.Errorf("parseSize(%q) = %v, %v; want %v, error %v", tc.in, got, err, tc.want, tc.err)
-		}
-	}
-}

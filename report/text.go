@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"github.com/bootfabric/bootfabric/units"
 	"io"
 	"os"
 	"path/filepath"
@@ -84,7 +85,7 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	m := rep.Machine
 	na := len(rep.Algos)
 	p("# Boot capacity report: %s\n\n", m.Name)
-	p("%d nodes, %d boot servers, image %s; algorithms %s; bandwidths in Mb/s per node.\n\n", m.Nodes, m.Servers, fmtBytes(rep.ImageBytes), strings.Join(rep.Algos, ", "))
+	p("%d nodes, %d boot servers, image %s; algorithms %s; bandwidths in Mb/s per node.\n\n", m.Nodes, m.Servers, units.FormatBytes(rep.ImageBytes), strings.Join(rep.Algos, ", "))
 	p("## Recommendation\n\n")
 	for _, t := range rep.Recommendation.Text {
 		p("- %s\n", t)

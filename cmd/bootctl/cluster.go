@@ -13,6 +13,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/integration"
 	"github.com/bootfabric/bootfabric/topology"
+	"github.com/bootfabric/bootfabric/units"
 	"github.com/urfave/cli/v2"
 )
 
@@ -226,7 +227,7 @@ func clusterSpec(c *cli.Context) (integration.Spec, integration.ServerOptions, e
 		flag string
 		dst  *int64
 	}{{"kernel-size", &opt.Files.Kernel}, {"initrd-size", &opt.Files.Initrd}} {
-		v, err := parseSize(c.String(f.flag))
+		v, err := units.ParseSize(c.String(f.flag))
 		if err != nil {
 			return integration.Spec{}, integration.ServerOptions{}, badInput("--%s: %w", f.flag, err)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/topology"
+	"github.com/bootfabric/bootfabric/units"
 	"github.com/urfave/cli/v2"
 )
 
@@ -57,7 +58,7 @@ func readMachineInput(c *cli.Context) (*machineInput, error) {
 	} else {
 		in.Batches = h.DefaultBatches()
 	}
-	if in.ImageBytes, err = parseSize(c.String("image-size")); err != nil {
+	if in.ImageBytes, err = units.ParseSize(c.String("image-size")); err != nil {
 		return nil, badInput("--image-size: %w", err)
 	}
 	if in.Failed, err = parseFailed(c.String("failed-servers"), len(g.Servers())); err != nil {

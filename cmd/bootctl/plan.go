@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bootfabric/bootfabric/fabricsim"
+	"github.com/bootfabric/bootfabric/units"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 )
@@ -68,7 +69,7 @@ func planCommand(e *env) *cli.Command {
 				return writeCSV(e.stdout, out)
 			}
 			fmt.Fprintf(e.stdout, "%s: %d nodes, %d boot servers; image %s; bandwidth in Mb/s per node (minimum per segment)\n",
-				in.Graph.Name, len(in.Graph.Nodes()), len(in.Graph.Servers()), formatBytes(in.ImageBytes))
+				in.Graph.Name, len(in.Graph.Nodes()), len(in.Graph.Servers()), units.FormatBytes(in.ImageBytes))
 			t := newTable(e.stdout)
 			head := []any{"batch", "nodes", "algo"}
 			for _, s := range segs {

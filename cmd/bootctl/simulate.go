@@ -15,6 +15,7 @@ import (
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/routing"
 	"github.com/bootfabric/bootfabric/topology"
+	"github.com/bootfabric/bootfabric/units"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 )
@@ -218,7 +219,7 @@ func simConfig(c *cli.Context) (fabricsim.FlowConfig, error) {
 		return cfg, badInput("--files: %w", err)
 	}
 	cfg.TFTPBlockSize, cfg.TFTPWindowSize = c.Int("blksize"), c.Int("windowsize")
-	if cfg.HTTPWindowBytes, err = parseSize(c.String("http-window")); err != nil {
+	if cfg.HTTPWindowBytes, err = units.ParseSize(c.String("http-window")); err != nil {
 		return cfg, badInput("--http-window: %w", err)
 	}
 	for _, d := range []struct {
@@ -285,7 +286,7 @@ func simParseFiles(spec string, proto fabricsim.Protocol) ([]fabricsim.File, err
 		size, p, hasProto := strings.Cut(rest, ":")
 		f := fabricsim.File{Name: name, Protocol: proto}
 		var err error
-		if f.Bytes, err = parseSize(size); err != nil {
+		if f.Bytes, err = units.ParseSize(size); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		if hasProto {
@@ -483,7 +484,7 @@ func simWriteTable(w io.Writer, g *topology.Graph, runs []simRun) error {
 	res := r.Result
 	var files []string
 	for _, f := range res.Files {
-		files = append(files, fmt.Sprintf("%s %s %s", f.Name, formatBytes(f.Bytes), f.Protocol))
+		files = append(files, fmt.Sprintf("%s %s %s", f.Name, units.FormatBytes(f.Bytes), f.Protocol))
 	}
 	fmt.Fprintf(w, "%s: batch %s (%d nodes, %d servers used), %s; files: %s\n", g.Name, r.Batch, res.Nodes, res.ServersUsed, r.Algo,
 		strings.Join(files, ", "))
@@ -503,7 +504,7 @@ func simWriteTable(w io.Writer, g *topology.Graph, runs []simRun) error {
 	t = newTable(w)
 	t.row("segment", "channels", "capacity Mb/s", "traffic", "peak Mb/s", "peak util", "bottleneck of")
 	for _, s := range res.Segments {
-		t.row(s.Name, s.Channels, fmtFloat(s.CapacityMbps, 0), formatBytes(s.Bytes), fmtFloat(s.PeakMbps, 1),
+		t.row(s.Name, s.Channels, fmtFloat(s.CapacityMbps, 0), units.FormatBytes(s.Bytes), fmtFloat(s.PeakMbps, 1),
 			fmtFloat(100*s.PeakUtilisation, 1)+"%", s.BottleneckNodes)
 	}
 	for _, b := range res.Bottlenecks {
@@ -519,7 +520,7 @@ func simWriteTable(w io.Writer, g *topology.Graph, runs []simRun) error {
 		t = newTable(w)
 		t.row("from", "to", "segment", "capacity Mb/s", "traffic")
 		for _, l := range res.TopLinks {
-			t.row(l.From, l.To, l.Segment, fmtFloat(l.CapacityMbps, 0), formatBytes(l.Bytes))
+			t.row(l.From, l.To, l.Segment, fmtFloat(l.CapacityMbps, 0), units.FormatBytes(l.Bytes))
 		}
 		return t.flush()
 	}
@@ -649,7 +650,7 @@ func simWriteHealth(w io.Writer, runs []simRun) error {
 				fmt.Fprintf(w, "    node %d died at %s, detected at %s, %s\n", f.Node, simDur(f.AtSeconds), simDur(f.DetectedSeconds), what)
 			}
 		}
-		fmt.Fprintf(w, "  messages %d (%s moved), tasks %d, recovery messages %d\n", res.Messages, formatBytes(res.Bytes), res.Tasks,
+		fmt.Fprintf(w, "  messages %d (%s moved), tasks %d, recovery messages %d\n", res.Messages, units.FormatBytes(res.Bytes), res.Tasks,
 			res.RecoveryMessages)
 	}
 	return nil

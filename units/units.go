@@ -1,4 +1,7 @@
-package main
+// Package units parses and prints the sizes bootfabric's inputs and outputs carry: bytes with an SI
+// (MB = 10^6 bytes) or binary (MiB = 2^20 bytes) unit. A size always needs its unit, so that
+// "50" cannot silently mean bytes to one reader and megabytes to another.
+package units
 
 import (
 	"fmt"
@@ -9,19 +12,19 @@ import (
 
 var sizeRE = regexp.MustCompile(`^(\d+(?:\.\d+)?)\s*([A-Za-z]+)$`)
 
-// sizeUnits are the byte units a size may carry: SI (MB = 10^6 bytes) and binary (MiB = 2^20).
-var sizeUnits = map[string]float64{
+// byteUnits are the units a size may carry.
+var byteUnits = map[string]float64{
 	"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
 	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
 }
 
-// parseSize parses a size such as 50MB or 70KiB into bytes; the unit is required.
-func parseSize(s string) (float64, error) {
+// ParseSize parses a positive size such as 50MB or 70KiB into bytes; the unit is required.
+func ParseSize(s string) (float64, error) {
 	m := sizeRE.FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
 		return 0, fmt.Errorf("size %q: want a number and a unit (B, KB, MB, GB, KiB, MiB, GiB), e.g. 50MB", s)
 	}
-	mult, ok := sizeUnits[m[2]]
+	mult, ok := byteUnits[m[2]]
 	if !ok {
 		return 0, fmt.Errorf("size %q: unknown unit %q (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", s, m[2])
 	}
@@ -32,8 +35,8 @@ func parseSize(s string) (float64, error) {
 	return v * mult, nil
 }
 
-// formatBytes writes bytes in the largest SI unit that keeps the number at least 1.
-func formatBytes(b float64) string {
+// FormatBytes writes bytes in the largest SI unit that keeps the number at least 1 ("50 MB").
+func FormatBytes(b float64) string {
 	for _, u := range []struct {
 		name string
 		mult float64
