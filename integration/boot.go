@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"gopkg.in/yaml.v3"
 )
 
 // BootFiles are the sizes of the files a container node fetches, in bytes: the NBP over TFTP as PXE
@@ -39,83 +38,17 @@ type ServerOptions struct {
 // dir is the cluster's working directory (configs, images, logs, server state).
 func (c *Cluster) dir() string { return strings.TrimSuffix(c.path, ".json") }
 
-// StartServers writes each server's configuration, a shared image store with a test profile, and
-// the inventory, starts `bootctl serve` in every server namespace and waits until each answers.
+// StartServers writes a shared image store with a test profile (a kernel and an initrd of the
+// sizes in opt.Files), then each server's configuration and the inventory, starts `bootctl serve`
+// in every server namespace and waits until each answers.
 func (c *Cluster) StartServers(ctx context.Context, opt ServerOptions) error {
-	dir := c.dir()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	// The machine as the servers see it: unscaled (the mapping depends only on the hierarchy).
-	mach, err := c.Machine.MarshalYAMLText()
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "machine.yaml"), mach, 0o644); err != nil {
-		return err
-	}
-	var inv strings.Builder
-	inv.WriteString("name,mac,ip,node\n")
-	for _, n := range c.Nodes {
-		fmt.Fprintf(&inv, "%s,%s,%s,%s\n", n.Name, n.MAC, n.IP, n.Name)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "inventory.csv"), []byte(inv.String()), 0o644); err != nil {
+	if err := os.MkdirAll(c.dir(), 0o755); err != nil {
 		return err
 	}
 	if err := c.writeImages(ctx, opt); err != nil {
 		return err
 	}
-	var servers []map[string]string
-	for _, s := range c.Servers {
-		servers = append(servers, map[string]string{"name": s.Name, "address": s.IP})
-	}
-	subnet := fmt.Sprintf("%s/%d", addrAt(mustPrefix(c.Servers[0].IP, c.PrefixLen), 0), c.PrefixLen)
-	for j, s := range c.Servers {
-		cfg := map[string]any{
-			"server_id": j, "servers": servers, "topology": "machine.yaml", "mapping": opt.Mapping,
-			"inventory": "inventory.csv", "images": "images", "ipxe_dir": filepath.Dir(opt.Files.NBP),
-			"state_dir": "state-" + s.Name, "state_flush": "200ms",
-			"http": map[string]any{"listen": ":80"},
-			"tftp": map[string]any{"listen": ":69", "max_block_size": 1468},
-			"dhcp": map[string]any{"mode": "reservation", "interfaces": []string{"eth0"}, "subnet": subnet, "lease_time": "1h"},
-		}
-		data, err := yaml.Marshal(cfg)
-		if err != nil {
-			return err
-		}
-		path := filepath.Join(dir, s.Name+".yaml")
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			return err
-		}
-		logf, err := os.Create(filepath.Join(dir, s.Name+".log"))
-		if err != nil {
-			return err
-		}
-		// The servers send the data. With loss-based congestion control their TCP flows would fill
-		// the shaped links' FIFOs, and a lock-step TFTP transfer would wait behind that queue on
-		// every block; BBR keeps about one round trip of data queued, so links stay full, lossless
-		// and short-queued, which is the sharing the flow model assumes.
-		if _, err := c.run.Run(ctx, "ip", "netns", "exec", s.Namespace, "sysctl", "-q", "-w", "net.ipv4.tcp_congestion_control=bbr"); err != nil {
-			c.log.Warn("BBR unavailable; TCP will fill the shaped queues", zap.String("server", s.Name), zap.Error(err))
-		}
-		cmd := exec.Command("ip", "netns", "exec", s.Namespace, opt.Bootctl, "--log-level", "info", "serve", "--config", path)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			logf.Close()
-			return fmt.Errorf("start server %s: %w", s.Name, err)
-		}
-		logf.Close()
-		if err := c.AddPid(cmd.Process.Pid); err != nil {
-			return err
-		}
-		go func() { _ = cmd.Wait() }() // reap; Down stops it by pid
-	}
-	for _, s := range c.Servers {
-		if err := c.waitHTTP(ctx, s); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.startServersWithImages(ctx, opt)
 }
 
 func mustPrefix(ip string, bits int) netip.Prefix {

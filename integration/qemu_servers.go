@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/bootfabric/bootfabric/images"
+	"go.uber.org/zap"
 	"gopkg.in/yaml.v3"
 )
 
@@ -78,6 +79,7 @@ func (c *Cluster) StartQEMUServers(ctx context.Context, opt ServerOptions, img V
 // in each server namespace, with the image store already in place.
 func (c *Cluster) startServersWithImages(ctx context.Context, opt ServerOptions) error {
 	dir := c.dir()
+	// The machine as the servers see it: unscaled (the mapping depends only on the hierarchy).
 	mach, err := c.Machine.MarshalYAMLText()
 	if err != nil {
 		return err
@@ -122,6 +124,13 @@ func (c *Cluster) startServersWithImages(ctx context.Context, opt ServerOptions)
 		logf, err := os.Create(filepath.Join(dir, s.Name+".log"))
 		if err != nil {
 			return err
+		}
+		// The servers send the data. With loss-based congestion control their TCP flows would fill
+		// the shaped links' FIFOs, and a lock-step TFTP transfer would wait behind that queue on
+		// every block; BBR keeps about one round trip of data queued, so links stay full, lossless
+		// and short-queued, which is the sharing the flow model assumes.
+		if _, err := c.run.Run(ctx, "ip", "netns", "exec", s.Namespace, "sysctl", "-q", "-w", "net.ipv4.tcp_congestion_control=bbr"); err != nil {
+			c.log.Warn("BBR unavailable; TCP will fill the shaped queues", zap.String("server", s.Name), zap.Error(err))
 		}
 		cmd := exec.Command("ip", "netns", "exec", s.Namespace, opt.Bootctl, "--log-level", "info", "serve", "--config", path)
 		cmd.Stdout, cmd.Stderr = logf, logf
