@@ -12,6 +12,10 @@ type metrics struct {
 	latency prometheus.Histogram   // receive to reply sent
 	drops   *prometheus.CounterVec // by reason
 	queue   prometheus.Gauge       // packets waiting for a worker
+	replies *prometheus.CounterVec // sent, by delivery
+	// unicastFallbacks counts replies broadcast because the neighbour
+	// entry for a unicast could not be installed.
+	unicastFallbacks prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -33,6 +37,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "bootfabric", Subsystem: "dhcp", Name: "queue_length",
 			Help: "DHCP requests waiting for a worker.",
 		}),
+		replies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "bootfabric", Subsystem: "dhcp", Name: "replies_total",
+			Help: "DHCP replies sent, by delivery (unicast, broadcast, relay, ciaddr, peer).",
+		}, []string{"delivery"}),
+		unicastFallbacks: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "bootfabric", Subsystem: "dhcp", Name: "unicast_fallbacks_total",
+			Help: "Replies broadcast because the neighbour entry for unicast delivery could not be installed (needs CAP_NET_ADMIN).",
+		}),
 	}
 	if reg == nil {
 		return m, nil
@@ -51,6 +63,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	m.queue, err = register(reg, m.queue)
+	if err != nil {
+		return nil, err
+	}
+	m.replies, err = register(reg, m.replies)
+	if err != nil {
+		return nil, err
+	}
+	m.unicastFallbacks, err = register(reg, m.unicastFallbacks)
 	return m, err
 }
 

@@ -131,22 +131,7 @@ func (e *nsEnv) serve(ns string, cfg Config) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-		f, err := os.Open(filepath.Join("/run/netns", ns))
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("setns %s: %w", ns, err)
-			return
-		}
-		errc <- s.Listen(ctx)
-	}()
-	if err := <-errc; err != nil {
+	if err := inNetns(ns, func() error { return s.Listen(ctx) }); err != nil {
 		cancel()
 		t.Fatal(err)
 	}
@@ -163,6 +148,28 @@ func (e *nsEnv) serve(ns string, cfg Config) {
 			t.Errorf("server in %s did not stop", ns)
 		}
 	})
+}
+
+// inNetns runs f on a thread switched into namespace ns, so that sockets f
+// creates live there. The thread is discarded afterwards: the goroutine exits
+// locked.
+func inNetns(ns string, f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		nsf, err := os.Open(filepath.Join("/run/netns", ns))
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer nsf.Close()
+		if err := unix.Setns(int(nsf.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("setns %s: %w", ns, err)
+			return
+		}
+		errc <- f()
+	}()
+	return <-errc
 }
 
 // kv parses "key=value" lines.
@@ -232,6 +239,44 @@ func TestNetnsClients(t *testing.T) {
 		}
 		if b := outcomes(e.recB, macA1); len(b) == 0 || !onlyNotOurs(b) {
 			t.Errorf("server B events for A's node %v: want only not_ours", b)
+		}
+	})
+
+	t.Run("replies are unicast unless the client asks for broadcast", func(t *testing.T) {
+		// A bystander on the same bridge listens on the client port: a
+		// broadcast reply reaches it, a unicast to the client's MAC does not.
+		var bystander net.PacketConn
+		if err := inNetns(e.b, func() (err error) { bystander, err = net.ListenPacket("udp4", "0.0.0.0:68"); return err }); err != nil {
+			t.Fatal(err)
+		}
+		defer bystander.Close()
+		heard := func() (n int) {
+			buf := make([]byte, 1500)
+			for {
+				bystander.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+				k, _, err := bystander.ReadFrom(buf)
+				if err != nil {
+					return n
+				}
+				if p, err := dhcpv4.FromBytes(buf[:k]); err == nil && p.OpCode == dhcpv4.OpcodeBootReply && bytes.Equal(p.ClientHWAddr, macA1) {
+					n++
+				}
+			}
+		}
+		if got := e.udhcpc(t, macA1); got["ip"] != "10.77.0.101" {
+			t.Fatalf("udhcpc got ip %q", got["ip"])
+		}
+		if n := heard(); n != 0 {
+			t.Errorf("a bystander heard %d replies meant for %v: they were broadcast", n, macA1)
+		}
+		if neigh := sh(t, "ip", "-n", e.a, "neigh", "show", "10.77.0.101"); !strings.Contains(neigh, macA1.String()) {
+			t.Errorf("server A has no neighbour entry 10.77.0.101 -> %v for the unicast: %q", macA1, neigh)
+		}
+		if got := e.udhcpc(t, macA1, "-B"); got["ip"] != "10.77.0.101" {
+			t.Fatalf("udhcpc -B got ip %q", got["ip"])
+		}
+		if n := heard(); n < 2 {
+			t.Errorf("udhcpc -B asked for broadcast replies; the bystander heard %d, want the OFFER and the ACK", n)
 		}
 	})
 

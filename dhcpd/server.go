@@ -121,13 +121,18 @@ type Server struct {
 type listener struct {
 	pc   *ipv4.PacketConn
 	raw  net.PacketConn
-	boot bool // proxyDHCP boot-server socket (4011)
+	rc   syscall.RawConn // for ioctls in the socket's network namespace
+	boot bool            // proxyDHCP boot-server socket (4011)
 }
 
 type ifAddr struct {
+	name    string
 	ip      net.IP
 	fetched time.Time
 }
+
+// ifCacheTTL bounds how long an interface's name and address are trusted.
+const ifCacheTTL = 5 * time.Second
 
 // dedupKey identifies a request and its retransmits.
 type dedupKey struct {
@@ -261,7 +266,12 @@ func (s *Server) listen(ctx context.Context, addr string, boot bool) (*listener,
 		raw.Close()
 		return nil, fmt.Errorf("dhcpd: enable IP_PKTINFO on %s: %w", addr, err)
 	}
-	return &listener{pc: pc, raw: raw, boot: boot}, nil
+	rc, err := raw.(syscall.Conn).SyscallConn()
+	if err != nil {
+		raw.Close()
+		return nil, fmt.Errorf("dhcpd: socket of %s: %w", addr, err)
+	}
+	return &listener{pc: pc, raw: raw, rc: rc, boot: boot}, nil
 }
 
 // LocalAddrs returns the bound addresses (after Listen), DHCP port first.
@@ -470,13 +480,16 @@ func (s *Server) work(ctx context.Context, j job) {
 		s.cfg.Observer.OnDHCP(j.req.ClientHWAddr, j.req.MessageType(), d.Outcome, d.IP)
 	}
 	if d.Reply != nil {
-		dst, ifidx := s.destination(j, d.Reply)
-		cm := &ipv4.ControlMessage{IfIndex: ifidx}
-		if ifidx != 0 {
+		rt := RouteReply(j.req, d.Reply, Arrival{Peer: j.peer, IfIndex: j.ifidx, BootServer: j.l.boot}, s.cfg.ClientPort, s.cfg.RelayPort)
+		if rt.Delivery == DeliverUnicast {
+			rt = s.prepareUnicast(j.l, rt)
+		}
+		cm := &ipv4.ControlMessage{IfIndex: rt.IfIndex}
+		if rt.IfIndex != 0 {
 			cm.Src = sip
 		}
-		if _, err := j.l.pc.WriteTo(d.Reply.ToBytes(), cm, dst); err != nil {
-			s.log.Debug("sending DHCP reply failed", zap.Stringer("to", dst), zap.Error(err))
+		if _, err := j.l.pc.WriteTo(d.Reply.ToBytes(), cm, rt.Addr); err != nil {
+			s.log.Debug("sending DHCP reply failed", zap.Stringer("to", rt.Addr), zap.String("delivery", string(rt.Delivery)), zap.Error(err))
 			s.count(j.req, OutcomeSendFailed)
 			s.m.drops.WithLabelValues(string(OutcomeSendFailed)).Inc()
 			if s.cfg.Observer != nil {
@@ -484,6 +497,7 @@ func (s *Server) work(ctx context.Context, j job) {
 			}
 			return
 		}
+		s.m.replies.WithLabelValues(string(rt.Delivery)).Inc()
 		s.m.latency.Observe(time.Since(j.start).Seconds())
 	}
 	s.count(j.req, d.Outcome)
@@ -491,28 +505,6 @@ func (s *Server) work(ctx context.Context, j job) {
 		ce.Write(zap.Stringer("mac", j.req.ClientHWAddr), zap.Stringer("type", j.req.MessageType()),
 			zap.String("outcome", string(d.Outcome)), zap.Stringer("ip", d.IP), zap.Stringer("giaddr", j.req.GatewayIPAddr))
 	}
-}
-
-// destination picks where a reply goes (RFC 2131 4.1) and through which
-// interface (0: let routing decide).
-func (s *Server) destination(j job, reply *dhcpv4.DHCPv4) (*net.UDPAddr, int) {
-	req := j.req
-	switch {
-	case j.l.boot && j.peer != nil:
-		return j.peer, 0 // proxyDHCP boot-server reply goes back to the sender
-	case req.GatewayIPAddr != nil && !req.GatewayIPAddr.IsUnspecified():
-		return &net.UDPAddr{IP: req.GatewayIPAddr, Port: s.cfg.RelayPort}, 0
-	case j.peer != nil && j.peer.Port != s.cfg.ClientPort && j.peer.IP.To4() != nil && !j.peer.IP.IsUnspecified():
-		// A client on a non-standard port (tests, tools such as dhcping)
-		// listens where it sent from.
-		return j.peer, 0
-	case reply.MessageType() != dhcpv4.MessageTypeNak && req.ClientIPAddr != nil && !req.ClientIPAddr.IsUnspecified():
-		return &net.UDPAddr{IP: req.ClientIPAddr, Port: s.cfg.ClientPort}, 0
-	}
-	// Clients without an address: broadcast on the arriving interface. (RFC
-	// 2131 allows unicast to yiaddr when the broadcast bit is clear, which
-	// would need an ARP entry injected; every client accepts the broadcast.)
-	return &net.UDPAddr{IP: net.IPv4bcast, Port: s.cfg.ClientPort}, j.ifidx
 }
 
 // serverIP is this server's identity for j: configured, else the unicast
@@ -524,25 +516,56 @@ func (s *Server) serverIP(j job) net.IP {
 	if d := j.dst.To4(); d != nil && !d.Equal(net.IPv4bcast) && !d.IsUnspecified() && !d.IsMulticast() {
 		return d
 	}
-	if j.ifidx == 0 {
-		return nil
+	return s.iface(j.l, j.ifidx).ip
+}
+
+// prepareUnicast installs the neighbour entry a DeliverUnicast route needs;
+// when it cannot (no CAP_NET_ADMIN, a full neighbour table, an interface
+// that has gone), the reply is broadcast instead, as before unicast existed.
+func (s *Server) prepareUnicast(l *listener, rt Route) Route {
+	name := s.iface(l, rt.IfIndex).name
+	err := setNeighbour(l.rc, name, rt.Addr.IP, rt.HWAddr)
+	if err == nil {
+		return rt
+	}
+	s.m.unicastFallbacks.Inc()
+	if ce := s.log.Check(zap.DebugLevel, "unicast reply not possible; broadcasting"); ce != nil {
+		ce.Write(zap.Stringer("to", rt.Addr), zap.Stringer("mac", rt.HWAddr), zap.Error(err))
+	}
+	return Route{Delivery: DeliverBroadcast, Addr: &net.UDPAddr{IP: net.IPv4bcast, Port: rt.Addr.Port}, IfIndex: rt.IfIndex}
+}
+
+// iface returns the name and first IPv4 address of interface ifidx, asked
+// through l's socket so that the answer comes from the socket's network
+// namespace (the process's threads may be in another one). Answers are
+// cached for ifCacheTTL; a failed lookup gives zero fields.
+func (s *Server) iface(l *listener, ifidx int) ifAddr {
+	if ifidx == 0 {
+		return ifAddr{}
 	}
 	s.ifMu.Lock()
 	defer s.ifMu.Unlock()
-	if a, ok := s.ifAddrs[j.ifidx]; ok && time.Since(a.fetched) < 5*time.Second {
-		return a.ip
+	if a, ok := s.ifAddrs[ifidx]; ok && time.Since(a.fetched) < ifCacheTTL {
+		return a
 	}
-	var ip net.IP
-	if ifc, err := net.InterfaceByIndex(j.ifidx); err == nil {
-		if addrs, err := ifc.Addrs(); err == nil {
-			for _, a := range addrs {
-				if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
-					ip = n.IP.To4()
-					break
-				}
-			}
+	a := ifAddr{fetched: time.Now()}
+	_ = l.rc.Control(func(fd uintptr) {
+		ifr, err := unix.NewIfreq("")
+		if err != nil {
+			return
 		}
-	}
-	s.ifAddrs[j.ifidx] = ifAddr{ip: ip, fetched: time.Now()}
-	return ip
+		ifr.SetUint32(uint32(ifidx))
+		if unix.IoctlIfreq(int(fd), unix.SIOCGIFNAME, ifr) != nil {
+			return
+		}
+		a.name = ifr.Name()
+		if unix.IoctlIfreq(int(fd), unix.SIOCGIFADDR, ifr) != nil {
+			return
+		}
+		if ip, err := ifr.Inet4Addr(); err == nil {
+			a.ip = net.IP(ip).To4()
+		}
+	})
+	s.ifAddrs[ifidx] = a
+	return a
 }
