@@ -118,6 +118,9 @@ func (o tftpObserver) OnTransferDone(r tftpd.TransferResult) {
 	}
 	ev := TFTPEvent(r.Outcome, r.Path, o.s.fileKind)
 	detail := fmt.Sprintf("tftp %s: %s", r.Filename, r.Outcome)
+	if r.Outcome == tftpd.OutcomeOK {
+		detail += fmt.Sprintf(" (%d bytes in %.3f s, blksize %d, windowsize %d)", r.Bytes, r.Duration.Seconds(), r.BlockSize, r.WindowSize)
+	}
 	if r.Err != nil && r.Outcome.Failed() {
 		detail += ": " + r.Err.Error()
 	}

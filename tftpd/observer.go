@@ -49,6 +49,7 @@ type TransferResult struct {
 	Size            int64         // file size; -1 when no file was opened
 	Bytes           int64         // bytes read from the file and sent
 	BlockSize       int           // negotiated block size; 512 without the option
+	WindowSize      int           // negotiated windowsize (RFC 7440); 1 for lock-step
 	Duration        time.Duration // from request to end
 	Retransmissions int           // data or OACK datagrams sent again
 	Err             error         // nil for OutcomeOK

@@ -44,12 +44,6 @@ type Config struct {
 	// 1468, fits a 1500-byte MTU; lower it for smaller MTUs (a bigger block
 	// is still delivered, in IP fragments).
 	MaxBlockSize int
-	// ClampToMTU also caps blksize by the MTU of the interface each request
-	// arrived on. pin/tftp looks the interface up (a netlink dump) for every
-	// request, and when that lookup fails, as it does while interfaces are
-	// being created and deleted, it silently falls back to 512-byte blocks;
-	// hence off by default.
-	ClampToMTU bool
 	// MaxTransfers bounds concurrent read transfers; requests beyond it are
 	// refused at once with a TFTP error, never queued.
 	MaxTransfers int
@@ -80,7 +74,6 @@ type Config struct {
 type Server struct {
 	root     fs.FS
 	blockCap int
-	mtuClamp bool
 	timeout  time.Duration
 	retries  int
 	antic    uint
@@ -95,6 +88,8 @@ type Server struct {
 
 	mu    sync.Mutex
 	stats map[netip.AddrPort]*tftp.TransferStats // running transfers; filled by the library hook
+
+	windowed sync.WaitGroup // windowed transfers (see front)
 }
 
 // New checks cfg and returns a Server.
@@ -136,7 +131,6 @@ func New(cfg Config) (*Server, error) {
 	return &Server{
 		root:     cfg.Root,
 		blockCap: cfg.MaxBlockSize,
-		mtuClamp: cfg.ClampToMTU,
 		timeout:  cfg.Timeout,
 		retries:  cfg.Retries,
 		antic:    cfg.Anticipate,
@@ -179,10 +173,17 @@ func (s *Server) Serve(ctx context.Context, conn *net.UDPConn) error {
 	default:
 		close(s.served)
 	}
+	fc, err := newFront(s, conn)
+	if err != nil {
+		conn.Close()
+		return err
+	}
 	lib := tftp.NewServer(s.handleRead, s.handleWrite)
 	lib.SetHook(hook{s})
 	lib.SetBlockSize(s.blockCap)
-	lib.SetBlockSizeNegotiation(s.mtuClamp)
+	// pin/tftp's MTU clamp needs the *net.UDPConn that front hides; without
+	// it the library would clamp every block to 512 bytes.
+	lib.SetBlockSizeNegotiation(false)
 	lib.SetTimeout(s.timeout)
 	lib.SetRetries(s.retries)
 	if s.antic >= 2 {
@@ -192,8 +193,7 @@ func (s *Server) Serve(ctx context.Context, conn *net.UDPConn) error {
 		zap.Int("max_blksize", s.blockCap), zap.Int("max_transfers", cap(s.slots)), zap.Uint("anticipate", s.antic))
 
 	errc := make(chan error, 1)
-	go func() { errc <- lib.Serve(conn) }()
-	var err error
+	go func() { errc <- lib.Serve(fc) }()
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
@@ -205,6 +205,7 @@ func (s *Server) Serve(ctx context.Context, conn *net.UDPConn) error {
 		<-errc
 	}
 	conn.Close() // Shutdown misses conn if it ran before lib.Serve stored it
+	s.windowed.Wait()
 	s.log.Info("tftp stopped", zap.Stringer("addr", conn.LocalAddr()))
 	if err != nil {
 		return fmt.Errorf("tftpd: serving on %s: %w", conn.LocalAddr(), err)
@@ -213,6 +214,7 @@ func (s *Server) Serve(ctx context.Context, conn *net.UDPConn) error {
 }
 
 var (
+	errBusy     = errors.New("server busy")
 	errWrite    = errors.New("write requests are refused: read-only server")
 	errShutdown = errors.New("server shutting down")
 	errNotFile  = errors.New("not a regular file")
@@ -230,9 +232,8 @@ func (s *Server) handleWrite(filename string, wt io.WriterTo) error {
 	return errWrite
 }
 
-// handleRead runs one read transfer in pin/tftp's goroutine for it.
+// handleRead runs one lock-step transfer in pin/tftp's goroutine for it.
 func (s *Server) handleRead(filename string, rf io.ReaderFrom) error {
-	start := s.now()
 	ot, _ := rf.(tftp.OutgoingTransfer)
 	var remote netip.AddrPort
 	if ot != nil {
@@ -240,10 +241,49 @@ func (s *Server) handleRead(filename string, rf io.ReaderFrom) error {
 		remote = a.AddrPort()
 		remote = netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port())
 	}
+	// A refusal returned here is sent by pin/tftp as an ERROR packet; once
+	// ReadFrom has run, pin/tftp has already sent one, so nil is returned
+	// to keep it from sending another.
+	return s.serveRead(filename, remote, func(r io.Reader, size int64) (sendStats, error) {
+		if ot != nil {
+			ot.SetSize(size)
+		}
+		s.mu.Lock()
+		s.stats[remote] = nil // let the hook record this transfer's stats
+		s.mu.Unlock()
+		_, err := rf.ReadFrom(r)
+		s.mu.Lock()
+		st := s.stats[remote]
+		delete(s.stats, remote)
+		s.mu.Unlock()
+		var out sendStats
+		if st != nil {
+			out.blockSize, _ = strconv.Atoi(st.Opts["blksize"])
+			out.retransmissions = retransmissions(*st, err == nil)
+		}
+		return out, err
+	})
+}
+
+// sendStats is what an engine reports of a transfer it ran.
+type sendStats struct {
+	blockSize       int // 0: the default, 512
+	windowSize      int // 0: lock-step
+	retransmissions int
+}
+
+// serveRead is one read transfer, whichever engine moves its blocks: the
+// transfer limit, path resolution, opening the file and reporting are
+// here, and send runs the protocol over the open file. The error returned
+// is a refusal for the engine to send to the client before any protocol
+// ran; once send has run it is nil, whatever the outcome.
+func (s *Server) serveRead(filename string, remote netip.AddrPort, send func(r io.Reader, size int64) (sendStats, error)) error {
+	start := s.now()
 	res := TransferResult{
 		TransferInfo: TransferInfo{Remote: remote, Filename: filename},
 		Size:         -1,
-		BlockSize:    512,
+		BlockSize:    defaultBlockSize,
+		WindowSize:   1,
 	}
 	finish := func(o Outcome, err error) error {
 		res.Outcome, res.Err, res.Duration = o, err, s.now().Sub(start)
@@ -257,7 +297,7 @@ func (s *Server) handleRead(filename string, rf io.ReaderFrom) error {
 	case s.slots <- struct{}{}:
 	default:
 		s.obs.OnTransferStart(res.TransferInfo)
-		return finish(OutcomeRefused, fmt.Errorf("server busy: %d transfers running, limit reached; retry later", cap(s.slots)))
+		return finish(OutcomeRefused, fmt.Errorf("%w: %d transfers running, limit reached; retry later", errBusy, cap(s.slots)))
 	}
 	defer func() { <-s.slots }()
 	s.m.active.Inc()
@@ -277,31 +317,21 @@ func (s *Server) handleRead(filename string, rf io.ReaderFrom) error {
 	}
 	defer f.Close()
 	res.Size = size
-	if ot != nil {
-		ot.SetSize(size)
-	}
 
-	s.mu.Lock()
-	s.stats[remote] = nil // let the hook record this transfer's stats
-	s.mu.Unlock()
 	cr := &countingReader{r: f, stop: s.stopping}
-	_, err = rf.ReadFrom(cr)
+	st, err := send(cr, size)
 	res.Bytes = cr.n
-	s.mu.Lock()
-	st := s.stats[remote]
-	delete(s.stats, remote)
-	s.mu.Unlock()
-	if st != nil {
-		if bs, err := strconv.Atoi(st.Opts["blksize"]); err == nil {
-			res.BlockSize = bs
-		}
-		res.Retransmissions = retransmissions(*st, err == nil)
+	if st.blockSize > 0 {
+		res.BlockSize = st.blockSize
 	}
+	if st.windowSize > 0 {
+		res.WindowSize = st.windowSize
+	}
+	res.Retransmissions = st.retransmissions
 	if err == nil {
-		return finish(OutcomeOK, nil)
+		finish(OutcomeOK, nil)
+		return nil
 	}
-	// pin/tftp has already sent the ERROR packet when ReadFrom fails;
-	// returning nil keeps it from trying again.
 	finish(classify(err, cr.n), err)
 	return nil
 }
@@ -335,7 +365,7 @@ func (s *Server) open(p string) (fs.File, int64, error) {
 func (s *Server) logDone(r TransferResult) {
 	fields := []zap.Field{
 		zap.Stringer("remote", r.Remote), zap.String("filename", r.Filename), zap.String("path", r.Path),
-		zap.String("outcome", string(r.Outcome)), zap.Int64("bytes", r.Bytes), zap.Int("blksize", r.BlockSize),
+		zap.String("outcome", string(r.Outcome)), zap.Int64("bytes", r.Bytes), zap.Int("blksize", r.BlockSize), zap.Int("windowsize", r.WindowSize),
 		zap.Duration("duration", r.Duration), zap.Int("retransmissions", r.Retransmissions),
 	}
 	switch {
@@ -359,6 +389,13 @@ func classify(err error, bytes int64) Outcome {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return OutcomeTimeout
+	}
+	var pe *peerError
+	if errors.As(err, &pe) {
+		if pe.block == 0 && bytes == 0 {
+			return OutcomeProbe
+		}
+		return OutcomeAborted
 	}
 	if m := clientError.FindStringSubmatch(err.Error()); m != nil {
 		if m[1] == "0" && bytes == 0 {
@@ -392,6 +429,11 @@ func (h hook) OnSuccess(st tftp.TransferStats) { h.record(st) }
 
 func (h hook) OnFailure(st tftp.TransferStats, err error) {
 	if st.RemoteAddr == nil {
+		select {
+		case <-h.s.stopping:
+			return // the request loop's read failing as Serve closes the socket
+		default:
+		}
 		h.s.m.badRequests.Inc()
 		h.s.log.Debug("tftp bad request dropped", zap.Error(err))
 		return

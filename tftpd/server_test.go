@@ -81,7 +81,17 @@ type testServer struct {
 
 func startServer(t testing.TB, cfg Config) *testServer {
 	t.Helper()
-	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	return startServerOn(t, cfg, "127.0.0.1:0")
+}
+
+// startServerOn is startServer listening on addr.
+func startServerOn(t testing.TB, cfg Config, addr string) *testServer {
+	t.Helper()
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.ListenUDP("udp", ua)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +459,8 @@ func rawFetchAfterOACK(t *testing.T, rc *rawClient, blksize int) []byte {
 
 // TestUEFITsizeProbe replays what UEFI firmware does: RRQ with tsize only,
 // abort with an ERROR after the OACK, then RRQ with blksize 1468 and
-// windowsize 4. The first is a probe, the second a complete transfer.
+// windowsize 4. The first is a probe, the second a complete windowed
+// transfer.
 func TestUEFITsizeProbe(t *testing.T) {
 	data := randomBytes(1_000_003, 7)
 	ts := startServer(t, Config{Root: fstest.MapFS{"ipxe.efi": {Data: data}}})
@@ -467,17 +478,17 @@ func TestUEFITsizeProbe(t *testing.T) {
 	}
 
 	rc, first := rawRRQ(t, ts.addr, "ipxe.efi", "blksize", "1468", "windowsize", "4", "tsize", "0")
-	want := map[string]string{"blksize": "1468", "tsize": fmt.Sprint(len(data))} // no windowsize: lock-step
+	want := map[string]string{"blksize": "1468", "windowsize": "4", "tsize": fmt.Sprint(len(data))}
 	if diff := cmp.Diff(want, parseOACK(t, first)); diff != "" {
 		t.Fatalf("OACK (-want +got):\n%s", diff)
 	}
-	got := rawFetchAfterOACK(t, rc, 1468)
+	got := rawFetchWindowed(t, rc, 1468, 4, nil)
 	if sha256.Sum256(got) != sha256.Sum256(data) {
 		t.Fatalf("fetched %d bytes, sha256 differs from the %d-byte file", len(got), len(data))
 	}
 	res := ts.rec.next(t)
-	if res.Outcome != OutcomeOK || res.Bytes != int64(len(data)) || res.BlockSize != 1468 {
-		t.Fatalf("result = %+v, want ok", res)
+	if res.Outcome != OutcomeOK || res.Bytes != int64(len(data)) || res.BlockSize != 1468 || res.WindowSize != 4 {
+		t.Fatalf("result = %+v, want ok, blksize 1468, windowsize 4", res)
 	}
 	if got := counter(t, ts.reg, "bootfabric_tftp_transfers_total", "probe"); got != 2 {
 		t.Errorf("transfers_total{probe} = %v, want 2", got)

@@ -1,0 +1,157 @@
+package tftpd
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// TFTP opcodes (RFC 1350, RFC 2347).
+const (
+	opRRQ   = 1
+	opDATA  = 3
+	opACK   = 4
+	opERROR = 5
+	opOACK  = 6
+)
+
+// TFTP error codes (RFC 1350) the windowed sender sends.
+const (
+	errCodeUndefined = 0
+	errCodeNotFound  = 1
+	errCodeAccess    = 2
+)
+
+// Limits of the options and requests the windowed sender accepts.
+const (
+	defaultBlockSize   = 512
+	minBlockSize       = 8       // RFC 2348
+	maxWindowSize      = 64      // where tftp-hpa and u-root cap; RFC 7440 finds no gain beyond
+	maxWindowBytes     = 1 << 20 // windowsize x blksize is held in memory per transfer
+	maxTimeoutSeconds  = 255     // RFC 2349
+	maxRequestDatagram = 1024    // an RRQ with every option fits in 600 bytes
+	maxRequestOptions  = 16
+)
+
+// request is a parsed read request.
+type request struct {
+	filename string
+	mode     string            // lower case: "octet" or "netascii"
+	opts     map[string]string // option names in lower case, values as sent
+}
+
+// parseRRQ parses a datagram that should be a read request. It is strict
+// where a sloppy parse could be exploited (every string NUL-terminated, no
+// duplicate options) and otherwise lenient: unknown options are kept, to be
+// left out of the OACK.
+func parseRRQ(b []byte) (request, error) {
+	if len(b) < 2 {
+		return request{}, errors.New("datagram shorter than an opcode")
+	}
+	if op := int(b[0])<<8 | int(b[1]); op != opRRQ {
+		return request{}, fmt.Errorf("opcode %d is not RRQ", op)
+	}
+	if len(b) > maxRequestDatagram {
+		return request{}, fmt.Errorf("request of %d bytes, limit %d", len(b), maxRequestDatagram)
+	}
+	rest := b[2:]
+	if len(rest) == 0 || rest[len(rest)-1] != 0 {
+		return request{}, errors.New("request does not end in NUL")
+	}
+	fields := strings.Split(string(rest[:len(rest)-1]), "\x00")
+	if len(fields) < 2 {
+		return request{}, errors.New("request has no mode")
+	}
+	r := request{filename: fields[0], mode: strings.ToLower(fields[1]), opts: map[string]string{}}
+	if r.mode != "octet" && r.mode != "netascii" {
+		return request{}, fmt.Errorf("mode %q (want octet or netascii)", fields[1])
+	}
+	fields = fields[2:]
+	if len(fields)%2 != 0 {
+		return request{}, fmt.Errorf("option %q has no value", fields[len(fields)-1])
+	}
+	if len(fields)/2 > maxRequestOptions {
+		return request{}, fmt.Errorf("%d options, limit %d", len(fields)/2, maxRequestOptions)
+	}
+	for i := 0; i < len(fields); i += 2 {
+		name := strings.ToLower(fields[i])
+		if _, dup := r.opts[name]; dup {
+			return request{}, fmt.Errorf("option %q given twice", name)
+		}
+		r.opts[name] = fields[i+1]
+	}
+	return r, nil
+}
+
+// windowSize is the windowsize the request asks for, 0 when it asks for
+// none or for something RFC 7440 does not allow (1..65535).
+func (r request) windowSize() int {
+	v, ok := r.opts["windowsize"]
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 65535 {
+		return 0
+	}
+	return n
+}
+
+// params are a transfer's negotiated parameters and the OACK that grants
+// them (nil when the request had no option we accept).
+type params struct {
+	blockSize  int
+	windowSize int
+	timeout    time.Duration // 0: the server's
+	oack       []byte
+}
+
+// negotiate decides the transfer parameters for r and a file of size bytes,
+// with the block size capped at blockCap. Options that are malformed or out
+// of their RFC's range are left out of the OACK, as RFC 2347 allows, and
+// take their defaults.
+func negotiate(r request, size int64, blockCap int) params {
+	p := params{blockSize: defaultBlockSize, windowSize: 1}
+	var oack []string
+	if v, ok := r.opts["blksize"]; ok {
+		if n, err := strconv.Atoi(v); err == nil && n >= minBlockSize && n <= maxBlockCap {
+			p.blockSize = min(n, blockCap)
+			oack = append(oack, "blksize", strconv.Itoa(p.blockSize))
+		}
+	}
+	if n := r.windowSize(); n > 0 {
+		p.windowSize = max(1, min(n, maxWindowSize, maxWindowBytes/p.blockSize))
+		oack = append(oack, "windowsize", strconv.Itoa(p.windowSize))
+	}
+	if v, ok := r.opts["tsize"]; ok && v == "0" && size >= 0 {
+		oack = append(oack, "tsize", strconv.FormatInt(size, 10))
+	}
+	if v, ok := r.opts["timeout"]; ok {
+		if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= maxTimeoutSeconds {
+			p.timeout = time.Duration(n) * time.Second
+			oack = append(oack, "timeout", strconv.Itoa(n))
+		}
+	}
+	if len(oack) > 0 {
+		var b bytes.Buffer
+		b.Write([]byte{0, opOACK})
+		for _, s := range oack {
+			b.WriteString(s)
+			b.WriteByte(0)
+		}
+		p.oack = b.Bytes()
+	}
+	return p
+}
+
+// errorPacket builds a TFTP ERROR datagram.
+func errorPacket(code uint16, msg string) []byte {
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	b := []byte{0, opERROR, byte(code >> 8), byte(code)}
+	return append(append(b, msg...), 0)
+}

@@ -1,0 +1,306 @@
+package tftpd
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/netip"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+)
+
+// peerError is an ERROR packet from the client.
+type peerError struct {
+	block uint64 // the last block acknowledged when it came; 0: after the OACK
+	code  uint16
+	msg   string
+}
+
+func (e *peerError) Error() string {
+	return fmt.Sprintf("client sent ERROR %d %q after block %d", e.code, e.msg, e.block)
+}
+
+// windowSender sends one file over RFC 7440 windows on a socket connected to
+// the client: up to window blocks go out back to back, then one ACK moves
+// the window to the block after the one it names. An ACK short of the
+// window's end means the client lost the next block, so the window restarts
+// there; silence for the timeout sends the window again.
+type windowSender struct {
+	conn     *net.UDPConn // connected to the client: other TIDs never reach it
+	p        params
+	timeout  time.Duration
+	retries  int
+	stopping <-chan struct{}
+
+	batch   batchWriter // conn, sending a window in one system call
+	msgs    []ipv4.Message
+	ring    [][]byte // window slots, each opcode + block + data
+	lens    []int    // bytes used in each slot
+	recv    []byte
+	retrans int
+}
+
+// errStopping ends a transfer when the server shuts down.
+var errStopping = fmt.Errorf("%w while waiting for an ACK", errShutdown)
+
+// run performs the transfer of r: OACK (when there is one), then the data.
+func (w *windowSender) run(r io.Reader) error {
+	w.recv = make([]byte, 4+w.p.blockSize+512) // room for an over-long ERROR
+	if w.p.oack != nil {
+		if err := w.sendOACK(); err != nil {
+			return err
+		}
+	}
+	w.ring = make([][]byte, w.p.windowSize)
+	for i := range w.ring {
+		w.ring[i] = make([]byte, 4+w.p.blockSize)
+	}
+	var (
+		base   uint64 = 1 // first block not yet acknowledged
+		filled uint64     // last block read into the ring
+		last   uint64     // the final block, once read (0: not yet)
+	)
+	w.lens = make([]int, len(w.ring))
+	win := uint64(len(w.ring))
+	sendFrom, resentOnDup := base, false
+	for {
+		// Read ahead to the end of the window; the ring slot of block b is
+		// b mod window, and blocks below base are no longer needed.
+		for last == 0 && filled < base+win-1 {
+			b := filled + 1
+			buf := w.ring[b%win]
+			n, err := io.ReadFull(r, buf[4:])
+			if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+				return err
+			}
+			binary.BigEndian.PutUint16(buf[0:], opDATA)
+			binary.BigEndian.PutUint16(buf[2:], uint16(b))
+			w.lens[b%win] = 4 + n
+			filled = b
+			if n < w.p.blockSize {
+				last = b
+			}
+		}
+		end := min(base+win-1, filled)
+		if err := w.sendBlocks(sendFrom, end); err != nil {
+			return err
+		}
+		deadline := time.Now().Add(w.timeout)
+		tries := 1
+		for {
+			acked, err := w.awaitACK(deadline, base-1)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				if tries >= w.retries {
+					return fmt.Errorf("no ACK after block %d in %d tries of %v: %w", base-1, tries, w.timeout, err)
+				}
+				tries++
+				w.retrans += int(end - base + 1)
+				if err := w.sendBlocks(base, end); err != nil {
+					return err
+				}
+				deadline = time.Now().Add(w.timeout)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if acked > end {
+				continue // acknowledges a block never sent: not from this transfer
+			}
+			if acked >= base {
+				if acked == last {
+					return nil
+				}
+				// The window restarts after the block acknowledged; blocks
+				// after it that were already sent go again.
+				w.retrans += int(end - acked)
+				base, sendFrom, resentOnDup = acked+1, acked+1, false
+				break
+			}
+			// No progress: the client lost the window's first block, or this
+			// is a late duplicate. Send the window again once, not for every
+			// duplicate, or duplicates would multiply (Sorcerer's Apprentice).
+			if !resentOnDup {
+				resentOnDup = true
+				w.retrans += int(end - base + 1)
+				if err := w.sendBlocks(base, end); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// batchWriter is sendmmsg(2) on the transfer socket: ipv4.PacketConn and
+// ipv6.PacketConn both have it, with the same Message type.
+type batchWriter interface {
+	WriteBatch(ms []ipv4.Message, flags int) (int, error)
+}
+
+func newBatchWriter(conn *net.UDPConn) batchWriter {
+	if ra, ok := conn.RemoteAddr().(*net.UDPAddr); ok && ra.IP.To4() == nil {
+		return ipv6.NewPacketConn(conn)
+	}
+	return ipv4.NewPacketConn(conn)
+}
+
+// sendBlocks sends blocks from..to (inclusive) from the ring, as many per
+// system call as the kernel takes.
+func (w *windowSender) sendBlocks(from, to uint64) error {
+	if to < from {
+		return nil
+	}
+	win := uint64(len(w.ring))
+	if w.batch == nil {
+		w.batch = newBatchWriter(w.conn)
+		w.msgs = make([]ipv4.Message, len(w.ring))
+		for i := range w.msgs {
+			w.msgs[i].Buffers = make([][]byte, 1)
+		}
+	}
+	ms := w.msgs[:to-from+1]
+	for i := range ms {
+		b := from + uint64(i)
+		ms[i].Buffers[0] = w.ring[b%win][:w.lens[b%win]]
+	}
+	for len(ms) > 0 {
+		n, err := w.batch.WriteBatch(ms, 0)
+		if err != nil {
+			return fmt.Errorf("sending blocks %d..%d: %w", from, to, err)
+		}
+		ms = ms[n:]
+	}
+	return nil
+}
+
+// sendOACK sends the OACK until the client acknowledges it with ACK 0.
+func (w *windowSender) sendOACK() error {
+	for tries := 1; ; tries++ {
+		if _, err := w.conn.Write(w.p.oack); err != nil {
+			return fmt.Errorf("sending OACK: %w", err)
+		}
+		acked, err := w.awaitACK(time.Now().Add(w.timeout), 0)
+		if err == nil && acked == 0 {
+			return nil
+		}
+		if err == nil {
+			continue // an ACK for data before any was sent: ignore it
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return err
+		}
+		if tries >= w.retries {
+			return fmt.Errorf("no ACK for the OACK in %d tries of %v: %w", tries, w.timeout, err)
+		}
+		w.retrans++
+	}
+}
+
+// awaitACK waits until deadline for an ACK and returns the block it names,
+// widened to 64 bits next to prev (the last block acknowledged): block
+// numbers wrap at 65536, and a window is far smaller than that. An ERROR
+// from the client ends the transfer; other datagrams are ignored.
+func (w *windowSender) awaitACK(deadline time.Time, prev uint64) (uint64, error) {
+	if err := w.conn.SetReadDeadline(deadline); err != nil {
+		return 0, err
+	}
+	for {
+		select {
+		case <-w.stopping:
+			return 0, errStopping
+		default:
+		}
+		n, err := w.conn.Read(w.recv)
+		if err != nil {
+			return 0, err
+		}
+		if n < 4 {
+			continue
+		}
+		switch binary.BigEndian.Uint16(w.recv) {
+		case opACK:
+			got := binary.BigEndian.Uint16(w.recv[2:])
+			return prev + uint64(got-uint16(prev)), nil
+		case opERROR:
+			msg := w.recv[4:n]
+			if i := indexNUL(msg); i >= 0 {
+				msg = msg[:i]
+			}
+			return 0, &peerError{block: prev, code: binary.BigEndian.Uint16(w.recv[2:]), msg: string(msg)}
+		}
+	}
+}
+
+func indexNUL(b []byte) int {
+	for i, c := range b {
+		if c == 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// startWindowed runs a windowed read transfer for req in its own goroutine,
+// unless the server is stopping. local is the address the request came to
+// (the zero Addr: any).
+func (s *Server) startWindowed(req request, remote netip.AddrPort, local netip.Addr) {
+	select {
+	case <-s.stopping:
+		return
+	default:
+	}
+	s.windowed.Add(1)
+	go func() {
+		defer s.windowed.Done()
+		s.serveWindowed(req, remote, local)
+	}()
+}
+
+func (s *Server) serveWindowed(req request, remote netip.AddrPort, local netip.Addr) {
+	remote = netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port())
+	laddr := &net.UDPAddr{}
+	if local.IsValid() {
+		laddr.IP = local.AsSlice()
+	}
+	// The transfer's own port is its TID (RFC 1350); connecting the socket
+	// keeps datagrams from other TIDs out.
+	conn, err := net.DialUDP("udp", laddr, net.UDPAddrFromAddrPort(remote))
+	if err != nil {
+		s.log.Warn("tftp: cannot open a transfer socket", zap.Stringer("remote", remote), zap.Error(err))
+		return
+	}
+	defer conn.Close()
+	refusal := s.serveRead(req.filename, remote, func(r io.Reader, size int64) (sendStats, error) {
+		w := &windowSender{conn: conn, p: negotiate(req, size, s.blockCap), timeout: s.timeout, retries: s.retries, stopping: s.stopping}
+		if w.p.timeout > 0 {
+			w.timeout = w.p.timeout
+		}
+		err := w.run(r)
+		var pe *peerError
+		if err != nil && !errors.As(err, &pe) {
+			conn.Write(errorPacket(errCodeUndefined, err.Error()))
+		}
+		return sendStats{blockSize: w.p.blockSize, windowSize: w.p.windowSize, retransmissions: w.retrans}, err
+	})
+	if refusal != nil {
+		conn.Write(errorPacket(refusalCode(refusal), refusal.Error()))
+	}
+}
+
+// refusalCode is the TFTP error code for a request refused before transfer.
+func refusalCode(err error) uint16 {
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, errNotFile):
+		return errCodeNotFound
+	case errors.Is(err, ErrBadPath), errors.Is(err, fs.ErrPermission):
+		return errCodeAccess
+	}
+	return errCodeUndefined
+}
