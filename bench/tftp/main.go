@@ -1,11 +1,14 @@
 // Command tftpbench serves a directory with bootfabric's tftpd and loads a
-// TFTP server with concurrent pin/tftp clients. bench/tftp/run.sh drives it.
+// TFTP server with concurrent clients: the pin/tftp client in process
+// (lock-step), or atftp processes (which negotiate RFC 7440 windowsize).
+// bench/tftp/run.sh drives it.
 //
 //	tftpbench serve -addr 127.0.0.1:6969 -root DIR
-//	tftpbench load -addr 127.0.0.1:6969 -file NAME -sha256 HEX -clients 64 -blksize 1468
+//	tftpbench load -addr 127.0.0.1:6969 -file NAME -sha256 HEX -clients 64 -blksize 1468 [-client atftp -windowsize 4]
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,10 +18,14 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"net"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -104,8 +111,10 @@ type clientResult struct {
 // Summary is what load prints (as JSON with -json).
 type Summary struct {
 	Server         string  `json:"server"`
+	Client         string  `json:"client"`
 	Clients        int     `json:"clients"`
 	BlockSize      int     `json:"blksize"`
+	WindowSize     int     `json:"windowsize"` // asked for; 0: not asked
 	FileBytes      int64   `json:"file_bytes"`
 	Failed         int     `json:"failed"`
 	ChecksumsOK    int     `json:"sha256_ok"`
@@ -126,6 +135,8 @@ func load(args []string) error {
 	clients := fs.Int("clients", 64, "concurrent clients")
 	blksize := fs.Int("blksize", 1468, "blksize option")
 	timeout := fs.Duration("timeout", 2*time.Second, "client retransmit timeout")
+	client := fs.String("client", "pin", "pin (pin/tftp, in process, lock-step) or atftp (a process per transfer)")
+	window := fs.Int("windowsize", 0, "windowsize option to ask for (atftp only; 0: none)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -140,6 +151,27 @@ func load(args []string) error {
 	if *name == "" {
 		*name = *addr
 	}
+	fetch := func() clientResult { return fetchOne(*addr, *file, *blksize, *timeout, wantSum) }
+	switch *client {
+	case "pin":
+		if *window != 0 {
+			return errors.New("load: pin/tftp cannot ask for windowsize; use -client atftp")
+		}
+	case "atftp":
+		dir, err := os.MkdirTemp(scratchDir(), "tftpbench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		var seq atomic.Int64
+		fetch = func() clientResult {
+			out := filepath.Join(dir, fmt.Sprint(seq.Add(1)))
+			defer os.Remove(out)
+			return fetchAtftp(*addr, *file, out, *blksize, *window, wantSum)
+		}
+	default:
+		return fmt.Errorf("load: -client %q (want pin or atftp)", *client)
+	}
 	results := make([]clientResult, *clients)
 	var wg sync.WaitGroup
 	startGate := make(chan struct{})
@@ -148,7 +180,7 @@ func load(args []string) error {
 		go func() {
 			defer wg.Done()
 			<-startGate
-			results[i] = fetchOne(*addr, *file, *blksize, *timeout, wantSum)
+			results[i] = fetch()
 		}()
 	}
 	start := time.Now()
@@ -156,7 +188,7 @@ func load(args []string) error {
 	wg.Wait()
 	wall := time.Since(start)
 
-	s := Summary{Server: *name, Clients: *clients, BlockSize: *blksize, WallSeconds: wall.Seconds()}
+	s := Summary{Server: *name, Client: *client, Clients: *clients, BlockSize: *blksize, WindowSize: *window, WallSeconds: wall.Seconds()}
 	var total int64
 	var rates []float64
 	for _, r := range results {
@@ -181,8 +213,8 @@ func load(args []string) error {
 		b, _ := json.Marshal(s)
 		fmt.Println(string(b))
 	} else {
-		fmt.Printf("%-10s clients=%-3d blksize=%d  aggregate %7.1f MiB/s  per client min/median/max %.1f/%.1f/%.1f MiB/s  wall %.2fs  sha256 ok %d  failed %d\n",
-			s.Server, s.Clients, s.BlockSize, s.AggregateMiBps, s.MinClientMiBps, s.MedClientMiBps, s.MaxClientMiBps, s.WallSeconds, s.ChecksumsOK, s.Failed)
+		fmt.Printf("%-10s %s window=%d clients=%-3d blksize=%d  aggregate %7.1f MiB/s  per client min/median/max %.1f/%.1f/%.1f MiB/s  wall %.2fs  sha256 ok %d  failed %d\n",
+			s.Server, s.Client, s.WindowSize, s.Clients, s.BlockSize, s.AggregateMiBps, s.MinClientMiBps, s.MedClientMiBps, s.MaxClientMiBps, s.WallSeconds, s.ChecksumsOK, s.Failed)
 		if s.FirstError != "" {
 			fmt.Printf("  first error: %s\n", s.FirstError)
 		}
@@ -216,6 +248,49 @@ func fetchOne(addr, file string, blksize int, timeout time.Duration, want []byte
 		return clientResult{err: fmt.Errorf("%s: sha256 %x, want %x", file, got, want)}
 	}
 	return clientResult{bytes: n, duration: time.Since(start)}
+}
+
+// fetchAtftp runs atftp for one transfer and times the process, then checks
+// the file it wrote.
+func fetchAtftp(addr, file, out string, blksize, window int, want []byte) clientResult {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return clientResult{err: err}
+	}
+	args := []string{"--option", fmt.Sprintf("blksize %d", blksize), "--option", "tsize"}
+	if window > 0 {
+		args = append(args, "--option", fmt.Sprintf("windowsize %d", window))
+	}
+	args = append(args, "--get", "--remote-file", file, "--local-file", out, host, port)
+	start := time.Now()
+	msg, err := exec.Command("atftp", args...).CombinedOutput()
+	d := time.Since(start)
+	if err != nil {
+		return clientResult{err: fmt.Errorf("atftp: %v: %s", err, bytes.TrimSpace(msg))}
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		return clientResult{err: err}
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return clientResult{err: err}
+	}
+	if got := h.Sum(nil); !bytes.Equal(got, want) {
+		return clientResult{err: fmt.Errorf("%s: sha256 %x after %d bytes, want %x", file, got, n, want)}
+	}
+	return clientResult{bytes: n, duration: d}
+}
+
+// scratchDir is where atftp writes: memory when /dev/shm exists, so the
+// disk is not measured.
+func scratchDir() string {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		return "/dev/shm"
+	}
+	return os.TempDir()
 }
 
 type hashWriter struct{ h hash.Hash }

@@ -4,13 +4,17 @@
 # (8,000,000-byte) file with blksize 1468 over loopback; every file's
 # sha256 is checked; any failed transfer fails the run.
 #
-#   bench/tftp/run.sh [clients]   env: SIZE_BYTES, BLKSIZE, PORT, HPA_PORT, ROUNDS, ANTICIPATE
+#   bench/tftp/run.sh [clients]   env: SIZE_BYTES, BLKSIZE, PORT, HPA_PORT, ROUNDS, MODES, ANTICIPATE
 #
-# "bootfabric" is the default lock-step server; "bf-antic8" is the same
-# server with the opt-in Anticipate=8 burst mode (ANTICIPATE=0 skips it).
+# Clients (MODES, default "pin atftp:4 atftp:16"): "pin" is the pin/tftp
+# client in process, lock-step, as PXE ROMs and iPXE fetch; "atftp:W" is
+# Debian's atftp asking for RFC 7440 windowsize W (4 is what UEFI firmware
+# asks for). tftpd-hpa does not negotiate windowsize, so atftp falls back to
+# lock-step against it. ANTICIPATE=N adds "bf-anticN", bootfabric with the
+# opt-in pin/tftp burst mode.
 #
-# Needs tftpd-hpa (Debian package tftpd-hpa) for the reference figures;
-# without it only bootfabric is measured.
+# Needs tftpd-hpa and atftp (Debian packages) for the reference figures and
+# the windowed clients; without them only what is installed is measured.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -19,9 +23,10 @@ SIZE_BYTES=${SIZE_BYTES:-8000000}
 BLKSIZE=${BLKSIZE:-1468}
 PORT=${PORT:-16969}
 HPA_PORT=${HPA_PORT:-16970}
-ROUNDS=${ROUNDS:-3}
-ANTICIPATE=${ANTICIPATE:-8}
 ANTIC_PORT=${ANTIC_PORT:-16971}
+ROUNDS=${ROUNDS:-3}
+MODES=${MODES:-pin atftp:4 atftp:16}
+ANTICIPATE=${ANTICIPATE:-0}
 
 work=$(mktemp -d /tmp/bf-tftpbench.XXXXXX)
 pids=()
@@ -58,6 +63,10 @@ if [[ -n "$hpa" ]]; then
 else
   echo "tftpd-hpa not installed (apt-get install tftpd-hpa): measuring bootfabric only" >&2
 fi
+if ! command -v atftp >/dev/null; then
+  echo "atftp not installed (apt-get install atftp): lock-step pin/tftp clients only" >&2
+  MODES=pin
+fi
 sleep 0.5
 for p in "${pids[@]}"; do
   kill -0 "$p" 2>/dev/null || { echo "a server exited at start (port $PORT, $ANTIC_PORT or $HPA_PORT in use?)" >&2; cat "$work/serve.log" >&2; exit 1; }
@@ -65,27 +74,34 @@ done
 
 echo "TFTP loopback benchmark: file $SIZE_BYTES bytes, blksize $BLKSIZE, $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), best of $ROUNDS rounds per line"
 status=0
-# Rounds are interleaved across servers so that changes in host load hit
-# every server alike; each line keeps the best round.
+# Rounds are interleaved across servers and clients so that changes in host
+# load hit every line alike; each line keeps its best round.
 for clients in 1 "$CLIENTS"; do
   declare -A best=() bestagg=()
+  keys=()
   for ((r = 0; r < ROUNDS; r++)); do
-    for s in "${servers[@]}"; do
-      set -- $s
-      line=$("$work/tftpbench" load -name "$1" -addr "$2" -file file -sha256 "$sum" \
-        -clients "$clients" -blksize "$BLKSIZE" -json) || { echo "$line"; status=1; continue; }
-      agg=$(sed -E 's/.*"aggregate_MiB_per_s":([0-9.]+).*/\1/' <<<"$line")
-      if [[ -z "${best[$1]:-}" ]] || awk -v a="$agg" -v b="${bestagg[$1]}" 'BEGIN{exit !(a>b)}'; then
-        best[$1]=$line bestagg[$1]=$agg
-      fi
+    for mode in $MODES; do
+      client=${mode%%:*} window=0
+      [[ "$mode" == *:* ]] && window=${mode#*:}
+      for s in "${servers[@]}"; do
+        set -- $s
+        key="$1 $mode"
+        ((r == 0)) && keys+=("$key")
+        line=$("$work/tftpbench" load -name "$1" -addr "$2" -file file -sha256 "$sum" \
+          -clients "$clients" -blksize "$BLKSIZE" -client "$client" -windowsize "$window" -json) || { echo "$line"; status=1; continue; }
+        agg=$(sed -E 's/.*"aggregate_MiB_per_s":([0-9.]+).*/\1/' <<<"$line")
+        if [[ -z "${best[$key]:-}" ]] || awk -v a="$agg" -v b="${bestagg[$key]}" 'BEGIN{exit !(a>b)}'; then
+          best[$key]=$line bestagg[$key]=$agg
+        fi
+      done
     done
   done
-  for s in "${servers[@]}"; do
-    set -- $s
-    [[ -n "${best[$1]:-}" ]] && python3 - "${best[$1]}" <<'PY'
+  for key in "${keys[@]}"; do
+    [[ -n "${best[$key]:-}" ]] && python3 - "${best[$key]}" <<'PY'
 import json, sys
 s = json.loads(sys.argv[1])
-print(f"{s['server']:<11} clients={s['clients']:<3} aggregate {s['aggregate_MiB_per_s']:7.1f} MiB/s   "
+client = s['client'] + (f" windowsize {s['windowsize']}" if s['windowsize'] else " lock-step")
+print(f"{s['server']:<11} {client:<20} clients={s['clients']:<3} aggregate {s['aggregate_MiB_per_s']:7.1f} MiB/s   "
       f"per client min/median/max {s['min_client_MiB_per_s']:.1f}/{s['median_client_MiB_per_s']:.1f}/{s['max_client_MiB_per_s']:.1f} MiB/s   "
       f"sha256 ok {s['sha256_ok']}/{s['clients']}  failed {s['failed']}")
 PY
