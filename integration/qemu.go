@@ -38,10 +38,13 @@ type QEMUOptions struct {
 	QEMU string
 	// Accel is kvm, tcg or "" (DetectAccel).
 	Accel string
-	// Firmware is bios (SeaBIOS, the default) or uefi (OVMF; Debian package ovmf).
+	// Firmware is bios (SeaBIOS, the default), uefi (OVMF; Debian package ovmf, with iPXE's EFI
+	// driver from the NIC's option ROM booting the NIC), or uefi-pxe (OVMF with no option ROM: its
+	// own virtio-net driver and PXE client do DHCP and fetch ipxe.efi over TFTP, as UEFI servers
+	// without iPXE in their NIC do).
 	Firmware string
 	// ROM is the NIC's iPXE option ROM. Default /usr/lib/ipxe/qemu/pxe-virtio.rom for bios,
-	// efi-virtio.rom (iPXE's EFI driver) for uefi, both from ipxe-qemu.
+	// efi-virtio.rom (iPXE's EFI driver) for uefi, both from ipxe-qemu; none for uefi-pxe.
 	ROM string
 	// OVMFCode and OVMFVars are the UEFI firmware and its variable store template (copied per
 	// VM). Defaults: Debian's /usr/share/OVMF/OVMF_CODE_4M.fd and OVMF_VARS_4M.fd.
@@ -78,8 +81,10 @@ func (o *QEMUOptions) defaults(c *Cluster) {
 		o.Firmware = "bios"
 	}
 	if o.ROM == "" {
-		o.ROM = DefaultIPXEROM
-		if o.Firmware == "uefi" {
+		switch o.Firmware {
+		case "bios":
+			o.ROM = DefaultIPXEROM
+		case "uefi":
 			o.ROM = DefaultIPXEEFIROM
 		}
 	}
@@ -107,16 +112,16 @@ func (o *QEMUOptions) defaults(c *Cluster) {
 func CheckQEMUHost(opt QEMUOptions) error {
 	var missing []string
 	opt.defaults(&Cluster{})
-	if opt.Firmware != "bios" && opt.Firmware != "uefi" {
-		return fmt.Errorf("qemu cluster: firmware %q: want bios or uefi", opt.Firmware)
+	if opt.Firmware != "bios" && opt.Firmware != "uefi" && opt.Firmware != "uefi-pxe" {
+		return fmt.Errorf("qemu cluster: firmware %q: want bios, uefi or uefi-pxe", opt.Firmware)
 	}
 	if _, err := exec.LookPath(opt.QEMU); err != nil {
 		missing = append(missing, opt.QEMU+" (qemu-system-x86)")
 	}
-	if _, err := os.Stat(opt.ROM); err != nil {
+	if _, err := os.Stat(opt.ROM); opt.ROM != "" && err != nil {
 		missing = append(missing, opt.ROM+" (ipxe-qemu)")
 	}
-	if opt.Firmware == "uefi" {
+	if opt.Firmware != "bios" {
 		for _, f := range []string{opt.OVMFCode, opt.OVMFVars} {
 			if _, err := os.Stat(f); err != nil {
 				missing = append(missing, f+" (ovmf)")
@@ -148,6 +153,9 @@ type VMResult struct {
 	Events  map[string]float64 `json:"events"`
 	// GuestUptime maps console marks of /init to the guest kernel's uptime then.
 	GuestUptime map[string]float64 `json:"guest_uptime,omitempty"`
+	// NBP is the server's account of the TFTP transfer of the network boot program, when the
+	// firmware fetched one (UEFI: ipxe.efi; the BIOS iPXE ROM fetches none).
+	NBP string `json:"nbp,omitempty"`
 	// Seconds is the time from QEMU start to the server's healthy (or failed) state.
 	Seconds   float64 `json:"seconds"`
 	Health    string  `json:"health,omitempty"`
@@ -181,11 +189,12 @@ var guestUptime = regexp.MustCompile(`bootfabric: \[([0-9.]+)\]`)
 // default, 1af4:1000), which would leave nothing to boot from.
 //
 // Under UEFI (q35 with OVMF in pflash, the variable store a per-VM copy at vars), OVMF loads the
-// EFI driver of efi-virtio.rom, and iPXE's EFI build boots the NIC ahead of OVMF's own PXE.
+// EFI driver of efi-virtio.rom, and iPXE's EFI build boots the NIC ahead of OVMF's own PXE; with
+// uefi-pxe the NIC has no ROM (romfile=), so OVMF's own PXE client boots it.
 func qemuArgs(o QEMUOptions, mac, tap, vars string) []string {
 	args := []string{"-nodefaults", "-no-user-config", "-nographic"}
 	nic := "virtio-net-pci,netdev=n0,mac=" + mac + ",disable-legacy=on,romfile=" + o.ROM
-	if o.Firmware == "uefi" {
+	if o.Firmware != "bios" {
 		args = append(args, "-machine", "q35,accel="+o.Accel,
 			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+o.OVMFCode,
 			"-drive", "if=pflash,format=raw,unit=1,file="+vars)
@@ -246,6 +255,11 @@ type nodeView struct {
 		Status string    `json:"status"`
 		At     time.Time `json:"at"`
 	} `json:"health"`
+	History []struct {
+		To     string    `json:"to"`
+		At     time.Time `json:"at"`
+		Detail string    `json:"detail"`
+	} `json:"history"`
 }
 
 // BootVMs boots the cluster's first n nodes as QEMU VMs at once, from boot servers started with
@@ -426,7 +440,7 @@ func (c *Cluster) startVM(ctx context.Context, i int, opt QEMUOptions) (*vmRun, 
 		return nil, err
 	}
 	vars := ""
-	if opt.Firmware == "uefi" {
+	if opt.Firmware != "bios" {
 		vars = filepath.Join(c.dir(), "vm-"+node.Name+".vars.fd")
 		if err := copyFile(opt.OVMFVars, vars); err != nil {
 			logf.Close()
@@ -524,6 +538,11 @@ func (vm *vmRun) observe(server string, nv nodeView) {
 		if ev, ok := serverStateEvents[st]; ok && !t.Before(vm.res.Started) {
 			vm.res.Events[ev] = t.Sub(vm.res.Started).Seconds()
 			vm.res.Server = server
+		}
+	}
+	for _, h := range nv.History {
+		if h.To == "nbp" && !h.At.Before(vm.res.Started) && strings.HasPrefix(h.Detail, "tftp ") {
+			vm.res.NBP = h.Detail
 		}
 	}
 	if nv.Health != nil && !nv.Health.At.Before(vm.res.Started) && (nv.State == "healthy" || nv.State == "failed") {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -176,7 +177,7 @@ func TestQEMUBoot(t *testing.T) {
 	log := zaptest.NewLogger(t)
 	report := func(rs []VMResult) {
 		for _, r := range rs {
-			t.Logf("%s (%s, %s): health %q after %.2f s; events %v; guest uptime %v; serial %s", r.Node, r.Server, r.Accel, r.Health, r.Seconds, r.Events, r.GuestUptime, r.SerialLog)
+			t.Logf("%s (%s, %s): health %q after %.2f s; events %v; guest uptime %v; nbp %q; serial %s", r.Node, r.Server, r.Accel, r.Health, r.Seconds, r.Events, r.GuestUptime, r.NBP, r.SerialLog)
 			for _, s := range Breakdown(r) {
 				t.Logf("    %-22s %6.2f s", s.Name, s.Seconds)
 			}
@@ -243,6 +244,19 @@ func TestQEMUBoot(t *testing.T) {
 		}
 		if err != nil {
 			t.Fatalf("1 UEFI VM: %v", err)
+		}
+		// OVMF's own PXE client: DHCP, then ipxe.efi over TFTP, which is where firmware asks
+		// for windowsize (RFC 7440).
+		t.Logf("load average before 1 UEFI PXE VM: %s", loadAvg())
+		pxe, err := BootVMs(ctx, c, 1, QEMUOptions{Log: log, Firmware: "uefi-pxe"})
+		report(pxe)
+		if err != nil {
+			dumpSerial(pxe)
+			t.Fatalf("1 UEFI PXE VM: %v", err)
+		}
+		// Debian's OVMF asks for blksize 1468 and windowsize 4 (after a tsize probe).
+		if m := regexp.MustCompile(`ipxe\.efi: ok .*windowsize (\d+)`).FindStringSubmatch(pxe[0].NBP); m == nil || m[1] == "1" {
+			t.Errorf("OVMF's PXE client: NBP transfer %q, want ipxe.efi fetched over TFTP in windows", pxe[0].NBP)
 		}
 	} else {
 		t.Log("no OVMF (Debian package ovmf): UEFI boot not tried")

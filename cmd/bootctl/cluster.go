@@ -102,7 +102,7 @@ func clusterCommand(e *env) *cli.Command {
 					&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Usage: "give up on nodes not booted by then"},
 					&cli.StringFlag{Name: "kind", Value: "netns", Usage: "netns: container nodes; qemu: PXE-boot VMs (the cluster was brought up with --kind qemu)"},
 					&cli.IntFlag{Name: "vms", Value: 4, Usage: "qemu: how many VMs to boot at once (the first N nodes)"},
-					&cli.StringFlag{Name: "firmware", Value: "bios", Usage: "qemu: bios (SeaBIOS + iPXE ROM) or uefi (OVMF)"},
+					&cli.StringFlag{Name: "firmware", Value: "bios", Usage: "qemu: bios (SeaBIOS + iPXE ROM), uefi (OVMF + iPXE's EFI ROM) or uefi-pxe (OVMF's own PXE client fetches ipxe.efi over TFTP)"},
 					&cli.StringFlag{Name: "accel", Usage: "qemu: kvm or tcg (default: kvm when /dev/kvm can run a VM)"},
 				),
 				Action: func(c *cli.Context) error {
@@ -306,8 +306,8 @@ func bootVMs(e *env, c *cli.Context, cl *integration.Cluster, format string) err
 	if n < 1 || n > len(cl.Nodes) {
 		return badInput("--vms: %d is not between 1 and the cluster's %d nodes", n, len(cl.Nodes))
 	}
-	if f := c.String("firmware"); f != "bios" && f != "uefi" {
-		return badInput("--firmware: %q is not one of bios, uefi", f)
+	if f := c.String("firmware"); f != "bios" && f != "uefi" && f != "uefi-pxe" {
+		return badInput("--firmware: %q is not one of bios, uefi, uefi-pxe", f)
 	}
 	opt := integration.QEMUOptions{Firmware: c.String("firmware"), Accel: c.String("accel"), Timeout: c.Duration("timeout"), Log: e.log}
 	if err := integration.CheckQEMUHost(opt); err != nil {
