@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/netip"
 	"strings"
-	"time"
 
 	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/tftpd"
@@ -68,21 +67,12 @@ func (o dhcpObserver) OnDHCP(mac net.HardwareAddr, t dhcpv4.MessageType, out dhc
 			if a, ok := netip.AddrFromSlice(ip.To4()); ok {
 				o.s.tracker.LearnIP(name, a)
 			}
-			if st, _ := o.s.tracker.State(name); st != Offered {
-				// dhcpd reports a request after sending its reply, from a pool of workers, so a
-				// quick client's ACK can be reported before the DISCOVER that preceded it. An ACK
-				// that does not follow an observed OFFER waits a moment for that DISCOVER; for a
-				// renewal, which changes nothing, the wait does no harm.
-				time.AfterFunc(ackReorderDelay, func() { o.s.observe(name, ev, detail) })
-				continue
-			}
 		}
+		// dhcpd reports a request before it sends the reply, so a client's DISCOVER is always
+		// observed before the REQUEST that the OFFER prompted.
 		o.s.observe(name, ev, detail)
 	}
 }
-
-// ackReorderDelay is how long an ACK without an observed OFFER waits for the late DISCOVER.
-const ackReorderDelay = 50 * time.Millisecond
 
 // DHCPEvents maps a handled DHCP request (its message type and what the server did) to boot
 // events. It is pure.
