@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -130,11 +132,14 @@ type Timeline struct {
 // nodeScript boots one container node with clients nobody here wrote: busybox udhcpc as a PXE BIOS
 // client (option 60 PXEClient, option 93 arch 0), curl over TFTP for the NBP the DHCP answer names,
 // curl over HTTP for the iPXE script, the kernel and initrd it names, and curl to POST the health
-// report to the URL on the script's kernel line. Each step prints "EVENT UNIX-SECONDS".
+// report to the URL on the script's kernel line. Each step prints "EVENT UNIX-SECONDS". Every
+// node first prints "ready" and waits for its line on the gate FIFO, so that all start at once.
 const nodeScript = `set -e
 ts() { date +%s.%N; }
 ip link set lo up
 ip link set eth0 up
+echo "ready $(ts)"
+read -r _ < "$BF_GATE" || true
 out=$(mktemp)
 export BF_OUT="$out"
 udhcpc -i eth0 -f -q -n -t 20 -T 3 -A 1 -V PXEClient:Arch:00000:UNDI:002001 -x 0x5d:0000 -s "$BF_UDHCPC_SCRIPT" >/dev/null
@@ -170,7 +175,9 @@ exit 0
 `
 
 // Boot boots the given nodes (indices; nil: all) at once and returns their timelines, the batch
-// time (the slowest node's), and the host's CPU use during the boot.
+// time (the slowest node's), and the host's CPU use during the boot. Every node's script is
+// started first and waits at a gate; times count from the gate's opening, so that starting
+// hundreds of processes does not spread the nodes' start over the batch.
 func (c *Cluster) Boot(ctx context.Context, nodes []int, timeout time.Duration) ([]Timeline, float64, CPUUse, error) {
 	if nodes == nil {
 		for i := range c.Nodes {
@@ -181,17 +188,32 @@ func (c *Cluster) Boot(ctx context.Context, nodes []int, timeout time.Duration) 
 	if err := os.WriteFile(scriptPath, []byte(udhcpcScript), 0o755); err != nil {
 		return nil, 0, CPUUse{}, err
 	}
+	gatePath := filepath.Join(c.dir(), "gate")
+	os.Remove(gatePath)
+	if err := syscall.Mkfifo(gatePath, 0o600); err != nil {
+		return nil, 0, CPUUse{}, fmt.Errorf("boot gate: %w", err)
+	}
+	defer os.Remove(gatePath)
+	// Opened read-write, the FIFO never blocks the scripts' open: they block in read until their
+	// line is written.
+	gate, err := os.OpenFile(gatePath, os.O_RDWR, 0)
+	if err != nil {
+		return nil, 0, CPUUse{}, fmt.Errorf("boot gate: %w", err)
+	}
+	defer gate.Close()
+
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out := make([]Timeline, len(nodes))
 	var wg sync.WaitGroup
-	cpu0 := readCPU()
-	start := time.Now()
+	var start time.Time           // when the gate opened
+	opened := make(chan struct{}) // closed once start is set
+	ready := make(chan struct{}, len(nodes))
 	for k, i := range nodes {
 		n := c.Nodes[i]
 		out[k] = Timeline{Node: n.Name, Events: map[string]float64{}}
 		cmd := exec.CommandContext(ctx, "ip", "netns", "exec", n.Namespace, "sh", "-c", nodeScript)
-		cmd.Env = append(os.Environ(), "BF_UDHCPC_SCRIPT="+scriptPath)
+		cmd.Env = append(os.Environ(), "BF_UDHCPC_SCRIPT="+scriptPath, "BF_GATE="+gatePath)
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			return nil, 0, CPUUse{}, err
@@ -204,20 +226,32 @@ func (c *Cluster) Boot(ctx context.Context, nodes []int, timeout time.Duration) 
 		wg.Add(1)
 		go func(t *Timeline) {
 			defer wg.Done()
+			readied := false
 			sc := bufio.NewScanner(stdout)
 			for sc.Scan() {
 				f := strings.Fields(sc.Text())
 				if len(f) < 2 {
 					continue
 				}
+				if f[0] == "ready" {
+					if !readied {
+						readied = true
+						ready <- struct{}{}
+					}
+					continue
+				}
 				sec, err := strconv.ParseFloat(f[1], 64)
 				if err != nil {
 					continue
 				}
+				<-opened // events come after the gate; this orders the read of start
 				t.Events[f[0]] = sec - float64(start.UnixNano())/1e9
 				if f[0] == "bound" && len(f) > 2 {
 					t.Server = c.serverByIP(f[2])
 				}
+			}
+			if !readied {
+				ready <- struct{}{} // failed before the gate: do not keep the others waiting
 			}
 			if err := cmd.Wait(); err != nil {
 				t.Err = fmt.Sprintf("%v: %s", err, strings.TrimSpace(stderr.String()))
@@ -226,6 +260,18 @@ func (c *Cluster) Boot(ctx context.Context, nodes []int, timeout time.Duration) 
 			t.Seconds = t.Events["reported"]
 			t.finished = true
 		}(&out[k])
+	}
+	for range nodes {
+		select {
+		case <-ready:
+		case <-ctx.Done():
+		}
+	}
+	cpu0 := readCPU()
+	start = time.Now()
+	close(opened)
+	if _, err := gate.Write(bytes.Repeat([]byte("\n"), len(nodes))); err != nil {
+		c.log.Warn("boot gate: opening failed; nodes will time out", zap.Error(err))
 	}
 	wg.Wait()
 	cpu := readCPU().since(cpu0)

@@ -66,6 +66,20 @@ func TestStorm500(t *testing.T) {
 			t.Logf("server %s summary: %s", s.Server, s.Summary)
 		}
 	}
+	for _, s := range c.Servers {
+		text, merr := c.run.Run(ctx, "ip", "netns", "exec", s.Namespace, "curl", "-sSf", "--max-time", "5", "http://127.0.0.1/metrics")
+		if merr != nil {
+			t.Logf("server %s metrics: %v", s.Name, merr)
+			continue
+		}
+		for _, line := range strings.Split(text, "\n") {
+			for _, m := range []string{"bootfabric_dhcp_packets_total", "bootfabric_dhcp_replies_total", "bootfabric_dhcp_dropped_total", "bootfabric_tftp_transfers_total", "bootfabric_tftp_retransmissions_total"} {
+				if strings.HasPrefix(line, m) {
+					t.Logf("server %s: %s", s.Name, line)
+				}
+			}
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
