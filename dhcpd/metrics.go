@@ -49,42 +49,27 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	var err error
-	m.packets, err = register(reg, m.packets)
+	err := errors.Join(
+		register(reg, &m.packets), register(reg, &m.latency), register(reg, &m.drops),
+		register(reg, &m.queue), register(reg, &m.replies), register(reg, &m.unicastFallbacks),
+	)
 	if err != nil {
 		return nil, err
 	}
-	m.latency, err = register(reg, m.latency)
-	if err != nil {
-		return nil, err
-	}
-	m.drops, err = register(reg, m.drops)
-	if err != nil {
-		return nil, err
-	}
-	m.queue, err = register(reg, m.queue)
-	if err != nil {
-		return nil, err
-	}
-	m.replies, err = register(reg, m.replies)
-	if err != nil {
-		return nil, err
-	}
-	m.unicastFallbacks, err = register(reg, m.unicastFallbacks)
-	return m, err
+	return m, nil
 }
 
-// register registers c, or returns the identical collector already registered
-// (two servers, e.g. ports 67 and 4011 or two interfaces, share one registry).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
+// register registers *c, or replaces *c with the identical collector already
+// registered (two servers, e.g. ports 67 and 4011 or two interfaces, share
+// one registry).
+func register[C prometheus.Collector](reg prometheus.Registerer, c *C) error {
+	err := reg.Register(*c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			*c = existing
+			return nil
 		}
-		return c, err
 	}
-	return c, nil
+	return err
 }
