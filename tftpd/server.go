@@ -52,12 +52,14 @@ type Config struct {
 	Timeout time.Duration
 	Retries int
 	// Anticipate, when 2 or more, makes the server send that many DATA
-	// blocks before waiting for their ACKs (pin/tftp's SetAnticipate,
-	// at most 60). It is not RFC 7440 windowsize: nothing is negotiated,
-	// the client still ACKs every block, and a lost block costs a timeout
-	// and a resend of the whole window. Off (0) by default: lock-step is
-	// what every firmware expects; enable it only for clients known to
-	// tolerate it. Retransmissions are not counted in this mode.
+	// blocks before waiting for their ACKs on transfers that did not ask
+	// for windowsize (pin/tftp's SetAnticipate, at most 60). It is not
+	// RFC 7440 windowsize, which clients that ask for it get anyway:
+	// nothing is negotiated, the client still ACKs every block, and a lost
+	// block costs a timeout and a resend of the whole window. Off (0) by
+	// default: lock-step is what every firmware expects; enable it only
+	// for clients known to tolerate it. Retransmissions are not counted in
+	// this mode.
 	Anticipate uint
 	// Observer is told about each read transfer (boot state). May be nil.
 	Observer Observer
