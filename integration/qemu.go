@@ -64,6 +64,9 @@ type QEMUOptions struct {
 	Log *zap.Logger
 }
 
+// uefi says whether the VM boots OVMF.
+func (o QEMUOptions) uefi() bool { return o.Firmware == "uefi" || o.Firmware == "uefi-pxe" }
+
 // Debian's iPXE option ROMs for virtio-net (package ipxe-qemu): BIOS only, and BIOS plus EFI.
 const (
 	DefaultIPXEROM    = "/usr/lib/ipxe/qemu/pxe-virtio.rom"
@@ -112,7 +115,7 @@ func (o *QEMUOptions) defaults(c *Cluster) {
 func CheckQEMUHost(opt QEMUOptions) error {
 	var missing []string
 	opt.defaults(&Cluster{})
-	if opt.Firmware != "bios" && opt.Firmware != "uefi" && opt.Firmware != "uefi-pxe" {
+	if opt.Firmware != "bios" && !opt.uefi() {
 		return fmt.Errorf("qemu cluster: firmware %q: want bios, uefi or uefi-pxe", opt.Firmware)
 	}
 	if _, err := exec.LookPath(opt.QEMU); err != nil {
@@ -121,7 +124,7 @@ func CheckQEMUHost(opt QEMUOptions) error {
 	if _, err := os.Stat(opt.ROM); opt.ROM != "" && err != nil {
 		missing = append(missing, opt.ROM+" (ipxe-qemu)")
 	}
-	if opt.Firmware != "bios" {
+	if opt.uefi() {
 		for _, f := range []string{opt.OVMFCode, opt.OVMFVars} {
 			if _, err := os.Stat(f); err != nil {
 				missing = append(missing, f+" (ovmf)")
@@ -194,7 +197,7 @@ var guestUptime = regexp.MustCompile(`bootfabric: \[([0-9.]+)\]`)
 func qemuArgs(o QEMUOptions, mac, tap, vars string) []string {
 	args := []string{"-nodefaults", "-no-user-config", "-nographic"}
 	nic := "virtio-net-pci,netdev=n0,mac=" + mac + ",disable-legacy=on,romfile=" + o.ROM
-	if o.Firmware != "bios" {
+	if o.uefi() {
 		args = append(args, "-machine", "q35,accel="+o.Accel,
 			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+o.OVMFCode,
 			"-drive", "if=pflash,format=raw,unit=1,file="+vars)
@@ -440,7 +443,7 @@ func (c *Cluster) startVM(ctx context.Context, i int, opt QEMUOptions) (*vmRun, 
 		return nil, err
 	}
 	vars := ""
-	if opt.Firmware != "bios" {
+	if opt.uefi() {
 		vars = filepath.Join(c.dir(), "vm-"+node.Name+".vars.fd")
 		if err := copyFile(opt.OVMFVars, vars); err != nil {
 			logf.Close()
