@@ -372,11 +372,12 @@ func TestRefusals(t *testing.T) {
 type rawClient struct {
 	c   *net.UDPConn
 	tid *net.UDPAddr
+	buf []byte // receive scratch; read returns copies
 }
 
 // rawRRQ sends a read request with options from a fresh socket and returns
 // the client and the server's first answer.
-func rawRRQ(t *testing.T, addr, name string, opts ...string) (*rawClient, []byte) {
+func rawRRQ(t testing.TB, addr, name string, opts ...string) (*rawClient, []byte) {
 	t.Helper()
 	srv, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
@@ -396,30 +397,30 @@ func rawRRQ(t *testing.T, addr, name string, opts ...string) (*rawClient, []byte
 	if _, err := c.WriteToUDP(pkt, srv); err != nil {
 		t.Fatal(err)
 	}
-	rc := &rawClient{c: c}
+	rc := &rawClient{c: c, buf: make([]byte, 65536)}
 	return rc, rc.read(t)
 }
 
-func (rc *rawClient) read(t *testing.T) []byte {
+// read returns the next datagram (a copy the caller may keep).
+func (rc *rawClient) read(t testing.TB) []byte {
 	t.Helper()
-	buf := make([]byte, 65536)
 	rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	n, from, err := rc.c.ReadFromUDP(buf)
+	n, from, err := rc.c.ReadFromUDP(rc.buf)
 	if err != nil {
 		t.Fatalf("waiting for the server: %v", err)
 	}
 	rc.tid = from
-	return buf[:n]
+	return bytes.Clone(rc.buf[:n])
 }
 
-func (rc *rawClient) send(t *testing.T, p []byte) {
+func (rc *rawClient) send(t testing.TB, p []byte) {
 	t.Helper()
 	if _, err := rc.c.WriteToUDP(p, rc.tid); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func parseOACK(t *testing.T, p []byte) map[string]string {
+func parseOACK(t testing.TB, p []byte) map[string]string {
 	t.Helper()
 	if len(p) < 2 || binary.BigEndian.Uint16(p) != 6 {
 		t.Fatalf("want OACK, got % x", p[:min(len(p), 40)])

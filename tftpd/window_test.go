@@ -23,7 +23,7 @@ import (
 // silent[n] withholds the acknowledgement of the window ending at block n
 // once, so that the server times out and sends the window again; the client
 // acknowledges again when that window's last block comes back.
-func rawFetchWindowed(t *testing.T, rc *rawClient, blksize, window int, drop map[uint64]bool, silent ...uint64) []byte {
+func rawFetchWindowed(t testing.TB, rc *rawClient, blksize, window int, drop map[uint64]bool, silent ...uint64) []byte {
 	t.Helper()
 	quiet := map[uint64]bool{}
 	for _, b := range silent {
