@@ -52,7 +52,7 @@ var errStopping = fmt.Errorf("%w while waiting for an ACK", errShutdown)
 
 // run performs the transfer of r: OACK (when there is one), then the data.
 func (w *windowSender) run(r io.Reader) error {
-	w.recv = make([]byte, 4+w.p.blockSize+512) // room for an over-long ERROR
+	w.recv = make([]byte, 4+512) // an ACK, or an ERROR with a message of up to 511 bytes
 	if w.p.oack != nil {
 		if err := w.sendOACK(); err != nil {
 			return err
