@@ -5,6 +5,31 @@
 // boot, it spreads them so that the predicted bottleneck (the largest sharers/capacity over all
 // links) is as small as possible. Remap moves the nodes of failed servers and nothing else.
 //
+// # Ownership rule
+//
+// Owners is the one ownership function of the fleet: `bootctl plan`, `bootctl simulate` and every
+// boot server call it (through AssignOwners and bootsrv.Assignment), so that what plan predicts
+// is what the servers do. It knows two kinds of failed servers, because a failure before the boot
+// and a failure during it call for different trade-offs:
+//
+//   - ABSENT servers were never up when the fleet started: in a fleet, servers missing from the
+//     fleet's server list or marked disabled; `bootctl plan --failed-servers`; `failed_servers:` in a
+//     boot server's YAML. Nothing was served from them, so nothing needs to stay put, and the
+//     blocks are dealt around them: the block-cyclic deal runs over the live list only (block b goes
+//     to live[b mod |live|]), which keeps neighbouring blocks on different servers (BlockCyclic).
+//   - DEAD servers failed during the boot or while the fleet runs: `bootctl plan
+//     --failed-during-boot`, and the servers a fleet server no longer sees alive in etcd. The other
+//     servers are busy with their own nodes, so only the dead servers' blocks move (Remap): least
+//     movement, blocks stay whole, balanced over the survivors (least-loaded survivor first; among
+//     equally loaded ones the farthest from the dead server in cyclic index order, so that a moved
+//     block does not land on the server of its neighbouring block).
+//
+// A server that is both absent and dead counts as absent. Ownership depends only on the static
+// mapping and the two sets, never on the order in which servers died: every server computes the
+// same owners from the same view. The price: when a second server dies, the first dead server's
+// blocks are dealt again together with the second's and some may change survivor (survivors' own
+// blocks never move).
+//
 // Everything here is a pure function of the topology, the servers and the options.
 package mapping
 
@@ -153,6 +178,14 @@ func Assign(g *topology.Graph, algo Algo, batch []int, failed []bool) (*Assignme
 // number of nodes moved. Only nodes whose server failed move, which is the least any remap can do;
 // when the assignment dealt whole blocks, moved blocks stay whole and go to the least-loaded live
 // server in turn, so loads stay within one block of each other where they were.
+//
+// Among equally loaded survivors the block goes to the one farthest from its failed server in
+// cyclic index order (distance d(s,t) = min((s-t) mod S, (t-s) mod S) over the assignment's S
+// servers), ties to the lowest index. Block-cyclic mappings put neighbouring blocks on neighbouring
+// servers, and a batch is usually a run of neighbouring blocks: taking the nearest survivor (as the
+// lowest index did for server 0) would put a moved block on the server of the block next to it and
+// halve both blocks' bandwidth at that server's NIC; the farthest one serves blocks half the machine
+// away. Blocks are visited in node order, so the result is deterministic.
 func Remap(a *Assignment, h *topology.Hierarchy, failed []bool) (*Assignment, int, error) {
 	ls, err := live(a.NumServers, failed)
 	if err != nil {
@@ -180,12 +213,7 @@ func Remap(a *Assignment, h *topology.Hierarchy, failed []bool) (*Assignment, in
 				continue
 			}
 			if target < 0 {
-				target = ls[0]
-				for _, s := range ls {
-					if load[s] < load[target] {
-						target = s
-					}
-				}
+				target = remapTarget(ls, load, out.Server[i], a.NumServers)
 			}
 			out.Server[i] = target
 			load[target]++
@@ -193,4 +221,83 @@ func Remap(a *Assignment, h *topology.Hierarchy, failed []bool) (*Assignment, in
 		}
 	}
 	return out, moved, nil
+}
+
+// remapTarget picks the survivor for a block of failed server from: the least loaded, then the
+// farthest from from in cyclic index order over servers, then the lowest index (ls is ascending).
+func remapTarget(ls []int32, load []int, from int32, servers int) int32 {
+	dist := func(s int32) int {
+		d := ((int(s)-int(from))%servers + servers) % servers
+		return min(d, servers-d)
+	}
+	best := ls[0]
+	for _, s := range ls[1:] {
+		if load[s] < load[best] || load[s] == load[best] && dist(s) > dist(best) {
+			best = s
+		}
+	}
+	return best
+}
+
+// Owners is the fleet's ownership function (see the package doc): the block-cyclic algorithm algo
+// dealt over the servers that are not absent, then the blocks of the dead servers moved by Remap.
+// absent[s] and dead[s] mark server s (nil: none); a server in both counts as absent. moved is the
+// number of nodes the dead servers had. Balanced is refused: it depends on the batch, and a fleet
+// needs owners that every server computes alike before any batch is known.
+func Owners(h *topology.Hierarchy, algo Algo, servers int, absent, dead []bool) (a *Assignment, moved int, err error) {
+	if h == nil {
+		return nil, 0, fmt.Errorf("mapping %s: the machine has no named levels", algo.Name)
+	}
+	if algo.Balanced {
+		return nil, 0, fmt.Errorf("algorithm %q: ownership needs a block-cyclic mapping (balanced depends on the batch)", algo.Name)
+	}
+	if len(dead) > servers {
+		return nil, 0, fmt.Errorf("dead list has %d entries for %d servers", len(dead), servers)
+	}
+	if a, err = BlockCyclic(h, algo.Level, servers, absent); err != nil {
+		return nil, 0, err
+	}
+	a.Algo = algo.Name
+	down, anyDead := union(servers, absent, dead)
+	if !anyDead {
+		return a, 0, nil
+	}
+	return Remap(a, h, down)
+}
+
+// AssignOwners is Assign with both kinds of failed servers, for plan and simulate: Owners for the
+// block-cyclic algorithms; for balanced, which is batch-aware and so cannot be the fleet's rule,
+// the batch is balanced over the servers that are not absent and the dead servers' nodes are then
+// moved by Remap, as a fleet would move them.
+func AssignOwners(g *topology.Graph, algo Algo, batch []int, absent, dead []bool) (*Assignment, int, error) {
+	h := g.Hierarchy()
+	if !algo.Balanced {
+		return Owners(h, algo, len(g.Servers()), absent, dead)
+	}
+	servers := len(g.Servers())
+	if len(dead) > servers {
+		return nil, 0, fmt.Errorf("dead list has %d entries for %d servers", len(dead), servers)
+	}
+	a, err := Assign(g, algo, batch, absent)
+	if err != nil {
+		return nil, 0, err
+	}
+	down, anyDead := union(servers, absent, dead)
+	if !anyDead {
+		return a, 0, nil
+	}
+	return Remap(a, h, down)
+}
+
+// union returns absent OR dead over the servers, and whether some dead server is not absent.
+func union(servers int, absent, dead []bool) ([]bool, bool) {
+	down := make([]bool, servers)
+	copy(down, absent)
+	anyDead := false
+	for s, d := range dead {
+		if d && !down[s] {
+			down[s], anyDead = true, true
+		}
+	}
+	return down, anyDead
 }

@@ -1,7 +1,9 @@
 package mapping
 
 import (
+	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/bootfabric/bootfabric/topology"
@@ -320,4 +322,177 @@ func make160(v bool) []bool {
 		out[i] = v
 	}
 	return out
+}
+
+// perBlock returns the server of the first node of every block of span nodes.
+func perBlock(a *Assignment, span int) []int32 {
+	var out []int32
+	for i := 0; i < len(a.Server); i += span {
+		out = append(out, a.Server[i])
+	}
+	return out
+}
+
+// TestRemapTieBreak: a moved block goes to the least-loaded survivor farthest (cyclically) from the
+// dead server, lowest index on ties. The old tie-break (lowest index) put board 0 of a dead bs0 on
+// bs1, next to board 1, which halved a 20-board batch's bandwidth (issue 12).
+func TestRemapTieBreak(t *testing.T) {
+	tests := []struct {
+		machine, algo string
+		dead          []int
+		blocks        []int   // blocks to look at
+		want          []int32 // their servers after the remap
+	}{
+		// mini, 4 servers, bcda: server 1 held boards 1 and 5. Board 1: all equally loaded, bs3 is
+		// 2 away from bs1, bs0 and bs2 only 1. Board 5: bs3 now has more; bs0 and bs2 tie, lowest wins.
+		{"mini", "bcda", []int{1}, []int{0, 1, 2, 3, 4, 5, 6, 7}, []int32{0, 3, 2, 3, 0, 0, 2, 3}},
+		// mini, scda: supernode 0 of dead bs0 goes to bs2, the farthest.
+		{"mini", "scda", []int{0}, []int{0, 1}, []int32{2, 1}},
+		// sunway, 160 servers, bcda: bs0 held boards 0, 160, 320, ...: they go to bs80, then bs79 and
+		// bs81 (both 79 away, lowest first), then bs81, bs78, ...
+		{"sunway", "bcda", []int{0}, []int{0, 1, 160, 320, 480, 640}, []int32{80, 1, 79, 81, 78, 82}},
+		// Two dead: the blocks are visited in node order; bs3's first block goes 80 away (bs83), bs77's
+		// first goes to bs157.
+		{"sunway", "bcda", []int{3, 77}, []int{3, 77, 163, 237}, []int32{83, 157, 82, 156}},
+	}
+	for _, tc := range tests {
+		g := preset(t, tc.machine)
+		h := g.Hierarchy()
+		algo, _ := ParseAlgo(tc.algo, h)
+		a, err := Assign(g, algo, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failed := make([]bool, len(g.Servers()))
+		for _, s := range tc.dead {
+			failed[s] = true
+		}
+		b, _, err := Remap(a, h, failed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := perBlock(b, h.Span(algo.Level))
+		var got []int32
+		for _, blk := range tc.blocks {
+			got = append(got, all[blk])
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s %s dead %v: servers of blocks %v (-want +got):\n%s", tc.machine, tc.algo, tc.dead, tc.blocks, diff)
+		}
+	}
+}
+
+func servers(n int, list ...int) []bool {
+	out := make([]bool, n)
+	for _, s := range list {
+		out[s] = true
+	}
+	return out
+}
+
+// TestOwners: absent servers are dealt around, dead servers' blocks move; the issue's example keeps
+// its bandwidth under both rules.
+func TestOwners(t *testing.T) {
+	g := preset(t, "sunway")
+	h := g.Hierarchy()
+	first20 := boards(g, func(b int) bool { return b < 20 })
+	firstCabinet := boards(g, func(b int) bool { return b < 128 })
+	tests := []struct {
+		name         string
+		algo         string
+		absent, dead []int
+		batch        []int
+		mbps         float64 // the batch's bottleneck
+		moved        int
+		board0       int32 // server of board 0
+	}{
+		{"no failure", "bcda", nil, nil, first20, 125, 0, 0},
+		{"bs0 absent: dealt around", "bcda", []int{0}, nil, first20, 125, 0, 1},
+		{"bs0 dead: board 0 to bs80", "bcda", nil, []int{0}, first20, 125, 256, 80},
+		{"bs0 absent and dead: absent wins", "bcda", []int{0}, []int{0}, first20, 125, 0, 1},
+		{"bs0 absent, bs1 dead (33 boards: 5120 over 159)", "bcda", []int{0}, []int{1}, first20, 125, 264, 81},
+		{"scda, bs0 dead, one cabinet", "scda", nil, []int{0}, firstCabinet, 3.90625, 256, 80},
+		{"scda, bs0 absent, one cabinet", "scda", []int{0}, nil, firstCabinet, 3.90625, 0, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			algo, _ := ParseAlgo(tc.algo, h)
+			absent, dead := servers(160, tc.absent...), servers(160, tc.dead...)
+			a, moved, err := Owners(h, algo, 160, absent, dead)
+			if err != nil {
+				t.Fatal(err)
+			}
+			down, _ := union(160, absent, dead)
+			checkLive(t, a, down)
+			if a.Algo != tc.algo {
+				t.Errorf("algo %q", a.Algo)
+			}
+			// Owners is exactly Remap(BlockCyclic(absent), absent OR dead).
+			base, _ := BlockCyclic(h, algo.Level, 160, absent)
+			want, wantMoved, _ := Remap(base, h, down)
+			if diff := cmp.Diff(want.Server, a.Server); diff != "" || moved != wantMoved {
+				t.Errorf("not Remap(BlockCyclic): moved %d, want %d; (-want +got):\n%s", moved, wantMoved, diff)
+			}
+			if moved != tc.moved {
+				t.Errorf("moved %d nodes, want %d", moved, tc.moved)
+			}
+			if got := a.Server[0]; got != tc.board0 {
+				t.Errorf("board 0 on bs%d, want bs%d", got, tc.board0)
+			}
+			if got := bottleneck(t, g, a, tc.batch); math.Abs(got-tc.mbps) > 1e-9 {
+				t.Errorf("batch bandwidth %.4f Mb/s, want %.4f", got, tc.mbps)
+			}
+		})
+	}
+}
+
+func TestOwnersErrors(t *testing.T) {
+	h := preset(t, "mini").Hierarchy()
+	bcda, _ := ParseAlgo("bcda", h)
+	balanced, _ := ParseAlgo("balanced", h)
+	tests := []struct {
+		name         string
+		algo         Algo
+		absent, dead []bool
+		want         string
+	}{
+		{"balanced", balanced, nil, nil, "needs a block-cyclic mapping"},
+		{"all absent", bcda, servers(4, 0, 1, 2, 3), nil, "all 4 boot servers failed"},
+		{"all dead", bcda, nil, servers(4, 0, 1, 2, 3), "all 4 boot servers failed"},
+		{"absent and dead cover all", bcda, servers(4, 0, 1), servers(4, 2, 3), "all 4 boot servers failed"},
+		{"dead list too long", bcda, nil, servers(5, 4), "dead list has 5 entries for 4 servers"},
+	}
+	for _, tc := range tests {
+		_, _, err := Owners(h, tc.algo, 4, tc.absent, tc.dead)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestAssignOwnersBalanced: balanced with dead servers is balanced over the non-absent servers,
+// then the dead servers' nodes moved by Remap.
+func TestAssignOwnersBalanced(t *testing.T) {
+	g := preset(t, "mini")
+	h := g.Hierarchy()
+	algo, _ := ParseAlgo("balanced", h)
+	batch := boards(g, func(b int) bool { return b < 3 })
+	absent, dead := servers(4, 2), servers(4, 0)
+	a, moved, err := AssignOwners(g, algo, batch, absent, dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bal, _ := Balanced(g, batch, absent)
+	want, wantMoved, _ := Remap(bal, h, servers(4, 0, 2))
+	if diff := cmp.Diff(want, a); diff != "" || moved != wantMoved || moved == 0 {
+		t.Errorf("moved %d (want %d, > 0); assignment (-want +got):\n%s", moved, wantMoved, diff)
+	}
+	checkLive(t, a, servers(4, 0, 2))
+	// Block-cyclic algorithms go through Owners.
+	bcda, _ := ParseAlgo("bcda", h)
+	got, _, _ := AssignOwners(g, bcda, batch, absent, dead)
+	own, _, _ := Owners(h, bcda, 4, absent, dead)
+	if diff := cmp.Diff(own, got); diff != "" {
+		t.Errorf("bcda: AssignOwners != Owners (-want +got):\n%s", diff)
+	}
 }
