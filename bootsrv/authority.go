@@ -19,9 +19,14 @@ type Authority struct {
 	byMAC    map[string]int
 }
 
-// Assignment computes the server of every topology node: block-cyclic algorithm algo over servers
-// boot servers, then the nodes of the failed servers remapped with the least movement.
-func Assignment(h *topology.Hierarchy, algo string, servers int, failed []int) (*mapping.Assignment, error) {
+// Assignment computes the server of every topology node with the fleet's ownership rule,
+// mapping.Owners: the block-cyclic algorithm algo dealt over the servers that are not absent, then the
+// blocks of the dead servers moved to survivors with the least movement. absent are the servers that
+// were never up (failed_servers in the YAML; in a fleet, servers not in the list or disabled), dead
+// those that failed while the fleet runs (in a fleet, the servers not alive in etcd); a server in
+// both counts as absent. It is the same function `bootctl plan --failed-servers ABSENT
+// --failed-during-boot DEAD` uses, so a server owns exactly what plan predicts it serves.
+func Assignment(h *topology.Hierarchy, algo string, servers int, absent, dead []int) (*mapping.Assignment, error) {
 	al, err := mapping.ParseAlgo(algo, h)
 	if err != nil {
 		return nil, err
@@ -29,25 +34,34 @@ func Assignment(h *topology.Hierarchy, algo string, servers int, failed []int) (
 	if al.Balanced {
 		return nil, fmt.Errorf("algorithm %q: a boot server needs a block-cyclic mapping", algo)
 	}
-	a, err := mapping.BlockCyclic(h, al.Level, servers, nil)
+	ab, err := serverSet("failed", absent, servers)
 	if err != nil {
 		return nil, err
 	}
-	a.Algo = al.Name
-	if len(failed) > 0 {
-		down := make([]bool, servers)
-		for _, s := range failed {
-			if s < 0 || s >= servers {
-				return nil, fmt.Errorf("failed server %d: not one of the %d servers", s, servers)
-			}
-			down[s] = true
-		}
-		a, _, err = mapping.Remap(a, h, down)
-		if err != nil {
-			return nil, err
-		}
+	de, err := serverSet("dead", dead, servers)
+	if err != nil {
+		return nil, err
+	}
+	a, _, err := mapping.Owners(h, al, servers, ab, de)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", algo, err)
 	}
 	return a, nil
+}
+
+// serverSet turns server indices into marks for mapping (nil when there are none).
+func serverSet(kind string, list []int, servers int) ([]bool, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	set := make([]bool, servers)
+	for _, s := range list {
+		if s < 0 || s >= servers {
+			return nil, fmt.Errorf("%s server %d: not one of the %d servers", kind, s, servers)
+		}
+		set[s] = true
+	}
+	return set, nil
 }
 
 // NewAuthority decides the owner of each inventory node from the assignment (indexed by topology

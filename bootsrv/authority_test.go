@@ -2,6 +2,7 @@ package bootsrv
 
 import (
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,18 +17,25 @@ func TestAuthorityExactlyOne(t *testing.T) {
 	tests := []struct {
 		algo    string
 		servers int
-		failed  []int
+		absent  []int
+		dead    []int
 		load    []int // nodes per server
 	}{
-		{"bcda", 2, nil, []int{16, 16}},
-		{"scda", 2, nil, []int{16, 16}},
-		{"ncda", 2, nil, []int{16, 16}},
-		{"bcda", 3, nil, []int{12, 12, 8}},
-		{"bcda", 4, []int{1}, []int{12, 0, 12, 8}},
-		{"cyclic:supernode", 4, nil, []int{16, 16, 0, 0}},
+		{"bcda", 2, nil, nil, []int{16, 16}},
+		{"scda", 2, nil, nil, []int{16, 16}},
+		{"ncda", 2, nil, nil, []int{16, 16}},
+		{"bcda", 3, nil, nil, []int{12, 12, 8}},
+		// Absent bs1: boards dealt over bs0, bs2, bs3.
+		{"bcda", 4, []int{1}, nil, []int{12, 0, 12, 8}},
+		// Dead bs1: its boards 1 and 5 move, to bs3 (farthest) then bs0 (least loaded, lowest).
+		{"bcda", 4, nil, []int{1}, []int{12, 0, 8, 12}},
+		{"bcda", 4, []int{1}, []int{1}, []int{12, 0, 12, 8}},
+		{"bcda", 4, []int{0}, []int{3}, []int{0, 16, 16, 0}},
+		{"cyclic:supernode", 4, nil, nil, []int{16, 16, 0, 0}},
+		{"cyclic:supernode", 4, nil, []int{0}, []int{0, 16, 16, 0}},
 	}
 	for _, tc := range tests {
-		a, err := Assignment(h, tc.algo, tc.servers, tc.failed)
+		a, err := Assignment(h, tc.algo, tc.servers, tc.absent, tc.dead)
 		if err != nil {
 			t.Fatalf("%s/%d: %v", tc.algo, tc.servers, err)
 		}
@@ -40,7 +48,7 @@ func TestAuthorityExactlyOne(t *testing.T) {
 			load[id] = len(auths[id].Owned())
 		}
 		if diff := cmp.Diff(tc.load, load); diff != "" {
-			t.Errorf("%s/%d failed %v: load (-want +got):\n%s", tc.algo, tc.servers, tc.failed, diff)
+			t.Errorf("%s/%d absent %v dead %v: load (-want +got):\n%s", tc.algo, tc.servers, tc.absent, tc.dead, diff)
 		}
 		for _, n := range inv.Nodes {
 			// Through the authority and through dhcpd's Reservations view.
@@ -74,7 +82,7 @@ func TestAuthorityBoards(t *testing.T) {
 	// bcda with 2 servers on mini: board b of the machine goes to server b mod 2.
 	h := miniHierarchy(t)
 	inv, _ := ParseInventoryCSV([]byte(miniInventoryCSV(t)), "inv.csv", h)
-	a, _ := Assignment(h, "bcda", 2, nil)
+	a, _ := Assignment(h, "bcda", 2, nil, nil)
 	au, _ := NewAuthority(inv, a, 1)
 	var got []string
 	for _, n := range au.Owned()[:6] {
@@ -87,10 +95,22 @@ func TestAuthorityBoards(t *testing.T) {
 	if _, err := NewAuthority(inv, a, 2); err == nil {
 		t.Error("server id 2 of 2 accepted")
 	}
-	if _, err := Assignment(h, "balanced", 2, nil); err == nil {
+	if _, err := Assignment(h, "balanced", 2, nil, nil); err == nil {
 		t.Error("balanced accepted")
 	}
-	if _, err := Assignment(h, "rack", 2, nil); err == nil {
+	if _, err := Assignment(h, "rack", 2, nil, nil); err == nil {
 		t.Error("unknown algorithm accepted")
+	}
+	for _, tc := range []struct {
+		absent, dead []int
+		want         string
+	}{
+		{[]int{2}, nil, "failed server 2: not one of the 2 servers"},
+		{nil, []int{-1}, "dead server -1: not one of the 2 servers"},
+		{[]int{0}, []int{1}, "all 2 boot servers failed"},
+	} {
+		if _, err := Assignment(h, "bcda", 2, tc.absent, tc.dead); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("absent %v dead %v: error %v, want %q", tc.absent, tc.dead, err, tc.want)
+		}
 	}
 }

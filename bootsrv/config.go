@@ -27,8 +27,9 @@ type Config struct {
 	// Servers lists every boot server of the machine (required). The mapping deals the nodes to
 	// them by index, so every server must be given the same list.
 	Servers []ServerEntry `yaml:"servers"`
-	// FailedServers lists servers (by index) that are down: their nodes are remapped to live servers
-	// with the least movement (mapping.Remap). Every server must be given the same list.
+	// FailedServers lists servers (by index) that were down when the servers started (absent): the
+	// blocks are dealt over the others (block b to live[b mod live]), exactly as `bootctl plan
+	// --failed-servers` predicts (mapping.Owners). Every server must be given the same list.
 	FailedServers []int `yaml:"failed_servers,omitempty"`
 	// Topology is a preset name (mini, sunway) or a machine description file (required).
 	Topology string `yaml:"topology"`

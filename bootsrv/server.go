@@ -85,7 +85,7 @@ func New(cfg *Config, opts Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := Assignment(h, cfg.Mapping, len(cfg.Servers), cfg.FailedServers)
+	a, err := Assignment(h, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
 	if err != nil {
 		return nil, fmt.Errorf("mapping: %w", err)
 	}
