@@ -2,6 +2,8 @@ package fabricsim
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/topology"
@@ -18,6 +20,11 @@ type PlanRow struct {
 	// FlowMbps the image over it.
 	FlowSeconds float64 `json:"flow_seconds,omitempty"`
 	FlowMbps    float64 `json:"flow_mbps,omitempty"`
+	// Failed says which failed servers the row's mapping deals around (absent) and whose blocks it
+	// moves (dead), e.g. "absent bs0; dead bs3-bs4"; empty without failures (see FailureRule).
+	Failed string `json:"failed,omitempty"`
+	// MovedNodes is the number of nodes moved off dead servers.
+	MovedNodes int `json:"moved_nodes,omitempty"`
 }
 
 // PlanInput is what a plan is made of.
@@ -28,8 +35,12 @@ type PlanInput struct {
 	Algos      []mapping.Algo
 	Batches    []topology.Batch
 	ImageBytes float64
-	// Failed marks failed boot servers by index (nil: none).
+	// Failed marks the absent boot servers by index, those never up (nil: none): the block-cyclic
+	// deal runs over the others. Dead marks the servers that fail during the boot: only their
+	// blocks move, to the least-loaded survivors. Both as mapping.Owners, the rule of every boot
+	// server.
 	Failed []bool
+	Dead   []bool
 	// Flow also runs the flow-level simulation of each row (everything starting together, no
 	// protocol caps), to show beside the analytic model.
 	Flow bool
@@ -46,10 +57,11 @@ func Plan(in PlanInput) ([]PlanRow, error) {
 	}
 	// Block-cyclic assignments do not depend on the batch: make them once.
 	fixed := make([]*mapping.Assignment, len(in.Algos))
+	fixedMoved := make([]int, len(in.Algos))
 	for i, algo := range in.Algos {
 		if !algo.Balanced {
-			if fixed[i], err = mapping.Assign(in.Graph, algo, nil, in.Failed); err != nil {
-				return nil, fmt.Errorf("%s: %w", algo.Name, err)
+			if fixed[i], fixedMoved[i], err = in.Assignment(algo, nil); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -57,17 +69,17 @@ func Plan(in PlanInput) ([]PlanRow, error) {
 	for _, b := range in.Batches {
 		first := len(rows)
 		for i, algo := range in.Algos {
-			a := fixed[i]
+			a, moved := fixed[i], fixedMoved[i]
 			if a == nil {
-				if a, err = mapping.Assign(in.Graph, algo, b.Nodes, in.Failed); err != nil {
-					return nil, fmt.Errorf("%s: %w", algo.Name, err)
+				if a, moved, err = in.Assignment(algo, b.Nodes); err != nil {
+					return nil, err
 				}
 			}
 			res, err := an.Analyze(a, b.Nodes, in.ImageBytes)
 			if err != nil {
 				return nil, fmt.Errorf("%s, %s: %w", b.Label, algo.Name, err)
 			}
-			row := PlanRow{Batch: b.Label, Algo: algo.Name, Analysis: *res}
+			row := PlanRow{Batch: b.Label, Algo: algo.Name, Analysis: *res, Failed: FailureRule(algo, in.Failed, in.Dead), MovedNodes: moved}
 			if in.Flow && len(b.Nodes) > 0 {
 				if row.FlowSeconds, err = FlowBatchSeconds(in.Graph, in.Router, a, b.Nodes, in.ImageBytes); err != nil {
 					return nil, fmt.Errorf("%s, %s: flow model: %w", b.Label, algo.Name, err)
@@ -91,4 +103,58 @@ func Plan(in PlanInput) ([]PlanRow, error) {
 		}
 	}
 	return rows, nil
+}
+
+// Assignment is the mapping of every plan row for algo and batch: mapping.AssignOwners with the
+// input's absent (Failed) and dead servers, which for the block-cyclic algorithms is
+// mapping.Owners, the function every boot server uses (bootsrv.Assignment). moved is the number of
+// nodes moved off dead servers.
+func (in *PlanInput) Assignment(algo mapping.Algo, batch []int) (a *mapping.Assignment, moved int, err error) {
+	if a, moved, err = mapping.AssignOwners(in.Graph, algo, batch, in.Failed, in.Dead); err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", algo.Name, err)
+	}
+	return a, moved, nil
+}
+
+// FailureRule says how a row's mapping treats the failed servers: "absent LIST" are dealt around,
+// "dead LIST" have their blocks moved; balanced, being batch-aware, balances over the non-absent
+// servers and then moves the dead servers' nodes ("dead LIST after balancing"). Empty when no
+// server failed. Lists are ascending bsN names with runs as bsA-bsB.
+func FailureRule(algo mapping.Algo, absent, dead []bool) string {
+	var parts []string
+	if l := ServerList(absent); l != "" {
+		parts = append(parts, "absent "+l)
+	}
+	if l := ServerList(dead); l != "" {
+		if algo.Balanced {
+			l += " after balancing"
+		}
+		parts = append(parts, "dead "+l)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// ServerList names the marked servers in ascending order, runs of three or more as bsA-bsB:
+// "bs0,bs3-bs5". Empty when none is marked.
+func ServerList(marked []bool) string {
+	var parts []string
+	for s := 0; s < len(marked); s++ {
+		if !marked[s] {
+			continue
+		}
+		e := s
+		for e+1 < len(marked) && marked[e+1] {
+			e++
+		}
+		switch {
+		case e == s:
+			parts = append(parts, "bs"+strconv.Itoa(s))
+		case e == s+1:
+			parts = append(parts, "bs"+strconv.Itoa(s), "bs"+strconv.Itoa(e))
+		default:
+			parts = append(parts, "bs"+strconv.Itoa(s)+"-bs"+strconv.Itoa(e))
+		}
+		s = e
+	}
+	return strings.Join(parts, ",")
 }
