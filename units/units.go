@@ -18,7 +18,12 @@ var byteUnits = map[string]float64{
 	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
 }
 
-// ParseSize parses a positive size such as 50MB or 70KiB into bytes; the unit is required.
+// MaxSize is the largest size ParseSize accepts: 1 PB (10^15 bytes). Nothing bootfabric moves is
+// near it, so a larger size is a typo (an extra digit or unit), not a plan.
+const MaxSize = 1e15
+
+// ParseSize parses a positive size such as 50MB or 70KiB into bytes; the unit is required, and
+// sizes above MaxSize are refused.
 func ParseSize(s string) (float64, error) {
 	m := sizeRE.FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
@@ -29,8 +34,11 @@ func ParseSize(s string) (float64, error) {
 		return 0, fmt.Errorf("size %q: unknown unit %q (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", s, m[2])
 	}
 	v, err := strconv.ParseFloat(m[1], 64)
-	if err != nil || v <= 0 {
+	if err == nil && v <= 0 {
 		return 0, fmt.Errorf("size %q: must be positive", s)
+	}
+	if err != nil || v*mult > MaxSize {
+		return 0, fmt.Errorf("size %q: larger than the 1 PB (10^15 bytes) limit", s)
 	}
 	return v * mult, nil
 }

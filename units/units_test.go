@@ -21,6 +21,10 @@ func TestParseSize(t *testing.T) {
 		{"0MB", 0, "must be positive"},
 		{"-5MB", 0, "want a number and a unit"},
 		{"", 0, "want a number and a unit"},
+		{"1000TB", 1e15, ""},
+		{"1001TB", 0, "larger than the 1 PB (10^15 bytes) limit"},
+		{"99999999999999999999TB", 0, "larger than the 1 PB (10^15 bytes) limit"},
+		{"1" + strings.Repeat("0", 400) + "B", 0, "larger than the 1 PB (10^15 bytes) limit"},
 	}
 	for _, tc := range tests {
 		got, err := ParseSize(tc.in)
