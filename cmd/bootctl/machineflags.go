@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,8 +20,21 @@ func machineFlags() []cli.Flag {
 		&cli.StringFlag{Name: "batch", Aliases: []string{"b"}, Usage: "batches, comma-separated: COUNT[UNIT] from the machine's start, FIRST-LAST[UNIT], all, or @FILE of node names (default: the paper's ladder)"},
 		&cli.StringFlag{Name: "unit", Aliases: []string{"u"}, Value: "board", Usage: "unit of batch counts without one: node or a level name (board, supernode, cabinet, ...)"},
 		&cli.StringFlag{Name: "image-size", Value: "50MB", Usage: "boot image size with a unit (MB = 10^6 bytes, MiB = 2^20)"},
-		&cli.StringFlag{Name: "failed-servers", Usage: "boot servers to treat as failed: comma-separated indices (0-based) or names like bs3"},
+		&cli.StringFlag{Name: "failed-servers", Usage: "boot servers down from the start (absent): blocks are dealt over the others; comma-separated indices (0-based) or names like bs3"},
+		&cli.StringFlag{Name: "failed-during-boot", Usage: "boot servers that fail during the boot (dead): only their blocks move, to the least-loaded survivors; same syntax as --failed-servers"},
 	}
+}
+
+// withoutFlags returns flags less the named ones, for commands that share machineFlags but not all
+// of their meaning.
+func withoutFlags(flags []cli.Flag, names ...string) []cli.Flag {
+	var out []cli.Flag
+	for _, f := range flags {
+		if !slices.Contains(names, f.Names()[0]) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // machineInput is what the shared flags describe.
@@ -30,7 +44,10 @@ type machineInput struct {
 	Algos      []mapping.Algo
 	Batches    []topology.Batch
 	ImageBytes float64
-	Failed     []bool
+	// Failed marks the absent servers (--failed-servers), Dead those failing during the boot
+	// (--failed-during-boot): the two kinds of mapping.Owners.
+	Failed []bool
+	Dead   []bool
 }
 
 // readMachineInput loads and checks everything the shared flags name; every error is bad input.
@@ -61,7 +78,7 @@ func readMachineInput(c *cli.Context) (*machineInput, error) {
 	if in.ImageBytes, err = units.ParseSize(c.String("image-size")); err != nil {
 		return nil, badInput("--image-size: %w", err)
 	}
-	if in.Failed, err = parseFailed(c.String("failed-servers"), len(g.Servers())); err != nil {
+	if in.Failed, in.Dead, err = parseFailures(c.String("failed-servers"), c.String("failed-during-boot"), len(g.Servers())); err != nil {
 		return nil, err
 	}
 	return in, nil
@@ -88,7 +105,35 @@ func parseAlgos(s string, h *topology.Hierarchy) ([]mapping.Algo, error) {
 	return out, nil
 }
 
-func parseFailed(s string, servers int) ([]bool, error) {
+// parseFailures reads --failed-servers (absent) and --failed-during-boot (dead). A server may not
+// be both (absent means never up, dead means up and then lost), and one must stay up.
+func parseFailures(absent, dead string, servers int) ([]bool, []bool, error) {
+	ab, err := parseServers("--failed-servers", absent, servers)
+	if err != nil {
+		return nil, nil, err
+	}
+	de, err := parseServers("--failed-during-boot", dead, servers)
+	if err != nil {
+		return nil, nil, err
+	}
+	up := servers
+	for s := 0; s < servers; s++ {
+		a, d := ab != nil && ab[s], de != nil && de[s]
+		if a && d {
+			return nil, nil, badInput("--failed-during-boot: bs%d is also in --failed-servers; a server is either absent (never up) or dead (failed during the boot)", s)
+		}
+		if a || d {
+			up--
+		}
+	}
+	if up == 0 {
+		return nil, nil, badInput("--failed-servers, --failed-during-boot: all %d boot servers failed; at least one must stay up", servers)
+	}
+	return ab, de, nil
+}
+
+// parseServers reads a comma-separated list of server indices or bsN names (nil when empty).
+func parseServers(flag, s string, servers int) ([]bool, error) {
 	if s == "" {
 		return nil, nil
 	}
@@ -97,7 +142,7 @@ func parseFailed(s string, servers int) ([]bool, error) {
 		item = strings.TrimSpace(item)
 		i, err := strconv.Atoi(strings.TrimPrefix(item, "bs"))
 		if err != nil || i < 0 || i >= servers {
-			return nil, badInput("--failed-servers: %q is not a server (0-%d or bs0-bs%d)", item, servers-1, servers-1)
+			return nil, badInput("%s: %q is not a server (0-%d or bs0-bs%d)", flag, item, servers-1, servers-1)
 		}
 		failed[i] = true
 	}

@@ -33,7 +33,8 @@ func planCommand(e *env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			pin := fabricsim.PlanInput{Graph: in.Graph, Algos: in.Algos, Batches: in.Batches, ImageBytes: in.ImageBytes, Failed: in.Failed, Flow: model == "flow"}
+			pin := fabricsim.PlanInput{Graph: in.Graph, Algos: in.Algos, Batches: in.Batches, ImageBytes: in.ImageBytes, Failed: in.Failed, Dead: in.Dead, Flow: model == "flow"}
+			failures := in.Failed != nil || in.Dead != nil
 			if pin.Flow && isTerminal(e.stderr) {
 				pin.Progress = func(done, total int) { fmt.Fprintf(e.stderr, "\rplan: %d/%d rows", done, total) }
 				defer fmt.Fprintln(e.stderr)
@@ -47,12 +48,15 @@ func planCommand(e *env) *cli.Command {
 			switch format {
 			case "json":
 				return writeJSON(e.stdout, planJSON{Topology: in.Graph.Name, Nodes: len(in.Graph.Nodes()), Servers: len(in.Graph.Servers()),
-					ImageBytes: in.ImageBytes, Segments: segs, Rows: rows})
+					ImageBytes: in.ImageBytes, Segments: segs, AbsentServers: serverNames(in.Failed), DeadServers: serverNames(in.Dead), Rows: rows})
 			case "csv":
 				head := append([]string{"batch", "nodes", "algo"}, segs...)
 				head = append(head, "bandwidth_mbps", "bottlenecks", "boot_seconds", "speedup_vs_scda")
 				if pin.Flow {
 					head = append(head, "flow_mbps", "flow_seconds")
+				}
+				if failures {
+					head = append(head, "failed", "moved_nodes")
 				}
 				out := [][]string{head}
 				for _, r := range rows {
@@ -64,12 +68,18 @@ func planCommand(e *env) *cli.Command {
 					if pin.Flow {
 						rec = append(rec, fmtFloat(r.FlowMbps, 4), fmtFloat(r.FlowSeconds, 4))
 					}
+					if failures {
+						rec = append(rec, r.Failed, strconv.Itoa(r.MovedNodes))
+					}
 					out = append(out, rec)
 				}
 				return writeCSV(e.stdout, out)
 			}
 			fmt.Fprintf(e.stdout, "%s: %d nodes, %d boot servers; image %s; bandwidth in Mb/s per node (minimum per segment)\n",
 				in.Graph.Name, len(in.Graph.Nodes()), len(in.Graph.Servers()), units.FormatBytes(in.ImageBytes))
+			if failures {
+				fmt.Fprintln(e.stdout, failureHeader(in.Failed, in.Dead))
+			}
 			t := newTable(e.stdout)
 			head := []any{"batch", "nodes", "algo"}
 			for _, s := range segs {
@@ -78,6 +88,9 @@ func planCommand(e *env) *cli.Command {
 			head = append(head, "Mb/s", "bottleneck", "boot s", "x scda")
 			if pin.Flow {
 				head = append(head, "flow s", "flow/analytic")
+			}
+			if failures {
+				head = append(head, "failed")
 			}
 			t.row(head...)
 			for _, r := range rows {
@@ -93,6 +106,9 @@ func planCommand(e *env) *cli.Command {
 				if pin.Flow {
 					cells = append(cells, fmtFloat(r.FlowSeconds, 1), fmtFloat(r.FlowSeconds/r.BootSeconds, 3))
 				}
+				if failures {
+					cells = append(cells, r.Failed)
+				}
 				t.row(cells...)
 			}
 			return t.flush()
@@ -101,12 +117,40 @@ func planCommand(e *env) *cli.Command {
 }
 
 type planJSON struct {
-	Topology   string              `json:"topology"`
-	Nodes      int                 `json:"nodes"`
-	Servers    int                 `json:"servers"`
-	ImageBytes float64             `json:"image_bytes"`
-	Segments   []string            `json:"segments"`
-	Rows       []fabricsim.PlanRow `json:"rows"`
+	Topology   string   `json:"topology"`
+	Nodes      int      `json:"nodes"`
+	Servers    int      `json:"servers"`
+	ImageBytes float64  `json:"image_bytes"`
+	Segments   []string `json:"segments"`
+	// AbsentServers (--failed-servers) and DeadServers (--failed-during-boot) name the failed
+	// servers; each row's "failed" says which rule its mapping applied to them.
+	AbsentServers []string            `json:"absent_servers,omitempty"`
+	DeadServers   []string            `json:"dead_servers,omitempty"`
+	Rows          []fabricsim.PlanRow `json:"rows"`
+}
+
+// failureHeader is the table's line on failed servers: which are absent, which dead, and what
+// each rule does (mapping.Owners), so that the "failed" column reads on its own.
+func failureHeader(absent, dead []bool) string {
+	var parts []string
+	if l := fabricsim.ServerList(absent); l != "" {
+		parts = append(parts, "absent "+l+" (never up: blocks dealt over the live servers)")
+	}
+	if l := fabricsim.ServerList(dead); l != "" {
+		parts = append(parts, "dead "+l+" (failed during the boot: only their blocks move, to the least-loaded survivors)")
+	}
+	return "failed servers: " + strings.Join(parts, "; ")
+}
+
+// serverNames names the marked servers bsN, ascending.
+func serverNames(marked []bool) []string {
+	var out []string
+	for s, m := range marked {
+		if m {
+			out = append(out, "bs"+strconv.Itoa(s))
+		}
+	}
+	return out
 }
 
 func segMin(r fabricsim.PlanRow, name string) float64 {

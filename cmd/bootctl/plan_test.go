@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // bootctl runs the command line in-process and returns its exit status, stdout and stderr.
@@ -57,6 +59,14 @@ func TestPlanBadInput(t *testing.T) {
 		{"bad output", []string{"--output", "xml"}, `--output: "xml" is not one of table, json, csv`},
 		{"unknown flag", []string{"--nope"}, `flag provided but not defined: -nope`},
 		{"failed server out of range", []string{"--failed-servers", "bs160"}, `"bs160" is not a server`},
+		{"dead server unknown name", []string{"--failed-during-boot", "node3"}, `--failed-during-boot: "node3" is not a server (0-159 or bs0-bs159)`},
+		{"dead server out of range", []string{"--failed-during-boot", "2,160"}, `--failed-during-boot: "160" is not a server (0-159 or bs0-bs159)`},
+		{"dead server negative", []string{"--failed-during-boot", "-1"}, `--failed-during-boot: "-1" is not a server`},
+		{"dead server empty item", []string{"--failed-during-boot", "1,,2"}, `--failed-during-boot: "" is not a server`},
+		{"absent and dead", []string{"--failed-servers", "1,bs3", "--failed-during-boot", "3"}, `--failed-during-boot: bs3 is also in --failed-servers; a server is either absent (never up) or dead (failed during the boot)`},
+		{"all failed, both kinds", []string{"--topology", "mini", "--failed-servers", "0,1", "--failed-during-boot", "bs2,bs3"}, `all 4 boot servers failed; at least one must stay up`},
+		{"all dead", []string{"--topology", "mini", "--failed-during-boot", "0,1,2,3"}, `all 4 boot servers failed`},
+		{"all absent", []string{"--topology", "mini", "--failed-servers", "0,1,2,3"}, `all 4 boot servers failed`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,5 +157,77 @@ func TestTopologyShowYAMLRoundTrip(t *testing.T) {
 	}
 	if code, _, _ := bootctl(t, "topology", "show"); code != 2 {
 		t.Errorf("topology show without an argument exits %d, want 2", code)
+	}
+}
+
+// TestPlanFailedDuringBoot: the issue-12 case through the command line. bs0 absent (dealt around)
+// or dead (board 0 moves to bs80) both keep 20 boards at 125 Mb/s, and the rows say which rule.
+func TestPlanFailedDuringBoot(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		header  string // the table's failure line
+		failed  string // the row's failed cell
+		absent  []string
+		dead    []string
+		moved   int
+		checkBW bool
+	}{
+		{"absent", []string{"--failed-servers", "0"}, "failed servers: absent bs0 (never up: blocks dealt over the live servers)", "absent bs0", []string{"bs0"}, nil, 0, true},
+		{"dead", []string{"--failed-during-boot", "0"}, "failed servers: dead bs0 (failed during the boot: only their blocks move, to the least-loaded survivors)", "dead bs0", nil, []string{"bs0"}, 256, true},
+		{"both", []string{"--failed-servers", "bs7,bs8,bs9", "--failed-during-boot", "bs0"}, "failed servers: absent bs7-bs9 (never up: blocks dealt over the live servers); dead bs0 (failed during the boot: only their blocks move, to the least-loaded survivors)", "absent bs7-bs9; dead bs0", []string{"bs7", "bs8", "bs9"}, []string{"bs0"}, 264, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"plan", "--algo", "bcda", "--batch", "20"}, tc.args...)
+			code, out, errs := bootctl(t, args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if len(lines) != 4 {
+				t.Fatalf("want 4 lines (machine, failures, head, row):\n%s", out)
+			}
+			if lines[1] != tc.header {
+				t.Errorf("header line %q, want %q", lines[1], tc.header)
+			}
+			if !strings.HasSuffix(lines[2], " failed") || !strings.HasSuffix(lines[3], "  "+tc.failed) || !strings.Contains(lines[3], " 125.00 ") {
+				t.Errorf("table does not show 125 Mb/s and failed %q:\n%s", tc.failed, out)
+			}
+			code, out, errs = bootctl(t, append(args, "--output", "json")...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			var res planJSON
+			if err := json.Unmarshal([]byte(out), &res); err != nil {
+				t.Fatal(err)
+			}
+			r := res.Rows[0]
+			got := []any{res.AbsentServers, res.DeadServers, r.Failed, r.MovedNodes, r.BandwidthMbps}
+			want := []any{tc.absent, tc.dead, tc.failed, tc.moved, 125.0}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("json (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// Without failures the table has no failure line and no failed column.
+	_, out, _ := bootctl(t, "plan", "--algo", "bcda", "--batch", "20")
+	if strings.Contains(out, "failed") {
+		t.Errorf("failure column without failures:\n%s", out)
+	}
+}
+
+// TestSimulateFailedDuringBoot: simulate takes the same failure flags; a bad one exits 2 with one line.
+func TestSimulateFailedDuringBoot(t *testing.T) {
+	code, out, errs := bootctl(t, "simulate", "--topology", "mini", "--failed-servers", "1", "--failed-during-boot", "bs1")
+	if code != 2 || out != "" || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "bs1 is also in --failed-servers") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, out, errs = bootctl(t, "simulate", "--topology", "mini", "--batch", "4", "--failed-during-boot", "0", "--output", "json")
+	if code != 0 || !strings.Contains(out, "\"batch\"") {
+		t.Errorf("exit %d: %s\n%.300s", code, errs, out)
+	}
+	if code, _, errs := bootctl(t, "report", "--failed-during-boot", "0"); code != 2 || !strings.Contains(errs, "flag provided but not defined") {
+		t.Errorf("report accepted --failed-during-boot: exit %d %s", code, errs)
 	}
 }

@@ -23,7 +23,7 @@ func reportCommand(e *env) *cli.Command {
 			"times, what-if scenarios (--scenario FILE, repeatable) beside the baseline, and recommendations\n" +
 			"computed by re-running the model. With no flags: the paper's machine, all algorithms, the\n" +
 			"paper's ladder, written to report.html.",
-		Flags: append(machineFlags(),
+		Flags: append(withoutFlags(machineFlags(), "failed-during-boot"),
 			&cli.StringSliceFlag{Name: "scenario", Aliases: []string{"s"}, Usage: "what-if scenario YAML file (repeatable); see examples/scenarios/"},
 			&cli.StringFlag{Name: "out", Value: "report.html", Usage: "output file, written atomically; - for stdout"},
 			&cli.StringFlag{Name: "format", Usage: "html, markdown, csv or json (default: from the --out extension, else html)"},

@@ -128,7 +128,7 @@ func simulateCommand(e *env) *cli.Command {
 					if run.Arrivals, err = simArrivals(arrival, listed, b, g); err != nil {
 						return err
 					}
-					a, err := mapping.Assign(g, algo, b.Nodes, in.Failed)
+					a, _, err := mapping.AssignOwners(g, algo, b.Nodes, in.Failed, in.Dead)
 					if err != nil {
 						return asBadInput(err)
 					}
