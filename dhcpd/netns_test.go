@@ -1,6 +1,8 @@
 package dhcpd
 
 import (
+	"github.com/bootfabric/bootfabric/internal/testenv"
+
 	"bytes"
 	"context"
 	"fmt"
@@ -40,10 +42,10 @@ var (
 func requireRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces")
+		testenv.Skip(t, "needs root to create network namespaces")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs iproute2 (ip)")
+		testenv.Skip(t, "needs iproute2 (ip)")
 	}
 }
 
@@ -206,7 +208,7 @@ func onlyNotOurs(evs []string) bool {
 func (e *nsEnv) udhcpc(t *testing.T, mac net.HardwareAddr, extra ...string) map[string]string {
 	t.Helper()
 	if _, err := exec.LookPath("udhcpc"); err != nil {
-		t.Skip("needs busybox udhcpc (Debian package udhcpc)")
+		testenv.Skip(t, "needs busybox udhcpc (Debian package udhcpc)")
 	}
 	sh(t, "ip", "-n", e.c, "link", "set", "cl0", "address", mac.String())
 	out := filepath.Join(e.dir, "udhcpc-"+strings.ReplaceAll(mac.String(), ":", ""))
@@ -292,7 +294,7 @@ func TestNetnsClients(t *testing.T) {
 
 	t.Run("dhclient UEFI x64", func(t *testing.T) {
 		if _, err := exec.LookPath("dhclient"); err != nil {
-			t.Skip("needs ISC dhclient (Debian package isc-dhcp-client)")
+			testenv.Skip(t, "needs ISC dhclient (Debian package isc-dhcp-client)")
 		}
 		sh(t, "ip", "-n", e.c, "link", "set", "cl0", "address", macA3.String())
 		out := filepath.Join(e.dir, "dhclient.env")
@@ -341,7 +343,7 @@ initial-interval 1;
 
 	t.Run("perfdhcp through a relay", func(t *testing.T) {
 		if _, err := exec.LookPath("perfdhcp"); err != nil {
-			t.Skip("needs perfdhcp (Debian package kea-admin)")
+			testenv.Skip(t, "needs perfdhcp (Debian package kea-admin)")
 		}
 		// perfdhcp acts as a relay: giaddr 10.77.0.50, replies come to port 67.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -1,6 +1,8 @@
 package images
 
 import (
+	"github.com/bootfabric/bootfabric/internal/testenv"
+
 	"bytes"
 	"compress/gzip"
 	"io"
@@ -17,7 +19,7 @@ import (
 func TestBuildInitramfsModules(t *testing.T) {
 	bb := needBusybox(t)
 	if err := checkStatic(bb); err != nil {
-		t.Skipf("%v", err)
+		testenv.Skip(t, "%v", err)
 	}
 	dir := t.TempDir()
 	mod := func(name string, data string) string {

@@ -1,6 +1,8 @@
 package images
 
 import (
+	"github.com/bootfabric/bootfabric/internal/testenv"
+
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -61,7 +63,7 @@ func parseNewc(t *testing.T, b []byte) []newcEntry {
 func needBusybox(t *testing.T) string {
 	t.Helper()
 	if _, err := os.Stat(DefaultBusybox); err != nil {
-		t.Skipf("%s absent (Debian package busybox-static)", DefaultBusybox)
+		testenv.Skip(t, "%s absent (Debian package busybox-static)", DefaultBusybox)
 	}
 	return DefaultBusybox
 }
@@ -69,7 +71,7 @@ func needBusybox(t *testing.T) string {
 func TestBuildInitramfs(t *testing.T) {
 	bbPath := needBusybox(t)
 	if err := checkStatic(bbPath); err != nil {
-		t.Skipf("%v", err)
+		testenv.Skip(t, "%v", err)
 	}
 	var a, b bytes.Buffer
 	must(t, BuildInitramfs(&a, InitramfsConfig{}))
@@ -147,7 +149,7 @@ func TestInitramfsCpioTool(t *testing.T) {
 	bb := needBusybox(t)
 	cpio, err := exec.LookPath("cpio")
 	if err != nil {
-		t.Skip("cpio not installed (Debian package cpio)")
+		testenv.Skip(t, "cpio not installed (Debian package cpio)")
 	}
 	dir := t.TempDir()
 	img := filepath.Join(dir, "initrd.gz")

@@ -1,6 +1,8 @@
 package images
 
 import (
+	"github.com/bootfabric/bootfabric/internal/testenv"
+
 	"flag"
 	"io/fs"
 	"os"
@@ -129,7 +131,7 @@ var cmpSorted = cmp.Transformer("sort", func(in []string) []string {
 // TestLocateDebianIPXE runs where the Debian package ipxe is installed.
 func TestLocateDebianIPXE(t *testing.T) {
 	if _, err := os.Stat(DebianIPXEDir); err != nil {
-		t.Skipf("%s absent (Debian package ipxe)", DebianIPXEDir)
+		testenv.Skip(t, "%s absent (Debian package ipxe)", DebianIPXEDir)
 	}
 	x, err := LocateIPXE("")
 	if err != nil {

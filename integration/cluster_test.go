@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"github.com/bootfabric/bootfabric/internal/testenv"
+
 	"context"
 	"os"
 	"os/exec"
@@ -17,11 +19,11 @@ import (
 func needRoot(t *testing.T, tools ...string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces (CI runs as root)")
+		testenv.Skip(t, "needs root to create network namespaces (CI runs as root)")
 	}
 	for _, tool := range append([]string{"ip", "tc"}, tools...) {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s (scripts/test installs it)", tool)
+			testenv.Skip(t, "needs %s (scripts/test installs it)", tool)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"github.com/bootfabric/bootfabric/internal/testenv"
+
 	"context"
 	"os"
 	"os/exec"
@@ -30,7 +32,7 @@ const debianNBP = "/usr/lib/ipxe/undionly.kpxe"
 func TestMeasureMini(t *testing.T) {
 	needRoot(t, "busybox", "curl", "udhcpc")
 	if _, err := os.Stat(debianNBP); err != nil {
-		t.Skipf("needs %s (Debian package ipxe)", debianNBP)
+		testenv.Skip(t, "needs %s (Debian package ipxe)", debianNBP)
 	}
 	bin := buildBootctl(t)
 	m, _ := topology.Preset("mini")

@@ -36,7 +36,7 @@ import (
 type QEMUOptions struct {
 	// QEMU is the emulator binary. Default qemu-system-x86_64.
 	QEMU string
-	// Accel is kvm, tcg or "" (DetectAccel).
+	// Accel is kvm, tcg, auto or "" (AccelVar from the environment, else auto): see ResolveAccel.
 	Accel string
 	// Firmware is bios (SeaBIOS, the default), uefi (OVMF; Debian package ovmf, with iPXE's EFI
 	// driver from the NIC's option ROM booting the NIC), or uefi-pxe (OVMF with no option ROM: its
@@ -76,9 +76,6 @@ const (
 func (o *QEMUOptions) defaults(c *Cluster) {
 	if o.QEMU == "" {
 		o.QEMU = "qemu-system-x86_64"
-	}
-	if o.Accel == "" {
-		o.Accel, _ = DetectAccel()
 	}
 	if o.Firmware == "" {
 		o.Firmware = "bios"
@@ -279,6 +276,12 @@ func BootVMs(ctx context.Context, c *Cluster, n int, opt QEMUOptions) ([]VMResul
 		return nil, err
 	}
 	log := opt.Log
+	accel, why, err := ResolveAccel(ctx, opt.QEMU, opt.Accel, log)
+	if err != nil {
+		return nil, fmt.Errorf("qemu cluster %s: %w", c.Name, err)
+	}
+	log.Info("accelerator", zap.String("accel", accel), zap.String("why", why))
+	opt.Accel = accel
 	for i := 0; i < n; i++ {
 		if err := c.attachTap(ctx, i); err != nil {
 			return nil, err

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -22,8 +23,14 @@ import (
 // Host facts the qemu kind depends on: which accelerator works, where Debian's kernel and its
 // modules are, and how to reach a namespace's network from this process.
 
+// AccelVar is the environment variable that forces the accelerator of test-cluster VMs: tcg
+// (never try KVM) or kvm (use KVM, and fail at once when a probe guest cannot run under it).
+const AccelVar = "BOOTFABRIC_ACCEL"
+
 // DetectAccel returns "kvm" when /dev/kvm is present and can create a VM, else "tcg" with the
-// reason KVM is not used.
+// reason KVM is not used. Creating a VM is not running one: under nested, software-assisted
+// virtualisation KVM_CREATE_VM succeeds and the guest then dies in its firmware, which only
+// ProbeKVM finds out.
 func DetectAccel() (accel, reason string) {
 	f, err := os.OpenFile("/dev/kvm", os.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -41,6 +48,135 @@ func DetectAccel() (accel, reason string) {
 	}
 	unix.Close(int(vm))
 	return "kvm", ""
+}
+
+// ResolveAccel decides the accelerator of test-cluster VMs. requested is kvm, tcg, auto or ""
+// (take AccelVar from the environment, else auto). auto uses KVM only when DetectAccel finds it and
+// ProbeKVM then runs a real guest through its firmware; otherwise TCG, with the reason. kvm (asked
+// for, or forced through AccelVar) is an error when the probe fails, so that a forced choice never
+// turns into a 10-minute hang inside a guest.
+func ResolveAccel(ctx context.Context, qemu, requested string, log *zap.Logger) (accel, reason string, err error) {
+	src := "--accel"
+	if requested == "" {
+		requested, src = os.Getenv(AccelVar), AccelVar
+	}
+	switch requested {
+	case "tcg":
+		return "tcg", src + "=tcg", nil
+	case "", "auto":
+		a, why := DetectAccel()
+		if a != "kvm" {
+			return "tcg", why, nil
+		}
+		if err := ProbeKVM(ctx, qemu, DefaultIPXEROM); err != nil {
+			if log != nil {
+				log.Warn("KVM cannot run a guest here; using TCG", zap.Error(err))
+			}
+			return "tcg", err.Error(), nil
+		}
+		return "kvm", "a probe guest ran under KVM", nil
+	case "kvm":
+		if a, why := DetectAccel(); a != "kvm" {
+			return "", "", fmt.Errorf("%s=kvm: %s (use tcg, or auto to choose)", src, why)
+		}
+		if err := ProbeKVM(ctx, qemu, DefaultIPXEROM); err != nil {
+			return "", "", fmt.Errorf("%s=kvm: %w (use tcg, or auto to choose)", src, err)
+		}
+		return "kvm", src + "=kvm, and a probe guest ran under KVM", nil
+	}
+	return "", "", fmt.Errorf("%s: %q is not one of kvm, tcg, auto", src, requested)
+}
+
+// probeTimeout bounds ProbeKVM. Under KVM the probe guest reaches iPXE in well under a second;
+// the limit leaves room for a loaded host.
+const probeTimeout = 20 * time.Second
+
+// probeReady is what iPXE prints on the serial console once its own code runs: the point where
+// guests die under nested virtualisation that cannot emulate the firmware's real-mode code.
+const probeReady = "iPXE initialising devices...ok"
+
+// ProbeKVM boots a real tiny guest under KVM the way test-cluster VMs boot (SeaBIOS, then the iPXE
+// option ROM rom of a virtio NIC on QEMU's own isolated user network, which sends nothing off the
+// host) and reports whether iPXE comes up. It returns nil once iPXE has initialised its devices,
+// and an error naming what happened otherwise: QEMU's "KVM internal error", an exit, or silence
+// until probeTimeout.
+func ProbeKVM(ctx context.Context, qemu, rom string) error {
+	if qemu == "" {
+		qemu = "qemu-system-x86_64"
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, qemu,
+		"-nodefaults", "-no-user-config", "-nographic",
+		"-machine", "pc,accel=kvm", "-boot", "order=n,menu=off,strict=on",
+		"-m", "64", "-smp", "1", "-serial", "stdio", "-monitor", "none", "-no-reboot",
+		"-netdev", "user,id=n0,restrict=on",
+		"-device", "virtio-net-pci,netdev=n0,disable-legacy=on,romfile="+rom)
+	var stderr strings.Builder
+	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("KVM probe: %w", err)
+	}
+	cmd.WaitDelay = 2 * time.Second
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("KVM probe: starting %s: %w", qemu, err)
+	}
+	seen := make(chan bool, 1)
+	go func() {
+		// The serial console: look for probeReady in a sliding window of the output.
+		buf := make([]byte, 4096)
+		var tail []byte
+		for {
+			n, err := out.Read(buf)
+			tail = append(tail, buf[:n]...)
+			if strings.Contains(string(tail), probeReady) {
+				seen <- true
+				return
+			}
+			if len(tail) > 256 {
+				tail = tail[len(tail)-256:]
+			}
+			if err != nil {
+				seen <- false
+				return
+			}
+		}
+	}()
+	ok := <-seen
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if ok {
+		return nil
+	}
+	msg := strings.TrimSpace(stderr.String())
+	for _, l := range strings.Split(msg, "\n") {
+		if strings.Contains(l, "KVM internal error") || strings.Contains(l, "emulation failure") {
+			return fmt.Errorf("KVM cannot run a guest here (nested virtualisation?): QEMU says %q", strings.TrimSpace(l))
+		}
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("KVM cannot run a guest here (nested virtualisation?): the probe guest did not reach iPXE within %v", probeTimeout)
+	}
+	if msg == "" {
+		msg = "no message"
+	}
+	return fmt.Errorf("KVM probe: %s exited before iPXE came up: %s", qemu, msg)
+}
+
+// limitedWriter keeps the first n bytes written to it and drops the rest.
+type limitedWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		k := min(len(p), l.n)
+		l.w.Write(p[:k])
+		l.n -= k
+	}
+	return len(p), nil
 }
 
 // Kernel is an installed kernel image and its modules.

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"github.com/bootfabric/bootfabric/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,20 +131,14 @@ func loadAvg() string {
 // test ends; it skips when the host cannot run it.
 func qemuCluster(tb testing.TB, ctx context.Context) *Cluster {
 	tb.Helper()
-	if os.Geteuid() != 0 {
-		tb.Skip("needs root to create network namespaces and taps (CI runs as root)")
-	}
-	for _, tool := range []string{"ip", "tc", "curl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			tb.Skipf("needs %s (scripts/test installs it)", tool)
-		}
-	}
+	testenv.NeedRoot(tb, "to create network namespaces and taps (CI runs as root)")
+	testenv.NeedTool(tb, "ip", "iproute2")
+	testenv.NeedTool(tb, "tc", "iproute2")
+	testenv.NeedTool(tb, "curl", "curl")
 	if err := CheckQEMUHost(QEMUOptions{}); err != nil {
-		tb.Skipf("%v (scripts/test installs the packages)", err)
+		testenv.Skip(tb, "%v (scripts/test installs the packages)", err)
 	}
-	if _, err := os.Stat(debianNBP); err != nil {
-		tb.Skipf("needs %s (Debian package ipxe)", debianNBP)
-	}
+	testenv.NeedFile(tb, debianNBP, "ipxe")
 	bin := filepath.Join(tb.TempDir(), "bootctl")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/bootfabric/bootfabric/cmd/bootctl").CombinedOutput(); err != nil {
 		tb.Fatalf("building bootctl: %v\n%s", err, out)
@@ -175,6 +170,12 @@ func TestQEMUBoot(t *testing.T) {
 	defer cancel()
 	c := qemuCluster(t, ctx)
 	log := zaptest.NewLogger(t)
+	// Once for the whole test: on a host whose KVM cannot run guests the probe costs its timeout.
+	accel, why, err := ResolveAccel(ctx, "", "", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("accelerator %s: %s", accel, why)
 	report := func(rs []VMResult) {
 		for _, r := range rs {
 			t.Logf("%s (%s, %s): health %q after %.2f s; events %v; guest uptime %v; nbp %q; serial %s", r.Node, r.Server, r.Accel, r.Health, r.Seconds, r.Events, r.GuestUptime, r.NBP, r.SerialLog)
@@ -193,7 +194,7 @@ func TestQEMUBoot(t *testing.T) {
 	}
 
 	t.Logf("load average before 1 VM: %s", loadAvg())
-	one, err := BootVMs(ctx, c, 1, QEMUOptions{Log: log})
+	one, err := BootVMs(ctx, c, 1, QEMUOptions{Accel: accel, Log: log})
 	report(one)
 	if err != nil {
 		dumpSerial(one)
@@ -206,7 +207,6 @@ func TestQEMUBoot(t *testing.T) {
 	// host); what the code controls is checked always: no firmware wait remains. iPXE's proxyDHCP
 	// wait would show between offer and bound (~3 s), its IPv6 wait between bound and the script
 	// request (~13-16 s), its banner before the DHCP discover (2 s).
-	accel, why := DetectAccel()
 	t.Logf("1 VM: health after %.2f s (target 8 s); accel %s %s; load average %s", one[0].Seconds, accel, why, loadAvg())
 	ev := one[0].Events
 	for _, w := range []struct {
@@ -224,7 +224,7 @@ func TestQEMUBoot(t *testing.T) {
 
 	if os.Getenv("BOOTFABRIC_QEMU_SLOW") != "" {
 		// The default set-up, for comparison: no router advertisements, so iPXE waits out IPv6.
-		slow, err := BootVMs(ctx, c, 1, QEMUOptions{Log: log, NoRouterAdvertisements: true})
+		slow, err := BootVMs(ctx, c, 1, QEMUOptions{Accel: accel, Log: log, NoRouterAdvertisements: true})
 		report(slow)
 		if err != nil {
 			t.Fatalf("1 VM without router advertisements: %v", err)
@@ -237,7 +237,7 @@ func TestQEMUBoot(t *testing.T) {
 	if _, err := os.Stat("/usr/share/OVMF/OVMF_CODE_4M.fd"); err == nil {
 		// UEFI: OVMF, iPXE's EFI driver from efi-virtio.rom, the kernel's EFI stub.
 		t.Logf("load average before 1 UEFI VM: %s", loadAvg())
-		uefi, err := BootVMs(ctx, c, 1, QEMUOptions{Log: log, Firmware: "uefi"})
+		uefi, err := BootVMs(ctx, c, 1, QEMUOptions{Accel: accel, Log: log, Firmware: "uefi"})
 		report(uefi)
 		if b, rerr := os.ReadFile(uefi[0].SerialLog); rerr == nil {
 			t.Logf("serial log of the UEFI VM:\n%s", tail(string(b), 40))
@@ -248,7 +248,7 @@ func TestQEMUBoot(t *testing.T) {
 		// OVMF's own PXE client: DHCP, then ipxe.efi over TFTP, which is where firmware asks
 		// for windowsize (RFC 7440).
 		t.Logf("load average before 1 UEFI PXE VM: %s", loadAvg())
-		pxe, err := BootVMs(ctx, c, 1, QEMUOptions{Log: log, Firmware: "uefi-pxe"})
+		pxe, err := BootVMs(ctx, c, 1, QEMUOptions{Accel: accel, Log: log, Firmware: "uefi-pxe"})
 		report(pxe)
 		if err != nil {
 			dumpSerial(pxe)
@@ -263,7 +263,7 @@ func TestQEMUBoot(t *testing.T) {
 	}
 
 	t.Logf("load average before 4 VMs: %s", loadAvg())
-	four, err := BootVMs(ctx, c, 4, QEMUOptions{Log: log, Timeout: 120 * time.Second})
+	four, err := BootVMs(ctx, c, 4, QEMUOptions{Accel: accel, Log: log, Timeout: 120 * time.Second})
 	report(four)
 	if err != nil {
 		dumpSerial(four)
@@ -287,10 +287,14 @@ func BenchmarkQEMUBoot(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	c := qemuCluster(b, ctx)
+	accel, _, err := ResolveAccel(ctx, "", "", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	total := 0.0
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		rs, err := BootVMs(ctx, c, 1, QEMUOptions{Log: zaptest.NewLogger(b)})
+		rs, err := BootVMs(ctx, c, 1, QEMUOptions{Accel: accel, Log: zaptest.NewLogger(b)})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"github.com/bootfabric/bootfabric/internal/testenv"
+
 	"context"
 	"fmt"
 	"os"
@@ -20,7 +22,7 @@ import (
 func TestStorm500(t *testing.T) {
 	needRoot(t, "busybox", "curl", "udhcpc")
 	if _, err := os.Stat(debianNBP); err != nil {
-		t.Skipf("needs %s (Debian package ipxe)", debianNBP)
+		testenv.Skip(t, "needs %s (Debian package ipxe)", debianNBP)
 	}
 	if testing.Short() {
 		t.Skip("-short: the 500-node storm takes about 3 minutes")

@@ -1,6 +1,8 @@
 package tftpd
 
 import (
+	"github.com/bootfabric/bootfabric/internal/testenv"
+
 	"context"
 	"crypto/sha256"
 	"net"
@@ -20,7 +22,7 @@ func needTool(t *testing.T, name, pkg string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Skipf("%s not installed (Debian package %s; scripts/test installs it when root)", name, pkg)
+		testenv.Skip(t, "%s not installed (Debian package %s; scripts/test installs it when root)", name, pkg)
 	}
 	return p
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/bootfabric/bootfabric/internal/testenv"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -28,11 +30,11 @@ type netnsPair struct {
 func needRoot(t *testing.T, cmds ...string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root for network namespaces")
+		testenv.Skip(t, "needs root for network namespaces")
 	}
 	for _, c := range cmds {
 		if _, err := exec.LookPath(c); err != nil {
-			t.Skipf("needs %s (Debian packages iproute2, busybox-static, curl; see scripts/apt-packages.txt)", c)
+			testenv.Skip(t, "needs %s (Debian packages iproute2, busybox-static, curl; see scripts/apt-packages.txt)", c)
 		}
 	}
 }
