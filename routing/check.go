@@ -384,10 +384,13 @@ func shifts(t *Tables, healthy []int32, portCh [][]topology.Channel, opt CheckOp
 	nch := g.NumChannels()
 	maxes := make([]int64, len(ks))
 	sums := make([]int64, len(ks))
-	var pool = sync.Pool{New: func() any { return make([]int32, nch) }}
+	// One counter slice per worker call, reused through the pool; a *[]int32 keeps Put from
+	// allocating a slice header each time (SA6002).
+	var pool = sync.Pool{New: func() any { c := make([]int32, nch); return &c }}
 	parallel(len(ks), opt.Workers, func(i int) {
-		cnt := pool.Get().([]int32)
-		defer pool.Put(cnt)
+		cp := pool.Get().(*[]int32)
+		defer pool.Put(cp)
+		cnt := *cp
 		k := ks[i]
 		var touched []topology.Channel
 		var mx, sum int64

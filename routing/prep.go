@@ -5,8 +5,6 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-
-	"github.com/bootfabric/bootfabric/topology"
 )
 
 // group is the ports of a switch that lead to one neighbouring switch.
@@ -103,6 +101,3 @@ func parallel(n, workers int, fn func(i int)) {
 	}
 	wg.Wait()
 }
-
-// isEndpoint reports whether v is a node or a server.
-func isEndpoint(g *topology.Graph, v topology.VertexID) bool { return g.Kind(v) != topology.Switch }

@@ -438,26 +438,6 @@ func rawError(code uint16, msg string) []byte {
 	return append(append(p, msg...), 0)
 }
 
-// rawFetchAfterOACK acknowledges the OACK and receives the file lock-step,
-// as a client must when the server did not accept windowsize.
-func rawFetchAfterOACK(t *testing.T, rc *rawClient, blksize int) []byte {
-	t.Helper()
-	var out []byte
-	ack := func(b uint16) { rc.send(t, []byte{0, 4, byte(b >> 8), byte(b)}) }
-	ack(0)
-	for want := uint16(1); ; want++ {
-		p := rc.read(t)
-		if len(p) < 4 || binary.BigEndian.Uint16(p) != 3 || binary.BigEndian.Uint16(p[2:]) != want {
-			t.Fatalf("want DATA %d, got % x", want, p[:min(len(p), 8)])
-		}
-		out = append(out, p[4:]...)
-		ack(want)
-		if len(p)-4 < blksize {
-			return out
-		}
-	}
-}
-
 // TestUEFITsizeProbe replays what UEFI firmware does: RRQ with tsize only,
 // abort with an ERROR after the OACK, then RRQ with blksize 1468 and
 // windowsize 4. The first is a probe, the second a complete windowed

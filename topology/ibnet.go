@@ -54,10 +54,9 @@ func ParseIBNetDiscover(r io.Reader, file string) (*Fabric, error) {
 		port int
 	}
 	type link struct {
-		a, b  end
-		mbps  float64
-		line  int
-		bLine int // where the remote end is named, for unknown-node errors
+		a, b end
+		mbps float64
+		line int
 	}
 	var nodes []*node
 	byID := map[string]*node{}
