@@ -103,7 +103,7 @@ func clusterCommand(e *env) *cli.Command {
 					&cli.StringFlag{Name: "kind", Value: "netns", Usage: "netns: container nodes; qemu: PXE-boot VMs (the cluster was brought up with --kind qemu)"},
 					&cli.IntFlag{Name: "vms", Value: 4, Usage: "qemu: how many VMs to boot at once (the first N nodes)"},
 					&cli.StringFlag{Name: "firmware", Value: "bios", Usage: "qemu: bios (SeaBIOS + iPXE ROM), uefi (OVMF + iPXE's EFI ROM) or uefi-pxe (OVMF's own PXE client fetches ipxe.efi over TFTP)"},
-					&cli.StringFlag{Name: "accel", Usage: "qemu: kvm or tcg (default: kvm when /dev/kvm can run a VM)"},
+					&cli.StringFlag{Name: "accel", Usage: "qemu: kvm, tcg or auto (default: $BOOTFABRIC_ACCEL, else auto: kvm when a probe guest runs under KVM, else tcg)"},
 				),
 				Action: func(c *cli.Context) error {
 					format, err := outputFormat(c, "table", "json")
