@@ -120,13 +120,22 @@ func (h *Handler) handleReservation(ctx context.Context, req *dhcpv4.DHCPv4, in 
 	if !reserved && (h.pool == nil || (h.poolOK != nil && !h.poolOK(mac))) {
 		return Decision{Outcome: OutcomeNotOurs}
 	}
+	// pooled: the address comes from the Pool, for a MAC without a
+	// reservation or with a reservation that names no address (a known node
+	// that keeps its host name and options). The lease time is the server's,
+	// whatever the client asks for (option 51 is a wish, RFC 2131 4.3.1).
+	pooled := !reserved || (res.IP == nil && h.pool != nil)
+	lease := h.leaseTime
+	if pooled {
+		lease = h.pool.LeaseTime()
+	}
 	if !reserved {
 		res = h.poolNet
 		res.IP, res.Name = nil, ""
 	}
 	switch req.MessageType() {
 	case dhcpv4.MessageTypeDiscover:
-		if !reserved {
+		if pooled {
 			ip, err := h.pool.Offer(ctx, mac, req.RequestedIPAddress())
 			if errors.Is(err, ErrPoolExhausted) {
 				return Decision{Outcome: OutcomeExhausted, Err: err}
@@ -136,7 +145,7 @@ func (h *Handler) handleReservation(ctx context.Context, req *dhcpv4.DHCPv4, in 
 			}
 			res.IP = ip
 		}
-		return h.reply(req, in, dhcpv4.MessageTypeOffer, res, h.leaseTime, OutcomeOffered)
+		return h.reply(req, in, dhcpv4.MessageTypeOffer, res, lease, OutcomeOffered)
 
 	case dhcpv4.MessageTypeRequest:
 		if sid := req.ServerIdentifier(); sid != nil && !sid.Equal(in.ServerIP) {
@@ -151,13 +160,13 @@ func (h *Handler) handleReservation(ctx context.Context, req *dhcpv4.DHCPv4, in 
 		if want == nil || want.IsUnspecified() {
 			return h.reply(req, in, dhcpv4.MessageTypeNak, Reservation{}, 0, OutcomeNaked)
 		}
-		if reserved {
+		if !pooled {
 			if !want.Equal(res.IP) {
 				d := h.reply(req, in, dhcpv4.MessageTypeNak, Reservation{}, 0, OutcomeNaked)
 				d.IP = want
 				return d
 			}
-			return h.reply(req, in, dhcpv4.MessageTypeAck, res, h.leaseTime, OutcomeAcked)
+			return h.reply(req, in, dhcpv4.MessageTypeAck, res, lease, OutcomeAcked)
 		}
 		err := h.pool.Commit(ctx, mac, want)
 		switch {
@@ -169,7 +178,7 @@ func (h *Handler) handleReservation(ctx context.Context, req *dhcpv4.DHCPv4, in 
 			return Decision{Outcome: OutcomeError, Err: err}
 		}
 		res.IP = want
-		return h.reply(req, in, dhcpv4.MessageTypeAck, res, h.leaseTime, OutcomeAcked)
+		return h.reply(req, in, dhcpv4.MessageTypeAck, res, lease, OutcomeAcked)
 
 	case dhcpv4.MessageTypeRelease, dhcpv4.MessageTypeDecline:
 		ip := req.ClientIPAddr
@@ -177,7 +186,7 @@ func (h *Handler) handleReservation(ctx context.Context, req *dhcpv4.DHCPv4, in 
 		if req.MessageType() == dhcpv4.MessageTypeDecline {
 			ip, out = req.RequestedIPAddress(), OutcomeDeclined
 		}
-		if !reserved && ip != nil {
+		if pooled && ip != nil {
 			var err error
 			if out == OutcomeDeclined {
 				err = h.pool.Decline(ctx, mac, ip)
