@@ -1,0 +1,210 @@
+// Package etcdtest starts a real etcd (Debian's etcd-server, /usr/bin/etcd) for tests: one member or
+// a three-member cluster on free loopback ports, data in the test's temporary directory. Members can
+// be killed, stopped and restarted to test what a fleet does when etcd fails. Everything started is
+// killed when the test ends, pass or fail, and nothing else is ever signalled: each member runs in a
+// process group of its own, and only those groups are killed.
+//
+// etcd 3.4 has no --unsafe-no-fsync; the speedups used are the ones it has: a low snapshot count and
+// fast first elections.
+package etcdtest
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bootfabric/bootfabric/internal/testenv"
+)
+
+// Options configure Start.
+type Options struct {
+	// Members is the cluster size: 1 (default) or 3.
+	Members int
+	// HealthTimeout bounds the wait for the cluster to become healthy (default 20 s).
+	HealthTimeout time.Duration
+}
+
+// Cluster is a running etcd cluster.
+type Cluster struct {
+	// Endpoints are the members' client addresses (127.0.0.1:PORT), in member order.
+	Endpoints []string
+	// Members are the per-member handles.
+	Members []*Member
+
+	tb      testing.TB
+	timeout time.Duration
+}
+
+// Start starts an etcd cluster and waits until every member reports healthy. A missing etcd
+// binary skips the test (fails it in CI, see testenv). The cluster is killed in tb.Cleanup.
+func Start(tb testing.TB, opts Options) *Cluster {
+	tb.Helper()
+	bin := testenv.NeedTool(tb, "etcd", "etcd-server")
+	if opts.Members == 0 {
+		opts.Members = 1
+	}
+	if opts.Members != 1 && opts.Members != 3 {
+		tb.Fatalf("etcdtest: %d members, want 1 or 3", opts.Members)
+	}
+	if opts.HealthTimeout <= 0 {
+		opts.HealthTimeout = 20 * time.Second
+	}
+	// TempDir first: cleanups run last-registered first, so the members are killed before
+	// their data directories are removed.
+	dir := tb.TempDir()
+	c := &Cluster{tb: tb, timeout: opts.HealthTimeout}
+	tb.Cleanup(c.cleanup)
+
+	// A port found free may be taken before etcd binds it; a member that dies at once is
+	// retried on new ports, a few times.
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = c.start(bin, dir, attempt, opts.Members); err == nil {
+			return c
+		}
+		tb.Logf("etcdtest: attempt %d: %v", attempt+1, err)
+		c.killAll()
+	}
+	tb.Fatalf("etcdtest: cannot start etcd: %v", err)
+	return nil
+}
+
+func (c *Cluster) start(bin, dir string, attempt, n int) error {
+	ports, err := freePorts(2 * n)
+	if err != nil {
+		return err
+	}
+	c.Members, c.Endpoints = nil, nil
+	var initial []string
+	for i := 0; i < n; i++ {
+		m := &Member{
+			Name:     fmt.Sprintf("m%d", i),
+			Endpoint: fmt.Sprintf("127.0.0.1:%d", ports[2*i]),
+			PeerURL:  fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
+			bin:      bin,
+			dir:      filepath.Join(dir, fmt.Sprintf("try%d-m%d", attempt, i)),
+			cluster:  c,
+		}
+		c.Members = append(c.Members, m)
+		c.Endpoints = append(c.Endpoints, m.Endpoint)
+		initial = append(initial, m.Name+"="+m.PeerURL)
+	}
+	token := fmt.Sprintf("etcdtest-%d-%d", os.Getpid(), ports[0])
+	for _, m := range c.Members {
+		m.args = []string{
+			"--name", m.Name,
+			"--data-dir", filepath.Join(m.dir, "data"),
+			"--listen-client-urls", "http://" + m.Endpoint,
+			"--advertise-client-urls", "http://" + m.Endpoint,
+			"--listen-peer-urls", m.PeerURL,
+			"--initial-advertise-peer-urls", m.PeerURL,
+			"--initial-cluster", strings.Join(initial, ","),
+			"--initial-cluster-token", token,
+			"--initial-cluster-state", "new",
+			"--snapshot-count", "10000",
+			"--logger", "zap",
+			"--log-outputs", "stderr",
+		}
+		if err := os.MkdirAll(m.dir, 0o755); err != nil {
+			return err
+		}
+		if err := m.spawn(); err != nil {
+			return err
+		}
+	}
+	return c.waitHealthy(c.Members...)
+}
+
+// Member returns member i.
+func (c *Cluster) Member(i int) *Member { return c.Members[i] }
+
+// WaitHealthy waits (bounded by Options.HealthTimeout) until every running member is healthy.
+func (c *Cluster) WaitHealthy() {
+	c.tb.Helper()
+	var up []*Member
+	for _, m := range c.Members {
+		if m.Running() {
+			up = append(up, m)
+		}
+	}
+	if err := c.waitHealthy(up...); err != nil {
+		c.tb.Fatalf("etcdtest: %v", err)
+	}
+}
+
+// waitHealthy polls each member's /health until it says true, a member exits or the timeout.
+func (c *Cluster) waitHealthy(ms ...*Member) error {
+	deadline := time.Now().Add(c.timeout)
+	hc := &http.Client{Timeout: time.Second}
+	for _, m := range ms {
+		for {
+			ok, err := m.healthy(hc)
+			if ok {
+				break
+			}
+			if !m.Running() {
+				return fmt.Errorf("member %s exited: %s", m.Name, m.logTail(20))
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("member %s not healthy after %v (last: %v): %s", m.Name, c.timeout, err, m.logTail(20))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// cleanup kills every member and, when the test failed, logs the end of each member's log.
+func (c *Cluster) cleanup() {
+	c.killAll()
+	if c.tb.Failed() {
+		for _, m := range c.Members {
+			c.tb.Logf("etcdtest: member %s log (end):\n%s", m.Name, m.logTail(30))
+		}
+	}
+}
+
+func (c *Cluster) killAll() {
+	for _, m := range c.Members {
+		m.kill()
+	}
+}
+
+// freePorts returns n distinct loopback TCP ports that were free a moment ago.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// logTail returns the last n lines of the member's log.
+func (m *Member) logTail(n int) string {
+	b, err := os.ReadFile(m.logPath())
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
