@@ -27,6 +27,8 @@ type FlowResult struct {
 	// NodeResults are in batch order.
 	NodeResults []NodeResult `json:"node_results"`
 	Stats       FlowStats    `json:"stats"`
+	// Failure is the takeover summary of a run with server failures (SimulateFailures).
+	Failure *FailureSummary `json:"failure,omitempty"`
 }
 
 // Distribution summarises a set of times (nearest-rank percentiles).
@@ -95,6 +97,12 @@ type NodeResult struct {
 	// BoundSeconds how long.
 	Bottleneck   string  `json:"bottleneck"`
 	BoundSeconds float64 `json:"bound_seconds"`
+	// With server failures (SimulateFailures): Restarted is set when the node lost a boot in
+	// progress to a failed server and booted again from DHCP on a new owner; Servers lists every
+	// server that owned the node during the boot, the first its own, the last Server (only when
+	// the node changed server). Both are left out of JSON otherwise.
+	Restarted bool     `json:"restarted,omitempty"`
+	Servers   []string `json:"servers,omitempty"`
 }
 
 // FlowStats says how much work the simulation did.

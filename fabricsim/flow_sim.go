@@ -1,6 +1,7 @@
 package fabricsim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -73,6 +74,10 @@ type sim struct {
 	cfg   *FlowConfig
 	batch []int
 	n     int
+	// np counts the positions: the batch's, then (with server failures) the restarts of its
+	// nodes on new owners, which need routes of their own (see failState).
+	np   int
+	fail *failState
 
 	numCh    int // graph channels; server caps are virtual channels after them
 	capacity []float64
@@ -82,7 +87,7 @@ type sim struct {
 	labels   []string
 	rank     []int // display position of each label
 
-	// Per batch position.
+	// Per position.
 	routeStart []int32
 	routeCh    []int32
 	nodePath   []int32
@@ -144,6 +149,12 @@ func simulate(ctx context.Context, g *topology.Graph, r topology.Router, a *mapp
 // simulateMC is simulate with multicast trees for some servers (mc may be nil).
 func simulateMC(ctx context.Context, g *topology.Graph, r topology.Router, a *mapping.Assignment, batch []int, cfg FlowConfig,
 	check func(*maxMinInput, []float64) error, mc *MulticastTrees) (*FlowResult, error) {
+	return simulateAll(ctx, g, r, a, batch, cfg, check, mc, nil)
+}
+
+// simulateAll is simulateMC with server failures (fp may be nil; not with mc).
+func simulateAll(ctx context.Context, g *topology.Graph, r topology.Router, a *mapping.Assignment, batch []int, cfg FlowConfig,
+	check func(*maxMinInput, []float64) error, mc *MulticastTrees, fp *FailurePlan) (*FlowResult, error) {
 	if r == nil {
 		r = g.TreeRouter()
 		if r == nil {
@@ -156,7 +167,13 @@ func simulateMC(ctx context.Context, g *topology.Graph, r topology.Router, a *ma
 	if !(cfg.ServerCapMbps >= 0) {
 		return nil, fmt.Errorf("flow model: server cap must not be negative")
 	}
-	s := &sim{g: g, cfg: &cfg, batch: batch, n: len(batch), check: check, mc: mc}
+	s := &sim{g: g, cfg: &cfg, batch: batch, n: len(batch), np: len(batch), check: check, mc: mc}
+	if fp != nil {
+		if mc != nil {
+			return nil, fmt.Errorf("flow model: server failures are not simulated with multicast delivery")
+		}
+		s.fail = &failState{plan: fp}
+	}
 	if mc != nil && len(mc.Channels) != len(g.Servers()) {
 		return nil, fmt.Errorf("flow model: %d multicast trees for %d boot servers", len(mc.Channels), len(g.Servers()))
 	}
@@ -211,19 +228,7 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 		return fmt.Errorf("assignment has %d nodes, machine %s has %d", len(a.Server), g.Name, len(g.Nodes()))
 	}
 	seen := make([]bool, len(g.Nodes()))
-	s.routeStart = make([]int32, s.n+1)
-	s.routeCh = make([]int32, 0, s.n*6)
-	s.rtt = make([]float64, s.n)
-	s.users = make([]int32, len(s.capacity))
-	s.mcNode = make([]bool, s.n)
-	var mcCounted []bool
-	var mcLat []float64
-	if s.mc != nil {
-		mcCounted = make([]bool, len(g.Servers()))
-		mcLat = make([]float64, len(g.Servers()))
-	}
-	var buf []topology.Channel
-	for i, node := range s.batch {
+	for _, node := range s.batch {
 		if node < 0 || node >= len(g.Nodes()) {
 			return fmt.Errorf("batch node %d out of range (machine has %d nodes)", node, len(g.Nodes()))
 		}
@@ -231,9 +236,35 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 			return fmt.Errorf("node %s is in the batch twice", g.VertexName(g.Nodes()[node]))
 		}
 		seen[node] = true
-		srv := a.Server[node]
-		if srv < 0 || int(srv) >= len(g.Servers()) {
+		if srv := a.Server[node]; srv < 0 || int(srv) >= len(g.Servers()) {
 			return fmt.Errorf("node %s has no boot server", g.VertexName(g.Nodes()[node]))
+		}
+	}
+	if s.fail != nil {
+		if err := s.fail.init(s, a); err != nil {
+			return err
+		}
+	}
+	s.routeStart = make([]int32, s.np+1)
+	s.routeCh = make([]int32, 0, s.np*6)
+	s.rtt = make([]float64, s.np)
+	s.users = make([]int32, len(s.capacity))
+	s.mcNode = make([]bool, s.np)
+	var mcCounted []bool
+	var mcLat []float64
+	if s.mc != nil {
+		mcCounted = make([]bool, len(g.Servers()))
+		mcLat = make([]float64, len(g.Servers()))
+	}
+	var buf []topology.Channel
+	for i := 0; i < s.np; i++ {
+		var node int
+		var srv int32
+		if i < s.n {
+			node = s.batch[i]
+			srv = a.Server[node]
+		} else {
+			node, srv = s.fail.nodeServer(s, i)
 		}
 		var err error
 		buf, err = r.Route(buf[:0], g.Servers()[srv], g.Nodes()[node])
@@ -275,6 +306,9 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 			s.rtt[i] = cfg.RTTSeconds
 		}
 	}
+	if s.fail != nil {
+		s.fail.countUsers(s)
+	}
 	if s.mc != nil && cfg.RTTSeconds <= 0 {
 		// A tree's members share its pace: that of its farthest member.
 		for i, node := range s.batch {
@@ -286,16 +320,16 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 
 	// Split each route into shared channels (the path, interned) and private ones (folded into
 	// the node's cap; their segment labels, interned, form the node's profile).
-	s.nodePath = make([]int32, s.n)
-	s.nodeProf = make([]int32, s.n)
-	s.privCap = make([]float64, s.n)
-	s.privLabel = make([]uint16, s.n)
+	s.nodePath = make([]int32, s.np)
+	s.nodeProf = make([]int32, s.np)
+	s.privCap = make([]float64, s.np)
+	s.privLabel = make([]uint16, s.np)
 	pathIndex := map[string]int32{}
 	mcPathIndex := map[string]int32{}
 	profIndex := map[string]int32{}
 	var key []int32
 	var prof []uint16
-	for i := 0; i < s.n; i++ {
+	for i := 0; i < s.np; i++ {
 		key, prof = key[:0], prof[:0]
 		pc, pl := math.Inf(1), uint16(0)
 		for _, c := range s.routeCh[s.routeStart[i]:s.routeStart[i+1]] {
@@ -341,9 +375,9 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 			s.segChans[l]++
 		}
 	}
-	s.fileNext = make([]int32, s.n)
-	s.done = make([]float64, s.n)
-	s.nodeClass = make([]int32, s.n*len(cfg.Files))
+	s.fileNext = make([]int32, s.np)
+	s.done = make([]float64, s.np)
+	s.nodeClass = make([]int32, s.np*len(cfg.Files))
 	for i := range s.nodeClass {
 		s.nodeClass[i] = -1
 	}
@@ -502,7 +536,13 @@ func (s *sim) run(ctx context.Context) error {
 	for i := range order {
 		order[i] = int32(i)
 	}
-	if cfg.Arrivals != nil {
+	fs := s.fail
+	if fs != nil {
+		// Each node's first incarnation that starts; restarts join through fs.queue.
+		startAt = func(p int32) float64 { return fs.arr[p] + cfg.DHCPSeconds }
+		copy(order, fs.first)
+		slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(fs.arr[a], fs.arr[b]) })
+	} else if cfg.Arrivals != nil {
 		slices.SortStableFunc(order, func(a, b int32) int {
 			switch ta, tb := cfg.Arrivals[a], cfg.Arrivals[b]; {
 			case ta < tb:
@@ -522,19 +562,33 @@ func (s *sim) run(ctx context.Context) error {
 			return err
 		}
 		tStart, tEnd := math.Inf(1), math.Inf(1)
+		if fs != nil {
+			for next < s.n && fs.killed[order[next]] {
+				next++
+			}
+		}
 		if next < s.n {
 			tStart = startAt(order[next])
 		}
 		for _, c := range s.active {
 			tEnd = min(tEnd, s.classes[c].finish)
 		}
+		tFail := math.Inf(1)
+		if fs != nil {
+			tStart = min(tStart, fs.nextStart(cfg.DHCPSeconds))
+			tFail = fs.nextFail()
+		}
 		if math.IsInf(tStart, 1) && math.IsInf(tEnd, 1) {
 			if len(s.active) > 0 {
 				return fmt.Errorf("%d flow classes stalled at %.6g s", len(s.active), now)
 			}
+			if fs != nil {
+				// Failures after the last node finished change nothing; they are only counted.
+				fs.failAll(s, math.Inf(1))
+			}
 			break
 		}
-		t := min(tStart, tEnd)
+		t := min(tStart, tEnd, tFail)
 		if q := cfg.TimeStep; q > 0 {
 			t = max(t, math.Ceil(t/q)*q)
 		}
@@ -560,12 +614,20 @@ func (s *sim) run(ctx context.Context) error {
 		s.active = keep
 		now = t
 		for next < s.n && startAt(order[next]) <= now {
-			starters = append(starters, order[next])
+			if fs == nil || !fs.killed[order[next]] {
+				starters = append(starters, order[next])
+			}
 			next++
+		}
+		if fs != nil {
+			starters = fs.popStarts(starters, now, cfg.DHCPSeconds)
 		}
 		s.start(now, starters, group, &counts)
 		if need := len(s.classes) * s.nLabels; len(s.bound) < need {
 			s.bound = slices.Grow(s.bound, need-len(s.bound))[:need]
+		}
+		if fs != nil {
+			fs.failAll(s, now)
 		}
 		if err := s.allocate(now); err != nil {
 			return err
@@ -697,24 +759,40 @@ func (s *sim) result(a *mapping.Assignment) *FlowResult {
 	dur := make([]float64, s.n)
 	nf := len(cfg.Files)
 	tot := make([]float64, s.nLabels)
+	var ps []int32
 	for i, node := range s.batch {
-		srv := a.Server[node]
-		if serverName[srv] == "" {
-			serverName[srv] = g.VertexName(g.Servers()[srv])
+		// The positions of the node's boot: the batch's own, or with failures each incarnation
+		// that started, the last one finishing.
+		ps = append(ps[:0], int32(i))
+		if s.fail != nil {
+			ps = s.fail.used(ps[:0], i)
 		}
-		if !usedServer[srv] {
-			usedServer[srv] = true
-			res.ServersUsed++
+		last := int(ps[len(ps)-1])
+		var srv int32
+		for _, p := range ps {
+			srv = a.Server[node]
+			if s.fail != nil {
+				_, srv = s.fail.nodeServer(s, int(p))
+			}
+			if serverName[srv] == "" {
+				serverName[srv] = g.VertexName(g.Servers()[srv])
+			}
+			if !usedServer[srv] {
+				usedServer[srv] = true
+				res.ServersUsed++
+			}
 		}
 		arr := 0.0
 		if cfg.Arrivals != nil {
 			arr = cfg.Arrivals[i]
 		}
 		clear(tot)
-		for f := 0; f < nf; f++ {
-			if c := s.nodeClass[i*nf+f]; c >= 0 {
-				for l, v := range s.bound[int(c)*s.nLabels : int(c+1)*s.nLabels] {
-					tot[l] += v
+		for _, p := range ps {
+			for f := 0; f < nf; f++ {
+				if c := s.nodeClass[int(p)*nf+f]; c >= 0 {
+					for l, v := range s.bound[int(c)*s.nLabels : int(c+1)*s.nLabels] {
+						tot[l] += v
+					}
 				}
 			}
 		}
@@ -724,13 +802,16 @@ func (s *sim) result(a *mapping.Assignment) *FlowResult {
 				best = l
 			}
 		}
-		nr := NodeResult{Name: g.VertexName(g.Nodes()[node]), Server: serverName[srv], ArrivalSeconds: arr, DoneSeconds: s.done[i]}
+		nr := NodeResult{Name: g.VertexName(g.Nodes()[node]), Server: serverName[srv], ArrivalSeconds: arr, DoneSeconds: s.done[last]}
 		if best >= 0 {
 			nr.Bottleneck, nr.BoundSeconds = s.labels[best], tot[best]
 			boundCount[best]++
 		}
+		if s.fail != nil {
+			s.fail.history(s, &nr, i, a.Server[node])
+		}
 		res.NodeResults[i] = nr
-		comp[i], dur[i] = s.done[i], s.done[i]-arr
+		comp[i], dur[i] = s.done[last], s.done[last]-arr
 	}
 	res.Completion = distribution(comp)
 	res.Duration = distribution(dur)
@@ -752,13 +833,20 @@ func (s *sim) result(a *mapping.Assignment) *FlowResult {
 			}
 		}
 	}
-	for i := 0; i < s.n; i++ {
+	for i := 0; i < s.np; i++ {
 		if s.mcNode[i] {
 			continue
 		}
+		moved := total
+		if s.fail != nil {
+			// A restarted node's lost attempt carried what it had fetched when its server failed.
+			if moved = s.fail.movedBytes(i, total); moved == 0 {
+				continue
+			}
+		}
 		for _, c := range s.routeCh[s.routeStart[i]:s.routeStart[i+1]] {
 			if int(c) < s.numCh {
-				bytes[c] += total
+				bytes[c] += moved
 			}
 		}
 	}
@@ -829,6 +917,9 @@ func (s *sim) result(a *mapping.Assignment) *FlowResult {
 		}
 	}
 	res.Utilisation = s.seriesResult(shown)
+	if s.fail != nil {
+		res.Failure = s.fail.summary(s)
+	}
 	return res
 }
 
