@@ -47,7 +47,7 @@ func newFixture(t testing.TB) *fixture {
 		}
 		return p
 	}
-	st, err := images.Open(filepath.Join(dir, "images"))
+	st, err := images.Create(filepath.Join(dir, "images"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,12 +40,35 @@ type Store struct {
 	profiles map[string]Profile
 }
 
-// Open opens the store in dir, creating the directory and an empty
-// manifest if they do not exist.
+// ErrNoStore is wrapped when Open finds no store directory.
+var ErrNoStore = errors.New("no image store")
+
+// Open opens the existing store in dir; an empty directory is an empty store. A missing directory
+// is an error wrapping ErrNoStore, never a silent new store: a mistyped path must not read as "no
+// profiles" (Create makes a store).
 func Open(dir string) (*Store, error) {
-	if err := os.MkdirAll(filepath.Join(dir, blobDir), 0o755); err != nil {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("images: %w at %s (bootctl image add --store %s creates one)", ErrNoStore, dir, dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("images: store %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("images: store %s: %w: not a directory", dir, ErrNoStore)
+	}
+	return open(dir)
+}
+
+// Create opens the store in dir, creating the directory when it is missing.
+func Create(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("images: creating store %s: %w", dir, err)
 	}
+	return open(dir)
+}
+
+func open(dir string) (*Store, error) {
 	s := &Store{dir: dir, profiles: map[string]Profile{}}
 	path := filepath.Join(dir, manifestName)
 	b, err := os.ReadFile(path)
@@ -142,6 +165,9 @@ func (s *Store) putFile(src string) (Blob, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		return Blob{}, fmt.Errorf("%s is not a regular file", src)
+	}
+	if err := os.MkdirAll(filepath.Join(s.dir, blobDir), 0o755); err != nil {
+		return Blob{}, fmt.Errorf("images: %w", err)
 	}
 	tmp, err := os.CreateTemp(filepath.Join(s.dir, blobDir), ".incoming-*")
 	if err != nil {

@@ -243,3 +243,23 @@ func TestAddRepairsBlob(t *testing.T) {
 		t.Fatalf("after adding again: %v", probs)
 	}
 }
+
+func TestOpenMissingStore(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "typo")
+	if _, err := Open(dir); !errors.Is(err, ErrNoStore) {
+		t.Fatalf("Open(missing) = %v, want ErrNoStore", err)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Fatalf("Open created %s", dir)
+	}
+	s, err := Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.List()) != 0 {
+		t.Errorf("new store lists %v", s.List())
+	}
+	if _, err := Open(dir); err != nil {
+		t.Errorf("Open after Create: %v", err)
+	}
+}

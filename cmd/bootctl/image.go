@@ -14,7 +14,7 @@ import (
 
 func storeFlag() cli.Flag {
 	return &cli.StringFlag{Name: "store", EnvVars: []string{"BOOTCTL_IMAGES"}, Required: true,
-		Usage: "image store directory (created when missing)"}
+		Usage: "image store directory (image add creates it)"}
 }
 
 func openStore(c *cli.Context) (*images.Store, error) {
@@ -66,10 +66,6 @@ func imageCommand(e *env) *cli.Command {
 					if err != nil {
 						return err
 					}
-					st, err := openStore(c)
-					if err != nil {
-						return err
-					}
 					files := map[string]string{}
 					p := images.Profile{Name: c.String("name"), Cmdline: c.String("cmdline")}
 					add := func(flag, path string) (string, error) {
@@ -99,6 +95,12 @@ func imageCommand(e *env) *cli.Command {
 							return err
 						}
 						p.BootFiles = append(p.BootFiles, n)
+					}
+					// The store is created only once every file is known to exist, so that a
+					// failed add leaves no empty store behind.
+					st, err := images.Create(c.String("store"))
+					if err != nil {
+						return err
 					}
 					got, err := st.Add(p, files)
 					if err != nil {

@@ -70,3 +70,24 @@ func TestImageCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestImageNoSilentStore: reading commands never create a store, and an add that fails leaves
+// none behind; both exit 2 naming the path.
+func TestImageNoSilentStore(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	typo := filepath.Join(dir, "typo-store")
+	for _, args := range [][]string{
+		{"image", "verify", "--store", typo},
+		{"image", "list", "--store", typo},
+		{"image", "add", "--store", typo, "--name", "x", "--kernel", filepath.Join(dir, "no-such-vmlinuz")},
+	} {
+		code, _, errs := runBootctl(t, ctx, args...)
+		if code != 2 || !strings.Contains(errs, typo[len(dir):]) && !strings.Contains(errs, "no-such-vmlinuz") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 naming the path", args, code, errs)
+		}
+		if _, err := os.Stat(typo); err == nil {
+			t.Fatalf("%v created %s", args, typo)
+		}
+	}
+}
