@@ -89,8 +89,8 @@ type TFTPConfig struct {
 
 // DHCPConfig configures the DHCP endpoint.
 type DHCPConfig struct {
-	// Mode is reservation (hand out the inventory's addresses), proxy (proxyDHCP: boot options
-	// only, another server gives addresses) or off. Default reservation.
+	// Mode is reservation (hand out the inventory's addresses, and with Pool a dynamic range), proxy
+	// (proxyDHCP: boot options only, another server gives addresses) or off. Default reservation.
 	Mode string `yaml:"mode"`
 	// Interfaces binds one listener to each named interface. Empty: all interfaces.
 	Interfaces []string `yaml:"interfaces"`
@@ -105,9 +105,13 @@ type DHCPConfig struct {
 	DNS []string `yaml:"dns"`
 	// Domain is the domain name (option 15).
 	Domain string `yaml:"domain"`
-	// LeaseTime is option 51. Default 1h.
+	// LeaseTime is option 51 for reserved addresses. Default 1h.
 	LeaseTime Duration `yaml:"lease_time"`
-	// Workers handling packets. Default 8.
+	// Pool adds a dynamic address range to reservation mode. Nil: no pool, every node needs an ip.
+	Pool *PoolConfig `yaml:"pool,omitempty"`
+	// Workers handling packets. Default 8, or 256 with a pool: a worker that acknowledges a pool
+	// lease waits for the lease's fsync, which it shares with every lease committed meanwhile, so
+	// the workers bound how many leases one fsync carries and hence the rate.
 	Workers int `yaml:"workers"`
 	// Boot files by client architecture, and the user class that marks iPXE. Defaults:
 	// undionly.kpxe, ipxe.efi, ipxe-arm64.efi, iPXE.
@@ -116,6 +120,41 @@ type DHCPConfig struct {
 	EFIArm64File  string `yaml:"efi_arm64_file"`
 	IPXEUserClass string `yaml:"ipxe_user_class"`
 }
+
+// PoolConfig is the dynamic address pool (dhcp.pool). Who gets a pool address: inventory nodes with
+// an ip keep that reservation; inventory nodes of this server without an ip get a pool address (and
+// keep their host name); MACs not in the inventory only with Unknown. Leases are persisted in
+// STATE_DIR/leases.db (PoolFile), apart from the boot states so that neither file's writes wait for
+// the other's fsync and the file can be removed to start the pool afresh. A lease is on disk before
+// its ACK is sent; offers are held in memory only. Expired and released addresses are reclaimed for
+// other clients, longest-expired first and only once no never-used address is left, so a client
+// that returns gets its old address back while nobody else needed it.
+type PoolConfig struct {
+	// Range is the pool's addresses, FIRST-LAST inclusive (e.g. 10.0.0.100-10.0.0.199; required).
+	// It must lie inside dhcp.subnet, exclude the subnet's network and broadcast addresses, every
+	// server's address, dhcp.router, dhcp.dns and every inventory ip, and hold at most 65,536
+	// addresses. The servers in `servers` split it evenly (server i hands out only the i-th part),
+	// so servers that share this file never give one address to two clients.
+	Range string `yaml:"range"`
+	// Lease is the lease time of pool addresses, between 1m and 7d; a client that asks for longer
+	// (option 51) gets this. Default dhcp.lease_time.
+	Lease Duration `yaml:"lease"`
+	// Unknown answers MACs that are not in the inventory from the pool. Each such MAC is answered
+	// by one live server (not in failed_servers), chosen by a hash of the MAC, so unknown clients
+	// get one offer, not one per server. Default false: only inventory nodes are answered.
+	Unknown bool `yaml:"unknown"`
+}
+
+// Pool limits.
+const (
+	// MaxPoolSize bounds dhcp.pool.range: every lease is held in memory and loaded at start.
+	MaxPoolSize  = 65536
+	MinPoolLease = Duration(time.Minute)
+	MaxPoolLease = Duration(7 * 24 * time.Hour)
+)
+
+// PoolFile is the name of the pool's lease database in the state directory.
+const PoolFile = "leases.db"
 
 // DHCP modes.
 const (
@@ -127,11 +166,18 @@ const (
 // Duration is a time.Duration written as "200ms", "1h".
 type Duration time.Duration
 
-// UnmarshalYAML implements yaml.Unmarshaler.
+// UnmarshalYAML implements yaml.Unmarshaler. Besides Go's units it takes whole days ("7d"), the
+// unit leases are usually thought in.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	v, err := time.ParseDuration(n.Value)
+	if days, ok := strings.CutSuffix(n.Value, "d"); ok && err != nil {
+		var k int
+		if k, err = strconv.Atoi(days); err == nil && k <= 1<<16 {
+			v = time.Duration(k) * 24 * time.Hour
+		}
+	}
 	if err != nil || v < 0 {
-		return fmt.Errorf("line %d: %q is not a duration like 200ms or 1h", n.Line, n.Value)
+		return fmt.Errorf("line %d: %q is not a duration like 200ms, 1h or 7d", n.Line, n.Value)
 	}
 	*d = Duration(v)
 	return nil
@@ -283,6 +329,9 @@ func (c *Config) validate() error {
 	if d.Mode == "" {
 		d.Mode = DHCPReservation
 	}
+	if d.Mode == "pool" {
+		return bad("dhcp.mode", "%q is not reservation, proxy or off (a pool is dhcp.pool: {range: FIRST-LAST, lease: 10m} in reservation mode)", d.Mode)
+	}
 	if d.Mode != DHCPReservation && d.Mode != DHCPProxy && d.Mode != DHCPOff {
 		return bad("dhcp.mode", "%q is not reservation, proxy or off", d.Mode)
 	}
@@ -317,7 +366,107 @@ func (c *Config) validate() error {
 	if d.Workers < 0 {
 		return bad("dhcp.workers", "must not be negative")
 	}
+	if d.Pool != nil {
+		if err := c.validatePool(); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// validatePool checks dhcp.pool against the rest of the configuration (the inventory's addresses
+// are checked when the server loads it).
+func (c *Config) validatePool() error {
+	bad := func(field, format string, args ...any) error {
+		return &Error{Field: "dhcp.pool" + field, Msg: fmt.Sprintf(format, args...)}
+	}
+	d, p := &c.DHCP, c.DHCP.Pool
+	if d.Mode != DHCPReservation {
+		return bad("", "needs dhcp.mode reservation (it is %s)", d.Mode)
+	}
+	if p.Range == "" {
+		return bad(".range", "missing: the pool's addresses as FIRST-LAST, e.g. 10.0.0.100-10.0.0.199")
+	}
+	a, b, ok := strings.Cut(p.Range, "-")
+	first, err1 := netip.ParseAddr(strings.TrimSpace(a))
+	last, err2 := netip.ParseAddr(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil || !first.Is4() || !last.Is4() {
+		return bad(".range", "%q is not FIRST-LAST with two IPv4 addresses, e.g. 10.0.0.100-10.0.0.199", p.Range)
+	}
+	if last.Less(first) {
+		return bad(".range", "%s-%s: the first address comes after the last", first, last)
+	}
+	subnet := netip.MustParsePrefix(d.Subnet).Masked()
+	for _, x := range []netip.Addr{first, last} {
+		if !subnet.Contains(x) {
+			return bad(".range", "%s is outside dhcp.subnet %s", x, subnet)
+		}
+	}
+	size := u32(last) - u32(first) + 1
+	if size > MaxPoolSize {
+		return bad(".range", "%d addresses: at most %d", size, MaxPoolSize)
+	}
+	in := func(x netip.Addr) bool { return !x.Less(first) && !last.Less(x) }
+	if subnet.Bits() < 31 {
+		if in(subnet.Addr()) {
+			return bad(".range", "includes %s, the network address of dhcp.subnet %s", subnet.Addr(), subnet)
+		}
+		if bc := broadcast(subnet); in(bc) {
+			return bad(".range", "includes %s, the broadcast address of dhcp.subnet %s", bc, subnet)
+		}
+	}
+	for i, s := range c.Servers {
+		if x, _ := netip.ParseAddr(s.Address); in(x) {
+			return bad(".range", "includes %s, the address of servers[%d] (%s)", x, i, s.Name)
+		}
+	}
+	if x, err := netip.ParseAddr(d.Router); err == nil && in(x) {
+		return bad(".range", "includes %s, dhcp.router", x)
+	}
+	for i, s := range d.DNS {
+		if x, _ := netip.ParseAddr(s); in(x) {
+			return bad(".range", "includes %s, dhcp.dns[%d]", x, i)
+		}
+	}
+	if size < uint64(len(c.Servers)) {
+		return bad(".range", "%d addresses for %d servers: the servers split the range, each needs at least one", size, len(c.Servers))
+	}
+	if p.Lease == 0 {
+		p.Lease = d.LeaseTime
+	}
+	if p.Lease < MinPoolLease || p.Lease > MaxPoolLease {
+		return bad(".lease", "%v is not between 1m and 7d", time.Duration(p.Lease))
+	}
+	return nil
+}
+
+// PoolRange returns this server's part of dhcp.pool.range (the range split evenly among the
+// servers, in server order). It needs a validated configuration with a pool.
+func (c *Config) PoolRange() (first, last netip.Addr) {
+	f, l := c.poolBounds()
+	lo, hi := u32(f), u32(l)
+	n, k, id := hi-lo+1, uint64(len(c.Servers)), uint64(c.ServerID)
+	return addr4(lo + n*id/k), addr4(lo + n*(id+1)/k - 1)
+}
+
+// poolBounds returns the whole dhcp.pool.range (every server's part). It needs a validated
+// configuration with a pool.
+func (c *Config) poolBounds() (first, last netip.Addr) {
+	a, b, _ := strings.Cut(c.DHCP.Pool.Range, "-")
+	return netip.MustParseAddr(strings.TrimSpace(a)), netip.MustParseAddr(strings.TrimSpace(b))
+}
+
+func u32(a netip.Addr) uint64 {
+	b := a.As4()
+	return uint64(b[0])<<24 | uint64(b[1])<<16 | uint64(b[2])<<8 | uint64(b[3])
+}
+
+func addr4(u uint64) netip.Addr {
+	return netip.AddrFrom4([4]byte{byte(u >> 24), byte(u >> 16), byte(u >> 8), byte(u)})
+}
+
+func broadcast(p netip.Prefix) netip.Addr {
+	return addr4(u32(p.Addr()) | (1<<(32-p.Bits()) - 1))
 }
 
 // File returns the file the configuration came from ("" when built in code).

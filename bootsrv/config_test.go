@@ -2,6 +2,7 @@ package bootsrv
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,6 +60,7 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown nested field", "http:\n  listen: ':80'\n  port: 80\n", "c.yaml:14: unknown field port"},
 		{"bad yaml", "servers: [\n", "c.yaml:12: did not find expected node content"},
 		{"bad duration", "state_flush: soon\n", "c.yaml:12: \"soon\" is not a duration"},
+		{"bad days", "state_flush: 2.5d\n", "c.yaml:12: \"2.5d\" is not a duration"},
 		{"bad server address", "servers:\n  - address: 10.0.0.1\n  - address: ten\n", "c.yaml:14: servers[1].address: \"ten\" is not an IPv4 address"},
 		{"duplicate server address", "servers:\n  - address: 10.0.0.1\n  - address: 10.0.0.1\n", "c.yaml:14: servers[1].address: 10.0.0.1 is also servers[0]'s address"},
 		{"server id out of range", "server_id: 2\n", "c.yaml:12: server_id: 2 is not the index of one of the 2 servers"},
@@ -70,6 +72,25 @@ func TestConfigErrors(t *testing.T) {
 		{"bad dns", "dhcp:\n  subnet: 10.0.0.0/24\n  dns: [1.1.1.1, x]\n", "c.yaml:14: dhcp.dns[1]: \"x\" is not an IPv4 address"},
 		{"bad http listen", "http:\n  listen: 8080\n", "c.yaml:13: http.listen: \"8080\" is not HOST:PORT"},
 		{"bad tftp blksize", "tftp:\n  max_block_size: 100\n", "c.yaml:13: tftp.max_block_size: 100 is not between 513 and 65464"},
+		{"mode pool", "dhcp:\n  subnet: 10.0.0.0/24\n  mode: pool\n", "c.yaml:14: dhcp.mode: \"pool\" is not reservation, proxy or off (a pool is dhcp.pool: {range: FIRST-LAST, lease: 10m} in reservation mode)"},
+		{"pool in proxy mode", "dhcp:\n  mode: proxy\n  pool: {range: 10.0.0.100-10.0.0.199}\n", "c.yaml:14: dhcp.pool: needs dhcp.mode reservation (it is proxy)"},
+		{"pool without range", "dhcp:\n  subnet: 10.0.0.0/24\n  pool: {lease: 10m}\n", "c.yaml:14: dhcp.pool.range: missing: the pool's addresses as FIRST-LAST, e.g. 10.0.0.100-10.0.0.199"},
+		{"pool range one address", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.100\n", "c.yaml:17: dhcp.pool.range: \"10.0.0.100\" is not FIRST-LAST with two IPv4 addresses, e.g. 10.0.0.100-10.0.0.199"},
+		{"pool range IPv6", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.100-::1\n", "c.yaml:17: dhcp.pool.range: \"10.0.0.100-::1\" is not FIRST-LAST with two IPv4 addresses"},
+		{"pool range reversed", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.199 - 10.0.0.100\n", "c.yaml:17: dhcp.pool.range: 10.0.0.199-10.0.0.100: the first address comes after the last"},
+		{"pool range outside subnet", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.200-10.0.1.10\n", "c.yaml:17: dhcp.pool.range: 10.0.1.10 is outside dhcp.subnet 10.0.0.0/24"},
+		{"pool range network address", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.0-10.0.0.10\n", "c.yaml:17: dhcp.pool.range: includes 10.0.0.0, the network address of dhcp.subnet 10.0.0.0/24"},
+		{"pool range broadcast", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.200-10.0.0.255\n", "c.yaml:17: dhcp.pool.range: includes 10.0.0.255, the broadcast address of dhcp.subnet 10.0.0.0/24"},
+		{"pool range server", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.2-10.0.0.10\n", "c.yaml:17: dhcp.pool.range: includes 10.0.0.2, the address of servers[1] (bs1)"},
+		{"pool range router", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.200-10.0.0.254\n", "c.yaml:17: dhcp.pool.range: includes 10.0.0.254, dhcp.router"},
+		{"pool range dns", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.200-10.0.0.253\n", "c.yaml:17: dhcp.pool.range: includes 10.0.0.253, dhcp.dns[0]"},
+		{"pool range too large", "dhcp:\n  subnet: 10.0.0.0/8\n  pool:\n    range: 10.1.0.0-10.2.255.255\n", "c.yaml:15: dhcp.pool.range: 131072 addresses: at most 65536"},
+		{"pool range smaller than servers", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.100-10.0.0.100\n", "c.yaml:17: dhcp.pool.range: 1 addresses for 2 servers: the servers split the range, each needs at least one"},
+		{"pool lease too short", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.100-10.0.0.199\n    lease: 30s\n", "c.yaml:18: dhcp.pool.lease: 30s is not between 1m and 7d"},
+		{"pool lease too long", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.100-10.0.0.199\n    lease: 8d\n", "c.yaml:18: dhcp.pool.lease: 192h0m0s is not between 1m and 7d"},
+		{"pool lease default too long", "dhcp:\n  subnet: 10.0.0.0/24\n  lease_time: 30d\n  pool: {range: 10.0.0.100-10.0.0.199}\n", "c.yaml:15: dhcp.pool.lease: 720h0m0s is not between 1m and 7d"},
+		{"pool lease not a duration", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.100-10.0.0.199\n    lease: 1w\n", "c.yaml:18: \"1w\" is not a duration like 200ms, 1h or 7d"},
+		{"pool unknown field", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.100-10.0.0.199\n    size: 100\n", "c.yaml:18: unknown field size"},
 	}
 	base := `servers:
   - address: 10.0.0.1
@@ -124,6 +145,63 @@ func dropKeys(base, edit string) string {
 		out = append(out, "")
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestConfigPool: a pool's defaults, and the range split among the servers.
+func TestConfigPool(t *testing.T) {
+	tests := []struct {
+		name, dhcp string
+		servers    int
+		want       PoolConfig
+		ranges     []string // every server's part
+	}{
+		{"defaults", "  lease_time: 2h\n  pool: {range: 10.0.0.100-10.0.0.199}\n", 1,
+			PoolConfig{Range: "10.0.0.100-10.0.0.199", Lease: Duration(2 * time.Hour)}, []string{"10.0.0.100-10.0.0.199"}},
+		{"two servers", "  pool:\n    range: 10.0.0.100 - 10.0.0.199\n    lease: 10m\n    unknown: true\n", 2,
+			PoolConfig{Range: "10.0.0.100 - 10.0.0.199", Lease: Duration(10 * time.Minute), Unknown: true},
+			[]string{"10.0.0.100-10.0.0.149", "10.0.0.150-10.0.0.199"}},
+		{"three servers, uneven", "  pool: {range: 10.0.0.100-10.0.0.199, lease: 7d}\n", 3,
+			PoolConfig{Range: "10.0.0.100-10.0.0.199", Lease: Duration(7 * 24 * time.Hour)},
+			[]string{"10.0.0.100-10.0.0.132", "10.0.0.133-10.0.0.165", "10.0.0.166-10.0.0.199"}},
+		{"one address each", "  pool: {range: 10.0.0.100-10.0.0.102, lease: 1m}\n", 3,
+			PoolConfig{Range: "10.0.0.100-10.0.0.102", Lease: Duration(time.Minute)},
+			[]string{"10.0.0.100-10.0.0.100", "10.0.0.101-10.0.0.101", "10.0.0.102-10.0.0.102"}},
+		{"a whole /16", "  pool: {range: 10.2.0.0-10.2.255.255}\n", 2,
+			PoolConfig{Range: "10.2.0.0-10.2.255.255", Lease: Duration(time.Hour)},
+			[]string{"10.2.0.0-10.2.127.255", "10.2.128.0-10.2.255.255"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for id := 0; id < tc.servers; id++ {
+				var b strings.Builder
+				fmt.Fprintf(&b, "server_id: %d\nservers:\n", id)
+				for i := 0; i < tc.servers; i++ {
+					fmt.Fprintf(&b, "  - address: 10.1.0.%d\n", i+1)
+				}
+				subnet := "10.0.0.0/24"
+				if strings.Contains(tc.dhcp, "255.255") {
+					subnet = "10.0.0.0/8"
+				}
+				fmt.Fprintf(&b, "topology: mini\ninventory: i.csv\nimages: img\nstate_dir: st\ndhcp:\n  subnet: %s\n%s", subnet, tc.dhcp)
+				c, err := ParseConfig([]byte(b.String()), "c.yaml")
+				if err == nil {
+					err = c.Validate()
+				}
+				if err != nil {
+					t.Fatalf("%s\n%v", b.String(), err)
+				}
+				if diff := cmp.Diff(&tc.want, c.DHCP.Pool); diff != "" {
+					t.Errorf("pool (-want +got):\n%s", diff)
+				}
+				first, last := c.PoolRange()
+				got = append(got, first.String()+"-"+last.String())
+			}
+			if diff := cmp.Diff(tc.ranges, got); diff != "" {
+				t.Errorf("parts (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
 
 func TestValidateMissing(t *testing.T) {

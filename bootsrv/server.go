@@ -49,6 +49,8 @@ type Server struct {
 	res  dhcpd.Reservations
 	tftp *tftpd.Server
 	dhcp []*dhcpd.Server
+	pool *dhcpd.Pool // dhcp.pool (dhcppool.go); nil without one
+	live []int       // servers not in failed_servers, for UnknownOwner
 
 	closeOnce sync.Once
 	closeErr  error
@@ -95,6 +97,9 @@ func New(cfg *Config, opts Options) (_ *Server, err error) {
 	if err := s.checkInventory(); err != nil {
 		return nil, err
 	}
+	if err := s.checkPoolInventory(); err != nil {
+		return nil, err
+	}
 	if s.res, err = s.auth.Reservations(cfg.DHCP.networkOptions()); err != nil {
 		return nil, fmt.Errorf("reservations: %w", err)
 	}
@@ -117,6 +122,14 @@ func New(cfg *Config, opts Options) (_ *Server, err error) {
 	defer func() {
 		if err != nil {
 			store.Close()
+		}
+	}()
+	if err := s.openPool(opts.Now); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.closePool()
 		}
 	}()
 	srv := cfg.Servers[cfg.ServerID]
@@ -156,7 +169,10 @@ func (s *Server) checkInventory() error {
 	subnet := netip.MustParsePrefix(s.cfg.DHCP.Subnet).Masked()
 	for _, n := range s.auth.Owned() {
 		if !n.IP.IsValid() {
-			return &Error{File: s.auth.Inventory().File, Line: n.Line, Field: "ip", Msg: fmt.Sprintf("node %s has no address; reservation mode needs one", n.Name)}
+			if s.cfg.DHCP.Pool != nil {
+				continue // a pool address
+			}
+			return &Error{File: s.auth.Inventory().File, Line: n.Line, Field: "ip", Msg: fmt.Sprintf("node %s has no address: give it one, or add dhcp.pool to hand it a pool address", n.Name)}
 		}
 		if !subnet.Contains(n.IP) {
 			return &Error{File: s.auth.Inventory().File, Line: n.Line, Field: "ip", Msg: fmt.Sprintf("%s of node %s is outside dhcp.subnet %s", n.IP, n.Name, subnet)}
@@ -170,7 +186,7 @@ func (s *Server) checkInventory() error {
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		err := s.tracker.Stop()
-		s.closeErr = errors.Join(err, s.store.Close())
+		s.closeErr = errors.Join(err, s.closePool(), s.store.Close())
 	})
 	return s.closeErr
 }
@@ -284,11 +300,18 @@ func (s *Server) dhcpConfig(ifc string) dhcpd.Config {
 		IPXEScriptURL: s.baseURL + "/ipxe/{mac}",
 		HTTPBootURL:   s.baseURL + "/ipxe/bin/{file}",
 	}
-	return dhcpd.Config{
+	dc := dhcpd.Config{
 		Mode: dhcpd.Mode(c.Mode), Interface: ifc, Addr: c.Listen, ServerIP: server,
 		Boot: boot, Reservations: s.res, LeaseTime: time.Duration(c.LeaseTime), Workers: c.Workers,
 		Logger: s.log.Named("dhcp"), Registerer: s.reg, Observer: dhcpObserver{s},
 	}
+	if s.pool != nil {
+		dc.Pool, dc.PoolAllowed, dc.PoolNetwork = s.pool, s.poolAllowed, c.poolNetwork()
+		if dc.Workers == 0 {
+			dc.Workers = poolWorkers
+		}
+	}
+	return dc
 }
 
 // HTTPAddr returns the HTTP endpoint's address (after Listen).
