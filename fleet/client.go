@@ -1,0 +1,132 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Options configure Open.
+type Options struct {
+	// Endpoints are the etcd client URLs or host:port pairs of the cluster, all of them: the
+	// client fails over between them when a member is down.
+	Endpoints []string
+	// Fleet names the fleet; its keys live under /bootfabric/<Fleet>/.
+	Fleet string
+	// DialTimeout bounds Open's first contact with etcd (default 3 s).
+	DialTimeout time.Duration
+	// RequestTimeout bounds every single request to etcd (default 3 s) so that no caller waits
+	// on a partitioned cluster for longer than that, whatever its context.
+	RequestTimeout time.Duration
+	// Log receives the client's and etcd client's messages (default: none).
+	Log *zap.Logger
+	// Now is the clock for lease expiries and fencing (default time.Now). It must carry a
+	// monotonic reading (as time.Now's does) for fencing to ignore wall-clock jumps.
+	Now func() time.Time
+	// Registerer receives the client's Prometheus collectors (nil: not registered). Clients
+	// sharing a registry share the collectors.
+	Registerer prometheus.Registerer
+}
+
+// Client is one process's connection to a fleet's keys in etcd. It is safe for concurrent use.
+type Client struct {
+	cli     *clientv3.Client
+	keys    keys
+	fleet   string
+	opts    Options
+	log     *zap.Logger
+	metrics *metrics
+}
+
+// Open connects to etcd and checks that at least one endpoint answers within DialTimeout. The
+// endpoints that do not answer are logged; the client uses them again once they return.
+func Open(ctx context.Context, opts Options) (*Client, error) {
+	if err := ValidFleetName(opts.Fleet); err != nil {
+		return nil, err
+	}
+	if len(opts.Endpoints) == 0 {
+		return nil, errors.New("fleet: no etcd endpoints (give --etcd host:port,...)")
+	}
+	if opts.DialTimeout <= 0 {
+		opts.DialTimeout = 3 * time.Second
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = 3 * time.Second
+	}
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("fleet metrics: %w", err)
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   opts.Endpoints,
+		DialTimeout: opts.DialTimeout,
+		// Keep-alive pings find a dead connection while no request is in flight, so that
+		// the balancer moves to another member before the next request needs it.
+		DialKeepAliveTime:    2 * time.Second,
+		DialKeepAliveTimeout: 2 * time.Second,
+		Logger:               opts.Log.Named("etcd-client").WithOptions(zap.IncreaseLevel(zap.WarnLevel)),
+		Context:              context.WithoutCancel(ctx),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcd at %s: %w", strings.Join(opts.Endpoints, ","), err)
+	}
+	c := &Client{cli: cli, keys: newKeys(opts.Fleet), fleet: opts.Fleet, opts: opts, log: opts.Log, metrics: m}
+	if err := c.probe(ctx); err != nil {
+		cli.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// probe asks every endpoint for its status and succeeds when one answers.
+func (c *Client) probe(ctx context.Context) error {
+	var errs []error
+	ok := false
+	for _, ep := range c.opts.Endpoints {
+		pctx, cancel := context.WithTimeout(ctx, c.opts.DialTimeout)
+		_, err := c.cli.Status(pctx, ep)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("etcd at %s unreachable: %w", ep, err))
+			c.log.Warn("etcd endpoint unreachable", zap.String("endpoint", ep), zap.Error(err))
+			continue
+		}
+		ok = true
+	}
+	if !ok {
+		return fmt.Errorf("%w (is etcd running there? check --etcd and the firewall)", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Close ends the client's watches and keep-alives and closes its connections. Memberships are
+// not revoked (use Membership.Leave for that): their leases expire after their TTL.
+func (c *Client) Close() error { return c.cli.Close() }
+
+// Fleet returns the fleet's name.
+func (c *Client) Fleet() string { return c.fleet }
+
+// Prefix returns the key prefix of the fleet, /bootfabric/<fleet>/.
+func (c *Client) Prefix() string { return c.keys.prefix }
+
+// do runs one request with the request timeout, observing its latency and error under op.
+func (c *Client) do(ctx context.Context, op string, f func(ctx context.Context) error) error {
+	rctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+	defer cancel()
+	start := time.Now()
+	err := f(rctx)
+	c.metrics.observe(op, time.Since(start), err)
+	return err
+}

@@ -1,0 +1,106 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestConfigApplyRead(t *testing.T) {
+	e := startEtcd(t, 1)
+	c := open(t, e.Endpoints)
+	ctx := ctxFor(t, 20*time.Second)
+
+	if _, err := c.Config(ctx); !errors.Is(err, ErrNoConfig) {
+		t.Fatalf("Config before apply: %v, want ErrNoConfig", err)
+	}
+	var last int64
+	for _, tc := range []struct {
+		name   string
+		doc    string
+		newRev bool
+	}{
+		{"first", "servers: [bs0]\n", true},
+		{"same again", "servers: [bs0]\n", false},
+		{"changed", "servers: [bs0, bs1]\n", true},
+		{"back", "servers: [bs0]\n", true},
+	} {
+		rev, err := c.ApplyConfig(ctx, []byte(tc.doc))
+		if err != nil {
+			t.Fatalf("%s: ApplyConfig: %v", tc.name, err)
+		}
+		if (rev > last) != tc.newRev || rev < last {
+			t.Errorf("%s: revision %d after %d, want new %v", tc.name, rev, last, tc.newRev)
+		}
+		last = rev
+		cr, err := c.Config(ctx)
+		if err != nil || string(cr.Doc) != tc.doc || cr.Revision != rev || len(cr.SHA256) != 64 {
+			t.Errorf("%s: Config = %q rev %d sha %q, %v; want %q rev %d", tc.name, cr.Doc, cr.Revision, cr.SHA256, err, tc.doc, rev)
+		}
+	}
+	// Another fleet on the same etcd sees none of it.
+	other := open(t, e.Endpoints, func(o *Options) { o.Fleet = "other" })
+	if _, err := other.Config(ctx); !errors.Is(err, ErrNoConfig) {
+		t.Errorf("other fleet's Config: %v, want ErrNoConfig", err)
+	}
+}
+
+// TestWatchConfig: the current revision first, then each new one, across an etcd restart.
+func TestWatchConfig(t *testing.T) {
+	e := startEtcd(t, 1)
+	c := open(t, e.Endpoints)
+	ctx := ctxFor(t, 40*time.Second)
+	rev1, err := c.ApplyConfig(ctx, []byte("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := c.WatchConfig(ctx)
+	next := func(what string) ConfigRevision {
+		t.Helper()
+		select {
+		case cr, ok := <-ch:
+			if !ok {
+				t.Fatalf("%s: watch closed", what)
+			}
+			return cr
+		case <-time.After(15 * time.Second):
+			t.Fatalf("%s: nothing within 15 s", what)
+		}
+		return ConfigRevision{}
+	}
+	if cr := next("current"); string(cr.Doc) != "v1" || cr.Revision != rev1 {
+		t.Fatalf("first delivery %q rev %d, want v1 rev %d", cr.Doc, cr.Revision, rev1)
+	}
+	rev2, _ := c.ApplyConfig(ctx, []byte("v2"))
+	if cr := next("new"); string(cr.Doc) != "v2" || cr.Revision != rev2 {
+		t.Fatalf("delivery %q rev %d, want v2 rev %d", cr.Doc, cr.Revision, rev2)
+	}
+
+	start := time.Now()
+	e.Member(0).Stop()
+	e.Member(0).Restart()
+	var rev3 int64
+	waitFor(t, 10*time.Second, "apply after restart", func() bool {
+		rev3, err = c.ApplyConfig(ctx, []byte("v3"))
+		return err == nil
+	})
+	if cr := next("after restart"); string(cr.Doc) != "v3" || cr.Revision != rev3 {
+		t.Fatalf("after restart: %q rev %d, want v3 rev %d", cr.Doc, cr.Revision, rev3)
+	}
+	t.Logf("etcd restart to new revision delivered: %v", time.Since(start).Round(time.Millisecond))
+
+	// The channel closes when ctx ends, even with nobody reading.
+	wctx, cancel := context.WithCancel(ctx)
+	ch2 := c.WatchConfig(wctx)
+	time.Sleep(200 * time.Millisecond) // the goroutine is blocked delivering v4
+	cancel()
+	waitFor(t, 5*time.Second, "watch closed after cancel", func() bool {
+		select {
+		case _, ok := <-ch2:
+			return !ok
+		default:
+			return false
+		}
+	})
+}

@@ -1,0 +1,83 @@
+package fleet
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bootfabric/bootfabric/internal/etcdtest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// testLog is a zap logger writing to t.Log until the test has ended, and dropping lines after
+// (background loops may log while they stop, and t.Log after the end panics).
+func testLog(t testing.TB) *zap.Logger {
+	w := &tbWriter{t: t}
+	t.Cleanup(func() { w.mu.Lock(); w.done = true; w.mu.Unlock() })
+	enc := zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig())
+	return zap.New(zapcore.NewCore(enc, w, zapcore.DebugLevel))
+}
+
+type tbWriter struct {
+	mu   sync.Mutex
+	t    testing.TB
+	done bool
+}
+
+func (w *tbWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+func (w *tbWriter) Sync() error { return nil }
+
+// startEtcd starts an etcd cluster of n members for the test.
+func startEtcd(t *testing.T, n int) *etcdtest.Cluster {
+	t.Helper()
+	return etcdtest.Start(t, etcdtest.Options{Members: n})
+}
+
+// open opens a client of fleet "test" on endpoints, closed at the end of the test.
+func open(t *testing.T, endpoints []string, mod ...func(*Options)) *Client {
+	t.Helper()
+	opts := Options{Endpoints: endpoints, Fleet: "test", DialTimeout: 2 * time.Second, RequestTimeout: 2 * time.Second, Log: testLog(t)}
+	for _, f := range mod {
+		f(&opts)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Open(ctx, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// ctxFor returns a context ending after d, cancelled at the end of the test.
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitFor polls cond every 20 ms until it holds or timeout passes (then it fails the test), and
+// returns how long it took.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > timeout {
+			t.Fatalf("%s: not within %v", what, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(start)
+}
