@@ -1,16 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/integration"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/bootfabric/bootfabric/units"
@@ -98,7 +99,7 @@ func clusterCommand(e *env) *cli.Command {
 			{
 				Name:  "boot",
 				Usage: "boot every container node of a running cluster at once and print each node's timeline",
-				Flags: append(clusterFlags(), outputFlag("table", "json"),
+				Flags: append(clusterFlags(), outputFlag("table", "json", "yaml"),
 					&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Usage: "give up on nodes not booted by then"},
 					&cli.StringFlag{Name: "kind", Value: "netns", Usage: "netns: container nodes; qemu: PXE-boot VMs (the cluster was brought up with --kind qemu)"},
 					&cli.IntFlag{Name: "vms", Value: 4, Usage: "qemu: how many VMs to boot at once (the first N nodes)"},
@@ -106,7 +107,7 @@ func clusterCommand(e *env) *cli.Command {
 					&cli.StringFlag{Name: "accel", Usage: "qemu: kvm, tcg or auto (default: $BOOTFABRIC_ACCEL, else auto: kvm when a probe guest runs under KVM, else tcg)"},
 				),
 				Action: func(c *cli.Context) error {
-					format, err := outputFormat(c, "table", "json")
+					format, err := outputFormat(c, "table", "json", "yaml")
 					if err != nil {
 						return err
 					}
@@ -122,8 +123,8 @@ func clusterCommand(e *env) *cli.Command {
 						return badInput("--kind: %q is not one of netns, qemu", c.String("kind"))
 					}
 					tl, batch, cpu, err := cl.Boot(c.Context, nil, c.Duration("timeout"))
-					if format == "json" {
-						if jerr := writeJSON(e.stdout, map[string]any{"batch_seconds": batch, "cpu": cpu, "nodes": tl}); jerr != nil {
+					if format != "table" {
+						if jerr := writeData(e.stdout, format, map[string]any{"batch_seconds": batch, "cpu": cpu, "nodes": tl}); jerr != nil {
 							return jerr
 						}
 						return err
@@ -144,9 +145,9 @@ func clusterCommand(e *env) *cli.Command {
 			{
 				Name:  "status",
 				Usage: "show a running cluster's boot servers' summaries",
-				Flags: append(clusterFlags(), outputFlag("table", "json")),
+				Flags: append(clusterFlags(), outputFlag("table", "json", "yaml")),
 				Action: func(c *cli.Context) error {
-					format, err := outputFormat(c, "table", "json")
+					format, err := outputFormat(c, "table", "json", "yaml")
 					if err != nil {
 						return err
 					}
@@ -158,18 +159,11 @@ func clusterCommand(e *env) *cli.Command {
 					if err != nil {
 						return err
 					}
-					if format == "json" {
-						return writeJSON(e.stdout, map[string]any{"name": cl.Name, "scale": cl.Scale, "nodes": cl.Nodes, "servers": sums})
+					if format != "table" {
+						return writeData(e.stdout, format, map[string]any{"name": cl.Name, "scale": cl.Scale, "nodes": cl.Nodes, "servers": sums})
 					}
 					fmt.Fprintf(e.stdout, "cluster %s: %d nodes, %d boot servers, scale x%g\n", cl.Name, len(cl.Nodes), len(cl.Servers), cl.Scale)
-					for _, s := range sums {
-						var compact bytes.Buffer
-						if err := json.Compact(&compact, s.Summary); err != nil {
-							return err
-						}
-						fmt.Fprintf(e.stdout, "%s (%s): %s\n", s.Server, s.IP, compact.String())
-					}
-					return nil
+					return writeClusterStatus(e.stdout, sums)
 				},
 			},
 			{
@@ -191,7 +185,7 @@ func clusterCommand(e *env) *cli.Command {
 			{
 				Name:  "measure",
 				Usage: "for each mapping: bring a cluster up, boot every node at once, predict the same boot with fabricsim, compare, tear down",
-				Flags: append(append(clusterFlags(), bootFlags()...), outputFlag("table", "json"),
+				Flags: append(append(clusterFlags(), bootFlags()...), outputFlag("table", "json", "yaml"),
 					&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Value: "mini", Usage: "machine: mini or a machine description file"},
 					&cli.Float64Flag{Name: "scale", Value: 0.1, Usage: "multiply every link capacity by this to shape it on one host"},
 					&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Usage: "give up on a boot not done by then"},
@@ -240,6 +234,25 @@ func clusterSpec(c *cli.Context) (integration.Spec, integration.ServerOptions, e
 	return spec, opt, nil
 }
 
+// writeClusterStatus writes one row per boot server of its summary.
+func writeClusterStatus(w io.Writer, sums []integration.ServerSummary) error {
+	t := newTable(w)
+	t.row("server", "ip", "nodes", "health", "healthy", "failed", "booting", "pending", "boot s min", "median", "max")
+	for _, s := range sums {
+		var sum bootsrv.Summary
+		if err := json.Unmarshal(s.Summary, &sum); err != nil {
+			return fmt.Errorf("boot server %s: summary: %w", s.Server, err)
+		}
+		h := sum.Health
+		lo, med, hi := "-", "-", "-"
+		if b := sum.BootSeconds; b != nil {
+			lo, med, hi = fmtFloat(b.Min, 1), fmtFloat(b.Median, 1), fmtFloat(b.Max, 1)
+		}
+		t.row(s.Server, s.IP, sum.Nodes, h.Status, h.Healthy, h.Failed, h.Booting, h.Pending, lo, med, hi)
+	}
+	return t.flush()
+}
+
 // clusterError marks the errors Up returns for bad input (a leftover cluster, a machine too large).
 func clusterError(err error) error {
 	var bad *integration.SpecError
@@ -250,7 +263,7 @@ func clusterError(err error) error {
 }
 
 func measureAction(e *env, c *cli.Context) error {
-	format, err := outputFormat(c, "table", "json")
+	format, err := outputFormat(c, "table", "json", "yaml")
 	if err != nil {
 		return err
 	}
@@ -269,8 +282,8 @@ func measureAction(e *env, c *cli.Context) error {
 		}
 		results = append(results, res)
 	}
-	if format == "json" {
-		return writeJSON(e.stdout, results)
+	if format != "table" {
+		return writeData(e.stdout, format, results)
 	}
 	t := newTable(e.stdout)
 	t.row("algo", "nodes", "measured s", "predicted s", "error", "rtt ms", "dhcp s", "host cpu")
@@ -314,8 +327,8 @@ func bootVMs(e *env, c *cli.Context, cl *integration.Cluster, format string) err
 		return asBadInput(err)
 	}
 	res, err := integration.BootVMs(c.Context, cl, n, opt)
-	if format == "json" {
-		if jerr := writeJSON(e.stdout, res); jerr != nil {
+	if format != "table" {
+		if jerr := writeData(e.stdout, format, res); jerr != nil {
 			return jerr
 		}
 		return err

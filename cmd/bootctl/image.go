@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 
 	"github.com/bootfabric/bootfabric/images"
 	"github.com/urfave/cli/v2"
@@ -59,10 +60,10 @@ func imageCommand(e *env) *cli.Command {
 					&cli.StringFlag{Name: "initrd", Usage: "initrd file"},
 					&cli.StringFlag{Name: "cmdline", Usage: "kernel command line"},
 					&cli.StringSliceFlag{Name: "boot-file", Usage: "further file served with the profile (repeatable)"},
-					outputFlag("table", "json"),
+					outputFlag("table", "json", "yaml"),
 				},
 				Action: func(c *cli.Context) error {
-					format, err := outputFormat(c, "table", "json")
+					format, err := outputFormat(c, "table", "json", "yaml")
 					if err != nil {
 						return err
 					}
@@ -109,8 +110,8 @@ func imageCommand(e *env) *cli.Command {
 						}
 						return err
 					}
-					if format == "json" {
-						return writeJSON(e.stdout, summarizeProfile(got))
+					if format != "table" {
+						return writeData(e.stdout, format, summarizeProfile(got))
 					}
 					return writeImageTable(e, []images.Profile{got})
 				},
@@ -118,9 +119,9 @@ func imageCommand(e *env) *cli.Command {
 			{
 				Name:  "list",
 				Usage: "list the profiles of a store",
-				Flags: []cli.Flag{storeFlag(), outputFlag("table", "json")},
+				Flags: []cli.Flag{storeFlag(), outputFlag("table", "json", "yaml", "csv")},
 				Action: func(c *cli.Context) error {
-					format, err := outputFormat(c, "table", "json")
+					format, err := outputFormat(c, "table", "json", "yaml", "csv")
 					if err != nil {
 						return err
 					}
@@ -129,12 +130,21 @@ func imageCommand(e *env) *cli.Command {
 						return err
 					}
 					list := st.List()
-					if format == "json" {
+					switch format {
+					case "json", "yaml":
 						out := make([]imageSummary, 0, len(list))
 						for _, p := range list {
 							out = append(out, summarizeProfile(p))
 						}
-						return writeJSON(e.stdout, out)
+						return writeData(e.stdout, format, out)
+					case "csv":
+						rows := [][]string{{"profile", "kernel", "initrd", "files", "bytes", "kernel_sha256", "cmdline"}}
+						for _, p := range list {
+							s := summarizeProfile(p)
+							rows = append(rows, []string{p.Name, p.Kernel, p.Initrd, strconv.Itoa(len(p.FileNames())),
+								strconv.FormatInt(s.Bytes, 10), p.Files[p.Kernel].SHA256, p.Cmdline})
+						}
+						return writeCSV(e.stdout, rows)
 					}
 					return writeImageTable(e, list)
 				},
@@ -142,9 +152,9 @@ func imageCommand(e *env) *cli.Command {
 			{
 				Name:  "verify",
 				Usage: "re-hash every stored file against the manifest; exits 1 when any is missing or changed",
-				Flags: []cli.Flag{storeFlag(), outputFlag("table", "json")},
+				Flags: []cli.Flag{storeFlag(), outputFlag("table", "json", "yaml")},
 				Action: func(c *cli.Context) error {
-					format, err := outputFormat(c, "table", "json")
+					format, err := outputFormat(c, "table", "json", "yaml")
 					if err != nil {
 						return err
 					}
@@ -157,7 +167,7 @@ func imageCommand(e *env) *cli.Command {
 					for _, p := range st.List() {
 						files += len(p.FileNames())
 					}
-					if format == "json" {
+					if format != "table" {
 						type problem struct {
 							Profile string `json:"profile"`
 							File    string `json:"file"`
@@ -173,7 +183,7 @@ func imageCommand(e *env) *cli.Command {
 						for _, p := range problems {
 							out.Problems = append(out.Problems, problem{p.Profile, p.File, p.Blob.SHA256, p.Kind, p.Detail})
 						}
-						if err := writeJSON(e.stdout, out); err != nil {
+						if err := writeData(e.stdout, format, out); err != nil {
 							return err
 						}
 					} else {

@@ -61,8 +61,8 @@ func TestImageCommands(t *testing.T) {
 		{[]string{"image", "add", "--name", "x", "--kernel", dir}, "is not a regular file"},
 		{[]string{"image", "add", "--name", "Bad Name", "--kernel", filepath.Join(dir, "vmlinuz")}, "invalid profile"},
 		{[]string{"image", "add", "--name", "x", "--kernel", filepath.Join(dir, "vmlinuz"), "--boot-file", filepath.Join(dir, "extra", "vmlinuz")}, "names must differ"},
-		{[]string{"image", "list", "--output", "csv"}, "--output"},
-		{[]string{"image", "add", "--kernel", filepath.Join(dir, "vmlinuz")}, "Required flag \"name\""},
+		{[]string{"image", "list", "--output", "xml"}, `--output: "xml" is not one of table, json, yaml, csv`},
+		{[]string{"image", "add", "--kernel", filepath.Join(dir, "vmlinuz")}, "bootctl image add: --name is required"},
 	} {
 		code, _, errs := runBootctl(t, ctx, tc.args...)
 		if code != 2 || !strings.Contains(errs, tc.want) {

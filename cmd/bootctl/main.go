@@ -19,10 +19,34 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		signal.Stop(sigs) // a second signal ends bootctl at once
+		cancel(interrupted{s})
+	}()
 	code := run(ctx, os.Args, os.Stdout, os.Stderr)
-	stop()
+	cancel(nil)
 	os.Exit(code)
+}
+
+// interrupted is the cause of the context's cancellation when a signal arrives.
+type interrupted struct{ sig os.Signal }
+
+func (i interrupted) Error() string { return "interrupted by " + i.sig.String() }
+
+// interruptStatus is the exit status after an interruption: 128 + the signal's number, as a shell
+// reports a process killed by it (130 for SIGINT, 143 for SIGTERM).
+func interruptStatus(ctx context.Context) int {
+	var in interrupted
+	if errors.As(context.Cause(ctx), &in) {
+		if s, ok := in.sig.(syscall.Signal); ok {
+			return 128 + int(s)
+		}
+	}
+	return 130
 }
 
 // env is what every command gets: its output streams and the logger built from --log-level.
@@ -34,11 +58,45 @@ type env struct {
 // run runs bootctl with args and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	e := &env{stdout: stdout, stderr: stderr, log: zap.NewNop()}
-	app := &cli.App{
-		Name:      "bootctl",
-		Usage:     "plan, simulate, serve and measure network boots of clusters",
-		Writer:    stdout,
-		ErrWriter: stderr,
+	app := newApp(e)
+	app.Setup()
+	notFound := applyGrammar(app)
+	err := app.RunContext(ctx, normalizeArgs(app, args))
+	if err == nil {
+		err = notFound()
+	}
+	_ = e.log.Sync()
+	if err == nil {
+		return 0
+	}
+	if ctx.Err() != nil {
+		return interruptStatus(ctx) // the user asked for it: no "context canceled"
+	}
+	var ue *usageError
+	var ce *commandError
+	if errors.As(err, &ue) || errors.As(err, &ce) {
+		fmt.Fprintln(stderr, err)
+	} else {
+		fmt.Fprintln(stderr, "bootctl:", err)
+	}
+	var bad *badInputError
+	if errors.As(err, &bad) || errors.As(err, &ue) || isFlagError(err) {
+		return 2
+	}
+	return 1
+}
+
+// newApp builds bootctl's command tree around e.
+func newApp(e *env) *cli.App {
+	return &cli.App{
+		Name:  "bootctl",
+		Usage: "plan, simulate, serve and measure network boots of clusters",
+		UsageText: "bootctl [--log-level LEVEL] COMMAND [FLAGS] [ARGS]\n" +
+			"Flags may come anywhere on the line: before or after the command and its arguments.",
+		Version:              version(),
+		EnableBashCompletion: true,
+		Writer:               e.stdout,
+		ErrWriter:            e.stderr,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level on stderr: debug, info, warn, error"},
 		},
@@ -49,28 +107,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			cfg := zap.NewProductionEncoderConfig()
 			cfg.EncodeTime = zapcore.ISO8601TimeEncoder
-			core := zapcore.NewCore(zapcore.NewConsoleEncoder(cfg), zapcore.AddSync(stderr), lvl)
+			core := zapcore.NewCore(zapcore.NewConsoleEncoder(cfg), zapcore.AddSync(e.stderr), lvl)
 			e.log = zap.New(core)
 			return nil
 		},
 		Commands:       commands(e),
 		ExitErrHandler: func(*cli.Context, error) {}, // run decides the status
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return badInput("%v", err)
-		},
 	}
-	quietUsageErrors(app.Commands)
-	err := app.RunContext(ctx, args)
-	_ = e.log.Sync()
-	if err == nil {
-		return 0
-	}
-	fmt.Fprintln(stderr, "bootctl:", err)
-	var bad *badInputError
-	if errors.As(err, &bad) || isFlagError(err) {
-		return 2
-	}
-	return 1
 }
 
 // commands lists bootctl's commands; each lives in a file of its own.
@@ -86,17 +129,8 @@ func commands(e *env) []*cli.Command {
 		clusterCommand(e),
 		simulateCommand(e),
 		mcastCommand(e),
-	}
-}
-
-// quietUsageErrors makes every command return flag errors as bad input instead of printing its
-// help text, so that bad input gets one line on stderr.
-func quietUsageErrors(cmds []*cli.Command) {
-	for _, c := range cmds {
-		if c.OnUsageError == nil {
-			c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return badInput("%v", err) }
-		}
-		quietUsageErrors(c.Subcommands)
+		completionCommand(e),
+		manCommand(e),
 	}
 }
 

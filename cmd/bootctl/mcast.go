@@ -39,10 +39,10 @@ func mcastCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "fixed-root", Usage: "minhop and sssp take the first root of least eccentricity, as OpenSM does (no root rotation)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of random groups"},
 			&cli.StringFlag{Name: "mapping", Value: "bcda", Usage: "mapping of nodes to boot servers for the servers groups"},
-			outputFlag("table", "json"),
+			outputFlag("table", "json", "yaml", "csv"),
 		},
 		Action: func(c *cli.Context) error {
-			format, err := outputFormat(c, "table", "json")
+			format, err := outputFormat(c, "table", "json", "yaml", "csv")
 			if err != nil {
 				return err
 			}
@@ -112,8 +112,16 @@ func runMcast(e *env, c *cli.Context, format string) error {
 		sum.Results = append(sum.Results, mcastRow{Algorithm: string(alg), MaxEFI: res.MaxEFI, MeanEFI: res.MeanEFI,
 			MaxHeight: res.MaxHeight, MeanHeight: res.MeanHeight, Seconds: res.Seconds})
 	}
-	if format == "json" {
-		return writeJSON(e.stdout, sum)
+	switch format {
+	case "json", "yaml":
+		return writeData(e.stdout, format, sum)
+	case "csv":
+		rows := [][]string{{"algo", "max_efi", "mean_efi", "max_height", "mean_height", "seconds"}}
+		for _, r := range sum.Results {
+			rows = append(rows, []string{r.Algorithm, strconv.Itoa(r.MaxEFI), fmtFloat(r.MeanEFI, 4), strconv.Itoa(r.MaxHeight),
+				fmtFloat(r.MeanHeight, 4), fmtFloat(r.Seconds, 4)})
+		}
+		return writeCSV(e.stdout, rows)
 	}
 	var parts []string
 	for _, s := range sets {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
+	"gopkg.in/yaml.v3"
 )
 
 // outputFlag is the --output flag of a command that supports the given formats (the first is the
@@ -35,6 +36,47 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// writeYAML writes v as YAML with the same field names and order as its JSON (the JSON is YAML
+// already; only the style changes from flow to block).
+func writeYAML(w io.Writer, v any) error {
+	js, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(js, &doc); err != nil {
+		return fmt.Errorf("yaml: %w", err)
+	}
+	blockStyle(&doc)
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return err
+	}
+	return enc.Close()
+}
+
+func blockStyle(n *yaml.Node) {
+	n.Style = 0
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" {
+		switch strings.ToLower(n.Value) {
+		case "y", "n", "yes", "no", "on", "off":
+			n.Style = yaml.DoubleQuotedStyle // a string to YAML 1.2, but a boolean to YAML 1.1 readers
+		}
+	}
+	for _, c := range n.Content {
+		blockStyle(c)
+	}
+}
+
+// writeData writes v in a structured format: json or yaml.
+func writeData(w io.Writer, format string, v any) error {
+	if format == "yaml" {
+		return writeYAML(w, v)
+	}
+	return writeJSON(w, v)
 }
 
 // table writes aligned columns.

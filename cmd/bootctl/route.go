@@ -31,10 +31,10 @@ func routeCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "check", Usage: "also check up*/down* order and deadlock freedom and measure congestion"},
 			&cli.IntFlag{Name: "shifts", Usage: "shift permutations measured by --check (0: all up to 2048 endpoints, else 1024 evenly spaced; N >= endpoints: all)"},
 			&cli.StringFlag{Name: "dump", Usage: "write the tables to this file in the OpenSM/ibroute LFT dump layout"},
-			outputFlag("table", "json"),
+			outputFlag("table", "json", "yaml"),
 		},
 		Action: func(c *cli.Context) error {
-			format, err := outputFormat(c, "table", "json")
+			format, err := outputFormat(c, "table", "json", "yaml")
 			if err != nil {
 				return err
 			}
@@ -136,8 +136,8 @@ func runRoute(e *env, c *cli.Context, format string) error {
 	if sum.Topology == "" {
 		sum.Topology = spec
 	}
-	if format == "json" {
-		return writeJSON(e.stdout, sum)
+	if format != "table" {
+		return writeData(e.stdout, format, sum)
 	}
 	t := newTable(e.stdout)
 	t.row("topology", sum.Topology)

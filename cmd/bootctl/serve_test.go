@@ -479,9 +479,9 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"serve", "--config", f.config}, map[string]string{"BOOTCTL_SERVER_ID": "3"}, "server_id: 3 is not the index"},
 		{[]string{"serve", "--config", f.config, "--inventory", filepath.Join(f.dir, "nope.csv")}, nil, "nope.csv: no such file"},
 		{[]string{"serve", "--config", filepath.Join(f.dir, "nope.yaml")}, nil, "nope.yaml: no such file"},
-		{[]string{"serve"}, nil, "Required flag \"config\" not set"},
+		{[]string{"serve"}, nil, "bootctl serve: --config (or $BOOTCTL_CONFIG) is required"},
 		{[]string{"status", "--server", "localhost:80"}, nil, "is not an http:// URL"},
-		{[]string{"status", "--server", "http://x", "--output", "yaml"}, nil, "--output: \"yaml\" is not one of table, json"},
+		{[]string{"status", "--server", "http://x", "--output", "xml"}, nil, "--output: \"xml\" is not one of table, json, yaml, csv"},
 		{[]string{"status", "--server", "http://x", "--state", "asleep"}, nil, "unknown boot state"},
 	}
 	for _, tc := range tests {

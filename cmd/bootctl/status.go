@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,10 +40,10 @@ func statusCommand(e *env) *cli.Command {
 			&cli.IntFlag{Name: "watch", Aliases: []string{"w"}, Usage: "refresh every N seconds until interrupted (0: once)"},
 			&cli.StringFlag{Name: "state", Usage: "show only the nodes in this state"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "timeout of each request"},
-			outputFlag("table", "json"),
+			outputFlag("table", "json", "yaml", "csv"),
 		},
 		Action: func(c *cli.Context) error {
-			format, err := outputFormat(c, "table", "json")
+			format, err := outputFormat(c, "table", "json", "yaml", "csv")
 			if err != nil {
 				return err
 			}
@@ -71,8 +72,11 @@ func statusCommand(e *env) *cli.Command {
 				if err != nil {
 					return err
 				}
-				if format == "json" {
-					return writeJSON(e.stdout, res)
+				switch format {
+				case "json", "yaml":
+					return writeData(e.stdout, format, res)
+				case "csv":
+					return writeStatusCSV(e.stdout, res)
 				}
 				return writeStatusTable(e.stdout, res)
 			}
@@ -87,7 +91,7 @@ func statusCommand(e *env) *cli.Command {
 				}
 				if err := show(); err != nil {
 					if c.Context.Err() != nil {
-						return nil
+						return c.Context.Err() // interrupted: bootctl exits 130
 					}
 					// A server restarting is what one watches for: keep going.
 					e.log.Warn("status", zap.Error(err))
@@ -98,7 +102,7 @@ func statusCommand(e *env) *cli.Command {
 				}
 				select {
 				case <-c.Context.Done():
-					return nil
+					return c.Context.Err() // interrupted: bootctl exits 130
 				case <-time.After(watch):
 				}
 			}
@@ -147,6 +151,19 @@ func fetchStatus(ctx context.Context, hc *http.Client, servers []string, only *b
 		}
 	}
 	return res, nil
+}
+
+// writeStatusCSV writes one row per node.
+func writeStatusCSV(w io.Writer, res *statusResult) error {
+	rows := [][]string{{"node", "state", "since", "attempt", "ip", "mac", "position", "error"}}
+	for _, n := range res.Nodes {
+		since := ""
+		if !n.Since.IsZero() {
+			since = n.Since.UTC().Format(time.RFC3339)
+		}
+		rows = append(rows, []string{n.Name, n.State.String(), since, strconv.Itoa(n.Attempt), n.IP, n.MAC, n.Position, n.Error})
+	}
+	return writeCSV(w, rows)
 }
 
 func writeStatusTable(w io.Writer, res *statusResult) error {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/urfave/cli/v2"
@@ -18,27 +17,11 @@ func topologyCommand(e *env) *cli.Command {
 			ArgsUsage: "PRESET|FILE",
 			Flags:     []cli.Flag{outputFlag("table", "yaml", "json")},
 			Action: func(c *cli.Context) error {
-				// urfave/cli stops parsing flags at the first argument; accept --output after it too,
-				// as in `bootctl topology show sunway --output yaml`.
-				args := c.Args().Slice()
-				if len(args) == 3 && (args[1] == "--output" || args[1] == "-o") {
-					if err := c.Set("output", args[2]); err != nil {
-						return asBadInput(err)
-					}
-					args = args[:1]
-				} else if len(args) == 2 && strings.HasPrefix(args[1], "--output=") {
-					if err := c.Set("output", strings.TrimPrefix(args[1], "--output=")); err != nil {
-						return asBadInput(err)
-					}
-					args = args[:1]
-				}
 				format, err := outputFormat(c, "table", "yaml", "json")
 				if err != nil {
 					return err
 				}
-				if len(args) != 1 {
-					return badInput("topology show: want one PRESET (%s) or FILE", strings.Join(topology.Presets(), ", "))
-				}
+				args := c.Args().Slice() // one: the grammar checks ArgsUsage
 				m, err := topology.Load(args[0])
 				if err != nil {
 					return asBadInput(err)

@@ -1,0 +1,493 @@
+package main
+
+// One grammar for every command: flags anywhere on the line (global ones before or after the
+// command, a command's own before or after its arguments), the right number of arguments, and a
+// "did you mean" on every usage error, which exits 2.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bootfabric/bootfabric/topology"
+	"github.com/urfave/cli/v2"
+)
+
+// completionFlag is the flag urfave/cli's shell completion appends to the line it completes.
+const completionFlag = "--generate-bash-completion"
+
+// usageError is bad input on the command line of one command: it prints as "bootctl plan: ...".
+type usageError struct {
+	cmd string // "bootctl plan"
+	err error
+}
+
+func (u *usageError) Error() string { return u.cmd + ": " + u.err.Error() }
+func (u *usageError) Unwrap() error { return u.err }
+
+// commandError is an error returned by a command's action, printed with the command's name.
+type commandError struct {
+	cmd string
+	err error
+}
+
+func (c *commandError) Error() string { return c.cmd + ": " + c.err.Error() }
+func (c *commandError) Unwrap() error { return c.err }
+
+// applyGrammar prepares the command tree (after app.Setup): every command checks its argument
+// count and required flags itself (urfave/cli would print the whole help text on stdout for a
+// missing flag), a command with subcommands refuses an unknown one with a suggestion, and flag
+// errors become one line with a suggestion.
+//
+// urfave/cli reports an unknown name after "help" through CommandNotFound, which cannot return an
+// error: applyGrammar returns a function that gives the error it recorded, if any.
+func applyGrammar(app *cli.App) (notFound func() error) {
+	var missing error
+	app.CommandNotFound = func(c *cli.Context, name string) {
+		subs, path := app.Commands, app.Name
+		if c.Command != nil && c.Command.Subcommands != nil && !c.Command.HasName(app.Name) {
+			subs, path = c.Command.Subcommands, c.Command.HelpName
+		}
+		missing = unknownCommand(path, name, subs)
+	}
+	for i, c := range app.Commands {
+		if c.Name == "help" {
+			// urfave/cli's help command is one shared value that adds itself to its own
+			// subcommands when it runs; bootctl's is a copy without subcommands, so that walking
+			// the tree (completion, man) ends.
+			h := *c
+			h.Subcommands, h.HideHelpCommand = nil, true
+			app.Commands[i] = &h
+		}
+	}
+	app.Action = groupAction(app.Name, app.Commands)
+	app.OnUsageError = func(c *cli.Context, err error, _ bool) error {
+		return flagUsageError(app.Name, app.Flags, err)
+	}
+	var walk func(prefix string, cmds []*cli.Command)
+	walk = func(prefix string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			if c.Name == "help" {
+				continue
+			}
+			path := prefix + " " + c.Name
+			flags := append(slices.Clip(c.Flags), app.Flags...) // suggest --log-level too
+			c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return flagUsageError(path, flags, err) }
+			required := unrequire(c.Flags)
+			if c.Action == nil && len(c.Subcommands) > 0 {
+				c.Action = groupAction(path, c.Subcommands)
+			} else if c.Action != nil {
+				c.Action = leafAction(path, c, required, c.Action)
+			}
+			walk(path, c.Subcommands)
+		}
+	}
+	walk(app.Name, app.Commands)
+	return func() error { return missing }
+}
+
+// groupAction is the action of a command made of subcommands: help without an argument, else an
+// unknown command.
+func groupAction(path string, subs []*cli.Command) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if !c.Args().Present() {
+			if c.Command == nil || c.Command.Name == c.App.Name {
+				return cli.ShowAppHelp(c)
+			}
+			return cli.ShowSubcommandHelp(c)
+		}
+		return unknownCommand(path, c.Args().First(), subs)
+	}
+}
+
+// unknownCommand is the error for a command name that is not one of subs, the subcommands of path.
+func unknownCommand(path, name string, subs []*cli.Command) error {
+	var names []string
+	for _, s := range subs {
+		if !s.Hidden && s.Name != "help" {
+			names = append(names, s.Name)
+		}
+	}
+	msg := fmt.Sprintf("unknown command %q", name)
+	if strings.Contains(path, " ") {
+		msg += fmt.Sprintf(" for %q", path)
+	}
+	if s := nearest(name, names); s != "" {
+		return &usageError{"bootctl", fmt.Errorf("%s; did you mean %q?", msg, s)}
+	}
+	return &usageError{"bootctl", fmt.Errorf("%s; commands: %s", msg, strings.Join(names, ", "))}
+}
+
+// leafAction wraps a command's action with the checks of its arguments and required flags, and
+// names the command in the errors it returns.
+func leafAction(path string, cmd *cli.Command, required []cli.Flag, action cli.ActionFunc) cli.ActionFunc {
+	lo, hi := arity(cmd.ArgsUsage)
+	return func(c *cli.Context) error {
+		args := c.Args().Slice()
+		if len(args) > hi {
+			stray := args[hi]
+			msg := fmt.Sprintf("unexpected argument %q", stray)
+			if hi > 0 {
+				msg = fmt.Sprintf("unexpected argument %q (takes %s)", stray, cmd.ArgsUsage)
+			} else if f := flagForValue(cmd.Flags, stray); f != "" && !strings.HasPrefix(stray, "-") {
+				msg += fmt.Sprintf(" (did you mean %s %s?)", f, stray)
+			} else if strings.HasPrefix(stray, "-") && len(stray) > 1 {
+				msg += " (flags go before --)"
+			}
+			return &usageError{path, errors.New(msg)}
+		}
+		if len(args) < lo {
+			return &usageError{path, fmt.Errorf("missing argument: %s", cmd.ArgsUsage)}
+		}
+		for _, f := range required {
+			if !c.IsSet(f.Names()[0]) {
+				msg := dashed(f.Names()[0]) + " is required"
+				if ev, ok := f.(interface{ GetEnvVars() []string }); ok && len(ev.GetEnvVars()) > 0 {
+					msg = fmt.Sprintf("%s (or $%s) is required", dashed(f.Names()[0]), ev.GetEnvVars()[0])
+				}
+				return &usageError{path, errors.New(msg)}
+			}
+		}
+		err := action(c)
+		var ue *usageError
+		if err == nil || errors.As(err, &ue) {
+			return err
+		}
+		return &commandError{path, err}
+	}
+}
+
+// arity reads the argument count of a command from its ArgsUsage: no text means no arguments;
+// each word is one required argument, a word in [brackets] an optional one, and a word ending in
+// "..." any number.
+func arity(usage string) (lo, hi int) {
+	for _, w := range strings.Fields(usage) {
+		if strings.HasSuffix(w, "...") || strings.HasSuffix(w, "...]") {
+			return lo, int(^uint(0) >> 1)
+		}
+		if !strings.HasPrefix(w, "[") {
+			lo++
+		}
+		hi++
+	}
+	return lo, hi
+}
+
+// unrequire clears the Required mark of flags (so that urfave/cli does not answer a missing one
+// with the whole help text) and returns the flags that had it.
+func unrequire(flags []cli.Flag) []cli.Flag {
+	var out []cli.Flag
+	for _, f := range flags {
+		r, ok := f.(cli.RequiredFlag)
+		if !ok || !r.IsRequired() {
+			continue
+		}
+		v := reflect.ValueOf(f)
+		if v.Kind() != reflect.Pointer {
+			continue
+		}
+		if field := v.Elem().FieldByName("Required"); field.IsValid() && field.CanSet() && field.Kind() == reflect.Bool {
+			field.SetBool(false)
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// flagForValue names the flag whose help lists word as one of its values (--topology for "mini",
+// --output for "json"), or the flag that reads a YAML file for an existing file or *.yaml.
+func flagForValue(flags []cli.Flag, word string) string {
+	for _, f := range flags {
+		if slices.Contains(listedValues(flagUsage(f)), word) {
+			return dashed(f.Names()[0])
+		}
+	}
+	if findFlag(flags, "topology") != nil && (slices.Contains(topology.Presets(), word) || strings.Contains(word, ":")) {
+		return "--topology" // a preset or a spec such as fat2d:16
+	}
+	if _, err := os.Stat(word); err == nil || strings.HasSuffix(word, ".yaml") || strings.HasSuffix(word, ".yml") {
+		for _, f := range flags {
+			if strings.Contains(flagUsage(f), "YAML") {
+				return dashed(f.Names()[0])
+			}
+		}
+	}
+	return ""
+}
+
+func flagUsage(f cli.Flag) string {
+	if u, ok := f.(cli.DocGenerationFlag); ok {
+		return u.GetUsage()
+	}
+	return ""
+}
+
+// listedValues returns the words of a flag's help that stand in an enumeration: next to a comma
+// ("a preset (sunway, mini)", "table, json, csv").
+func listedValues(usage string) []string {
+	parts := strings.Split(usage, ",")
+	if len(parts) < 2 {
+		return nil
+	}
+	var out []string
+	trim := func(s string) string { return strings.Trim(s, "():;. ") }
+	for i, p := range parts {
+		words := strings.Fields(p)
+		if len(words) == 0 {
+			continue
+		}
+		if i > 0 {
+			out = append(out, trim(words[0]))
+		}
+		if i < len(parts)-1 {
+			out = append(out, trim(words[len(words)-1]))
+		}
+	}
+	return slices.DeleteFunc(out, func(w string) bool { return len(w) < 3 || w == "and" || w == "the" })
+}
+
+// dashed writes a flag name as the user types it: -o, --output.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// flagUsageError rewrites a flag parsing error of urfave/cli (from Go's flag package) into one line
+// that names the flag as typed, says what it expects and suggests the nearest flag name.
+func flagUsageError(path string, flags []cli.Flag, err error) error {
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "flag provided but not defined: -"):
+		name := strings.TrimPrefix(msg, "flag provided but not defined: -")
+		var names []string
+		for _, f := range flags {
+			names = append(names, f.Names()...)
+		}
+		if s := nearest(name, names); s != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", dashed(s))
+		}
+	case strings.HasPrefix(msg, "flag needs an argument: -"):
+		name := strings.TrimPrefix(strings.TrimPrefix(msg, "flag needs an argument: -"), "-")
+		msg = dashed(name) + " needs a value"
+	case strings.HasPrefix(msg, "invalid value "):
+		if m := valueError(flags, msg); m != "" {
+			msg = m
+		}
+	}
+	return &usageError{path, errors.New(msg)}
+}
+
+// valueError explains `invalid value "5" for flag -rtt: parse error` by the flag's type.
+func valueError(flags []cli.Flag, msg string) string {
+	rest := strings.TrimPrefix(msg, "invalid value ")
+	i := strings.Index(rest, " for flag -")
+	if i < 0 {
+		return ""
+	}
+	value, err := strconv.Unquote(rest[:i])
+	if err != nil {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest[i+len(" for flag -"):], ":")
+	name = strings.TrimPrefix(name, "-")
+	var flag cli.Flag
+	for _, f := range flags {
+		if slices.Contains(f.Names(), name) {
+			flag = f
+		}
+	}
+	head := fmt.Sprintf("%s: %q", dashed(name), value)
+	switch flag.(type) {
+	case *cli.DurationFlag:
+		if _, err := strconv.ParseFloat(value, 64); err == nil {
+			return fmt.Sprintf("%s has no unit; write %sms or %ss (units: ns, us, ms, s, m, h)", head, value, value)
+		}
+		if _, err := time.ParseDuration(value); err != nil {
+			return head + " is not a duration; write a number and a unit, e.g. 300ms, 2s, 1m30s"
+		}
+	case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag, *cli.Uint64Flag, *cli.IntSliceFlag, *cli.Int64SliceFlag, *cli.UintSliceFlag, *cli.Uint64SliceFlag:
+		return head + " is not a whole number"
+	case *cli.Float64Flag, *cli.Float64SliceFlag:
+		return head + " is not a number"
+	case *cli.BoolFlag:
+		return head + " is not true or false"
+	}
+	return ""
+}
+
+// nearest returns the candidate closest to s by edit distance (a transposition counts as one
+// edit) if it is close enough to be a typo, or a unique candidate s is a prefix of; else "".
+func nearest(s string, candidates []string) string {
+	best, bestD := "", -1
+	for _, c := range candidates {
+		if d := editDistance(s, c); bestD < 0 || d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if bestD >= 0 && bestD <= max(1, min(len(s), len(best))/3) {
+		return best
+	}
+	var prefixed []string
+	for _, c := range candidates {
+		if len(s) >= 2 && strings.HasPrefix(c, s) {
+			prefixed = append(prefixed, c)
+		}
+	}
+	if len(prefixed) == 1 {
+		return prefixed[0]
+	}
+	return ""
+}
+
+// editDistance is the optimal string alignment distance: insertions, deletions, substitutions
+// and transpositions of adjacent letters, each one edit.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
+}
+
+// normalizeArgs moves every flag where urfave/cli v2 parses it: the application's own flags
+// (--log-level, --version) before the command, and every other flag after the command's name and
+// before its arguments. So `bootctl plan --log-level debug`, `bootctl -o json plan`, `bootctl image
+// --store S list` and `bootctl topology show sunway -o yaml` all work. A value-taking flag keeps the
+// word after it; everything after "--" stays an argument. Lines that urfave/cli's completion
+// built are left alone.
+func normalizeArgs(app *cli.App, args []string) []string {
+	if len(args) < 2 || args[len(args)-1] == completionFlag {
+		return args
+	}
+	var global, path, flags, pos []string
+	var leaf *cli.Command
+	subs := app.Commands
+	dashdash := false
+	rest := args[1:]
+	for i := 0; i < len(rest); i++ {
+		tok := rest[i]
+		if tok == "--" {
+			dashdash = true
+			pos = append(pos, rest[i+1:]...)
+			break
+		}
+		name, inline, isFlag := parseFlagToken(tok)
+		if !isFlag {
+			if len(pos) == 0 {
+				if c := findCommand(subs, tok); c != nil {
+					path, leaf, subs = append(path, tok), c, c.Subcommands
+					continue
+				}
+			}
+			pos = append(pos, tok)
+			continue
+		}
+		dst := &flags
+		var f cli.Flag
+		if leaf != nil {
+			f = findFlag(leaf.Flags, name)
+		}
+		if f == nil && name != "help" && name != "h" {
+			if g := findFlag(app.Flags, name); g != nil {
+				f, dst = g, &global
+			}
+		}
+		if f == nil {
+			f = findFlagInTree(subs, name)
+			if leaf == nil {
+				f = findFlagInTree(app.Commands, name)
+			}
+		}
+		*dst = append(*dst, tok)
+		if f != nil && takesValue(f) && !inline && i+1 < len(rest) {
+			*dst = append(*dst, rest[i+1])
+			i++
+		}
+	}
+	out := append([]string{args[0]}, global...)
+	out = append(out, path...)
+	out = append(out, flags...)
+	if dashdash {
+		out = append(out, "--")
+	}
+	return append(out, pos...)
+}
+
+// parseFlagToken splits -name, --name and --name=value.
+func parseFlagToken(tok string) (name string, inline, ok bool) {
+	if len(tok) < 2 || tok[0] != '-' {
+		return "", false, false
+	}
+	name = strings.TrimPrefix(strings.TrimPrefix(tok, "-"), "-")
+	if name == "" || name[0] == '-' {
+		return "", false, false
+	}
+	name, _, inline = strings.Cut(name, "=")
+	return name, inline, true
+}
+
+func findCommand(cmds []*cli.Command, name string) *cli.Command {
+	for _, c := range cmds {
+		if c.HasName(name) {
+			return c
+		}
+	}
+	return nil
+}
+
+func findFlag(flags []cli.Flag, name string) cli.Flag {
+	for _, f := range flags {
+		if slices.Contains(f.Names(), name) {
+			return f
+		}
+	}
+	return nil
+}
+
+// findFlagInTree finds a flag of that name on any command under cmds (to know whether it takes a
+// value before the command that owns it is known).
+func findFlagInTree(cmds []*cli.Command, name string) cli.Flag {
+	for _, c := range cmds {
+		if c.Name == "help" {
+			continue // urfave/cli's help command is its own subcommand once it has run
+		}
+		if f := findFlag(c.Flags, name); f != nil {
+			return f
+		}
+		if f := findFlagInTree(c.Subcommands, name); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+func takesValue(f cli.Flag) bool {
+	if v, ok := f.(interface{ TakesValue() bool }); ok {
+		return v.TakesValue()
+	}
+	return true
+}

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestGrammarUsageErrors: every usage error exits 2 with one line on stderr naming the command,
+// the word or flag at fault and, where one is close, what was meant.
+func TestGrammarUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string // the one line on stderr
+	}{
+		{"unknown command", []string{"plna"}, `bootctl: unknown command "plna"; did you mean "plan"?`},
+		{"unknown command far from any", []string{"frobnicate"}, `bootctl: unknown command "frobnicate"; commands: plan, topology,`},
+		{"unknown subcommand", []string{"topology", "shwo"}, `bootctl: unknown command "shwo" for "bootctl topology"; did you mean "show"?`},
+		{"help on an unknown command", []string{"help", "simualte"}, `bootctl: unknown command "simualte"; did you mean "simulate"?`},
+		{"stray argument", []string{"plan", "mini"}, `bootctl plan: unexpected argument "mini" (did you mean --topology mini?)`},
+		{"stray format", []string{"route", "-t", "fat2d:4", "json"}, `bootctl route: unexpected argument "json" (did you mean --output json?)`},
+		{"stray spec", []string{"route", "fat2d:16"}, `bootctl route: unexpected argument "fat2d:16" (did you mean --topology fat2d:16?)`},
+		{"stray word", []string{"mcast", "-t", "mini", "now"}, `bootctl mcast: unexpected argument "now"`},
+		{"stray after a subcommand", []string{"image", "list", "--store", "x", "extra"}, `bootctl image list: unexpected argument "extra"`},
+		{"too many arguments", []string{"topology", "show", "mini", "sunway"}, `bootctl topology show: unexpected argument "sunway" (takes PRESET|FILE)`},
+		{"missing argument", []string{"topology", "show"}, `bootctl topology show: missing argument: PRESET|FILE`},
+		{"flag after --", []string{"plan", "--", "--batch"}, `bootctl plan: unexpected argument "--batch" (flags go before --)`},
+		{"unknown flag", []string{"plan", "--outptu", "json"}, `bootctl plan: flag provided but not defined: -outptu (did you mean --output?)`},
+		{"unknown flag after an argument", []string{"topology", "show", "mini", "--ouput", "yaml"}, `flag provided but not defined: -ouput (did you mean --output?)`},
+		{"unknown global flag", []string{"--log-levl", "debug", "plan"}, `flag provided but not defined: -log-levl (did you mean --log-level?)`},
+		{"flag without its value", []string{"plan", "--batch"}, `bootctl plan: --batch needs a value`},
+		{"missing required flag", []string{"route"}, `bootctl route: --topology is required`},
+		{"missing required flag with env", []string{"image", "list"}, `bootctl image list: --store (or $BOOTCTL_IMAGES) is required`},
+		{"duration without unit", []string{"simulate", "--rtt", "5"}, `bootctl simulate: --rtt: "5" has no unit; write 5ms or 5s`},
+		{"duration malformed", []string{"status", "-s", "http://x", "--timeout", "5 s"}, `bootctl status: --timeout: "5 s" is not a duration; write a number and a unit`},
+		{"integer malformed", []string{"simulate", "--blksize", "1k"}, `bootctl simulate: --blksize: "1k" is not a whole number`},
+		{"float malformed", []string{"report", "--upgrade-factor", "x10"}, `bootctl report: --upgrade-factor: "x10" is not a number`},
+		{"bad log level after the command", []string{"plan", "--log-level", "loud"}, `--log-level: "loud" is not one of debug, info, warn, error`},
+		{"unknown shell", []string{"completion", "tcsh"}, `bootctl completion: "tcsh" is not one of bash, zsh, fish`},
+		{"absurd size", []string{"plan", "--image-size", "99999999999999999999TB"}, `--image-size: size "99999999999999999999TB": larger than the 1 PB`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("BOOTCTL_IMAGES", "")
+			os.Unsetenv("BOOTCTL_IMAGES")
+			code, out, errs := bootctl(t, tc.args...)
+			if code != 2 {
+				t.Errorf("exit %d, want 2; stderr %q", code, errs)
+			}
+			if out != "" {
+				t.Errorf("stdout not empty: %.200q", out)
+			}
+			if lines := strings.Split(strings.TrimSpace(errs), "\n"); len(lines) != 1 {
+				t.Errorf("stderr has %d lines, want 1:\n%s", len(lines), errs)
+			}
+			if !strings.Contains(errs, tc.want) {
+				t.Errorf("stderr %q does not contain %q", errs, tc.want)
+			}
+		})
+	}
+}
+
+// TestGrammarFlagsAnywhere: the global flags before or after the command, a command's own flags
+// before the command or after its arguments.
+func TestGrammarFlagsAnywhere(t *testing.T) {
+	plan := []string{"--topology", "mini", "--algo", "bcda", "--batch", "1"}
+	want := func(t *testing.T, args ...string) string {
+		t.Helper()
+		code, out, errs := bootctl(t, args...)
+		if code != 0 {
+			t.Fatalf("bootctl %s: exit %d: %s", strings.Join(args, " "), code, errs)
+		}
+		return out
+	}
+	jsonPlan := want(t, append([]string{"plan", "-o", "json"}, plan...)...)
+	tests := []struct {
+		name string
+		args []string
+		same string // stdout must equal this
+		logs bool   // stderr must have debug lines
+	}{
+		{"log level before the command", append([]string{"--log-level", "debug", "plan", "-o", "json"}, plan...), jsonPlan, true},
+		{"log level after the command", append(append([]string{"plan", "-o", "json"}, plan...), "--log-level", "debug"), jsonPlan, true},
+		{"log level with = after the command", append([]string{"plan", "--log-level=debug", "-o", "json"}, plan...), jsonPlan, true},
+		{"output before the command", append([]string{"-o", "json", "plan"}, plan...), jsonPlan, false},
+		{"output with = before the command", append([]string{"--output=json", "plan"}, plan...), jsonPlan, false},
+		{"flags between command and subcommand", []string{"topology", "-o", "json", "show", "mini"}, want(t, "topology", "show", "-o", "json", "mini"), false},
+		{"flags after the argument", []string{"topology", "show", "mini", "-o", "json", "--log-level", "warn"}, want(t, "topology", "show", "-o", "json", "mini"), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := bootctl(t, tc.args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			if out != tc.same {
+				t.Errorf("stdout differs:\n%.300s\nwant:\n%.300s", out, tc.same)
+			}
+			if got := strings.Contains(errs, "debug"); got != tc.logs {
+				t.Errorf("debug logs %v, want %v: %q", got, tc.logs, errs)
+			}
+		})
+	}
+}
+
+func TestGrammarNormalizeArgs(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"bootctl plan --log-level debug", "bootctl --log-level debug plan"},
+		{"bootctl -o json plan -t mini", "bootctl plan -o json -t mini"},
+		{"bootctl topology show sunway -o yaml", "bootctl topology show -o yaml sunway"},
+		{"bootctl report --out - --log-level=warn", "bootctl --log-level=warn report --out -"},
+		{"bootctl report --flow --batch 1", "bootctl report --flow --batch 1"},
+		{"bootctl plan -- --batch", "bootctl plan -- --batch"},
+		{"bootctl plan -h", "bootctl plan -h"},
+		{"bootctl plan --generate-bash-completion", "bootctl plan --generate-bash-completion"},
+		{"bootctl image --store s list", "bootctl image list --store s"},
+	}
+	for _, tc := range tests {
+		app := newApp(&env{stdout: &strings.Builder{}, stderr: &strings.Builder{}})
+		app.Setup()
+		got := strings.Join(normalizeArgs(app, strings.Fields(tc.in)), " ")
+		if got != tc.want {
+			t.Errorf("normalizeArgs(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestGrammarNearest(t *testing.T) {
+	names := []string{"plan", "simulate", "serve", "status", "report", "route", "topology"}
+	for in, want := range map[string]string{"plna": "plan", "simualte": "simulate", "stauts": "status", "topo": "topology",
+		"rout": "route", "xyz": "", "s": "", "reprot": "report"} {
+		if got := nearest(in, names); got != want {
+			t.Errorf("nearest(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestCompletionAndMan: the completion scripts are valid for their shell and the generated
+// completion and man page cover the command tree.
+func TestCompletionAndMan(t *testing.T) {
+	for _, tc := range []struct {
+		shell string
+		want  []string
+	}{
+		{"bash", []string{"complete -o bashdefault", "--generate-bash-completion"}},
+		{"zsh", []string{"#compdef bootctl", "--generate-bash-completion"}},
+		{"fish", []string{"complete -c bootctl", "plan", "simulate", "topology", "show", "image-size"}},
+	} {
+		t.Run(tc.shell, func(t *testing.T) {
+			code, out, errs := bootctl(t, "completion", tc.shell)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("script lacks %q", w)
+				}
+			}
+			if sh, err := exec.LookPath(tc.shell); err == nil {
+				p := writeFile(t, "completion."+tc.shell, out)
+				if msg, err := exec.Command(sh, "-n", p).CombinedOutput(); err != nil {
+					t.Errorf("%s -n: %v\n%s", tc.shell, err, msg)
+				}
+			}
+		})
+	}
+	code, out, errs := bootctl(t, "man")
+	if code != 0 {
+		t.Fatalf("man: exit %d: %s", code, errs)
+	}
+	for _, w := range []string{".TH", "bootctl", "plan", "simulate", "--image-size", "completion"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("man page lacks %q", w)
+		}
+	}
+}
+
+// TestBinaryVersionAndInterrupt runs the built binary: --version names the commit it was built
+// from, and an interrupted command exits 128 + the signal without "context canceled".
+func TestBinaryVersionAndInterrupt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds bootctl")
+	}
+	bin := filepath.Join(t.TempDir(), "bootctl")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "go", "build", "-buildvcs=true", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	t.Run("version", func(t *testing.T) {
+		top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+		if err != nil {
+			t.Skipf("not in a git work tree: %v", err)
+		}
+		if fi, err := os.Stat(filepath.Join(strings.TrimSpace(string(top)), ".git")); err != nil || !fi.IsDir() {
+			t.Skip("go build stamps the commit only in a main work tree (.git a directory), not in a linked worktree")
+		}
+		for _, args := range [][]string{{"--version"}, {"-v"}, {"plan", "--version"}} {
+			out, err := exec.Command(bin, args...).Output()
+			if err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			line := string(out)
+			m := regexp.MustCompile(`^bootctl version (\(devel\)|v\S+), commit ([0-9a-f]{40})`).FindStringSubmatch(line)
+			if m == nil {
+				t.Fatalf("%v: %q, want bootctl version VERSION, commit HASH", args, line)
+			}
+			// Others may commit while the test runs: the commit is HEAD or an ancestor of it.
+			if err := exec.Command("git", "merge-base", "--is-ancestor", m[2], "HEAD").Run(); err != nil {
+				t.Errorf("%v: %q: commit %s is not in this repository's history: %v", args, line, m[2], err)
+			}
+		}
+	})
+	// What the completion scripts ask bootctl for (urfave/cli reads os.Args for it, so only the
+	// binary answers).
+	t.Run("completion protocol", func(t *testing.T) {
+		for _, tc := range []struct {
+			args []string
+			want []string
+		}{
+			{[]string{"--generate-bash-completion"}, []string{"plan\n", "completion\n", "man\n"}},
+			{[]string{"topology", "--generate-bash-completion"}, []string{"show\n"}},
+			{[]string{"plan", "--im", "--generate-bash-completion"}, []string{"--image-size\n"}},
+		} {
+			out, err := exec.Command(bin, tc.args...).Output()
+			if err != nil {
+				t.Fatalf("%v: %v", tc.args, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("%v: %q lacks %q", tc.args, out, w)
+				}
+			}
+		}
+	})
+	// A server that never answers: status waits until interrupted.
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer hang.Close()
+	for _, tc := range []struct {
+		name string
+		sig  syscall.Signal
+		args []string
+		want int
+	}{
+		{"SIGINT", syscall.SIGINT, []string{"status", "-s", hang.URL, "--timeout", "1m"}, 130},
+		{"SIGTERM", syscall.SIGTERM, []string{"status", "-s", hang.URL, "--timeout", "1m"}, 143},
+		{"SIGINT while watching", syscall.SIGINT, []string{"status", "-s", hang.URL, "--timeout", "100ms", "--watch", "1"}, 130},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(bin, tc.args...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(500 * time.Millisecond)
+			if err := cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			if code := cmd.ProcessState.ExitCode(); code != tc.want {
+				t.Errorf("exit %d (%v), want %d; stderr %q", code, err, tc.want, stderr.String())
+			}
+			if strings.Contains(stderr.String(), "context canceled") {
+				t.Errorf("stderr says %q", stderr.String())
+			}
+		})
+	}
+}

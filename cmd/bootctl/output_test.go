@@ -1,0 +1,88 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/bootfabric/bootfabric/integration"
+	"gopkg.in/yaml.v3"
+)
+
+// TestOutputFormats: every command that prints a result takes -o with the formats that suit it,
+// and refuses the others naming the supported ones.
+func TestOutputFormats(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string // in stdout, or in the one stderr line when refused
+		code int
+	}{
+		{"route yaml", []string{"route", "-t", "pgft:2;4,4;1,4;1,1", "-o", "yaml"}, "engine: dmodc\n", 0},
+		{"route csv refused", []string{"route", "-t", "pgft:2;4,4;1,4;1,1", "-o", "csv"}, `--output: "csv" is not one of table, json, yaml`, 2},
+		{"mcast yaml", []string{"mcast", "-t", "pgft:2;4,4;1,4;1,1", "-a", "fulb", "-o", "yaml"}, "results:\n  - algorithm: fulb\n", 0},
+		{"mcast csv", []string{"mcast", "-t", "pgft:2;4,4;1,4;1,1", "-a", "fulb", "-o", "csv"}, "algo,max_efi,mean_efi,max_height,mean_height,seconds\nfulb,", 0},
+		{"topology show yaml", []string{"topology", "show", "mini", "-o", "yaml"}, "name: mini\n", 0},
+		{"topology show csv refused", []string{"topology", "show", "mini", "-o", "csv"}, `--output: "csv" is not one of table, yaml, json`, 2},
+		{"status xml refused", []string{"status", "-s", "http://127.0.0.1:1", "-o", "xml"}, `--output: "xml" is not one of table, json, yaml, csv`, 2},
+		{"cluster status xml refused", []string{"cluster", "status", "-o", "xml"}, `--output: "xml" is not one of table, json, yaml`, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := bootctl(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d: %s", code, tc.code, errs)
+			}
+			got := out
+			if code != 0 {
+				got = errs
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("output lacks %q:\n%.600s", tc.want, got)
+			}
+		})
+	}
+}
+
+func TestWriteYAMLKeepsJSONNamesAndOrder(t *testing.T) {
+	v := struct {
+		Zeta  string            `json:"zeta"`
+		Alpha []int             `json:"alpha_list"`
+		Num   string            `json:"num"`
+		Map   map[string]string `json:"map,omitempty"`
+	}{"z", []int{1, 2}, "007", map[string]string{"b": "yes", "a": "1"}}
+	var b strings.Builder
+	if err := writeYAML(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	want := "zeta: z\nalpha_list:\n  - 1\n  - 2\nnum: \"007\"\nmap:\n  a: \"1\"\n  b: \"yes\"\n"
+	if b.String() != want {
+		t.Errorf("yaml:\n%s\nwant:\n%s", b.String(), want)
+	}
+	var back map[string]any
+	if err := yaml.Unmarshal([]byte(b.String()), &back); err != nil || back["num"] != "007" {
+		t.Errorf("round trip: %v %v", back, err)
+	}
+}
+
+// TestClusterStatusTable: cluster status in table mode is a table, one row per server.
+func TestClusterStatusTable(t *testing.T) {
+	sums := []integration.ServerSummary{
+		{Server: "bs0", IP: "10.0.0.1", Summary: json.RawMessage(`{"server":"bs0","nodes":16,"health":{"status":"healthy","healthy":16},"boot_seconds":{"count":16,"min":1.23,"median":2.5,"max":3.75}}`)},
+		{Server: "bs1", IP: "10.0.0.2", Summary: json.RawMessage(`{"server":"bs1","nodes":16,"health":{"status":"booting","healthy":3,"booting":13}}`)},
+	}
+	var b strings.Builder
+	if err := writeClusterStatus(&b, sums); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || strings.Contains(b.String(), "{") {
+		t.Fatalf("not a table of 2 servers:\n%s", b.String())
+	}
+	for i, want := range []string{"server ip nodes health healthy failed booting pending boot s min median max",
+		"bs0 10.0.0.1 16 healthy 16 0 0 0 1.2 2.5 3.8", "bs1 10.0.0.2 16 booting 3 0 13 0 - - -"} {
+		if got := strings.Join(strings.Fields(lines[i]), " "); got != want {
+			t.Errorf("line %d: %q, want %q", i, got, want)
+		}
+	}
+}
