@@ -191,7 +191,7 @@ func (m *Membership) run(ctx context.Context) {
 			return
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):
 			m.failed()
-			m.c.log.Warn("fleet lease lost: etcd expired it; re-joining", zap.String("member", m.name), zap.String("lease", fmt.Sprintf("%x", lease)))
+			m.c.log.Warn("fleet lease lost (expired or revoked in etcd); re-joining", zap.String("member", m.name), zap.String("lease", fmt.Sprintf("%x", lease)))
 			m.markLost(lease)
 			if !m.rejoin(ctx) {
 				return

@@ -1,0 +1,208 @@
+package fleet
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+func names(ms []Member) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Name)
+	}
+	return out
+}
+
+func TestJoinLeave(t *testing.T) {
+	e := startEtcd(t, 1)
+	a, b := open(t, e.Endpoints), open(t, e.Endpoints)
+	ctx := ctxFor(t, 20*time.Second)
+
+	for _, tc := range []struct {
+		name    string
+		ttl     time.Duration
+		wantTTL time.Duration
+		wantErr bool
+	}{
+		{"bs0", 0, DefaultTTL, false},
+		{"bs1", 1500 * time.Millisecond, 2 * time.Second, false},
+		{"bs2", 500 * time.Millisecond, 0, true},
+		{"bad/name", 0, 0, true},
+		{"", 0, 0, true},
+	} {
+		m, err := a.Join(ctx, tc.name, []byte("info-"+tc.name), tc.ttl)
+		if (err != nil) != tc.wantErr {
+			t.Fatalf("Join(%q, %v): %v, want error %v", tc.name, tc.ttl, err, tc.wantErr)
+		}
+		if err == nil && (m.TTL() != tc.wantTTL || !m.Valid()) {
+			t.Errorf("Join(%q): TTL %v valid %v, want %v and valid", tc.name, m.TTL(), m.Valid(), tc.wantTTL)
+		}
+	}
+	// The name is held: refused from another client, and from the same one.
+	for _, c := range []*Client{a, b} {
+		if _, err := c.Join(ctx, "bs0", nil, 0); !errors.Is(err, ErrNameTaken) {
+			t.Fatalf("duplicate Join: %v, want ErrNameTaken", err)
+		}
+	}
+	ms, rev, err := b.Members(ctx)
+	if err != nil || rev == 0 || !slices.Equal(names(ms), []string{"bs0", "bs1"}) || string(ms[0].Info) != "info-bs0" || ms[0].LeaseID == 0 {
+		t.Fatalf("Members = %+v rev %d, %v", ms, rev, err)
+	}
+
+	// Leave revokes at once: the name is free for the other client.
+	m, err := a.Join(ctx, "bs3", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := m.Lost()
+	if err := m.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lost:
+	default:
+		t.Error("Lost not closed by Leave")
+	}
+	if m.Valid() {
+		t.Error("Valid after Leave")
+	}
+	if err := m.Leave(ctx); err != nil {
+		t.Errorf("second Leave: %v", err)
+	}
+	if _, err := b.Join(ctx, "bs3", nil, 0); err != nil {
+		t.Errorf("Join after Leave: %v", err)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	if st := m.Stats(); st.Renewals != 0 {
+		t.Errorf("left membership renewed: %+v", st)
+	}
+}
+
+// TestLeaseExpiry: a server that dies without leaving (its client closed) drops out of Members
+// and WatchMembers within TTL + 1 s, and its name can be taken then.
+func TestLeaseExpiry(t *testing.T) {
+	e := startEtcd(t, 1)
+	obs := open(t, e.Endpoints)
+	ctx := ctxFor(t, 30*time.Second)
+	watch := obs.WatchMembers(ctx)
+	latest := func() []string {
+		select {
+		case ms := <-watch:
+			return names(ms)
+		case <-time.After(10 * time.Second):
+			t.Fatal("no member set within 10 s")
+		}
+		return nil
+	}
+	if got := latest(); len(got) != 0 {
+		t.Fatalf("first set %v, want empty", got)
+	}
+
+	dying := open(t, e.Endpoints)
+	const ttl = 2 * time.Second
+	m, err := dying.Join(ctx, "bs0", nil, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := latest(); !slices.Equal(got, []string{"bs0"}) {
+		t.Fatalf("after join %v", got)
+	}
+	time.Sleep(time.Second) // a few renewals
+	if st := m.Stats(); st.Renewals == 0 || st.RenewalFailures != 0 {
+		t.Errorf("stats after 1 s: %+v", st)
+	}
+	dying.Close() // a crash: no revoke
+	start := time.Now()
+	if got := latest(); len(got) != 0 {
+		t.Fatalf("after expiry %v", got)
+	}
+	gone := time.Since(start)
+	t.Logf("member gone %v after its client closed (ttl %v)", gone.Round(time.Millisecond), ttl)
+	if gone > ttl+time.Second {
+		t.Errorf("member gone after %v, want at most ttl + 1 s = %v", gone, ttl+time.Second)
+	}
+	if ms, _, err := obs.Members(ctx); err != nil || len(ms) != 0 {
+		t.Errorf("Members = %v, %v", ms, err)
+	}
+	if _, err := obs.Join(ctx, "bs0", nil, ttl); err != nil {
+		t.Errorf("Join of the dead member's name: %v", err)
+	}
+}
+
+// TestFencing: with etcd stopped, Valid turns false before the TTL has passed since the last
+// renewal was sent, and true again by itself once etcd is back.
+func TestFencing(t *testing.T) {
+	e := startEtcd(t, 1)
+	c := open(t, e.Endpoints)
+	ctx := ctxFor(t, 40*time.Second)
+	const ttl = 3 * time.Second
+	m, err := c.Join(ctx, "bs0", []byte("x"), ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+
+	stopped := time.Now()
+	e.Member(0).Stop()
+	invalid := waitFor(t, ttl, "Valid false with etcd stopped", func() bool { return !m.Valid() })
+	st := m.Stats()
+	sinceRenewal := time.Since(st.LastRenewal)
+	t.Logf("Valid false %v after etcd stopped, %v after the last renewal was sent (ttl %v, margin %v)",
+		invalid.Round(time.Millisecond), sinceRenewal.Round(time.Millisecond), ttl, Margin(ttl))
+	if sinceRenewal >= ttl-Margin(ttl)+200*time.Millisecond {
+		t.Errorf("Valid went false %v after the last renewal, want about ttl - margin = %v", sinceRenewal, ttl-Margin(ttl))
+	}
+	if m.Valid() {
+		t.Error("Valid again with etcd down")
+	}
+	time.Sleep(500 * time.Millisecond) // etcd stays down a while longer
+	t.Logf("etcd down for %v", time.Since(stopped).Round(time.Millisecond))
+	e.Member(0).Restart()
+	back := waitFor(t, 15*time.Second, "Valid again after etcd restart", m.Valid)
+	t.Logf("Valid again %v after etcd was healthy; stats %+v", back.Round(time.Millisecond), m.Stats())
+	if m.Stats().RenewalFailures == 0 {
+		t.Error("no renewal failure counted")
+	}
+	ms, _, err := c.Members(ctx)
+	if err != nil || !slices.Equal(names(ms), []string{"bs0"}) || ms[0].LeaseID != m.LeaseID() {
+		t.Errorf("Members after restart = %+v, %v (lease %x)", ms, err, m.LeaseID())
+	}
+}
+
+// TestRejoin: a membership whose lease etcd expired (here: revoked behind its back) reports Lost
+// and re-joins with a new lease under the same name.
+func TestRejoin(t *testing.T) {
+	e := startEtcd(t, 1)
+	c := open(t, e.Endpoints)
+	ctx := ctxFor(t, 20*time.Second)
+	m, err := c.Join(ctx, "bs0", []byte("x"), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, lost := m.LeaseID(), m.Lost()
+	if _, err := c.cli.Revoke(ctx, clientv3.LeaseID(old)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lost:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Lost not closed within 5 s of the revoke")
+	}
+	waitFor(t, 5*time.Second, "re-joined", func() bool { return m.Valid() && m.LeaseID() != old })
+	ms, _, err := c.Members(ctx)
+	if err != nil || len(ms) != 1 || ms[0].LeaseID != m.LeaseID() {
+		t.Fatalf("Members after re-join = %+v, %v", ms, err)
+	}
+	if st := m.Stats(); st.Rejoins != 1 {
+		t.Errorf("stats %+v, want 1 re-join", st)
+	}
+	select {
+	case <-m.Lost():
+		t.Error("new lease's Lost closed")
+	default:
+	}
+}
