@@ -25,14 +25,14 @@ func reportCommand(e *env) *cli.Command {
 			"paper's ladder, written to report.html.",
 		Flags: append(withoutFlags(machineFlags(), "failed-during-boot"),
 			&cli.StringSliceFlag{Name: "scenario", Aliases: []string{"s"}, Usage: "what-if scenario YAML file (repeatable); see examples/scenarios/"},
-			&cli.StringFlag{Name: "out", Value: "report.html", Usage: "output file, written atomically; - for stdout"},
-			&cli.StringFlag{Name: "format", Usage: "html, markdown, csv or json (default: from the --out extension, else html)"},
+			&cli.StringFlag{Name: "out", Usage: "output file, written atomically, its extension that of the format; - for stdout (default: report.html, report.md, report.csv or report.json)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o", "format"}, Usage: "report format: html, markdown, csv, json (default: from the --out extension, else html)"},
 			&cli.StringFlag{Name: "dist-batch", Usage: "batch whose node completion times are plotted: its label (\"1 cabinet\") or 1-based position in the ladder (default: the batch whose flow-model completion times spread most, else the largest)"},
 			&cli.BoolFlag{Name: "flow", Value: true, Usage: "run the flow-level model beside the analytic one (--flow=false: analytic only)"},
 			&cli.Float64Flag{Name: "upgrade-factor", Value: 10, Usage: "capacity multiplier of a segment upgrade in the recommendations"},
 		),
 		Action: func(c *cli.Context) error {
-			format, err := reportFormat(c.String("format"), c.String("out"))
+			format, outPath, err := reportFormat(c.String("output"), c.String("out"))
 			if err != nil {
 				return err
 			}
@@ -57,7 +57,7 @@ func reportCommand(e *env) *cli.Command {
 			}
 			// Check the output path before the work, so that a typo costs nothing.
 			var out *report.AtomicFile
-			if p := c.String("out"); p != "-" {
+			if p := outPath; p != "-" {
 				if fi, err := os.Stat(p); err == nil && fi.IsDir() {
 					return badInput("--out: %s is a directory", p)
 				}
@@ -88,30 +88,65 @@ func reportCommand(e *env) *cli.Command {
 			if err := out.Commit(); err != nil {
 				return fmt.Errorf("--out: %w", err)
 			}
-			e.log.Info("report written", zap.String("path", c.String("out")), zap.String("format", format),
+			e.log.Info("report written", zap.String("path", outPath), zap.String("format", format),
 				zap.Int("batches", len(in.Batches)), zap.Int("scenarios", len(scenarios)))
 			return nil
 		},
 	}
 }
 
-// reportFormat returns --format, or the format the --out extension implies, or html.
-func reportFormat(format, out string) (string, error) {
-	if format == "" {
-		switch strings.ToLower(filepath.Ext(out)) {
-		case ".md", ".markdown":
-			return "markdown", nil
-		case ".csv":
-			return "csv", nil
-		case ".json":
-			return "json", nil
+// reportExtensions are the file extensions of each report format, the first the one --out gets
+// by default.
+func reportExtensions(format string) []string {
+	switch format {
+	case "html":
+		return []string{".html", ".htm"}
+	case "markdown":
+		return []string{".md", ".markdown"}
+	case "csv":
+		return []string{".csv"}
+	case "json":
+		return []string{".json"}
+	}
+	return nil
+}
+
+// reportFormat checks --output (alias --format) against --out: the format is --output, or the one
+// the --out extension names, or html; --out defaults to report.EXT. An --out extension that is no
+// report format's, or another format's than --output, is refused (r.pdf would hold HTML).
+func reportFormat(format, out string) (string, string, error) {
+	if format != "" && !slices.Contains(report.Formats(), format) {
+		return "", "", badInput("--output: %q is not one of %s", format, strings.Join(report.Formats(), ", "))
+	}
+	if out == "" {
+		if format == "" {
+			format = "html"
 		}
-		return "html", nil
+		return format, "report" + reportExtensions(format)[0], nil
 	}
-	if !slices.Contains(report.Formats(), format) {
-		return "", badInput("--format: %q is not one of %s", format, strings.Join(report.Formats(), ", "))
+	ext := strings.ToLower(filepath.Ext(out))
+	if out == "-" || ext == "" {
+		if format == "" {
+			format = "html"
+		}
+		return format, out, nil
 	}
-	return format, nil
+	implied := ""
+	var known []string
+	for _, f := range report.Formats() {
+		if slices.Contains(reportExtensions(f), ext) {
+			implied = f
+		}
+		known = append(known, reportExtensions(f)[0])
+	}
+	switch {
+	case implied == "":
+		return "", "", badInput("--out %s: %s is not a report format's extension (%s); the formats are %s",
+			out, ext, strings.Join(known, ", "), strings.Join(report.Formats(), ", "))
+	case format != "" && format != implied:
+		return "", "", badInput("--out %s: the extension says %s but --output is %s", out, implied, format)
+	}
+	return implied, out, nil
 }
 
 // distBatch resolves --dist-batch to an index in the ladder, -1 for the default.

@@ -109,7 +109,7 @@ func TestReportBadInput(t *testing.T) {
 		{"missing scenario", []string{"--scenario", filepath.Join(dir, "none.yaml"), "--out", out}, "no such file"},
 		{"unwritable output", []string{"--out", filepath.Join(dir, "no", "such", "dir", "report.html")}, "--out: cannot write"},
 		{"output is a directory", []string{"--out", dir}, "is a directory"},
-		{"bad format", []string{"--format", "pdf", "--out", out}, `--format: "pdf" is not one of html, markdown, csv, json`},
+		{"bad format", []string{"--format", "pdf", "--out", out}, `--output: "pdf" is not one of html, markdown, csv, json`},
 		{"bad dist batch", []string{"--dist-batch", "7 cabinets", "--out", out}, "--dist-batch"},
 		{"bad upgrade factor", []string{"--upgrade-factor", "1", "--out", out}, "--upgrade-factor"},
 		{"bad algorithm", []string{"--algo", "fastest", "--out", out}, "unknown algorithm"},
