@@ -58,6 +58,10 @@ type FailurePlan struct {
 	// Absent marks the servers that were down from the start (the assignment was made without
 	// them); they are never a new owner. nil: none.
 	Absent []bool
+	// Owners, when set, returns the owners of every node with the servers dead[s] (the plan's
+	// failures detected so far) down, for callers that know the fleet's ownership rule
+	// (mapping.AssignOwners). nil: mapping.Remap of the assignment with Absent and dead down.
+	Owners func(dead []bool) (*mapping.Assignment, error)
 }
 
 // FailureSummary is the takeover of a run with failures, beside the same run without them.
@@ -76,6 +80,19 @@ type FailureSummary struct {
 	Effect bool `json:"effect"`
 	// Servers are the failures by time, then server index.
 	Servers []ServerTakeover `json:"servers"`
+	// Nodes are the batch's nodes' takeovers, parallel to FlowResult.NodeResults (nil without
+	// Effect); JSON shows them in node_results.
+	Nodes []NodeTakeover `json:"-"`
+}
+
+// NodeTakeover is what the failures did to one node.
+type NodeTakeover struct {
+	// Restarted is set when the node lost a boot in progress to a failed server and booted again
+	// from DHCP on a new owner.
+	Restarted bool `json:"restarted"`
+	// Servers lists every server that owned the node during the boot, the first its own and the
+	// last the one it finished on (only when it changed server).
+	Servers []string `json:"servers,omitempty"`
 }
 
 // ServerTakeover is what one failed server left to the others.
@@ -129,6 +146,7 @@ func simulateFailures(ctx context.Context, g *topology.Graph, r topology.Router,
 	if !sum.Effect {
 		res = base
 		res.Failure = sum
+		sum.Nodes = nil
 	}
 	sum.BatchSeconds = res.BatchSeconds
 	sum.ExtraSeconds = res.BatchSeconds - base.BatchSeconds
@@ -253,14 +271,31 @@ func (f *failState) init(s *sim, a *mapping.Assignment) error {
 			k++
 		}
 		if remapped[k] == nil {
-			down := make([]bool, ns)
-			copy(down, fp.Absent)
+			dead := make([]bool, ns)
 			for _, j := range f.order[:k] {
-				down[fp.Failures[j].Server] = true
+				dead[fp.Failures[j].Server] = true
 			}
-			out, _, err := mapping.Remap(a, g.Hierarchy(), down)
+			var out *mapping.Assignment
+			var err error
+			if fp.Owners != nil {
+				out, err = fp.Owners(dead)
+			} else {
+				down := slices.Clone(dead)
+				for s, ab := range fp.Absent {
+					down[s] = down[s] || ab
+				}
+				out, _, err = mapping.Remap(a, g.Hierarchy(), down)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("owners after %d failures: %w", k, err)
+			}
+			if len(out.Server) != len(a.Server) {
+				return nil, fmt.Errorf("owners after %d failures: %d nodes, want %d", k, len(out.Server), len(a.Server))
+			}
+			for _, node := range s.batch {
+				if o := out.Server[node]; o < 0 || int(o) >= ns || dead[o] || int(o) < len(fp.Absent) && fp.Absent[o] {
+					return nil, fmt.Errorf("owners after %d failures: node %s has server %d", k, g.VertexName(g.Nodes()[node]), o)
+				}
 			}
 			remapped[k] = out
 		}
@@ -493,12 +528,12 @@ func (f *failState) advance0(p int32) int32 {
 }
 
 // history fills in a node's restart flag and servers.
-func (f *failState) history(s *sim, nr *NodeResult, i int, own int32) {
+func (f *failState) history(s *sim, nr *NodeTakeover, i int) {
 	if f.cur[i] == int32(i) {
 		return
 	}
 	g := s.g
-	nr.Servers = []string{g.VertexName(g.Servers()[own])}
+	nr.Servers = []string{g.VertexName(g.Servers()[f.server[i]])}
 	for p := int32(i); p != f.cur[i]; {
 		nr.Restarted = nr.Restarted || f.killed[p]
 		p = f.next[p]
@@ -521,15 +556,14 @@ func (f *failState) movedBytes(p int, total float64) float64 {
 // summary returns the takeover summary (the batch times are SimulateFailures').
 func (f *failState) summary(s *sim) *FailureSummary {
 	g := s.g
-	sum := &FailureSummary{DetectSeconds: f.plan.DetectSeconds, Servers: f.take}
+	sum := &FailureSummary{DetectSeconds: f.plan.DetectSeconds, Servers: f.take, Nodes: make([]NodeTakeover, s.n)}
 	for i := range f.cur {
 		if f.cur[i] != int32(i) {
+			nt := &sum.Nodes[i]
+			f.history(s, nt, i)
 			sum.TakenOver++
-			for p := int32(i); p != f.cur[i]; p = f.next[p] {
-				if f.killed[p] {
-					sum.Restarted++
-					break
-				}
+			if nt.Restarted {
+				sum.Restarted++
 			}
 		}
 	}

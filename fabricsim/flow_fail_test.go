@@ -114,13 +114,16 @@ func TestFailureHand(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, w := range tc.nodes {
-				nr := res.NodeResults[i]
-				if !near(nr.DoneSeconds, w.done) || nr.Server != w.server || nr.Restarted != w.restarted {
-					t.Errorf("%s: done %v on %s restarted %v, want %v on %s restarted %v", nr.Name, nr.DoneSeconds, nr.Server,
-						nr.Restarted, w.done, w.server, w.restarted)
+				nr, nt := res.NodeResults[i], NodeTakeover{}
+				if res.Failure.Nodes != nil {
+					nt = res.Failure.Nodes[i]
 				}
-				if moved := w.server != []string{"bs0", "bs3", "bs3"}[i]; moved != (len(nr.Servers) == 2) {
-					t.Errorf("%s: servers %v", nr.Name, nr.Servers)
+				if !near(nr.DoneSeconds, w.done) || nr.Server != w.server || nt.Restarted != w.restarted {
+					t.Errorf("%s: done %v on %s restarted %v, want %v on %s restarted %v", nr.Name, nr.DoneSeconds, nr.Server,
+						nt.Restarted, w.done, w.server, w.restarted)
+				}
+				if moved := w.server != []string{"bs0", "bs3", "bs3"}[i]; moved != (len(nt.Servers) == 2) {
+					t.Errorf("%s: servers %v", nr.Name, nt.Servers)
 				}
 			}
 			f := res.Failure
@@ -156,10 +159,10 @@ func TestFailureChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nr := res.NodeResults[0]
+	nr, nt := res.NodeResults[0], res.Failure.Nodes[0]
 	// Restart due at 3.4 on first, which died at 1: detected at 4, so 4 + 0.8.
-	if !near(nr.DoneSeconds, 4.8) || nr.Server != second || !nr.Restarted || strings.Join(nr.Servers, ",") != "bs3,"+first+","+second {
-		t.Fatalf("%+v", nr)
+	if !near(nr.DoneSeconds, 4.8) || nr.Server != second || !nt.Restarted || strings.Join(nt.Servers, ",") != "bs3,"+first+","+second {
+		t.Fatalf("%+v %+v", nr, nt)
 	}
 	f := res.Failure
 	if f.Servers[0].Server != "bs3" || f.Servers[0].MidBoot != 1 || f.Servers[1].NotStarted != 1 || f.Servers[1].NewOwners[0].Server != second {
@@ -187,7 +190,7 @@ func TestFailureSharing(t *testing.T) {
 	}
 	// Before: L2 gives n2 and n3 3 Mb/s each, L1 gives n0 and n1 (10-3)/2 = 3.5 each; n3 is done
 	// at 2 s. s1 fails at 0.5 s and n3's flow leaves L2: n0, n1, n2 get 10/3 on L1.
-	if !near(base.NodeResults[3].DoneSeconds, 2) || res.NodeResults[3].Server != "s0" || !res.NodeResults[3].Restarted {
+	if !near(base.NodeResults[3].DoneSeconds, 2) || res.NodeResults[3].Server != "s0" || !res.Failure.Nodes[3].Restarted {
 		t.Fatalf("base %+v\nfail %+v", base.NodeResults, res.NodeResults)
 	}
 	// n3 restarts from s0 at 1.5 s: L1 shares 2.5 among four flows. At 1.5 s n0 and n1 have
@@ -224,7 +227,7 @@ func TestFailureSplitsClass(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, want := range []float64{5.4, 2.8, 2.8, 2.8} {
-		if nr := res.NodeResults[i]; !near(nr.DoneSeconds, want) || nr.Restarted != (i == 0) {
+		if nr := res.NodeResults[i]; !near(nr.DoneSeconds, want) || res.Failure.Nodes[i].Restarted != (i == 0) {
 			t.Errorf("%+v, want done at %v", nr, want)
 		}
 	}
@@ -260,6 +263,37 @@ func TestFailureAfterEnd(t *testing.T) {
 	y, _ := json.Marshal(res)
 	if !bytes.Equal(x, y) {
 		t.Fatal("a failure after the end changed the result")
+	}
+}
+
+// TestFailureJSON: node_results carry each node's takeover, and read back.
+func TestFailureJSON(t *testing.T) {
+	g, a, cfg := miniFail(t)
+	batch := miniNodes(t, g, "s0-b0-n0", "s0-b3-n0")
+	res, err := SimulateFailures(context.Background(), g, nil, a, batch, cfg, FailurePlan{Failures: []ServerFailure{{3, 0.4}}, DetectSeconds: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := ownerAfter(t, g, a, batch[1], 3)
+	// The restarted node was bound by its N1 link 0.4 s, then 0.8 s.
+	want := `"name":"s0-b3-n0","server":"` + own + `","arrival_seconds":0,"done_seconds":4.2,"bottleneck":"N1","bound_seconds":1.2000000000000002,"restarted":true,"servers":["bs3","` + own + `"]}`
+	if !strings.Contains(string(b), want) || !strings.Contains(string(b), `"bound_seconds":0.8,"restarted":false}`) {
+		t.Fatalf("%s\nwant %s", b, want)
+	}
+	var back FlowResult
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !back.Failure.Nodes[1].Restarted || back.NodeResults[1].Server != own || back.Failure.Servers[0].MidBoot != 1 {
+		t.Fatalf("%+v", back)
+	}
+	again, _ := json.Marshal(back)
+	if !bytes.Equal(b, again) {
+		t.Fatal("JSON does not round-trip")
 	}
 }
 
@@ -317,7 +351,7 @@ func TestFailureRandom(t *testing.T) {
 			if _, dead := failAt[nr.Server]; dead && nr.DoneSeconds > failAt[nr.Server]+cfg.HealthSeconds+1e-9 {
 				t.Fatalf("%d: %s finished on %s at %v after it failed", it, nr.Name, nr.Server, nr.DoneSeconds)
 			}
-			if nr.Restarted && nr.DoneSeconds < fp.DetectSeconds+cfg.DHCPSeconds {
+			if res.Failure.Effect && res.Failure.Nodes[i].Restarted && nr.DoneSeconds < fp.DetectSeconds+cfg.DHCPSeconds {
 				t.Fatalf("%d: %s restarted but done at %v", it, nr.Name, nr.DoneSeconds)
 			}
 		}

@@ -1,6 +1,7 @@
 package fabricsim
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 )
@@ -97,12 +98,6 @@ type NodeResult struct {
 	// BoundSeconds how long.
 	Bottleneck   string  `json:"bottleneck"`
 	BoundSeconds float64 `json:"bound_seconds"`
-	// With server failures (SimulateFailures): Restarted is set when the node lost a boot in
-	// progress to a failed server and booted again from DHCP on a new owner; Servers lists every
-	// server that owned the node during the boot, the first its own, the last Server (only when
-	// the node changed server). Both are left out of JSON otherwise.
-	Restarted bool     `json:"restarted,omitempty"`
-	Servers   []string `json:"servers,omitempty"`
 }
 
 // FlowStats says how much work the simulation did.
@@ -173,4 +168,56 @@ func binSeries(t []float64, vals [][]float64, n int) ([]float64, [][]float64) {
 		}
 	}
 	return bt, out
+}
+
+// nodeJSON is a node's result in JSON with, after server failures, its takeover.
+type nodeJSON struct {
+	NodeResult
+	NodeTakeover
+}
+
+// flowResultJSON is FlowResult without its methods.
+type flowResultJSON FlowResult
+
+// MarshalJSON writes the result; with server failures each node's entry of node_results also
+// has "restarted" and "servers" (see NodeTakeover). They live beside NodeResults rather than in
+// it so that runs without failures, the common case, pay nothing for them.
+func (r FlowResult) MarshalJSON() ([]byte, error) {
+	if r.Failure == nil || len(r.Failure.Nodes) != len(r.NodeResults) {
+		return json.Marshal(flowResultJSON(r))
+	}
+	nodes := make([]nodeJSON, len(r.NodeResults))
+	for i := range nodes {
+		nodes[i] = nodeJSON{r.NodeResults[i], r.Failure.Nodes[i]}
+	}
+	return json.Marshal(struct {
+		flowResultJSON
+		NodeResults []nodeJSON `json:"node_results"`
+	}{flowResultJSON(r), nodes})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (r *FlowResult) UnmarshalJSON(b []byte) error {
+	var v struct {
+		flowResultJSON
+		NodeResults []nodeJSON `json:"node_results"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*r = FlowResult(v.flowResultJSON)
+	r.NodeResults = nil
+	if v.NodeResults != nil {
+		r.NodeResults = make([]NodeResult, len(v.NodeResults))
+	}
+	for i, n := range v.NodeResults {
+		r.NodeResults[i] = n.NodeResult
+	}
+	if r.Failure != nil {
+		r.Failure.Nodes = make([]NodeTakeover, len(v.NodeResults))
+		for i, n := range v.NodeResults {
+			r.Failure.Nodes[i] = n.NodeTakeover
+		}
+	}
+	return nil
 }

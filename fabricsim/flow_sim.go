@@ -759,13 +759,16 @@ func (s *sim) result(a *mapping.Assignment) *FlowResult {
 	dur := make([]float64, s.n)
 	nf := len(cfg.Files)
 	tot := make([]float64, s.nLabels)
-	var ps []int32
+	var one [1]int32
+	var buf []int32
 	for i, node := range s.batch {
 		// The positions of the node's boot: the batch's own, or with failures each incarnation
 		// that started, the last one finishing.
-		ps = append(ps[:0], int32(i))
+		one[0] = int32(i)
+		ps := one[:]
 		if s.fail != nil {
-			ps = s.fail.used(ps[:0], i)
+			buf = s.fail.used(buf[:0], i)
+			ps = buf
 		}
 		last := int(ps[len(ps)-1])
 		var srv int32
@@ -806,9 +809,6 @@ func (s *sim) result(a *mapping.Assignment) *FlowResult {
 		if best >= 0 {
 			nr.Bottleneck, nr.BoundSeconds = s.labels[best], tot[best]
 			boundCount[best]++
-		}
-		if s.fail != nil {
-			s.fail.history(s, &nr, i, a.Server[node])
 		}
 		res.NodeResults[i] = nr
 		comp[i], dur[i] = s.done[last], s.done[last]-arr

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -58,6 +59,8 @@ func simulateCommand(e *env) *cli.Command {
 		&cli.StringFlag{Name: "mcast", Value: "fulb", Usage: "multicast tree algorithm with --delivery multicast: fulb, minhop, sssp"},
 		&cli.StringFlag{Name: "time-step", Value: "auto", Usage: "round events up to multiples of this duration so that nearby ones share one re-allocation (0: exact; auto: exact with --arrival all, else " + simAutoStep.String() + ")"},
 		&cli.Float64Flag{Name: "server-cap", Usage: "limit on each boot server's total rate in Mb/s, e.g. its disk (0: none)"},
+		&cli.StringSliceFlag{Name: "fail", Usage: "a boot server fails during the boot: SERVER@TIME (bs3@12s, 3@12; repeatable or comma-separated); its unfinished nodes boot again from DHCP on their new owners after --detect, beside the run without failures"},
+		&cli.DurationFlag{Name: "detect", Value: time.Duration(fabricsim.DefaultDetectSeconds * 1e9), Usage: "with --fail: time from a failure to the takeover of the server's nodes (the fleet's etcd lease TTL)"},
 		outputFlag(formats...),
 	)
 	return &cli.Command{
@@ -112,6 +115,13 @@ func simulateCommand(e *env) *cli.Command {
 			if err := opt.checkBatches(in.Batches); err != nil {
 				return err
 			}
+			fails, err := simFailures(c, g, in)
+			if err != nil {
+				return err
+			}
+			if fails != nil && opt.multicast {
+				return badInput("--fail: server failures are simulated with unicast delivery only, not with --delivery multicast")
+			}
 			if opt.multicast {
 				if opt.hops, err = routing.NewHopTable(g, 0); err != nil {
 					return asBadInput(err)
@@ -133,7 +143,12 @@ func simulateCommand(e *env) *cli.Command {
 						return asBadInput(err)
 					}
 					run.Progress = simProgress(e.stderr, algo.Name+" "+b.Label)
-					res, err := fabricsim.Simulate(c.Context, g, nil, a, b.Nodes, run)
+					var res *fabricsim.FlowResult
+					if fails != nil {
+						res, err = fabricsim.SimulateFailures(c.Context, g, nil, a, b.Nodes, run, fails.plan(g, algo, b, in))
+					} else {
+						res, err = fabricsim.Simulate(c.Context, g, nil, a, b.Nodes, run)
+					}
 					if run.Progress != nil {
 						run.Progress(fabricsim.Progress{Done: -1})
 					}
@@ -178,6 +193,9 @@ func simulateCommand(e *env) *cli.Command {
 				return simWriteCSV(e.stdout, runs)
 			}
 			if err := simWriteTable(e.stdout, g, runs); err != nil {
+				return err
+			}
+			if err := simWriteFailures(e.stdout, runs); err != nil {
 				return err
 			}
 			return simWriteHealth(e.stdout, runs)
@@ -425,12 +443,32 @@ func simWriteCSV(w io.Writer, runs []simRun) error {
 	if delivery {
 		rows[0] = append(rows[0], "delivery")
 	}
+	failures := len(runs) > 0 && runs[0].Result.Failure != nil
+	if failures {
+		rows[0] = append(rows[0], "restarted", "servers")
+	}
 	for _, r := range runs {
-		for _, n := range r.Result.NodeResults {
+		var takeovers []fabricsim.NodeTakeover
+		if f := r.Result.Failure; f != nil {
+			takeovers = f.Nodes
+		}
+		for i, n := range r.Result.NodeResults {
 			row := []string{r.Batch, r.Algo, n.Name, n.Server, simFloat(n.ArrivalSeconds), simFloat(n.DoneSeconds),
 				n.Bottleneck, simFloat(n.BoundSeconds)}
 			if delivery {
 				row = append(row, r.Delivery)
+			}
+			if failures {
+				// Without an effect there are no takeovers: every node kept its server.
+				var nt fabricsim.NodeTakeover
+				if takeovers != nil {
+					nt = takeovers[i]
+				}
+				servers := n.Server
+				if len(nt.Servers) > 0 {
+					servers = strings.Join(nt.Servers, " ")
+				}
+				row = append(row, strconv.FormatBool(nt.Restarted), servers)
 			}
 			rows = append(rows, row)
 		}
@@ -659,4 +697,163 @@ func simWriteHealth(w io.Writer, runs []simRun) error {
 // simDur prints seconds as a rounded duration (health aggregations take micro- to milliseconds).
 func simDur(s float64) string {
 	return time.Duration(s * 1e9).Round(time.Microsecond / 10).String()
+}
+
+// simFails is --fail and --detect, checked against the machine and the servers down from the start.
+type simFails struct {
+	failures []fabricsim.ServerFailure
+	detect   float64
+}
+
+// simFailures reads --fail and --detect (nil without --fail). A failed server must be up at the
+// start (not in --failed-servers or --failed-during-boot), fail once, and leave one server up.
+func simFailures(c *cli.Context, g *topology.Graph, in *machineInput) (*simFails, error) {
+	items := c.StringSlice("fail")
+	if len(items) == 0 {
+		if c.IsSet("detect") {
+			return nil, badInput("--detect needs --fail")
+		}
+		return nil, nil
+	}
+	d := c.Duration("detect")
+	if d < 0 {
+		return nil, badInput("--detect: %v must not be negative", d)
+	}
+	servers := len(g.Servers())
+	isSet := func(v []bool, s int) bool { return s < len(v) && v[s] }
+	out := &simFails{detect: d.Seconds()}
+	down := 0
+	for s := 0; s < servers; s++ {
+		if isSet(in.Failed, s) || isSet(in.Dead, s) {
+			down++
+		}
+	}
+	seen := make([]bool, servers)
+	for _, item := range items {
+		item = strings.TrimSpace(item)
+		name, at, ok := strings.Cut(item, "@")
+		if !ok {
+			return nil, badInput("--fail %q: want SERVER@TIME, e.g. bs3@12s", item)
+		}
+		srv, err := simServer(g, strings.TrimSpace(name))
+		if err != nil {
+			return nil, badInput("--fail %q: %w", item, err)
+		}
+		t, err := simSeconds(strings.TrimSpace(at))
+		if err != nil {
+			return nil, badInput("--fail %q: %w", item, err)
+		}
+		sname := g.VertexName(g.Servers()[srv])
+		switch {
+		case seen[srv]:
+			return nil, badInput("--fail %q: %s fails twice", item, sname)
+		case isSet(in.Failed, srv):
+			return nil, badInput("--fail %q: %s is down from the start (--failed-servers)", item, sname)
+		case isSet(in.Dead, srv):
+			return nil, badInput("--fail %q: %s is down from the start (--failed-during-boot)", item, sname)
+		}
+		seen[srv] = true
+		down++
+		out.failures = append(out.failures, fabricsim.ServerFailure{Server: srv, Seconds: t})
+	}
+	if down == servers {
+		return nil, badInput("--fail: all %d boot servers would be down (%d fail, %d down from the start); at least one must stay up",
+			servers, len(out.failures), servers-len(out.failures))
+	}
+	return out, nil
+}
+
+// simServer parses a boot server: its name (bs3), or its index (3).
+func simServer(g *topology.Graph, s string) (int, error) {
+	for i, v := range g.Servers() {
+		if g.VertexName(v) == s {
+			return i, nil
+		}
+	}
+	n := len(g.Servers())
+	i, err := strconv.Atoi(strings.TrimPrefix(s, "bs"))
+	if err != nil || i < 0 || i >= n {
+		return 0, fmt.Errorf("%q is not a boot server (0-%d or bs0-bs%d)", s, n-1, n-1)
+	}
+	return i, nil
+}
+
+// simSeconds parses a time from the start of the boot: a duration (12s, 1m30s) or seconds (12.5).
+func simSeconds(s string) (float64, error) {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		d, derr := time.ParseDuration(s)
+		if derr != nil {
+			return 0, fmt.Errorf("time %q: want a duration like 12s or a number of seconds", s)
+		}
+		v = d.Seconds()
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("time %q must not be negative", s)
+	}
+	return v, nil
+}
+
+// plan returns the failures of one run: new owners come from the fleet's rule (mapping.Owners
+// through AssignOwners) with the failed servers dead besides --failed-during-boot's.
+func (f *simFails) plan(g *topology.Graph, algo mapping.Algo, b topology.Batch, in *machineInput) fabricsim.FailurePlan {
+	servers := len(g.Servers())
+	down := make([]bool, servers)
+	for s := range down {
+		down[s] = s < len(in.Failed) && in.Failed[s] || s < len(in.Dead) && in.Dead[s]
+	}
+	return fabricsim.FailurePlan{Failures: f.failures, DetectSeconds: f.detect, Absent: down,
+		Owners: func(dead []bool) (*mapping.Assignment, error) {
+			d := make([]bool, servers)
+			for s := range d {
+				d[s] = s < len(dead) && dead[s] || s < len(in.Dead) && in.Dead[s]
+			}
+			a, _, err := mapping.AssignOwners(g, algo, b.Nodes, in.Failed, d)
+			return a, err
+		}}
+}
+
+// simTopOwners is how many new owners a failure's table row names.
+const simTopOwners = 4
+
+// simWriteFailures prints each run's takeover: per failed server its time, detection, the nodes
+// taken over and their new owners, and the batch time beside the run without failures.
+func simWriteFailures(w io.Writer, runs []simRun) error {
+	for _, r := range runs {
+		f := r.Result.Failure
+		if f == nil {
+			continue
+		}
+		fmt.Fprint(w, "\nserver failures")
+		if len(runs) > 1 {
+			fmt.Fprintf(w, " (batch %s, %s)", r.Batch, r.Algo)
+		}
+		fmt.Fprintf(w, ", detected after %s s: batch time %s s with them, %s s without (+%s s); nodes taken over %d, restarted %d\n",
+			fmtFloat(f.DetectSeconds, 3), fmtFloat(f.BatchSeconds, 3), fmtFloat(f.BaselineBatchSeconds, 3), fmtFloat(f.ExtraSeconds, 3),
+			f.TakenOver, f.Restarted)
+		if !f.Effect {
+			fmt.Fprintln(w, "no effect: no failure met an unfinished node; the run is the one without failures")
+		}
+		t := newTable(w)
+		t.row("server", "fails s", "detected s", "mid-boot", "not started", "done", "new owners (nodes)")
+		for _, st := range f.Servers {
+			var owners []string
+			for i, o := range st.NewOwners {
+				if i == simTopOwners {
+					owners = append(owners, fmt.Sprintf("+%d more", len(st.NewOwners)-i))
+					break
+				}
+				owners = append(owners, fmt.Sprintf("%s (%d)", o.Server, o.Nodes))
+			}
+			what := strings.Join(owners, ", ")
+			if st.Note != "" {
+				what = st.Note
+			}
+			t.row(st.Server, fmtFloat(st.FailSeconds, 3), fmtFloat(st.DetectedSeconds, 3), st.MidBoot, st.NotStarted, st.Done, what)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
