@@ -17,7 +17,7 @@ type Event struct {
 }
 
 // maxAppendTries bounds AppendEvent's retries when other servers append to the same kind at once.
-const maxAppendTries = 16
+const maxAppendTries = 64
 
 // AppendEvent appends rec to the events of kind (takeovers, say) and returns its sequence number.
 // The sequence is the version of the kind's counter key, bumped in the same transaction that
