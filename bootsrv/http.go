@@ -294,7 +294,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if _, ok := s.tracker.Node(name); !ok {
 		if n, ok := s.auth.Inventory().ByName(name); ok {
-			o := s.auth.Owner(n)
+			o := s.Authority().Owner(n)
 			where := "no boot server"
 			if o >= 0 && o < len(s.cfg.Servers) {
 				where = fmt.Sprintf("boot server %s (%s)", s.cfg.Servers[o].Name, s.cfg.Servers[o].Address)

@@ -15,8 +15,13 @@ import (
 // inventory address and host name, and the network options of the configuration. In proxy mode it
 // only says which clients are this server's (the address comes from the network's DHCP server).
 func (a *Authority) Reservations(opts NetworkOptions) (dhcpd.StaticReservations, error) {
+	return nodeReservations(a.Owned(), opts)
+}
+
+// nodeReservations is Reservations for a list of nodes.
+func nodeReservations(nodes []*InventoryNode, opts NetworkOptions) (dhcpd.StaticReservations, error) {
 	m := map[string]dhcpd.Reservation{}
-	for _, n := range a.Owned() {
+	for _, n := range nodes {
 		r := dhcpd.Reservation{Name: n.Name, Mask: opts.Mask, Router: opts.Router, DNS: opts.DNS, Domain: opts.Domain}
 		if n.IP.IsValid() {
 			r.IP = n.IP.AsSlice()

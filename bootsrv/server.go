@@ -28,6 +28,9 @@ type Options struct {
 	// Registry receives every metric (boot states, HTTP, DHCP, TFTP) and is what /metrics shows.
 	Registry *prometheus.Registry
 	Now      func() time.Time
+	// Fleet makes the server a member of a fleet sharing etcd (nil: a single server on its own
+	// bbolt state files). See FleetOptions.
+	Fleet *FleetOptions
 }
 
 // Server is one boot server. Build it with New, open its sockets with Listen and run it with Serve.
@@ -35,9 +38,11 @@ type Server struct {
 	cfg     *Config
 	log     *zap.Logger
 	reg     *prometheus.Registry
-	auth    *Authority
+	auth    *Authority // the home ownership: the static deal, no server dead
+	hier    *topology.Hierarchy
 	tracker *Tracker
-	store   *Store
+	store   StateStore
+	fleet   *fleetRuntime // nil for a single server
 	images  *images.Store
 	fsys    fs.FS
 	httpm   *httpMetrics
@@ -83,6 +88,7 @@ func New(cfg *Config, opts Options) (_ *Server, err error) {
 		return nil, fmt.Errorf("topology %s: %w", cfg.Topology, err)
 	}
 	h := g.Hierarchy()
+	s.hier = h
 	inv, err := LoadInventory(cfg.Inventory, h)
 	if err != nil {
 		return nil, err
@@ -104,18 +110,30 @@ func New(cfg *Config, opts Options) (_ *Server, err error) {
 		return nil, fmt.Errorf("reservations: %w", err)
 	}
 	if s.images, err = images.Open(cfg.Images); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: images: %w", cfg.file, err)
 	}
+	// A server without its iPXE binaries or its default profile would answer every node and then
+	// fail each boot one step later: refuse to start instead, naming what is missing.
 	ipxe, err := images.LocateIPXE(cfg.IPXEDir)
 	if err != nil {
-		s.log.Warn("no iPXE binaries: TFTP and /ipxe/bin serve only profile files", zap.Error(err))
+		return nil, fmt.Errorf("%s: ipxe_dir: %w", cfg.file, err)
 	}
 	s.fsys = s.images.FS(ipxe)
 	if _, err := s.images.Get(cfg.Profile); err != nil {
-		s.log.Warn("default boot profile missing from the image store", zap.String("profile", cfg.Profile), zap.String("store", cfg.Images))
+		return nil, fmt.Errorf("%s: profile %q is not in the image store %s (bootctl image list --store %s): %w", cfg.file, cfg.Profile, cfg.Images, cfg.Images, err)
 	}
-	store, err := OpenStore(cfg.StateDir)
-	if err != nil {
+	var store StateStore
+	tracked := s.auth.Owned()
+	if opts.Fleet != nil {
+		if cfg.DHCP.Pool != nil {
+			return nil, fmt.Errorf("%s: dhcp.pool: a fleet answers from reservations only for now (pool addresses from etcd are not built yet)", cfg.file)
+		}
+		if s.fleet, err = newFleetRuntime(s, *opts.Fleet); err != nil {
+			return nil, err
+		}
+		store, tracked = s.fleet.store, nil // the fleet's records; nodes come with ownership
+		s.res = fleetReservations{s.fleet}
+	} else if store, err = OpenStore(cfg.StateDir); err != nil {
 		return nil, err
 	}
 	s.store = store
@@ -133,8 +151,8 @@ func New(cfg *Config, opts Options) (_ *Server, err error) {
 		}
 	}()
 	srv := cfg.Servers[cfg.ServerID]
-	s.tracker, err = NewTracker(s.auth.Owned(), cfg.Profile, TrackerOptions{
-		Store: store, Flush: time.Duration(*cfg.StateFlush), Now: opts.Now, Registerer: s.reg,
+	s.tracker, err = NewTracker(tracked, cfg.Profile, TrackerOptions{
+		Store: store, Shared: s.fleet != nil, Flush: time.Duration(*cfg.StateFlush), Now: opts.Now, Registerer: s.reg,
 		Logger: s.log.Named("state"), Server: srv.Name, ServerID: cfg.ServerID,
 	})
 	if err != nil {
@@ -192,7 +210,16 @@ func (s *Server) Close() error {
 }
 
 // Authority returns the server's authority (which nodes it answers).
-func (s *Server) Authority() *Authority { return s.auth }
+// In a fleet it is the ownership rule's answer for the live set last seen (before the server has
+// joined: the home ownership).
+func (s *Server) Authority() *Authority {
+	if s.fleet != nil {
+		if a := s.fleet.cur.Load(); a != nil {
+			return a
+		}
+	}
+	return s.auth
+}
 
 // Tracker returns the boot-state tracker.
 func (s *Server) Tracker() *Tracker { return s.tracker }
@@ -394,6 +421,14 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	for _, d := range dh {
 		run("dhcp", func() error { return d.Serve(ctx) })
+	}
+	if s.fleet != nil {
+		if err := s.joinFleet(ctx); err != nil {
+			errs <- err
+			cancel()
+		} else {
+			run("fleet", func() error { return s.runFleet(ctx) })
+		}
 	}
 	stateCtx, stopState := context.WithCancel(context.WithoutCancel(ctx))
 	stateDone := make(chan error, 1)

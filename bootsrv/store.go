@@ -24,6 +24,19 @@ var (
 
 const stateVersion = "1"
 
+// StateStore persists boot states: one record per node. Two backends implement it: Store (bbolt,
+// one server, the default) and EtcdStore (a fleet's shared records in etcd).
+type StateStore interface {
+	// Load returns every saved node state.
+	Load() ([]NodeStatus, error)
+	// Save writes the given nodes' states, replacing their previous ones.
+	Save(nodes []NodeStatus) error
+	// Delete removes the named nodes' states.
+	Delete(names []string) error
+	// Close releases the store.
+	Close() error
+}
+
 // Store keeps the boot states in a bbolt database: one key per node, so that a flush writes only
 // the nodes that changed, in one transaction committed with fsync. bbolt locks the file, so two
 // servers cannot share a state directory by mistake.

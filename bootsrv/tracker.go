@@ -37,6 +37,8 @@ type NodeStatus struct {
 	Health *Health `json:"health,omitempty"`
 	// History holds the latest transitions, oldest first.
 	History []Transition `json:"history,omitempty"`
+	// Server is the boot server that holds the node now (in a fleet, the one answering it).
+	Server string `json:"server,omitempty"`
 }
 
 // Health is a node's latest health report.
@@ -103,7 +105,10 @@ var ErrUnknownNode = errors.New("unknown node")
 // TrackerOptions configures a Tracker. Zero values: no persistence, time.Now, no metrics, no logs.
 type TrackerOptions struct {
 	// Store persists the states; nil keeps them in memory only. The tracker does not close it.
-	Store *Store
+	Store StateStore
+	// Shared says the store holds other servers' nodes too (a fleet): saved nodes this tracker
+	// does not track are left alone instead of deleted.
+	Shared bool
 	// Flush is how long changes may wait before being saved together; 0 saves each at once. With
 	// Flush > 0, Run must be running (or Flush called).
 	Flush time.Duration
@@ -135,6 +140,8 @@ type Tracker struct {
 	stopped bool       // under saveMu: the store is closed, changes stay in memory
 	kick    chan struct{}
 
+	defaultProfile string
+
 	gauge       *prometheus.GaugeVec
 	transitions *prometheus.CounterVec
 	reports     *prometheus.CounterVec
@@ -165,40 +172,17 @@ func NewTracker(nodes []*InventoryNode, defaultProfile string, opts TrackerOptio
 			saved[n.Name] = n
 		}
 	}
+	t.defaultProfile = defaultProfile
 	restored := 0
 	for _, n := range nodes {
-		profile := n.Profile
-		if profile == "" {
-			profile = defaultProfile
-		}
-		st := &NodeStatus{Name: n.Name, MAC: macKey(n.MAC), Position: n.Position, Profile: profile, State: Pending, Times: map[State]time.Time{}}
-		if n.IP.IsValid() {
-			st.IP = n.IP.String()
-		}
-		if s, ok := saved[n.Name]; !ok || s.MAC != st.MAC || s.State >= numStates {
-			t.dirty[n.Name] = true // the first save records the node even before any event
-		} else {
-			restored++
-			st.State, st.Since, st.Attempt, st.Times = s.State, s.Since, s.Attempt, s.Times
-			st.LastEvent, st.LastSeen, st.Error, st.Health, st.History = s.LastEvent, s.LastSeen, s.Error, s.Health, s.History
-			if st.Times == nil {
-				st.Times = map[State]time.Time{}
-			}
-			if st.IP == "" && s.IP != "" {
-				st.IP = s.IP // learned from a DHCP ACK (proxy mode)
-			}
-		}
 		if _, dup := t.nodes[n.Name]; dup {
 			return nil, fmt.Errorf("node %s listed twice", n.Name)
 		}
-		t.nodes[n.Name] = st
-		t.order = append(t.order, n.Name)
-		t.byMAC[st.MAC] = n.Name
-		if a, err := netip.ParseAddr(st.IP); err == nil {
-			t.byIP[a] = n.Name
+		if t.addLocked(n, saved) {
+			restored++
 		}
 	}
-	if opts.Store != nil {
+	if opts.Store != nil && !opts.Shared {
 		// Nodes no longer served here (inventory or mapping changed) leave the database.
 		var gone []string
 		for name := range saved {
@@ -216,6 +200,93 @@ func NewTracker(nodes []*InventoryNode, defaultProfile string, opts TrackerOptio
 	}
 	t.log.Info("boot states loaded", zap.Int("nodes", len(nodes)), zap.Int("restored", restored))
 	return t, nil
+}
+
+// addLocked starts tracking inventory node n, from its saved state when saved has one for the same
+// MAC (the boot resumes where it was), else from Pending. It reports whether the state was restored.
+func (t *Tracker) addLocked(n *InventoryNode, saved map[string]NodeStatus) bool {
+	profile := n.Profile
+	if profile == "" {
+		profile = t.defaultProfile
+	}
+	st := &NodeStatus{Name: n.Name, MAC: macKey(n.MAC), Position: n.Position, Profile: profile, State: Pending, Times: map[State]time.Time{}}
+	if n.IP.IsValid() {
+		st.IP = n.IP.String()
+	}
+	restored := false
+	if s, ok := saved[n.Name]; !ok || s.MAC != st.MAC || s.State >= numStates {
+		t.dirty[n.Name] = true // the first save records the node even before any event
+	} else {
+		restored = true
+		st.State, st.Since, st.Attempt, st.Times = s.State, s.Since, s.Attempt, s.Times
+		st.LastEvent, st.LastSeen, st.Error, st.Health, st.History = s.LastEvent, s.LastSeen, s.Error, s.Health, s.History
+		st.Server = s.Server
+		if st.Times == nil {
+			st.Times = map[State]time.Time{}
+		}
+		if st.IP == "" && s.IP != "" {
+			st.IP = s.IP // learned from a DHCP ACK (proxy mode)
+		}
+	}
+	if t.opts.Server != "" && st.Server != t.opts.Server {
+		st.Server = t.opts.Server
+		t.dirty[n.Name] = true
+	}
+	t.nodes[n.Name] = st
+	t.order = append(t.order, n.Name)
+	t.byMAC[st.MAC] = n.Name
+	if a, err := netip.ParseAddr(st.IP); err == nil {
+		t.byIP[a] = n.Name
+	}
+	return restored
+}
+
+// Retrack changes the set of tracked nodes to nodes (in that order), as when a fleet's ownership
+// moves: nodes no longer listed are saved and dropped; nodes new to the tracker start from their
+// state in saved (a takeover resumes the boot from the dead server's last record) or from Pending.
+// It returns the names added and removed.
+func (t *Tracker) Retrack(nodes []*InventoryNode, saved map[string]NodeStatus) (added, removed []string, err error) {
+	want := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		want[n.Name] = true
+	}
+	t.mu.Lock()
+	for _, name := range t.order {
+		if !want[name] {
+			removed = append(removed, name)
+		}
+	}
+	t.mu.Unlock()
+	// Save what is pending first, so the removed nodes' last events reach the store.
+	ferr := t.Flush()
+	t.mu.Lock()
+	for _, name := range removed {
+		n := t.nodes[name]
+		t.gauge.WithLabelValues(n.State.String()).Dec()
+		delete(t.nodes, name)
+		delete(t.dirty, name)
+		if t.byMAC[n.MAC] == name {
+			delete(t.byMAC, n.MAC)
+		}
+		if a, err := netip.ParseAddr(n.IP); err == nil && t.byIP[a] == name {
+			delete(t.byIP, a)
+		}
+	}
+	t.order = t.order[:0]
+	for _, n := range nodes {
+		if _, ok := t.nodes[n.Name]; !ok {
+			t.addLocked(n, saved)
+			t.order = t.order[:len(t.order)-1] // addLocked appended it; the order is rebuilt here
+			added = append(added, n.Name)
+			t.gauge.WithLabelValues(t.nodes[n.Name].State.String()).Inc()
+		}
+		t.order = append(t.order, n.Name)
+	}
+	t.mu.Unlock()
+	if len(added) > 0 {
+		t.changed()
+	}
+	return added, removed, ferr
 }
 
 func (t *Tracker) initMetrics(reg prometheus.Registerer) error {

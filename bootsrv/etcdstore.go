@@ -1,0 +1,89 @@
+package bootsrv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/bootfabric/bootfabric/fleet"
+)
+
+// nodeRecords is the record kind of boot states in a fleet's etcd keys.
+const nodeRecords = "nodes"
+
+// EtcdStore keeps boot states in a fleet's etcd records (records/nodes/NAME), shared by every
+// server of the fleet: a server that takes a node over reads the dead owner's last record and
+// resumes from it. Writes go through the server's membership (fleet.PutRecordsIfMember), so a
+// server fenced out of the fleet writes nothing more. The fleet client is the caller's to close.
+type EtcdStore struct {
+	c       *fleet.Client
+	m       *fleet.Membership
+	timeout time.Duration
+}
+
+// NewEtcdStore returns the store of fleet client c writing as member m.
+func NewEtcdStore(c *fleet.Client, m *fleet.Membership) *EtcdStore {
+	return &EtcdStore{c: c, m: m, timeout: 10 * time.Second}
+}
+
+// Load implements StateStore: every node record of the fleet.
+func (s *EtcdStore) Load() ([]NodeStatus, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	return LoadFleetStates(ctx, s.c)
+}
+
+// LoadFleetStates reads every node record of a fleet.
+func LoadFleetStates(ctx context.Context, c *fleet.Client) ([]NodeStatus, error) {
+	recs, err := c.Records(ctx, nodeRecords)
+	if err != nil {
+		return nil, fmt.Errorf("boot states in etcd: %w", err)
+	}
+	out := make([]NodeStatus, 0, len(recs))
+	for name, b := range recs {
+		var n NodeStatus
+		if err := json.Unmarshal(b, &n); err != nil {
+			return nil, fmt.Errorf("boot states in etcd: node %q: %w", name, err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// Save implements StateStore.
+func (s *EtcdStore) Save(nodes []NodeStatus) error {
+	if len(nodes) == 0 {
+		return nil
+	}
+	recs := make(map[string][]byte, len(nodes))
+	for i := range nodes {
+		b, err := json.Marshal(&nodes[i])
+		if err != nil {
+			return fmt.Errorf("state: node %s: %w", nodes[i].Name, err)
+		}
+		recs[nodes[i].Name] = b
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	if err := s.c.PutRecordsIfMember(ctx, s.m, nodeRecords, recs); err != nil {
+		return fmt.Errorf("boot states to etcd: %w", err)
+	}
+	return nil
+}
+
+// Delete implements StateStore.
+func (s *EtcdStore) Delete(names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	if err := s.c.DeleteRecords(ctx, nodeRecords, names); err != nil {
+		return fmt.Errorf("boot states in etcd: %w", err)
+	}
+	return nil
+}
+
+// Close implements StateStore; the fleet client stays open.
+func (s *EtcdStore) Close() error { return nil }

@@ -1,0 +1,236 @@
+package bootsrv
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/bootfabric/bootfabric/fleet"
+	"github.com/bootfabric/bootfabric/internal/etcdtest"
+	"go.uber.org/zap/zaptest"
+)
+
+// fleetMember is one in-process fleet server of a test: its own etcd client, so that closing the
+// client without leaving stands for a crash (its lease then expires after the TTL).
+type fleetMember struct {
+	name   string
+	srv    *Server
+	client *fleet.Client
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startFleetMember starts server id of the fixture's four-server configuration as a fleet member.
+func startFleetMember(t *testing.T, f *fixture, endpoints []string, id int) *fleetMember {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := fleet.Open(ctx, fleet.Options{Endpoints: endpoints, Fleet: "test", Log: zaptest.NewLogger(t).Named("etcd")})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	cfg := f.config(t, func(c *Config) {
+		c.ServerID = id
+		c.Servers = fleetServers()
+		c.StateDir = t.TempDir()
+	})
+	s, err := New(cfg, Options{Logger: zaptest.NewLogger(t).Named(cfg.Servers[id].Name), Fleet: &FleetOptions{Client: c, TTL: 2 * time.Second, Reconcile: 100 * time.Millisecond}})
+	if err != nil {
+		cancel()
+		c.Close()
+		t.Fatal(err)
+	}
+	m := &fleetMember{name: cfg.Servers[id].Name, srv: s, client: c, cancel: cancel, done: make(chan error, 1)}
+	go func() { m.done <- s.Serve(ctx) }()
+	t.Cleanup(m.stop)
+	return m
+}
+
+// stop ends the server gracefully (it leaves the fleet).
+func (m *fleetMember) stop() {
+	m.cancel()
+	select {
+	case <-m.done:
+	case <-time.After(10 * time.Second):
+	}
+	m.client.Close()
+}
+
+// crash ends the server without leaving: its client closes first, so the lease is not revoked.
+func (m *fleetMember) crash() {
+	m.client.Close()
+	m.stop()
+}
+
+func fleetServers() []ServerEntry {
+	return []ServerEntry{{Name: "bs0", Address: "127.0.0.1"}, {Name: "bs1", Address: "127.0.0.2"}, {Name: "bs2", Address: "127.0.0.3"}, {Name: "bs3", Address: "127.0.0.4"}}
+}
+
+// tracked returns the names a server answers now, sorted.
+func (m *fleetMember) tracked() []string {
+	var out []string
+	for _, n := range m.srv.Tracker().Nodes() {
+		out = append(out, n.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ruleOwned is what the ownership rule gives server id with the given dead servers.
+func ruleOwned(t *testing.T, s *Server, id int, dead []int) []string {
+	t.Helper()
+	a, err := Assignment(s.hier, s.cfg.Mapping, len(s.cfg.Servers), s.cfg.FailedServers, dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	au, err := NewAuthority(s.auth.Inventory(), a, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range au.Owned() {
+		out = append(out, n.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > limit {
+			t.Fatalf("%s: not within %v", what, limit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// TestFleetTakeover runs four fleet servers on a real etcd: each answers exactly the rule's nodes;
+// a crashed server's nodes move to the survivors within the TTL plus 2 s, each resuming from the
+// dead server's record; the dead server's return reclaims its nodes except one mid-boot elsewhere,
+// which follows once healthy; with etcd stopped, servers keep answering their home nodes.
+func TestFleetTakeover(t *testing.T) {
+	ec := etcdtest.Start(t, etcdtest.Options{Members: 1})
+	f := newFixture(t)
+	var ms []*fleetMember
+	for id := range 4 {
+		ms = append(ms, startFleetMember(t, f, ec.Endpoints, id))
+	}
+	for id, m := range ms {
+		want := ruleOwned(t, m.srv, id, nil)
+		waitFor(t, m.name+" owns its blocks", 10*time.Second, func() bool { return slices.Equal(m.tracked(), want) })
+	}
+
+	// bs1's first node is mid-boot (bound) when bs1 dies; its second is healthy.
+	bs1 := ms[1]
+	own1 := bs1.tracked()
+	mid, done := own1[0], own1[1]
+	for _, ev := range []Event{EvDiscover, EvOffer, EvAck} {
+		bs1.srv.Tracker().Observe(mid, ev, "test")
+	}
+	bs1.srv.Tracker().Observe(done, EvDiscover, "test")
+	bs1.srv.Tracker().Report(done, Health{Status: "ok"})
+	bs1.srv.Tracker().Observe(done, EvHealthOK, "test")
+	if err := bs1.srv.Tracker().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	crashed := time.Now()
+	bs1.crash()
+
+	survivors := []*fleetMember{ms[0], ms[2], ms[3]}
+	waitFor(t, "takeover of bs1's nodes", 2*time.Second+2*time.Second, func() bool {
+		for _, m := range survivors {
+			id := slices.IndexFunc(fleetServers(), func(e ServerEntry) bool { return e.Name == m.name })
+			if !slices.Equal(m.tracked(), ruleOwned(t, m.srv, id, []int{1})) {
+				return false
+			}
+		}
+		return true
+	})
+	took := time.Since(crashed)
+	if took > 2*time.Second+2*time.Second {
+		t.Errorf("takeover %.2f s after the crash, more than TTL + 2 s", took.Seconds())
+	}
+	t.Logf("bs1's %d nodes taken over %.2f s after the crash (TTL 2 s)", len(own1), took.Seconds())
+	holder := func(name string) *fleetMember {
+		for _, m := range survivors {
+			if slices.Contains(m.tracked(), name) {
+				return m
+			}
+		}
+		return nil
+	}
+	h := holder(mid)
+	if h == nil {
+		t.Fatalf("nobody holds %s after the takeover", mid)
+	}
+	if st, _ := h.srv.Tracker().State(mid); st != Bound {
+		t.Errorf("%s on %s resumed in %v, want bound (its record at bs1)", mid, h.name, st)
+	}
+	if st, _ := holder(done).srv.Tracker().State(done); st != Healthy {
+		t.Errorf("%s resumed in %v, want healthy", done, st)
+	}
+	evs, err := ms[0].client.Events(context.Background(), "takeover")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, e := range evs {
+		var te TakeoverEvent
+		if err := json.Unmarshal(e.Rec, &te); err != nil {
+			t.Fatal(err)
+		}
+		if te.From != "bs1" {
+			t.Errorf("takeover event %+v: want from bs1", te)
+		}
+		total += te.Nodes
+	}
+	if total != len(own1) {
+		t.Errorf("takeover events count %d nodes, want %d", total, len(own1))
+	}
+
+	// bs1 returns: it reclaims its nodes but the one still mid-boot on h.
+	back := startFleetMember(t, f, ec.Endpoints, 1)
+	want := slices.DeleteFunc(slices.Clone(own1), func(n string) bool { return n == mid })
+	waitFor(t, "bs1 reclaims its idle nodes", 10*time.Second, func() bool { return slices.Equal(back.tracked(), want) })
+	if !slices.Contains(h.tracked(), mid) {
+		t.Fatalf("%s left %s mid-boot", h.name, mid)
+	}
+	// The boot ends on h; then bs1 takes the node back.
+	h.srv.Tracker().Report(mid, Health{Status: "ok"})
+	if err := h.srv.Tracker().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "bs1 reclaims "+mid+" once healthy", 10*time.Second, func() bool { return slices.Equal(back.tracked(), own1) })
+	if slices.Contains(h.tracked(), mid) {
+		t.Errorf("%s still holds %s", h.name, mid)
+	}
+
+	// etcd stops: every server is fenced within the TTL and answers only its home nodes.
+	ec.Member(0).Stop()
+	fenced := waitFor(t, "fencing", 3*time.Second, func() bool {
+		for _, m := range []*fleetMember{ms[0], back} {
+			if v := m.srv.fleet.m.Load(); v == nil || v.Valid() {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("fenced %.2f s after etcd stopped", fenced.Seconds())
+	for _, m := range []*fleetMember{ms[0], back} {
+		for _, n := range m.srv.auth.Owned() {
+			if _, ok := (fleetReservations{m.srv.fleet}).Lookup(n.MAC); !ok {
+				t.Errorf("%s fenced does not answer its home node %s", m.name, n.Name)
+			}
+		}
+	}
+	ec.Member(0).Restart()
+	waitFor(t, "membership valid again", 15*time.Second, func() bool {
+		v := back.srv.fleet.m.Load()
+		return v != nil && v.Valid()
+	})
+}

@@ -1,0 +1,322 @@
+package bootsrv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bootfabric/bootfabric/dhcpd"
+	"github.com/bootfabric/bootfabric/fleet"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// A fleet server (Options.Fleet) is one member of a fleet of boot servers sharing etcd. It holds a
+// membership key on an etcd lease; the live members decide who owns which node, by the one rule
+// every server and `bootctl plan` apply (mapping.Owners through Assignment): servers in
+// failed_servers are dealt around, configured servers that are not live members are dead and only
+// their blocks move. Whenever the live set changes, each server recomputes the rule, starts
+// answering the nodes it gained (resuming each boot from the dead owner's last record in etcd) and
+// stops answering those it lost.
+//
+// Two refinements keep a boot in progress where it is:
+//   - A server that returns (or starts late) reclaims only nodes that are not mid-boot: a node whose
+//     record shows it mid-boot on another live server stays there until it is healthy, failed or
+//     pending again; the holder keeps it meanwhile, and both re-check every reconcile interval.
+//   - Fencing: a server whose lease renewal is overdue (fleet.Membership.Valid is false) takes
+//     nothing over and answers only its home nodes (its blocks when no server is dead), whose
+//     addresses are fixed per node, so booting goes on while etcd is unreachable. etcd does not
+//     expire leases while it has no quorum, so nobody takes those nodes over meanwhile.
+
+// FleetOptions make a Server a member of a fleet.
+type FleetOptions struct {
+	// Client is the fleet's etcd client; the caller closes it after the server.
+	Client *fleet.Client
+	// TTL is the membership lease. Default fleet.DefaultTTL (3 s).
+	TTL time.Duration
+	// Reconcile is how often deferred reclaims and kept nodes are re-checked. Default 500 ms.
+	Reconcile time.Duration
+}
+
+// memberInfo is what a fleet server publishes with its membership.
+type memberInfo struct {
+	URL     string `json:"url"`
+	Address string `json:"address"`
+}
+
+// fleetRuntime is a fleet server's shared state.
+type fleetRuntime struct {
+	opts  FleetOptions
+	store *EtcdStore
+
+	m       atomic.Pointer[fleet.Membership]
+	cur     atomic.Pointer[Authority]                // the rule's ownership for the live set
+	curRes  atomic.Pointer[dhcpd.StaticReservations] // what DHCP answers now
+	homeRes dhcpd.StaticReservations                 // the home nodes, answered while fenced
+	pending atomic.Bool                              // deferred or kept nodes wait for a re-check
+
+	mu   sync.Mutex // serialises reconcile
+	dead []string   // as last applied, for logs
+
+	takeovers *prometheus.CounterVec
+	owned     prometheus.Gauge
+	live      prometheus.Gauge
+	deferred  prometheus.Gauge
+}
+
+func newFleetRuntime(s *Server, o FleetOptions) (*fleetRuntime, error) {
+	if o.Client == nil {
+		return nil, errors.New("fleet: no etcd client")
+	}
+	if o.TTL == 0 {
+		o.TTL = fleet.DefaultTTL
+	}
+	if o.Reconcile == 0 {
+		o.Reconcile = 500 * time.Millisecond
+	}
+	f := &fleetRuntime{opts: o, store: NewEtcdStore(o.Client, nil)}
+	empty := dhcpd.StaticReservations{}
+	f.curRes.Store(&empty)
+	home, err := s.auth.Reservations(s.cfg.DHCP.networkOptions())
+	if err != nil {
+		return nil, err
+	}
+	f.homeRes = home
+	f.takeovers = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "bootfabric", Subsystem: "fleet", Name: "takeover_nodes_total",
+		Help: "Nodes this server took over from a dead server, by the dead server.",
+	}, []string{"from"})
+	f.owned = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "bootfabric", Subsystem: "fleet", Name: "owned_nodes", Help: "Nodes this server answers now."})
+	f.live = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "bootfabric", Subsystem: "fleet", Name: "live_servers", Help: "Live members of the fleet as this server last saw them."})
+	f.deferred = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "bootfabric", Subsystem: "fleet", Name: "deferred_nodes", Help: "Nodes this server owns by the rule but leaves to their current holder until they finish booting."})
+	valid := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "bootfabric", Subsystem: "fleet", Name: "membership_valid", Help: "1 while this server's lease renewal is on time (it acts for the fleet), else 0."}, func() float64 {
+		if m := f.m.Load(); m != nil && m.Valid() {
+			return 1
+		}
+		return 0
+	})
+	renewals := prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "bootfabric", Subsystem: "fleet", Name: "lease_renewals_total", Help: "Successful renewals of this server's membership lease."}, func() float64 {
+		if m := f.m.Load(); m != nil {
+			return float64(m.Stats().Renewals)
+		}
+		return 0
+	})
+	failures := prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "bootfabric", Subsystem: "fleet", Name: "lease_renewal_failures_total", Help: "Failed renewals of this server's membership lease."}, func() float64 {
+		if m := f.m.Load(); m != nil {
+			return float64(m.Stats().RenewalFailures)
+		}
+		return 0
+	})
+	for _, c := range []prometheus.Collector{f.takeovers, f.owned, f.live, f.deferred, valid, renewals, failures} {
+		if err := s.reg.Register(c); err != nil {
+			return nil, fmt.Errorf("fleet metrics: %w", err)
+		}
+	}
+	return f, nil
+}
+
+// fleetReservations is DHCP's view of a fleet server's ownership: nothing before the server has
+// joined, its home nodes while fenced, else the current ownership.
+type fleetReservations struct{ f *fleetRuntime }
+
+// Lookup implements dhcpd.Reservations.
+func (r fleetReservations) Lookup(mac net.HardwareAddr) (dhcpd.Reservation, bool) {
+	m := r.f.m.Load()
+	if m == nil {
+		return dhcpd.Reservation{}, false
+	}
+	if !m.Valid() {
+		return r.f.homeRes.Lookup(mac)
+	}
+	return (*r.f.curRes.Load()).Lookup(mac)
+}
+
+// joinFleet makes the server a member, publishing its URL and address.
+func (s *Server) joinFleet(ctx context.Context) error {
+	f := s.fleet
+	srv := s.cfg.Servers[s.cfg.ServerID]
+	info, _ := json.Marshal(memberInfo{URL: s.baseURL, Address: srv.Address})
+	m, err := f.opts.Client.Join(ctx, srv.Name, info, f.opts.TTL)
+	if err != nil {
+		return fmt.Errorf("fleet %s: joining as %s: %w", f.opts.Client.Fleet(), srv.Name, err)
+	}
+	f.store.m = m
+	f.m.Store(m)
+	s.log.Info("joined the fleet", zap.String("fleet", f.opts.Client.Fleet()), zap.String("server", srv.Name), zap.Duration("ttl", m.TTL()))
+	return nil
+}
+
+// runFleet follows the live set until ctx ends, re-applying the ownership rule on every change
+// and, while nodes are deferred or kept, every Reconcile interval. It leaves the fleet on return.
+func (s *Server) runFleet(ctx context.Context) error {
+	f := s.fleet
+	defer func() {
+		if m := f.m.Load(); m != nil {
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			if err := m.Leave(lctx); err != nil {
+				s.log.Warn("leaving the fleet", zap.Error(err))
+			}
+		}
+	}()
+	members := f.opts.Client.WatchMembers(ctx)
+	tick := time.NewTicker(f.opts.Reconcile)
+	defer tick.Stop()
+	var live []fleet.Member
+	seen := false
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ms, ok := <-members:
+			if !ok {
+				return nil
+			}
+			live, seen = ms, true
+		case <-tick.C:
+			if !seen || !f.pending.Load() {
+				continue
+			}
+		}
+		if err := s.reconcile(ctx, live); err != nil {
+			s.log.Warn("fleet ownership", zap.Error(err))
+		}
+	}
+}
+
+// midBoot says whether a node in state st is in the middle of a boot: a server that holds it keeps
+// it, and a returning owner waits.
+func midBoot(st State) bool { return st != Pending && st != Healthy && st != Failed }
+
+// reconcile applies the ownership rule to the live members.
+func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
+	f := s.fleet
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.m.Load()
+	if m == nil || !m.Valid() {
+		return nil // fenced: this view may be stale; take nothing over
+	}
+	me := s.cfg.Servers[s.cfg.ServerID].Name
+	live := map[string]bool{me: true}
+	for _, mb := range members {
+		live[mb.Name] = true
+	}
+	var dead []int
+	var deadNames []string
+	for i, srv := range s.cfg.Servers {
+		if !live[srv.Name] && !slices.Contains(s.cfg.FailedServers, i) {
+			dead = append(dead, i)
+			deadNames = append(deadNames, srv.Name)
+		}
+	}
+	a, err := Assignment(s.hier, s.cfg.Mapping, len(s.cfg.Servers), s.cfg.FailedServers, dead)
+	if err != nil {
+		return err
+	}
+	au, err := NewAuthority(s.auth.Inventory(), a, s.cfg.ServerID)
+	if err != nil {
+		return err
+	}
+	recList, err := f.store.Load()
+	if err != nil {
+		return err
+	}
+	recs := make(map[string]NodeStatus, len(recList))
+	for _, r := range recList {
+		recs[r.Name] = r
+	}
+	inv := s.auth.Inventory()
+	var final []*InventoryNode
+	deferred, kept := 0, 0
+	for i := range inv.Nodes {
+		n := &inv.Nodes[i]
+		owner := au.Owner(n)
+		st, tracked := s.tracker.State(n.Name)
+		switch {
+		case owner == s.cfg.ServerID && !tracked:
+			// Gained: unless another live server has it mid-boot (a reclaim waits for the boot).
+			if r, ok := recs[n.Name]; ok && r.Server != "" && r.Server != me && live[r.Server] && midBoot(r.State) {
+				deferred++
+				continue
+			}
+			final = append(final, n)
+		case owner == s.cfg.ServerID:
+			final = append(final, n)
+		case tracked && midBoot(st) && owner >= 0 && live[s.cfg.Servers[owner].Name]:
+			// Lost to a live server while booting here: keep it until the boot ends.
+			kept++
+			final = append(final, n)
+		}
+	}
+	added, removed, err := s.tracker.Retrack(final, recs)
+	if err != nil {
+		s.log.Warn("saving boot states before an ownership change", zap.Error(err))
+	}
+	res, err := nodeReservations(final, s.cfg.DHCP.networkOptions())
+	if err != nil {
+		return err
+	}
+	f.cur.Store(au)
+	f.curRes.Store(&res)
+	f.pending.Store(deferred > 0 || kept > 0)
+	f.owned.Set(float64(len(final)))
+	f.live.Set(float64(len(live)))
+	f.deferred.Set(float64(deferred))
+
+	// Takeovers: gained nodes whose last holder is dead.
+	from := map[string][]string{}
+	for _, name := range added {
+		if r, ok := recs[name]; ok && r.Server != "" && r.Server != me && !live[r.Server] {
+			from[r.Server] = append(from[r.Server], name)
+		}
+	}
+	for _, dn := range sortedKeys(from) {
+		nodes := from[dn]
+		mid := 0
+		for _, name := range nodes {
+			if midBoot(recs[name].State) {
+				mid++
+			}
+		}
+		f.takeovers.WithLabelValues(dn).Add(float64(len(nodes)))
+		s.log.Info("takeover", zap.String("from", dn), zap.String("to", me), zap.Int("nodes", len(nodes)), zap.Int("mid_boot", mid))
+		ev, _ := json.Marshal(TakeoverEvent{From: dn, To: me, Nodes: len(nodes), MidBoot: mid, At: time.Now().UTC()})
+		if _, err := f.opts.Client.AppendEvent(ctx, "takeover", ev); err != nil {
+			s.log.Warn("recording a takeover", zap.Error(err))
+		}
+	}
+	if len(added) > 0 || len(removed) > 0 || strings.Join(deadNames, ",") != strings.Join(f.dead, ",") {
+		s.log.Info("fleet ownership", zap.Strings("dead", deadNames), zap.Int("live", len(live)),
+			zap.Int("owned", len(final)), zap.Int("gained", len(added)), zap.Int("released", len(removed)),
+			zap.Int("deferred", deferred), zap.Int("kept", kept))
+	}
+	f.dead = deadNames
+	return nil
+}
+
+// TakeoverEvent is the record of one takeover in the fleet's events (events/takeover/...).
+type TakeoverEvent struct {
+	From    string    `json:"from"`
+	To      string    `json:"to"`
+	Nodes   int       `json:"nodes"`
+	MidBoot int       `json:"mid_boot"`
+	At      time.Time `json:"at"`
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
