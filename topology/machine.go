@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/bootfabric/bootfabric/internal/yamlerr"
 	"gopkg.in/yaml.v3"
 )
 
@@ -103,46 +103,30 @@ func Load(nameOrPath string) (*Machine, error) {
 	return Parse(data, nameOrPath)
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
-
-// Parse decodes and checks a machine description; file names the source in errors.
+// Parse decodes and checks a machine description; file names the source in errors, which say
+// what is wrong in the file's words (line, field, what it wants), never in Go's.
 func Parse(data []byte, file string) (*Machine, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(err, file)
-	}
-	if len(root.Content) == 0 {
+	var m Machine
+	root, err := yamlerr.Decode(data, &m)
+	if errors.Is(err, yamlerr.ErrEmpty) {
 		return nil, &Error{File: file, Msg: "empty machine description"}
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	var m Machine
-	if err := dec.Decode(&m); err != nil {
-		return nil, yamlError(err, file)
+	var ye *yamlerr.Error
+	if errors.As(err, &ye) {
+		return nil, &Error{File: file, Line: ye.Line, Field: ye.Field, Msg: ye.Msg}
+	}
+	if err != nil {
+		return nil, &Error{File: file, Msg: err.Error()}
 	}
 	if err := m.check(); err != nil {
 		var e *Error
 		if errors.As(err, &e) {
 			e.File = file
-			e.Line = FieldLine(root.Content[0], e.Field)
+			e.Line = FieldLine(root, e.Field)
 		}
 		return nil, err
 	}
 	return &m, nil
-}
-
-func yamlError(err error, file string) error {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	msg = strings.TrimPrefix(msg, "unmarshal errors:\n  ")
-	if first, _, ok := strings.Cut(msg, "\n"); ok {
-		msg = first
-	}
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &Error{File: file, Line: line, Msg: m[2]}
-	}
-	return &Error{File: file, Msg: msg}
 }
 
 // FieldLine finds the line of a field path such as "levels[2].uplink.capacity_mbps" in a YAML

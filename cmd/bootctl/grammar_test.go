@@ -276,3 +276,32 @@ func TestBinaryVersionAndInterrupt(t *testing.T) {
 		})
 	}
 }
+
+// TestMachineFileErrorsInUsersWords: a mistake in a machine file is reported by file, line and
+// field as written, with what the field wants, never a Go type.
+func TestMachineFileErrorsInUsersWords(t *testing.T) {
+	good := "name: x\nlevels:\n  - name: board\n    count: 2\n    uplink: {segment: N2, capacity_mbps: 1000, latency_us: 1}\n" +
+		"  - name: node\n    count: 2\n    uplink: {segment: N1, capacity_mbps: 1000}\nservers:\n  count: 1\n  nic: {segment: N5, capacity_mbps: 1000}\n"
+	tests := []struct{ name, from, to, want string }{
+		{"not a number", "capacity_mbps: 1000, latency_us", "capacity_mbps: 1Gb, latency_us", `:5: levels[0].uplink.capacity_mbps: "1Gb" is not a number`},
+		{"misspelt field", "latency_us: 1", "latencyus: 1", `:5: levels[0].uplink: unknown field "latencyus" (did you mean latency_us?)`},
+		{"list for a mapping", "nic: {segment: N5, capacity_mbps: 1000}", "nic: [N5, 1000]", `:11: servers.nic: want a mapping (name: value lines), not a list`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeFile(t, "m.yaml", strings.Replace(good, tc.from, tc.to, 1))
+			code, _, errs := bootctl(t, "plan", "--topology", p)
+			if code != 2 || !strings.Contains(errs, p+tc.want) {
+				t.Errorf("exit %d, %q; want 2 and %q", code, errs, p+tc.want)
+			}
+			for _, goWords := range []string{"!!", "unmarshal", "topology.", "float64", "not found in type"} {
+				if strings.Contains(errs, goWords) {
+					t.Errorf("%q speaks Go: %q", errs, goWords)
+				}
+			}
+		})
+	}
+	if code, _, errs := bootctl(t, "plan", "--topology", writeFile(t, "m.yaml", good), "--batch", "1", "-o", "json"); code != 0 {
+		t.Errorf("the good file: exit %d: %s", code, errs)
+	}
+}

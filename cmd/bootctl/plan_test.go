@@ -45,7 +45,7 @@ func TestPlanBadInput(t *testing.T) {
 		{"unknown unit", []string{"--unit", "rack"}, `--unit: unknown unit "rack"`},
 		{"unknown unit in batch", []string{"--batch", "3racks"}, `unknown unit "racks"`},
 		{"malformed yaml", []string{"--topology", syntax}, syntax + ":2:"},
-		{"unknown yaml field", []string{"--topology", unknownField}, unknownField + ":2: field levelz not found"},
+		{"unknown yaml field", []string{"--topology", unknownField}, unknownField + `:2: unknown field "levelz" (did you mean levels?)`},
 		{"inconsistent yaml", []string{"--topology", zeroCount}, zeroCount + ":4: levels[0].count: must be at least 1"},
 		{"zero servers", []string{"--topology", zeroServers}, zeroServers + ":6: servers.count: at least one boot server"},
 		{"missing topology", []string{"--topology", "nosuch"}, `topology "nosuch": no such preset`},

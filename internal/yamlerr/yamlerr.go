@@ -1,0 +1,298 @@
+// Package yamlerr decodes YAML files strictly and says what is wrong with them in the words of the
+// file's author: the line, the field path as written in the file, and what the field wants, never
+// a Go type ("line 3: levels[0].uplink.capacity_mbps: \"1Gb\" is not a number", "line 5:
+// levels[1].uplink: unknown field \"latencyus\" (did you mean latency_us?)").
+package yamlerr
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Error is one problem in a YAML document.
+type Error struct {
+	Line  int    // 1-based; 0 when unknown
+	Field string // path of the field as written, e.g. levels[2].uplink.capacity_mbps; may be empty
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	var sb strings.Builder
+	if e.Line > 0 {
+		sb.WriteString("line " + strconv.Itoa(e.Line) + ": ")
+	}
+	if e.Field != "" {
+		sb.WriteString(e.Field + ": ")
+	}
+	sb.WriteString(e.Msg)
+	return sb.String()
+}
+
+// ErrEmpty is returned by Decode for a document with no content.
+var ErrEmpty = errors.New("empty document")
+
+// Decode decodes data into v, refusing fields v does not have, and returns the document's root node
+// (to locate later errors with Line). Errors are *Error, or ErrEmpty.
+func Decode(data []byte, v any) (*yaml.Node, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, Explain(err, nil, v)
+	}
+	if len(root.Content) == 0 {
+		return nil, ErrEmpty
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, ErrEmpty
+		}
+		return nil, Explain(err, &root, v)
+	}
+	return root.Content[0], nil
+}
+
+var (
+	lineRE    = regexp.MustCompile(`^line (\d+): (.*)$`)
+	scalarRE  = regexp.MustCompile("^cannot unmarshal !!(\\w+) `(.*)` into (.+)$")
+	nodeRE    = regexp.MustCompile(`^cannot unmarshal !!(\w+) into (.+)$`)
+	unknownRE = regexp.MustCompile(`^field (\S+) not found in type (.+)$`)
+	alreadyRE = regexp.MustCompile(`^field (\S+) already set in type (.+)$`)
+)
+
+// kindOfNode names what a YAML tag holds.
+func kindOfNode(tag string) string {
+	switch tag {
+	case "seq":
+		return "a list"
+	case "map":
+		return "a mapping"
+	case "str":
+		return "text"
+	case "int", "float":
+		return "a number"
+	case "bool":
+		return "true or false"
+	case "null":
+		return "nothing"
+	}
+	return tag
+}
+
+// Explain rewrites an error of yaml.v3 (syntax or decoding into v) as an *Error in the file's
+// words; root, the document parsed as a node tree, lets it name the field (nil: line only). Only
+// the first of several decoding errors is kept.
+func Explain(err error, root *yaml.Node, v any) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+		if m := lineRE.FindStringSubmatch(msg); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			return &Error{Line: line, Msg: "invalid YAML: " + m[2]}
+		}
+		return &Error{Msg: "invalid YAML: " + msg}
+	}
+	m := lineRE.FindStringSubmatch(msg)
+	if m == nil {
+		return &Error{Msg: msg}
+	}
+	line, _ := strconv.Atoi(m[1])
+	what := m[2]
+	doc := root
+	if doc != nil && doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		doc = doc.Content[0]
+	}
+	if s := unknownRE.FindStringSubmatch(what); s != nil {
+		parent := ""
+		if doc != nil {
+			parent, _ = locate(doc, "", func(k, _ *yaml.Node) bool { return k.Line == line && k.Value == s[1] })
+		}
+		out := fmt.Sprintf("unknown field %q", s[1])
+		names := fieldNames(reflect.TypeOf(v), s[2])
+		if near := nearest(s[1], names); near != "" {
+			out += fmt.Sprintf(" (did you mean %s?)", near)
+		} else if len(names) > 0 {
+			out += fmt.Sprintf(" (fields here: %s)", strings.Join(names, ", "))
+		}
+		return &Error{Line: line, Field: parent, Msg: out}
+	}
+	if s := alreadyRE.FindStringSubmatch(what); s != nil {
+		return &Error{Line: line, Msg: fmt.Sprintf("field %q appears twice", s[1])}
+	}
+	var tag, value, into string
+	if s := scalarRE.FindStringSubmatch(what); s != nil {
+		tag, value, into = s[1], s[2], s[3]
+	} else if s := nodeRE.FindStringSubmatch(what); s != nil {
+		tag, into = s[1], s[2]
+	} else {
+		return &Error{Line: line, Msg: what}
+	}
+	field := ""
+	if doc != nil {
+		kind := map[string]yaml.Kind{"seq": yaml.SequenceNode, "map": yaml.MappingNode}[tag]
+		if kind == 0 {
+			kind = yaml.ScalarNode
+		}
+		_, field = locate(doc, "", func(k, val *yaml.Node) bool {
+			return val.Line == line && val.Kind == kind && (value == "" || val.Value == value)
+		})
+	}
+	want := describe(into)
+	if value != "" && tag != "seq" && tag != "map" {
+		return &Error{Line: line, Field: field, Msg: fmt.Sprintf("%q is not %s", value, want)}
+	}
+	return &Error{Line: line, Field: field, Msg: fmt.Sprintf("want %s, not %s", want, kindOfNode(tag))}
+}
+
+// describe names what a Go type holds in YAML terms.
+func describe(goType string) string {
+	switch {
+	case goType == "time.Duration":
+		return "a duration (e.g. 300ms, 2s)"
+	case strings.HasPrefix(goType, "float"):
+		return "a number"
+	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "uint"):
+		return "a whole number"
+	case goType == "bool":
+		return "true or false"
+	case goType == "string":
+		return "text"
+	case strings.HasPrefix(goType, "[]"):
+		return "a list"
+	default: // maps and structs
+		return "a mapping (name: value lines)"
+	}
+}
+
+// locate walks the mapping pairs under n and returns, for the first pair that matches (the deepest
+// of nested ones), the path of its mapping and of the pair itself ("levels[1].uplink",
+// "levels[1].uplink.latency_us").
+func locate(n *yaml.Node, path string, match func(k, v *yaml.Node) bool) (parent, field string) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if path != "" {
+				p = path + "." + k.Value
+			}
+			if pp, f := locate(v, p, match); f != "" {
+				return pp, f
+			}
+			if match(k, v) {
+				return path, p
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if pp, f := locate(c, fmt.Sprintf("%s[%d]", path, i), match); f != "" {
+				return pp, f
+			}
+		}
+	}
+	return "", ""
+}
+
+// fieldNames returns the YAML names of the fields of the struct type called name ("pkg.Type") that
+// t is or contains.
+func fieldNames(t reflect.Type, name string) []string {
+	seen := map[reflect.Type]bool{}
+	var find func(t reflect.Type) reflect.Type
+	find = func(t reflect.Type) reflect.Type {
+		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map) {
+			t = t.Elem()
+		}
+		if t == nil || t.Kind() != reflect.Struct || seen[t] {
+			return nil
+		}
+		seen[t] = true
+		if t.String() == name {
+			return t
+		}
+		for i := range t.NumField() {
+			if found := find(t.Field(i).Type); found != nil {
+				return found
+			}
+		}
+		return nil
+	}
+	st := find(t)
+	if st == nil {
+		return nil
+	}
+	var names []string
+	for i := range st.NumField() {
+		f := st.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch tag {
+		case "-":
+			continue
+		case "":
+			tag = strings.ToLower(f.Name)
+		}
+		names = append(names, tag)
+	}
+	return names
+}
+
+// nearest returns the name closest to s if it is close enough to be a typo: the same letters
+// without case, "_" and "-", or within a few edits.
+func nearest(s string, names []string) string {
+	norm := func(x string) string { return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(x)) }
+	best, bestD := "", -1
+	for _, n := range names {
+		if norm(n) == norm(s) {
+			return n
+		}
+		if d := editDistance(s, n); bestD < 0 || d < bestD {
+			best, bestD = n, d
+		}
+	}
+	if bestD >= 0 && bestD <= max(1, min(len(s), len(best))/3) {
+		return best
+	}
+	return ""
+}
+
+// editDistance counts insertions, deletions, substitutions and adjacent transpositions.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
+}
