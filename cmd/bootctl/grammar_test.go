@@ -242,6 +242,22 @@ func TestBinaryVersionAndInterrupt(t *testing.T) {
 			}
 		}
 	})
+	// The bash script, sourced in bash, completes commands and flags through the binary.
+	t.Run("bash completes", func(t *testing.T) {
+		if _, err := exec.LookPath("bash"); err != nil {
+			t.Skip("no bash")
+		}
+		script := `source <(bootctl completion bash)
+COMP_WORDS=(bootctl pl); COMP_CWORD=1; _bootctl_complete; echo "${COMPREPLY[*]}"
+COMP_WORDS=(bootctl topology s); COMP_CWORD=2; _bootctl_complete; echo "${COMPREPLY[*]}"
+COMP_WORDS=(bootctl plan --image); COMP_CWORD=2; _bootctl_complete; echo "${COMPREPLY[*]}"`
+		cmd := exec.Command("bash", "--norc", "-c", script)
+		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		if want := "plan\nshow\n--image-size\n"; err != nil || string(out) != want {
+			t.Errorf("completions %q (%v), want %q", out, err, want)
+		}
+	})
 	// A server that never answers: status waits until interrupted.
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	defer hang.Close()
