@@ -44,6 +44,10 @@ type FleetOptions struct {
 	TTL time.Duration
 	// Reconcile is how often deferred reclaims and kept nodes are re-checked. Default 500 ms.
 	Reconcile time.Duration
+	// Membership, when set, is the caller's: the server acts under it and neither joins nor
+	// leaves (so that a process reloading its configuration stays a member throughout). Nil: the
+	// server joins when it starts serving and leaves when it stops.
+	Membership *fleet.Membership
 }
 
 // memberInfo is what a fleet server publishes with its membership.
@@ -139,9 +143,15 @@ func (r fleetReservations) Lookup(mac net.HardwareAddr) (dhcpd.Reservation, bool
 	return (*r.f.curRes.Load()).Lookup(mac)
 }
 
-// joinFleet makes the server a member, publishing its URL and address.
+// joinFleet makes the server a member, publishing its URL and address (or takes the caller's
+// membership).
 func (s *Server) joinFleet(ctx context.Context) error {
 	f := s.fleet
+	if m := f.opts.Membership; m != nil {
+		f.store.m = m
+		f.m.Store(m)
+		return nil
+	}
 	srv := s.cfg.Servers[s.cfg.ServerID]
 	info, _ := json.Marshal(memberInfo{URL: s.baseURL, Address: srv.Address})
 	m, err := f.opts.Client.Join(ctx, srv.Name, info, f.opts.TTL)
@@ -159,7 +169,7 @@ func (s *Server) joinFleet(ctx context.Context) error {
 func (s *Server) runFleet(ctx context.Context) error {
 	f := s.fleet
 	defer func() {
-		if m := f.m.Load(); m != nil {
+		if m := f.m.Load(); m != nil && f.opts.Membership == nil {
 			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			defer cancel()
 			if err := m.Leave(lctx); err != nil {

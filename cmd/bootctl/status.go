@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +22,11 @@ type statusResult struct {
 	Servers []serverStatus        `json:"servers"`
 	Nodes   []bootsrv.NodeStatus  `json:"nodes"`
 	ByState map[bootsrv.State]int `json:"by_state"`
+	// Unreachable lists the --server URLs that did not answer (their nodes are missing).
+	Unreachable []serverFailure `json:"unreachable,omitempty"`
+	// Fleet and Members: with --etcd, the fleet read and its live members.
+	Fleet   string            `json:"fleet,omitempty"`
+	Members []fleetMemberView `json:"members,omitempty"`
 }
 
 type serverStatus struct {
@@ -35,8 +39,11 @@ func statusCommand(e *env) *cli.Command {
 		Name:  "status",
 		Usage: "show the boot state of every node of one or more boot servers, and their aggregated health",
 		Flags: []cli.Flag{
-			&cli.StringSliceFlag{Name: "server", Aliases: []string{"s"}, EnvVars: []string{"BOOTCTL_SERVER"}, Required: true,
+			&cli.StringSliceFlag{Name: "server", Aliases: []string{"s"}, EnvVars: []string{"BOOTCTL_SERVER"},
 				Usage: "boot server HTTP URL, e.g. http://10.0.0.1:8080; repeat to aggregate several servers"},
+			&cli.StringFlag{Name: "etcd", EnvVars: []string{"BOOTCTL_ETCD"},
+				Usage: "a fleet's etcd endpoints, comma-separated: every node of every server in one read (instead of --server)"},
+			&cli.StringFlag{Name: "fleet", Value: "default", EnvVars: []string{"BOOTCTL_FLEET"}, Usage: "fleet name (with --etcd)"},
 			&cli.IntFlag{Name: "watch", Aliases: []string{"w"}, Usage: "refresh every N seconds until interrupted (0: once)"},
 			&cli.StringFlag{Name: "state", Usage: "show only the nodes in this state"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "timeout of each request"},
@@ -58,6 +65,13 @@ func statusCommand(e *env) *cli.Command {
 				}
 				only = &st
 			}
+			endpoints := splitList(c.String("etcd"))
+			if len(endpoints) == 0 && len(c.StringSlice("server")) == 0 {
+				return badInput("status: give --server URL (repeatable) or --etcd ENDPOINTS")
+			}
+			if len(endpoints) > 0 && len(c.StringSlice("server")) > 0 {
+				return badInput("status: --server and --etcd exclude each other")
+			}
 			var servers []string
 			for _, s := range c.StringSlice("server") {
 				u, err := url.Parse(s)
@@ -68,17 +82,32 @@ func statusCommand(e *env) *cli.Command {
 			}
 			hc := &http.Client{Timeout: c.Duration("timeout")}
 			show := func() error {
-				res, err := fetchStatus(c.Context, hc, servers, only)
+				var res *statusResult
+				var err error
+				if len(endpoints) > 0 {
+					res, err = fetchFleetStatus(c.Context, endpoints, c.String("fleet"), only)
+				} else {
+					res, err = fetchStatus(c.Context, hc, servers, only)
+				}
 				if err != nil {
 					return err
 				}
 				switch format {
 				case "json", "yaml":
-					return writeData(e.stdout, format, res)
+					err = writeData(e.stdout, format, res)
 				case "csv":
-					return writeStatusCSV(e.stdout, res)
+					err = writeStatusCSV(e.stdout, res)
+				default:
+					err = writeStatusTable(e.stdout, res)
 				}
-				return writeStatusTable(e.stdout, res)
+				if err != nil {
+					return err
+				}
+				if len(res.Unreachable) > 0 {
+					// The others' nodes are out; the exit status says the picture is partial.
+					return &unreachableError{failed: res.Unreachable}
+				}
+				return nil
 			}
 			watch := time.Duration(c.Int("watch")) * time.Second
 			if watch == 0 {
@@ -110,58 +139,49 @@ func statusCommand(e *env) *cli.Command {
 	}
 }
 
-// fetchStatus asks every server for its nodes and summary.
+// fetchStatus asks every server for its nodes and summary. A server that does not answer is listed
+// in Unreachable and the others are shown; it is an error only when none answers.
 func fetchStatus(ctx context.Context, hc *http.Client, servers []string, only *bootsrv.State) (*statusResult, error) {
 	res := &statusResult{ByState: map[bootsrv.State]int{}}
 	var all []bootsrv.NodeStatus
 	for _, s := range servers {
 		cl := &bootsrv.Client{BaseURL: s, HTTP: hc}
 		nodes, err := cl.Nodes(ctx)
-		if err != nil {
-			return nil, err
+		var sum *bootsrv.Summary
+		if err == nil {
+			sum, err = cl.Summary(ctx)
 		}
-		sum, err := cl.Summary(ctx)
 		if err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			res.Unreachable = append(res.Unreachable, serverFailure{URL: s, Error: err.Error()})
+			continue
 		}
 		res.Servers = append(res.Servers, serverStatus{URL: s, Summary: *sum})
 		all = append(all, nodes.Nodes...)
 	}
-	if len(res.Servers) == 1 {
+	if len(res.Servers) == 0 {
+		return nil, &unreachableError{failed: res.Unreachable}
+	}
+	if len(res.Servers) == 1 && len(servers) == 1 {
 		res.Summary = res.Servers[0].Summary
 	} else {
 		res.Summary = bootsrv.Summarize(all, "all", -1, time.Now())
 	}
-	for _, st := range bootsrv.States() {
-		res.ByState[st] = 0
-	}
-	for _, n := range all {
-		res.ByState[n.State]++
-	}
-	sort.SliceStable(all, func(i, j int) bool {
-		if all[i].State != all[j].State {
-			return all[i].State < all[j].State
-		}
-		return all[i].Name < all[j].Name
-	})
-	res.Nodes = all[:0:0]
-	for _, n := range all {
-		if only == nil || n.State == *only {
-			res.Nodes = append(res.Nodes, n)
-		}
-	}
+	finishStatus(res, all, only)
 	return res, nil
 }
 
 // writeStatusCSV writes one row per node.
 func writeStatusCSV(w io.Writer, res *statusResult) error {
-	rows := [][]string{{"node", "state", "since", "attempt", "ip", "mac", "position", "error"}}
+	rows := [][]string{{"node", "server", "state", "since", "attempt", "ip", "mac", "position", "error"}}
 	for _, n := range res.Nodes {
 		since := ""
 		if !n.Since.IsZero() {
 			since = n.Since.UTC().Format(time.RFC3339)
 		}
-		rows = append(rows, []string{n.Name, n.State.String(), since, strconv.Itoa(n.Attempt), n.IP, n.MAC, n.Position, n.Error})
+		rows = append(rows, []string{n.Name, n.Server, n.State.String(), since, strconv.Itoa(n.Attempt), n.IP, n.MAC, n.Position, n.Error})
 	}
 	return writeCSV(w, rows)
 }
@@ -180,12 +200,23 @@ func writeStatusTable(w io.Writer, res *statusResult) error {
 			counts = append(counts, fmt.Sprintf("%s %d", st, n))
 		}
 	}
-	fmt.Fprintf(w, "by state: %s\n\n", strings.Join(counts, ", "))
+	fmt.Fprintf(w, "by state: %s\n", strings.Join(counts, ", "))
+	if res.Fleet != "" {
+		var live []string
+		for _, m := range res.Members {
+			live = append(live, m.Name)
+		}
+		fmt.Fprintf(w, "fleet %s: %d live servers (%s)\n", res.Fleet, len(live), strings.Join(live, ", "))
+	}
+	for _, u := range res.Unreachable {
+		fmt.Fprintf(w, "NOT ANSWERING: %s (%s)\n", u.URL, u.Error)
+	}
+	fmt.Fprintln(w)
 	if len(res.Nodes) == 0 {
 		return nil
 	}
 	t := newTable(w)
-	t.row("node", "state", "since", "attempt", "ip", "mac", "position", "detail")
+	t.row("node", "server", "state", "since", "attempt", "ip", "mac", "position", "detail")
 	now := time.Now()
 	for _, n := range res.Nodes {
 		since := "-"
@@ -206,7 +237,11 @@ func writeStatusTable(w io.Writer, res *statusResult) error {
 		if detail == "" {
 			detail = "-"
 		}
-		t.row(n.Name, n.State, since, n.Attempt, ip, n.MAC, n.Position, detail)
+		server := n.Server
+		if server == "" {
+			server = "-"
+		}
+		t.row(n.Name, server, n.State, since, n.Attempt, ip, n.MAC, n.Position, detail)
 	}
 	return t.flush()
 }
