@@ -67,7 +67,7 @@ func (c *Client) Allocate(ctx context.Context, mac string, candidates iter.Seq[n
 		if macKV != nil {
 			if ip, err := netip.ParseAddr(string(macKV.Value)); err == nil {
 				if kv := held[ip]; kv != nil && decodeAddr(kv).MAC == hw && contains(candidates, ip) {
-					ok, err := c.takeAddr(ctx, hw, ip, kv, macKV, expires)
+					ok, err := c.takeAddr(ctx, hw, ip, kv, macKV, nil, expires)
 					if err != nil {
 						return netip.Addr{}, err
 					}
@@ -75,6 +75,16 @@ func (c *Client) Allocate(ctx context.Context, mac string, candidates iter.Seq[n
 						return ip, nil
 					}
 					continue // changed under us: read again
+				}
+			}
+		}
+		// The address the MAC held outside the candidates (the pool changed) is given up in
+		// the transaction that takes the new one, so that a MAC holds one address.
+		var drop *mvccpb.KeyValue
+		if macKV != nil {
+			if ip, err := netip.ParseAddr(string(macKV.Value)); err == nil {
+				if kv := held[ip]; kv != nil && decodeAddr(kv).MAC == hw {
+					drop = kv
 				}
 			}
 		}
@@ -87,7 +97,7 @@ func (c *Client) Allocate(ctx context.Context, mac string, candidates iter.Seq[n
 					continue
 				}
 			}
-			ok, err := c.takeAddr(ctx, hw, ip.Unmap(), kv, macKV, expires)
+			ok, err := c.takeAddr(ctx, hw, ip.Unmap(), kv, macKV, drop, expires)
 			if err != nil {
 				return netip.Addr{}, err
 			}
@@ -115,20 +125,24 @@ func (c *Client) Allocate(ctx context.Context, mac string, candidates iter.Seq[n
 }
 
 // takeAddr writes addr/IP -> (mac, expires) and mac/MAC -> IP in one transaction, provided
-// neither key changed since it was read (seen, macSeen; nil: did not exist). It reports whether
-// the transaction succeeded.
-func (c *Client) takeAddr(ctx context.Context, mac string, ip netip.Addr, seen, macSeen *mvccpb.KeyValue, expires time.Time) (bool, error) {
+// neither key changed since it was read (seen, macSeen; nil: did not exist), and deletes drop (the
+// MAC's previous address, when not nil and still as read). It reports whether the transaction
+// succeeded.
+func (c *Client) takeAddr(ctx context.Context, mac string, ip netip.Addr, seen, macSeen, drop *mvccpb.KeyValue, expires time.Time) (bool, error) {
 	val, err := json.Marshal(addrValue{MAC: mac, Expires: expires.UTC()})
 	if err != nil {
 		return false, err
 	}
 	ak, mk := c.keys.addr(ip.String()), c.keys.mac(mac)
+	cmps := []clientv3.Cmp{unchanged(ak, seen), unchanged(mk, macSeen)}
+	ops := []clientv3.Op{clientv3.OpPut(ak, string(val)), clientv3.OpPut(mk, ip.String())}
+	if drop != nil && string(drop.Key) != ak {
+		cmps = append(cmps, unchanged(string(drop.Key), drop))
+		ops = append(ops, clientv3.OpDelete(string(drop.Key)))
+	}
 	var resp *clientv3.TxnResponse
 	err = c.do(ctx, "addr_take", func(ctx context.Context) (err error) {
-		resp, err = c.cli.Txn(ctx).
-			If(unchanged(ak, seen), unchanged(mk, macSeen)).
-			Then(clientv3.OpPut(ak, string(val)), clientv3.OpPut(mk, ip.String())).
-			Commit()
+		resp, err = c.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 		return err
 	})
 	if err != nil {
@@ -159,7 +173,16 @@ func (c *Client) Renew(ctx context.Context, mac string, ip netip.Addr, expires t
 		if err != nil {
 			return err
 		}
-		ok, err := c.takeAddr(ctx, hw, ip, kv, macKV, expires)
+		var drop *mvccpb.KeyValue
+		if macKV != nil && string(macKV.Value) != ip.String() {
+			if drop, err = c.getKey(ctx, "addr_get", c.keys.addr(string(macKV.Value))); err != nil {
+				return err
+			}
+			if drop != nil && decodeAddr(drop).MAC != hw {
+				drop = nil
+			}
+		}
+		ok, err := c.takeAddr(ctx, hw, ip, kv, macKV, drop, expires)
 		if err != nil || ok {
 			return err
 		}

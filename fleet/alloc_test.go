@@ -14,9 +14,11 @@ import (
 )
 
 // pool returns n addresses from 192.0.2.0 (TEST-NET-1: addresses only, never contacted).
-func pool(n int) iter.Seq[netip.Addr] {
+func pool(n int) iter.Seq[netip.Addr] { return poolFrom("192.0.2.0", n) }
+
+func poolFrom(first string, n int) iter.Seq[netip.Addr] {
 	return func(yield func(netip.Addr) bool) {
-		a := netip.MustParseAddr("192.0.2.0")
+		a := netip.MustParseAddr(first)
 		for i := 0; i < n; i++ {
 			if !yield(a) {
 				return
@@ -146,6 +148,9 @@ func TestAllocateRenewRelease(t *testing.T) {
 		}, a0, nil},
 		{"old holder renews", func() (netip.Addr, error) { return a0, c.Renew(ctx, mac1, a0, now.Add(time.Minute)) }, a0, ErrAddressTaken},
 		{"old holder allocates", func() (netip.Addr, error) { return c.Allocate(ctx, mac1, p, now.Add(time.Minute)) }, a1, nil},
+		{"pool moved", func() (netip.Addr, error) {
+			return c.Allocate(ctx, mac3, poolFrom("192.0.2.2", 2), now.Add(time.Minute))
+		}, netip.MustParseAddr("192.0.2.2"), nil},
 		{"bad MAC", func() (netip.Addr, error) { return c.Allocate(ctx, "nope", p, now) }, netip.Addr{}, nil},
 	}
 	for _, s := range steps {
@@ -168,7 +173,7 @@ func TestAllocateRenewRelease(t *testing.T) {
 	for _, l := range leases {
 		got = append(got, l.Addr.String()+"="+l.MAC)
 	}
-	if want := []string{"192.0.2.0=52:54:00:00:00:03", "192.0.2.1=52:54:00:00:00:01"}; !slices.Equal(got, want) {
+	if want := []string{"192.0.2.1=52:54:00:00:00:01", "192.0.2.2=52:54:00:00:00:03"}; !slices.Equal(got, want) {
 		t.Errorf("Leases = %v, want %v", got, want)
 	}
 }

@@ -83,9 +83,10 @@ func (c *Client) Config(ctx context.Context) (ConfigRevision, error) {
 }
 
 // WatchConfig delivers the current configuration (when there is one) and then every new one, in
-// revision order, until ctx ends; then the channel is closed. It survives etcd restarts, member
-// failures and compactions (after a compaction it delivers the current configuration, skipping
-// revisions it can no longer see). A stored value that cannot be decoded is skipped.
+// revision order, until ctx ends or the client is closed; then the channel is closed. It survives
+// etcd restarts, member failures and compactions (after a compaction it delivers the current
+// configuration, skipping revisions it can no longer see). A stored value that cannot be decoded
+// is logged and skipped.
 func (c *Client) WatchConfig(ctx context.Context) <-chan ConfigRevision {
 	ch := make(chan ConfigRevision)
 	var last int64

@@ -34,11 +34,12 @@ func (c *Client) Members(ctx context.Context) ([]Member, int64, error) {
 }
 
 // WatchMembers delivers the full live set, sorted by name, now and after every change, until ctx
-// ends; then the channel is closed. It survives etcd restarts and member failures. A consumer
+// ends or the client is closed; then the channel is closed. It survives etcd restarts and member failures. A consumer
 // that falls behind gets fewer, never stale, sets: each one delivered is the newest.
 func (c *Client) WatchMembers(ctx context.Context) <-chan []Member {
 	out := make(chan []Member)
 	latest := make(chan []Member, 1) // the newest set not yet taken by out
+	watching := make(chan struct{})  // closed when the watch has ended (ctx, or the client closed)
 	go func() {
 		defer close(out)
 		for {
@@ -47,6 +48,8 @@ func (c *Client) WatchMembers(ctx context.Context) <-chan []Member {
 				if !send(ctx, out, set) {
 					return
 				}
+			case <-watching:
+				return
 			case <-ctx.Done():
 				return
 			}
@@ -60,6 +63,7 @@ func (c *Client) WatchMembers(ctx context.Context) <-chan []Member {
 		latest <- set
 	}
 	go func() {
+		defer close(watching)
 		set := map[string]Member{}
 		c.watchKeys(ctx, "members_watch", c.keys.membersPrefix(), true, watcher{
 			reset: func(kvs []*mvccpb.KeyValue, _ int64) bool {
