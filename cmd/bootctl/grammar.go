@@ -138,6 +138,8 @@ func leafAction(path string, cmd *cli.Command, required []cli.Flag, action cli.A
 				msg += fmt.Sprintf(" (did you mean %s %s?)", f, stray)
 			} else if strings.HasPrefix(stray, "-") && len(stray) > 1 {
 				msg += " (flags go before --)"
+			} else if b := boolFlag(cmd.Flags); b != "" && (stray == "true" || stray == "false") {
+				msg += fmt.Sprintf(" (a true/false flag takes its value after =, e.g. %s=%s)", b, stray)
 			}
 			return &usageError{path, errors.New(msg)}
 		}
@@ -215,6 +217,16 @@ func flagForValue(flags []cli.Flag, word string) string {
 			if strings.Contains(flagUsage(f), "YAML") {
 				return dashed(f.Names()[0])
 			}
+		}
+	}
+	return ""
+}
+
+// boolFlag names the first true/false flag of a command, "" if none.
+func boolFlag(flags []cli.Flag) string {
+	for _, f := range flags {
+		if !takesValue(f) && f.Names()[0] != "help" {
+			return dashed(f.Names()[0])
 		}
 	}
 	return ""

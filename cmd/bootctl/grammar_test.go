@@ -30,6 +30,7 @@ func TestGrammarUsageErrors(t *testing.T) {
 		{"stray format", []string{"route", "-t", "fat2d:4", "json"}, `bootctl route: unexpected argument "json" (did you mean --output json?)`},
 		{"stray spec", []string{"route", "fat2d:16"}, `bootctl route: unexpected argument "fat2d:16" (did you mean --topology fat2d:16?)`},
 		{"stray word", []string{"mcast", "-t", "mini", "now"}, `bootctl mcast: unexpected argument "now"`},
+		{"boolean value after a space", []string{"report", "--flow", "false"}, `bootctl report: unexpected argument "false" (a true/false flag takes its value after =, e.g. --flow=false)`},
 		{"stray after a subcommand", []string{"image", "list", "--store", "x", "extra"}, `bootctl image list: unexpected argument "extra"`},
 		{"too many arguments", []string{"topology", "show", "mini", "sunway"}, `bootctl topology show: unexpected argument "sunway" (takes PRESET|FILE)`},
 		{"missing argument", []string{"topology", "show"}, `bootctl topology show: missing argument: PRESET|FILE`},
