@@ -51,12 +51,15 @@ type addrValue struct {
 // has expired. Each address is taken by one transaction that compares the address key's revision
 // with the one read, so an address is never held by two MACs, however many servers allocate at
 // once; a lost race moves on to the next candidate (bounded). Candidates may be iterated more than
-// once. Each call reads the fleet's address leases once (one range read); a new MAC costs one
-// more transaction per race lost.
+// once. A MAC that holds an address costs three requests; a new one costs a read of the fleet's
+// address leases (one range read) and one transaction per race lost.
 func (c *Client) Allocate(ctx context.Context, mac string, candidates iter.Seq[netip.Addr], expires time.Time) (netip.Addr, error) {
 	hw, err := canonicalMAC(mac)
 	if err != nil {
 		return netip.Addr{}, err
+	}
+	if ip, ok, err := c.renewOwn(ctx, hw, candidates, expires); err != nil || ok {
+		return ip, err
 	}
 	for round := 0; round < maxRounds; round++ {
 		macKV, held, err := c.poolSnapshot(ctx, hw)
@@ -122,6 +125,26 @@ func (c *Client) Allocate(ctx context.Context, mac string, candidates iter.Seq[n
 		}
 	}
 	return netip.Addr{}, fmt.Errorf("fleet %s: allocate for %s: lost %d rounds of races, giving up", c.fleet, hw, maxRounds)
+}
+
+// renewOwn renews the address mac holds, without reading the pool (three requests, whatever the
+// pool's size): the common case of a node that boots again. It reports false when mac holds no
+// candidate or lost a race, and Allocate goes the long way.
+func (c *Client) renewOwn(ctx context.Context, mac string, candidates iter.Seq[netip.Addr], expires time.Time) (netip.Addr, bool, error) {
+	macKV, err := c.macKey(ctx, mac)
+	if err != nil || macKV == nil {
+		return netip.Addr{}, false, err
+	}
+	ip, err := netip.ParseAddr(string(macKV.Value))
+	if err != nil || !contains(candidates, ip) {
+		return netip.Addr{}, false, nil
+	}
+	kv, err := c.getKey(ctx, "addr_get", c.keys.addr(ip.String()))
+	if err != nil || kv == nil || decodeAddr(kv).MAC != mac {
+		return netip.Addr{}, false, err
+	}
+	ok, err := c.takeAddr(ctx, mac, ip, kv, macKV, nil, expires)
+	return ip, ok, err
 }
 
 // takeAddr writes addr/IP -> (mac, expires) and mac/MAC -> IP in one transaction, provided

@@ -81,3 +81,26 @@ func (c *Client) Events(ctx context.Context, kind string) ([]Event, error) {
 func (c *Client) eventKey(kind string, seq int64) string {
 	return fmt.Sprintf("%s%020d", c.keys.eventsPrefix(kind), seq)
 }
+
+// TrimEvents deletes the events of kind older than the newest keep, in one request, so that a
+// long-running fleet's history stays bounded.
+func (c *Client) TrimEvents(ctx context.Context, kind string, keep int) error {
+	if err := validElement("event kind", kind); err != nil {
+		return err
+	}
+	kv, err := c.getKey(ctx, "event_seq", c.keys.eventSeq(kind))
+	if err != nil || kv == nil {
+		return err
+	}
+	last := kv.Version - int64(max(keep, 0)) // delete 1..last
+	if last < 1 {
+		return nil
+	}
+	return c.do(ctx, "events_trim", func(ctx context.Context) error {
+		_, err := c.cli.Delete(ctx, c.eventKey(kind, 1), clientv3.WithRange(c.eventKey(kind, last+1)))
+		if err != nil {
+			return c.wrap("trim events "+kind, err)
+		}
+		return nil
+	})
+}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -137,7 +139,8 @@ func TestLeaseExpiry(t *testing.T) {
 // renewal was sent, and true again by itself once etcd is back.
 func TestFencing(t *testing.T) {
 	e := startEtcd(t, 1)
-	c := open(t, e.Endpoints)
+	reg := prometheus.NewRegistry()
+	c := open(t, e.Endpoints, func(o *Options) { o.Registerer = reg })
 	ctx := ctxFor(t, 40*time.Second)
 	const ttl = 3 * time.Second
 	m, err := c.Join(ctx, "bs0", []byte("x"), ttl)
@@ -170,6 +173,21 @@ func TestFencing(t *testing.T) {
 	ms, _, err := c.Members(ctx)
 	if err != nil || !slices.Equal(names(ms), []string{"bs0"}) || ms[0].LeaseID != m.LeaseID() {
 		t.Errorf("Members after restart = %+v, %v (lease %x)", ms, err, m.LeaseID())
+	}
+	for _, tc := range []struct {
+		metric  prometheus.Collector
+		atLeast float64
+	}{
+		{c.metrics.renewals.WithLabelValues("failed"), 1},
+		{c.metrics.renewals.WithLabelValues("ok"), 2},
+		{c.metrics.errors.WithLabelValues("lease_keepalive"), 1},
+	} {
+		if got := testutil.ToFloat64(tc.metric); got < tc.atLeast {
+			t.Errorf("metric %v = %v, want at least %v", tc.metric, got, tc.atLeast)
+		}
+	}
+	if n := testutil.CollectAndCount(reg); n == 0 {
+		t.Error("nothing registered")
 	}
 }
 

@@ -144,6 +144,16 @@ func TestEvents(t *testing.T) {
 			t.Errorf("event %d: seq %d rev %d", i, ev.Seq, ev.Revision)
 		}
 	}
+	if err := a.TrimEvents(ctx, "takeover", 5); err != nil {
+		t.Fatal(err)
+	}
+	evs, err = b.Events(ctx, "takeover")
+	if err != nil || len(evs) != 5 || evs[0].Seq != 16 {
+		t.Errorf("after trimming to 5: %d events from %d, %v", len(evs), evs[0].Seq, err)
+	}
+	if seq, err := a.AppendEvent(ctx, "takeover", nil); err != nil || seq != 21 {
+		t.Errorf("append after trim: seq %d, %v; want 21", seq, err)
+	}
 	if evs, err := a.Events(ctx, "other"); err != nil || len(evs) != 0 {
 		t.Errorf("Events(other) = %v, %v", evs, err)
 	}
