@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -84,5 +85,37 @@ func TestClusterStatusTable(t *testing.T) {
 		if got := strings.Join(strings.Fields(lines[i]), " "); got != want {
 			t.Errorf("line %d: %q, want %q", i, got, want)
 		}
+	}
+}
+
+// TestOutputFormatsOfServerAndStore: status and image speak yaml and csv too.
+func TestOutputFormatsOfServerAndStore(t *testing.T) {
+	f := newServeFiles(t, "off")
+	srv, _ := startServer(t, f)
+	url := "http://" + srv.HTTPAddr().String()
+	store := filepath.Join(f.dir, "images")
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"status yaml", []string{"status", "-s", url, "-o", "yaml"}, []string{"summary:\n  server: bs0\n", "nodes:\n  - name: node00\n"}},
+		{"status csv", []string{"status", "-s", url, "-o", "csv"}, []string{"node,", ",state,", "\nnode00,", ",52:54:00:00:00:00,"}},
+		{"image list yaml", []string{"image", "list", "--store", store, "-o", "yaml"}, []string{"- name: default\n  kernel: vmlinuz\n"}},
+		{"image list csv", []string{"image", "list", "--store", store, "-o", "csv"}, []string{"profile,kernel,initrd,files,bytes,kernel_sha256,cmdline\ndefault,vmlinuz,initrd.img,2,3145738,"}},
+		{"image verify yaml", []string{"image", "verify", "--store", store, "-o", "yaml"}, []string{"files: 2\nok: true\nproblems: []\n"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := bootctl(t, tc.args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%.800s", w, out)
+				}
+			}
+		})
 	}
 }
