@@ -1,0 +1,608 @@
+package bootsrv
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bootfabric/bootfabric/images"
+	"github.com/bootfabric/bootfabric/topology"
+	"gopkg.in/yaml.v3"
+)
+
+// A fleet's configuration is one document stored in etcd (fleet.Client.ApplyConfig) that every
+// server of the fleet reads: `bootctl serve --etcd URLS --name bs3` needs nothing else. So the
+// document carries everything the servers must agree on (the server list, the topology, the
+// mapping, the inventory, the DHCP network and the profile manifests) with the files' text
+// embedded, and nothing a single server decides for itself (its directories, listen addresses,
+// interfaces and URL: LocalSettings). Image files stay out of it: they are large, and a server
+// that lacks one fetches it from a peer by sha256 (images.FetchBlob), so only the manifests travel.
+
+// FleetDocVersion is the format of FleetDoc. A server refuses a document of another version rather
+// than guess at fields it does not know.
+const FleetDocVersion = 1
+
+// FleetDoc is one revision of a fleet's configuration: the fleet-wide settings of a boot-server
+// configuration with its topology and inventory files embedded, and the profile manifests of an
+// image store. It is JSON; Encode gives the exact bytes that are stored, and Hash their sha256,
+// which is the revision's fleet.ConfigRevision.SHA256. Settings are stored with their defaults
+// applied, so that servers of different versions cannot read one revision differently.
+type FleetDoc struct {
+	Version       int           `json:"version"`
+	Servers       []FleetServer `json:"servers"`
+	FailedServers []int         `json:"failed_servers,omitempty"`
+	Topology      FleetFile     `json:"topology"`
+	Mapping       string        `json:"mapping"`
+	Inventory     FleetFile     `json:"inventory"`
+	Profile       string        `json:"profile"`
+	// StateFlush is a Go duration ("200ms"), as in the YAML.
+	StateFlush string    `json:"state_flush"`
+	TFTP       FleetTFTP `json:"tftp"`
+	DHCP       FleetDHCP `json:"dhcp"`
+	// Profiles are the manifests of the published image store, sorted by name: file names with
+	// each file's sha256 and size, never the files.
+	Profiles []images.Profile `json:"profiles"`
+}
+
+// FleetServer is one server of the fleet (servers[i] in the YAML).
+type FleetServer struct {
+	Name    string `json:"name"`
+	Address string `json:"address"`
+}
+
+// FleetFile is a file the configuration names, embedded so that a server needs nothing but etcd.
+// A topology preset is kept as its name: every bootctl has it built in.
+type FleetFile struct {
+	// Preset is a built-in topology's name; Name and Text are then empty.
+	Preset string `json:"preset,omitempty"`
+	// Name is the file's base name: its extension decides the format (an inventory ending in .csv
+	// is CSV), and errors in it name it.
+	Name string `json:"name,omitempty"`
+	// Text is the file's content.
+	Text string `json:"text,omitempty"`
+}
+
+// FleetTFTP is the fleet-wide part of tftp: (the listen address is each server's).
+type FleetTFTP struct {
+	MaxBlockSize int `json:"max_block_size,omitempty"`
+	MaxTransfers int `json:"max_transfers,omitempty"`
+}
+
+// FleetDHCP is the fleet-wide part of dhcp: (listen address and interfaces are each server's).
+// Durations are Go durations ("1h").
+type FleetDHCP struct {
+	Mode          string     `json:"mode"`
+	Subnet        string     `json:"subnet,omitempty"`
+	Router        string     `json:"router,omitempty"`
+	DNS           []string   `json:"dns,omitempty"`
+	Domain        string     `json:"domain,omitempty"`
+	LeaseTime     string     `json:"lease_time"`
+	Workers       int        `json:"workers,omitempty"`
+	Pool          *FleetPool `json:"pool,omitempty"`
+	BIOSFile      string     `json:"bios_file,omitempty"`
+	EFIx64File    string     `json:"efi_x64_file,omitempty"`
+	EFIArm64File  string     `json:"efi_arm64_file,omitempty"`
+	IPXEUserClass string     `json:"ipxe_user_class,omitempty"`
+}
+
+// FleetPool is dhcp.pool.
+type FleetPool struct {
+	Range   string `json:"range"`
+	Lease   string `json:"lease,omitempty"`
+	Unknown bool   `json:"unknown,omitempty"`
+}
+
+// LocalSettings are what one server of a fleet decides for itself: the settings a fleet file
+// refuses. Zero values mean what they mean in a boot server's YAML: the same defaults (":80",
+// ":69", ":67", all interfaces, /usr/lib/ipxe, http://ADDRESS:PORT), and StateDir and Images are
+// required there as here.
+type LocalSettings struct {
+	StateDir   string   // state_dir
+	Images     string   // images: the local store, filled from peers (images.FetchBlob)
+	IPXEDir    string   // ipxe_dir
+	HTTPListen string   // http.listen
+	URL        string   // http.url
+	TFTPListen string   // tftp.listen ("off" turns TFTP off)
+	DHCPListen string   // dhcp.listen
+	Interfaces []string // dhcp.interfaces
+}
+
+// MemberInfo is what a fleet server publishes with its membership (fleet.Client.Join), as JSON:
+// how peers and `bootctl fleet status` reach it.
+type MemberInfo struct {
+	// URL is the server's HTTP base URL: peers fetch blobs from URL/blobs/sha256/SUM.
+	URL string `json:"url"`
+	// Address is the server's address on the boot network (servers[i].address).
+	Address string `json:"address"`
+	// Active is true while the server answers for the fleet; false while it is a member that does
+	// not (starting up, or fenced because its lease renewal is overdue).
+	Active bool `json:"active"`
+}
+
+// perServerFields are the YAML settings a fleet file refuses: each server has its own.
+var perServerFields = []string{
+	"server_id", "state_dir", "ipxe_dir", "http.listen", "http.url", "tftp.listen", "dhcp.listen", "dhcp.interfaces",
+}
+
+// LoadFleetFile reads a fleet file (fleet.yaml): a boot server's YAML without the per-server
+// settings, whose `images:` names the store whose profile manifests are published. It checks
+// everything a server would check when it starts (the configuration, the topology, the inventory,
+// the mapping for every server, every node's address and profile, the store's blobs) so that a bad
+// revision is refused here, with the file and line, and never reaches the servers.
+func LoadFleetFile(path string) (*FleetDoc, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("fleet file: %w", err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, yamlError(err, path)
+	}
+	if len(root.Content) == 0 {
+		return nil, &Error{File: path, Msg: "empty fleet file"}
+	}
+	if err := refusePerServer(root.Content[0], path); err != nil {
+		return nil, err
+	}
+	cfg, err := ParseConfig(data, path)
+	if err != nil {
+		return nil, err
+	}
+	line := func(field string) int { return topology.FieldLine(root.Content[0], field) }
+	// Validate as one server that serves; the other servers are checked below.
+	id := 0
+	for i := range cfg.Servers {
+		if !slices.Contains(cfg.FailedServers, i) {
+			id = i
+			break
+		}
+		id = -1
+	}
+	if len(cfg.Servers) > 0 && id < 0 {
+		return nil, &Error{File: path, Line: line("failed_servers"), Field: "failed_servers", Msg: "lists every server: at least one must serve"}
+	}
+	cfg.ServerID = max(id, 0)
+	cfg.StateDir = filepath.Dir(path) // required by Validate; never published
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	doc := fleetDocOf(cfg)
+	var topoText, invText []byte
+	if _, ok := topology.Preset(cfg.Topology); ok {
+		doc.Topology = FleetFile{Preset: cfg.Topology}
+	} else {
+		if topoText, err = os.ReadFile(cfg.Topology); err != nil {
+			return nil, &Error{File: path, Line: line("topology"), Field: "topology", Msg: err.Error()}
+		}
+		doc.Topology = FleetFile{Name: filepath.Base(cfg.Topology), Text: string(topoText)}
+	}
+	if invText, err = os.ReadFile(cfg.Inventory); err != nil {
+		return nil, &Error{File: path, Line: line("inventory"), Field: "inventory", Msg: err.Error()}
+	}
+	doc.Inventory = FleetFile{Name: filepath.Base(cfg.Inventory), Text: string(invText)}
+	m, err := parseMachine(cfg.Topology, topoText, cfg.Inventory, invText)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFleetNodes(cfg, m, line); err != nil {
+		return nil, err
+	}
+	st, err := images.Open(cfg.Images)
+	if err != nil {
+		return nil, &Error{File: path, Line: line("images"), Field: "images", Msg: strings.TrimPrefix(err.Error(), "images: ")}
+	}
+	doc.Profiles = st.List()
+	if err := checkFleetProfiles(cfg, m.Inventory, st, line); err != nil {
+		return nil, err
+	}
+	// What the servers will build: every server's configuration from the document itself.
+	tmp, err := os.MkdirTemp("", "bootctl-fleet-")
+	if err != nil {
+		return nil, fmt.Errorf("fleet file: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	for i, s := range doc.Servers {
+		if slices.Contains(doc.FailedServers, i) {
+			continue
+		}
+		local := LocalSettings{StateDir: tmp, Images: cfg.Images}
+		if _, err := doc.Materialize(filepath.Join(tmp, s.Name), s.Name, local); err != nil {
+			return nil, fmt.Errorf("%s: the revision does not materialize for server %s: %w", path, s.Name, err)
+		}
+	}
+	return doc, nil
+}
+
+// refusePerServer refuses the first (by line) per-server setting in a fleet file.
+func refusePerServer(root *yaml.Node, file string) error {
+	var first *Error
+	for _, f := range perServerFields {
+		k := yamlKey(root, f)
+		if k != nil && (first == nil || k.Line < first.Line) {
+			first = &Error{File: file, Line: k.Line, Field: f, Msg: "per-server setting; give it to bootctl serve"}
+		}
+	}
+	if first != nil {
+		return first
+	}
+	return nil
+}
+
+// yamlKey returns the key node of a dotted path of mapping keys, or nil.
+func yamlKey(n *yaml.Node, path string) *yaml.Node {
+	var key *yaml.Node
+	for _, part := range strings.Split(path, ".") {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var next *yaml.Node
+		key = nil
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == part {
+				key, next = n.Content[i], n.Content[i+1]
+			}
+		}
+		if key == nil {
+			return nil
+		}
+		n = next
+	}
+	return key
+}
+
+// fleetDocOf copies the fleet-wide settings of a validated configuration.
+func fleetDocOf(c *Config) *FleetDoc {
+	d := &FleetDoc{
+		Version:       FleetDocVersion,
+		FailedServers: slices.Clone(c.FailedServers),
+		Mapping:       c.Mapping,
+		Profile:       c.Profile,
+		StateFlush:    time.Duration(*c.StateFlush).String(),
+		TFTP:          FleetTFTP{MaxBlockSize: c.TFTP.MaxBlockSize, MaxTransfers: c.TFTP.MaxTransfers},
+		DHCP: FleetDHCP{
+			Mode: c.DHCP.Mode, Subnet: c.DHCP.Subnet, Router: c.DHCP.Router, DNS: slices.Clone(c.DHCP.DNS),
+			Domain: c.DHCP.Domain, LeaseTime: time.Duration(c.DHCP.LeaseTime).String(), Workers: c.DHCP.Workers,
+			BIOSFile: c.DHCP.BIOSFile, EFIx64File: c.DHCP.EFIx64File, EFIArm64File: c.DHCP.EFIArm64File,
+			IPXEUserClass: c.DHCP.IPXEUserClass,
+		},
+	}
+	for _, s := range c.Servers {
+		d.Servers = append(d.Servers, FleetServer{Name: s.Name, Address: s.Address})
+	}
+	if p := c.DHCP.Pool; p != nil {
+		d.DHCP.Pool = &FleetPool{Range: p.Range, Lease: time.Duration(p.Lease).String(), Unknown: p.Unknown}
+	}
+	return d
+}
+
+// FleetMachine is a revision's machine: the topology's hierarchy and the inventory.
+type FleetMachine struct {
+	Hierarchy *topology.Hierarchy
+	Inventory *Inventory
+}
+
+// parseMachine parses a topology (a preset name, or a file's text) and an inventory's text; the
+// names are the files' names in errors, and the inventory's extension picks its format as
+// LoadInventory's does.
+func parseMachine(topoName string, topoText []byte, invName string, invText []byte) (*FleetMachine, error) {
+	m, ok := topology.Preset(topoName)
+	if !ok {
+		var err error
+		if m, err = topology.Parse(topoText, topoName); err != nil {
+			var e *Error
+			if errors.As(err, &e) && e.File != "" {
+				return nil, err // names the file already
+			}
+			return nil, fmt.Errorf("topology %s: %w", topoName, err)
+		}
+	}
+	g, err := m.Build()
+	if err != nil {
+		return nil, fmt.Errorf("topology %s: %w", topoName, err)
+	}
+	h := g.Hierarchy()
+	var inv *Inventory
+	if strings.EqualFold(filepath.Ext(invName), ".csv") {
+		inv, err = ParseInventoryCSV(invText, invName, h)
+	} else {
+		inv, err = ParseInventoryYAML(invText, invName, h)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &FleetMachine{Hierarchy: h, Inventory: inv}, nil
+}
+
+// checkFleetNodes checks the mapping and every node as the servers will: each serving server's
+// share against the DHCP settings (the union of the shares is every node, so a takeover meets no
+// node that was not checked).
+func checkFleetNodes(cfg *Config, m *FleetMachine, line func(string) int) error {
+	a, err := Assignment(m.Hierarchy, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
+	if err != nil {
+		return &Error{File: cfg.file, Line: line("mapping"), Field: "mapping", Msg: err.Error()}
+	}
+	for i := range cfg.Servers {
+		if slices.Contains(cfg.FailedServers, i) {
+			continue
+		}
+		c := *cfg
+		c.ServerID = i
+		au, err := NewAuthority(m.Inventory, a, i)
+		if err != nil {
+			return err
+		}
+		s := &Server{cfg: &c, auth: au}
+		if err := s.checkInventory(); err != nil {
+			return err
+		}
+		if err := s.checkPoolInventory(); err != nil {
+			return err
+		}
+		if _, err := au.Reservations(c.DHCP.networkOptions()); err != nil {
+			return fmt.Errorf("%s: server %s: reservations: %w", m.Inventory.File, c.Servers[i].Name, err)
+		}
+	}
+	return nil
+}
+
+// checkFleetProfiles checks that the default profile and every profile the inventory names are in
+// the published store, and that the store's blobs are whole: the servers fetch them from peers and
+// would refuse a blob that does not match its manifest.
+func checkFleetProfiles(cfg *Config, inv *Inventory, st *images.Store, line func(string) int) error {
+	if _, err := st.Get(cfg.Profile); err != nil {
+		f := "profile"
+		if line(f) == 0 {
+			f = "images"
+		}
+		return &Error{File: cfg.file, Line: line(f), Field: "profile", Msg: fmt.Sprintf("%q is not in the image store %s (bootctl image list --store %s)", cfg.Profile, cfg.Images, cfg.Images)}
+	}
+	for _, n := range inv.Nodes {
+		if n.Profile == "" {
+			continue
+		}
+		if _, err := st.Get(n.Profile); err != nil {
+			return &Error{File: inv.File, Line: n.Line, Field: "profile", Msg: fmt.Sprintf("node %s: profile %q is not in the image store %s", n.Name, n.Profile, cfg.Images)}
+		}
+	}
+	if probs := st.Verify(); len(probs) > 0 {
+		return &Error{File: cfg.file, Line: line("images"), Field: "images", Msg: fmt.Sprintf("store %s: %s (%d problems; bootctl image verify --store %s)", cfg.Images, probs[0], len(probs), cfg.Images)}
+	}
+	return nil
+}
+
+// Encode returns the document as stored: compact JSON, deterministic (map keys sorted).
+func (d *FleetDoc) Encode() ([]byte, error) {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("fleet configuration: %w", err)
+	}
+	return b, nil
+}
+
+// Hash returns the hex sha256 of Encode's bytes: the revision's fleet.ConfigRevision.SHA256.
+func (d *FleetDoc) Hash() string {
+	b, err := d.Encode()
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// DecodeFleetDoc decodes a stored revision. Unknown fields and other versions are refused: a server
+// that does not understand a revision must keep the one it has rather than run half of the new one.
+func DecodeFleetDoc(data []byte) (*FleetDoc, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var d FleetDoc
+	if err := dec.Decode(&d); err != nil {
+		return nil, fmt.Errorf("fleet configuration: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("fleet configuration: more than one JSON value")
+	}
+	if d.Version != FleetDocVersion {
+		return nil, fmt.Errorf("fleet configuration: version %d, this bootctl reads %d", d.Version, FleetDocVersion)
+	}
+	if p := d.Topology.Preset; p != "" {
+		if _, ok := topology.Preset(p); !ok {
+			return nil, fmt.Errorf("fleet configuration: topology: %q is not a preset", p)
+		}
+	} else if err := safeBase(d.Topology.Name); err != nil {
+		return nil, fmt.Errorf("fleet configuration: topology: %w", err)
+	}
+	if d.Inventory.Preset != "" {
+		return nil, errors.New("fleet configuration: inventory: want an embedded file, not a preset")
+	}
+	if err := safeBase(d.Inventory.Name); err != nil {
+		return nil, fmt.Errorf("fleet configuration: inventory: %w", err)
+	}
+	return &d, nil
+}
+
+// safeBase checks that a file name from a document is a plain base name: a revision comes from
+// etcd, and must not make a server write outside its directory.
+func safeBase(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) || strings.ContainsRune(name, 0) {
+		return fmt.Errorf("file name %q: want a plain file name", name)
+	}
+	return nil
+}
+
+// Index returns the index of the named server in Servers, or -1.
+func (d *FleetDoc) Index(name string) int {
+	return slices.IndexFunc(d.Servers, func(s FleetServer) bool { return s.Name == name })
+}
+
+// ServerNames lists the servers' names in order.
+func (d *FleetDoc) ServerNames() []string {
+	out := make([]string, len(d.Servers))
+	for i, s := range d.Servers {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// Machine parses the revision's topology and inventory from the embedded text (nothing on disk).
+func (d *FleetDoc) Machine() (*FleetMachine, error) {
+	topo := d.Topology.Preset
+	if topo == "" {
+		topo = d.Topology.Name
+	}
+	return parseMachine(topo, []byte(d.Topology.Text), d.Inventory.Name, []byte(d.Inventory.Text))
+}
+
+// FleetOwnership is who owns a revision's nodes for one live set.
+type FleetOwnership struct {
+	// Nodes[i] is how many inventory nodes server i owns.
+	Nodes []int
+	// Absent are the failed_servers (dealt around); Dead the other servers that are not live
+	// (their blocks moved to survivors).
+	Absent, Dead []int
+	// Unowned counts the nodes nobody owns: all of them when no server is live.
+	Unowned int
+}
+
+// Ownership applies the fleet's ownership rule (Assignment: absent = failed_servers, dead = the
+// other servers that are not in live) to the machine's inventory, as every server of the fleet
+// computes it.
+func (d *FleetDoc) Ownership(m *FleetMachine, live []string) (FleetOwnership, error) {
+	o := FleetOwnership{Nodes: make([]int, len(d.Servers)), Absent: slices.Clone(d.FailedServers)}
+	for i, s := range d.Servers {
+		if !slices.Contains(d.FailedServers, i) && !slices.Contains(live, s.Name) {
+			o.Dead = append(o.Dead, i)
+		}
+	}
+	if len(o.Absent)+len(o.Dead) >= len(d.Servers) {
+		o.Unowned = len(m.Inventory.Nodes)
+		return o, nil
+	}
+	a, err := Assignment(m.Hierarchy, d.Mapping, len(d.Servers), d.FailedServers, o.Dead)
+	if err != nil {
+		return o, fmt.Errorf("mapping: %w", err)
+	}
+	for _, n := range m.Inventory.Nodes {
+		if s := int(a.Server[n.Index]); s >= 0 && s < len(o.Nodes) {
+			o.Nodes[s]++
+		} else {
+			o.Unowned++
+		}
+	}
+	return o, nil
+}
+
+// Materialize makes the configuration of server name from the revision: it writes the embedded
+// topology and inventory under dir (topology/NAME, inventory/NAME, and the document itself as
+// fleet.json, which the configuration's errors name) and returns the validated Config with
+// ServerID the index of name and local's settings. A name not in the servers is an error that
+// lists them.
+func (d *FleetDoc) Materialize(dir, name string, local LocalSettings) (*Config, error) {
+	id := d.Index(name)
+	if id < 0 {
+		return nil, fmt.Errorf("server %q is not in the fleet's servers (%s)", name, strings.Join(d.ServerNames(), ", "))
+	}
+	flush, err := time.ParseDuration(d.StateFlush)
+	if err != nil {
+		return nil, fmt.Errorf("fleet configuration: state_flush: %w", err)
+	}
+	lease, err := time.ParseDuration(d.DHCP.LeaseTime)
+	if err != nil {
+		return nil, fmt.Errorf("fleet configuration: dhcp.lease_time: %w", err)
+	}
+	write := func(sub string, f FleetFile) (string, error) {
+		if err := safeBase(f.Name); err != nil {
+			return "", fmt.Errorf("fleet configuration: %s: %w", sub, err)
+		}
+		return writeFileAtomic(filepath.Join(dir, sub, f.Name), []byte(f.Text))
+	}
+	c := &Config{
+		ServerID:      id,
+		FailedServers: slices.Clone(d.FailedServers),
+		Mapping:       d.Mapping,
+		Images:        local.Images,
+		IPXEDir:       local.IPXEDir,
+		Profile:       d.Profile,
+		StateDir:      local.StateDir,
+		HTTP:          HTTPConfig{Listen: local.HTTPListen, URL: local.URL},
+		TFTP:          TFTPConfig{Listen: local.TFTPListen, MaxBlockSize: d.TFTP.MaxBlockSize, MaxTransfers: d.TFTP.MaxTransfers},
+		DHCP: DHCPConfig{
+			Mode: d.DHCP.Mode, Interfaces: slices.Clone(local.Interfaces), Listen: local.DHCPListen,
+			Subnet: d.DHCP.Subnet, Router: d.DHCP.Router, DNS: slices.Clone(d.DHCP.DNS), Domain: d.DHCP.Domain,
+			LeaseTime: Duration(lease), Workers: d.DHCP.Workers,
+			BIOSFile: d.DHCP.BIOSFile, EFIx64File: d.DHCP.EFIx64File, EFIArm64File: d.DHCP.EFIArm64File,
+			IPXEUserClass: d.DHCP.IPXEUserClass,
+		},
+	}
+	fd := Duration(flush)
+	c.StateFlush = &fd
+	for _, s := range d.Servers {
+		c.Servers = append(c.Servers, ServerEntry{Name: s.Name, Address: s.Address})
+	}
+	if p := d.DHCP.Pool; p != nil {
+		c.DHCP.Pool = &PoolConfig{Range: p.Range, Unknown: p.Unknown}
+		if p.Lease != "" {
+			pl, err := time.ParseDuration(p.Lease)
+			if err != nil {
+				return nil, fmt.Errorf("fleet configuration: dhcp.pool.lease: %w", err)
+			}
+			c.DHCP.Pool.Lease = Duration(pl)
+		}
+	}
+	if d.Topology.Preset != "" {
+		if _, ok := topology.Preset(d.Topology.Preset); !ok {
+			return nil, fmt.Errorf("fleet configuration: topology: %q is not a preset", d.Topology.Preset)
+		}
+		c.Topology = d.Topology.Preset
+	} else if c.Topology, err = write("topology", d.Topology); err != nil {
+		return nil, err
+	}
+	if c.Inventory, err = write("inventory", d.Inventory); err != nil {
+		return nil, err
+	}
+	enc, err := d.Encode()
+	if err != nil {
+		return nil, err
+	}
+	if c.file, err = writeFileAtomic(filepath.Join(dir, "fleet.json"), enc); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("server %s: %w", name, err)
+	}
+	return c, nil
+}
+
+// writeFileAtomic writes data to path through a temporary file and a rename, so that a server
+// never reads half a file, and returns path.
+func writeFileAtomic(path string, data []byte) (string, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", fmt.Errorf("fleet configuration: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".fleet-*")
+	if err != nil {
+		return "", fmt.Errorf("fleet configuration: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("fleet configuration: writing %s: %w", path, err)
+	}
+	return path, nil
+}
