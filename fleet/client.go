@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -90,25 +92,27 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 	return c, nil
 }
 
-// probe asks every endpoint for its status and succeeds when one answers.
+// probe asks every endpoint for its status, all at once, and succeeds when one answers.
 func (c *Client) probe(ctx context.Context) error {
-	var errs []error
-	ok := false
-	for _, ep := range c.opts.Endpoints {
-		pctx, cancel := context.WithTimeout(ctx, c.opts.DialTimeout)
-		_, err := c.cli.Status(pctx, ep)
-		cancel()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("etcd at %s unreachable: %w", ep, err))
-			c.log.Warn("etcd endpoint unreachable", zap.String("endpoint", ep), zap.Error(err))
-			continue
-		}
-		ok = true
+	errs := make([]error, len(c.opts.Endpoints))
+	var wg sync.WaitGroup
+	for i, ep := range c.opts.Endpoints {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(ctx, c.opts.DialTimeout)
+			defer cancel()
+			if _, err := c.cli.Status(pctx, ep); err != nil {
+				errs[i] = fmt.Errorf("etcd at %s unreachable: %w", ep, err)
+				c.log.Warn("etcd endpoint unreachable", zap.String("endpoint", ep), zap.Error(err))
+			}
+		}()
 	}
-	if !ok {
-		return fmt.Errorf("%w (is etcd running there? check --etcd and the firewall)", errors.Join(errs...))
+	wg.Wait()
+	if slices.Contains(errs, nil) {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("%w (is etcd running there? check --etcd and the firewall)", errors.Join(errs...))
 }
 
 // Close ends the client's watches and keep-alives and closes its connections. Memberships are

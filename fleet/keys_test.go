@@ -54,6 +54,7 @@ func TestOpenRefuses(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Open: %v, want it to say %q", err, tc.want)
 			}
+			t.Log(err)
 		})
 	}
 }
