@@ -168,7 +168,7 @@ func (h *Handler) handleReservation(ctx context.Context, req *dhcpv4.DHCPv4, in 
 			}
 			return h.reply(req, in, dhcpv4.MessageTypeAck, res, lease, OutcomeAcked)
 		}
-		err := h.pool.Commit(ctx, mac, want)
+		left, err := h.pool.CommitLease(ctx, mac, want)
 		switch {
 		case errors.Is(err, ErrNotOwned), errors.Is(err, ErrNotInPool):
 			d := h.reply(req, in, dhcpv4.MessageTypeNak, Reservation{}, 0, OutcomeNaked)
@@ -178,6 +178,11 @@ func (h *Handler) handleReservation(ctx context.Context, req *dhcpv4.DHCPv4, in 
 			return Decision{Outcome: OutcomeError, Err: err}
 		}
 		res.IP = want
+		// The lease's true remaining time: less than the full lease when the
+		// pool answered from a lease it had already written.
+		if left = left.Round(time.Second); left < lease {
+			lease = max(left, time.Second)
+		}
 		return h.reply(req, in, dhcpv4.MessageTypeAck, res, lease, OutcomeAcked)
 
 	case dhcpv4.MessageTypeRelease, dhcpv4.MessageTypeDecline:

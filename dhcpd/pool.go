@@ -108,9 +108,12 @@ type Pool struct {
 	opts       PoolOptions
 	m          *poolMetrics
 
+	// The lease tables hold no pointers (records by value, MACs as arrays), so the garbage
+	// collector never scans them, however large the range.
 	mu      sync.Mutex
-	byIP    map[uint32]*leaseRec
-	byMAC   map[string]uint32
+	byIP    map[uint32]leaseRec
+	byMAC   map[hwKey]uint32
+	gen     uint32     // stamps each record change; heap entries with an older stamp are stale
 	next    uint32     // where the next scan for a never-used address starts
 	unused  int        // addresses of the range without a record
 	expiry  expiryHeap // records of the range by expiry; stale entries are skipped
@@ -124,9 +127,30 @@ type Pool struct {
 }
 
 type leaseRec struct {
-	mac    net.HardwareAddr
-	expiry time.Time
-	state  LeaseState
+	mac     hwKey // zero for LeaseDeclined
+	expiry  int64 // Unix nanoseconds
+	state   LeaseState
+	gen     uint32 // stamp of this version
+	durable uint32 // stamp of the version last written to disk
+}
+
+// hwKey is a hardware address as a comparable value without pointers.
+type hwKey struct {
+	b [16]byte
+	n uint8
+}
+
+func keyOf(mac net.HardwareAddr) hwKey {
+	var k hwKey
+	k.n = uint8(copy(k.b[:], mac))
+	return k
+}
+
+func (k hwKey) hw() net.HardwareAddr {
+	if k.n == 0 {
+		return nil
+	}
+	return append(net.HardwareAddr(nil), k.b[:k.n]...)
 }
 
 // commitBatch is one group commit: every Commit that dirtied an address before
@@ -167,7 +191,7 @@ func OpenPool(path string, start, end net.IP, opts PoolOptions) (*Pool, error) {
 	}
 	p := &Pool{
 		db: db, start: s, end: e, opts: opts,
-		byIP: map[uint32]*leaseRec{}, byMAC: map[string]uint32{}, next: s,
+		byIP: map[uint32]leaseRec{}, byMAC: map[hwKey]uint32{}, next: s,
 		dirty: map[uint32]struct{}{}, pending: newBatch(),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -189,8 +213,8 @@ func OpenPool(path string, start, end net.IP, opts PoolOptions) (*Pool, error) {
 				return nil // written by an older version; offers are not kept
 			}
 			p.byIP[ip] = rec
-			if rec.mac != nil {
-				p.byMAC[macKey(rec.mac)] = ip
+			if rec.mac.n > 0 {
+				p.byMAC[rec.mac] = ip
 			}
 			return nil
 		})
@@ -203,7 +227,7 @@ func OpenPool(path string, start, end net.IP, opts PoolOptions) (*Pool, error) {
 	for ip, r := range p.byIP {
 		if p.inRange(ip) {
 			p.unused--
-			p.expiry = append(p.expiry, expiryEntry{at: r.expiry.UnixNano(), ip: ip, rec: r})
+			p.expiry = append(p.expiry, expiryEntry{at: r.expiry, ip: ip, gen: r.gen})
 		}
 	}
 	heap.Init(&p.expiry)
@@ -248,8 +272,8 @@ func (p *Pool) Offer(ctx context.Context, mac net.HardwareAddr, requested net.IP
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	now := p.opts.Now()
-	key := macKey(mac)
+	now := p.opts.Now().UnixNano()
+	key := keyOf(mac)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -258,11 +282,11 @@ func (p *Pool) Offer(ctx context.Context, mac net.HardwareAddr, requested net.IP
 	ip, ok := p.byMAC[key]
 	if ok && p.inRange(ip) {
 		rec := p.byIP[ip]
-		if rec.state == LeaseBound && rec.expiry.After(now) {
+		if rec.state == LeaseBound && rec.expiry > now {
 			return u2ip(ip), nil // a rebooting client: its lease stands
 		}
 		rec.state = LeaseOffered
-		p.setExpiryLocked(ip, rec, now.Add(p.opts.OfferTime))
+		p.putLocked(ip, rec, now+int64(p.opts.OfferTime))
 		return u2ip(ip), nil
 	}
 	ip, ok = p.pickLocked(requested, now)
@@ -270,50 +294,67 @@ func (p *Pool) Offer(ctx context.Context, mac net.HardwareAddr, requested net.IP
 		p.m.exhausted.Inc()
 		return nil, ErrPoolExhausted
 	}
-	p.takeLocked(ip, mac, LeaseOffered, now.Add(p.opts.OfferTime))
+	p.takeLocked(ip, key, LeaseOffered, now+int64(p.opts.OfferTime))
 	return u2ip(ip), nil
 }
 
-// Commit binds ip to mac for LeaseTime (DHCPREQUEST) and returns once the
-// lease is on disk. It fails with ErrNotOwned when another client holds ip and
-// ErrNotInPool outside the range.
+// Commit binds ip to mac (DHCPREQUEST) as CommitLease does, without telling
+// when the lease ends.
 func (p *Pool) Commit(ctx context.Context, mac net.HardwareAddr, ip net.IP) error {
+	_, err := p.CommitLease(ctx, mac, ip)
+	return err
+}
+
+// CommitLease binds ip to mac (DHCPREQUEST) and returns, once the lease is on
+// disk, how long it lasts: LeaseTime, or, for a client whose durable lease on
+// ip is less than half used, what is left of that lease, without writing
+// anything. The second case is why it returns the time: a booting node asks two or three times
+// within a minute (firmware PXE, iPXE, the OS), and answering those with the
+// lease already on disk (telling the client its true remaining time) spares an
+// fsync and the wait for it, as Kea's lease cache does. It fails with
+// ErrNotOwned when another client holds ip and ErrNotInPool outside the range.
+func (p *Pool) CommitLease(ctx context.Context, mac net.HardwareAddr, ip net.IP) (time.Duration, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	if !p.Contains(ip) {
-		return ErrNotInPool
+		return 0, ErrNotInPool
 	}
-	now := p.opts.Now()
+	now := p.opts.Now().UnixNano()
 	u := ip2u(ip)
-	key := macKey(mac)
+	key := keyOf(mac)
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return ErrPoolClosed
+		return 0, ErrPoolClosed
 	}
-	rec := p.byIP[u]
-	if rec != nil && macKey(rec.mac) != key && rec.expiry.After(now) {
+	rec, held := p.byIP[u]
+	if held && rec.mac != key && rec.expiry > now {
 		p.mu.Unlock()
-		return ErrNotOwned
+		return 0, ErrNotOwned
+	}
+	if held && rec.mac == key && rec.state == LeaseBound && rec.durable == rec.gen && rec.expiry-now >= int64(p.opts.LeaseTime)/2 {
+		p.mu.Unlock()
+		p.m.cached.AddN(1)
+		return time.Duration(rec.expiry - now), nil
 	}
 	if old, ok := p.byMAC[key]; ok && old != u {
 		p.deleteLocked(old) // one address per client
 		p.markLocked(old)
 	}
-	if rec != nil && macKey(rec.mac) == key {
+	if held && rec.mac == key {
 		rec.state = LeaseBound
-		p.setExpiryLocked(u, rec, now.Add(p.opts.LeaseTime))
+		p.putLocked(u, rec, now+int64(p.opts.LeaseTime))
 	} else {
-		p.takeLocked(u, mac, LeaseBound, now.Add(p.opts.LeaseTime))
+		p.takeLocked(u, key, LeaseBound, now+int64(p.opts.LeaseTime))
 	}
 	b := p.markLocked(u)
 	p.mu.Unlock()
 	select {
 	case <-b.done:
-		return b.err
+		return p.opts.LeaseTime, b.err
 	case <-ctx.Done():
-		return ctx.Err()
+		return 0, ctx.Err()
 	}
 }
 
@@ -333,22 +374,22 @@ func (p *Pool) drop(ctx context.Context, mac net.HardwareAddr, ip net.IP, quaran
 		return err
 	}
 	u := ip2u(ip)
-	now := p.opts.Now()
+	now := p.opts.Now().UnixNano()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return ErrPoolClosed
 	}
-	rec := p.byIP[u]
-	if rec == nil || !p.inRange(u) || macKey(rec.mac) != macKey(mac) {
+	rec, held := p.byIP[u]
+	if !held || !p.inRange(u) || rec.mac != keyOf(mac) {
 		return nil
 	}
 	if quarantine {
 		p.deleteLocked(u)
-		p.takeLocked(u, nil, LeaseDeclined, now.Add(p.opts.LeaseTime))
+		p.takeLocked(u, hwKey{}, LeaseDeclined, now+int64(p.opts.LeaseTime))
 	} else {
 		rec.state = LeaseReleased
-		p.setExpiryLocked(u, rec, now)
+		p.putLocked(u, rec, now)
 	}
 	p.markLocked(u) // written with the next batch; nobody waits for it
 	return nil
@@ -359,7 +400,7 @@ func (p *Pool) Leases() []Lease {
 	p.mu.Lock()
 	out := make([]Lease, 0, len(p.byIP))
 	for ip, r := range p.byIP {
-		out = append(out, Lease{IP: u2ip(ip), MAC: r.mac, Expiry: r.expiry, State: r.state})
+		out = append(out, Lease{IP: u2ip(ip), MAC: r.mac.hw(), Expiry: time.Unix(0, r.expiry), State: r.state})
 	}
 	p.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return ip2u(out[i].IP) < ip2u(out[j].IP) })
@@ -373,20 +414,22 @@ type PoolStats struct {
 	// Transactions counts lease-file commits (one fsync each); Writes the
 	// lease records they wrote or deleted.
 	Transactions, Writes uint64
+	// Cached counts requests answered with a lease already on disk.
+	Cached uint64
 }
 
 // Stats returns the pool's counters.
 func (p *Pool) Stats() PoolStats {
-	return PoolStats{Exhausted: p.m.nExhausted.Load(), Transactions: p.m.nTx.Load(), Writes: p.m.nWrites.Load()}
+	return PoolStats{Exhausted: p.m.nExhausted.Load(), Transactions: p.m.nTx.Load(), Writes: p.m.nWrites.Load(), Cached: p.m.nCached.Load()}
 }
 
 // pickLocked finds an address for a new client: requested if free, else a
 // never-used one, else the longest-expired one. Never-used addresses go
 // first so that expired leases stay with their clients as long as possible.
-func (p *Pool) pickLocked(requested net.IP, now time.Time) (uint32, bool) {
+func (p *Pool) pickLocked(requested net.IP, now int64) (uint32, bool) {
 	if requested.To4() != nil && p.Contains(requested) {
 		u := ip2u(requested)
-		if r := p.byIP[u]; r == nil || !r.expiry.After(now) {
+		if r, held := p.byIP[u]; !held || r.expiry <= now {
 			return u, true
 		}
 	}
@@ -410,11 +453,11 @@ func (p *Pool) pickLocked(requested net.IP, now time.Time) (uint32, bool) {
 	}
 	for len(p.expiry) > 0 {
 		top := p.expiry[0]
-		if r := p.byIP[top.ip]; r != top.rec || r.expiry.UnixNano() != top.at {
+		if r, held := p.byIP[top.ip]; !held || r.gen != top.gen {
 			heap.Pop(&p.expiry) // stale: the record changed or went
 			continue
 		}
-		if top.at > now.UnixNano() {
+		if top.at > now {
 			return 0, false // the earliest expiry is still ahead: exhausted
 		}
 		return top.ip, true
@@ -422,29 +465,27 @@ func (p *Pool) pickLocked(requested net.IP, now time.Time) (uint32, bool) {
 	return 0, false
 }
 
-// takeLocked gives ip to mac, replacing whatever record ip had.
-func (p *Pool) takeLocked(ip uint32, mac net.HardwareAddr, st LeaseState, exp time.Time) {
+// takeLocked gives ip to mac (zero: nobody, a quarantine), replacing whatever
+// record ip had.
+func (p *Pool) takeLocked(ip uint32, mac hwKey, st LeaseState, exp int64) {
 	p.deleteLocked(ip)
-	r := &leaseRec{state: st}
-	if mac != nil {
-		r.mac = append(net.HardwareAddr(nil), mac...)
-		p.byMAC[macKey(mac)] = ip
+	if mac.n > 0 {
+		p.byMAC[mac] = ip
 	}
-	p.byIP[ip] = r
 	if p.inRange(ip) {
 		p.unused--
 	}
-	p.setExpiryLocked(ip, r, exp)
+	p.putLocked(ip, leaseRec{mac: mac, state: st}, exp)
 }
 
 // deleteLocked removes ip's record, if any.
 func (p *Pool) deleteLocked(ip uint32) {
-	old := p.byIP[ip]
-	if old == nil {
+	old, held := p.byIP[ip]
+	if !held {
 		return
 	}
-	if old.mac != nil && p.byMAC[macKey(old.mac)] == ip {
-		delete(p.byMAC, macKey(old.mac))
+	if old.mac.n > 0 && p.byMAC[old.mac] == ip {
+		delete(p.byMAC, old.mac)
 	}
 	delete(p.byIP, ip)
 	if p.inRange(ip) {
@@ -452,20 +493,22 @@ func (p *Pool) deleteLocked(ip uint32) {
 	}
 }
 
-// setExpiryLocked sets r's expiry and files it in the heap; the entry with the
-// old expiry becomes stale.
-func (p *Pool) setExpiryLocked(ip uint32, r *leaseRec, exp time.Time) {
-	r.expiry = exp
+// putLocked stores r for ip with expiry exp and a new stamp, and files it in
+// the heap; the entry of the record's previous version becomes stale.
+func (p *Pool) putLocked(ip uint32, r leaseRec, exp int64) {
+	p.gen++
+	r.expiry, r.gen = exp, p.gen
+	p.byIP[ip] = r
 	if !p.inRange(ip) {
 		return
 	}
-	heap.Push(&p.expiry, expiryEntry{at: exp.UnixNano(), ip: ip, rec: r})
+	heap.Push(&p.expiry, expiryEntry{at: exp, ip: ip, gen: r.gen})
 	if len(p.expiry) > 2*len(p.byIP)+1024 {
 		// Too many stale entries (renewals push one each): rebuild.
 		p.expiry = p.expiry[:0]
 		for ip, r := range p.byIP {
 			if p.inRange(ip) {
-				p.expiry = append(p.expiry, expiryEntry{at: r.expiry.UnixNano(), ip: ip, rec: r})
+				p.expiry = append(p.expiry, expiryEntry{at: r.expiry, ip: ip, gen: r.gen})
 			}
 		}
 		heap.Init(&p.expiry)
@@ -501,6 +544,8 @@ func (p *Pool) writer() {
 type leaseWrite struct {
 	key [4]byte
 	val []byte // nil: delete
+	ip  uint32
+	gen uint32 // the version written
 }
 
 // flush writes the current state of every dirty address in one transaction,
@@ -514,12 +559,12 @@ func (p *Pool) flush() {
 	}
 	writes := make([]leaseWrite, 0, len(p.dirty))
 	for ip := range p.dirty {
-		w := leaseWrite{}
+		w := leaseWrite{ip: ip}
 		binary.BigEndian.PutUint32(w.key[:], ip)
 		// An offer is not a lease: the address is written as free (its
 		// previous lease ended, or it would not have been offered).
-		if r := p.byIP[ip]; r != nil && r.state != LeaseOffered {
-			w.val = encodeLease(r)
+		if r, held := p.byIP[ip]; held && r.state != LeaseOffered {
+			w.val, w.gen = encodeLease(r), r.gen
 		}
 		writes = append(writes, w)
 	}
@@ -554,6 +599,14 @@ func (p *Pool) flush() {
 		p.m.nTx.Add(1)
 		p.m.writes.Add(float64(len(writes)))
 		p.m.nWrites.Add(uint64(len(writes)))
+		p.mu.Lock()
+		for _, w := range writes {
+			if r, held := p.byIP[w.ip]; held && w.val != nil && r.gen == w.gen {
+				r.durable = w.gen
+				p.byIP[w.ip] = r
+			}
+		}
+		p.mu.Unlock()
 	}
 	close(b.done)
 }
@@ -562,7 +615,7 @@ func newBatch() *commitBatch { return &commitBatch{done: make(chan struct{})} }
 
 // countLeases counts the leases of the range by state, for the metrics.
 func (p *Pool) countLeases() map[string]int {
-	now := p.opts.Now()
+	now := p.opts.Now().UnixNano()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := map[string]int{"free": p.unused, "offered": 0, "bound": 0, "declined": 0, "expired": 0}
@@ -571,7 +624,7 @@ func (p *Pool) countLeases() map[string]int {
 			continue
 		}
 		switch {
-		case !r.expiry.After(now):
+		case r.expiry <= now:
 			c["expired"]++
 		case r.state == LeaseOffered:
 			c["offered"]++
@@ -592,7 +645,7 @@ type expiryHeap []expiryEntry
 type expiryEntry struct {
 	at  int64 // expiry, Unix nanoseconds
 	ip  uint32
-	rec *leaseRec // the record the entry was filed for
+	gen uint32 // the stamp of the record version the entry was filed for
 }
 
 func (h expiryHeap) Len() int { return len(h) }
@@ -615,8 +668,9 @@ type poolMetrics struct {
 	writes        prometheus.Counter
 	commitSeconds prometheus.Histogram
 	size          prometheus.Gauge
+	cached        countingCounter
 
-	nExhausted, nTx, nWrites atomic.Uint64
+	nExhausted, nTx, nWrites, nCached atomic.Uint64
 }
 
 func newPoolMetrics(reg prometheus.Registerer, leases func() map[string]int) (*poolMetrics, error) {
@@ -626,6 +680,11 @@ func newPoolMetrics(reg prometheus.Registerer, leases func() map[string]int) (*p
 		Help: "DHCPDISCOVERs left unanswered because no pool address was free.",
 	})
 	m.exhausted = countingCounter{ex, &m.nExhausted}
+	cached := prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "bootfabric", Subsystem: "dhcp_pool", Name: "cached_total",
+		Help: "DHCPREQUESTs answered with a lease already on disk and less than half used (no write).",
+	})
+	m.cached = countingCounter{cached, &m.nCached}
 	m.tx = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "bootfabric", Subsystem: "dhcp_pool", Name: "commits_total",
 		Help: "Lease-file transactions committed (one fsync each); many leases share one.",
@@ -648,7 +707,7 @@ func newPoolMetrics(reg prometheus.Registerer, leases func() map[string]int) (*p
 	}
 	lc := &leaseCollector{count: leases, desc: prometheus.NewDesc("bootfabric_dhcp_pool_leases",
 		"Pool addresses by state (free: never used; expired: reclaimable).", []string{"state"}, nil)}
-	if err := errors.Join(reg.Register(ex), reg.Register(m.tx), reg.Register(m.writes),
+	if err := errors.Join(reg.Register(ex), reg.Register(cached), reg.Register(m.tx), reg.Register(m.writes),
 		reg.Register(m.commitSeconds), reg.Register(m.size), reg.Register(lc)); err != nil {
 		return nil, err
 	}
@@ -662,6 +721,9 @@ type countingCounter struct {
 }
 
 func (c countingCounter) Inc() { c.Counter.Inc(); c.n.Add(1) }
+
+// AddN adds n.
+func (c countingCounter) AddN(n uint64) { c.Counter.Add(float64(n)); c.n.Add(n) }
 
 // leaseCollector reports the leases by state when scraped.
 type leaseCollector struct {
@@ -677,25 +739,22 @@ func (c *leaseCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // Lease record: state(1) expiry-unix-nanos(8) maclen(1) mac.
-func encodeLease(r *leaseRec) []byte {
-	v := make([]byte, 10+len(r.mac))
+func encodeLease(r leaseRec) []byte {
+	v := make([]byte, 10+int(r.mac.n))
 	v[0] = byte(r.state)
-	binary.BigEndian.PutUint64(v[1:9], uint64(r.expiry.UnixNano()))
-	v[9] = byte(len(r.mac))
-	copy(v[10:], r.mac)
+	binary.BigEndian.PutUint64(v[1:9], uint64(r.expiry))
+	v[9] = r.mac.n
+	copy(v[10:], r.mac.b[:r.mac.n])
 	return v
 }
 
-func decodeLease(v []byte) (*leaseRec, error) {
-	if len(v) < 10 || len(v) != 10+int(v[9]) {
-		return nil, fmt.Errorf("record of %d bytes is malformed", len(v))
+func decodeLease(v []byte) (leaseRec, error) {
+	if len(v) < 10 || len(v) != 10+int(v[9]) || v[9] > 16 {
+		return leaseRec{}, fmt.Errorf("record of %d bytes is malformed", len(v))
 	}
-	r := &leaseRec{state: LeaseState(v[0]), expiry: time.Unix(0, int64(binary.BigEndian.Uint64(v[1:9])))}
+	r := leaseRec{state: LeaseState(v[0]), expiry: int64(binary.BigEndian.Uint64(v[1:9])), mac: keyOf(v[10:])}
 	if r.state < LeaseOffered || r.state > LeaseReleased {
-		return nil, fmt.Errorf("unknown lease state %d", r.state)
-	}
-	if v[9] > 0 {
-		r.mac = append(net.HardwareAddr(nil), v[10:]...)
+		return leaseRec{}, fmt.Errorf("unknown lease state %d", r.state)
 	}
 	return r, nil
 }

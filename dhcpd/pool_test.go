@@ -42,7 +42,7 @@ func openTestPool(t *testing.T, path string, first, last string, clk *fakeClock)
 // poolStep is one operation of a pool scenario, at a time after the start.
 type poolStep struct {
 	at   time.Duration
-	op   string // offer, commit, release, decline, reopen, leases, stats
+	op   string // offer, commit, lease (CommitLease), release, decline, reopen, leases, stats
 	mac  int
 	ip   string // requested (offer) or the address (commit, release, decline)
 	want string // the address, the error, or the listing
@@ -66,7 +66,7 @@ func TestPoolScenarios(t *testing.T) {
 			{op: "commit", mac: 1, ip: "10.0.0.99", want: ErrNotInPool.Error()},
 			{op: "commit", mac: 1, ip: "10.0.0.10", want: "ok"},
 			{op: "leases", want: "10.0.0.10 02:00:00:00:00:01 bound 1h0m0s; 10.0.0.11 02:00:00:00:00:02 offered 1m0s; 10.0.0.12 02:00:00:00:00:03 offered 1m0s"},
-			{op: "stats", want: "exhausted 1, transactions 1, writes 1"},
+			{op: "stats", want: "exhausted 1, transactions 1, writes 1, cached 0"},
 		}},
 		{"requested address", "10.0.0.10", "10.0.0.19", []poolStep{
 			{op: "offer", mac: 1, ip: "10.0.0.15", want: "10.0.0.15"},
@@ -75,12 +75,17 @@ func TestPoolScenarios(t *testing.T) {
 		}},
 		{"renew", "10.0.0.10", "10.0.0.19", []poolStep{
 			{op: "offer", mac: 1, want: "10.0.0.10"},
-			{op: "commit", mac: 1, ip: "10.0.0.10", want: "ok"},
-			{at: 30 * time.Minute, op: "commit", mac: 1, ip: "10.0.0.10", want: "ok"},
-			{at: 30 * time.Minute, op: "offer", mac: 1, want: "10.0.0.10"}, // rebooting: the lease stands
-			{at: 30 * time.Minute, op: "leases", want: "10.0.0.10 02:00:00:00:00:01 bound 1h0m0s"},
-			{at: 80 * time.Minute, op: "commit", mac: 1, ip: "10.0.0.10", want: "ok"},
-			{at: 80 * time.Minute, op: "leases", want: "10.0.0.10 02:00:00:00:00:01 bound 1h0m0s"},
+			{op: "lease", mac: 1, ip: "10.0.0.10", want: "1h0m0s"},
+			// Less than half used and on disk: answered from it, nothing written.
+			{at: 10 * time.Minute, op: "lease", mac: 1, ip: "10.0.0.10", want: "50m0s"},
+			{at: 10 * time.Minute, op: "offer", mac: 1, want: "10.0.0.10"}, // rebooting: the lease stands
+			{at: 10 * time.Minute, op: "leases", want: "10.0.0.10 02:00:00:00:00:01 bound 50m0s"},
+			{at: 30 * time.Minute, op: "lease", mac: 1, ip: "10.0.0.10", want: "30m0s"},
+			// More than half used: renewed and written.
+			{at: 31 * time.Minute, op: "lease", mac: 1, ip: "10.0.0.10", want: "1h0m0s"},
+			{at: 31 * time.Minute, op: "leases", want: "10.0.0.10 02:00:00:00:00:01 bound 1h0m0s"},
+			{at: 100 * time.Minute, op: "commit", mac: 1, ip: "10.0.0.10", want: "ok"}, // expired: written again
+			{at: 100 * time.Minute, op: "stats", want: "exhausted 0, transactions 3, writes 3, cached 2"},
 		}},
 		{"offer expires and is reclaimed", "10.0.0.10", "10.0.0.11", []poolStep{
 			{op: "offer", mac: 1, want: "10.0.0.10"},
@@ -90,7 +95,7 @@ func TestPoolScenarios(t *testing.T) {
 			{at: 90 * time.Second, op: "offer", mac: 3, want: "10.0.0.11"}, // mac 2's offer expired
 			{at: 90 * time.Second, op: "offer", mac: 4, want: ErrPoolExhausted.Error()},
 			{at: 90 * time.Second, op: "commit", mac: 2, ip: "10.0.0.11", want: ErrNotOwned.Error()}, // too late
-			{at: 90 * time.Second, op: "stats", want: "exhausted 2, transactions 1, writes 1"},
+			{at: 90 * time.Second, op: "stats", want: "exhausted 2, transactions 1, writes 1, cached 0"},
 		}},
 		{"expired leases reclaimed longest-expired first", "10.0.0.10", "10.0.0.11", []poolStep{
 			{op: "offer", mac: 1, want: "10.0.0.10"},
@@ -146,6 +151,8 @@ func TestPoolScenarios(t *testing.T) {
 			{op: "release", mac: 3, ip: "10.0.0.12", want: "ok"},
 			{op: "reopen"},
 			{op: "leases", want: "10.0.0.11 02:00:00:00:00:02 bound 1h0m0s; 10.0.0.12 02:00:00:00:00:03 released 0s"},
+			{at: time.Minute, op: "lease", mac: 2, ip: "10.0.0.11", want: "59m0s"}, // loaded leases are on disk
+			{at: time.Minute, op: "stats", want: "exhausted 0, transactions 0, writes 0, cached 1"},
 			{op: "offer", mac: 2, want: "10.0.0.11"},
 			{op: "offer", mac: 3, want: "10.0.0.12"},
 			{op: "offer", mac: 4, want: "10.0.0.10"}, // mac 1's offer was forgotten
@@ -186,6 +193,12 @@ func TestPoolScenarios(t *testing.T) {
 					}
 				case "commit":
 					g = errText(p.Commit(ctx, mac(s.mac), net.ParseIP(s.ip)))
+				case "lease":
+					left, err := p.CommitLease(ctx, mac(s.mac), net.ParseIP(s.ip))
+					g = errText(err)
+					if err == nil {
+						g = left.String()
+					}
 				case "release":
 					g = errText(p.Release(ctx, mac(s.mac), net.ParseIP(s.ip)))
 				case "decline":
@@ -203,7 +216,7 @@ func TestPoolScenarios(t *testing.T) {
 					g = strings.Join(ls, "; ")
 				case "stats":
 					st := p.Stats()
-					g = fmt.Sprintf("exhausted %d, transactions %d, writes %d", st.Exhausted, st.Transactions, st.Writes)
+					g = fmt.Sprintf("exhausted %d, transactions %d, writes %d, cached %d", st.Exhausted, st.Transactions, st.Writes, st.Cached)
 				}
 				want = append(want, fmt.Sprintf("%v %s %d %s: %s", s.at, s.op, s.mac, s.ip, s.want))
 				got = append(got, fmt.Sprintf("%v %s %d %s: %s", s.at, s.op, s.mac, s.ip, g))
@@ -492,16 +505,22 @@ func TestHandlePoolKnownNode(t *testing.T) {
 	got := []answer{
 		ask(known, dhcpv4.MessageTypeDiscover, week),
 		ask(known, dhcpv4.MessageTypeRequest, week, dhcpv4.WithOption(dhcpv4.OptRequestedIPAddress(net.IPv4(10, 0, 1, 10)))),
+		// Again at once (iPXE after the firmware): the lease on disk answers.
+		ask(known, dhcpv4.MessageTypeRequest, dhcpv4.WithOption(dhcpv4.OptRequestedIPAddress(net.IPv4(10, 0, 1, 10)))),
 		ask(testMAC, dhcpv4.MessageTypeDiscover, week),
 		ask(net.HardwareAddr{2, 0, 0, 0, 0, 8}, dhcpv4.MessageTypeDiscover), // unknown, not allowed
 	}
 	want := []answer{
 		{"OFFER", "10.0.1.10", "node-7", 10 * time.Minute},
 		{"ACK", "10.0.1.10", "node-7", 10 * time.Minute},
+		{"ACK", "10.0.1.10", "node-7", 10 * time.Minute},
 		{"OFFER", testRes.IP.String(), testRes.Name, 2 * time.Hour},
 		{Type: string(OutcomeNotOurs)},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if st := pool.Stats(); st.Cached != 1 || st.Writes != 1 {
+		t.Errorf("pool stats %+v: want 1 write, 1 cached answer", st)
 	}
 }

@@ -1,6 +1,8 @@
-// Command dhcp is the benchmark server for bench/dhcp/run.sh: a dhcpd.Server
-// that owns every MAC (reservation mode, address derived from the MAC) or
-// hands out addresses from a bbolt-backed pool.
+// Command dhcp is the benchmark tool of bench/dhcp/run.sh. By default it is a
+// bench server: a bare dhcpd.Server, without bootsrv, that owns every MAC
+// (reservation mode, address derived from the MAC) or hands out addresses from
+// a bbolt-backed pool. With -inventory it writes instead the inventory and the
+// perfdhcp MAC list (-M) for running `bootctl serve` itself under perfdhcp.
 package main
 
 import (
@@ -10,12 +12,14 @@ import (
 	"net"
 	"net/http"
 	_ "net/http/pprof" // -metrics also serves /debug/pprof for profiling runs
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/bootfabric/bootfabric/dhcpd"
+	"github.com/bootfabric/bootfabric/topology"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
@@ -32,15 +36,21 @@ func run() error {
 	addr := flag.String("listen", "0.0.0.0:67", "listen address")
 	iface := flag.String("iface", "", "interface to bind (SO_BINDTODEVICE)")
 	serverIP := flag.String("server-ip", "", "server identity (default: interface address)")
-	workers := flag.Int("workers", 0, "worker goroutines (0: dhcpd default)")
+	workers := flag.Int("workers", 0, "worker goroutines (0: dhcpd default, 256 with -pool-db)")
 	queue := flag.Int("queue", 0, "queue size (0: dhcpd default)")
 	poolDB := flag.String("pool-db", "", "lease file: serve a dynamic pool instead of reservations")
 	poolStart := flag.String("pool-start", "10.88.1.0", "first pool address")
 	poolEnd := flag.String("pool-end", "10.88.250.255", "last pool address")
-	batch := flag.Duration("batch", 2*time.Millisecond, "pool write batching delay (0: one fsync per write)")
 	metrics := flag.String("metrics", "", "serve /metrics and /debug/pprof on this address")
 	debug := flag.Bool("debug", false, "debug logging")
+	inventory := flag.String("inventory", "", "write an inventory CSV for `bootctl serve` (topology sunway) and exit")
+	macs := flag.String("macs", "", "with -inventory: write the same MACs, one a line, for perfdhcp -M")
+	clients := flag.Int("clients", 20000, "with -inventory: number of nodes")
+	firstIP := flag.String("first-ip", "", "with -inventory: address of the first node, the next ones follow (empty: no ip, pool mode)")
 	flag.Parse()
+	if *inventory != "" {
+		return writeInventory(*inventory, *macs, *clients, *firstIP)
+	}
 
 	logCfg := zap.NewProductionConfig()
 	if *debug {
@@ -63,12 +73,15 @@ func run() error {
 	}
 	if *poolDB != "" {
 		pool, err := dhcpd.OpenPool(*poolDB, net.ParseIP(*poolStart), net.ParseIP(*poolEnd),
-			dhcpd.PoolOptions{LeaseTime: time.Hour, BatchDelay: *batch})
+			dhcpd.PoolOptions{LeaseTime: time.Hour, Registerer: reg})
 		if err != nil {
 			return err
 		}
 		defer pool.Close()
 		cfg.Pool = pool
+		if cfg.Workers == 0 {
+			cfg.Workers = 256 // as bootctl serve with a pool: a worker waits for its lease's fsync
+		}
 		cfg.PoolNetwork = dhcpd.Reservation{Mask: net.CIDRMask(16, 32)}
 	} else {
 		// Every MAC is ours; its address comes from its last three bytes.
@@ -93,4 +106,44 @@ func run() error {
 		go http.ListenAndServe(*metrics, nil)
 	}
 	return srv.Serve(ctx)
+}
+
+// writeInventory writes n nodes of the sunway machine (positions in order, MACs 00:0c:01:xx:xx:xx)
+// to path as a bootctl inventory, and their MACs to macs for perfdhcp -M.
+func writeInventory(path, macs string, n int, firstIP string) error {
+	m, err := topology.Load("sunway")
+	if err != nil {
+		return err
+	}
+	g, err := m.Build()
+	if err != nil {
+		return err
+	}
+	h := g.Hierarchy()
+	if n > h.NumNodes() || n > 1<<24 {
+		return fmt.Errorf("-clients %d: the sunway machine has %d nodes", n, h.NumNodes())
+	}
+	var ip netip.Addr
+	if firstIP != "" {
+		if ip, err = netip.ParseAddr(firstIP); err != nil {
+			return fmt.Errorf("-first-ip: %w", err)
+		}
+	}
+	inv, list := []byte("name,mac,ip,node\n"), []byte{}
+	for i := 0; i < n; i++ {
+		mac := fmt.Sprintf("00:0c:01:%02x:%02x:%02x", byte(i>>16), byte(i>>8), byte(i))
+		a := ""
+		if ip.IsValid() {
+			a, ip = ip.String(), ip.Next()
+		}
+		inv = fmt.Appendf(inv, "n%d,%s,%s,%s\n", i, mac, a, h.NodeName(i))
+		list = fmt.Appendf(list, "%s\n", mac)
+	}
+	if err := os.WriteFile(path, inv, 0o644); err != nil {
+		return err
+	}
+	if macs != "" {
+		return os.WriteFile(macs, list, 0o644)
+	}
+	return nil
 }

@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# DHCP benchmark: perfdhcp DORA exchanges/s and drop % against bootfabric's
-# dhcpd (reservation mode, and dynamic pool with fsync'd bbolt leases) and,
-# when installed, ISC Kea (kea-dhcp4, memfile leases) in the same run.
+# DHCP benchmark: perfdhcp DORA exchanges/s, drop % and server CPU per DORA for
+# `bootctl serve` itself (reservation mode and dhcp.pool), the bench server
+# (bench/dhcp/main.go: a bare dhcpd.Server without bootsrv, reservation and
+# pool) and, when installed, ISC Kea (kea-dhcp4, memfile leases), in one run,
+# with the same perfdhcp parameters for every server.
 #
 # Topology: namespace S (server, 10.88.0.1/16 on s0) <-veth-> namespace C
 # (perfdhcp, 10.88.0.50/16 on c0). perfdhcp simulates a relay (giaddr =
-# 10.88.0.50), so every server answers to 10.88.0.50:67.
+# 10.88.0.50), so every server answers to 10.88.0.50:67. The clients are the
+# CLIENTS MACs 00:0c:01:00:00:00.. (perfdhcp -M); bootctl serve gets them as
+# an inventory of the sunway machine's first CLIENTS nodes, with addresses
+# from 10.88.100.0 in reservation mode and none in pool mode (range
+# 10.88.1.0-10.88.250.255, as Kea's pool).
 #
 # Needs root, iproute2, Go, perfdhcp (Debian kea-admin); Kea from
-# kea-dhcp4-server. Usage: bench/dhcp/run.sh  (env: RATE DURATION CLIENTS RATES)
+# kea-dhcp4-server. Usage: bench/dhcp/run.sh
+# (env: RATE RATES DURATION CLIENTS SERVERS NICE BOOTCTL=prebuilt binary KEEP=1 keeps the
+# temporary directory with perfdhcp's outputs, the servers' logs and bootctl's DHCP metrics)
 set -euo pipefail
 
 RATE=${RATE:-5000}          # target DORA/s for the headline run
@@ -17,6 +25,7 @@ DURATION=${DURATION:-10}    # seconds per perfdhcp run
 CLIENTS=${CLIENTS:-20000}   # distinct simulated clients (MACs)
 NICE=${NICE:--10}           # servers and perfdhcp run at this nice level, so a
                             # busy shared host disturbs every server alike less
+SERVERS=${SERVERS:-"serve-reservation serve-pool bench-reservation bench-pool kea"}
 
 [ "$(id -u)" = 0 ] || { echo "run.sh: needs root (network namespaces)" >&2; exit 2; }
 command -v perfdhcp >/dev/null || { echo "run.sh: needs perfdhcp (apt-get install kea-admin)" >&2; exit 2; }
@@ -33,12 +42,39 @@ cleanup() {
 	for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
 	ip netns del "$S" 2>/dev/null || true
 	ip netns del "$C" 2>/dev/null || true
-	rm -rf "$TMP"
+	if [ -n "${KEEP:-}" ]; then echo "# kept $TMP (perfdhcp outputs, server logs and metrics)"; else rm -rf "$TMP"; fi
 }
 trap cleanup EXIT INT TERM
 
-echo "# building bench server"
+echo "# building bootctl and the bench server"
 (cd "$ROOT" && go build -o "$TMP/dhcpbench" ./bench/dhcp)
+if [ -n "${BOOTCTL:-}" ]; then cp "$BOOTCTL" "$TMP/bootctl"; else (cd "$ROOT" && go build -o "$TMP/bootctl" ./cmd/bootctl); fi
+
+# bootctl serve's files: inventories (with and without addresses), the MAC list
+# perfdhcp draws from, an image store with a default profile, one config per mode.
+"$TMP/dhcpbench" -inventory "$TMP/inventory-reservation.csv" -macs "$TMP/macs.txt" -clients "$CLIENTS" -first-ip 10.88.100.0
+"$TMP/dhcpbench" -inventory "$TMP/inventory-pool.csv" -clients "$CLIENTS"
+head -c 65536 /dev/urandom > "$TMP/vmlinuz"; head -c 65536 /dev/urandom > "$TMP/initrd.img"
+"$TMP/bootctl" --log-level warn image add --store "$TMP/images" --name default \
+	--kernel "$TMP/vmlinuz" --initrd "$TMP/initrd.img" --cmdline console=ttyS0 >/dev/null
+for mode in reservation pool; do
+	cat > "$TMP/serve-$mode.yaml" <<YAML
+servers: [{name: bs0, address: 10.88.0.1}]
+topology: sunway
+mapping: bcda
+inventory: inventory-$mode.csv
+images: images
+state_dir: state-$mode
+http: {listen: "10.88.0.1:8080"}
+tftp: {listen: "off"}
+dhcp:
+  mode: reservation
+  interfaces: [s0]
+  subnet: 10.88.0.0/16
+  lease_time: 1h
+YAML
+done
+echo "  pool: {range: 10.88.1.0-10.88.250.255, lease: 1h}" >> "$TMP/serve-pool.yaml"
 
 ip netns add "$S"
 ip netns add "$C"
@@ -72,9 +108,16 @@ perf() {
 	local name=$1 rate=$2 pid=$3 out c0 c1
 	c0=$(cpu_ticks "$pid")
 	out=$(nice -n "$NICE" ip netns exec "$C" perfdhcp -4 -l c0 -r "$rate" -p "$DURATION" -R "$CLIENTS" \
-		-b mac=00:0c:01:00:00:00 10.88.0.1 2>&1 || true)
+		-M "$TMP/macs.txt" 10.88.0.1 2>&1 || true)
 	c1=$(cpu_ticks "$pid")
 	echo "$out" > "$TMP/perfdhcp-$name-$rate.txt"
+	# Why packets went unanswered: the kernel's UDP counters in S (cumulative), and bootctl's own.
+	{ echo "# server namespace"; ip netns exec "$S" grep Udp: /proc/net/snmp
+	  echo "# client namespace (RcvbufErrors: replies perfdhcp was too slow to read)"; ip netns exec "$C" grep Udp: /proc/net/snmp
+	} > "$TMP/metrics-$name-$rate.txt" 2>&1 || true
+	case $name in serve-*)
+		ip netns exec "$S" curl -s http://10.88.0.1:8080/metrics | grep -E '^bootfabric_dhcp_(dropped|pool)' >> "$TMP/metrics-$name-$rate.txt" || true ;;
+	esac
 	echo "$out" | awk -v name="$name" -v target="$rate" -v dur="$DURATION" -v cpu=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" '
 		/^\*\*\*Statistics for: DISCOVER-OFFER/ {ex="do"}
 		/^\*\*\*Statistics for: REQUEST-ACK/ {ex="ra"}
@@ -94,11 +137,13 @@ header() { printf "%-22s %8s %10s %12s %10s %10s %9s %9s %6s\n" server target "D
 # start_server NAME: starts it in S, sets SPID.
 start_server() {
 	case $1 in
-	dhcpd-reservation)
+	serve-reservation|serve-pool)
+		nice -n "$NICE" ip netns exec "$S" "$TMP/bootctl" --log-level warn serve --config "$TMP/$1.yaml" 2>>"$TMP/$1.log" & ;;
+	bench-reservation)
 		nice -n "$NICE" ip netns exec "$S" "$TMP/dhcpbench" -iface s0 -server-ip 10.88.0.1 2>>"$TMP/$1.log" & ;;
-	dhcpd-pool)
+	bench-pool)
 		nice -n "$NICE" ip netns exec "$S" "$TMP/dhcpbench" -iface s0 -server-ip 10.88.0.1 \
-			-pool-db "$TMP/leases.db" -workers 64 2>>"$TMP/$1.log" & ;;
+			-pool-db "$TMP/leases.db" 2>>"$TMP/$1.log" & ;;
 	kea)
 		KEA_PIDFILE_DIR="$TMP/kea" KEA_LOCKFILE_DIR="$TMP/kea" \
 			nice -n "$NICE" ip netns exec "$S" kea-dhcp4 -c "$TMP/kea/kea-dhcp4.conf" >>"$TMP/kea/stdout" 2>&1 & ;;
@@ -107,9 +152,11 @@ start_server() {
 	wait_port67 || { cat "$TMP/$1.log" "$TMP/kea/stdout" "$TMP/kea/kea.log" 2>/dev/null >&2; return 1; }
 }
 
-SERVERS="dhcpd-reservation dhcpd-pool"
-if command -v kea-dhcp4 >/dev/null; then
-	SERVERS="$SERVERS kea"
+if [[ " $SERVERS " == *" kea "* ]] && ! command -v kea-dhcp4 >/dev/null; then
+	SERVERS=${SERVERS/kea/}
+	echo "# kea-dhcp4 not installed (apt-get install kea-dhcp4-server): no reference run"
+fi
+if [[ " $SERVERS " == *" kea "* ]]; then
 	mkdir -p "$TMP/kea"
 	cat > "$TMP/kea/kea-dhcp4.conf" <<JSON
 { "Dhcp4": {
@@ -122,11 +169,10 @@ if command -v kea-dhcp4 >/dev/null; then
 } }
 JSON
 	KEA="kea-dhcp4 $(kea-dhcp4 -v)"
-else
-	echo "# kea-dhcp4 not installed (apt-get install kea-dhcp4-server): no reference run"
 fi
 
-echo "# perfdhcp: $DURATION s per run, $CLIENTS clients, relay mode; DORA/s as perfdhcp reports it;"
+echo "# serve-*: bootctl serve (bootsrv: inventory, boot-state tracking, metrics); bench-*: bench/dhcp/main.go (dhcpd alone)"
+echo "# perfdhcp: $DURATION s per run, $CLIENTS clients (-M), relay mode; DORA/s as perfdhcp reports it;"
 echo "# drop = 1 - ACKs/DISCOVERs; servers alternate per rate so that host load hits all alike"
 echo "# nice $NICE for servers and perfdhcp; load1 = host load average at the end of the run"
 echo "# host: $(nproc) CPUs, $(uname -r), perfdhcp $(perfdhcp -v 2>&1 | head -1)"
