@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -90,6 +91,7 @@ func (s *Server) Handler() http.Handler {
 	route("GET /api/v1/nodes", s.handleNodes)
 	route("GET /api/v1/nodes/{name}", s.handleNode)
 	route("GET /api/v1/summary", s.handleSummary)
+	route("GET /blobs/sha256/{sum}", s.handleBlob)
 	route("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "ok\n")
@@ -367,4 +369,35 @@ func (s *Server) handleNode(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleSummary(w http.ResponseWriter, _ *http.Request) {
 	writeJSONBody(w, http.StatusOK, s.tracker.Summary())
+}
+
+// handleBlob serves an image blob by its sha256 to the peers of a fleet, which fetch what their
+// own store lacks (images.FetchBlob) and check the bytes against the name themselves.
+func (s *Server) handleBlob(w http.ResponseWriter, r *http.Request) {
+	path, err := s.images.BlobPathBySum(r.PathValue("sum"))
+	switch {
+	case errors.Is(err, images.ErrBadSum):
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	case errors.Is(err, images.ErrNotFound):
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		http.Error(w, "cannot open blob "+r.PathValue("sum"), http.StatusInternalServerError)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		http.Error(w, "cannot open blob "+r.PathValue("sum"), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("ETag", `"`+r.PathValue("sum")+`"`) // the name is the content
+	http.ServeContent(w, r, "", fi.ModTime(), f)
 }
