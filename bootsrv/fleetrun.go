@@ -50,12 +50,6 @@ type FleetOptions struct {
 	Membership *fleet.Membership
 }
 
-// memberInfo is what a fleet server publishes with its membership.
-type memberInfo struct {
-	URL     string `json:"url"`
-	Address string `json:"address"`
-}
-
 // fleetRuntime is a fleet server's shared state.
 type fleetRuntime struct {
 	opts  FleetOptions
@@ -153,7 +147,7 @@ func (s *Server) joinFleet(ctx context.Context) error {
 		return nil
 	}
 	srv := s.cfg.Servers[s.cfg.ServerID]
-	info, _ := json.Marshal(memberInfo{URL: s.baseURL, Address: srv.Address})
+	info, _ := json.Marshal(MemberInfo{URL: s.baseURL, Address: srv.Address, Active: true})
 	m, err := f.opts.Client.Join(ctx, srv.Name, info, f.opts.TTL)
 	if err != nil {
 		return fmt.Errorf("fleet %s: joining as %s: %w", f.opts.Client.Fleet(), srv.Name, err)

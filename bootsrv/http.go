@@ -96,7 +96,11 @@ func (s *Server) Handler() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "ok\n")
 	})
-	mux.Handle("GET /metrics", s.instrument("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}).ServeHTTP))
+	var gather prometheus.Gatherer = s.reg
+	if s.extra != nil {
+		gather = prometheus.Gatherers{s.reg, s.extra}
+	}
+	mux.Handle("GET /metrics", s.instrument("/metrics", promhttp.HandlerFor(gather, promhttp.HandlerOpts{Registry: s.reg}).ServeHTTP))
 	return mux
 }
 

@@ -28,6 +28,9 @@ type Options struct {
 	// Registry receives every metric (boot states, HTTP, DHCP, TFTP) and is what /metrics shows.
 	Registry *prometheus.Registry
 	Now      func() time.Time
+	// Gatherer adds metrics kept outside the server's registry to /metrics (the fleet's etcd
+	// client, which outlives a server reloaded for a new configuration revision). Nil: none.
+	Gatherer prometheus.Gatherer
 	// Fleet makes the server a member of a fleet sharing etcd (nil: a single server on its own
 	// bbolt state files). See FleetOptions.
 	Fleet *FleetOptions
@@ -43,6 +46,7 @@ type Server struct {
 	tracker *Tracker
 	store   StateStore
 	fleet   *fleetRuntime // nil for a single server
+	extra   prometheus.Gatherer
 	images  *images.Store
 	fsys    fs.FS
 	httpm   *httpMetrics
@@ -71,7 +75,7 @@ func New(cfg *Config, opts Options) (_ *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: opts.Logger, reg: opts.Registry}
+	s := &Server{cfg: cfg, log: opts.Logger, reg: opts.Registry, extra: opts.Gatherer}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}

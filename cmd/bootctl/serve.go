@@ -43,8 +43,8 @@ var serveOverrides = []struct {
 
 func serveCommand(e *env) *cli.Command {
 	flags := []cli.Flag{
-		&cli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"BOOTCTL_CONFIG"}, Required: true,
-			Usage: "boot server configuration file (YAML)"},
+		&cli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"BOOTCTL_CONFIG"},
+			Usage: "boot server configuration file (YAML); required unless --etcd"},
 		&cli.IntFlag{Name: "server-id", EnvVars: []string{"BOOTCTL_SERVER_ID"},
 			Usage: "this server's index in the configuration's servers (server_id)"},
 		&cli.StringSliceFlag{Name: "interface", EnvVars: []string{"BOOTCTL_INTERFACES"},
@@ -53,13 +53,22 @@ func serveCommand(e *env) *cli.Command {
 	for _, o := range serveOverrides {
 		flags = append(flags, &cli.StringFlag{Name: o.flag, EnvVars: []string{o.env}, Usage: o.usage})
 	}
+	flags = append(flags, fleetServeFlags()...)
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "run a boot server: DHCP (PXE), TFTP and HTTP endpoints with per-node boot state",
 		Description: "Runs until SIGINT or SIGTERM, then stops gracefully and saves the boot states.\n" +
-			"Flags and BOOTCTL_* environment variables override the configuration file.",
+			"Flags and BOOTCTL_* environment variables override the configuration file.\n" +
+			"With --etcd and --name the server is a fleet member: its configuration comes from etcd\n" +
+			"(bootctl fleet apply), and only local settings (listen addresses, directories) are flags.",
 		Flags: flags,
 		Action: func(c *cli.Context) error {
+			if c.IsSet("etcd") {
+				return serveFleet(e, c)
+			}
+			if !c.IsSet("config") {
+				return badInput("serve: give --config FILE (one server) or --etcd ENDPOINTS --name NAME (a fleet member)")
+			}
 			cfg, err := serveConfig(c)
 			if err != nil {
 				return err

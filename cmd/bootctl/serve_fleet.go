@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/fleet"
+	"github.com/bootfabric/bootfabric/images"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/urfave/cli/v2"
+	"go.uber.org/zap"
+)
+
+// fleetServeFlags are serve's flags for a fleet member: everything else comes from etcd.
+func fleetServeFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "etcd", EnvVars: []string{"BOOTCTL_ETCD"},
+			Usage: "run as a member of a fleet: its etcd endpoints, comma-separated (then --config is not used)"},
+		&cli.StringFlag{Name: "name", EnvVars: []string{"BOOTCTL_NAME"}, Usage: "with --etcd: this server's name in the fleet's servers"},
+		&cli.StringFlag{Name: "fleet", Value: "default", EnvVars: []string{"BOOTCTL_FLEET"}, Usage: "with --etcd: the fleet's name"},
+		&cli.DurationFlag{Name: "lease-ttl", Value: fleet.DefaultTTL, EnvVars: []string{"BOOTCTL_LEASE_TTL"},
+			Usage: "with --etcd: membership lease; a dead server's nodes move after about this long"},
+	}
+}
+
+// fleetDefaults are a fleet member's local settings when no flag gives them.
+var fleetDefaults = bootsrv.LocalSettings{StateDir: "/var/lib/bootfabric/state", Images: "/var/lib/bootfabric/images"}
+
+// serveFleet runs this process as fleet member --name: it reads the fleet's configuration from
+// etcd, fills the local image store from peers, joins, and serves; a new configuration revision
+// restarts the boot server inside the process (the membership stays), and a revision that does
+// not work here is logged and the running one kept.
+func serveFleet(e *env, c *cli.Context) error {
+	ctx := c.Context
+	endpoints := splitList(c.String("etcd"))
+	name := c.String("name")
+	if name == "" {
+		return badInput("--name: a fleet member needs its server name (one of the fleet's servers)")
+	}
+	if c.IsSet("config") {
+		return badInput("--config: a fleet member takes its configuration from etcd (bootctl fleet apply); give --etcd or --config, not both")
+	}
+	if c.IsSet("server-id") {
+		return badInput("--server-id: a fleet member is named by --name")
+	}
+	if err := fleet.ValidFleetName(c.String("fleet")); err != nil {
+		return badInput("--fleet: %v", err)
+	}
+	local := fleetDefaults
+	for flag, set := range map[string]func(string){
+		"http": func(v string) { local.HTTPListen = v }, "url": func(v string) { local.URL = v },
+		"tftp": func(v string) { local.TFTPListen = v }, "dhcp-listen": func(v string) { local.DHCPListen = v },
+		"images": func(v string) { local.Images = v }, "ipxe-dir": func(v string) { local.IPXEDir = v },
+		"state-dir": func(v string) { local.StateDir = v },
+	} {
+		if c.IsSet(flag) {
+			set(c.String(flag))
+		}
+	}
+	for _, f := range []string{"dhcp", "topology", "mapping", "inventory", "profile"} {
+		if c.IsSet(f) {
+			return badInput("--%s: a fleet-wide setting; change it in fleet.yaml and run bootctl fleet apply", f)
+		}
+	}
+	if c.IsSet("interface") {
+		local.Interfaces = c.StringSlice("interface")
+	}
+	clientReg := prometheus.NewRegistry()
+	fc, err := fleet.Open(ctx, fleet.Options{Endpoints: endpoints, Fleet: c.String("fleet"), Log: e.log.Named("etcd"), Registerer: clientReg})
+	if err != nil {
+		return err
+	}
+	defer fc.Close()
+	m := &fleetMember{e: e, fc: fc, name: name, local: local, ttl: c.Duration("lease-ttl"), reg: clientReg}
+	return m.run(ctx)
+}
+
+// fleetMember is one `bootctl serve --etcd` process.
+type fleetMember struct {
+	e     *env
+	fc    *fleet.Client
+	name  string
+	local bootsrv.LocalSettings
+	ttl   time.Duration
+	reg   *prometheus.Registry
+
+	membership *fleet.Membership
+}
+
+func (m *fleetMember) run(ctx context.Context) error {
+	log := m.e.log
+	revs := m.fc.WatchConfig(ctx)
+	var cur *fleet.ConfigRevision
+	stop := func() {} // stops the running boot server (set with each start)
+	done := make(chan error, 1)
+	running := false
+	defer func() {
+		if running {
+			stop()
+			<-done
+		}
+		if m.membership != nil {
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			if err := m.membership.Leave(lctx); err != nil {
+				log.Warn("leaving the fleet", zap.Error(err))
+			}
+		}
+	}()
+	log.Info("waiting for the fleet's configuration", zap.String("fleet", m.fc.Fleet()), zap.String("server", m.name))
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-done:
+			running = false
+			if err != nil {
+				return err
+			}
+			return nil
+		case rev, ok := <-revs:
+			if !ok {
+				return nil
+			}
+			if cur != nil && rev.Revision == cur.Revision {
+				continue
+			}
+			srv, err := m.prepare(ctx, rev)
+			if err != nil {
+				if cur == nil {
+					return err // nothing runs yet: the first revision must work here
+				}
+				log.Error("configuration revision not applied; the previous one keeps running", zap.Int64("revision", rev.Revision), zap.Error(err))
+				continue
+			}
+			if running {
+				log.Info("new configuration revision: restarting the boot server", zap.Int64("from", cur.Revision), zap.Int64("to", rev.Revision))
+				stop()
+				if err := <-done; err != nil {
+					log.Warn("stopping the previous boot server", zap.Error(err))
+				}
+			}
+			r := rev
+			cur = &r
+			stop = m.start(ctx, srv, done)
+			running = true
+		}
+	}
+}
+
+// start runs srv until the returned function is called (or ctx ends); Serve's result goes to done.
+func (m *fleetMember) start(ctx context.Context, srv *bootsrv.Server, done chan<- error) func() {
+	sctx, cancel := context.WithCancel(ctx)
+	go func() { done <- srv.Serve(sctx) }()
+	return cancel
+}
+
+// prepare builds the boot server of one revision: the configuration materialised in the state
+// directory, the profiles' blobs fetched from peers, and the membership (joined once).
+func (m *fleetMember) prepare(ctx context.Context, rev fleet.ConfigRevision) (*bootsrv.Server, error) {
+	doc, err := bootsrv.DecodeFleetDoc(rev.Doc)
+	if err != nil {
+		return nil, fmt.Errorf("fleet configuration revision %d: %w", rev.Revision, err)
+	}
+	dir := filepath.Join(m.local.StateDir, "fleet")
+	cfg, err := doc.Materialize(dir, m.name, m.local)
+	if err != nil {
+		return nil, fmt.Errorf("fleet configuration revision %d: %w", rev.Revision, err)
+	}
+	if err := m.fillImages(ctx, doc); err != nil {
+		return nil, err
+	}
+	if m.membership == nil {
+		url := cfg.HTTP.URL
+		if url == "" {
+			_, port, err := net.SplitHostPort(cfg.HTTP.Listen)
+			if err != nil || port == "0" {
+				return nil, badInput("--http %q: a fleet member needs a fixed port (peers and nodes reach it there), or --url", cfg.HTTP.Listen)
+			}
+			url = "http://" + net.JoinHostPort(cfg.Servers[cfg.ServerID].Address, port)
+		}
+		info, _ := json.Marshal(bootsrv.MemberInfo{URL: url, Address: cfg.Servers[cfg.ServerID].Address, Active: true})
+		if m.membership, err = m.fc.Join(ctx, m.name, info, m.ttl); err != nil {
+			return nil, fmt.Errorf("joining fleet %s as %s: %w", m.fc.Fleet(), m.name, err)
+		}
+		m.e.log.Info("joined the fleet", zap.String("fleet", m.fc.Fleet()), zap.String("server", m.name), zap.String("url", url))
+	}
+	srv, err := bootsrv.New(cfg, bootsrv.Options{
+		Logger: m.e.log, Gatherer: m.reg,
+		Fleet: &bootsrv.FleetOptions{Client: m.fc, TTL: m.ttl, Membership: m.membership},
+	})
+	if err != nil {
+		return nil, configError(err)
+	}
+	return srv, nil
+}
+
+// fillImages makes the local image store hold every profile of the revision, fetching missing
+// blobs from the live peers by sha256 and checking them before they are used.
+func (m *fleetMember) fillImages(ctx context.Context, doc *bootsrv.FleetDoc) error {
+	st, err := images.Create(m.local.Images)
+	if err != nil {
+		return err
+	}
+	members, _, err := m.fc.Members(ctx)
+	if err != nil {
+		return err
+	}
+	var peers []string
+	for _, mb := range members {
+		var info bootsrv.MemberInfo
+		if mb.Name != m.name && json.Unmarshal(mb.Info, &info) == nil && info.URL != "" {
+			peers = append(peers, info.URL)
+		}
+	}
+	hc := &http.Client{Timeout: 5 * time.Minute}
+	fetch := func(ctx context.Context, sum string, size int64) error {
+		if len(peers) == 0 {
+			return errors.New("no live peer to fetch it from")
+		}
+		return images.FetchBlob(ctx, hc, peers, sum, size, st)
+	}
+	if err := st.ImportProfiles(ctx, doc.Profiles, fetch); err != nil {
+		return fmt.Errorf("image store %s: %w (peers: %s)", m.local.Images, err, strings.Join(peers, ", "))
+	}
+	return nil
+}
