@@ -154,3 +154,69 @@ func TestWatchCompacted(t *testing.T) {
 		t.Fatal("nothing delivered within 15 s of member 0's return")
 	}
 }
+
+// TestPartition: a server cut off from etcd (its only endpoint stopped) while the rest of the
+// cluster runs stops being Valid before the others see its member key expire, learns that its
+// lease was lost when it reaches etcd again, and re-joins under its name by itself.
+func TestPartition(t *testing.T) {
+	e := startEtcd(t, 3)
+	cut := open(t, e.Endpoints[:1])
+	obs := open(t, e.Endpoints[1:])
+	ctx := ctxFor(t, 60*time.Second)
+	const ttl = 2 * time.Second
+	m, err := cut.Join(ctx, "bs0", nil, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, lost := m.LeaseID(), m.Lost()
+	sets := obs.WatchMembers(ctx)
+	waitMembers := func(want []string) time.Time {
+		t.Helper()
+		deadline := time.After(15 * time.Second)
+		for {
+			select {
+			case ms := <-sets:
+				if slices.Equal(names(ms), want) {
+					return time.Now()
+				}
+			case <-deadline:
+				t.Fatalf("members never %v", want)
+			}
+		}
+	}
+	waitMembers([]string{"bs0"})
+
+	cutAt := time.Now()
+	invalidAt := make(chan time.Time, 1)
+	go func() {
+		for m.Valid() {
+			time.Sleep(5 * time.Millisecond)
+		}
+		invalidAt <- time.Now()
+	}()
+	e.Member(0).Stop()
+	goneAt := waitMembers(nil)
+	var inv time.Time
+	select {
+	case inv = <-invalidAt:
+	case <-time.After(time.Second):
+		t.Fatal("still Valid a second after the others saw the member expire")
+	}
+	t.Logf("cut off: not Valid after %v, expired for the others after %v (ttl %v)",
+		inv.Sub(cutAt).Round(time.Millisecond), goneAt.Sub(cutAt).Round(time.Millisecond), ttl)
+	if !inv.Before(goneAt) {
+		t.Errorf("Valid until %v after the cut, but the others saw the member gone at %v", inv.Sub(cutAt), goneAt.Sub(cutAt))
+	}
+
+	e.Member(0).Restart()
+	select {
+	case <-lost:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Lost not closed within 15 s of the endpoint's return")
+	}
+	waitFor(t, 10*time.Second, "re-joined", func() bool { return m.Valid() && m.LeaseID() != lease })
+	waitMembers([]string{"bs0"})
+	if st := m.Stats(); st.Rejoins != 1 {
+		t.Errorf("stats %+v, want one re-join", st)
+	}
+}
