@@ -67,7 +67,7 @@ func serveCommand(e *env) *cli.Command {
 				return serveFleet(e, c)
 			}
 			if !c.IsSet("config") {
-				return badInput("serve: give --config FILE (one server) or --etcd ENDPOINTS --name NAME (a fleet member)")
+				return badInput("--config (or $BOOTCTL_CONFIG) is required: the configuration of one server; a fleet member takes --etcd ENDPOINTS --name NAME instead")
 			}
 			cfg, err := serveConfig(c)
 			if err != nil {
