@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/bootfabric/bootfabric/fleet"
@@ -20,6 +21,9 @@ type EtcdStore struct {
 	c       *fleet.Client
 	m       *fleet.Membership
 	timeout time.Duration
+	// written counts node records written (one per node per save), for the fleet's
+	// bootfabric_fleet_state_records_written_total.
+	written atomic.Int64
 }
 
 // NewEtcdStore returns the store of fleet client c writing as member m.
@@ -69,6 +73,7 @@ func (s *EtcdStore) Save(nodes []NodeStatus) error {
 	if err := s.c.PutRecordsIfMember(ctx, s.m, nodeRecords, recs); err != nil {
 		return fmt.Errorf("boot states to etcd: %w", err)
 	}
+	s.written.Add(int64(len(recs)))
 	return nil
 }
 

@@ -113,7 +113,10 @@ func newFleetRuntime(s *Server, o FleetOptions) (*fleetRuntime, error) {
 		}
 		return 0
 	})
-	for _, c := range []prometheus.Collector{f.takeovers, f.owned, f.live, f.deferred, valid, renewals, failures} {
+	written := prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "bootfabric", Subsystem: "fleet", Name: "state_records_written_total", Help: "Node boot-state records this server wrote to etcd (state_flush batches a node's transitions into one write)."}, func() float64 {
+		return float64(f.store.written.Load())
+	})
+	for _, c := range []prometheus.Collector{f.takeovers, f.owned, f.live, f.deferred, valid, renewals, failures, written} {
 		if err := s.reg.Register(c); err != nil {
 			return nil, fmt.Errorf("fleet metrics: %w", err)
 		}
