@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Pool errors. Handlers turn ErrNotOwned and ErrNotInPool into a NAK and
@@ -183,7 +184,7 @@ func OpenPool(path string, start, end net.IP, opts PoolOptions) (*Pool, error) {
 	// by every commit: a lease commit then writes only the leaf it changed and
 	// the meta page.
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("dhcpd: open lease store %s: locked by another process (another server on this state directory?): %w", path, err)
 	}
 	if err != nil {
