@@ -122,6 +122,7 @@ func commands(e *env) []*cli.Command {
 		planCommand(e),
 		topologyCommand(e),
 		serveCommand(e),
+		fleetCommand(e),
 		statusCommand(e),
 		imageCommand(e),
 		routeCommand(e),

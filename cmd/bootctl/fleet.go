@@ -1,0 +1,439 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/fleet"
+	"github.com/urfave/cli/v2"
+	"go.uber.org/zap"
+)
+
+// fleetRecentTakeovers is how many of the latest takeovers `fleet status` lists.
+const fleetRecentTakeovers = 5
+
+// fleetEtcdFlag is --etcd: every endpoint of the etcd cluster, so that the client fails over.
+func fleetEtcdFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "etcd", EnvVars: []string{"BOOTCTL_ETCD"},
+		Usage: "etcd endpoints, comma-separated (host:port or http://host:port)"}
+}
+
+// fleetNameFlag is --fleet: one etcd can hold several fleets, each under /bootfabric/NAME/.
+func fleetNameFlag() cli.Flag {
+	return &cli.StringFlag{Name: "fleet", EnvVars: []string{"BOOTCTL_FLEET"}, Value: "default",
+		Usage: "fleet name (a-z, 0-9, '-'): its keys live under /bootfabric/NAME/ in etcd"}
+}
+
+func fleetCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:  "fleet",
+		Usage: "configure a fleet of boot servers that share etcd, and show its servers",
+		Subcommands: []*cli.Command{
+			{
+				Name: "apply",
+				Usage: "check a fleet file as every server would and store it in etcd as the fleet's new configuration " +
+					"revision (the servers pick it up without a restart); a bad file is refused with file:line and nothing is written",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Required: true,
+						Usage: "fleet file: a boot server's YAML without its per-server settings; images: names the store whose profiles are published"},
+					fleetEtcdFlag(), fleetNameFlag(),
+					&cli.BoolFlag{Name: "dry-run", Usage: "check the file and show the revision; do not contact etcd"},
+					outputFlag("table", "json", "yaml"),
+				},
+				Action: func(c *cli.Context) error { return fleetApply(c, e) },
+			},
+			{
+				Name: "status",
+				Usage: "show the servers of the fleet's current revision: liveness, the nodes each owns now " +
+					"(by the ownership rule, from the live members), and the takeovers so far",
+				Flags:  []cli.Flag{fleetEtcdFlag(), fleetNameFlag(), outputFlag("table", "json", "yaml")},
+				Action: func(c *cli.Context) error { return fleetStatusAction(c, e) },
+			},
+		},
+	}
+}
+
+// fleetEtcdError is an etcd failure on one line that names the endpoints: errors.Join in the
+// client's probe spans lines, and bootctl reports every failure on one.
+type fleetEtcdError struct {
+	endpoints []string
+	err       error
+}
+
+func (e *fleetEtcdError) Error() string {
+	msg := strings.ReplaceAll(e.err.Error(), "\n", "; ")
+	for _, ep := range e.endpoints {
+		if !strings.Contains(msg, ep) {
+			return fmt.Sprintf("etcd at %s: %s", strings.Join(e.endpoints, ","), msg)
+		}
+	}
+	return msg // names every endpoint already
+}
+
+func (e *fleetEtcdError) Unwrap() error { return e.err }
+
+// fleetEndpoints returns --etcd's endpoints, or a usage error.
+func fleetEndpoints(c *cli.Context) ([]string, error) {
+	var eps []string
+	for _, s := range c.StringSlice("etcd") {
+		for _, ep := range strings.Split(s, ",") {
+			if ep = strings.TrimSpace(ep); ep != "" {
+				eps = append(eps, ep)
+			}
+		}
+	}
+	if len(eps) == 0 {
+		return nil, badInput("--etcd: required: the fleet's etcd endpoints, host:port,... (or BOOTCTL_ETCD)")
+	}
+	return eps, nil
+}
+
+// openFleet connects to the fleet's etcd.
+func openFleet(c *cli.Context) (*fleet.Client, []string, error) {
+	eps, err := fleetEndpoints(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := fleet.ValidFleetName(c.String("fleet")); err != nil {
+		return nil, nil, badInput("--fleet: %w", err)
+	}
+	// No client log: its warnings (an endpoint unreachable) would repeat the error on more lines,
+	// and a one-shot command has nothing else to say.
+	cl, err := fleet.Open(c.Context, fleet.Options{Endpoints: eps, Fleet: c.String("fleet"), Log: zap.NewNop()})
+	if err != nil {
+		return nil, nil, &fleetEtcdError{eps, err}
+	}
+	return cl, eps, nil
+}
+
+// fleetServerRow is one server of a revision as `fleet apply` shows it.
+type fleetServerRow struct {
+	Name    string `json:"name"`
+	Address string `json:"address"`
+	Failed  bool   `json:"failed,omitempty"` // in failed_servers: dealt around
+	Nodes   int    `json:"nodes"`            // owned with every other server live
+}
+
+// fleetProfileRow is one published profile.
+type fleetProfileRow struct {
+	Name  string `json:"name"`
+	Files int    `json:"files"`
+	Bytes int64  `json:"bytes"`
+}
+
+// fleetApplyResult is what `fleet apply` reports.
+type fleetApplyResult struct {
+	Fleet    string            `json:"fleet"`
+	DryRun   bool              `json:"dry_run,omitempty"`
+	Revision int64             `json:"revision,omitempty"` // etcd revision of the configuration
+	Changed  bool              `json:"changed"`            // false: the same document was stored already
+	SHA256   string            `json:"sha256"`
+	Bytes    int               `json:"bytes"` // the document, uncompressed
+	Nodes    int               `json:"nodes"`
+	Mapping  string            `json:"mapping"`
+	Servers  []fleetServerRow  `json:"servers"`
+	Profiles []fleetProfileRow `json:"profiles"`
+}
+
+func fleetApply(c *cli.Context, e *env) error {
+	format, err := outputFormat(c, "table", "json", "yaml")
+	if err != nil {
+		return err
+	}
+	doc, err := bootsrv.LoadFleetFile(c.String("file"))
+	if err != nil {
+		return asBadInput(err)
+	}
+	enc, err := doc.Encode()
+	if err != nil {
+		return err
+	}
+	res, err := fleetSummary(doc, enc)
+	if err != nil {
+		return asBadInput(err)
+	}
+	res.Fleet, res.DryRun = c.String("fleet"), c.Bool("dry-run")
+	if err := fleet.ValidFleetName(res.Fleet); err != nil {
+		return badInput("--fleet: %w", err)
+	}
+	if !res.DryRun {
+		cl, eps, err := openFleet(c)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		cur, err := cl.Config(c.Context)
+		if err != nil && !errors.Is(err, fleet.ErrNoConfig) {
+			return &fleetEtcdError{eps, err}
+		}
+		res.Changed = err != nil || cur.SHA256 != res.SHA256
+		if res.Revision, err = cl.ApplyConfig(c.Context, enc); err != nil {
+			if errors.Is(err, fleet.ErrConfigTooLarge) {
+				return badInput("%s: %w", c.String("file"), err)
+			}
+			return &fleetEtcdError{eps, err}
+		}
+	}
+	if format != "table" {
+		return writeData(e.stdout, format, res)
+	}
+	return writeFleetApply(e, res)
+}
+
+// fleetSummary describes a revision: its servers with their share, nodes and profiles.
+func fleetSummary(doc *bootsrv.FleetDoc, enc []byte) (*fleetApplyResult, error) {
+	m, err := doc.Machine()
+	if err != nil {
+		return nil, err
+	}
+	own, err := doc.Ownership(m, doc.ServerNames())
+	if err != nil {
+		return nil, err
+	}
+	res := &fleetApplyResult{SHA256: doc.Hash(), Bytes: len(enc), Nodes: len(m.Inventory.Nodes), Mapping: doc.Mapping,
+		Servers: []fleetServerRow{}, Profiles: []fleetProfileRow{}}
+	for i, s := range doc.Servers {
+		res.Servers = append(res.Servers, fleetServerRow{Name: s.Name, Address: s.Address, Nodes: own.Nodes[i], Failed: slices.Contains(doc.FailedServers, i)})
+	}
+	for _, p := range doc.Profiles {
+		row := fleetProfileRow{Name: p.Name, Files: len(p.FileNames())}
+		for _, b := range p.Files {
+			row.Bytes += b.Size
+		}
+		res.Profiles = append(res.Profiles, row)
+	}
+	return res, nil
+}
+
+func writeFleetApply(e *env, r *fleetApplyResult) error {
+	switch {
+	case r.DryRun:
+		fmt.Fprintf(e.stdout, "fleet %s: dry run, nothing written; sha256 %s (%d bytes)\n", r.Fleet, r.SHA256, r.Bytes)
+	case r.Changed:
+		fmt.Fprintf(e.stdout, "fleet %s: revision %d applied; sha256 %s (%d bytes)\n", r.Fleet, r.Revision, r.SHA256, r.Bytes)
+	default:
+		fmt.Fprintf(e.stdout, "fleet %s: revision %d unchanged (the same configuration is stored); sha256 %s\n", r.Fleet, r.Revision, r.SHA256)
+	}
+	fmt.Fprintf(e.stdout, "%d servers, %d nodes (%s), %d profiles\n\n", len(r.Servers), r.Nodes, r.Mapping, len(r.Profiles))
+	t := newTable(e.stdout)
+	t.row("SERVER", "ADDRESS", "NODES", "")
+	for _, s := range r.Servers {
+		note := ""
+		if s.Failed {
+			note = "failed_servers"
+		}
+		t.row(s.Name, s.Address, s.Nodes, note)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout)
+	t = newTable(e.stdout)
+	t.row("PROFILE", "FILES", "BYTES")
+	for _, p := range r.Profiles {
+		t.row(p.Name, p.Files, p.Bytes)
+	}
+	return t.flush()
+}
+
+// Server states in `fleet status`.
+const (
+	fleetLive     = "live"     // a member, answering for the fleet
+	fleetInactive = "inactive" // a member that says it is not answering (starting, fenced)
+	fleetDead     = "dead"     // configured, not a member: its blocks moved to survivors
+	fleetAbsent   = "absent"   // in failed_servers: dealt around
+	fleetStranger = "unknown"  // a member whose name is not in the revision's servers
+)
+
+// fleetServerStatus is one server in `fleet status`.
+type fleetServerStatus struct {
+	Name    string `json:"name"`
+	Address string `json:"address,omitempty"`
+	State   string `json:"state"`
+	Nodes   int    `json:"nodes"`         // owned now
+	URL     string `json:"url,omitempty"` // from its member info
+	// Lease is the member's etcd lease (hex) and Joined the etcd revision at which it joined: the
+	// fleet client does not expose a lease's age, so when a server (re)joined is what is shown.
+	Lease  string `json:"lease,omitempty"`
+	Joined int64  `json:"joined_revision,omitempty"`
+}
+
+// fleetTakeover is one takeover event (written by the servers as bootsrv.TakeoverEvent).
+type fleetTakeover struct {
+	Seq     int64     `json:"seq"`
+	From    string    `json:"from"`
+	To      string    `json:"to"`
+	Nodes   int       `json:"nodes"`
+	MidBoot int       `json:"mid_boot"`
+	At      time.Time `json:"at"`
+}
+
+// fleetStatusResult is what `fleet status` reports.
+type fleetStatusResult struct {
+	Fleet     string              `json:"fleet"`
+	Revision  int64               `json:"revision"`
+	SHA256    string              `json:"sha256"`
+	Mapping   string              `json:"mapping"`
+	Nodes     int                 `json:"nodes"`
+	Live      int                 `json:"live"`
+	Unowned   int                 `json:"unowned"` // nodes no server answers (no live server)
+	Servers   []fleetServerStatus `json:"servers"`
+	Takeovers int                 `json:"takeovers"`
+	Recent    []fleetTakeover     `json:"recent_takeovers"` // the latest, oldest first
+}
+
+func fleetStatusAction(c *cli.Context, e *env) error {
+	format, err := outputFormat(c, "table", "json", "yaml")
+	if err != nil {
+		return err
+	}
+	cl, eps, err := openFleet(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	st, err := fleetStatus(c.Context, cl)
+	if err != nil {
+		if errors.Is(err, fleet.ErrNoConfig) {
+			return fmt.Errorf("fleet %s: %w", cl.Fleet(), err)
+		}
+		var etcdErr *fleetEtcdError
+		if errors.As(err, &etcdErr) {
+			return err
+		}
+		return &fleetEtcdError{eps, err}
+	}
+	if format != "table" {
+		return writeData(e.stdout, format, st)
+	}
+	return writeFleetStatus(e, st)
+}
+
+// fleetStatus reads the current revision, the members and the takeovers, and applies the
+// ownership rule to the live set as every server does.
+func fleetStatus(ctx context.Context, cl *fleet.Client) (*fleetStatusResult, error) {
+	cur, err := cl.Config(ctx)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := bootsrv.DecodeFleetDoc(cur.Doc)
+	if err != nil {
+		return nil, fmt.Errorf("revision %d: %w", cur.Revision, err)
+	}
+	m, err := doc.Machine()
+	if err != nil {
+		return nil, fmt.Errorf("revision %d: %w", cur.Revision, err)
+	}
+	members, _, err := cl.Members(ctx)
+	if err != nil {
+		return nil, err
+	}
+	events, err := cl.Events(ctx, "takeover")
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]fleet.Member{}
+	var live []string
+	for _, mb := range members {
+		byName[mb.Name] = mb
+		live = append(live, mb.Name)
+	}
+	own, err := doc.Ownership(m, live)
+	if err != nil {
+		return nil, fmt.Errorf("revision %d: %w", cur.Revision, err)
+	}
+	st := &fleetStatusResult{Fleet: cl.Fleet(), Revision: cur.Revision, SHA256: cur.SHA256, Mapping: doc.Mapping,
+		Nodes: len(m.Inventory.Nodes), Unowned: own.Unowned, Takeovers: len(events), Recent: []fleetTakeover{}}
+	for i, s := range doc.Servers {
+		row := fleetServerStatus{Name: s.Name, Address: s.Address, Nodes: own.Nodes[i], State: fleetDead}
+		if mb, ok := byName[s.Name]; ok {
+			fillMember(&row, mb)
+			delete(byName, s.Name)
+			st.Live++
+		} else if slices.Contains(doc.FailedServers, i) {
+			row.State = fleetAbsent
+		}
+		st.Servers = append(st.Servers, row)
+	}
+	for _, mb := range members {
+		if _, stranger := byName[mb.Name]; stranger {
+			row := fleetServerStatus{Name: mb.Name}
+			fillMember(&row, mb)
+			row.State = fleetStranger
+			st.Servers = append(st.Servers, row)
+		}
+	}
+	for _, ev := range events[max(0, len(events)-fleetRecentTakeovers):] {
+		tk := fleetTakeover{Seq: ev.Seq}
+		_ = json.Unmarshal(ev.Rec, &tk) // a record this bootctl cannot read still counts
+		tk.Seq = ev.Seq
+		st.Recent = append(st.Recent, tk)
+	}
+	return st, nil
+}
+
+// fillMember sets a server's row from its membership. A member whose info does not say whether it
+// is active is taken as live: it holds its lease, which is what the other servers go by.
+func fillMember(row *fleetServerStatus, mb fleet.Member) {
+	var info struct {
+		bootsrv.MemberInfo
+		Active *bool `json:"active"`
+	}
+	row.State = fleetLive
+	if json.Unmarshal(mb.Info, &info) == nil {
+		row.URL = info.URL
+		if row.Address == "" {
+			row.Address = info.Address
+		}
+		if info.Active != nil && !*info.Active {
+			row.State = fleetInactive
+		}
+	}
+	row.Lease = strconv.FormatInt(mb.LeaseID, 16)
+	row.Joined = mb.Revision
+}
+
+func writeFleetStatus(e *env, st *fleetStatusResult) error {
+	fmt.Fprintf(e.stdout, "fleet %s: revision %d, sha256 %s; %d nodes (%s), %d of %d servers live\n",
+		st.Fleet, st.Revision, st.SHA256[:min(12, len(st.SHA256))], st.Nodes, st.Mapping, st.Live, len(st.Servers))
+	if st.Unowned > 0 {
+		fmt.Fprintf(e.stdout, "no live server owns %d of the %d nodes: nobody answers them until a server joins\n", st.Unowned, st.Nodes)
+	}
+	fmt.Fprintln(e.stdout)
+	t := newTable(e.stdout)
+	t.row("SERVER", "ADDRESS", "STATE", "NODES", "URL", "JOINED")
+	for _, s := range st.Servers {
+		url, joined := s.URL, "-"
+		if url == "" {
+			url = "-"
+		}
+		if s.Joined > 0 {
+			joined = "rev " + strconv.FormatInt(s.Joined, 10)
+		}
+		t.row(s.Name, s.Address, s.State, s.Nodes, url, joined)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "\ntakeovers: %d\n", st.Takeovers)
+	if len(st.Recent) == 0 {
+		return nil
+	}
+	t = newTable(e.stdout)
+	t.row("SEQ", "AT", "FROM", "TO", "NODES", "MID-BOOT")
+	for _, tk := range st.Recent {
+		at := "-"
+		if !tk.At.IsZero() {
+			at = tk.At.UTC().Format(time.RFC3339)
+		}
+		t.row(tk.Seq, at, tk.From, tk.To, tk.Nodes, tk.MidBoot)
+	}
+	return t.flush()
+}

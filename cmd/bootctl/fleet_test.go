@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/fleet"
+	"github.com/bootfabric/bootfabric/images"
+	"github.com/bootfabric/bootfabric/internal/etcdtest"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+const applyFleetYAML = `# two servers for the mini machine
+servers:
+  - {name: bs0, address: 10.0.0.1}
+  - {name: bs1, address: 10.0.0.2}
+topology: mini
+mapping: bcda
+inventory: inventory.csv
+images: images
+dhcp:
+  subnet: 10.0.0.0/24
+`
+
+// testFleetInventory lists n nodes, four per board from s0-b0 on: with bcda and two servers, bs0
+// owns boards 0, 2, ... and bs1 boards 1, 3, ...
+func applyFleetInventory(n int) string {
+	var sb strings.Builder
+	sb.WriteString("name,mac,ip,node\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&sb, "n%d,52:54:00:00:02:%02x,10.0.0.%d,s0-b%d-n%d\n", i, i, 10+i, i/4, i%4)
+	}
+	return sb.String()
+}
+
+// fleetFiles writes a fleet file, its inventory of n nodes and a store with profile default, and
+// returns the fleet file's path.
+func applyFleetFiles(t *testing.T, n int) string {
+	t.Helper()
+	dir := t.TempDir()
+	kernel := filepath.Join(dir, "src", "vmlinuz")
+	randomFile(t, kernel, 5000, 1)
+	st, err := images.Create(filepath.Join(dir, "images"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Add(images.Profile{Name: "default", Kernel: "vmlinuz"}, map[string]string{"vmlinuz": kernel}); err != nil {
+		t.Fatal(err)
+	}
+	writeFleetFile(t, filepath.Join(dir, "inventory.csv"), applyFleetInventory(n))
+	return writeFleetFile(t, filepath.Join(dir, "fleet.yaml"), applyFleetYAML)
+}
+
+func writeFleetFile(t *testing.T, path, text string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func decodeJSONOut[T any](t *testing.T, out string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%v in\n%s", err, out)
+	}
+	return v
+}
+
+// TestFleetApplyOffline covers what needs no etcd: a dry run, refusals and usage errors.
+func TestFleetApplyOffline(t *testing.T) {
+	ctx := context.Background()
+	file := applyFleetFiles(t, 8)
+	code, out, errs := runBootctl(t, ctx, "fleet", "apply", "-f", file, "--dry-run", "-o", "json")
+	if code != 0 {
+		t.Fatalf("dry run: %d\n%s", code, errs)
+	}
+	got := decodeJSONOut[fleetApplyResult](t, out)
+	want := fleetApplyResult{Fleet: "default", DryRun: true, Changed: false, Nodes: 8, Mapping: "bcda",
+		Servers:  []fleetServerRow{{Name: "bs0", Address: "10.0.0.1", Nodes: 4}, {Name: "bs1", Address: "10.0.0.2", Nodes: 4}},
+		Profiles: []fleetProfileRow{{Name: "default", Files: 1, Bytes: 5000}}}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(fleetApplyResult{}, "SHA256", "Bytes")); diff != "" {
+		t.Errorf("dry run (-want +got):\n%s", diff)
+	}
+	if len(got.SHA256) != 64 || got.Bytes == 0 {
+		t.Errorf("sha256 %q, %d bytes", got.SHA256, got.Bytes)
+	}
+	code, out, _ = runBootctl(t, ctx, "fleet", "apply", "-f", file, "--dry-run")
+	for _, w := range []string{"fleet default: dry run, nothing written", "2 servers, 8 nodes (bcda), 1 profiles", "bs1  10.0.0.2      4", "default      1   5000"} {
+		if code != 0 || !strings.Contains(out, w) {
+			t.Errorf("dry run table: %d, want %q in\n%s", code, w, out)
+		}
+	}
+
+	perServer := strings.Replace(applyFleetYAML, "topology:", "server_id: 1\ntopology:", 1)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string // in stderr
+	}{
+		{"per-server field", []string{"-f", writeFleetFile(t, filepath.Join(filepath.Dir(file), "ps.yaml"), perServer), "--dry-run"}, 2,
+			filepath.Join(filepath.Dir(file), "ps.yaml") + ":5: server_id: per-server setting; give it to bootctl serve"},
+		{"no etcd", []string{"-f", file}, 2, "--etcd: required"},
+		{"bad fleet name", []string{"-f", file, "--dry-run", "--fleet", "A/B"}, 2, `--fleet: fleet name "A/B"`},
+		{"missing file", []string{"-f", file + ".gone", "--dry-run"}, 2, "no such file"},
+		{"no file", []string{"--dry-run"}, 2, "file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := runBootctl(t, ctx, append([]string{"fleet", "apply"}, tt.args...)...)
+			if code != tt.code || !strings.Contains(errs, tt.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+				t.Errorf("exit %d, want %d; stderr %q, want %q (one line); stdout %q", code, tt.code, errs, tt.want, out)
+			}
+		})
+	}
+}
+
+func TestFleetApplyStatusEtcd(t *testing.T) {
+	cluster := etcdtest.Start(t, etcdtest.Options{Members: 1})
+	etcd := strings.Join(cluster.Endpoints, ",")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	file := applyFleetFiles(t, 8)
+
+	// Nothing applied yet: status says so.
+	code, _, errs := runBootctl(t, ctx, "fleet", "status", "--etcd", etcd)
+	if code != 1 || !strings.Contains(errs, "fleet default: fleet has no configuration (run bootctl fleet apply)") {
+		t.Errorf("status before apply: %d %q", code, errs)
+	}
+
+	code, out, errs := runBootctl(t, ctx, "fleet", "apply", "-f", file, "--etcd", etcd, "-o", "json")
+	if code != 0 {
+		t.Fatalf("apply: %d\n%s", code, errs)
+	}
+	first := decodeJSONOut[fleetApplyResult](t, out)
+	if first.Revision <= 0 || !first.Changed || first.Nodes != 8 {
+		t.Errorf("apply: %+v", first)
+	}
+	// The same file again writes nothing.
+	code, out, _ = runBootctl(t, ctx, "fleet", "apply", "-f", file, "--etcd", etcd)
+	t.Logf("fleet apply:\n%s", out)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("revision %d unchanged", first.Revision)) {
+		t.Errorf("apply again: %d\n%s", code, out)
+	}
+
+	// No member has joined: every server is dead and nobody owns a node.
+	code, out, errs = runBootctl(t, ctx, "fleet", "status", "--etcd", etcd, "-o", "json")
+	if code != 0 {
+		t.Fatalf("status: %d\n%s", code, errs)
+	}
+	st := decodeJSONOut[fleetStatusResult](t, out)
+	want := fleetStatusResult{Fleet: "default", Revision: first.Revision, SHA256: first.SHA256, Mapping: "bcda", Nodes: 8, Live: 0, Unowned: 8,
+		Servers: []fleetServerStatus{{Name: "bs0", Address: "10.0.0.1", State: "dead"}, {Name: "bs1", Address: "10.0.0.2", State: "dead"}},
+		Recent:  []fleetTakeover{}}
+	if diff := cmp.Diff(want, st); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	code, out, _ = runBootctl(t, ctx, "fleet", "status", "--etcd", etcd)
+	t.Logf("fleet status:\n%s", out)
+	for _, w := range []string{"0 of 2 servers live", "no live server owns 8 of the 8 nodes", "bs0  10.0.0.1   dead      0    -       -", "takeovers: 0"} {
+		if code != 0 || !strings.Contains(out, w) {
+			t.Errorf("status table: want %q in\n%s", w, out)
+		}
+	}
+
+	// bs1 joins and takes bs0's nodes over: status shows it live with all the nodes, and the takeover.
+	cl, err := fleet.Open(ctx, fleet.Options{Endpoints: cluster.Endpoints, Fleet: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	info, _ := json.Marshal(bootsrv.MemberInfo{URL: "http://10.0.0.2:8080", Address: "10.0.0.2", Active: true})
+	mb, err := cl.Join(ctx, "bs1", info, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mb.Leave(context.Background())
+	at := time.Date(2026, 11, 24, 5, 0, 0, 0, time.UTC)
+	// As the servers record a takeover (bootsrv's TakeoverEvent).
+	ev, _ := json.Marshal(map[string]any{"from": "bs0", "to": "bs1", "nodes": 4, "mid_boot": 2, "at": at})
+	if _, err := cl.AppendEvent(ctx, "takeover", ev); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runBootctl(t, ctx, "fleet", "status", "--etcd", etcd, "-o", "json")
+	if code != 0 {
+		t.Fatalf("status: %d\n%s", code, errs)
+	}
+	st = decodeJSONOut[fleetStatusResult](t, out)
+	want.Live, want.Unowned, want.Takeovers = 1, 0, 1
+	want.Servers[1] = fleetServerStatus{Name: "bs1", Address: "10.0.0.2", State: "live", Nodes: 8, URL: "http://10.0.0.2:8080",
+		Lease: fmt.Sprintf("%x", mb.LeaseID())}
+	want.Recent = []fleetTakeover{{Seq: 1, From: "bs0", To: "bs1", Nodes: 4, MidBoot: 2, At: at}}
+	if diff := cmp.Diff(want, st, cmpopts.IgnoreFields(fleetServerStatus{}, "Joined")); diff != "" {
+		t.Errorf("status with bs1 (-want +got):\n%s", diff)
+	}
+	if st.Servers[1].Joined <= first.Revision {
+		t.Errorf("bs1 joined at revision %d, before the configuration (%d)", st.Servers[1].Joined, first.Revision)
+	}
+	code, out, _ = runBootctl(t, ctx, "fleet", "status", "--etcd", etcd)
+	t.Logf("fleet status:\n%s", out)
+	for _, w := range []string{"1 of 2 servers live", "live      8  http://10.0.0.2:8080", "takeovers: 1", "2026-11-24T05:00:00Z   bs0  bs1      4         2"} {
+		if code != 0 || !strings.Contains(out, w) {
+			t.Errorf("status table: want %q in\n%s", w, out)
+		}
+	}
+
+	// An added node is a new revision.
+	inv := filepath.Join(filepath.Dir(file), "inventory.csv")
+	writeFleetFile(t, inv, applyFleetInventory(9))
+	code, out, errs = runBootctl(t, ctx, "fleet", "apply", "-f", file, "--etcd", etcd, "-o", "json")
+	if code != 0 {
+		t.Fatalf("apply 9 nodes: %d\n%s", code, errs)
+	}
+	second := decodeJSONOut[fleetApplyResult](t, out)
+	if second.Revision <= first.Revision || !second.Changed || second.Nodes != 9 || second.SHA256 == first.SHA256 {
+		t.Errorf("second apply: %+v after %+v", second, first)
+	}
+	cur, err := cl.Config(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := bootsrv.DecodeFleetDoc(cur.Doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur.Revision != second.Revision || doc.Hash() != second.SHA256 || !strings.Contains(doc.Inventory.Text, "n8,") {
+		t.Errorf("stored revision %d sha256 %s, want %d %s with n8", cur.Revision, doc.Hash(), second.Revision, second.SHA256)
+	}
+
+	// A bad file exits 2 naming the line, and the revision stays.
+	writeFleetFile(t, inv, strings.Replace(applyFleetInventory(10), "52:54:00:00:02:09", "52:54:00:00:02:zz", 1))
+	code, out, errs = runBootctl(t, ctx, "fleet", "apply", "-f", file, "--etcd", etcd)
+	if code != 2 || !strings.HasPrefix(errs, "bootctl fleet apply: "+inv+":11: mac: ") || strings.Count(strings.TrimSpace(errs), "\n") > 0 || out != "" {
+		t.Errorf("bad apply: %d, stderr %q, stdout %q", code, errs, out)
+	}
+	if cur, err := cl.Config(ctx); err != nil || cur.Revision != second.Revision {
+		t.Errorf("revision after a refused apply: %d, %v; want %d", cur.Revision, err, second.Revision)
+	}
+
+	// Another fleet in the same etcd is empty.
+	if code, _, errs := runBootctl(t, ctx, "fleet", "status", "--etcd", etcd, "--fleet", "other"); code != 1 || !strings.Contains(errs, "fleet other: fleet has no configuration") {
+		t.Errorf("other fleet: %d %q", code, errs)
+	}
+}
+
+func TestFleetStatusEtcdDown(t *testing.T) {
+	ctx := context.Background()
+	code, out, errs := runBootctl(t, ctx, "fleet", "status", "--etcd", "127.0.0.1:1,127.0.0.1:2")
+	if code != 1 || !strings.HasPrefix(errs, "bootctl fleet status: etcd at 127.0.0.1:1 unreachable: ") || !strings.Contains(errs, "127.0.0.1:2") || strings.Count(strings.TrimSpace(errs), "\n") > 0 || out != "" {
+		t.Errorf("exit %d, stderr %q, stdout %q", code, errs, out)
+	}
+}
