@@ -36,6 +36,19 @@ func (e *Error) Error() string {
 	return sb.String()
 }
 
+// ValueError is what a yaml.Unmarshaler of the caller's returns for a scalar it cannot take. yaml.v3
+// passes such an error through untouched, so without it the message would carry no field and
+// would read as a syntax error; with it Explain names the field and the line as it does for the
+// built-in types ("lease: \"1w\" is not a duration like 200ms, 1h or 7d").
+type ValueError struct {
+	Node *yaml.Node // the value refused
+	Want string     // what the field wants, after "is not": "a duration like 200ms, 1h or 7d"
+}
+
+func (e *ValueError) Error() string {
+	return fmt.Sprintf("line %d: %q is not %s", e.Node.Line, e.Node.Value, e.Want)
+}
+
 // ErrEmpty is returned by Decode for a document with no content.
 var ErrEmpty = errors.New("empty document")
 
@@ -94,6 +107,19 @@ func Explain(err error, root *yaml.Node, v any) error {
 	if err == nil {
 		return nil
 	}
+	doc := root
+	if doc != nil && doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		doc = doc.Content[0]
+	}
+	if ve, ok := errors.AsType[*ValueError](err); ok {
+		field := ""
+		if doc != nil {
+			_, field = locate(doc, "", func(_, val *yaml.Node) bool {
+				return val.Line == ve.Node.Line && val.Kind == ve.Node.Kind && val.Value == ve.Node.Value
+			})
+		}
+		return &Error{Line: ve.Node.Line, Field: field, Msg: fmt.Sprintf("%q is not %s", ve.Node.Value, ve.Want)}
+	}
 	msg := err.Error()
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
@@ -112,10 +138,6 @@ func Explain(err error, root *yaml.Node, v any) error {
 	}
 	line, _ := strconv.Atoi(m[1])
 	what := m[2]
-	doc := root
-	if doc != nil && doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
-		doc = doc.Content[0]
-	}
 	if s := unknownRE.FindStringSubmatch(what); s != nil {
 		parent := ""
 		if doc != nil {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 type link struct {
@@ -64,5 +66,43 @@ func TestDecodeErrors(t *testing.T) {
 	}
 	if root, err := Decode([]byte("name: x\nlevels:\n  - {name: a, count: 2}\n"), &m); err != nil || root == nil || m.Levels[0].Count != 2 {
 		t.Errorf("good document: %v %+v", err, m)
+	}
+}
+
+// size is a type with its own unmarshaler that refuses with a ValueError.
+type size int
+
+func (s *size) UnmarshalYAML(n *yaml.Node) error {
+	if n.Value != "big" {
+		return &ValueError{Node: n, Want: "big"}
+	}
+	*s = 1
+	return nil
+}
+
+// TestValueError: a refusal of a custom unmarshaler reads like one of a built-in type, with the
+// line and the field, not as a syntax error.
+func TestValueError(t *testing.T) {
+	type part struct {
+		Size size `yaml:"size"`
+	}
+	type doc struct {
+		Name  string `yaml:"name"`
+		Parts []part `yaml:"parts"`
+	}
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"top level", "name: x\nparts:\n  - size: big\n  - size: small\n", `line 4: parts[1].size: "small" is not big`},
+		{"flow mapping", "parts: [{size: tiny}]\n", `line 1: parts[0].size: "tiny" is not big`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var d doc
+			_, err := Decode([]byte(tc.doc), &d)
+			if _, ok := errors.AsType[*Error](err); !ok || err.Error() != tc.want {
+				t.Errorf("error %v (%T), want %s", err, err, tc.want)
+			}
+		})
 	}
 }
