@@ -275,7 +275,7 @@ func fleetDocOf(c *Config) *FleetDoc {
 		},
 	}
 	for _, s := range c.Servers {
-		d.Servers = append(d.Servers, FleetServer{Name: s.Name, Address: s.Address})
+		d.Servers = append(d.Servers, FleetServer(s))
 	}
 	if p := c.DHCP.Pool; p != nil {
 		d.DHCP.Pool = &FleetPool{Range: p.Range, Lease: time.Duration(p.Lease).String(), Unknown: p.Unknown}
@@ -544,7 +544,7 @@ func (d *FleetDoc) Materialize(dir, name string, local LocalSettings) (*Config, 
 	fd := Duration(flush)
 	c.StateFlush = &fd
 	for _, s := range d.Servers {
-		c.Servers = append(c.Servers, ServerEntry{Name: s.Name, Address: s.Address})
+		c.Servers = append(c.Servers, ServerEntry(s))
 	}
 	if p := d.DHCP.Pool; p != nil {
 		c.DHCP.Pool = &PoolConfig{Range: p.Range, Unknown: p.Unknown}

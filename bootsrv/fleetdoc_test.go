@@ -135,6 +135,25 @@ func TestLoadFleetFile(t *testing.T) {
 	if len(doc.Profiles) != 2 || doc.Profiles[1].Files["vmlinuz"].Size != int64(len("kernel of rescue")) {
 		t.Errorf("profiles = %+v", doc.Profiles)
 	}
+	enc, err := doc.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeFleetDoc(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(doc, back); diff != "" {
+		t.Errorf("JSON round trip (-want +got):\n%s", diff)
+	}
+	// Loading the same files again gives the same bytes: applying twice stores one revision.
+	again, err := LoadFleetFile(f.fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Hash() != doc.Hash() {
+		t.Errorf("hash %s, then %s", doc.Hash(), again.Hash())
+	}
 }
 
 func TestLoadFleetFileErrors(t *testing.T) {
@@ -162,7 +181,7 @@ func TestLoadFleetFileErrors(t *testing.T) {
 			func(fl, _, _ string) int { return lineOf(t, fl, "':67'") }},
 		{"ipxe_dir", func(fl, _, _ *string) { *fl += "ipxe_dir: /x\n" }, "%F:%L: ipxe_dir: per-server setting",
 			func(fl, _, _ string) int { return lineOf(t, fl, "ipxe_dir") }},
-		{"unknown field", func(fl, _, _ *string) { *fl += "colour: red\n" }, "%F:%L: unknown field colour",
+		{"unknown field", func(fl, _, _ *string) { *fl += "colour: red\n" }, `%F:%L: unknown field "colour"`,
 			func(fl, _, _ string) int { return lineOf(t, fl, "colour") }},
 		{"bad address", func(fl, _, _ *string) { *fl = strings.Replace(*fl, "10.0.0.2}", "10.0.0.x}", 1) }, "%F:4: servers[1].address: \"10.0.0.x\" is not an IPv4 address", nil},
 		{"every server failed", func(fl, _, _ *string) { *fl += "failed_servers: [0, 1]\n" }, "%F:%L: failed_servers: lists every server",

@@ -221,7 +221,7 @@ func writeFleetApply(e *env, r *fleetApplyResult) error {
 	default:
 		fmt.Fprintf(e.stdout, "fleet %s: revision %d unchanged (the same configuration is stored); sha256 %s\n", r.Fleet, r.Revision, r.SHA256)
 	}
-	fmt.Fprintf(e.stdout, "%d servers, %d nodes (%s), %d profiles\n\n", len(r.Servers), r.Nodes, r.Mapping, len(r.Profiles))
+	fmt.Fprintf(e.stdout, "%s, %s (%s), %s\n\n", fleetPlural(len(r.Servers), "server"), fleetPlural(r.Nodes, "node"), r.Mapping, fleetPlural(len(r.Profiles), "profile"))
 	t := newTable(e.stdout)
 	t.row("SERVER", "ADDRESS", "NODES", "")
 	for _, s := range r.Servers {
@@ -436,4 +436,12 @@ func writeFleetStatus(e *env, st *fleetStatusResult) error {
 		t.row(tk.Seq, at, tk.From, tk.To, tk.Nodes, tk.MidBoot)
 	}
 	return t.flush()
+}
+
+// fleetPlural writes a count with its noun: "1 profile", "2 profiles".
+func fleetPlural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -95,7 +95,7 @@ func TestFleetApplyOffline(t *testing.T) {
 		t.Errorf("sha256 %q, %d bytes", got.SHA256, got.Bytes)
 	}
 	code, out, _ = runBootctl(t, ctx, "fleet", "apply", "-f", file, "--dry-run")
-	for _, w := range []string{"fleet default: dry run, nothing written", "2 servers, 8 nodes (bcda), 1 profiles", "bs1  10.0.0.2      4", "default      1   5000"} {
+	for _, w := range []string{"fleet default: dry run, nothing written", "2 servers, 8 nodes (bcda), 1 profile", "bs1  10.0.0.2      4", "default      1   5000"} {
 		if code != 0 || !strings.Contains(out, w) {
 			t.Errorf("dry run table: %d, want %q in\n%s", code, w, out)
 		}
