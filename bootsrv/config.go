@@ -1,19 +1,18 @@
 package bootsrv
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/internal/yamlerr"
 	"github.com/bootfabric/bootfabric/topology"
 	"gopkg.in/yaml.v3"
 )
@@ -177,7 +176,7 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 		}
 	}
 	if err != nil || v < 0 {
-		return fmt.Errorf("line %d: %q is not a duration like 200ms, 1h or 7d", n.Line, n.Value)
+		return &yamlerr.ValueError{Node: n, Want: "a duration like 200ms, 1h or 7d"}
 	}
 	*d = Duration(v)
 	return nil
@@ -195,23 +194,20 @@ func LoadConfig(path string) (*Config, error) {
 	return ParseConfig(data, path)
 }
 
-// ParseConfig decodes a configuration; unknown fields are errors that name their line. file names
-// the source in errors and relative paths are resolved against its directory.
+// ParseConfig decodes a configuration with the shared strict decoder, so that unknown fields and
+// values of the wrong kind are errors that name the line and the field as written (with a "did you
+// mean"), like a machine file's, never a Go type. file names the source in errors and relative
+// paths are resolved against its directory.
 func ParseConfig(data []byte, file string) (*Config, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(err, file)
-	}
-	if len(root.Content) == 0 {
+	var c Config
+	root, err := yamlerr.Decode(data, &c)
+	if errors.Is(err, yamlerr.ErrEmpty) {
 		return nil, &Error{File: file, Msg: "empty configuration"}
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	var c Config
-	if err := dec.Decode(&c); err != nil {
+	if err != nil {
 		return nil, yamlError(err, file)
 	}
-	c.file, c.root = file, root.Content[0]
+	c.file, c.root = file, root
 	dir := filepath.Dir(file)
 	rel := func(p *string) {
 		if *p != "" && !filepath.IsAbs(*p) {
@@ -478,21 +474,14 @@ func (c *Config) ServerAddr() netip.Addr {
 	return a
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
-var yamlUnknown = regexp.MustCompile(`field (\S+) not found in type \S+`)
-
-// yamlError turns a yaml.v3 error into an Error with the file and line.
+// yamlError turns an error of yamlerr.Decode, or of yaml.v3 (explained by yamlerr), into an Error
+// with the file, line and field.
 func yamlError(err error, file string) error {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	msg = strings.TrimPrefix(msg, "unmarshal errors:\n  ")
-	if first, _, ok := strings.Cut(msg, "\n"); ok {
-		msg = first
+	ye, ok := errors.AsType[*yamlerr.Error](err)
+	if !ok {
+		if ye, ok = errors.AsType[*yamlerr.Error](yamlerr.Explain(err, nil, nil)); !ok {
+			return &Error{File: file, Msg: err.Error()}
+		}
 	}
-	msg = yamlUnknown.ReplaceAllString(msg, "unknown field $1")
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &Error{File: file, Line: line, Msg: m[2]}
-	}
-	return &Error{File: file, Msg: msg}
+	return &Error{File: file, Line: ye.Line, Field: ye.Field, Msg: ye.Msg}
 }

@@ -56,11 +56,11 @@ func TestConfigErrors(t *testing.T) {
 	tests := []struct {
 		name, edit, want string
 	}{
-		{"unknown field", "colour: red\n", "c.yaml:12: unknown field colour"},
-		{"unknown nested field", "http:\n  listen: ':80'\n  port: 80\n", "c.yaml:14: unknown field port"},
-		{"bad yaml", "servers: [\n", "c.yaml:12: did not find expected node content"},
-		{"bad duration", "state_flush: soon\n", "c.yaml:12: \"soon\" is not a duration"},
-		{"bad days", "state_flush: 2.5d\n", "c.yaml:12: \"2.5d\" is not a duration"},
+		{"unknown field", "colour: red\n", `c.yaml:12: unknown field "colour" (fields here: server_id, servers,`},
+		{"unknown nested field", "http:\n  listen: ':80'\n  port: 80\n", `c.yaml:14: http: unknown field "port" (fields here: listen, url)`},
+		{"bad yaml", "servers: [\n", "c.yaml:12: invalid YAML: did not find expected node content"},
+		{"bad duration", "state_flush: soon\n", "c.yaml:12: state_flush: \"soon\" is not a duration like 200ms, 1h or 7d"},
+		{"bad days", "state_flush: 2.5d\n", "c.yaml:12: state_flush: \"2.5d\" is not a duration like 200ms, 1h or 7d"},
 		{"bad server address", "servers:\n  - address: 10.0.0.1\n  - address: ten\n", "c.yaml:14: servers[1].address: \"ten\" is not an IPv4 address"},
 		{"duplicate server address", "servers:\n  - address: 10.0.0.1\n  - address: 10.0.0.1\n", "c.yaml:14: servers[1].address: 10.0.0.1 is also servers[0]'s address"},
 		{"server id out of range", "server_id: 2\n", "c.yaml:12: server_id: 2 is not the index of one of the 2 servers"},
@@ -89,8 +89,8 @@ func TestConfigErrors(t *testing.T) {
 		{"pool lease too short", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.100-10.0.0.199\n    lease: 30s\n", "c.yaml:18: dhcp.pool.lease: 30s is not between 1m and 7d"},
 		{"pool lease too long", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.100-10.0.0.199\n    lease: 8d\n", "c.yaml:18: dhcp.pool.lease: 192h0m0s is not between 1m and 7d"},
 		{"pool lease default too long", "dhcp:\n  subnet: 10.0.0.0/24\n  lease_time: 30d\n  pool: {range: 10.0.0.100-10.0.0.199}\n", "c.yaml:15: dhcp.pool.lease: 720h0m0s is not between 1m and 7d"},
-		{"pool lease not a duration", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.100-10.0.0.199\n    lease: 1w\n", "c.yaml:18: \"1w\" is not a duration like 200ms, 1h or 7d"},
-		{"pool unknown field", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.100-10.0.0.199\n    size: 100\n", "c.yaml:18: unknown field size"},
+		{"pool lease not a duration", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.100-10.0.0.199\n    lease: 1w\n", "c.yaml:18: dhcp.pool.lease: \"1w\" is not a duration like 200ms, 1h or 7d"},
+		{"pool unknown field", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.100-10.0.0.199\n    size: 100\n", `c.yaml:18: dhcp.pool: unknown field "size" (fields here: range, lease, unknown)`},
 	}
 	base := `servers:
   - address: 10.0.0.1

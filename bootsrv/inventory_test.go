@@ -113,7 +113,7 @@ func TestInventoryErrors(t *testing.T) {
 		{"i.yaml", "hosts: []\n", "i.yaml:1: hosts: unknown field (want nodes)"},
 		{"i.yaml", "- just a string\n", "i.yaml:1: nodes[0]: want a mapping"},
 		{"i.yaml", "- {name: [a], mac: x}\n", "i.yaml:1: nodes[0].name: want a single value"},
-		{"i.yaml", "- {name: a\n", "i.yaml:1: did not find expected"},
+		{"i.yaml", "- {name: a\n", "i.yaml:1: invalid YAML: did not find expected"},
 		{"i.yaml", "", "i.yaml: empty inventory"},
 	}
 	for _, tc := range tests {
