@@ -299,16 +299,12 @@ func fleetStatusAction(c *cli.Context, e *env) error {
 		return err
 	}
 	defer cl.Close()
-	st, err := fleetStatus(c.Context, cl)
+	st, err := fleetStatus(c.Context, cl, eps)
+	if errors.Is(err, fleet.ErrNoConfig) {
+		return fmt.Errorf("fleet %s: %w", cl.Fleet(), err)
+	}
 	if err != nil {
-		if errors.Is(err, fleet.ErrNoConfig) {
-			return fmt.Errorf("fleet %s: %w", cl.Fleet(), err)
-		}
-		var etcdErr *fleetEtcdError
-		if errors.As(err, &etcdErr) {
-			return err
-		}
-		return &fleetEtcdError{eps, err}
+		return err
 	}
 	if format != "table" {
 		return writeData(e.stdout, format, st)
@@ -318,10 +314,13 @@ func fleetStatusAction(c *cli.Context, e *env) error {
 
 // fleetStatus reads the current revision, the members and the takeovers, and applies the
 // ownership rule to the live set as every server does.
-func fleetStatus(ctx context.Context, cl *fleet.Client) (*fleetStatusResult, error) {
+func fleetStatus(ctx context.Context, cl *fleet.Client, eps []string) (*fleetStatusResult, error) {
 	cur, err := cl.Config(ctx)
-	if err != nil {
+	if errors.Is(err, fleet.ErrNoConfig) {
 		return nil, err
+	}
+	if err != nil {
+		return nil, &fleetEtcdError{eps, err}
 	}
 	doc, err := bootsrv.DecodeFleetDoc(cur.Doc)
 	if err != nil {
@@ -333,11 +332,11 @@ func fleetStatus(ctx context.Context, cl *fleet.Client) (*fleetStatusResult, err
 	}
 	members, _, err := cl.Members(ctx)
 	if err != nil {
-		return nil, err
+		return nil, &fleetEtcdError{eps, err}
 	}
 	events, err := cl.Events(ctx, "takeover")
 	if err != nil {
-		return nil, err
+		return nil, &fleetEtcdError{eps, err}
 	}
 	byName := map[string]fleet.Member{}
 	var live []string

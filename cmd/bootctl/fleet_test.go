@@ -247,6 +247,21 @@ func TestFleetApplyStatusEtcd(t *testing.T) {
 		t.Errorf("revision after a refused apply: %d, %v; want %d", cur.Revision, err, second.Revision)
 	}
 
+	// A revision this bootctl cannot read is named as such, not as an etcd failure.
+	raw, err := fleet.Open(ctx, fleet.Options{Endpoints: cluster.Endpoints, Fleet: "raw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	rev, err := raw.ApplyConfig(ctx, []byte(`{"version": 99}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = runBootctl(t, ctx, "fleet", "status", "--etcd", etcd, "--fleet", "raw")
+	if want := fmt.Sprintf("bootctl fleet status: revision %d: fleet configuration: version 99, this bootctl reads 1\n", rev); code != 1 || errs != want {
+		t.Errorf("unreadable revision: %d %q, want %q", code, errs, want)
+	}
+
 	// Another fleet in the same etcd is empty.
 	if code, _, errs := runBootctl(t, ctx, "fleet", "status", "--etcd", etcd, "--fleet", "other"); code != 1 || !strings.Contains(errs, "fleet other: fleet has no configuration") {
 		t.Errorf("other fleet: %d %q", code, errs)
