@@ -174,6 +174,10 @@ func LoadFleetFile(path string) (*FleetDoc, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := checkServerNames(cfg.Servers); err != nil {
+		err.File, err.Line = path, line(err.Field)
+		return nil, err
+	}
 	doc := fleetDocOf(cfg)
 	var topoText, invText []byte
 	if _, ok := topology.Preset(cfg.Topology); ok {
@@ -219,6 +223,24 @@ func LoadFleetFile(path string) (*FleetDoc, error) {
 		}
 	}
 	return doc, nil
+}
+
+// checkServerNames checks that the servers' names can name fleet members: each is the key of a
+// membership in etcd and what `bootctl serve --name` gives, so they must be distinct, and one key
+// element each.
+func checkServerNames(servers []ServerEntry) *Error {
+	seen := map[string]int{}
+	for i, s := range servers {
+		f := fmt.Sprintf("servers[%d].name", i)
+		if strings.ContainsFunc(s.Name, func(r rune) bool { return r == '/' || r < 0x20 || r == 0x7f }) {
+			return &Error{Field: f, Msg: fmt.Sprintf("%q: a fleet member's name holds no '/' and no control character", s.Name)}
+		}
+		if j, dup := seen[s.Name]; dup {
+			return &Error{Field: f, Msg: fmt.Sprintf("%q is also servers[%d]'s name: a fleet tells its servers by name", s.Name, j)}
+		}
+		seen[s.Name] = i
+	}
+	return nil
 }
 
 // refusePerServer refuses the first (by line) per-server setting in a fleet file.
@@ -411,6 +433,16 @@ func DecodeFleetDoc(data []byte) (*FleetDoc, error) {
 	}
 	if d.Version != FleetDocVersion {
 		return nil, fmt.Errorf("fleet configuration: version %d, this bootctl reads %d", d.Version, FleetDocVersion)
+	}
+	servers := make([]ServerEntry, len(d.Servers))
+	for i, sv := range d.Servers {
+		servers[i] = ServerEntry(sv)
+	}
+	if len(servers) == 0 {
+		return nil, errors.New("fleet configuration: no servers")
+	}
+	if err := checkServerNames(servers); err != nil {
+		return nil, fmt.Errorf("fleet configuration: %w", err)
 	}
 	if p := d.Topology.Preset; p != "" {
 		if _, ok := topology.Preset(p); !ok {
