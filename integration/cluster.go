@@ -56,6 +56,9 @@ type State struct {
 	Servers    []Endpoint        `json:"servers"`
 	// Pids are processes the cluster started on the host (boot servers), stopped by Down.
 	Pids []int `json:"pids,omitempty"`
+	// HostLinks are links the cluster made in the host's own namespace (a management bridge and
+	// its veths, see AddMgmt), removed by Down.
+	HostLinks []string `json:"host_links,omitempty"`
 }
 
 var clusterName = regexp.MustCompile(`^[a-z][a-z0-9]{0,11}$`)
@@ -375,6 +378,15 @@ func (c *Cluster) Down(ctx context.Context) error {
 			}
 		}
 		if _, err := c.run.Run(ctx, "ip", "netns", "del", ns); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// Host links whose other end was in a namespace went with it; the rest (a bridge) go now.
+	for i := len(c.HostLinks) - 1; i >= 0; i-- {
+		if _, err := c.run.Run(ctx, "ip", "link", "show", "dev", c.HostLinks[i]); err != nil {
+			continue
+		}
+		if _, err := c.run.Run(ctx, "ip", "link", "del", "dev", c.HostLinks[i]); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -166,6 +166,23 @@ func (c *Cluster) RTT(ctx context.Context, t Timeline) (float64, error) {
 // algo, with the cluster's files and the measured round trip; node i starts its first file at
 // bound[i] (its measured DHCP time), or all at 0 when bound is nil.
 func (c *Cluster) Predict(ctx context.Context, algo string, files BootFiles, rtt float64, bound []float64) (*fabricsim.FlowResult, error) {
+	in, err := c.predictInput(algo, files, rtt, bound)
+	if err != nil {
+		return nil, err
+	}
+	return fabricsim.Simulate(ctx, in.g, nil, in.asg, in.batch, in.cfg)
+}
+
+// predictIn is what a prediction of the cluster's boot simulates.
+type predictIn struct {
+	g     *topology.Graph
+	algo  mapping.Algo
+	asg   *mapping.Assignment
+	batch []int
+	cfg   fabricsim.FlowConfig
+}
+
+func (c *Cluster) predictInput(algo string, files BootFiles, rtt float64, bound []float64) (*predictIn, error) {
 	// tc shapes whole frames: a full TCP segment carries 1448 payload bytes in a 1514-byte frame
 	// (Ethernet 14 + IP 20 + TCP with timestamps 32), so the goodput of a shaped link is 95.6% of its
 	// rate. The simulator counts payload, so it gets the goodput.
@@ -200,5 +217,5 @@ func (c *Cluster) Predict(ctx context.Context, algo string, files BootFiles, rtt
 	for i := range batch {
 		batch[i] = i
 	}
-	return fabricsim.Simulate(ctx, g, nil, asg, batch, cfg)
+	return &predictIn{g: g, algo: a, asg: asg, batch: batch, cfg: cfg}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,17 +29,21 @@ type Options struct {
 	Members int
 	// HealthTimeout bounds the wait for the cluster to become healthy (default 20 s).
 	HealthTimeout time.Duration
+	// ClientHost is the address the members serve clients on (default 127.0.0.1): another
+	// address of this host, e.g. one that network namespaces reach. Peers stay on loopback.
+	ClientHost string
 }
 
 // Cluster is a running etcd cluster.
 type Cluster struct {
-	// Endpoints are the members' client addresses (127.0.0.1:PORT), in member order.
+	// Endpoints are the members' client addresses (ClientHost:PORT), in member order.
 	Endpoints []string
 	// Members are the per-member handles.
 	Members []*Member
 
 	tb      testing.TB
 	timeout time.Duration
+	host    string // ClientHost
 }
 
 // Start starts an etcd cluster and waits until every member reports healthy. A missing etcd
@@ -55,10 +60,13 @@ func Start(tb testing.TB, opts Options) *Cluster {
 	if opts.HealthTimeout <= 0 {
 		opts.HealthTimeout = 20 * time.Second
 	}
+	if opts.ClientHost == "" {
+		opts.ClientHost = "127.0.0.1"
+	}
 	// TempDir first: cleanups run last-registered first, so the members are killed before
 	// their data directories are removed.
 	dir := tb.TempDir()
-	c := &Cluster{tb: tb, timeout: opts.HealthTimeout}
+	c := &Cluster{tb: tb, timeout: opts.HealthTimeout, host: opts.ClientHost}
 	tb.Cleanup(c.cleanup)
 
 	// A port found free may be taken before etcd binds it; a member that dies at once is
@@ -85,7 +93,7 @@ func (c *Cluster) start(bin, dir string, attempt, n int) error {
 	for i := 0; i < n; i++ {
 		m := &Member{
 			Name:     fmt.Sprintf("m%d", i),
-			Endpoint: fmt.Sprintf("127.0.0.1:%d", ports[2*i]),
+			Endpoint: net.JoinHostPort(c.host, strconv.Itoa(ports[2*i])),
 			PeerURL:  fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
 			bin:      bin,
 			dir:      filepath.Join(dir, fmt.Sprintf("try%d-m%d", attempt, i)),

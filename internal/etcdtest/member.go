@@ -17,7 +17,7 @@ import (
 type Member struct {
 	// Name is the member's etcd name (m0, m1, m2).
 	Name string
-	// Endpoint is the member's client address, 127.0.0.1:PORT.
+	// Endpoint is the member's client address, ClientHost:PORT.
 	Endpoint string
 	// PeerURL is the member's peer URL.
 	PeerURL string

@@ -1,0 +1,628 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/fabricsim"
+	"github.com/bootfabric/bootfabric/fleet"
+	"github.com/bootfabric/bootfabric/mapping"
+	"go.uber.org/zap"
+	"gopkg.in/yaml.v3"
+)
+
+// A fleet cluster is a netns cluster whose boot servers are one fleet on etcd: `bootctl fleet
+// apply` stores the configuration, and every server runs `bootctl serve --etcd URLS --name bsN`.
+// etcd runs in the host's namespace and is reached over a management network (AddMgmt) that is
+// not the boot network, so that shaping and boot traffic do not touch it and a server's death
+// does not cut anyone else off.
+
+// mgmtBridge names the host's management bridge of cluster name.
+func mgmtBridge(name string) string { return "bf-" + name + "-mgmt" }
+
+// AddMgmt connects every boot server's namespace to the host's own namespace through one bridge
+// there, "bf-NAME-mgmt", on prefix (a /24 or larger): the host gets the prefix's first address,
+// server j the (2+j)th on its interface "mgmt0". It returns the host's address, where etcd can
+// listen. The bridge and the veths are recorded before they are made, so Down removes them.
+func (c *Cluster) AddMgmt(ctx context.Context, prefix netip.Prefix) (netip.Addr, error) {
+	br := mgmtBridge(c.Name)
+	if len(br) > 15 {
+		return netip.Addr{}, specErr("cluster name %q: too long for a management bridge name (%s, at most 15 characters)", c.Name, br)
+	}
+	if !prefix.Addr().Is4() || prefix.Bits() > 24 {
+		return netip.Addr{}, specErr("management subnet %s: want an IPv4 /24 or larger", prefix)
+	}
+	if _, err := c.run.Run(ctx, "ip", "link", "show", "dev", br); err == nil {
+		return netip.Addr{}, specErr("cluster %q: host link %s is left over from an earlier run; remove it with `ip link del %s`", c.Name, br, br)
+	}
+	host := addrAt(prefix, 1)
+	bits := strconv.Itoa(prefix.Bits())
+	c.HostLinks = append(c.HostLinks, br)
+	if err := c.save(); err != nil {
+		return netip.Addr{}, err
+	}
+	for _, argv := range [][]string{
+		{"ip", "link", "add", br, "type", "bridge", "forward_delay", "0", "stp_state", "0"},
+		{"ip", "addr", "add", host.String() + "/" + bits, "dev", br},
+		{"ip", "link", "set", br, "up"},
+	} {
+		if _, err := c.run.Run(ctx, argv...); err != nil {
+			return netip.Addr{}, err
+		}
+	}
+	for j, s := range c.Servers {
+		hostEnd := fmt.Sprintf("bf%sm%d", c.Name, j)
+		c.HostLinks = append(c.HostLinks, hostEnd)
+		if err := c.save(); err != nil {
+			return netip.Addr{}, err
+		}
+		for _, argv := range [][]string{
+			{"ip", "link", "add", hostEnd, "type", "veth", "peer", "name", "mgmt0", "netns", s.Namespace},
+			{"ip", "link", "set", hostEnd, "master", br},
+			{"ip", "link", "set", hostEnd, "up"},
+			{"ip", "-n", s.Namespace, "addr", "add", addrAt(prefix, 2+j).String() + "/" + bits, "dev", "mgmt0"},
+			{"ip", "-n", s.Namespace, "link", "set", "mgmt0", "up"},
+		} {
+			if _, err := c.run.Run(ctx, argv...); err != nil {
+				return netip.Addr{}, err
+			}
+		}
+	}
+	return host, nil
+}
+
+// FleetOptions configure the fleet a cluster's boot servers form.
+type FleetOptions struct {
+	// Bootctl is the bootctl binary.
+	Bootctl string
+	// Mapping is the fleet's block-cyclic algorithm (bcda, ...).
+	Mapping string
+	Files   BootFiles
+	// Etcd are the etcd client endpoints, reachable from the server namespaces (AddMgmt).
+	Etcd []string
+	// Fleet names the fleet (default "default").
+	Fleet string
+	// TTL is the membership lease (default 3 s).
+	TTL time.Duration
+	// LogLevel is the servers' log level (default debug: every boot state change is logged).
+	LogLevel string
+}
+
+// Fleet is a cluster's running fleet of boot servers.
+type Fleet struct {
+	*Cluster
+	Opt FleetOptions
+	// Applied says how the configuration was stored: "bootctl fleet apply" or, when the binary
+	// has no fleet command, the fleet client from the test.
+	Applied string
+
+	mu   sync.Mutex
+	pids map[string]int // running server processes by server name
+}
+
+// StartFleet writes the image store (a profile "default" of opt.Files' sizes), the machine, the
+// inventory and fleet.yaml, stores the fleet's configuration in etcd with `bootctl fleet apply`,
+// gives each server a copy of the store, then starts `bootctl serve --etcd ... --name bsN` in every
+// server namespace and waits until each answers HTTP.
+func (c *Cluster) StartFleet(ctx context.Context, opt FleetOptions) (*Fleet, error) {
+	if opt.Fleet == "" {
+		opt.Fleet = "default"
+	}
+	if opt.TTL == 0 {
+		opt.TTL = fleet.DefaultTTL
+	}
+	if opt.LogLevel == "" {
+		opt.LogLevel = "debug"
+	}
+	dir := c.dir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := c.writeImages(ctx, ServerOptions{Bootctl: opt.Bootctl, Files: opt.Files}); err != nil {
+		return nil, err
+	}
+	mach, err := c.Machine.MarshalYAMLText()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "machine.yaml"), mach, 0o644); err != nil {
+		return nil, err
+	}
+	var inv strings.Builder
+	inv.WriteString("name,mac,ip,node\n")
+	for _, n := range c.Nodes {
+		fmt.Fprintf(&inv, "%s,%s,%s,%s\n", n.Name, n.MAC, n.IP, n.Name)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "inventory.csv"), []byte(inv.String()), 0o644); err != nil {
+		return nil, err
+	}
+	var servers []map[string]string
+	for _, s := range c.Servers {
+		servers = append(servers, map[string]string{"name": s.Name, "address": s.IP})
+	}
+	subnet := fmt.Sprintf("%s/%d", addrAt(mustPrefix(c.Servers[0].IP, c.PrefixLen), 0), c.PrefixLen)
+	doc := map[string]any{
+		"servers": servers, "topology": "machine.yaml", "mapping": opt.Mapping,
+		"inventory": "inventory.csv", "images": "images", "profile": "default", "state_flush": "200ms",
+		"tftp": map[string]any{"max_block_size": 1468},
+		"dhcp": map[string]any{"mode": "reservation", "subnet": subnet, "lease_time": "1h"},
+	}
+	data, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	fleetFile := filepath.Join(dir, "fleet.yaml")
+	if err := os.WriteFile(fleetFile, data, 0o644); err != nil {
+		return nil, err
+	}
+	f := &Fleet{Cluster: c, Opt: opt, pids: map[string]int{}}
+	if err := f.apply(ctx, fleetFile); err != nil {
+		return nil, err
+	}
+	for _, s := range c.Servers {
+		if _, err := c.run.Run(ctx, "cp", "-a", filepath.Join(dir, "images"), filepath.Join(dir, "images-"+s.Name)); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range c.Servers {
+		if err := f.StartServer(ctx, s.Name); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range c.Servers {
+		if err := c.waitHTTP(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// apply stores the fleet file as the fleet's configuration: with `bootctl fleet apply`, or with
+// the fleet client when the binary has no fleet command yet.
+func (f *Fleet) apply(ctx context.Context, fleetFile string) error {
+	if _, err := f.run.Run(ctx, f.Opt.Bootctl, "fleet", "apply", "--help"); err == nil {
+		f.Applied = "bootctl fleet apply"
+		_, err := f.run.Run(ctx, f.Opt.Bootctl, "fleet", "apply", "-f", fleetFile, "--etcd", strings.Join(f.Opt.Etcd, ","), "--fleet", f.Opt.Fleet)
+		return err
+	}
+	f.Applied = "fleet.Client.ApplyConfig"
+	doc, err := bootsrv.LoadFleetFile(fleetFile)
+	if err != nil {
+		return err
+	}
+	enc, err := doc.Encode()
+	if err != nil {
+		return err
+	}
+	fc, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	defer fc.Close()
+	_, err = fc.ApplyConfig(ctx, enc)
+	return err
+}
+
+// Client opens a fleet client on the fleet's etcd, for the test to read what the servers wrote.
+func (f *Fleet) Client(ctx context.Context) (*fleet.Client, error) {
+	return fleet.Open(ctx, fleet.Options{Endpoints: f.Opt.Etcd, Fleet: f.Opt.Fleet, Log: f.log.Named("fleet")})
+}
+
+// server returns the endpoint of the named server.
+func (f *Fleet) server(name string) (Endpoint, error) {
+	for _, s := range f.Servers {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	return Endpoint{}, fmt.Errorf("no boot server %q", name)
+}
+
+// LogPath is the named server's log (appended across restarts).
+func (f *Fleet) LogPath(name string) string { return filepath.Join(f.dir(), name+".log") }
+
+// StartServer starts (or restarts) the named fleet member in its namespace; it does not wait.
+func (f *Fleet) StartServer(ctx context.Context, name string) error {
+	s, err := f.server(name)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	_, running := f.pids[name]
+	f.mu.Unlock()
+	if running {
+		return fmt.Errorf("boot server %s is running", name)
+	}
+	dir := f.dir()
+	logf, err := os.OpenFile(f.LogPath(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	// BBR, as for the single servers (startServersWithImages): short queues on the shaped links.
+	if _, err := f.run.Run(ctx, "ip", "netns", "exec", s.Namespace, "sysctl", "-q", "-w", "net.ipv4.tcp_congestion_control=bbr"); err != nil {
+		f.log.Warn("BBR unavailable; TCP will fill the shaped queues", zap.String("server", s.Name), zap.Error(err))
+	}
+	ipxeDir := filepath.Dir(f.Opt.Files.NBP)
+	// `ip netns exec` execs the command: the pid is bootctl's own, so SIGKILL reaches the server.
+	cmd := exec.Command("ip", "netns", "exec", s.Namespace, f.Opt.Bootctl, "--log-level", f.Opt.LogLevel, "serve",
+		"--etcd", strings.Join(f.Opt.Etcd, ","), "--name", name, "--fleet", f.Opt.Fleet, "--lease-ttl", f.Opt.TTL.String(),
+		"--http", ":80", "--tftp", ":69", "--interface", "eth0", "--ipxe-dir", ipxeDir,
+		"--state-dir", filepath.Join(dir, "state-"+name), "--images", filepath.Join(dir, "images-"+name))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	err = cmd.Start()
+	logf.Close()
+	if err != nil {
+		return fmt.Errorf("start server %s: %w", name, err)
+	}
+	pid := cmd.Process.Pid
+	f.mu.Lock()
+	f.pids[name] = pid
+	err = f.AddPid(pid)
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	go func() {
+		_ = cmd.Wait()
+		// Reaped: forget the pid so that Down never signals a process that reused it.
+		f.mu.Lock()
+		if f.pids[name] == pid {
+			delete(f.pids, name)
+		}
+		f.Pids = slices.DeleteFunc(f.Pids, func(p int) bool { return p == pid })
+		_ = f.save()
+		f.mu.Unlock()
+	}()
+	return nil
+}
+
+// WaitServer waits until the named server answers HTTP on its boot address.
+func (f *Fleet) WaitServer(ctx context.Context, name string) error {
+	s, err := f.server(name)
+	if err != nil {
+		return err
+	}
+	return f.waitHTTP(ctx, s)
+}
+
+// Pid is the named server's process, 0 when it is not running.
+func (f *Fleet) Pid(name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pids[name]
+}
+
+// Kill sends SIGKILL to the named server (a crash: no lease revoked, no state saved) and returns
+// the time it was sent.
+func (f *Fleet) Kill(name string) (time.Time, error) {
+	pid := f.Pid(name)
+	if pid == 0 {
+		return time.Time{}, fmt.Errorf("boot server %s is not running", name)
+	}
+	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if got := strings.TrimSpace(string(comm)); got != filepath.Base(f.Opt.Bootctl) {
+		return time.Time{}, fmt.Errorf("boot server %s: pid %d is %q, not %s", name, pid, got, filepath.Base(f.Opt.Bootctl))
+	}
+	at := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return at, fmt.Errorf("kill %s (pid %d): %w", name, pid, err)
+	}
+	return at, nil
+}
+
+// Members returns the live members' names as etcd has them.
+func (f *Fleet) Members(ctx context.Context, fc *fleet.Client) ([]string, error) {
+	ms, _, err := fc.Members(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Name)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// NodeEvent is one step of a container node's boot, as its script printed it.
+type NodeEvent struct {
+	Node int     // index into Cluster.Nodes
+	Name string  // on, dhcp, bound, nbp, kernel, initrd, reported, fail
+	At   float64 // seconds from the gate's opening
+	// Args: dhcp: the attempt; bound: the server's address and the node's; fail: the step and
+	// the client's exit status.
+	Args []string
+}
+
+// FleetTimeline is one node's whole boot, every attempt.
+type FleetTimeline struct {
+	Node   string      `json:"node"`
+	Events []NodeEvent `json:"events"`
+	// Seconds is when the node reported health; Done says it did.
+	Seconds float64 `json:"seconds"`
+	Done    bool    `json:"done"`
+	Err     string  `json:"error,omitempty"`
+}
+
+// First returns the first event of the given name at or after t, and whether there is one.
+func (tl *FleetTimeline) First(name string, t float64) (NodeEvent, bool) {
+	for _, e := range tl.Events {
+		if e.Name == name && e.At >= t {
+			return e, true
+		}
+	}
+	return NodeEvent{}, false
+}
+
+// Count returns how many events of the given name the node printed.
+func (tl *FleetTimeline) Count(name string) int {
+	n := 0
+	for _, e := range tl.Events {
+		if e.Name == name {
+			n++
+		}
+	}
+	return n
+}
+
+// FleetBootOptions configure BootFleet.
+type FleetBootOptions struct {
+	// Nodes are the nodes to boot (indices; nil: all).
+	Nodes []int
+	// Delays are the nodes' power-on times after the gate, in seconds, parallel to Nodes (nil:
+	// all at once).
+	Delays []float64
+	// Attempts bounds each node's boot attempts (default 6).
+	Attempts int
+	Timeout  time.Duration
+	// OnEvent, when set, sees every event as it happens, from several goroutines.
+	OnEvent func(NodeEvent)
+}
+
+// FleetBoot is the result of BootFleet.
+type FleetBoot struct {
+	// Start is when the gate opened; every time is counted from it.
+	Start time.Time
+	Nodes []FleetTimeline
+	// Batch is the last health report's time.
+	Batch float64
+	CPU   CPUUse
+}
+
+// fleetNodeScript boots a container node as PXE firmware and iPXE retry: any step that fails
+// (no DHCP answer, a transfer cut by a dead server) starts the boot over from DHCP, which is how
+// a fleet's new owner gets the node. udhcpc asks every second (-T 1) for up to a minute. An HTTP
+// transfer from a server that dies fails at once (its kernel closes the connection); a TFTP
+// transfer only times out, so the NBP (74 KB, milliseconds) gets 4 s, as a PXE ROM's TFTP gives
+// up after a few seconds of retries (curl then retransmits after 1 s). Each step prints
+// "EVENT UNIX-SECONDS ARGS".
+const fleetNodeScript = `set -u
+ts() { date +%s.%N; }
+ip link set lo up
+ip link set eth0 up
+echo "ready $(ts)"
+read -r _ < "$BF_GATE" || true
+if [ "$BF_DELAY" != 0 ]; then sleep "$BF_DELAY"; fi
+echo "on $(ts)"
+mac=$(cat /sys/class/net/eth0/address)
+attempt=0
+while [ "$attempt" -lt "$BF_ATTEMPTS" ]; do
+	attempt=$((attempt + 1))
+	echo "dhcp $(ts) $attempt"
+	out=$(mktemp)
+	BF_OUT="$out" udhcpc -i eth0 -f -q -n -t 60 -T 1 -A 1 -V PXEClient:Arch:00000:UNDI:002001 -x 0x5d:0000 -s "$BF_UDHCPC_SCRIPT" >/dev/null 2>&1 || { echo "fail $(ts) dhcp $?"; rm -f "$out"; continue; }
+	read -r SIADDR YIADDR BOOTFILE < "$out" || true
+	rm -f "$out"
+	echo "bound $(ts) $SIADDR $YIADDR"
+	curl -sSf --max-time 4 -o /dev/null --tftp-blksize 1468 "tftp://$SIADDR/$BOOTFILE" || { echo "fail $(ts) nbp $?"; continue; }
+	echo "nbp $(ts)"
+	script=$(curl -sSf --max-time 10 "http://$SIADDR/ipxe/$mac") || { echo "fail $(ts) script $?"; continue; }
+	kernel=$(echo "$script" | awk '$1 == "kernel" {print $2}')
+	initrd=$(echo "$script" | awk '$1 == "initrd" {print $2}')
+	health=$(echo "$script" | tr ' ' '\n' | sed -n 's/^bootfabric.health=//p')
+	curl -sSf --max-time 120 -o /dev/null "$kernel" || { echo "fail $(ts) kernel $?"; continue; }
+	echo "kernel $(ts)"
+	curl -sSf --max-time 120 -o /dev/null "$initrd" || { echo "fail $(ts) initrd $?"; continue; }
+	echo "initrd $(ts)"
+	curl -sSf --max-time 10 -o /dev/null -H 'Content-Type: application/json' -d '{"status":"ok","details":"container node"}' "$health" || { echo "fail $(ts) health $?"; continue; }
+	echo "reported $(ts)"
+	exit 0
+done
+echo "giveup $(ts)"
+exit 1
+`
+
+// fleetUdhcpcScript is udhcpc's event script: on bound it configures the address and records the
+// next-server, the address and the boot file.
+const fleetUdhcpcScript = `#!/bin/sh
+case "$1" in
+bound|renew)
+	ip addr flush dev "$interface"
+	ip addr add "$ip/$mask" dev "$interface"
+	echo "$siaddr $ip $boot_file" > "$BF_OUT"
+	;;
+esac
+exit 0
+`
+
+// BootFleet boots nodes with retries (fleetNodeScript): every node's script starts, waits at a
+// gate, powers on after its delay and boots until it reports health or runs out of attempts.
+func (c *Cluster) BootFleet(ctx context.Context, opt FleetBootOptions) (*FleetBoot, error) {
+	nodes := opt.Nodes
+	if nodes == nil {
+		for i := range c.Nodes {
+			nodes = append(nodes, i)
+		}
+	}
+	if opt.Delays != nil && len(opt.Delays) != len(nodes) {
+		return nil, fmt.Errorf("boot: %d delays for %d nodes", len(opt.Delays), len(nodes))
+	}
+	if opt.Attempts == 0 {
+		opt.Attempts = 6
+	}
+	scriptPath := filepath.Join(c.dir(), "udhcpc-fleet.script")
+	if err := os.WriteFile(scriptPath, []byte(fleetUdhcpcScript), 0o755); err != nil {
+		return nil, err
+	}
+	gatePath := filepath.Join(c.dir(), "gate")
+	os.Remove(gatePath)
+	if err := syscall.Mkfifo(gatePath, 0o600); err != nil {
+		return nil, fmt.Errorf("boot gate: %w", err)
+	}
+	defer os.Remove(gatePath)
+	gate, err := os.OpenFile(gatePath, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("boot gate: %w", err)
+	}
+	defer gate.Close()
+
+	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
+	defer cancel()
+	res := &FleetBoot{Nodes: make([]FleetTimeline, len(nodes))}
+	var wg sync.WaitGroup
+	opened := make(chan struct{})
+	ready := make(chan struct{}, len(nodes))
+	for k, i := range nodes {
+		n := c.Nodes[i]
+		res.Nodes[k] = FleetTimeline{Node: n.Name}
+		delay := "0"
+		if opt.Delays != nil {
+			delay = strconv.FormatFloat(opt.Delays[k], 'f', 3, 64)
+		}
+		cmd := exec.CommandContext(ctx, "ip", "netns", "exec", n.Namespace, "sh", "-c", fleetNodeScript)
+		cmd.Env = append(os.Environ(), "BF_UDHCPC_SCRIPT="+scriptPath, "BF_GATE="+gatePath, "BF_DELAY="+delay,
+			"BF_ATTEMPTS="+strconv.Itoa(opt.Attempts))
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		wg.Add(1)
+		go func(t *FleetTimeline, node int) {
+			defer wg.Done()
+			readied := false
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				f := strings.Fields(sc.Text())
+				if len(f) < 2 {
+					continue
+				}
+				if f[0] == "ready" {
+					if !readied {
+						readied = true
+						ready <- struct{}{}
+					}
+					continue
+				}
+				sec, err := strconv.ParseFloat(f[1], 64)
+				if err != nil {
+					continue
+				}
+				<-opened
+				ev := NodeEvent{Node: node, Name: f[0], At: sec - float64(res.Start.UnixNano())/1e9, Args: f[2:]}
+				t.Events = append(t.Events, ev)
+				if opt.OnEvent != nil {
+					opt.OnEvent(ev)
+				}
+			}
+			if !readied {
+				ready <- struct{}{}
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Err = fmt.Sprintf("%v: %s", err, tail(strings.TrimSpace(stderr.String()), 5))
+				return
+			}
+			if e, ok := t.First("reported", 0); ok {
+				t.Seconds, t.Done = e.At, true
+			}
+		}(&res.Nodes[k], i)
+	}
+	for range nodes {
+		select {
+		case <-ready:
+		case <-ctx.Done():
+		}
+	}
+	cpu0 := readCPU()
+	res.Start = time.Now()
+	close(opened)
+	if _, err := gate.Write(bytes.Repeat([]byte("\n"), len(nodes))); err != nil {
+		c.log.Warn("boot gate: opening failed; nodes will time out", zap.Error(err))
+	}
+	wg.Wait()
+	res.CPU = readCPU().since(cpu0)
+	var failed []string
+	for _, t := range res.Nodes {
+		if !t.Done {
+			failed = append(failed, t.Node+": "+t.Err)
+			continue
+		}
+		res.Batch = max(res.Batch, t.Seconds)
+	}
+	slices.Sort(failed)
+	if len(failed) > 0 {
+		return res, fmt.Errorf("%d of %d nodes did not boot; first: %s", len(failed), len(nodes), failed[0])
+	}
+	return res, nil
+}
+
+// ServerByIP names the boot server with the given boot-network address.
+func (c *Cluster) ServerByIP(ip string) string { return c.serverByIP(ip) }
+
+// PredictFailures is Predict with boot servers failing during the boot: fabricsim.SimulateFailures
+// (what `bootctl simulate --fail bsN@T --detect D` runs), the new owners from the fleet's rule
+// (mapping.AssignOwners with the failed servers dead), as simulate.go does.
+func (c *Cluster) PredictFailures(ctx context.Context, algo string, files BootFiles, rtt float64, bound []float64,
+	fails []fabricsim.ServerFailure, detect float64) (*fabricsim.FlowResult, error) {
+	in, err := c.predictInput(algo, files, rtt, bound)
+	if err != nil {
+		return nil, err
+	}
+	servers := len(in.g.Servers())
+	fp := fabricsim.FailurePlan{Failures: fails, DetectSeconds: detect, Absent: make([]bool, servers),
+		Owners: func(dead []bool) (*mapping.Assignment, error) {
+			a, _, err := mapping.AssignOwners(in.g, in.algo, in.batch, nil, dead)
+			return a, err
+		}}
+	return fabricsim.SimulateFailures(ctx, in.g, nil, in.asg, in.batch, in.cfg, fp)
+}
+
+// ErrNotAllHealthy is returned by WaitHealthy when the bound runs out.
+var ErrNotAllHealthy = errors.New("not every node is healthy in etcd")
+
+// WaitHealthy waits (at most d) until etcd's record of every node says healthy, and returns the
+// records last read.
+func (f *Fleet) WaitHealthy(ctx context.Context, fc *fleet.Client, d time.Duration) ([]bootsrv.NodeStatus, error) {
+	deadline := time.Now().Add(d)
+	for {
+		recs, err := bootsrv.LoadFleetStates(ctx, fc)
+		if err == nil && len(recs) == len(f.Nodes) && !slices.ContainsFunc(recs, func(r bootsrv.NodeStatus) bool { return r.State != bootsrv.Healthy }) {
+			return recs, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			if err == nil {
+				err = ErrNotAllHealthy
+			}
+			return recs, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -1,0 +1,343 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bootfabric/bootfabric/fabricsim"
+	"github.com/bootfabric/bootfabric/fleet"
+	"github.com/bootfabric/bootfabric/internal/etcdtest"
+	"github.com/bootfabric/bootfabric/internal/testenv"
+	"github.com/bootfabric/bootfabric/mapping"
+	"github.com/bootfabric/bootfabric/topology"
+	"go.uber.org/zap/zaptest"
+)
+
+// fleetMachine is the mini machine's shape with 8 nodes per board: 2 supernodes x 4 boards x 8
+// nodes = 64 nodes and 4 boot servers on 2 cascade switches, at mini's capacities. With bcda each
+// server has one board in each supernode, and its 16 nodes share its NIC.
+func fleetMachine() *topology.Machine {
+	return &topology.Machine{
+		Name:        "fleet64",
+		Description: "mini with 8 nodes per board: 64 nodes, 4 boot servers",
+		Levels: []topology.LevelSpec{
+			{Name: "supernode", Prefix: "s", Count: 2, Uplink: &topology.LinkSpec{Segment: "N3", CapacityMbps: 2000, LatencyUS: 10}},
+			{Name: "board", Prefix: "b", Count: 4, Uplink: &topology.LinkSpec{Segment: "N2", CapacityMbps: 100, LatencyUS: 10}},
+			{Name: "node", Prefix: "n", Count: 8, Uplink: &topology.LinkSpec{Segment: "N1", CapacityMbps: 100, LatencyUS: 10}},
+		},
+		Servers: topology.ServerSpec{
+			Count: 4, PerCascade: 2,
+			NIC:           topology.LinkSpec{Segment: "N5", CapacityMbps: 100, LatencyUS: 10},
+			CascadeUplink: &topology.LinkSpec{Segment: "N4", CapacityMbps: 2000, LatencyUS: 10},
+		},
+	}
+}
+
+const (
+	// fleetScale shapes fleetMachine to 20 Mb/s server NICs: with 2 MB per node a server's 16
+	// nodes take about 14 s.
+	fleetScale = 0.2
+	// fleetRamp spreads the nodes' power-on over 8 s, interleaved over the boards, so that when a
+	// server dies some of its nodes are done, some mid-boot and some not yet on.
+	fleetRamp = 8.0
+	fleetTTL  = 3 * time.Second
+)
+
+// fleetDelays gives node i of 64 its power-on time: the boards' nodes interleaved over the ramp.
+func fleetDelays(n int, ramp float64) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = float64((i%8)*(n/8)+i/8) / float64(n) * ramp
+	}
+	return out
+}
+
+// TestFleet is issue 12's netns fleet: 4 boot servers (`bootctl serve --etcd --name bsN` after
+// `bootctl fleet apply`) and 64 container nodes under bcda on a shaped machine, etcd (three
+// members) in the host's namespace on a management network of its own. One boot loses a server
+// to kill -9 while about half of its nodes are mid-boot; the survivors take them over.
+func TestFleet(t *testing.T) {
+	needRoot(t, "busybox", "curl", "udhcpc")
+	testenv.NeedFile(t, debianNBP, "ipxe")
+	testenv.NeedTool(t, "etcd", "etcd-server")
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	bin := buildBootctl(t)
+	log := zaptest.NewLogger(t)
+	c, err := Up(ctx, Spec{Name: testName(t), Machine: fleetMachine(), Scale: fleetScale, StateDir: t.TempDir()}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Down(context.Background()); err != nil {
+			t.Errorf("down: %v", err)
+		}
+		out, _ := exec.Command("ip", "netns", "list").Output()
+		if strings.Contains(string(out), nsName(c.Name, "")) {
+			t.Errorf("namespaces left after down:\n%s", out)
+		}
+		if exec.Command("ip", "link", "show", "dev", mgmtBridge(c.Name)).Run() == nil {
+			t.Errorf("management bridge %s left after down", mgmtBridge(c.Name))
+		}
+		t.Logf("test took %.0f s", time.Since(began).Seconds())
+	})
+	t.Logf("cluster up: %d namespaces in %.1f s", len(c.Namespaces), time.Since(began).Seconds())
+	mgmt := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 214, byte(os.Getpid() % 256), 0}), 24)
+	host, err := c.AddMgmt(ctx, mgmt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcd := etcdtest.Start(t, etcdtest.Options{Members: 3, ClientHost: host.String()})
+	files := BootFiles{NBP: debianNBP, Kernel: 500_000, Initrd: 1_500_000}
+	f, err := c.StartFleet(ctx, FleetOptions{Bootctl: bin, Mapping: "bcda", Files: files, Etcd: etcd.Endpoints, Fleet: "t", TTL: fleetTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, s := range c.Servers {
+				b, _ := os.ReadFile(f.LogPath(s.Name))
+				t.Logf("server %s log (end):\n%s", s.Name, tail(string(b), 15))
+			}
+		}
+	})
+	fc, err := f.Client(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close()
+	t.Logf("fleet of %d servers up (configuration by %s) at %.1f s; etcd %v", len(c.Servers), f.Applied, time.Since(began).Seconds(), etcd.Endpoints)
+
+	t.Run("KillServer", func(t *testing.T) { fleetKillServer(t, ctx, f, fc) })
+}
+
+// fleetKillServer boots every node on a power-on ramp and kills bs1 with SIGKILL once half of its
+// 16 nodes are mid-boot (bound, not yet reported).
+func fleetKillServer(t *testing.T, ctx context.Context, f *Fleet, fc *fleet.Client) {
+	const victim = "bs1"
+	victimIdx := 1
+	victimIP := f.Servers[victimIdx].IP
+	g := f.Graph
+	algo, err := mapping.ParseAlgo("bcda", g.Hierarchy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := make([]int, len(f.Nodes))
+	for i := range batch {
+		batch[i] = i
+	}
+	home, _, err := mapping.AssignOwners(g, algo, batch, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := make([]bool, len(f.Servers))
+	dead[victimIdx] = true
+	after, _, err := mapping.AssignOwners(g, algo, batch, nil, dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victimNodes []int
+	for i := range f.Nodes {
+		if int(home.Server[i]) == victimIdx {
+			victimNodes = append(victimNodes, i)
+		}
+	}
+
+	var mu sync.Mutex
+	mid := map[int]bool{}
+	var killWall time.Time
+	var killErr error
+	killed := false
+	onEvent := func(ev NodeEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case ev.Name == "bound" && len(ev.Args) > 0 && ev.Args[0] == victimIP:
+			mid[ev.Node] = true
+		case ev.Name == "reported":
+			delete(mid, ev.Node)
+		}
+		if !killed && len(mid) >= len(victimNodes)/2 {
+			killed = true
+			killWall, killErr = f.Kill(victim)
+		}
+	}
+	boot, err := f.BootFleet(ctx, FleetBootOptions{Delays: fleetDelays(len(f.Nodes), fleetRamp), Timeout: 2 * time.Minute, OnEvent: onEvent})
+	mu.Lock()
+	defer mu.Unlock()
+	if killErr != nil {
+		t.Fatal(killErr)
+	}
+	if !killed {
+		t.Fatalf("%s never had half of its nodes mid-boot; boot: %v", victim, err)
+	}
+	killAt := killWall.Sub(boot.Start).Seconds()
+	if err != nil {
+		t.Errorf("boot: %v", err)
+	}
+
+	// Where each of bs1's nodes was when it died.
+	done, midBoot, notOn := 0, 0, 0
+	for _, i := range victimNodes {
+		tl := &boot.Nodes[i]
+		if e, ok := tl.First("reported", 0); ok && e.At <= killAt {
+			done++
+		} else if e, ok := tl.First("on", 0); ok && e.At <= killAt {
+			midBoot++
+		} else {
+			notOn++
+		}
+	}
+	t.Logf("kill -9 %s at %.2f s after the batch start: its %d nodes: %d done, %d mid-boot, %d not yet on",
+		victim, killAt, len(victimNodes), done, midBoot, notOn)
+
+	// Takeover: from the kill to each taken-over node's first answer (its DHCP ACK, seen as
+	// udhcpc's bound) from its new owner.
+	ttl := fleetTTL.Seconds()
+	var lat []float64
+	var rows []string
+	for _, i := range victimNodes {
+		tl := &boot.Nodes[i]
+		if e, ok := tl.First("reported", 0); ok && e.At <= killAt {
+			continue
+		}
+		b, ok := tl.First("bound", killAt)
+		if !ok {
+			t.Errorf("%s: no DHCP answer after the kill", tl.Node)
+			continue
+		}
+		srv := f.ServerByIP(b.Args[0])
+		if want := f.Servers[after.Server[i]].Name; srv != want {
+			t.Errorf("%s: taken over by %s, the ownership rule says %s", tl.Node, srv, want)
+		}
+		// The node has asked since the kill, or since it powered on or its transfer from the dead
+		// server failed, whichever is later: its DHCP attempt before the answer.
+		asked := killAt
+		for _, e := range tl.Events {
+			if e.Name == "dhcp" && e.At <= b.At {
+				asked = max(killAt, e.At)
+			}
+		}
+		var fails []string
+		for _, e := range tl.Events {
+			if e.Name == "fail" && e.At >= killAt-0.5 {
+				fails = append(fails, fmt.Sprintf("%s at +%.2fs", strings.Join(e.Args, " "), e.At-killAt))
+			}
+		}
+		lat = append(lat, b.At-killAt)
+		rows = append(rows, fmt.Sprintf("%s->%s %.2fs (asking since +%.2fs, %d attempts, failed: %s)", tl.Node, srv, b.At-killAt, asked-killAt, tl.Count("dhcp"), strings.Join(fails, ", ")))
+		if b.At-asked > ttl+2 {
+			t.Errorf("%s: answered by %s %.2f s after it asked (%.2f s after the kill), want at most TTL + 2 s = %.0f s", tl.Node, srv, b.At-asked, b.At-killAt, ttl+2)
+		}
+	}
+	sort.Float64s(lat)
+	if len(lat) == 0 {
+		t.Fatalf("no node of %s was taken over", victim)
+	}
+	t.Logf("takeover, kill to the new owner's first answer, over %d nodes: min %.2f s, median %.2f s, max %.2f s (TTL %.0f s)",
+		len(lat), lat[0], lat[len(lat)/2], lat[len(lat)-1], ttl)
+	sort.Strings(rows)
+	t.Logf("per node: %s", strings.Join(rows, "; "))
+	if lat[0] > ttl+2 {
+		t.Errorf("the first answer to a node of %s came %.2f s after the kill, want at most TTL + 2 s = %.0f s", victim, lat[0], ttl+2)
+	}
+	for _, line := range takeoverLines(f, killWall) {
+		t.Logf("server log: %s", line)
+	}
+
+	// No address to two MACs, and every node's address its own.
+	byIP := map[string]string{}
+	for i, tl := range boot.Nodes {
+		for _, e := range tl.Events {
+			if e.Name != "bound" || len(e.Args) < 2 {
+				continue
+			}
+			if e.Args[1] != f.Nodes[i].IP {
+				t.Errorf("%s (%s) got %s from %s, its reservation is %s", tl.Node, f.Nodes[i].MAC, e.Args[1], f.ServerByIP(e.Args[0]), f.Nodes[i].IP)
+			}
+			if o, ok := byIP[e.Args[1]]; ok && o != f.Nodes[i].MAC {
+				t.Errorf("address %s given to %s and %s", e.Args[1], o, f.Nodes[i].MAC)
+			}
+			byIP[e.Args[1]] = f.Nodes[i].MAC
+			if e.Args[0] == victimIP && e.At > killAt {
+				t.Errorf("%s: answered by the dead %s at %.2f s", tl.Node, victim, e.At)
+			}
+		}
+	}
+	recs, err := f.WaitHealthy(ctx, fc, 15*time.Second)
+	if err != nil {
+		for _, r := range recs {
+			if r.State.String() != "healthy" {
+				t.Logf("etcd record %s: %s on %s (%s)", r.Name, r.State, r.Server, r.Error)
+			}
+		}
+		t.Errorf("etcd records: %v", err)
+	}
+
+	// The batch beside `bootctl simulate --fail bs1@T --detect 3s` for the same cluster.
+	first := make([]float64, len(boot.Nodes))
+	for i := range boot.Nodes {
+		if e, ok := boot.Nodes[i].First("bound", 0); ok {
+			first[i] = e.At
+		}
+	}
+	// The round trip of an idle node to a live server, after the boot.
+	rtt, err := f.RTT(ctx, Timeline{Node: f.Nodes[0].Name, Server: f.Servers[home.Server[0]].Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred, err := f.PredictFailures(ctx, "bcda", f.Opt.Files, rtt, first, []fabricsim.ServerFailure{{Server: victimIdx, Seconds: killAt}}, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := pred.Failure
+	e := pctErr(boot.Batch, pred.BatchSeconds)
+	t.Logf("batch: measured %.2f s, predicted %.2f s with the failure (%+.1f%%), %.2f s without it; predicted %d taken over, %d restarted; host cpu %.0f%% of %d cores; rtt %.3f ms",
+		boot.Batch, pred.BatchSeconds, e, fs.BaselineBatchSeconds, fs.TakenOver, fs.Restarted, boot.CPU.Busy*100, boot.CPU.Cores, rtt*1000)
+	for _, s := range fs.Servers {
+		t.Logf("predicted takeover of %s at %.2f s, detected %.2f s: %d mid-boot, %d not started, %d done, new owners %v",
+			s.Server, s.FailSeconds, s.DetectedSeconds, s.MidBoot, s.NotStarted, s.Done, s.NewOwners)
+	}
+	if e > 15 || e < -15 {
+		t.Errorf("batch with the failure: measured %.2f s vs predicted %.2f s: %+.1f%%, want within 15%%", boot.Batch, pred.BatchSeconds, e)
+	}
+}
+
+// takeoverLines returns the survivors' log lines about ownership after t.
+func takeoverLines(f *Fleet, after time.Time) []string {
+	var out []string
+	for _, s := range f.Servers {
+		fh, err := os.Open(f.LogPath(s.Name))
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if !strings.Contains(line, "\ttakeover\t") && !strings.Contains(line, "\tfleet ownership\t") {
+				continue
+			}
+			fields := strings.Fields(line)
+			at, err := time.Parse("2006-01-02T15:04:05.000Z0700", fields[0])
+			if err != nil || at.Before(after.Add(-time.Millisecond)) {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s +%.2fs %s", s.Name, at.Sub(after).Seconds(), strings.Join(fields[1:], " ")))
+		}
+		fh.Close()
+	}
+	slices.Sort(out)
+	return out
+}
