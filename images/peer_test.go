@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -21,8 +22,14 @@ func sumOf(b []byte) string {
 }
 
 // peer serves blobs as a boot server does: GET /blobs/sha256/{sum}, answering with what blobs
-// holds for sum (which may be wrong bytes, to stand for a corrupt peer), 404 otherwise.
+// holds for sum (which may be wrong bytes, to stand for a corrupt peer), 404 otherwise. The
+// answers are chunked (no Content-Length), so that the bytes themselves are checked.
 func peer(t *testing.T, blobs map[string][]byte) string {
+	return peerWith(t, blobs, false)
+}
+
+// peerWith is peer, with Content-Length on every answer when withLength.
+func peerWith(t *testing.T, blobs map[string][]byte, withLength bool) string {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /blobs/sha256/{sum}", func(w http.ResponseWriter, r *http.Request) {
@@ -30,6 +37,9 @@ func peer(t *testing.T, blobs map[string][]byte) string {
 		if !ok {
 			http.NotFound(w, r)
 			return
+		}
+		if withLength {
+			w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 		}
 		w.Write(b)
 	})
@@ -50,6 +60,8 @@ func TestFetchBlob(t *testing.T) {
 		short   = peer(t, map[string][]byte{sum: good[:len(good)-1]})
 		long    = peer(t, map[string][]byte{sum: append(append([]byte(nil), good...), 'x')})
 		down    = "http://127.0.0.1:1"
+		sized   = peerWith(t, map[string][]byte{sum: good[:len(good)-1]}, true)
+		whole   = peerWith(t, map[string][]byte{sum: good}, true)
 	)
 	tests := []struct {
 		name     string
@@ -63,6 +75,8 @@ func TestFetchBlob(t *testing.T) {
 		{"trailing slash", []string{has + "/"}, sum, int64(len(good)), "", false},
 		{"corrupted", []string{bad}, sum, int64(len(good)), "peer " + bad + ": blob does not match its sha256 and size: it sent sha256 ", true},
 		{"short", []string{short}, sum, int64(len(good)), "peer " + short + ": blob does not match its sha256 and size: it sent sha256 |and 129999 bytes, want " + sum + " and 130000 bytes (refused)", true},
+		{"content length", []string{sized}, sum, int64(len(good)), "peer " + sized + ": blob does not match its sha256 and size: it sends 129999 bytes, want 130000 (refused)", true},
+		{"with content length", []string{whole}, sum, int64(len(good)), "", false},
 		{"long", []string{long}, sum, int64(len(good)), "peer " + long + ": blob does not match", true},
 		{"missing", []string{missing}, sum, int64(len(good)), "peer " + missing + ": GET " + missing + "/blobs/sha256/" + sum + ": 404 Not Found", false},
 		{"second peer has it", []string{missing, bad, down, has}, sum, int64(len(good)), "", false},
