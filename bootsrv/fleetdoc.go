@@ -158,15 +158,14 @@ func LoadFleetFile(path string) (*FleetDoc, error) {
 	}
 	line := func(field string) int { return topology.FieldLine(root.Content[0], field) }
 	// Validate as one server that serves; the other servers are checked below.
-	id := 0
+	id := -1 // the first server not in failed_servers
 	for i := range cfg.Servers {
 		if !slices.Contains(cfg.FailedServers, i) {
 			id = i
 			break
 		}
-		id = -1
 	}
-	if len(cfg.Servers) > 0 && id < 0 {
+	if id < 0 && len(cfg.Servers) > 0 {
 		return nil, &Error{File: path, Line: line("failed_servers"), Field: "failed_servers", Msg: "lists every server: at least one must serve"}
 	}
 	cfg.ServerID = max(id, 0)
