@@ -2,6 +2,7 @@ package bootsrv
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bootfabric/bootfabric/internal/yamlerr"
 	"github.com/bootfabric/bootfabric/topology"
 	"gopkg.in/yaml.v3"
 )
@@ -160,10 +162,25 @@ func csvError(err error, file string) error {
 	return &Error{File: file, Msg: err.Error()}
 }
 
+// inventoryEntry is one node of a YAML inventory as written. Decoding into it with the shared strict
+// decoder (internal/yamlerr) is what makes a misspelt key or a list where a value belongs an error in
+// the file's words ("nodes[3]: unknown field \"mca\" (did you mean mac?)"), like every other YAML
+// file of the project.
+type inventoryEntry struct {
+	Name     string `yaml:"name"`
+	MAC      string `yaml:"mac"`
+	IP       string `yaml:"ip"`
+	Node     string `yaml:"node"`
+	Position string `yaml:"position"` // alias of node
+	Profile  string `yaml:"profile"`
+}
+
 // ParseInventoryYAML parses a YAML inventory: a list of nodes, or a mapping whose key "nodes" holds
 // the list. Each node is a mapping with the keys name and mac (required), ip, node (alias
 // position) and profile. file names the source in errors.
 func ParseInventoryYAML(data []byte, file string, h *topology.Hierarchy) (*Inventory, error) {
+	// The node tree comes first: it says which of the two forms the file has (the strict decode
+	// needs the matching type) and gives each node's line for the checks after decoding.
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, yamlError(err, file)
@@ -172,48 +189,49 @@ func ParseInventoryYAML(data []byte, file string, h *topology.Hierarchy) (*Inven
 		return nil, &Error{File: file, Msg: "empty inventory: want a list of nodes"}
 	}
 	list := root.Content[0]
+	var entries []inventoryEntry
 	if list.Kind == yaml.MappingNode {
-		var nodes *yaml.Node
-		for i := 0; i+1 < len(list.Content); i += 2 {
-			k := list.Content[i]
-			if k.Value != "nodes" {
-				return nil, &Error{File: file, Line: k.Line, Field: k.Value, Msg: "unknown field (want nodes)"}
-			}
-			nodes = list.Content[i+1]
+		var doc struct {
+			Nodes []inventoryEntry `yaml:"nodes"`
 		}
-		if nodes == nil {
+		if _, err := yamlerr.Decode(data, &doc); err != nil {
+			return nil, yamlError(err, file)
+		}
+		for i := 0; i+1 < len(list.Content); i += 2 {
+			if list.Content[i].Value == "nodes" {
+				entries, list = doc.Nodes, list.Content[i+1]
+			}
+		}
+		if list == root.Content[0] {
 			return nil, &Error{File: file, Line: list.Line, Field: "nodes", Msg: "missing list of nodes"}
 		}
-		list = nodes
 	}
 	if list.Kind != yaml.SequenceNode {
 		return nil, &Error{File: file, Line: list.Line, Msg: "want a list of nodes"}
 	}
-	b := newInventoryBuilder(file, h)
 	for i, item := range list.Content {
-		field := fmt.Sprintf("nodes[%d]", i)
 		if item.Kind != yaml.MappingNode {
-			return nil, &Error{File: file, Line: item.Line, Field: field, Msg: "want a mapping with name, mac, ip, node"}
+			return nil, &Error{File: file, Line: item.Line, Field: fmt.Sprintf("nodes[%d]", i), Msg: "want a mapping with name, mac, ip, node"}
 		}
-		vals := map[string]string{}
-		for j := 0; j+1 < len(item.Content); j += 2 {
-			k, v := item.Content[j], item.Content[j+1]
-			key := k.Value
-			if key == "position" {
-				key = "node"
+	}
+	if list == root.Content[0] {
+		if _, err := yamlerr.Decode(data, &entries); err != nil {
+			err = yamlError(err, file)
+			// The list is the document: yamlerr names its items [i]; this file calls them nodes.
+			if e, ok := errors.AsType[*Error](err); ok && strings.HasPrefix(e.Field, "[") {
+				e.Field = "nodes" + e.Field
 			}
-			if !slices.Contains(inventoryFields, key) {
-				return nil, &Error{File: file, Line: k.Line, Field: field + "." + k.Value, Msg: fmt.Sprintf("unknown field (fields: %s)", strings.Join(inventoryFields, ", "))}
-			}
-			if _, dup := vals[key]; dup {
-				return nil, &Error{File: file, Line: k.Line, Field: field + "." + k.Value, Msg: "given twice"}
-			}
-			if v.Kind != yaml.ScalarNode {
-				return nil, &Error{File: file, Line: v.Line, Field: field + "." + k.Value, Msg: "want a single value"}
-			}
-			vals[key] = strings.TrimSpace(v.Value)
+			return nil, err
 		}
-		if err := b.add(item.Line, vals["name"], vals["mac"], vals["ip"], vals["node"], vals["profile"]); err != nil {
+	}
+	b := newInventoryBuilder(file, h)
+	for i, e := range entries {
+		item := list.Content[i]
+		if e.Node != "" && e.Position != "" {
+			return nil, &Error{File: file, Line: item.Line, Field: fmt.Sprintf("nodes[%d].position", i), Msg: "given with node, its alias: keep one"}
+		}
+		node := cmp.Or(e.Node, e.Position)
+		if err := b.add(item.Line, strings.TrimSpace(e.Name), strings.TrimSpace(e.MAC), strings.TrimSpace(e.IP), strings.TrimSpace(node), strings.TrimSpace(e.Profile)); err != nil {
 			return nil, err
 		}
 	}
