@@ -633,11 +633,14 @@ func (s *sim) run(ctx context.Context) error {
 			return err
 		}
 		s.stats.Events++
-		if cfg.Progress != nil {
+		if cfg.Progress != nil && s.stats.Events%progressEvery == 0 {
 			cfg.Progress(Progress{Done: s.doneN, Nodes: s.n, Seconds: now})
 		}
 	}
 	s.record(now, true)
+	if cfg.Progress != nil {
+		cfg.Progress(Progress{Done: s.doneN, Nodes: s.n, Seconds: now})
+	}
 	return nil
 }
 

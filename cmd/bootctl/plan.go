@@ -35,9 +35,10 @@ func planCommand(e *env) *cli.Command {
 			}
 			pin := fabricsim.PlanInput{Graph: in.Graph, Algos: in.Algos, Batches: in.Batches, ImageBytes: in.ImageBytes, Failed: in.Failed, Dead: in.Dead, Flow: model == "flow"}
 			failures := in.Failed != nil || in.Dead != nil
-			if pin.Flow && isTerminal(e.stderr) {
-				pin.Progress = func(done, total int) { fmt.Fprintf(e.stderr, "\rplan: %d/%d rows", done, total) }
-				defer fmt.Fprintln(e.stderr)
+			if pin.Flow {
+				bar := e.progressBar("plan", 0, "rows")
+				defer bar.Done()
+				pin.Progress = bar.Func()
 			}
 			rows, err := fabricsim.Plan(pin)
 			if err != nil {

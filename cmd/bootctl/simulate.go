@@ -142,7 +142,7 @@ func simulateCommand(e *env) *cli.Command {
 					if err != nil {
 						return asBadInput(err)
 					}
-					run.Progress = simProgress(e.stderr, algo.Name+" "+b.Label)
+					run.Progress = simProgress(e, "simulate "+algo.Name+" "+b.Label)
 					var res *fabricsim.FlowResult
 					if fails != nil {
 						res, err = fabricsim.SimulateFailures(c.Context, g, nil, a, b.Nodes, run, fails.plan(g, algo, b, in))
@@ -409,31 +409,20 @@ func simReadArrivals(path string, h *topology.Hierarchy) (map[int]float64, error
 	return out, nil
 }
 
-// simProgress returns a progress reporter that draws a bar on w when w is a terminal and the run
-// has lasted a second; a call with Done < 0 clears it. It returns nil when w is not a terminal.
-func simProgress(w io.Writer, label string) func(fabricsim.Progress) {
-	if !isTerminal(w) {
+// simProgress returns the simulator's progress callback, drawing a bar of nodes booted on
+// stderr (see progressBar); a call with Done < 0 clears it. It returns nil when there is no bar.
+func simProgress(e *env, label string) func(fabricsim.Progress) {
+	bar := e.progressBar(label, 0, "nodes booted")
+	if bar == nil {
 		return nil
 	}
-	start := time.Now()
-	var last time.Time
-	drawn := false
+	set := bar.Func()
 	return func(p fabricsim.Progress) {
 		if p.Done < 0 {
-			if drawn {
-				fmt.Fprint(w, "\r\033[K")
-			}
+			bar.Done()
 			return
 		}
-		now := time.Now()
-		if now.Sub(start) < time.Second || now.Sub(last) < 200*time.Millisecond || p.Nodes == 0 {
-			return
-		}
-		last, drawn = now, true
-		const width = 30
-		fill := p.Done * width / p.Nodes
-		fmt.Fprintf(w, "\r\033[K%s [%s%s] %d/%d nodes booted, t=%.1f s", label,
-			strings.Repeat("#", fill), strings.Repeat(".", width-fill), p.Done, p.Nodes, p.Seconds)
+		set(p.Done, p.Nodes)
 	}
 }
 
