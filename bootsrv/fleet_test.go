@@ -3,6 +3,8 @@ package bootsrv
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -233,4 +235,94 @@ func TestFleetTakeover(t *testing.T) {
 		v := back.srv.fleet.m.Load()
 		return v != nil && v.Valid()
 	})
+}
+
+// TestFleetChaos kills (without leaving) and restarts a random server of four, five times, while
+// nodes boot: after each round settles, every node is answered by exactly one live server, the one
+// the rule names, and no node's boot went backwards (a takeover resumes from the record).
+func TestFleetChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: five kill/restart rounds take about 30 s")
+	}
+	ec := etcdtest.Start(t, etcdtest.Options{Members: 1})
+	f := newFixture(t)
+	ms := make([]*fleetMember, 4)
+	for id := range ms {
+		ms[id] = startFleetMember(t, f, ec.Endpoints, id)
+	}
+	settled := func(dead int) bool {
+		seen := map[string]string{}
+		for id, m := range ms {
+			if id == dead {
+				continue
+			}
+			var deadSet []int
+			if dead >= 0 {
+				deadSet = []int{dead}
+			}
+			got := m.tracked()
+			if !slices.Equal(got, ruleOwned(t, m.srv, id, deadSet)) {
+				return false
+			}
+			for _, n := range got {
+				if other, dup := seen[n]; dup {
+					t.Fatalf("%s answered by %s and %s", n, other, m.name)
+				}
+				seen[n] = m.name
+			}
+		}
+		return len(seen) == len(ms[0].srv.auth.Inventory().Nodes)
+	}
+	waitFor(t, "start", 10*time.Second, func() bool { return settled(-1) })
+	rng := rand.New(rand.NewPCG(7, 11))
+	progress := map[string]State{}
+	for round := range 5 {
+		// Every live server moves each of its nodes one step along the boot.
+		for _, m := range ms {
+			for _, name := range m.tracked() {
+				st, _ := m.srv.Tracker().State(name)
+				switch st {
+				case Pending:
+					m.srv.Tracker().Observe(name, EvDiscover, "chaos")
+				case Discover:
+					m.srv.Tracker().Observe(name, EvOffer, "chaos")
+				case Offered:
+					m.srv.Tracker().Observe(name, EvAck, "chaos")
+				case Bound:
+					m.srv.Tracker().Report(name, Health{Status: "ok"})
+				}
+				st, _ = m.srv.Tracker().State(name)
+				progress[name] = st
+			}
+			if err := m.srv.Tracker().Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		victim := rng.IntN(len(ms))
+		ms[victim].crash()
+		waitFor(t, fmt.Sprintf("round %d: takeover of bs%d", round, victim), 8*time.Second, func() bool { return settled(victim) })
+		for _, m := range ms {
+			if m == ms[victim] {
+				continue
+			}
+			for _, name := range m.tracked() {
+				if st, _ := m.srv.Tracker().State(name); st < progress[name] {
+					t.Errorf("round %d: %s went back from %v to %v on %s", round, name, progress[name], st, m.name)
+				}
+			}
+		}
+		ms[victim] = startFleetMember(t, f, ec.Endpoints, victim)
+		// Nodes mid-boot elsewhere stay there until healthy: finish them so the round settles.
+		waitFor(t, fmt.Sprintf("round %d: bs%d back", round, victim), 15*time.Second, func() bool {
+			for _, m := range ms {
+				for _, name := range m.tracked() {
+					if st, _ := m.srv.Tracker().State(name); midBoot(st) {
+						m.srv.Tracker().Report(name, Health{Status: "ok"})
+					}
+				}
+				m.srv.Tracker().Flush()
+			}
+			return settled(-1)
+		})
+	}
 }

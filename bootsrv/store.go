@@ -11,6 +11,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // StateFile is the name of the boot-state database in the state directory.
@@ -51,7 +52,7 @@ func OpenStore(dir string) (*Store, error) {
 	}
 	path := filepath.Join(dir, StateFile)
 	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: time.Second})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("state %s: locked by another process (another boot server on this state_dir?)", path)
 	}
 	if err != nil {
