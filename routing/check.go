@@ -20,6 +20,11 @@ type CheckOptions struct {
 	MaxPairs int
 	// Workers bounds parallelism; 0 means GOMAXPROCS.
 	Workers int
+	// Progress, when set, is told how many destinations are checked of all, then, with
+	// Congestion, how many shifts are measured of all (the total changes between the two), every
+	// few hundredth of the work and possibly from several goroutines at once: the paper's machine
+	// takes seconds to check.
+	Progress func(done, total int)
 }
 
 // Pair is a source and a destination, by name.
@@ -155,7 +160,9 @@ func Check(t *Tables, opt CheckOptions) *Report {
 		return &scratch{make([]int32, S), make([]int32, S), make([]int64, S), make([]int32, S), make([]bool, S), make([]bool, S), make([]int32, 0, S)}
 	}}
 	const toDest, dead = -1, -2
+	prog := newCounter(opt.Progress, len(healthy))
 	parallel(len(healthy), opt.Workers, func(hi int) {
+		defer prog.done()
 		a := pool.Get().(*acc)
 		defer pool.Put(a)
 		sc := spool.Get().(*scratch)
@@ -387,7 +394,9 @@ func shifts(t *Tables, healthy []int32, portCh [][]topology.Channel, opt CheckOp
 	// One counter slice per worker call, reused through the pool; a *[]int32 keeps Put from
 	// allocating a slice header each time (SA6002).
 	var pool = sync.Pool{New: func() any { c := make([]int32, nch); return &c }}
+	prog := newCounter(opt.Progress, len(ks))
 	parallel(len(ks), opt.Workers, func(i int) {
+		defer prog.done()
 		cp := pool.Get().(*[]int32)
 		defer pool.Put(cp)
 		cnt := *cp

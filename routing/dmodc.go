@@ -20,6 +20,8 @@ const inf = 0xff
 // Ranks are the switch levels of the graph. On an intact PGFT it yields Dmodk's tables.
 type Dmodc struct {
 	Workers int
+	// Progress, when set, is told how many switches are routed of all (see Options.Progress).
+	Progress func(done, total int)
 }
 
 // Name returns "dmodc".
@@ -119,7 +121,9 @@ func (e Dmodc) Recompute(g *topology.Graph, prev *Tables) (*Tables, error) {
 	}
 	var mu sync.Mutex
 	var free []*work
+	prog := newCounter(e.Progress, S)
 	parallel(S, e.Workers, func(s int) {
+		defer prog.done()
 		mu.Lock()
 		var w *work
 		if n := len(free); n > 0 {

@@ -12,6 +12,8 @@ import (
 // parent u mod w_{l+1}, parallel link u / w_{l+1}, where W_l = w_1...w_l.
 type Dmodk struct {
 	Workers int
+	// Progress, when set, is told how many switches are routed of all (see Options.Progress).
+	Progress func(done, total int)
 }
 
 // Name returns "dmodk".
@@ -36,7 +38,9 @@ func (e Dmodk) Compute(g *topology.Graph) (*Tables, error) {
 	}
 	// Switch indices follow vertex order, and the PGFT's switches are its only switches, so
 	// switch index = vertex - N.
+	prog := newCounter(e.Progress, len(t.switches))
 	parallel(len(t.switches), e.Workers, func(s int) {
+		defer prog.done()
 		v := int(t.switches[s])
 		var L lv
 		for _, x := range levels {

@@ -80,6 +80,10 @@ type McastOptions struct {
 	FixedRoot bool
 	// Workers bounds the parallelism of the hop tables and root search; 0 means GOMAXPROCS.
 	Workers int
+	// Progress, when set, is told how far RouteMulticast is, of twice the groups: each group's
+	// root search, then each group's tree. It is called every few hundredth of the work and
+	// possibly from several goroutines at once, for a progress bar on large sets of groups.
+	Progress func(done, total int)
 }
 
 // McastResult is the outcome of routing a set of groups, in group order.
@@ -242,7 +246,7 @@ type mcGroup struct {
 
 // prepareGroups checks the groups and finds each one's candidate roots (in parallel: the search
 // does not depend on the load).
-func (h *HopTable) prepareGroups(groups []McastGroup) ([]mcGroup, error) {
+func (h *HopTable) prepareGroups(groups []McastGroup, prog *counter) ([]mcGroup, error) {
 	out := make([]mcGroup, len(groups))
 	nv := topology.VertexID(h.g.NumVertices())
 	for gi, grp := range groups {
@@ -272,9 +276,11 @@ func (h *HopTable) prepareGroups(groups []McastGroup) ([]mcGroup, error) {
 	chunk := 64
 	parallel((len(groups)+chunk-1)/chunk, h.workers, func(c int) {
 		ecc := make([]uint64, h.stride/8)
-		for gi := c * chunk; gi < min(len(groups), (c+1)*chunk); gi++ {
+		lo, hi := c*chunk, min(len(groups), (c+1)*chunk)
+		for gi := lo; gi < hi; gi++ {
 			errs[gi] = h.roots(&out[gi], ecc, groups[gi].Name, gi)
 		}
+		prog.add(hi - lo)
 	})
 	for _, err := range errs {
 		if err != nil {
@@ -343,7 +349,8 @@ func RouteMulticast(h *HopTable, groups []McastGroup, alg McastAlgorithm, opt Mc
 		return nil, err
 	}
 	start := time.Now()
-	gs, err := h.prepareGroups(groups)
+	prog := newCounter(opt.Progress, 2*len(groups))
+	gs, err := h.prepareGroups(groups, prog)
 	if err != nil {
 		return nil, err
 	}
@@ -371,6 +378,7 @@ func RouteMulticast(h *HopTable, groups []McastGroup, alg McastAlgorithm, opt Mc
 			st.swLoad[h.swIdx[s]]++
 		}
 		res.Trees[gi] = t
+		prog.done()
 	}
 	res.Seconds = time.Since(start).Seconds()
 	res.EFI = st.efi

@@ -264,6 +264,10 @@ type Options struct {
 	Roots []topology.VertexID
 	// Workers bounds parallelism; 0 means GOMAXPROCS.
 	Workers int
+	// Progress, when set, is told how far the engine's main loop is (switches or leaves done, of
+	// all), every few hundredth of it and possibly from several goroutines at once: for a
+	// progress bar on long routings (the paper's machine takes seconds).
+	Progress func(done, total int)
 }
 
 // Engines returns the names New accepts.
@@ -273,13 +277,13 @@ func Engines() []string { return []string{"dmodk", "dmodc", "updn", "minhop", "v
 func New(name string, opt Options) (Engine, error) {
 	switch name {
 	case "dmodk":
-		return Dmodk{Workers: opt.Workers}, nil
+		return Dmodk{Workers: opt.Workers, Progress: opt.Progress}, nil
 	case "dmodc":
-		return Dmodc{Workers: opt.Workers}, nil
+		return Dmodc{Workers: opt.Workers, Progress: opt.Progress}, nil
 	case "updn":
-		return UpDown{Roots: opt.Roots}, nil
+		return UpDown{Roots: opt.Roots, Progress: opt.Progress}, nil
 	case "minhop":
-		return MinHop{}, nil
+		return MinHop{Progress: opt.Progress}, nil
 	case "vtftr":
 		return VTFTR{}, nil
 	}

@@ -14,6 +14,8 @@ import (
 type UpDown struct {
 	// Roots are the root switches; empty means the switches of the highest level.
 	Roots []topology.VertexID
+	// Progress, when set, is told how many leaves are routed to of all (see Options.Progress).
+	Progress func(done, total int)
 }
 
 // Name returns "updn".
@@ -94,6 +96,7 @@ func (e UpDown) Compute(g *topology.Graph) (*Tables, error) {
 	dd := make([]int32, S)
 	dist := make([]int32, S)
 	const unset = int32(1 << 30)
+	prog := newCounter(e.Progress, len(f.leaves))
 	for li, leaf := range f.leaves {
 		// Down-only distances to the leaf: walk up from it.
 		for s := range dd {
@@ -139,6 +142,7 @@ func (e UpDown) Compute(g *topology.Graph) (*Tables, error) {
 				return up(int32(s), gr.nb) && dist[gr.nb] == dist[s]-1
 			})
 		}
+		prog.done()
 	}
 	return t, nil
 }
@@ -170,13 +174,16 @@ func assignBalanced(t *Tables, f *fabric, s int, dl []int32, load []int32, ok fu
 // MinHop routes every destination along least-hop paths, spreading destinations over the equally
 // short ports by routes already assigned per port, as OpenSM's minhop engine does. It is not
 // deadlock-free in general; Check tells.
-type MinHop struct{}
+type MinHop struct {
+	// Progress, when set, is told how many leaves are routed to of all (see Options.Progress).
+	Progress func(done, total int)
+}
 
 // Name returns "minhop".
 func (MinHop) Name() string { return "minhop" }
 
 // Compute builds the tables.
-func (MinHop) Compute(g *topology.Graph) (*Tables, error) {
+func (e MinHop) Compute(g *topology.Graph) (*Tables, error) {
 	t := newTables(g, "minhop")
 	f := prepare(t)
 	S := len(t.switches)
@@ -186,6 +193,7 @@ func (MinHop) Compute(g *topology.Graph) (*Tables, error) {
 	}
 	dist := make([]int32, S)
 	var q []int32
+	prog := newCounter(e.Progress, len(f.leaves))
 	for li, leaf := range f.leaves {
 		for s := range dist {
 			dist[s] = -1
@@ -211,6 +219,7 @@ func (MinHop) Compute(g *topology.Graph) (*Tables, error) {
 				assignBalanced(t, f, s, f.onLeaf[li], load[s], func(gr *group) bool { return dist[gr.nb] == dist[s]-1 })
 			}
 		}
+		prog.done()
 	}
 	return t, nil
 }

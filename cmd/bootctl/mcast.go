@@ -104,7 +104,9 @@ func runMcast(e *env, c *cli.Context, format string) error {
 		sum.Topology = spec
 	}
 	for _, alg := range algos {
-		res, err := routing.RouteMulticast(h, groups, alg, routing.McastOptions{FixedRoot: c.Bool("fixed-root")})
+		bar := e.progressBar("mcast "+string(alg), 0, "")
+		res, err := routing.RouteMulticast(h, groups, alg, routing.McastOptions{FixedRoot: c.Bool("fixed-root"), Progress: bar.Func()})
+		bar.Done()
 		if err != nil {
 			return asBadInput(err)
 		}

@@ -86,12 +86,15 @@ func runRoute(e *env, c *cli.Context, format string) error {
 			opt.Roots = append(opt.Roots, v)
 		}
 	}
+	bar := e.progressBar("route "+c.String("engine"), 0, "")
+	opt.Progress = bar.Func()
 	eng, err := routing.New(c.String("engine"), opt)
 	if err != nil {
 		return badInput("--engine: %v", err)
 	}
 	start := time.Now()
 	tb, err := eng.Compute(fab.Graph)
+	bar.Done()
 	if err != nil {
 		return asBadInput(err)
 	}
@@ -99,11 +102,14 @@ func runRoute(e *env, c *cli.Context, format string) error {
 	e.log.Info("routed", zap.String("engine", eng.Name()), zap.Duration("took", took),
 		zap.Int("switches", len(tb.Switches())), zap.Int("endpoints", len(tb.Dests())))
 	fatTree := slices.Contains([]string{"dmodk", "dmodc", "updn"}, eng.Name())
+	bar = e.progressBar("route check", 0, "")
 	rep := routing.Check(tb, routing.CheckOptions{
 		UpDown:     c.Bool("check") && fatTree,
 		Congestion: c.Bool("check"),
 		MaxShifts:  c.Int("shifts"),
+		Progress:   bar.Func(),
 	})
+	bar.Done()
 	if rep.Healthy < rep.Endpoints {
 		e.log.Warn("endpoints without a route (cut off by faults, or on failed leaves)", zap.Int("count", rep.Endpoints-rep.Healthy))
 	}
