@@ -73,7 +73,7 @@ type Handler struct {
 	mode      Mode
 	boot      BootConfig
 	res       Reservations
-	pool      *Pool
+	pool      AddressPool
 	poolOK    func(net.HardwareAddr) bool
 	poolNet   Reservation
 	leaseTime time.Duration
@@ -86,7 +86,7 @@ func NewHandler(cfg Config) *Handler {
 		h.mode = ModeReservation
 	}
 	if h.leaseTime <= 0 && cfg.Pool != nil {
-		h.leaseTime = cfg.Pool.opts.LeaseTime
+		h.leaseTime = cfg.Pool.LeaseTime()
 	}
 	if h.leaseTime <= 0 {
 		h.leaseTime = time.Hour

@@ -263,6 +263,20 @@ func (p *Pool) Contains(ip net.IP) bool {
 
 func (p *Pool) inRange(u uint32) bool { return u >= p.start && u <= p.end }
 
+// AddressPool hands out dynamic addresses: what the handler needs of a pool. Offer reserves an
+// address for a DISCOVER (briefly: nothing durable), CommitLease binds it for a REQUEST and says
+// how long the lease lasts (ErrNotOwned when another client holds it, ErrNotInPool outside the
+// range), Release and Decline give it back. Implementations are safe for concurrent use.
+type AddressPool interface {
+	LeaseTime() time.Duration
+	Offer(ctx context.Context, mac net.HardwareAddr, requested net.IP) (net.IP, error)
+	CommitLease(ctx context.Context, mac net.HardwareAddr, ip net.IP) (time.Duration, error)
+	Release(ctx context.Context, mac net.HardwareAddr, ip net.IP) error
+	Decline(ctx context.Context, mac net.HardwareAddr, ip net.IP) error
+}
+
+var _ AddressPool = (*Pool)(nil)
+
 // LeaseTime returns the lease time of bound leases.
 func (p *Pool) LeaseTime() time.Duration { return p.opts.LeaseTime }
 

@@ -68,8 +68,9 @@ type Config struct {
 	// Pool answers; in ModeProxy nil means every PXE client).
 	Reservations Reservations
 	// Pool, if set, gives addresses to MACs without a reservation in
-	// ModeReservation. The caller opens and closes it.
-	Pool *Pool
+	// ModeReservation. The caller opens and closes it. *Pool (bbolt, one
+	// server) is one; a fleet's pool allocates through etcd.
+	Pool AddressPool
 	// PoolAllowed says which MACs without a reservation may use the Pool.
 	// Nil: all of them. With several boot servers, exclude the MACs the
 	// mapping assigns to other servers so that only their owner answers.
