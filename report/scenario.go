@@ -1,15 +1,14 @@
 package report
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/bootfabric/bootfabric/internal/yamlerr"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/bootfabric/bootfabric/units"
 	"gopkg.in/yaml.v3"
@@ -59,25 +58,30 @@ func LoadScenario(path string) (*Scenario, error) {
 	return ParseScenario(data, path)
 }
 
-var yamlLineRE = regexp.MustCompile(`line (\d+): (.*)`)
-
-// ParseScenario decodes a scenario; file names the source in errors, which are *topology.Error
-// with the line where known.
+// ParseScenario decodes a scenario with the shared strict decoder (internal/yamlerr), so that its
+// errors read like a machine file's: the line, the field as written and what it wants
+// (segments.N5: "fast" is not a number; unknown field "segmnets" (did you mean segments?)), never a
+// Go type. file names the source in errors, which are *topology.Error.
 func ParseScenario(data []byte, file string) (*Scenario, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, scenarioYAMLError(err, file)
+	var s Scenario
+	root, err := yamlerr.Decode(data, &s)
+	if ye, ok := errors.AsType[*yamlerr.Error](err); ok {
+		// A list or a bare word is not a scenario at all: say what one is rather than what the
+		// document's top level should have been.
+		var doc yaml.Node
+		if yaml.Unmarshal(data, &doc) == nil && len(doc.Content) > 0 && doc.Content[0].Kind != yaml.MappingNode {
+			err = yamlerr.ErrEmpty
+		} else {
+			return nil, &topology.Error{File: file, Line: ye.Line, Field: ye.Field, Msg: ye.Msg}
+		}
 	}
-	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+	if errors.Is(err, yamlerr.ErrEmpty) {
 		return nil, &topology.Error{File: file, Line: 1, Msg: "a scenario is a YAML mapping with at least a name"}
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	var s Scenario
-	if err := dec.Decode(&s); err != nil {
-		return nil, scenarioYAMLError(err, file)
+	if err != nil {
+		return nil, &topology.Error{File: file, Msg: err.Error()}
 	}
-	s.File, s.root = file, root.Content[0]
+	s.File, s.root = file, root
 	if strings.TrimSpace(s.Name) == "" {
 		return nil, s.errorf("name", "missing scenario name")
 	}
@@ -100,26 +104,6 @@ func ParseScenario(data []byte, file string) (*Scenario, error) {
 		}
 	}
 	return &s, nil
-}
-
-func scenarioYAMLError(err error, file string) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	msg = strings.TrimPrefix(msg, "unmarshal errors:\n  ")
-	if first, _, ok := strings.Cut(msg, "\n"); ok {
-		msg = first
-	}
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		text := m[2]
-		// yaml.v3 says "field X not found in type report.Scenario"; say it for people.
-		if f, ok := strings.CutPrefix(text, "field "); ok {
-			if name, _, ok := strings.Cut(f, " not found in type"); ok {
-				text = fmt.Sprintf("unknown field %q (scenario fields: name, description, servers.count, servers.per_cascade, segments, failed_servers, failed_cascades, image_size)", name)
-			}
-		}
-		return &topology.Error{File: file, Line: line, Msg: text}
-	}
-	return &topology.Error{File: file, Msg: msg}
 }
 
 // segmentNames returns the overridden segments in sorted order, so that applying and describing

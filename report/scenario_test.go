@@ -18,16 +18,19 @@ func TestParseScenarioErrors(t *testing.T) {
 		line int
 		want string
 	}{
-		{"unknown top-level field", "name: x\nsegmnets:\n  N5: 10000\n", 2, `unknown field "segmnets"`},
-		{"unknown server field", "name: x\nservers:\n  count: 3\n  nic_mbps: 10\n", 4, `unknown field "nic_mbps"`},
+		{"unknown top-level field", "name: x\nsegmnets:\n  N5: 10000\n", 2, `s.yaml:2: unknown field "segmnets" (did you mean segments?)`},
+		{"unknown server field", "name: x\nservers:\n  count: 3\n  nic_mbps: 10\n", 4, `s.yaml:4: servers: unknown field "nic_mbps" (fields here: count, per_cascade)`},
 		{"missing name", "segments:\n  N5: 10000\n", 1, "missing scenario name"},
 		{"zero servers", "name: x\nservers:\n  count: 0\n", 3, "at least one boot server"},
 		{"negative per cascade", "name: x\nservers:\n  per_cascade: -1\n", 3, "must not be negative"},
 		{"zero capacity", "name: x\nsegments:\n  N5: 0\n", 3, "positive number of Mb/s"},
-		{"capacity not a number", "name: x\nsegments:\n  N5: fast\n", 3, "cannot unmarshal"},
+		{"capacity not a number", "name: x\nsegments:\n  N5: fast\n", 3, `s.yaml:3: segments.N5: "fast" is not a number`},
+		{"count not a whole number", "name: x\nservers:\n  count: many\n", 3, `s.yaml:3: servers.count: "many" is not a whole number`},
+		{"list for failed servers", "name: x\nfailed_servers: bs3\n", 2, `s.yaml:2: failed_servers: "bs3" is not a list`},
+		{"bare word", "hello\n", 1, "YAML mapping"},
 		{"image without unit", "name: x\nimage_size: 100\n", 2, "want a number and a unit"},
 		{"not a mapping", "- a\n- b\n", 1, "YAML mapping"},
-		{"bad yaml", "name: [x\n", 0, ""},
+		{"bad yaml", "name: [x\n", 0, "invalid YAML"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseScenario([]byte(tc.yaml), "s.yaml")
