@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bootfabric/bootfabric/fabricsim"
 	"github.com/bootfabric/bootfabric/mapping"
@@ -47,6 +48,10 @@ type Config struct {
 	// UpgradeFactor is how much a segment upgrade multiplies its capacity (0: 10, one Ethernet
 	// generation: 1 -> 10 Gb/s).
 	UpgradeFactor float64
+	// Progress, when set, is told how many rows (batch, algorithm, baseline or scenario) are
+	// computed of all, after each row and possibly from several goroutines at once: with the
+	// flow model a report takes seconds, and a row is the unit of that work.
+	Progress func(done, total int)
 }
 
 // Row is one batch under one algorithm.
@@ -224,7 +229,13 @@ func Build(cfg Config) (*Report, error) {
 	// The baseline first, in both models; its results choose the mapping. Then the scenarios: the
 	// analytic model for every algorithm, the flow model for the chosen mapping only, which is the
 	// one the scenarios are compared under (and keeps the whole report within seconds).
-	cases, err := runCases(cfg, []caseInput{{g: g, failed: cfg.Failed, image: cfg.ImageBytes}}, func(int) bool { return true })
+	var rowsDone atomic.Int64
+	rowDone := func() {
+		if cfg.Progress != nil {
+			cfg.Progress(int(rowsDone.Add(1)), (1+len(inputs))*len(cfg.Algos)*len(cfg.Batches))
+		}
+	}
+	cases, err := runCases(cfg, []caseInput{{g: g, failed: cfg.Failed, image: cfg.ImageBytes}}, func(int) bool { return true }, rowDone)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +243,7 @@ func Build(cfg Config) (*Report, error) {
 	rep.Baseline.Name = "baseline"
 	rep.Baseline.Description = cfg.Machine.Name + " as described"
 	bestJ := chooseMapping(cfg, rep.Baseline)
-	if cases, err = runCases(cfg, inputs, func(j int) bool { return j == bestJ }); err != nil {
+	if cases, err = runCases(cfg, inputs, func(j int) bool { return j == bestJ }, rowDone); err != nil {
 		return nil, err
 	}
 	for k, s := range cfg.Scenarios {
@@ -292,8 +303,8 @@ type caseInput struct {
 // runCases runs the analytic model over the ladder for every case and algorithm, and the flow
 // model (when there is one) for the algorithms flowFor accepts. Each (case, algorithm) is a task
 // with its own analyzer; tasks run side by side on the cores there are, and results land by index,
-// so the output does not depend on scheduling.
-func runCases(cfg Config, in []caseInput, flowFor func(j int) bool) ([]*Case, error) {
+// so the output does not depend on scheduling. rowDone is called after each row.
+func runCases(cfg Config, in []caseInput, flowFor func(j int) bool, rowDone func()) ([]*Case, error) {
 	na := len(cfg.Algos)
 	type task struct {
 		rows []Row
@@ -309,7 +320,7 @@ func runCases(cfg Config, in []caseInput, flowFor func(j int) bool) ([]*Case, er
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			ci, j := in[k/na], k%na
-			tasks[k].rows, tasks[k].err = runAlgo(cfg, ci.g, ci.failed, ci.image, j, cfg.Flow != nil && flowFor(j))
+			tasks[k].rows, tasks[k].err = runAlgo(cfg, ci.g, ci.failed, ci.image, j, cfg.Flow != nil && flowFor(j), rowDone)
 		}()
 	}
 	wg.Wait()
@@ -345,8 +356,8 @@ func runCases(cfg Config, in []caseInput, flowFor func(j int) bool) ([]*Case, er
 }
 
 // runAlgo runs algorithm j over the ladder on g: the analytic model, and the flow model when flow
-// is set.
-func runAlgo(cfg Config, g *topology.Graph, failed []bool, image float64, j int, flow bool) ([]Row, error) {
+// is set; rowDone is called after each row.
+func runAlgo(cfg Config, g *topology.Graph, failed []bool, image float64, j int, flow bool, rowDone func()) ([]Row, error) {
 	an, err := fabricsim.NewAnalyzer(g, nil)
 	if err != nil {
 		return nil, err
@@ -376,6 +387,7 @@ func runAlgo(cfg Config, g *topology.Graph, failed []bool, image float64, j int,
 			r.nodeSeconds = fo.NodeSeconds
 		}
 		rows = append(rows, r)
+		rowDone()
 	}
 	return rows, nil
 }

@@ -71,7 +71,10 @@ func reportCommand(e *env) *cli.Command {
 			if c.Bool("flow") {
 				cfg.Flow, cfg.FlowName = report.FabricsimFlow(c.Context), report.FlowModelName
 			}
+			bar := e.progressBar("report", 0, "rows")
+			cfg.Progress = bar.Func()
 			rep, err := report.Build(cfg)
+			bar.Done()
 			if err != nil {
 				var te *topology.Error
 				if errors.As(err, &te) {
