@@ -590,7 +590,7 @@ func (s *sim) run(ctx context.Context) error {
 		}
 		t := min(tStart, tEnd, tFail)
 		if q := cfg.TimeStep; q > 0 {
-			t = max(t, math.Ceil(t/q)*q)
+			t = gridUp(t, q)
 		}
 		dt := t - now
 		starters = starters[:0]
@@ -957,4 +957,18 @@ func (s *sim) seriesResult(shown []int) Series {
 		out.Segments = append(out.Segments, SegmentSeries{Name: s.labels[l], Mbps: vals[l], Utilisation: util})
 	}
 	return out
+}
+
+// gridUp moves an event at t up to the time-step grid of step q. Event times are sums and
+// quotients of floating-point numbers, so an event that is on the grid by arithmetic is often a
+// hair past it (0.2 + 0.4 = 0.6000000000000001); a plain ceil would then push it a whole step late
+// (0.61 s with q = 0.01). So t/q within eventTolerance (relative) of a whole number counts as on the
+// grid, and the event keeps its own time: never earlier than t, as every event of the step must
+// still be due when it is processed.
+func gridUp(t, q float64) float64 {
+	k := t / q
+	if r := math.Round(k); math.Abs(k-r) <= eventTolerance*max(1, math.Abs(r)) {
+		k = r
+	}
+	return max(t, math.Ceil(k)*q)
 }

@@ -475,6 +475,59 @@ func TestFlowTimeStep(t *testing.T) {
 	}
 }
 
+// TestFlowTimeStepNoise: the hand case of issue 14 on a star (server 20 Mb/s, 4 Mb files): n0, n1
+// power on at 0 and share 20 Mb/s, so each has 2 Mb at 0.2 s when n2, n3 arrive; the four then get
+// 5 Mb/s, n0 and n1 finish at 0.2 + 2/5 = 0.6 s, and n2, n3 (2 Mb left at 0.6 s, 10 Mb/s) at
+// 0.8 s. Every event is on the 0.01, 0.05, 0.1 and 0.2 s grids, so they must not move it, though
+// the simulator computes the first as 0.6000000000000001 (it ended at 0.61 and 0.81 s on the 0.01
+// grid, 0.7 and 0.9 s on the 0.1 grid); on a 0.25 s grid the arrivals are seen at 0.25 s.
+func TestFlowTimeStepNoise(t *testing.T) {
+	g, a := star(t, 4, 20, 1000)
+	tests := []struct {
+		step float64
+		want []float64
+	}{
+		{0, []float64{0.6, 0.6, 0.8, 0.8}},
+		{0.01, []float64{0.6, 0.6, 0.8, 0.8}},
+		{0.05, []float64{0.6, 0.6, 0.8, 0.8}},
+		{0.2, []float64{0.6, 0.6, 0.8, 0.8}},
+		{0.1, []float64{0.6, 0.6, 0.8, 0.8}},
+		{0.25, []float64{0.75, 0.75, 1, 1}},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint(tc.step), func(t *testing.T) {
+			cfg := plain(4)
+			cfg.Arrivals = []float64{0, 0, 0.2, 0.2}
+			cfg.TimeStep = tc.step
+			got := doneTimes(run(t, g, a, all(4), cfg))
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+				t.Errorf("done times (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestGridUp: on-grid times up to floating-point noise stay where they are; others go up to the
+// next grid point; nothing moves earlier.
+func TestGridUp(t *testing.T) {
+	tests := []struct{ t, q, want float64 }{
+		{0.2 + 0.4, 0.01, 0.2 + 0.4}, // 0.6000000000000001: on the grid, not 0.61
+		{0.6, 0.01, 0.6},
+		{0.3, 0.1, 0.3},          // 0.3/0.1 = 2.9999999999999996: not 0.3 ceil'd to 0.30000000000000004 by luck
+		{0.61000001, 0.01, 0.62}, // 1e-8 s past: a real event inside the step
+		{1.1, 0.5, 1.5},
+		{0, 0.5, 0},
+		{1e6 + 1e-4, 1, 1e6 + 1e-4}, // within 1e-9 relative of 1e6 s
+		{1e6 + 1e-2, 1, 1e6 + 1},
+	}
+	for _, tc := range tests {
+		got := gridUp(tc.t, tc.q)
+		if math.Abs(got-tc.want) > 1e-12*max(1, tc.want) || got < tc.t {
+			t.Errorf("gridUp(%v, %v) = %v, want %v", tc.t, tc.q, got, tc.want)
+		}
+	}
+}
+
 // TestFlowCertificateScenarios runs mixed scenarios (ramps, random arrivals, server caps, HTTP and
 // TFTP caps, every mapping) with every allocation checked against the max-min certificate.
 func TestFlowCertificateScenarios(t *testing.T) {
