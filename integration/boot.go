@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,6 +36,10 @@ type ServerOptions struct {
 	// Mapping is the block-cyclic algorithm the servers use (scda, bcda, ...).
 	Mapping string
 	Files   BootFiles
+	// Progress, when set, is told during Measure's boot how many nodes have booted of all (see
+	// BootProgress); the servers do not use it. It rides here because Measure makes its cluster
+	// itself and ServerOptions is what the caller hands it.
+	Progress func(done, total int)
 }
 
 // dir is the cluster's working directory (configs, images, logs, server state).
@@ -179,6 +184,13 @@ exit 0
 // started first and waits at a gate; times count from the gate's opening, so that starting
 // hundreds of processes does not spread the nodes' start over the batch.
 func (c *Cluster) Boot(ctx context.Context, nodes []int, timeout time.Duration) ([]Timeline, float64, CPUUse, error) {
+	return c.BootProgress(ctx, nodes, timeout, nil)
+}
+
+// BootProgress is Boot, telling progress (when not nil) how many nodes have booted (reported
+// healthy) of all, once when the gate opens and then as each node reports, from the goroutines
+// that watch the nodes: a boot of hundreds of nodes takes tens of seconds.
+func (c *Cluster) BootProgress(ctx context.Context, nodes []int, timeout time.Duration, progress func(done, total int)) ([]Timeline, float64, CPUUse, error) {
 	if nodes == nil {
 		for i := range c.Nodes {
 			nodes = append(nodes, i)
@@ -209,6 +221,7 @@ func (c *Cluster) Boot(ctx context.Context, nodes []int, timeout time.Duration) 
 	var start time.Time           // when the gate opened
 	opened := make(chan struct{}) // closed once start is set
 	ready := make(chan struct{}, len(nodes))
+	var booted atomic.Int64
 	for k, i := range nodes {
 		n := c.Nodes[i]
 		out[k] = Timeline{Node: n.Name, Events: map[string]float64{}}
@@ -259,6 +272,9 @@ func (c *Cluster) Boot(ctx context.Context, nodes []int, timeout time.Duration) 
 			}
 			t.Seconds = t.Events["reported"]
 			t.finished = true
+			if progress != nil {
+				progress(int(booted.Add(1)), len(nodes))
+			}
 		}(&out[k])
 	}
 	for range nodes {
@@ -270,6 +286,9 @@ func (c *Cluster) Boot(ctx context.Context, nodes []int, timeout time.Duration) 
 	cpu0 := readCPU()
 	start = time.Now()
 	close(opened)
+	if progress != nil {
+		progress(0, len(nodes))
+	}
 	if _, err := gate.Write(bytes.Repeat([]byte("\n"), len(nodes))); err != nil {
 		c.log.Warn("boot gate: opening failed; nodes will time out", zap.Error(err))
 	}

@@ -80,7 +80,7 @@ func Measure(ctx context.Context, spec Spec, algo string, opt ServerOptions, tim
 	if err := c.StartServers(ctx, opt); err != nil {
 		return nil, err
 	}
-	timelines, batch, cpu, err := c.Boot(ctx, nil, timeout)
+	timelines, batch, cpu, err := c.BootProgress(ctx, nil, timeout, opt.Progress)
 	if err != nil {
 		return nil, err
 	}

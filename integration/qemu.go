@@ -62,6 +62,9 @@ type QEMUOptions struct {
 	WaitBanner bool
 	// Log receives progress; nil: the cluster's logger.
 	Log *zap.Logger
+	// Progress, when set, is told how many VMs have finished (healthy, failed or stopped) of all,
+	// every 100 ms while BootVMs waits: for a progress bar, as a batch of VMs takes tens of seconds.
+	Progress func(done, total int)
 }
 
 // uefi says whether the VM boots OVMF.
@@ -361,6 +364,9 @@ func BootVMs(ctx context.Context, c *Cluster, n int, opt QEMUOptions) ([]VMResul
 			if !vm.finished {
 				pending++
 			}
+		}
+		if opt.Progress != nil {
+			opt.Progress(n-pending, n)
 		}
 	}
 	var failed []string

@@ -122,7 +122,9 @@ func clusterCommand(e *env) *cli.Command {
 					default:
 						return badInput("--kind: %q is not one of netns, qemu", c.String("kind"))
 					}
-					tl, batch, cpu, err := cl.Boot(c.Context, nil, c.Duration("timeout"))
+					bar := e.progressBar("cluster boot", 0, "nodes booted")
+					tl, batch, cpu, err := cl.BootProgress(c.Context, nil, c.Duration("timeout"), bar.Func())
+					bar.Done()
 					if format != "table" {
 						if jerr := writeData(e.stdout, format, map[string]any{"batch_seconds": batch, "cpu": cpu, "nodes": tl}); jerr != nil {
 							return jerr
@@ -276,7 +278,10 @@ func measureAction(e *env, c *cli.Context) error {
 		if isTerminal(e.stderr) {
 			fmt.Fprintf(e.stderr, "measuring %s: cluster up, boot %s, predict, down...\n", algo, spec.Machine.Name)
 		}
+		bar := e.progressBar("measure "+strings.TrimSpace(algo), 0, "nodes booted")
+		opt.Progress = bar.Func()
 		res, err := integration.Measure(c.Context, spec, strings.TrimSpace(algo), opt, c.Duration("timeout"), e.log)
+		bar.Done()
 		if err != nil {
 			return clusterError(fmt.Errorf("%s: %w", algo, err))
 		}
@@ -326,7 +331,10 @@ func bootVMs(e *env, c *cli.Context, cl *integration.Cluster, format string) err
 	if err := integration.CheckQEMUHost(opt); err != nil {
 		return asBadInput(err)
 	}
+	bar := e.progressBar("cluster boot", n, "VMs")
+	opt.Progress = bar.Func()
 	res, err := integration.BootVMs(c.Context, cl, n, opt)
+	bar.Done()
 	if format != "table" {
 		if jerr := writeData(e.stdout, format, res); jerr != nil {
 			return jerr
