@@ -25,6 +25,22 @@ func (s *Server) openPool(now func() time.Time) error {
 	if pc == nil {
 		return nil
 	}
+	s.live = nil
+	for i := range s.cfg.Servers {
+		if !slices.Contains(s.cfg.FailedServers, i) {
+			s.live = append(s.live, i)
+		}
+	}
+	if s.fleet != nil {
+		// A fleet shares the whole range: etcd transactions keep each address to one MAC.
+		first, last := s.cfg.poolBounds()
+		if now == nil {
+			now = time.Now
+		}
+		s.addrPool = &fleetPool{c: s.fleet.opts.Client, member: s.fleet.m.Load, first: first, last: last, lease: time.Duration(pc.Lease), now: now}
+		s.log.Info("dhcp pool in etcd", zap.Stringer("first", first), zap.Stringer("last", last), zap.Duration("lease", time.Duration(pc.Lease)))
+		return nil
+	}
 	first, last := s.cfg.PoolRange()
 	path := filepath.Join(s.cfg.StateDir, PoolFile)
 	p, err := dhcpd.OpenPool(path, first.AsSlice(), last.AsSlice(), dhcpd.PoolOptions{
@@ -33,13 +49,7 @@ func (s *Server) openPool(now func() time.Time) error {
 	if err != nil {
 		return fmt.Errorf("dhcp.pool: %w", err)
 	}
-	s.pool = p
-	s.live = nil
-	for i := range s.cfg.Servers {
-		if !slices.Contains(s.cfg.FailedServers, i) {
-			s.live = append(s.live, i)
-		}
-	}
+	s.pool, s.addrPool = p, p
 	s.log.Info("dhcp pool open", zap.Stringer("first", first), zap.Stringer("last", last),
 		zap.Duration("lease", time.Duration(pc.Lease)), zap.Bool("unknown", pc.Unknown), zap.String("leases", path))
 	return nil
@@ -64,7 +74,18 @@ func (s *Server) poolAllowed(mac net.HardwareAddr) bool {
 	if _, known := s.auth.Inventory().ByMAC(mac); known {
 		return false
 	}
-	return UnknownOwner(mac, s.live) == s.cfg.ServerID
+	return UnknownOwner(mac, s.liveServers()) == s.cfg.ServerID
+}
+
+// liveServers are the servers that answer MACs outside the inventory: in a fleet the live
+// members as last seen, else every server not in failed_servers.
+func (s *Server) liveServers() []int {
+	if s.fleet != nil {
+		if l := s.fleet.liveIDs.Load(); l != nil {
+			return *l
+		}
+	}
+	return s.live
 }
 
 // UnknownOwner is the server, among the live ones, that answers a MAC outside the inventory from

@@ -27,6 +27,12 @@ type fleetMember struct {
 // startFleetMember starts server id of the fixture's four-server configuration as a fleet member.
 func startFleetMember(t *testing.T, f *fixture, endpoints []string, id int) *fleetMember {
 	t.Helper()
+	return startFleetMemberEdit(t, f, endpoints, id, nil)
+}
+
+// startFleetMemberEdit is startFleetMember with edit applied to the configuration.
+func startFleetMemberEdit(t *testing.T, f *fixture, endpoints []string, id int, edit func(*Config)) *fleetMember {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := fleet.Open(ctx, fleet.Options{Endpoints: endpoints, Fleet: "test", Log: zaptest.NewLogger(t).Named("etcd")})
 	if err != nil {
@@ -37,6 +43,9 @@ func startFleetMember(t *testing.T, f *fixture, endpoints []string, id int) *fle
 		c.ServerID = id
 		c.Servers = fleetServers()
 		c.StateDir = t.TempDir()
+		if edit != nil {
+			edit(c)
+		}
 	})
 	s, err := New(cfg, Options{Logger: zaptest.NewLogger(t).Named(cfg.Servers[id].Name), Fleet: &FleetOptions{Client: c, TTL: 2 * time.Second, Reconcile: 100 * time.Millisecond}})
 	if err != nil {

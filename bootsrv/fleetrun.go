@@ -60,6 +60,7 @@ type fleetRuntime struct {
 	curRes  atomic.Pointer[dhcpd.StaticReservations] // what DHCP answers now
 	homeRes dhcpd.StaticReservations                 // the home nodes, answered while fenced
 	pending atomic.Bool                              // deferred or kept nodes wait for a re-check
+	liveIDs atomic.Pointer[[]int]                    // live servers by index (unknown MACs' owners)
 
 	mu   sync.Mutex // serialises reconcile
 	dead []string   // as last applied, for logs
@@ -272,6 +273,13 @@ func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
 	if err != nil {
 		return err
 	}
+	var liveIDs []int
+	for i, srv := range s.cfg.Servers {
+		if live[srv.Name] && !slices.Contains(s.cfg.FailedServers, i) {
+			liveIDs = append(liveIDs, i)
+		}
+	}
+	f.liveIDs.Store(&liveIDs)
 	f.cur.Store(au)
 	f.curRes.Store(&res)
 	f.pending.Store(deferred > 0 || kept > 0)

@@ -55,11 +55,12 @@ type Server struct {
 	urlHost string
 	urlPort int
 
-	res  dhcpd.Reservations
-	tftp *tftpd.Server
-	dhcp []*dhcpd.Server
-	pool *dhcpd.Pool // dhcp.pool (dhcppool.go); nil without one
-	live []int       // servers not in failed_servers, for UnknownOwner
+	res      dhcpd.Reservations
+	tftp     *tftpd.Server
+	dhcp     []*dhcpd.Server
+	pool     *dhcpd.Pool       // dhcp.pool of a single server (dhcppool.go); nil without one
+	addrPool dhcpd.AddressPool // what DHCP allocates from: pool, or a fleet's etcd pool; nil: none
+	live     []int             // servers not in failed_servers, for UnknownOwner
 
 	closeOnce sync.Once
 	closeErr  error
@@ -129,9 +130,6 @@ func New(cfg *Config, opts Options) (_ *Server, err error) {
 	var store StateStore
 	tracked := s.auth.Owned()
 	if opts.Fleet != nil {
-		if cfg.DHCP.Pool != nil {
-			return nil, fmt.Errorf("%s: dhcp.pool: a fleet answers from reservations only for now (pool addresses from etcd are not built yet)", cfg.file)
-		}
 		if s.fleet, err = newFleetRuntime(s, *opts.Fleet); err != nil {
 			return nil, err
 		}
@@ -336,8 +334,8 @@ func (s *Server) dhcpConfig(ifc string) dhcpd.Config {
 		Boot: boot, Reservations: s.res, LeaseTime: time.Duration(c.LeaseTime), Workers: c.Workers,
 		Logger: s.log.Named("dhcp"), Registerer: s.reg, Observer: dhcpObserver{s},
 	}
-	if s.pool != nil {
-		dc.Pool, dc.PoolAllowed, dc.PoolNetwork = s.pool, s.poolAllowed, c.poolNetwork()
+	if s.addrPool != nil {
+		dc.Pool, dc.PoolAllowed, dc.PoolNetwork = s.addrPool, s.poolAllowed, c.poolNetwork()
 		if dc.Workers == 0 {
 			dc.Workers = poolWorkers
 		}
