@@ -18,10 +18,10 @@ func planCommand(e *env) *cli.Command {
 		Usage: "predict boot bandwidth, bottleneck segments and boot time per batch and mapping (the paper's model)",
 		Description: "With no flags: the paper's machine (sunway), all algorithms side by side with the ratio to\n" +
 			"scda, and the paper's ladder of batches (1, 20, 21, 32 boards; 1 to 40 cabinets).",
-		Flags: append(machineFlags(), outputFlag("table", "json", "csv"),
+		Flags: append(machineFlags(), outputFlag("table", "json", "yaml", "csv"),
 			&cli.StringFlag{Name: "model", Value: "analytic", Usage: "analytic (the paper's per-segment model), flow (also the flow-level simulation of the same boot, side by side)"}),
 		Action: func(c *cli.Context) error {
-			format, err := outputFormat(c, "table", "json", "csv")
+			format, err := outputFormat(c, "table", "json", "yaml", "csv")
 			if err != nil {
 				return err
 			}
@@ -47,8 +47,8 @@ func planCommand(e *env) *cli.Command {
 			e.log.Debug("planned", zap.Int("rows", len(rows)))
 			segs := fabricsim.SegmentNames(in.Graph)
 			switch format {
-			case "json":
-				return writeJSON(e.stdout, planJSON{Topology: in.Graph.Name, Nodes: len(in.Graph.Nodes()), Servers: len(in.Graph.Servers()),
+			case "json", "yaml":
+				return writeData(e.stdout, format, planJSON{Topology: in.Graph.Name, Nodes: len(in.Graph.Nodes()), Servers: len(in.Graph.Servers()),
 					ImageBytes: in.ImageBytes, Segments: segs, AbsentServers: serverNames(in.Failed), DeadServers: serverNames(in.Dead), Rows: rows})
 			case "csv":
 				head := append([]string{"batch", "nodes", "algo"}, segs...)

@@ -30,7 +30,7 @@ const simAutoStep = 10 * time.Millisecond
 const simDefaultFiles = "nbp=70KB:tftp,kernel=10MB,initrd=40MB"
 
 func simulateCommand(e *env) *cli.Command {
-	formats := []string{"table", "json", "csv"}
+	formats := []string{"table", "json", "yaml", "csv"}
 	shared := machineFlags()
 	// Simulate's defaults differ from plan's: one mapping (bcda), the whole machine.
 	for _, f := range shared {
@@ -182,13 +182,13 @@ func simulateCommand(e *env) *cli.Command {
 				}
 			}
 			switch format {
-			case "json":
+			case "json", "yaml":
 				for i := range runs {
 					if runs[i].Health != nil {
 						runs[i].Health = runs[i].Health.forJSON(opt.healthNodes)
 					}
 				}
-				return writeJSON(e.stdout, simJSON{Topology: g.Name, Nodes: len(g.Nodes()), Servers: len(g.Servers()), Runs: runs})
+				return writeData(e.stdout, format, simJSON{Topology: g.Name, Nodes: len(g.Nodes()), Servers: len(g.Servers()), Runs: runs})
 			case "csv":
 				return simWriteCSV(e.stdout, runs)
 			}

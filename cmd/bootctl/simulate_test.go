@@ -59,7 +59,7 @@ func TestSimulateBadInput(t *testing.T) {
 		{"bad arrival time", []string{"--topology", "mini", "--arrival", badTime}, badTime + `:1: time "soon"`},
 		{"arrival list vs batch", []string{"--topology", "mini", "--batch", "1", "--arrival", simFile(t, "a.txt", "s0-b0-n0 0\n")}, `has no arrival time`},
 		{"bad time step", []string{"--time-step", "fast"}, `--time-step: "fast"`},
-		{"bad output", []string{"--output", "xml"}, `--output: "xml" is not one of table, json, csv`},
+		{"bad output", []string{"--output", "xml"}, `--output: "xml" is not one of table, json, yaml, csv`},
 		{"unknown algorithm", []string{"--algo", "xyz"}, `unknown algorithm "xyz"`},
 	}
 	for _, tc := range tests {
