@@ -16,6 +16,8 @@ import (
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/bootfabric/bootfabric/internal/progress"
 )
 
 func main() {
@@ -53,11 +55,14 @@ func interruptStatus(ctx context.Context) int {
 type env struct {
 	stdout, stderr io.Writer
 	log            *zap.Logger
+	// line is stderr as the logger and the progress bars share it: a log line erases a bar
+	// rather than run into it.
+	line *progress.Line
 }
 
 // run runs bootctl with args and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr, log: zap.NewNop()}
+	e := &env{stdout: stdout, stderr: stderr, log: zap.NewNop(), line: progress.NewLine(stderr)}
 	app := newApp(e)
 	app.Setup()
 	notFound := applyGrammar(app)
@@ -107,7 +112,7 @@ func newApp(e *env) *cli.App {
 			}
 			cfg := zap.NewProductionEncoderConfig()
 			cfg.EncodeTime = zapcore.ISO8601TimeEncoder
-			core := zapcore.NewCore(zapcore.NewConsoleEncoder(cfg), zapcore.AddSync(e.stderr), lvl)
+			core := zapcore.NewCore(zapcore.NewConsoleEncoder(cfg), zapcore.AddSync(e.line), lvl)
 			e.log = zap.New(core)
 			return nil
 		},

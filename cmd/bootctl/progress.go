@@ -3,8 +3,6 @@ package main
 import (
 	"time"
 
-	"go.uber.org/zap/zapcore"
-
 	"github.com/bootfabric/bootfabric/internal/progress"
 )
 
@@ -13,13 +11,14 @@ import (
 const progressDelay = 500 * time.Millisecond
 
 // progressBar returns a progress bar on stderr for work of total units (0: unknown), or nil when
-// there must be none: stderr is not a terminal (scripts, pipes and tests keep the exact output
-// they had), or the log level is debug (the debug lines narrate the work and would break into
-// the bar's line). A nil bar is valid: its methods do nothing and its Func is nil, which the
-// computing packages take as "no progress wanted", so call sites need no checks.
+// stderr is not a terminal: scripts, pipes and tests then keep byte for byte the output they had.
+// It is drawn at every log level: the logger writes through the same progress.Line, so a log
+// line erases the bar instead of running into it, and the bar comes back below. A nil bar is
+// valid: its methods do nothing and its Func is nil, which the computing packages take as "no
+// progress wanted", so call sites need no checks.
 func (e *env) progressBar(label string, total int, unit string) *progress.Reporter {
-	if !isTerminal(e.stderr) || e.log.Core().Enabled(zapcore.DebugLevel) {
+	if !isTerminal(e.stderr) {
 		return nil
 	}
-	return progress.New(e.stderr, progress.Options{Label: label, Total: total, Unit: unit, Terminal: true, Delay: progressDelay})
+	return progress.New(e.line, progress.Options{Label: label, Total: total, Unit: unit, Terminal: true, Delay: progressDelay})
 }

@@ -7,7 +7,9 @@
 //
 // Updates are cheap enough for hot loops: Add and Set are an atomic operation and a clock read,
 // and the line is redrawn at most once per Options.Interval; the first drawing waits for
-// Options.Delay so that quick runs stay silent. The package has no package-level mutable state.
+// Options.Delay so that quick runs stay silent. Bars and a logger that share a terminal share a
+// Line, so that log lines erase the bar rather than run into it. The package has no package-level
+// mutable state.
 package progress
 
 import (
@@ -44,7 +46,7 @@ type Options struct {
 // Reporter draws the progress of one piece of work. Its methods are safe for concurrent use, and
 // a nil *Reporter is valid and does nothing, so callers need not check whether one was made.
 type Reporter struct {
-	w    io.Writer
+	line *Line
 	opt  Options
 	on   bool
 	t0   time.Time
@@ -52,13 +54,13 @@ type Reporter struct {
 	// next is the earliest time (UnixNano) of the next drawing; a CAS on it elects one drawer.
 	next atomic.Int64
 
-	mu    sync.Mutex // serialises writes and guards the fields below
-	drawn bool       // something is on the line; Done must clear it
-	spin  int
-	over  bool // Done was called: draw nothing more
+	mu   sync.Mutex // serialises drawing and guards the fields below
+	spin int
+	over bool // Done was called: draw nothing more
 }
 
-// New returns a Reporter writing to w. With opt.Terminal false it never writes.
+// New returns a Reporter writing to w, which may be a Line shared with a logger. With
+// opt.Terminal false it never writes.
 func New(w io.Writer, opt Options) *Reporter {
 	if opt.Now == nil {
 		opt.Now = time.Now
@@ -69,7 +71,11 @@ func New(w io.Writer, opt Options) *Reporter {
 	if opt.Width <= 0 {
 		opt.Width = 24
 	}
-	p := &Reporter{w: w, opt: opt, on: opt.Terminal && w != nil}
+	line, ok := w.(*Line)
+	if !ok {
+		line = NewLine(w)
+	}
+	p := &Reporter{line: line, opt: opt, on: opt.Terminal && w != nil}
 	if p.on {
 		p.t0 = opt.Now()
 		p.next.Store(p.t0.Add(opt.Delay).UnixNano())
@@ -128,12 +134,11 @@ func (p *Reporter) draw(now time.Time, done int64) {
 	if p.over {
 		return
 	}
-	fmt.Fprint(p.w, "\r"+p.line(now, done)+"\033[K")
-	p.drawn = true
+	p.line.draw(p.text(now, done))
 }
 
-// line formats the progress line (without the carriage return and erase).
-func (p *Reporter) line(now time.Time, done int64) string {
+// text formats the progress line (without the carriage return and erase).
+func (p *Reporter) text(now time.Time, done int64) string {
 	elapsed := now.Sub(p.t0)
 	var b strings.Builder
 	if p.opt.Label != "" {
@@ -179,9 +184,6 @@ func (p *Reporter) Done() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.drawn {
-		fmt.Fprint(p.w, "\r\033[K")
-		p.drawn = false
-	}
+	p.line.erase()
 	p.over = true
 }

@@ -187,3 +187,22 @@ func BenchmarkAdd(b *testing.B) {
 	}
 	p.Done()
 }
+
+// A logger writing through the bar's Line erases the bar first, so its line starts clean; with no
+// bar drawn its writes pass through untouched.
+func TestLine(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(0, 0)}
+	var w writes
+	line := NewLine(&w)
+	line.Write([]byte("before\n"))
+	p := New(line, Options{Label: "x", Total: 2, Terminal: true, Now: clk.now, Width: 2})
+	clk.advance(time.Second)
+	p.Add(1)
+	line.Write([]byte("log\n"))
+	line.Write([]byte("log2\n"))
+	p.Done()
+	want := []string{"before\n", "\rx [= ] 1/2  50%  0:01 ETA 0:01\033[K", "\r\033[K", "log\n", "log2\n"}
+	if !slices.Equal(w.list, want) {
+		t.Errorf("writes:\n%q\nwant:\n%q", w.list, want)
+	}
+}
