@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # DHCP benchmark: perfdhcp DORA exchanges/s, drop % and server CPU per DORA for
-# `bootctl serve` itself (reservation mode and dhcp.pool), the bench server
+# `bootctl serve` itself (reservation mode and dhcp.pool; alone on bbolt, and as
+# a fleet member on etcd), the bench server
 # (bench/dhcp/main.go: a bare dhcpd.Server without bootsrv, reservation and
 # pool) and, when installed, ISC Kea (kea-dhcp4, memfile leases), in one run,
 # with the same perfdhcp parameters for every server.
@@ -15,7 +16,8 @@
 #
 # Needs root, iproute2, Go, perfdhcp (Debian kea-admin); Kea from
 # kea-dhcp4-server. Usage: bench/dhcp/run.sh
-# (env: RATE RATES DURATION CLIENTS SERVERS NICE BOOTCTL=prebuilt binary KEEP=1 keeps the
+# (env: RATE RATES DURATION CLIENTS SERVERS NICE POOL_WORKERS (dhcp.workers of serve-pool)
+# BOOTCTL=prebuilt binary KEEP=1 keeps the
 # temporary directory with perfdhcp's outputs, the servers' logs and bootctl's DHCP metrics)
 set -euo pipefail
 
@@ -25,7 +27,7 @@ DURATION=${DURATION:-10}    # seconds per perfdhcp run
 CLIENTS=${CLIENTS:-20000}   # distinct simulated clients (MACs)
 NICE=${NICE:--10}           # servers and perfdhcp run at this nice level, so a
                             # busy shared host disturbs every server alike less
-SERVERS=${SERVERS:-"serve-reservation serve-pool bench-reservation bench-pool kea"}
+SERVERS=${SERVERS:-"serve-reservation serve-pool fleet-reservation fleet-pool bench-reservation bench-pool kea"}
 
 [ "$(id -u)" = 0 ] || { echo "run.sh: needs root (network namespaces)" >&2; exit 2; }
 command -v perfdhcp >/dev/null || { echo "run.sh: needs perfdhcp (apt-get install kea-admin)" >&2; exit 2; }
@@ -75,6 +77,24 @@ dhcp:
 YAML
 done
 echo "  pool: {range: 10.88.1.0-10.88.250.255, lease: 1h}" >> "$TMP/serve-pool.yaml"
+# fleet-*: the same server as one member of a fleet on etcd (Debian's etcd-server, started in the
+# server's namespace): boot states and, in pool mode, address allocation go through etcd.
+for mode in reservation pool; do
+	cat > "$TMP/fleet-$mode.yaml" <<YAML
+servers: [{name: bs0, address: 10.88.0.1}]
+topology: sunway
+mapping: bcda
+inventory: inventory-$mode.csv
+images: images
+dhcp:
+  mode: reservation
+  subnet: 10.88.0.0/16
+  lease_time: 1h
+YAML
+done
+echo "  pool: {range: 10.88.1.0-10.88.250.255, lease: 1h}" >> "$TMP/fleet-pool.yaml"
+ETCD_EP=127.0.0.1:23791
+[ -n "${POOL_WORKERS:-}" ] && echo "  workers: $POOL_WORKERS" >> "$TMP/serve-pool.yaml"
 
 ip netns add "$S"
 ip netns add "$C"
@@ -115,8 +135,8 @@ perf() {
 	{ echo "# server namespace"; ip netns exec "$S" grep Udp: /proc/net/snmp
 	  echo "# client namespace (RcvbufErrors: replies perfdhcp was too slow to read)"; ip netns exec "$C" grep Udp: /proc/net/snmp
 	} > "$TMP/metrics-$name-$rate.txt" 2>&1 || true
-	case $name in serve-*)
-		ip netns exec "$S" curl -s http://10.88.0.1:8080/metrics | grep -E '^bootfabric_dhcp_(dropped|pool)' >> "$TMP/metrics-$name-$rate.txt" || true ;;
+	case $name in serve-*|fleet-*)
+		ip netns exec "$S" curl -s http://10.88.0.1:8080/metrics | grep -E '^bootfabric_(dhcp_(dropped|pool)|fleet_(state_records|etcd_request_seconds_count|etcd_errors))' >> "$TMP/metrics-$name-$rate.txt" || true ;;
 	esac
 	echo "$out" | awk -v name="$name" -v target="$rate" -v dur="$DURATION" -v cpu=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" '
 		/^\*\*\*Statistics for: DISCOVER-OFFER/ {ex="do"}
@@ -134,11 +154,33 @@ perf() {
 
 header() { printf "%-22s %8s %10s %12s %10s %10s %9s %9s %6s\n" server target "DORA/s" "ACKs/s" DISCOVERs ACKs drop "cpu_us/DORA" load1; }
 
+# start_etcd: one etcd member on S's loopback for the fleet-* servers (once).
+ETCD_PID=
+start_etcd() {
+	[ -n "$ETCD_PID" ] && return 0
+	command -v etcd >/dev/null || { echo "# etcd not installed (apt-get install etcd-server): no fleet-* runs" >&2; return 1; }
+	ip netns exec "$S" etcd --name bench --data-dir "$TMP/etcd" --listen-client-urls "http://$ETCD_EP" \
+		--advertise-client-urls "http://$ETCD_EP" --listen-peer-urls http://127.0.0.1:23801 \
+		--initial-advertise-peer-urls http://127.0.0.1:23801 --initial-cluster bench=http://127.0.0.1:23801 \
+		>"$TMP/etcd.log" 2>&1 &
+	ETCD_PID=$!; PIDS+=("$ETCD_PID")
+	for _ in $(seq 100); do
+		ip netns exec "$S" curl -sf "http://$ETCD_EP/health" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	echo "etcd did not start" >&2; cat "$TMP/etcd.log" >&2; return 1
+}
+
 # start_server NAME: starts it in S, sets SPID.
 start_server() {
 	case $1 in
 	serve-reservation|serve-pool)
 		nice -n "$NICE" ip netns exec "$S" "$TMP/bootctl" --log-level warn serve --config "$TMP/$1.yaml" 2>>"$TMP/$1.log" & ;;
+	fleet-reservation|fleet-pool)
+		start_etcd || return 1
+		ip netns exec "$S" "$TMP/bootctl" --log-level warn fleet apply -f "$TMP/$1.yaml" --etcd "$ETCD_EP" --fleet "$1" >/dev/null 2>>"$TMP/$1.log" || return 1
+		nice -n "$NICE" ip netns exec "$S" "$TMP/bootctl" --log-level warn serve --etcd "$ETCD_EP" --fleet "$1" --name bs0 \
+			--http 10.88.0.1:8080 --tftp off --interface s0 --images "$TMP/images" --state-dir "$TMP/fstate-$1" 2>>"$TMP/$1.log" & ;;
 	bench-reservation)
 		nice -n "$NICE" ip netns exec "$S" "$TMP/dhcpbench" -iface s0 -server-ip 10.88.0.1 2>>"$TMP/$1.log" & ;;
 	bench-pool)
