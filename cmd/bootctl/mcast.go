@@ -39,6 +39,7 @@ func mcastCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "fixed-root", Usage: "minhop and sssp take the first root of least eccentricity, as OpenSM does (no root rotation)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of random groups"},
 			&cli.StringFlag{Name: "mapping", Value: "bcda", Usage: "mapping of nodes to boot servers for the servers groups"},
+			timingsFlag(),
 			outputFlag("table", "json", "yaml", "csv"),
 		},
 		Action: func(c *cli.Context) error {
@@ -64,7 +65,7 @@ type mcastRow struct {
 	MeanEFI    float64 `json:"mean_efi"`
 	MaxHeight  int     `json:"max_height"`
 	MeanHeight float64 `json:"mean_height"`
-	Seconds    float64 `json:"seconds"`
+	Seconds    float64 `json:"seconds,omitempty"` // with --timings only
 }
 
 type mcastSummary struct {
@@ -74,7 +75,7 @@ type mcastSummary struct {
 	Groups          int        `json:"groups"`
 	Sets            []mcastSet `json:"sets"`
 	FixedRoot       bool       `json:"fixed_root"`
-	HopTableSeconds float64    `json:"hop_table_seconds"`
+	HopTableSeconds float64    `json:"hop_table_seconds,omitempty"` // with --timings only
 	Results         []mcastRow `json:"results"`
 }
 
@@ -98,8 +99,14 @@ func runMcast(e *env, c *cli.Context, format string) error {
 	if err != nil {
 		return asBadInput(err)
 	}
+	timings := c.Bool("timings")
+	hopSeconds := time.Since(start).Seconds()
+	e.log.Info("hop tables built", zap.Float64("seconds", hopSeconds), zap.Int("switches", h.NumSwitches()))
 	sum := mcastSummary{Topology: g.Name, Endpoints: len(g.Nodes()) + len(g.Servers()), Switches: h.NumSwitches(),
-		Groups: len(groups), Sets: sets, FixedRoot: c.Bool("fixed-root"), HopTableSeconds: time.Since(start).Seconds()}
+		Groups: len(groups), Sets: sets, FixedRoot: c.Bool("fixed-root")}
+	if timings {
+		sum.HopTableSeconds = hopSeconds
+	}
 	if sum.Topology == "" {
 		sum.Topology = spec
 	}
@@ -110,18 +117,28 @@ func runMcast(e *env, c *cli.Context, format string) error {
 		if err != nil {
 			return asBadInput(err)
 		}
-		e.log.Debug("multicast routed", zap.String("algo", string(alg)), zap.Float64("seconds", res.Seconds))
-		sum.Results = append(sum.Results, mcastRow{Algorithm: string(alg), MaxEFI: res.MaxEFI, MeanEFI: res.MeanEFI,
-			MaxHeight: res.MaxHeight, MeanHeight: res.MeanHeight, Seconds: res.Seconds})
+		e.log.Info("multicast routed", zap.String("algo", string(alg)), zap.Float64("seconds", res.Seconds))
+		row := mcastRow{Algorithm: string(alg), MaxEFI: res.MaxEFI, MeanEFI: res.MeanEFI, MaxHeight: res.MaxHeight, MeanHeight: res.MeanHeight}
+		if timings {
+			row.Seconds = res.Seconds
+		}
+		sum.Results = append(sum.Results, row)
 	}
 	switch format {
 	case "json", "yaml":
 		return writeData(e.stdout, format, sum)
 	case "csv":
-		rows := [][]string{{"algo", "max_efi", "mean_efi", "max_height", "mean_height", "seconds"}}
+		head := []string{"algo", "max_efi", "mean_efi", "max_height", "mean_height"}
+		if timings {
+			head = append(head, "seconds")
+		}
+		rows := [][]string{head}
 		for _, r := range sum.Results {
-			rows = append(rows, []string{r.Algorithm, strconv.Itoa(r.MaxEFI), fmtFloat(r.MeanEFI, 4), strconv.Itoa(r.MaxHeight),
-				fmtFloat(r.MeanHeight, 4), fmtFloat(r.Seconds, 4)})
+			rec := []string{r.Algorithm, strconv.Itoa(r.MaxEFI), fmtFloat(r.MeanEFI, 4), strconv.Itoa(r.MaxHeight), fmtFloat(r.MeanHeight, 4)}
+			if timings {
+				rec = append(rec, fmtFloat(r.Seconds, 4))
+			}
+			rows = append(rows, rec)
 		}
 		return writeCSV(e.stdout, rows)
 	}
@@ -129,12 +146,24 @@ func runMcast(e *env, c *cli.Context, format string) error {
 	for _, s := range sets {
 		parts = append(parts, fmt.Sprintf("%s %d", s.Spec, s.Groups))
 	}
-	fmt.Fprintf(e.stdout, "%s: %d endpoints, %d switches; %d groups (%s); hop tables %.3f s\n", sum.Topology, sum.Endpoints,
-		sum.Switches, sum.Groups, strings.Join(parts, ", "), sum.HopTableSeconds)
+	hop := ""
+	if timings {
+		hop = fmt.Sprintf("; hop tables %.3f s", sum.HopTableSeconds)
+	}
+	fmt.Fprintf(e.stdout, "%s: %d endpoints, %d switches; %d groups (%s)%s\n", sum.Topology, sum.Endpoints,
+		sum.Switches, sum.Groups, strings.Join(parts, ", "), hop)
 	t := newTable(e.stdout)
-	t.row("algo", "max EFI", "mean EFI", "max height", "mean height", "seconds")
+	head := []any{"algo", "max EFI", "mean EFI", "max height", "mean height"}
+	if timings {
+		head = append(head, "seconds")
+	}
+	t.row(head...)
 	for _, r := range sum.Results {
-		t.row(r.Algorithm, r.MaxEFI, fmtFloat(r.MeanEFI, 2), r.MaxHeight, fmtFloat(r.MeanHeight, 2), fmtFloat(r.Seconds, 3))
+		row := []any{r.Algorithm, r.MaxEFI, fmtFloat(r.MeanEFI, 2), r.MaxHeight, fmtFloat(r.MeanHeight, 2)}
+		if timings {
+			row = append(row, fmtFloat(r.Seconds, 3))
+		}
+		t.row(row...)
 	}
 	return t.flush()
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +32,7 @@ func routeCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "check", Usage: "also check up*/down* order and deadlock freedom and measure congestion"},
 			&cli.IntFlag{Name: "shifts", Usage: "shift permutations measured by --check (0: all up to 2048 endpoints, else 1024 evenly spaced; N >= endpoints: all)"},
 			&cli.StringFlag{Name: "dump", Usage: "write the tables to this file in the OpenSM/ibroute LFT dump layout"},
+			timingsFlag(),
 			outputFlag("table", "json", "yaml"),
 		},
 		Action: func(c *cli.Context) error {
@@ -48,7 +50,7 @@ type routeSummary struct {
 	Topology       string          `json:"topology"`
 	Engine         string          `json:"engine"`
 	Faults         int             `json:"faults"`
-	ComputeSeconds float64         `json:"compute_seconds"`
+	ComputeSeconds float64         `json:"compute_seconds,omitempty"` // with --timings only
 	TableBytes     int             `json:"table_bytes"`
 	BytesPerEntry  float64         `json:"bytes_per_entry"`
 	Report         *routing.Report `json:"report"`
@@ -118,6 +120,9 @@ func runRoute(e *env, c *cli.Context, format string) error {
 		for _, p := range rep.FirstUnreachable {
 			pairs = append(pairs, p.Src+"->"+p.Dst)
 		}
+		if connected(fab.Graph, tb) {
+			return badInput("%s", engineMismatch(e, fab, eng.Name(), opt, rep.Unreachable, pairs))
+		}
 		what := "the fabric is disconnected"
 		if nfaults > 0 {
 			what = "the faults disconnect the fabric"
@@ -137,13 +142,19 @@ func runRoute(e *env, c *cli.Context, format string) error {
 			return fmt.Errorf("--dump %s: %w", path, err)
 		}
 	}
-	sum := routeSummary{Topology: fab.Name, Engine: eng.Name(), Faults: nfaults, ComputeSeconds: took.Seconds(),
+	sum := routeSummary{Topology: fab.Name, Engine: eng.Name(), Faults: nfaults,
 		TableBytes: tb.Bytes(), BytesPerEntry: tb.BytesPerEntry(), Report: rep}
+	if c.Bool("timings") {
+		sum.ComputeSeconds = took.Seconds()
+	}
 	if sum.Topology == "" {
 		sum.Topology = spec
 	}
 	if format != "table" {
-		return writeData(e.stdout, format, sum)
+		if err := writeData(e.stdout, format, sum); err != nil {
+			return err
+		}
+		return invalid(rep)
 	}
 	t := newTable(e.stdout)
 	t.row("topology", sum.Topology)
@@ -151,7 +162,9 @@ func runRoute(e *env, c *cli.Context, format string) error {
 	t.row("faults", nfaults)
 	t.row("switches", rep.Switches)
 	t.row("endpoints", fmt.Sprintf("%d (%d healthy)", rep.Endpoints, rep.Healthy))
-	t.row("compute", took.Round(time.Microsecond))
+	if c.Bool("timings") {
+		t.row("compute", took.Round(time.Microsecond))
+	}
 	t.row("table bytes", fmt.Sprintf("%d (%.2f per entry)", sum.TableBytes, sum.BytesPerEntry))
 	t.row("valid", rep.Valid)
 	t.row("unreachable pairs", rep.Unreachable)
@@ -167,5 +180,174 @@ func runRoute(e *env, c *cli.Context, format string) error {
 	if rep.Shift != nil {
 		t.row("shift routes/channel", fmt.Sprintf("max %d, mean of max %.2f over %d shifts", rep.Shift.Max, rep.Shift.MeanMax, rep.Shift.Shifts))
 	}
-	return t.flush()
+	if err := t.flush(); err != nil {
+		return err
+	}
+	return invalid(rep)
+}
+
+// timingsFlag is --timings of the commands that measure how long their work took (route, mcast).
+// Wall-clock times differ from run to run, so they are logged (info) and only printed with the
+// result on request: without it the same input gives the same output, byte for byte.
+func timingsFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "timings", Usage: "also put the wall-clock times in the result (they are always logged at info level)"}
+}
+
+// invalid returns the error that makes route exit 1 after printing a result whose check failed,
+// naming what failed: a table printed with "valid false" and exit 0 reads as a success to scripts.
+func invalid(rep *routing.Report) error {
+	if rep.Valid {
+		return nil
+	}
+	var why []string
+	if rep.Unreachable > 0 {
+		why = append(why, fmt.Sprintf("%d unreachable pairs", rep.Unreachable))
+	}
+	if rep.Loops > 0 {
+		why = append(why, fmt.Sprintf("%d destinations reached through a forwarding loop", rep.Loops))
+	}
+	if rep.UpDownChecked && rep.UpDownViolations > 0 {
+		why = append(why, fmt.Sprintf("%d up*/down* violations", rep.UpDownViolations))
+	}
+	if !rep.DeadlockFree {
+		why = append(why, fmt.Sprintf("not deadlock-free: the channel dependencies of virtual channel %s form a cycle", joinInts(rep.CyclicVCs)))
+	}
+	return fmt.Errorf("routing invalid: %s", strings.Join(why, "; "))
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+// connected reports whether every healthy endpoint of the tables can reach every other over the
+// graph's links, whatever the engine: when it can, pairs the engine left unreachable are the
+// engine's doing, not the fabric's.
+func connected(g *topology.Graph, tb *routing.Tables) bool {
+	seen := make([]bool, g.NumVertices())
+	var queue []topology.VertexID
+	for d, v := range tb.Dests() {
+		if tb.Healthy(d) {
+			queue, seen[v] = append(queue, v), true
+			break
+		}
+	}
+	for i := 0; i < len(queue); i++ {
+		v := queue[i]
+		for _, l := range g.Links(v) {
+			if w := g.Other(l, v); !seen[w] {
+				seen[w] = true
+				// Endpoints do not forward: reach them, but do not walk through them.
+				if g.Kind(w) == topology.Switch {
+					queue = append(queue, w)
+				}
+			}
+		}
+	}
+	for d, v := range tb.Dests() {
+		if tb.Healthy(d) && !seen[v] {
+			return false
+		}
+	}
+	return true
+}
+
+// engineMismatch explains pairs that an engine left unreachable on a connected fabric: the cause
+// is the engine's restriction on this kind of fabric, and the fix another engine. The engines that
+// suit it are found by routing the fabric with each of them (a check without congestion is cheap
+// next to what the user just ran), so the advice holds for any fabric, not only the known kinds.
+func engineMismatch(e *env, fab *topology.Fabric, engine string, opt routing.Options, unreachable int64, pairs []string) string {
+	cause := fmt.Sprintf("%s leaves %d pairs unreachable (first: %s) though the fabric connects them", engine, unreachable, strings.Join(pairs, ", "))
+	engines := routing.Engines()
+	_, fat2d := topology.Fat2DOf(fab.Graph)
+	if fat2d {
+		// vtftr is the engine made for 2-D fat-trees: name it first.
+		engines = append([]string{"vtftr"}, slices.DeleteFunc(engines, func(n string) bool { return n == "vtftr" })...)
+		cause += fmt.Sprintf(": %s routes up*/down* only (up to the top level, then down), and on a 2-D fat-tree a leaf in another row and column is reached only by going down and up again", engine)
+	} else if engine == "updn" && len(opt.Roots) > 0 {
+		cause += ": updn routes up*/down* only (up towards its roots, then down), and from the roots given some pairs would have to go up again after going down"
+	} else if engine == "dmodc" || engine == "dmodk" || engine == "updn" {
+		cause += fmt.Sprintf(": %s routes up*/down* only (up towards the top level, then down), which this fabric does not allow between every pair", engine)
+	}
+	type suited struct {
+		label        string
+		deadlockFree bool
+	}
+	var suit []suited
+	for _, name := range engines {
+		if name == engine && (name != "updn" || len(opt.Roots) == 1) {
+			continue
+		}
+		for _, try := range engineTrials(fab, name, engine, opt) {
+			eng, err := routing.New(name, routing.Options{Roots: try.roots})
+			if err != nil {
+				continue
+			}
+			tb, err := eng.Compute(fab.Graph)
+			if err != nil {
+				e.log.Debug("engine does not take this fabric", zap.String("engine", name), zap.Error(err))
+				continue
+			}
+			rep := routing.Check(tb, routing.CheckOptions{})
+			if rep.Unreachable > 0 {
+				continue
+			}
+			if !rep.DeadlockFree {
+				try.label += " (every pair, but not deadlock-free)"
+			}
+			suit = append(suit, suited{try.label, rep.DeadlockFree})
+			break
+		}
+	}
+	if len(suit) == 0 {
+		return cause
+	}
+	// Deadlock-free engines first: those are the ones to use.
+	slices.SortStableFunc(suit, func(a, b suited) int {
+		switch {
+		case a.deadlockFree == b.deadlockFree:
+			return 0
+		case a.deadlockFree:
+			return -1
+		}
+		return 1
+	})
+	labels := make([]string, len(suit))
+	for i, su := range suit {
+		labels[i] = su.label
+	}
+	return cause + "; engines that route it: " + strings.Join(labels, ", or ")
+}
+
+// engineTrial is one way to run an engine when looking for one that suits a fabric.
+type engineTrial struct {
+	label string
+	roots []topology.VertexID
+}
+
+// engineTrials lists the ways to try engine name: updn first with its default roots (unless those
+// just failed: it was run without --roots) and then with one root, the first switch of the top level, since up*/down* from a
+// single root reaches every pair of a connected fabric.
+func engineTrials(fab *topology.Fabric, name, failed string, opt routing.Options) []engineTrial {
+	if name != "updn" {
+		return []engineTrial{{label: "-e " + name}}
+	}
+	var trials []engineTrial
+	if failed != "updn" || len(opt.Roots) > 0 {
+		trials = append(trials, engineTrial{label: "-e updn"})
+	}
+	g := fab.Graph
+	root, top := topology.VertexID(-1), -1
+	for v := range topology.VertexID(g.NumVertices()) {
+		if g.Kind(v) == topology.Switch && g.Level(v) > top {
+			root, top = v, g.Level(v)
+		}
+	}
+	if root >= 0 {
+		trials = append(trials, engineTrial{label: "-e updn --roots " + fab.VertexName(root), roots: []topology.VertexID{root}})
+	}
+	return trials
 }
