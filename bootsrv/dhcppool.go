@@ -1,6 +1,7 @@
 package bootsrv
 
 import (
+	"context"
 	"fmt"
 	"hash/fnv"
 	"net"
@@ -34,10 +35,14 @@ func (s *Server) openPool(now func() time.Time) error {
 	if s.fleet != nil {
 		// A fleet shares the whole range: etcd transactions keep each address to one MAC.
 		first, last := s.cfg.poolBounds()
+		start, _ := s.cfg.PoolRange()
 		if now == nil {
 			now = time.Now
 		}
-		s.addrPool = &fleetPool{c: s.fleet.opts.Client, member: s.fleet.m.Load, first: first, last: last, lease: time.Duration(pc.Lease), now: now}
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopPool = cancel // the pool's watch lives as long as the server
+		s.addrPool = &fleetPool{c: s.fleet.opts.Client, cache: s.fleet.opts.Client.WatchPool(ctx, fleetOfferHold),
+			member: s.fleet.m.Load, first: first, last: last, start: start, lease: time.Duration(pc.Lease), now: now}
 		s.log.Info("dhcp pool in etcd", zap.Stringer("first", first), zap.Stringer("last", last), zap.Duration("lease", time.Duration(pc.Lease)))
 		return nil
 	}
@@ -57,6 +62,9 @@ func (s *Server) openPool(now func() time.Time) error {
 
 // closePool closes the pool's lease file (nil without a pool).
 func (s *Server) closePool() error {
+	if s.stopPool != nil {
+		s.stopPool()
+	}
 	if s.pool == nil {
 		return nil
 	}

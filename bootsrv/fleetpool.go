@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"net"
 	"net/netip"
 	"time"
@@ -13,23 +12,28 @@ import (
 	"github.com/bootfabric/bootfabric/fleet"
 )
 
-// fleetOfferHold is how long an offered pool address stays the client's in etcd before its
-// REQUEST: an offer is a lease this short, so an unanswered one frees itself.
+// fleetOfferHold is how long this server keeps an offered pool address for the client before its
+// REQUEST (in memory: offers write nothing to etcd).
 const fleetOfferHold = time.Minute
 
 // errFenced is returned by the fleet pool while this server's membership is not valid: it
 // allocates nothing then, so that no address can go to two MACs through a stale view.
 var errFenced = errors.New("fleet pool: membership not valid (etcd unreachable or lease lost): no pool address is allocated")
 
-// fleetPool is dhcp.pool in a fleet: one range for every server, each address taken for a MAC by
-// an etcd transaction (fleet.Client.Allocate), so that no address ever goes to two MACs across the
-// fleet, whichever servers answer. It implements dhcpd.AddressPool.
+// fleetPool is dhcp.pool in a fleet: one range for every server, each address bound to a MAC by
+// an etcd transaction that compares the keys' revisions (fleet.PoolCache.Take), so that no
+// address ever goes to two MACs across the fleet, whichever servers answer. Offers come from a
+// watched in-memory copy of the pool. It implements dhcpd.AddressPool.
 type fleetPool struct {
 	c           *fleet.Client
+	cache       *fleet.PoolCache
 	member      func() *fleet.Membership
 	first, last netip.Addr
-	lease       time.Duration
-	now         func() time.Time
+	// start is where this server's search begins (its share of the range, as a single server's
+	// pool would have it), so that servers offering at once rarely pick the same address.
+	start netip.Addr
+	lease time.Duration
+	now   func() time.Time
 }
 
 var _ dhcpd.AddressPool = (*fleetPool)(nil)
@@ -48,31 +52,24 @@ func (p *fleetPool) inRange(a netip.Addr) bool {
 	return a.Is4() && !a.Less(p.first) && !p.last.Less(a)
 }
 
-// candidates yields the requested address first (when in the range), then the range in order.
-func (p *fleetPool) candidates(requested netip.Addr) iter.Seq[netip.Addr] {
-	return func(yield func(netip.Addr) bool) {
-		if p.inRange(requested) && !yield(requested) {
-			return
-		}
-		for a := p.first; !p.last.Less(a); a = a.Next() {
-			if a != requested && !yield(a) {
-				return
-			}
-		}
-	}
-}
-
 func addrOf(ip net.IP) netip.Addr {
 	a, _ := netip.AddrFromSlice(ip.To4())
 	return a
 }
 
-// Offer implements dhcpd.AddressPool: the MAC's address, or a new one, held for fleetOfferHold.
+// Offer implements dhcpd.AddressPool: the MAC's address, or a free one, picked from the pool's
+// cache without a write (the REQUEST's transaction decides); this server holds it for the MAC for
+// fleetOfferHold.
 func (p *fleetPool) Offer(ctx context.Context, mac net.HardwareAddr, requested net.IP) (net.IP, error) {
 	if err := p.valid(); err != nil {
 		return nil, err
 	}
-	a, err := p.c.Allocate(ctx, mac.String(), p.candidates(addrOf(requested)), p.now().Add(fleetOfferHold))
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := p.cache.Wait(wctx); err != nil {
+		return nil, err
+	}
+	a, err := p.cache.Pick(mac.String(), fleet.PoolRange{First: p.first, Last: p.last, Start: p.start}, addrOf(requested))
 	if errors.Is(err, fleet.ErrPoolExhausted) {
 		return nil, fmt.Errorf("%w: %v", dhcpd.ErrPoolExhausted, err)
 	}
@@ -92,7 +89,12 @@ func (p *fleetPool) CommitLease(ctx context.Context, mac net.HardwareAddr, ip ne
 	if err := p.valid(); err != nil {
 		return 0, err
 	}
-	err := p.c.Renew(ctx, mac.String(), a, p.now().Add(p.lease))
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := p.cache.Wait(wctx); err != nil {
+		return 0, err
+	}
+	err := p.cache.Take(ctx, mac.String(), a, p.now().Add(p.lease))
 	if errors.Is(err, fleet.ErrAddressTaken) {
 		return 0, fmt.Errorf("%w: %v", dhcpd.ErrNotOwned, err)
 	}

@@ -46,65 +46,88 @@ func TestFleetPool(t *testing.T) {
 	})
 	handlers := []*dhcpd.Handler{dhcpd.NewHandler(a.srv.dhcpConfig("")), dhcpd.NewHandler(b.srv.dhcpConfig(""))}
 	ctx := context.Background()
-	const macs = 60 // more than the 40 addresses: some must be refused as exhausted
+	// Each MAC runs DORA against both servers at once (only its owner answers), retrying after a
+	// NAK: two servers may offer one address to two MACs (offers are local), but only one
+	// REQUEST can bind it.
+	const macs = 60 // a's and b's share of them is about 30 of the 40 addresses
 	var mu sync.Mutex
-	owner := map[string]string{} // address -> MAC
-	answered := map[string]int{}
-	exhausted := 0
+	bound := map[string]string{} // address -> MAC
+	naks, exhausted := 0, 0
 	var wg sync.WaitGroup
 	for i := range macs {
 		mac := net.HardwareAddr{0x02, 0xbf, 0x77, 0, byte(i >> 8), byte(i)}
-		for k, h := range handlers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				disc, _ := dhcpv4.NewDiscovery(mac)
-				d := h.Handle(ctx, disc, dhcpd.Ingress{ServerIP: net.IPv4(127, 0, 0, byte(k+1))})
-				mu.Lock()
-				defer mu.Unlock()
-				switch d.Outcome {
-				case dhcpd.OutcomeOffered:
-					answered[mac.String()]++
-					if prev, dup := owner[d.IP.String()]; dup && prev != mac.String() {
-						t.Errorf("%s offered to %s and %s", d.IP, prev, mac)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for attempt := 0; attempt < 5; attempt++ {
+				var offer dhcpd.Decision
+				var h *dhcpd.Handler
+				answers := 0
+				for k, hk := range handlers {
+					disc, _ := dhcpv4.NewDiscovery(mac)
+					d := hk.Handle(ctx, disc, dhcpd.Ingress{ServerIP: net.IPv4(127, 0, 0, byte(k+1))})
+					switch d.Outcome {
+					case dhcpd.OutcomeOffered:
+						answers++
+						offer, h = d, hk
+					case dhcpd.OutcomeExhausted:
+						mu.Lock()
+						exhausted++
+						mu.Unlock()
+						return
+					case dhcpd.OutcomeNotOurs:
+					default:
+						t.Errorf("%s: DISCOVER %s %v", mac, d.Outcome, d.Err)
+						return
 					}
-					owner[d.IP.String()] = mac.String()
-				case dhcpd.OutcomeExhausted:
-					exhausted++
-				case dhcpd.OutcomeNotOurs:
-				default:
-					t.Errorf("%s on server %d: %s %v", mac, k, d.Outcome, d.Err)
 				}
-			}()
-		}
+				if answers > 1 {
+					t.Errorf("%s answered by %d servers", mac, answers)
+				}
+				if h == nil {
+					return // owned by bs2 or bs3, not asked here
+				}
+				req, _ := dhcpv4.New(dhcpv4.WithHwAddr(mac), dhcpv4.WithMessageType(dhcpv4.MessageTypeRequest), dhcpv4.WithOption(dhcpv4.OptRequestedIPAddress(offer.IP)))
+				d := h.Handle(ctx, req, dhcpd.Ingress{ServerIP: net.IPv4(127, 0, 0, 1)})
+				mu.Lock()
+				switch d.Outcome {
+				case dhcpd.OutcomeAcked:
+					if prev, dup := bound[d.IP.String()]; dup && prev != mac.String() {
+						t.Errorf("%s bound to %s and %s", d.IP, prev, mac)
+					}
+					bound[d.IP.String()] = mac.String()
+					mu.Unlock()
+					return
+				case dhcpd.OutcomeNaked:
+					naks++
+					mu.Unlock()
+				default:
+					mu.Unlock()
+					t.Errorf("%s: REQUEST %s %v", mac, d.Outcome, d.Err)
+					return
+				}
+			}
+			t.Errorf("%s: no lease after 5 attempts", mac)
+		}()
 	}
 	wg.Wait()
-	for m, n := range answered {
-		if n != 1 {
-			t.Errorf("%s answered by %d servers", m, n)
+	if len(bound) == 0 || len(bound) > 40 {
+		t.Fatalf("%d addresses bound", len(bound))
+	}
+	t.Logf("%d addresses bound to distinct MACs; %d NAKs (an address offered by both servers), %d exhausted", len(bound), naks, exhausted)
+	// The etcd leases agree with what was acknowledged.
+	leases, err := a.client.Leases(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range leases {
+		if m, ok := bound[l.Addr.String()]; ok && m != l.MAC {
+			t.Errorf("etcd says %s is %s's, DHCP acknowledged it to %s", l.Addr, l.MAC, m)
 		}
 	}
-	// Only a's and b's share of the unknown MACs (by hash over four live servers) was asked here.
-	if len(owner)+exhausted == 0 || len(owner) > 40 {
-		t.Fatalf("%d addresses offered, %d exhausted", len(owner), exhausted)
-	}
-	t.Logf("%d addresses offered to distinct MACs, %d refused (pool exhausted)", len(owner), exhausted)
-
-	// A REQUEST for the offered address commits it; another MAC asking for it is refused.
-	var ip, mac string
-	for ip, mac = range owner {
+	var ip string
+	for ip = range bound {
 		break
-	}
-	hw, _ := net.ParseMAC(mac)
-	var h *dhcpd.Handler
-	for k, s := range []*fleetMember{a, b} {
-		if UnknownOwner(hw, s.srv.liveServers()) == s.srv.cfg.ServerID {
-			h = handlers[k]
-		}
-	}
-	req, _ := dhcpv4.New(dhcpv4.WithHwAddr(hw), dhcpv4.WithMessageType(dhcpv4.MessageTypeRequest), dhcpv4.WithOption(dhcpv4.OptRequestedIPAddress(net.ParseIP(ip))))
-	if d := h.Handle(ctx, req, dhcpd.Ingress{ServerIP: net.IPv4(127, 0, 0, 1)}); d.Outcome != dhcpd.OutcomeAcked || d.IP.String() != ip {
-		t.Errorf("REQUEST %s for %s: %s %v %v", ip, mac, d.Outcome, d.IP, d.Err)
 	}
 	if _, err := a.srv.addrPool.CommitLease(ctx, net.HardwareAddr{2, 0, 0, 0, 0, 9}, net.ParseIP(ip)); err == nil {
 		t.Errorf("a second MAC committed %s", ip)

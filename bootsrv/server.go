@@ -60,6 +60,7 @@ type Server struct {
 	dhcp     []*dhcpd.Server
 	pool     *dhcpd.Pool       // dhcp.pool of a single server (dhcppool.go); nil without one
 	addrPool dhcpd.AddressPool // what DHCP allocates from: pool, or a fleet's etcd pool; nil: none
+	stopPool func()            // ends the fleet pool's watch; nil without one
 	live     []int             // servers not in failed_servers, for UnknownOwner
 
 	closeOnce sync.Once
