@@ -146,10 +146,14 @@ type FlowConfig struct {
 // progressEvery is how many events pass between two FlowConfig.Progress calls.
 const progressEvery = 32
 
-// Progress is what FlowConfig.Progress is told: nodes done of all, and the simulated time.
+// Progress is what FlowConfig.Progress is told: nodes done of all, the simulated time, and the
+// megabits fetched of all the nodes' files. Nodes finish in a burst near the end, so a progress
+// bar follows the megabits, which grow with the work from the start (restarts after server
+// failures fetch again, so Mb may pass TotalMb).
 type Progress struct {
 	Done, Nodes int
 	Seconds     float64
+	Mb, TotalMb float64
 }
 
 // DefaultFlowConfig returns the documented defaults with kernel and initrd over proto.

@@ -117,6 +117,7 @@ type sim struct {
 	bound     []float64 // classes x labels: seconds each class spent under each label
 	active    []int32
 	doneN     int
+	mbDone    float64 // Mb of the files finished, over all nodes: for Progress
 	mm        maxMin
 	in        maxMinInput
 	stats     FlowStats
@@ -601,6 +602,7 @@ func (s *sim) run(ctx context.Context) error {
 			s.bound[int(c)*s.nLabels+int(cl.label)] += dt
 			if cl.finish <= tol {
 				cl.rem, cl.rate = 0, 0
+				s.mbDone += s.fileMb[cl.file] * float64(cl.memEnd-cl.memStart)
 				s.groups[cl.group].weight -= cl.weight
 				for _, i := range s.members[cl.memStart:cl.memEnd] {
 					s.fileNext[i]++
@@ -634,14 +636,29 @@ func (s *sim) run(ctx context.Context) error {
 		}
 		s.stats.Events++
 		if cfg.Progress != nil && s.stats.Events%progressEvery == 0 {
-			cfg.Progress(Progress{Done: s.doneN, Nodes: s.n, Seconds: now})
+			cfg.Progress(s.progress(now))
 		}
 	}
 	s.record(now, true)
 	if cfg.Progress != nil {
-		cfg.Progress(Progress{Done: s.doneN, Nodes: s.n, Seconds: now})
+		cfg.Progress(s.progress(now))
 	}
 	return nil
+}
+
+// progress is what FlowConfig.Progress is told at now: the finished files' megabits plus what
+// the active flows have fetched of theirs.
+func (s *sim) progress(now float64) Progress {
+	mb := s.mbDone
+	for _, c := range s.active {
+		cl := &s.classes[c]
+		mb += (s.fileMb[cl.file] - cl.rem) * float64(cl.memEnd-cl.memStart)
+	}
+	total := 0.0
+	for _, f := range s.fileMb {
+		total += f
+	}
+	return Progress{Done: s.doneN, Nodes: s.n, Seconds: now, Mb: mb, TotalMb: total * float64(s.n)}
 }
 
 // allocate shares the channels among the active classes and records the throughputs from now on.

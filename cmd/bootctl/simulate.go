@@ -409,10 +409,11 @@ func simReadArrivals(path string, h *topology.Hierarchy) (map[int]float64, error
 	return out, nil
 }
 
-// simProgress returns the simulator's progress callback, drawing a bar of nodes booted on
-// stderr (see progressBar); a call with Done < 0 clears it. It returns nil when there is no bar.
+// simProgress returns the simulator's progress callback, drawing a bar of the megabytes the nodes
+// have fetched (nodes booted come in a burst at the end, data from the start) on stderr (see
+// progressBar); a call with Done < 0 clears it. It returns nil when there is no bar.
 func simProgress(e *env, label string) func(fabricsim.Progress) {
-	bar := e.progressBar(label, 0, "nodes booted")
+	bar := e.progressBar(label, 0, "MB fetched")
 	if bar == nil {
 		return nil
 	}
@@ -422,7 +423,7 @@ func simProgress(e *env, label string) func(fabricsim.Progress) {
 			bar.Done()
 			return
 		}
-		set(p.Done, p.Nodes)
+		set(int(p.Mb/8), int(p.TotalMb/8))
 	}
 }
 
