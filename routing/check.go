@@ -1,7 +1,9 @@
 package routing
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/bootfabric/bootfabric/topology"
@@ -135,7 +137,9 @@ func Check(t *Tables, opt CheckOptions) *Report {
 		unreachable int64
 		loops       int64
 		updown      int64
-		pairs       []Pair
+		// pairs are unreachable pairs by destination position; the report lists those of the
+		// first destinations, whichever worker found them, so that it is the same on every run.
+		pairs []rankedPair
 	}
 	var mu sync.Mutex
 	var accs []*acc
@@ -202,6 +206,13 @@ func Check(t *Tables, opt CheckOptions) *Report {
 			}
 		}
 		var delivered int64
+		npairs := 0
+		addPair := func(src int32) {
+			if npairs < opt.MaxPairs {
+				a.pairs = append(a.pairs, rankedPair{int32(hi), Pair{g.VertexName(t.dests[src]), g.VertexName(dv)}})
+				npairs++
+			}
+		}
 		for i := 0; i < len(q); i++ {
 			u := q[i]
 			sc.done[u] = true
@@ -209,9 +220,7 @@ func Check(t *Tables, opt CheckOptions) *Report {
 			if f := sc.flow[u]; f > 0 {
 				switch {
 				case nx == dead:
-					if len(a.pairs) < opt.MaxPairs {
-						a.pairs = append(a.pairs, Pair{g.VertexName(t.dests[sc.who[u]]), g.VertexName(dv)})
-					}
+					addPair(sc.who[u])
 				case nx == toDest:
 					a.load[portCh[u][t.Port(int(u), d)-1]] += f
 					delivered += f
@@ -249,8 +258,8 @@ func Check(t *Tables, opt CheckOptions) *Report {
 		for s := 0; s < S; s++ {
 			if !sc.done[s] && sc.flow[s] > 0 {
 				loop = true
-				if len(a.pairs) < opt.MaxPairs && sc.who[s] >= 0 {
-					a.pairs = append(a.pairs, Pair{g.VertexName(t.dests[sc.who[s]]), g.VertexName(dv)})
+				if sc.who[s] >= 0 {
+					addPair(sc.who[s])
 				}
 			}
 		}
@@ -258,9 +267,13 @@ func Check(t *Tables, opt CheckOptions) *Report {
 			a.loops++
 		}
 		a.unreachable += int64(len(healthy)-1) - delivered
+		if len(a.pairs) > 2*opt.MaxPairs {
+			a.pairs = firstPairs(a.pairs, opt.MaxPairs)
+		}
 	})
 	load := make([]int64, nch)
 	cdg := make([]uint64, words)
+	var pairs []rankedPair
 	for _, a := range accs {
 		for i, x := range a.load {
 			load[i] += x
@@ -271,11 +284,10 @@ func Check(t *Tables, opt CheckOptions) *Report {
 		rep.Unreachable += a.unreachable
 		rep.Loops += a.loops
 		rep.UpDownViolations += a.updown
-		for _, p := range a.pairs {
-			if len(rep.FirstUnreachable) < opt.MaxPairs {
-				rep.FirstUnreachable = append(rep.FirstUnreachable, p)
-			}
-		}
+		pairs = append(pairs, a.pairs...)
+	}
+	for _, rp := range firstPairs(pairs, opt.MaxPairs) {
+		rep.FirstUnreachable = append(rep.FirstUnreachable, rp.pair)
 	}
 	// Injection channels carry one route to every other healthy endpoint.
 	for _, d := range healthy {
@@ -447,4 +459,18 @@ func shifts(t *Tables, healthy []int32, portCh [][]topology.Channel, opt CheckOp
 func (r *Report) String() string {
 	return fmt.Sprintf("%s: %d switches, %d/%d healthy endpoints, valid=%v unreachable=%d loops=%d updown_violations=%d vcs=%d deadlock_free=%v",
 		r.Engine, r.Switches, r.Healthy, r.Endpoints, r.Valid, r.Unreachable, r.Loops, r.UpDownViolations, r.VCs, r.DeadlockFree)
+}
+
+// rankedPair is an unreachable pair found while checking the routes to the hi-th healthy
+// destination.
+type rankedPair struct {
+	hi   int32
+	pair Pair
+}
+
+// firstPairs returns the first n pairs by destination, in the order found for each destination
+// (one destination is checked by one worker, in a fixed order).
+func firstPairs(ps []rankedPair, n int) []rankedPair {
+	slices.SortStableFunc(ps, func(a, b rankedPair) int { return cmp.Compare(a.hi, b.hi) })
+	return ps[:min(n, len(ps))]
 }

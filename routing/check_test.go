@@ -2,6 +2,7 @@ package routing
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/bootfabric/bootfabric/topology"
@@ -285,5 +286,45 @@ func TestDmodkShiftRandomFullPGFT(t *testing.T) {
 	}
 	if tested < 15 {
 		t.Errorf("only %d PGFTs tested", tested)
+	}
+}
+
+// TestCheckFirstUnreachableDeterministic: the unreachable pairs a report lists are those of the
+// first destinations, the same with one worker or many and on every run (they end up in bootctl
+// route's error message, which must not change from run to run).
+func TestCheckFirstUnreachableDeterministic(t *testing.T) {
+	tests := []struct {
+		name   string
+		engine Engine
+		spec   string
+	}{
+		{"dmodc on a 2-D fat-tree", Dmodc{}, "fat2d:12"},
+		{"updn on a 2-D fat-tree", UpDown{}, "fat2d:6,2"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := topology.ParseFat2D(tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := f.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tb, err := tc.engine.Compute(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Check(tb, CheckOptions{Workers: 1, MaxPairs: 7}).FirstUnreachable
+			if len(want) != 7 {
+				t.Fatalf("serial check lists %d pairs, want 7: %v", len(want), want)
+			}
+			for run := range 20 {
+				got := Check(tb, CheckOptions{Workers: 4, MaxPairs: 7}).FirstUnreachable
+				if !slices.Equal(got, want) {
+					t.Fatalf("run %d with 4 workers: %v, serial: %v", run, got, want)
+				}
+			}
+		})
 	}
 }
