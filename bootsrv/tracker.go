@@ -513,12 +513,15 @@ func (t *Tracker) Stop() error {
 	return err
 }
 
-// Run saves changes at most every Flush interval until ctx ends, then saves a last time.
+// Run saves changes at most every Flush interval until ctx ends, then saves a last time. A save
+// that fails (a fleet's etcd unreachable) is retried every interval until it succeeds, whether or
+// not anything changes meanwhile: the last changes before an outage must not wait for the next.
 func (t *Tracker) Run(ctx context.Context) error {
 	if t.opts.Store == nil || t.opts.Flush <= 0 {
 		<-ctx.Done()
 		return t.Flush()
 	}
+	failing := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -532,7 +535,16 @@ func (t *Tracker) Run(ctx context.Context) error {
 		case <-time.After(t.opts.Flush):
 		}
 		if err := t.Flush(); err != nil {
-			t.log.Error("saving boot states", zap.Error(err))
+			if !failing {
+				t.log.Error("saving boot states; retrying", zap.Error(err))
+			} else {
+				t.log.Debug("saving boot states", zap.Error(err))
+			}
+			failing = true
+			t.changed() // still dirty: try again after the interval
+		} else if failing {
+			failing = false
+			t.log.Info("boot states saved again")
 		}
 	}
 }

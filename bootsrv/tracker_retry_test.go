@@ -1,0 +1,71 @@
+package bootsrv
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// flakyStore fails every Save while down, and records what it saved.
+type flakyStore struct {
+	mu    sync.Mutex
+	down  bool
+	saved map[string]State
+}
+
+func (s *flakyStore) Load() ([]NodeStatus, error) { return nil, nil }
+func (s *flakyStore) Save(nodes []NodeStatus) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return errors.New("store unreachable")
+	}
+	for _, n := range nodes {
+		s.saved[n.Name] = n.State
+	}
+	return nil
+}
+func (s *flakyStore) Delete([]string) error { return nil }
+func (s *flakyStore) Close() error          { return nil }
+
+func (s *flakyStore) set(down bool) { s.mu.Lock(); s.down = down; s.mu.Unlock() }
+func (s *flakyStore) state(name string) State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.saved[name]
+}
+
+// TestTrackerRetriesFailedSave: the last changes made while the store is unreachable are saved
+// once it is back, though nothing changes after them.
+func TestTrackerRetriesFailedSave(t *testing.T) {
+	store := &flakyStore{saved: map[string]State{}}
+	tr, err := NewTracker(testNodes(t, 2), "default", TrackerOptions{Store: store, Flush: 10 * time.Millisecond, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- tr.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	store.set(true)
+	if _, err := tr.Report("node00", Health{Status: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // a few failed saves
+	if got := store.state("node00"); got == Healthy {
+		t.Fatal("saved while the store was down")
+	}
+	store.set(false)
+	deadline := time.Now().Add(2 * time.Second)
+	for store.state("node00") != Healthy {
+		if time.Now().After(deadline) {
+			t.Fatal("the change made while the store was down was never saved")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
