@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	grpcbackoff "google.golang.org/grpc/backoff"
 )
 
 // Options configure Open.
@@ -78,8 +80,16 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 		// the balancer moves to another member before the next request needs it.
 		DialKeepAliveTime:    2 * time.Second,
 		DialKeepAliveTimeout: 2 * time.Second,
-		Logger:               opts.Log.Named("etcd-client").WithOptions(zap.IncreaseLevel(zap.WarnLevel)),
-		Context:              context.WithoutCancel(ctx),
+		// gRPC's default reconnect backoff grows to 2 minutes: after an etcd outage of 10 s a
+		// member would wait seconds more before it tries again, longer than a lease's TTL, so
+		// its lease would expire once etcd is back and its nodes be taken over. Retry every
+		// second at most.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           grpcbackoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: time.Second,
+		})},
+		Logger:  opts.Log.Named("etcd-client").WithOptions(zap.IncreaseLevel(zap.WarnLevel)),
+		Context: context.WithoutCancel(ctx),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd at %s: %w", strings.Join(opts.Endpoints, ","), err)
