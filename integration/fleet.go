@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -624,5 +625,100 @@ func (f *Fleet) WaitHealthy(ctx context.Context, fc *fleet.Client, d time.Durati
 			return recs, err
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Metric reads one unlabelled metric of the named server's /metrics, from inside its namespace.
+// Note: a fleet member's /metrics answers 500 today: the server's registry and the etcd client's
+// (added by serve --etcd as a Gatherer) both define bootfabric_fleet_lease_renewals_total with
+// different help texts, which prometheus refuses to merge.
+func (f *Fleet) Metric(ctx context.Context, name, metric string) (float64, error) {
+	s, err := f.server(name)
+	if err != nil {
+		return 0, err
+	}
+	// Without -f: a failing /metrics says why in its body.
+	text, err := f.run.Run(ctx, "ip", "netns", "exec", s.Namespace, "curl", "-sS", "--max-time", "2", "http://127.0.0.1/metrics")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, metric+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return 0, fmt.Errorf("server %s: no metric %s in /metrics: %s", name, metric, tail(text, 3))
+}
+
+// LogLine is one line of a server's log (zap's console format: time, level, [logger,] message,
+// JSON fields).
+type LogLine struct {
+	At     time.Time
+	Msg    string
+	Fields map[string]any
+}
+
+// LogLines returns the named server's log lines with message msg (all when empty) since t.
+func (f *Fleet) LogLines(name, msg string, since time.Time) []LogLine {
+	fh, err := os.Open(f.LogPath(name))
+	if err != nil {
+		return nil
+	}
+	defer fh.Close()
+	var out []LogLine
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		parts := strings.Split(sc.Text(), "\t")
+		if len(parts) < 3 {
+			continue
+		}
+		at, err := time.Parse("2006-01-02T15:04:05.000Z0700", parts[0])
+		if err != nil || at.Before(since) {
+			continue
+		}
+		l := LogLine{At: at, Msg: parts[len(parts)-1]}
+		if last := parts[len(parts)-1]; strings.HasPrefix(last, "{") {
+			l.Msg = parts[len(parts)-2]
+			_ = json.Unmarshal([]byte(last), &l.Fields)
+		}
+		if msg == "" || l.Msg == msg {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// WaitOwned waits (at most d) until every server's latest ownership (its last "fleet ownership"
+// log line, since since[name] when given: a restarted server's own) has no dead server and want
+// nodes: the full fleet's ownership, e.g. after a server came back. (The servers' /metrics cannot
+// tell: see the note on Metric.)
+func (f *Fleet) WaitOwned(ctx context.Context, want int, since map[string]time.Time, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		var got []string
+		ok := true
+		for _, s := range f.Servers {
+			lines := f.LogLines(s.Name, "fleet ownership", since[s.Name])
+			if len(lines) == 0 {
+				ok = false
+				got = append(got, s.Name+"=?")
+				continue
+			}
+			l := lines[len(lines)-1]
+			owned, _ := l.Fields["owned"].(float64)
+			dead, _ := l.Fields["dead"].([]any)
+			if int(owned) != want || len(dead) > 0 {
+				ok = false
+			}
+			got = append(got, fmt.Sprintf("%s=%v (dead %v)", s.Name, owned, dead))
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("servers own %s, want %d each", strings.Join(got, " "), want)
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 }

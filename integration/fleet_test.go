@@ -3,7 +3,9 @@ package integration
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -120,6 +122,297 @@ func TestFleet(t *testing.T) {
 	t.Logf("fleet of %d servers up (configuration by %s) at %.1f s; etcd %v", len(c.Servers), f.Applied, time.Since(began).Seconds(), etcd.Endpoints)
 
 	t.Run("KillServer", func(t *testing.T) { fleetKillServer(t, ctx, f, fc) })
+	t.Run("EtcdMemberKilled", func(t *testing.T) {
+		fleetRestore(t, ctx, f)
+		fleetEtcdMemberKilled(t, ctx, f, fc, etcd)
+	})
+	t.Run("EtcdDown", func(t *testing.T) {
+		fleetRestore(t, ctx, f)
+		fleetEtcdDown(t, ctx, f, fc, etcd)
+	})
+}
+
+// fleetRestore brings back any server a phase killed and waits until ownership is the full
+// fleet's again: a returning server reclaims its nodes (none is mid-boot between phases).
+func fleetRestore(t *testing.T, ctx context.Context, f *Fleet) {
+	t.Helper()
+	start := time.Now()
+	since := map[string]time.Time{}
+	for _, s := range f.Servers {
+		if f.Pid(s.Name) != 0 {
+			continue
+		}
+		since[s.Name] = time.Now().Add(-time.Millisecond)
+		if err := f.StartServer(ctx, s.Name); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.WaitServer(ctx, s.Name); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s restarted", s.Name)
+	}
+	if err := f.WaitOwned(ctx, len(f.Nodes)/len(f.Servers), since, 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("every server owns its %d nodes again after %.1f s", len(f.Nodes)/len(f.Servers), time.Since(start).Seconds())
+}
+
+// fleetBootAsync boots every node on the ramp in a goroutine; the channel gets the result.
+type fleetBootResult struct {
+	boot *FleetBoot
+	err  error
+}
+
+func fleetBootAsync(ctx context.Context, f *Fleet, onEvent func(NodeEvent)) <-chan fleetBootResult {
+	out := make(chan fleetBootResult, 1)
+	go func() {
+		b, err := f.BootFleet(ctx, FleetBootOptions{Delays: fleetDelays(len(f.Nodes), fleetRamp), Timeout: 90 * time.Second, OnEvent: onEvent})
+		out <- fleetBootResult{b, err}
+	}()
+	return out
+}
+
+// fleetNoRetries checks that every node booted at its first attempt with no failed step.
+func fleetNoRetries(t *testing.T, boot *FleetBoot) {
+	t.Helper()
+	bad := 0
+	for _, tl := range boot.Nodes {
+		if tl.Count("dhcp") != 1 || tl.Count("fail") != 0 {
+			bad++
+			var fails []string
+			for _, e := range tl.Events {
+				if e.Name == "fail" {
+					fails = append(fails, fmt.Sprintf("%s at %.2fs", strings.Join(e.Args, " "), e.At))
+				}
+			}
+			t.Errorf("%s: %d boot attempts, failed steps: %s", tl.Node, tl.Count("dhcp"), strings.Join(fails, ", "))
+		}
+	}
+	if bad == 0 {
+		t.Logf("all %d nodes booted at their first attempt, no step failed; batch %.2f s", len(boot.Nodes), boot.Batch)
+	}
+}
+
+// fleetSameServers checks that no server was restarted (same pids) and none took nodes over
+// since t.
+func fleetSameServers(t *testing.T, f *Fleet, pids map[string]int, since time.Time) {
+	t.Helper()
+	for name, pid := range pids {
+		if got := f.Pid(name); got != pid {
+			t.Errorf("server %s: pid %d, was %d", name, got, pid)
+		}
+	}
+	for _, line := range takeoverLines(f, since) {
+		if strings.Contains(line, " takeover ") {
+			t.Errorf("unexpected takeover: %s", line)
+		}
+	}
+}
+
+func fleetPids(f *Fleet) map[string]int {
+	out := map[string]int{}
+	for _, s := range f.Servers {
+		out[s.Name] = f.Pid(s.Name)
+	}
+	return out
+}
+
+// fleetEtcdMemberKilled boots every node and kills the etcd leader (SIGKILL) once half of the
+// nodes are bound: the boot completes with no node failed, no server restarted or taken over.
+func fleetEtcdMemberKilled(t *testing.T, ctx context.Context, f *Fleet, fc *fleet.Client, etcd *etcdtest.Cluster) {
+	leader, err := etcdLeader(etcd.Endpoints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := fleetPids(f)
+	half := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	bound := 0
+	res := fleetBootAsync(ctx, f, func(ev NodeEvent) {
+		if ev.Name != "bound" {
+			return
+		}
+		mu.Lock()
+		bound++
+		if bound >= len(f.Nodes)/2 {
+			once.Do(func() { close(half) })
+		}
+		mu.Unlock()
+	})
+	var killWall time.Time
+	select {
+	case <-half:
+		killWall = time.Now()
+		etcd.Member(leader).Kill()
+	case r := <-res:
+		t.Fatalf("boot ended before half of the nodes were bound: %v", r.err)
+	}
+	r := <-res
+	if r.err != nil {
+		t.Errorf("boot: %v", r.err)
+	}
+	if r.boot == nil {
+		t.FailNow()
+	}
+	t.Logf("etcd leader %s killed at %.2f s after the batch start", etcd.Member(leader).Name, killWall.Sub(r.boot.Start).Seconds())
+	fleetNoRetries(t, r.boot)
+	if _, err := f.WaitHealthy(ctx, fc, 15*time.Second); err != nil {
+		t.Errorf("etcd records with a member down: %v", err)
+	}
+	fleetSameServers(t, f, pids, killWall)
+	etcd.Member(leader).Restart()
+}
+
+// fleetEtcdDown boots every node on the ramp and stops all three etcd members for 10 s once a
+// few nodes are bound: the servers, fenced, keep answering their (home) nodes' DHCP with the
+// reserved addresses and serve the boot; when etcd returns, every node's record says healthy,
+// every server is a valid member again, and no server was restarted.
+func fleetEtcdDown(t *testing.T, ctx context.Context, f *Fleet, fc *fleet.Client, etcd *etcdtest.Cluster) {
+	pids := fleetPids(f)
+	few := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	bound := 0
+	res := fleetBootAsync(ctx, f, func(ev NodeEvent) {
+		if ev.Name != "bound" {
+			return
+		}
+		mu.Lock()
+		bound++
+		if bound >= 4 {
+			once.Do(func() { close(few) })
+		}
+		mu.Unlock()
+	})
+	select {
+	case <-few:
+	case r := <-res:
+		t.Fatalf("boot ended before 4 nodes were bound: %v", r.err)
+	}
+	for _, m := range etcd.Members {
+		m.Stop()
+	}
+	downWall := time.Now()
+	time.Sleep(10 * time.Second)
+	upWall := time.Now()
+	etcd.RestartAll()
+	healthyWall := time.Now()
+	r := <-res
+	if r.err != nil {
+		t.Errorf("boot: %v", r.err)
+	}
+	if r.boot == nil {
+		t.FailNow()
+	}
+	down, up := downWall.Sub(r.boot.Start).Seconds(), upWall.Sub(r.boot.Start).Seconds()
+	// Fenced: from the last renewal before the outage plus TTL - margin, at most TTL after.
+	fenced := down + fleetTTL.Seconds()
+	counts := map[string]int{}
+	boundFenced := 0
+	for _, tl := range r.boot.Nodes {
+		for _, e := range tl.Events {
+			if e.At >= down && e.At <= up {
+				counts[e.Name]++
+				if e.Name == "bound" && e.At >= fenced {
+					boundFenced++
+				}
+			}
+		}
+	}
+	t.Logf("etcd down from %.2f s to %.2f s after the batch start (healthy again %.2f s later); meanwhile %d nodes bound (%d while every server was fenced), %d fetched their kernel, %d reported healthy",
+		down, up, healthyWall.Sub(upWall).Seconds(), counts["bound"], boundFenced, counts["kernel"], counts["reported"])
+	if boundFenced == 0 || counts["kernel"] == 0 {
+		t.Errorf("nodes did not keep booting while etcd was down: %v", counts)
+	}
+	fleetNoRetries(t, r.boot)
+	// Recovered: every server a live member in etcd again, and each one's latest word on its
+	// lease (since the outage began) says renewed or re-joined.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		members, merr := f.Members(ctx, fc)
+		var notBack []string
+		for _, s := range f.Servers {
+			var last string
+			for _, l := range f.LogLines(s.Name, "", downWall) {
+				switch l.Msg {
+				case "fleet lease renewal failed; retrying", "fleet lease lost (expired or revoked in etcd); re-joining", "fleet re-join failed; retrying",
+					"fleet lease renewed again", "fleet membership re-joined":
+					last = l.Msg
+				}
+			}
+			if last != "" && last != "fleet lease renewed again" && last != "fleet membership re-joined" {
+				notBack = append(notBack, s.Name+": "+last)
+			}
+		}
+		if merr == nil && len(members) == len(f.Servers) && len(notBack) == 0 {
+			t.Logf("all %d servers live members, none fenced (checked %.1f s after etcd returned, when the boot had ended)", len(members), time.Since(upWall).Seconds())
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("after etcd returned: members %v (%v); not back: %v", members, merr, notBack)
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	recs, err := f.WaitHealthy(ctx, fc, 20*time.Second)
+	if err != nil {
+		n := 0
+		for _, rec := range recs {
+			if rec.State.String() != "healthy" {
+				n++
+				t.Logf("etcd record %s: %s on %s since %s (last event %s at %s, attempt %d)", rec.Name, rec.State, rec.Server,
+					rec.Since.Format("15:04:05.000"), rec.LastEvent, rec.LastSeen.Format("15:04:05.000"), rec.Attempt)
+				for _, srv := range f.Servers {
+					for _, l := range f.LogLines(srv.Name, "", downWall) {
+						if l.Fields["node"] == rec.Name || strings.Contains(l.Msg, "sav") {
+							t.Logf("  %s %s %s %v", srv.Name, l.At.Format("15:04:05.000"), l.Msg, l.Fields)
+						}
+					}
+				}
+			}
+		}
+		t.Errorf("etcd records after etcd returned: %v (%d of %d not healthy)", err, n, len(recs))
+	} else {
+		t.Logf("every node's etcd record healthy %.1f s after etcd returned", time.Since(upWall).Seconds())
+	}
+	for _, s := range f.Servers {
+		var msgs []string
+		for _, l := range f.LogLines(s.Name, "", downWall) {
+			if strings.HasPrefix(l.Msg, "fleet ") && l.Msg != "fleet ownership" {
+				msgs = append(msgs, fmt.Sprintf("+%.1fs %s", l.At.Sub(downWall).Seconds(), l.Msg))
+			}
+		}
+		if len(msgs) > 6 {
+			msgs = append(msgs[:3], append([]string{"..."}, msgs[len(msgs)-3:]...)...)
+		}
+		t.Logf("%s since etcd went down: %s", s.Name, strings.Join(msgs, "; "))
+	}
+	fleetSameServers(t, f, pids, downWall)
+}
+
+// etcdLeader returns the index of the cluster's leader, asking each member's status through
+// etcd's JSON gateway.
+func etcdLeader(endpoints []string) (int, error) {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	for i, ep := range endpoints {
+		resp, err := hc.Post("http://"+ep+"/v3/maintenance/status", "application/json", strings.NewReader("{}"))
+		if err != nil {
+			continue
+		}
+		var st struct {
+			Header struct {
+				MemberID string `json:"member_id"`
+			} `json:"header"`
+			Leader string `json:"leader"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if err == nil && st.Leader != "" && st.Header.MemberID == st.Leader {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("no etcd member at %v says it is the leader", endpoints)
 }
 
 // fleetKillServer boots every node on a power-on ramp and kills bs1 with SIGKILL once half of its

@@ -146,6 +146,25 @@ func (c *Cluster) WaitHealthy() {
 	}
 }
 
+// RestartAll starts every member that is not running again, all at once (a cluster that lost its
+// quorum has no healthy member until a majority is back, so members restarted one by one with
+// Member.Restart would wait in vain), and waits until every member is healthy.
+func (c *Cluster) RestartAll() {
+	c.tb.Helper()
+	for _, m := range c.Members {
+		if m.Running() {
+			continue
+		}
+		m.kill() // forgets the exited process
+		if err := m.spawn(); err != nil {
+			c.tb.Fatalf("etcdtest: %v", err)
+		}
+	}
+	if err := c.waitHealthy(c.Members...); err != nil {
+		c.tb.Fatalf("etcdtest: restart: %v", err)
+	}
+}
+
 // waitHealthy polls each member's /health until it says true, a member exits or the timeout.
 func (c *Cluster) waitHealthy(ms ...*Member) error {
 	deadline := time.Now().Add(c.timeout)

@@ -35,6 +35,13 @@ func TestStart(t *testing.T) {
 			}
 			m.Restart()
 			c.WaitHealthy()
+			if n == 3 {
+				// The whole cluster down: no member is healthy until a majority is back.
+				for _, m := range c.Members {
+					m.Stop()
+				}
+				c.RestartAll()
+			}
 		})
 	}
 }
