@@ -51,6 +51,8 @@ type Reporter struct {
 	on   bool
 	t0   time.Time
 	done atomic.Int64
+	// total is opt.Total, and what Func's callback is told since, which work may learn late.
+	total atomic.Int64
 	// next is the earliest time (UnixNano) of the next drawing; a CAS on it elects one drawer.
 	next atomic.Int64
 
@@ -76,6 +78,7 @@ func New(w io.Writer, opt Options) *Reporter {
 		line = NewLine(w)
 	}
 	p := &Reporter{line: line, opt: opt, on: opt.Terminal && w != nil}
+	p.total.Store(int64(opt.Total))
 	if p.on {
 		p.t0 = opt.Now()
 		p.next.Store(p.t0.Add(opt.Delay).UnixNano())
@@ -109,9 +112,7 @@ func (p *Reporter) Func() func(done, total int) {
 	}
 	return func(done, total int) {
 		if total > 0 {
-			p.mu.Lock()
-			p.opt.Total = total
-			p.mu.Unlock()
+			p.total.Store(int64(total))
 		}
 		p.Set(done)
 	}
@@ -149,7 +150,7 @@ func (p *Reporter) text(now time.Time, done int64) string {
 	if p.opt.Unit != "" {
 		unit = " " + p.opt.Unit
 	}
-	total := int64(p.opt.Total)
+	total := p.total.Load()
 	if total <= 0 {
 		p.spin++
 		fmt.Fprintf(&b, "%c %d%s  %s", `|/-\`[p.spin%4], done, unit, clock(elapsed))
