@@ -152,9 +152,16 @@ func (c *Client) renewOwn(ctx context.Context, mac string, candidates iter.Seq[n
 // MAC's previous address, when not nil and still as read). It reports whether the transaction
 // succeeded.
 func (c *Client) takeAddr(ctx context.Context, mac string, ip netip.Addr, seen, macSeen, drop *mvccpb.KeyValue, expires time.Time) (bool, error) {
+	ok, _, err := c.takeAddrAt(ctx, mac, ip, seen, macSeen, drop, expires)
+	return ok, err
+}
+
+// takeAddrAt is takeAddr that also returns the keys it wrote, at the transaction's revision (nil
+// when it failed), for a cache to record without waiting for its watch.
+func (c *Client) takeAddrAt(ctx context.Context, mac string, ip netip.Addr, seen, macSeen, drop *mvccpb.KeyValue, expires time.Time) (bool, []*mvccpb.KeyValue, error) {
 	val, err := json.Marshal(addrValue{MAC: mac, Expires: expires.UTC()})
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	ak, mk := c.keys.addr(ip.String()), c.keys.mac(mac)
 	cmps := []clientv3.Cmp{unchanged(ak, seen), unchanged(mk, macSeen)}
@@ -169,9 +176,16 @@ func (c *Client) takeAddr(ctx context.Context, mac string, ip netip.Addr, seen, 
 		return err
 	})
 	if err != nil {
-		return false, c.wrap("allocate "+ip.String()+" for "+mac, err)
+		return false, nil, c.wrap("allocate "+ip.String()+" for "+mac, err)
 	}
-	return resp.Succeeded, nil
+	if !resp.Succeeded {
+		return false, nil, nil
+	}
+	rev := resp.Header.Revision
+	return true, []*mvccpb.KeyValue{
+		{Key: []byte(ak), Value: val, ModRevision: rev},
+		{Key: []byte(mk), Value: []byte(ip.String()), ModRevision: rev},
+	}, nil
 }
 
 // Renew extends mac's lease on ip until expires, taking ip when it is free (DHCPREQUEST for an

@@ -254,12 +254,18 @@ func (p *PoolCache) Take(ctx context.Context, mac string, ip netip.Addr, expires
 				return fmt.Errorf("fleet %s: take %s for %s: %w (%s until %s)", c.fleet, ip, hw, ErrAddressTaken, v.MAC, v.Expires.Format(time.RFC3339))
 			}
 		}
-		ok, err := c.takeAddr(ctx, hw, ip, seen, macSeen, drop, expires)
+		ok, wrote, err := c.takeAddrAt(ctx, hw, ip, seen, macSeen, drop, expires)
 		if err != nil {
 			return err
 		}
 		if ok {
 			p.mu.Lock()
+			for _, kv := range wrote { // known now; the watch would bring them a little later
+				p.putLocked(kv, false)
+			}
+			if drop != nil && string(drop.Key) != string(wrote[0].Key) {
+				p.dropLocked(string(drop.Key))
+			}
 			if o, held := p.offers[ip]; held && o.mac == hw {
 				delete(p.offers, ip)
 				delete(p.offerOf, hw)
