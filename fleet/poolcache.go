@@ -122,6 +122,28 @@ func (p *PoolCache) putLocked(kv *mvccpb.KeyValue, deleted bool) {
 	}
 }
 
+// Holds says until when mac holds ip, as the cache knows it (false when another MAC, or none,
+// holds it). A server answers a REQUEST for a lease that is still mostly left without a write, as
+// a single server's pool does: the cache may lag, but a MAC's own lease only changes through
+// itself.
+func (p *PoolCache) Holds(mac string, ip netip.Addr) (time.Time, bool) {
+	hw, err := canonicalMAC(mac)
+	if err != nil {
+		return time.Time{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	kv := p.addrs[ip.Unmap()]
+	if kv == nil {
+		return time.Time{}, false
+	}
+	v := decodeAddr(kv)
+	if v.MAC != hw {
+		return time.Time{}, false
+	}
+	return v.Expires, true
+}
+
 // PoolRange is the part of the address space Pick draws from.
 type PoolRange struct {
 	First, Last netip.Addr // inclusive
