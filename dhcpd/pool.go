@@ -558,9 +558,9 @@ func (p *Pool) writer() {
 
 type leaseWrite struct {
 	key [4]byte
-	val []byte // nil: delete
 	ip  uint32
-	gen uint32 // the version written
+	put bool     // false: delete
+	rec leaseRec // the version written
 }
 
 // flush writes the current state of every dirty address in one transaction,
@@ -579,7 +579,7 @@ func (p *Pool) flush() {
 		// An offer is not a lease: the address is written as free (its
 		// previous lease ended, or it would not have been offered).
 		if r, held := p.byIP[ip]; held && r.state != LeaseOffered {
-			w.val, w.gen = encodeLease(r), r.gen
+			w.put, w.rec = true, r // encoded outside the lock
 		}
 		writes = append(writes, w)
 	}
@@ -595,10 +595,10 @@ func (p *Pool) flush() {
 		bk := tx.Bucket(leaseBucket)
 		for _, w := range writes {
 			var err error
-			if w.val == nil {
-				err = bk.Delete(w.key[:])
+			if w.put {
+				err = bk.Put(w.key[:], encodeLease(w.rec))
 			} else {
-				err = bk.Put(w.key[:], w.val)
+				err = bk.Delete(w.key[:])
 			}
 			if err != nil {
 				return err
@@ -616,8 +616,8 @@ func (p *Pool) flush() {
 		p.m.nWrites.Add(uint64(len(writes)))
 		p.mu.Lock()
 		for _, w := range writes {
-			if r, held := p.byIP[w.ip]; held && w.val != nil && r.gen == w.gen {
-				r.durable = w.gen
+			if r, held := p.byIP[w.ip]; held && w.put && r.gen == w.rec.gen {
+				r.durable = w.rec.gen
 				p.byIP[w.ip] = r
 			}
 		}
