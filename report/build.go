@@ -25,6 +25,8 @@ type FlowOutcome struct {
 	BatchSeconds float64
 	// NodeSeconds are the nodes' completion times (any order).
 	NodeSeconds []float64
+	// Limit names what bounded most nodes longest (a segment or a protocol cap; empty: unknown).
+	Limit string
 }
 
 // Config is what a report is made of.
@@ -65,6 +67,8 @@ type Row struct {
 	FlowSeconds float64 `json:"flow_seconds,omitempty"`
 	// FlowSpreadSeconds is the flow model's last minus first node completion time.
 	FlowSpreadSeconds float64 `json:"flow_spread_seconds,omitempty"`
+	// FlowLimit is what bounded most nodes in the flow model (a segment or "tftp cap").
+	FlowLimit string `json:"flow_limit,omitempty"`
 
 	// nodeSeconds are the flow model's node completion times, kept for the distribution plot.
 	nodeSeconds []float64
@@ -161,6 +165,8 @@ type Report struct {
 	Scenarios      []*Case        `json:"scenarios,omitempty"`
 	Distribution   *Distribution  `json:"distribution,omitempty"`
 	Recommendation Recommendation `json:"recommendation"`
+	// Headline is the boot time of every batch under the recommended mapping, end to end first.
+	Headline Headline `json:"headline"`
 }
 
 // Build computes a report.
@@ -263,6 +269,7 @@ func Build(cfg Config) (*Report, error) {
 	if rep.Recommendation, err = recommend(cfg, rep, bestJ); err != nil {
 		return nil, err
 	}
+	rep.Headline = headline(rep, bestJ)
 	return rep, nil
 }
 
@@ -380,7 +387,7 @@ func runAlgo(cfg Config, g *topology.Graph, failed []bool, image float64, j int,
 			if err != nil {
 				return nil, fmt.Errorf("flow model, %s, %s: %w", b.Label, algo.Name, err)
 			}
-			r.FlowSeconds = fo.BatchSeconds
+			r.FlowSeconds, r.FlowLimit = fo.BatchSeconds, fo.Limit
 			if len(fo.NodeSeconds) > 0 {
 				r.FlowSpreadSeconds = slices.Max(fo.NodeSeconds) - slices.Min(fo.NodeSeconds)
 			}

@@ -3,6 +3,12 @@
 // size per mapping algorithm, the spread of node completion times, what-if scenarios beside the
 // baseline, and recommendations computed by re-running the model.
 //
+// The report answers the planner's question first: its headline is the end-to-end boot time of
+// every batch under the recommended mapping, from the flow model run as `bootctl simulate` runs it
+// (DHCP, TFTP caps, health report; FabricsimFlow), so the two commands print the same figure for
+// the same batch. The per-segment bandwidth model (no protocol caps, no fixed times) stands beside
+// it, labelled, because the bottleneck and upgrade analysis reasons with it.
+//
 // Build computes a Report (pure data); WriteHTML, WriteMarkdown, WriteCSV and WriteJSON render it.
 // The HTML is one self-contained file: inline CSS and SVG drawn by the small chart writer in
 // svg.go, no scripts and nothing fetched from the network. Output is deterministic: the same

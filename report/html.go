@@ -32,17 +32,18 @@ func segMin(r *Row, name string) (float64, bool) {
 	return math.NaN(), false
 }
 
-// bootChart is boot time against batch size, one line per algorithm, for the analytic model or,
-// with flow set, the flow model.
+// bootChart is boot time against batch size, one line per algorithm, for the per-segment
+// bandwidth model or, with flow set, the end-to-end flow model. Lines equal at every batch are
+// drawn once under all their names; the others differ in dashes and markers, so a line that
+// coincides with another over part of the ladder stays visible.
 func (rep *Report) bootChart(flow bool) *Chart {
 	na := len(rep.Algos)
-	model := "analytic model"
+	c := &Chart{Title: "Boot time, per-segment bandwidth model (no protocol caps)", XLabel: "batch size (nodes, log scale)", YLabel: "boot time (s, log scale)", XLog: true, YLog: true}
 	if flow {
-		model = "flow model"
+		c.Title = "End-to-end boot time (flow model: DHCP, TFTP, health)"
 	}
-	c := &Chart{Title: "Boot time against batch size, " + model, XLabel: "batch size (nodes, log scale)", YLabel: "boot time (s, log scale)", XLog: true, YLog: true}
 	for j, a := range rep.Algos {
-		s := Series{Name: a, Color: Color(j), Dots: true, Width: LayerWidth(j, na)}
+		s := Series{Name: a, Dots: true}
 		for i, b := range rep.Batches {
 			r := rep.Baseline.row(i, j, na)
 			v := r.BootSeconds
@@ -51,8 +52,9 @@ func (rep *Report) bootChart(flow bool) *Chart {
 			}
 			s.X, s.Y = append(s.X, float64(b.Nodes)), append(s.Y, v)
 		}
-		c.Series = append(c.Series, s)
+		c.Series = append(c.Series, Styled(s, j, na))
 	}
+	c.Series = MergeCoincident(c.Series)
 	return c
 }
 
@@ -62,7 +64,7 @@ func (rep *Report) segmentChart(j int) *Chart {
 	c := &Chart{Title: "Per-segment bandwidth, " + rep.Algos[j], XLabel: "batch size (nodes, log scale)",
 		YLabel: "bandwidth per node (Mb/s, log scale)", XLog: true, YLog: true, MarkName: "bottleneck"}
 	for k, seg := range rep.Segments {
-		s := Series{Name: seg, Color: Color(k), Dots: true, Width: LayerWidth(k, len(rep.Segments))}
+		s := Series{Name: seg, Dots: true}
 		for i, b := range rep.Batches {
 			v, bott := segMin(rep.Baseline.row(i, j, na), seg)
 			s.X, s.Y = append(s.X, float64(b.Nodes)), append(s.Y, v)
@@ -70,23 +72,29 @@ func (rep *Report) segmentChart(j int) *Chart {
 				c.Marks = append(c.Marks, Mark{X: float64(b.Nodes), Y: v})
 			}
 		}
-		c.Series = append(c.Series, s)
+		c.Series = append(c.Series, Styled(s, k, len(rep.Segments)))
 	}
+	c.Series = MergeCoincident(c.Series)
 	return c
 }
 
 // distChart is the cumulative distribution of node completion times.
 func (rep *Report) distChart() *Chart {
 	d := rep.Distribution
-	c := &Chart{Title: fmt.Sprintf("Node completion times, %s (%s model)", d.Batch, d.Model), XLabel: "completion time since power-on (s)",
+	model := BandwidthModel
+	if d.Model == "flow" {
+		model = EndToEndModel
+	}
+	c := &Chart{Title: fmt.Sprintf("Node completion times, %s (%s)", d.Batch, model), XLabel: "completion time since power-on (s)",
 		YLabel: "nodes done (%)", YFromZero: true}
 	for j, a := range d.Algos {
-		s := Series{Name: a.Algo, Color: Color(j), Step: true, Width: LayerWidth(j, len(d.Algos))}
+		s := Series{Name: a.Algo, Step: true}
 		for k := range a.CDFSeconds {
 			s.X, s.Y = append(s.X, a.CDFSeconds[k]), append(s.Y, 100*a.CDFFraction[k])
 		}
-		c.Series = append(c.Series, s)
+		c.Series = append(c.Series, Styled(s, j, len(d.Algos)))
 	}
+	c.Series = MergeCoincident(c.Series)
 	return c
 }
 
@@ -100,18 +108,34 @@ func (d *Distribution) symmetric() bool {
 	return true
 }
 
+// scenarioFlow reports whether the scenarios are compared end to end: the flow model runs for the
+// recommended mapping in every scenario, which is the mapping they are compared under.
+func (rep *Report) scenarioFlow() bool { return rep.FlowModel != "" }
+
 // scenarioChart is boot time against batch size for the baseline and every scenario under the
-// recommended mapping.
+// recommended mapping. A scenario that changes nothing on the ladder (N4 upgraded while N5 still
+// binds) is drawn as one line with the baseline, named "baseline = ...", not hidden under it.
 func (rep *Report) scenarioChart() *Chart {
 	j := rep.recommendedIndex()
-	c := &Chart{Title: "What-if scenarios, " + rep.Algos[j], XLabel: "batch size (nodes, log scale)", YLabel: "boot time (s, log scale)", XLog: true, YLog: true}
-	for k, cs := range rep.cases() {
-		s := Series{Name: cs.Name, Color: Color(k), Dots: true, Width: LayerWidth(k, len(rep.Scenarios)+1)}
-		for i, b := range rep.Batches {
-			s.X, s.Y = append(s.X, float64(b.Nodes)), append(s.Y, cs.row(i, j, len(rep.Algos)).BootSeconds)
-		}
-		c.Series = append(c.Series, s)
+	flow := rep.scenarioFlow()
+	model := BandwidthModel
+	if flow {
+		model = EndToEndModel
 	}
+	c := &Chart{Title: "What-if scenarios, " + rep.Algos[j] + ", " + model, XLabel: "batch size (nodes, log scale)", YLabel: "boot time (s, log scale)", XLog: true, YLog: true}
+	for k, cs := range rep.cases() {
+		s := Series{Name: cs.Name, Dots: true}
+		for i, b := range rep.Batches {
+			r := cs.row(i, j, len(rep.Algos))
+			v := r.BootSeconds
+			if flow {
+				v = r.FlowSeconds
+			}
+			s.X, s.Y = append(s.X, float64(b.Nodes)), append(s.Y, v)
+		}
+		c.Series = append(c.Series, Styled(s, k, len(rep.Scenarios)+1))
+	}
+	c.Series = MergeCoincident(c.Series)
 	return c
 }
 
@@ -123,10 +147,11 @@ func (rep *Report) cases() []*Case { return append([]*Case{rep.Baseline}, rep.Sc
 
 // Charts returns every chart of the HTML report, in page order.
 func (rep *Report) Charts() []*Chart {
-	out := []*Chart{rep.bootChart(false)}
+	var out []*Chart
 	if rep.FlowModel != "" {
 		out = append(out, rep.bootChart(true))
 	}
+	out = append(out, rep.bootChart(false))
 	for j := range rep.Algos {
 		out = append(out, rep.segmentChart(j))
 	}
@@ -142,7 +167,7 @@ func (rep *Report) Charts() []*Chart {
 const css = `body{font-family:"DejaVu Sans","Liberation Sans",Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222;line-height:1.4;padding:0 16px}
 h1{font-size:24px;margin-bottom:4px}h2{font-size:19px;margin-top:32px;border-bottom:1px solid #ccc;padding-bottom:4px}h3{font-size:16px}
 table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
-th{background:#f2f2f2}td.l,th.l{text-align:left}td.b{font-weight:bold;background:#fff1d6}
+th{background:#f2f2f2}td.l,th.l{text-align:left}th[colspan]{text-align:center}tr>td:first-child{white-space:nowrap}td.b{font-weight:bold;background:#fff1d6}
 .plot{display:block;margin:12px 0;border:1px solid #ddd}.rec{background:#eef6ee;border-left:4px solid #009E73;padding:8px 14px}
 .note{color:#555;font-size:13px}details{margin:8px 0}summary{cursor:pointer;color:#0072B2}`
 
@@ -154,12 +179,13 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	na := len(rep.Algos)
 	p("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Boot capacity report: %s</title>\n<style>\n%s\n</style>\n</head>\n<body>\n", esc(m.Name), css)
 	p("<h1>Boot capacity report: %s</h1>\n", esc(m.Name))
-	models := "the analytic per-segment model"
+	models := "the " + BandwidthModel
 	if rep.FlowModel != "" {
-		models += " and the flow-level model (" + esc(rep.FlowModel) + ")"
+		models = "the " + esc(rep.FlowModel) + ", and beside it the " + BandwidthModel
 	}
 	p("<p class=\"note\">%d nodes, %d boot servers, image %s; algorithms %s; %d batches; %s. Bandwidths in Mb/s (10<sup>6</sup> bit/s) per node.</p>\n",
 		m.Nodes, m.Servers, esc(units.FormatBytes(rep.ImageBytes)), esc(strings.Join(rep.Algos, ", ")), len(rep.Batches), models)
+	rep.writeHeadline(p)
 
 	p("<h2>Recommendation</h2>\n<div class=\"rec\">\n")
 	for _, t := range rep.Recommendation.Text {
@@ -192,37 +218,17 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	}
 	p("</table>\n")
 
-	// Boot time.
+	// Boot time: end to end first, the bandwidth model beside it.
 	p("<h2>Boot time against batch size</h2>\n")
-	b.WriteString(rep.bootChart(false).SVG())
 	if rep.FlowModel == "" {
-		p("<p class=\"note\">The flow-level model is not part of this report (run without --flow=false to add it).</p>\n")
+		p("<p class=\"note\">The end-to-end flow model is not part of this report (run without --flow=false to add it); the times below are the %s.</p>\n", BandwidthModel)
 	} else {
-		p("<p class=\"note\">Flow-level model: %s.</p>\n", esc(rep.FlowModel))
+		p("<p class=\"note\">%s.</p>\n", esc(capitalize(rep.FlowModel)))
 		b.WriteString(rep.bootChart(true).SVG())
 	}
-	p("<table>\n<tr><th class=\"l\">batch</th><th>nodes</th>")
-	for _, a := range rep.Algos {
-		p("<th>%s analytic s</th>", esc(a))
-		if rep.FlowModel != "" {
-			p("<th>%s flow s</th>", esc(a))
-		}
-		p("<th>%s x scda</th>", esc(a))
-	}
-	p("</tr>\n")
-	for i, bt := range rep.Batches {
-		p("<tr><td class=\"l\">%s</td><td>%d</td>", esc(bt.Label), bt.Nodes)
-		for j := range rep.Algos {
-			r := rep.Baseline.row(i, j, na)
-			p("<td>%s</td>", fmtFixed(r.BootSeconds, 2))
-			if rep.FlowModel != "" {
-				p("<td>%s</td>", fmtFixed(r.FlowSeconds, 2))
-			}
-			p("<td>%s</td>", ratio(r.SpeedupVsSCDA))
-		}
-		p("</tr>\n")
-	}
-	p("</table>\n")
+	p("<p class=\"note\">The %s: the image size over the bottleneck's capacity/sharers; no DHCP, TFTP cap or health report.</p>\n", BandwidthModel)
+	b.WriteString(rep.bootChart(false).SVG())
+	rep.writeBootTable(p)
 
 	// Per-segment bandwidth.
 	p("<h2>Per-segment bandwidth</h2>\n<p class=\"note\">Each segment's smallest capacity/sharers over the channels the batch crosses; rings and highlighted cells mark the bottleneck.</p>\n")
@@ -295,23 +301,30 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 		}
 		p("</ul>\n")
 		b.WriteString(rep.scenarioChart().SVG())
-		p("<p class=\"note\">Boot time (s; analytic, and flow where the flow model ran) and the analytic bottleneck per batch under %s.</p>\n<table>\n<tr><th class=\"l\">batch</th><th>nodes</th>", esc(rep.Algos[j]))
+		p("<p class=\"note\">Boot time (s) end to end where the flow model ran, and in the %s with its bottleneck, per batch under %s.</p>\n<table>\n<tr><th class=\"l\" rowspan=\"2\">batch</th><th rowspan=\"2\">nodes</th>", BandwidthModel, esc(rep.Algos[j]))
+		cols := 2
+		if rep.FlowModel != "" {
+			cols++
+		}
 		for _, cs := range rep.cases() {
-			p("<th>%s s</th>", esc(cs.Name))
+			p("<th colspan=\"%d\">%s</th>", cols, esc(cs.Name))
+		}
+		p("</tr>\n<tr>")
+		for range rep.cases() {
 			if rep.FlowModel != "" {
-				p("<th>flow s</th>")
+				p("<th>end to end s</th>")
 			}
-			p("<th class=\"l\">bottleneck</th>")
+			p("<th>bandwidth model s</th><th class=\"l\">bottleneck</th>")
 		}
 		p("</tr>\n")
 		for i, bt := range rep.Batches {
 			p("<tr><td class=\"l\">%s</td><td>%d</td>", esc(bt.Label), bt.Nodes)
 			for _, cs := range rep.cases() {
 				r := cs.row(i, j, na)
-				p("<td>%s</td>", fmtFixed(r.BootSeconds, 2))
 				if rep.FlowModel != "" {
 					p("<td>%s</td>", flowCell(r))
 				}
+				p("<td>%s</td>", fmtFixed(r.BootSeconds, 2))
 				p("<td class=\"l\">%s</td>", esc(strings.Join(r.Bottlenecks, ", ")))
 			}
 			p("</tr>\n")
@@ -319,10 +332,10 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 		p("</table>\n")
 		p("<details><summary>Every algorithm in every scenario</summary>\n<table>\n<tr><th class=\"l\">scenario</th><th class=\"l\">batch</th>")
 		for _, a := range rep.Algos {
-			p("<th>%s s</th>", esc(a))
 			if rep.FlowModel != "" {
-				p("<th>%s flow s</th>", esc(a))
+				p("<th>%s end-to-end s</th>", esc(a))
 			}
+			p("<th>%s bandwidth-model s</th>", esc(a))
 		}
 		p("</tr>\n")
 		for _, cs := range rep.cases() {
@@ -330,10 +343,10 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 				p("<tr><td class=\"l\">%s</td><td class=\"l\">%s</td>", esc(cs.Name), esc(bt.Label))
 				for k := range rep.Algos {
 					r := cs.row(i, k, na)
-					p("<td>%s</td>", fmtFixed(r.BootSeconds, 2))
 					if rep.FlowModel != "" {
 						p("<td>%s</td>", flowCell(r))
 					}
+					p("<td>%s</td>", fmtFixed(r.BootSeconds, 2))
 				}
 				p("</tr>\n")
 			}
@@ -343,8 +356,8 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 
 	// Upgrades.
 	rc := rep.Recommendation
-	p("<h2>Segment upgrades</h2>\n<p class=\"note\">Computed by re-running the analytic model with %s and each segment's capacity multiplied by %s (and, where segments bind together, those segments at once).</p>\n",
-		esc(rc.Mapping), fmtSig(rc.Factor))
+	p("<h2>Segment upgrades</h2>\n<p class=\"note\">Computed by re-running the %s with %s and each segment's capacity multiplied by %s (and, where segments bind together, those segments at once).</p>\n",
+		BandwidthModel, esc(rc.Mapping), fmtSig(rc.Factor))
 	p("<table>\n<tr><th class=\"l\">batch</th><th>nodes</th><th class=\"l\">bottleneck</th><th>boot s</th><th class=\"l\">best upgrade</th><th>after s</th><th>gain</th></tr>\n")
 	for _, bu := range rc.PerBatch {
 		up, after, gain := "none helps", "-", "-"
@@ -362,6 +375,77 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	p("</table>\n</body>\n</html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeHeadline writes the answer first: every batch's boot time under the recommended mapping,
+// end to end (the figure bootctl simulate prints) beside the per-segment bandwidth model. The
+// end-to-end cells carry the batch and the exact seconds as data attributes for tools and tests.
+func (rep *Report) writeHeadline(p func(string, ...any)) {
+	h := rep.Headline
+	flow := h.Model == EndToEndModel
+	p("<h2>Boot time</h2>\n<p class=\"headline\">%s</p>\n", esc(h.Text))
+	p("<table class=\"headline\">\n<tr><th class=\"l\">batch</th><th>nodes</th>")
+	if flow {
+		p("<th>boot s, end to end</th><th class=\"l\">limited by</th>")
+	}
+	p("<th>s, %s</th><th class=\"l\">bottleneck</th></tr>\n", BandwidthModel)
+	for _, hb := range h.Batches {
+		p("<tr><td class=\"l\">%s</td><td>%d</td>", esc(hb.Batch), hb.Nodes)
+		if flow {
+			p("<td class=\"e2e\" data-batch=\"%s\" data-seconds=\"%s\"><b>%s</b></td><td class=\"l\">%s</td>", esc(hb.Batch),
+				strconv.FormatFloat(hb.EndToEndSeconds, 'g', -1, 64), fmtFixed(hb.EndToEndSeconds, 3), esc(hb.EndToEndLimit))
+		}
+		p("<td>%s</td><td class=\"l\">%s</td></tr>\n", fmtFixed(hb.BandwidthModelSeconds, 2), esc(strings.Join(hb.Bottlenecks, ", ")))
+	}
+	p("</table>\n<p class=\"note\">Under %s, the recommended mapping. ", esc(h.Mapping))
+	if flow {
+		p("End to end is what <code>bootctl simulate</code> prints as the batch time for the same batch: DHCP, the NBP and the image over TFTP (each flow capped at blksize/RTT), the health report. ")
+	}
+	p("The %s is the image size over the bottleneck's capacity/sharers: it finds the segment to upgrade, not the time to wait.</p>\n", BandwidthModel)
+}
+
+// writeBootTable writes every algorithm's boot time per batch in both models, and its speed-up over
+// scda in the bandwidth model (scda's own column, always 1, left out).
+func (rep *Report) writeBootTable(p func(string, ...any)) {
+	na := len(rep.Algos)
+	// Two header rows: the algorithm over its columns, then what each column is.
+	p("<table>\n<tr><th class=\"l\" rowspan=\"2\">batch</th><th rowspan=\"2\">nodes</th>")
+	for _, a := range rep.Algos {
+		cols := 1
+		if rep.FlowModel != "" {
+			cols++
+		}
+		if a != "scda" {
+			cols++
+		}
+		p("<th colspan=\"%d\">%s</th>", cols, esc(a))
+	}
+	p("</tr>\n<tr>")
+	for _, a := range rep.Algos {
+		if rep.FlowModel != "" {
+			p("<th>end to end s</th>")
+		}
+		p("<th>bandwidth model s</th>")
+		if a != "scda" {
+			p("<th>x scda</th>")
+		}
+	}
+	p("</tr>\n")
+	for i, bt := range rep.Batches {
+		p("<tr><td class=\"l\">%s</td><td>%d</td>", esc(bt.Label), bt.Nodes)
+		for j, a := range rep.Algos {
+			r := rep.Baseline.row(i, j, na)
+			if rep.FlowModel != "" {
+				p("<td>%s</td>", fmtFixed(r.FlowSeconds, 2))
+			}
+			p("<td>%s</td>", fmtFixed(r.BootSeconds, 2))
+			if a != "scda" {
+				p("<td>%s</td>", ratio(r.SpeedupVsSCDA))
+			}
+		}
+		p("</tr>\n")
+	}
+	p("</table>\n")
 }
 
 // flowCell is the flow model's batch time, or - where it did not run (scenarios run it for the

@@ -67,9 +67,12 @@ const relTol = 1e-9
 
 func sameTime(a, b float64) bool { return math.Abs(a-b) <= relTol*math.Max(math.Abs(a), math.Abs(b)) }
 
-// chooseMapping picks the mapping with the most batches where it is fastest (ties: the smallest
-// total over the ladder; a static block-cyclic mapping before balanced, which needs the batch in
-// advance) and returns its index in cfg.Algos.
+// chooseMapping picks the mapping with the most batches where it is fastest and returns its index
+// in cfg.Algos. Ties, as on the paper's machine where bcda, ncda and balanced give the same
+// bandwidth on every batch, go to the simplest mapping to run: the smallest total over the ladder,
+// then a static block-cyclic mapping before balanced (which needs the batch in advance and
+// re-plans every batch), then the coarsest blocks (one server per board rather than per node: the
+// fewest blocks to deal, and the fewest block moves when a server fails).
 func chooseMapping(cfg Config, base *Case) int {
 	wins, total := mappingScores(cfg, base)
 	better := func(j, k int) bool { // is algorithm j a better choice than k?
@@ -79,7 +82,11 @@ func chooseMapping(cfg Config, base *Case) int {
 		if !sameTime(total[j], total[k]) {
 			return total[j] < total[k]
 		}
-		return !cfg.Algos[j].Balanced && cfg.Algos[k].Balanced
+		aj, ak := cfg.Algos[j], cfg.Algos[k]
+		if aj.Balanced != ak.Balanced {
+			return !aj.Balanced
+		}
+		return !aj.Balanced && aj.Level < ak.Level
 	}
 	bestJ := 0
 	for j := 1; j < len(cfg.Algos); j++ {
@@ -283,17 +290,23 @@ func mappingText(cfg Config, rep *Report, rec Recommendation, bestJ int) []strin
 	na := len(cfg.Algos)
 	nb := len(cfg.Batches)
 	var out []string
-	s := fmt.Sprintf("Use %s: it is the fastest mapping (or tied) on %d of %d batches, %s s of boot time summed over the ladder.",
-		rec.Mapping, rec.Wins[bestJ], nb, fmtSig(rec.TotalSeconds[bestJ]))
+	s := fmt.Sprintf("Use %s: it is the fastest mapping (or tied) on %d of %d batches, %s s of boot time summed over the ladder (%s).",
+		rec.Mapping, rec.Wins[bestJ], nb, fmtSig(rec.TotalSeconds[bestJ]), BandwidthModel)
 	if cfg.Algos[bestJ].Balanced {
 		s += " It needs the batch in advance (it assigns per batch)."
 	}
 	out = append(out, s)
+	if t := tieText(cfg, rep.Baseline, bestJ); t != "" {
+		out = append(out, t)
+	}
 	sj := slices.IndexFunc(cfg.Algos, func(a mapping.Algo) bool { return a.Name == "scda" })
 	if sj < 0 {
 		return out
 	}
+	// One sentence per distinct speed-up profile: mappings that tie say it once, together.
 	last := nb - 1
+	var said []string
+	var names [][]string
 	for j := 0; j < na; j++ {
 		if j == sj {
 			continue
@@ -308,10 +321,82 @@ func mappingText(cfg Config, rep *Report, rec Recommendation, bestJ int) []strin
 				at = append(at, cfg.Batches[i].Label)
 			}
 		}
-		out = append(out, fmt.Sprintf("%s is up to %sx scda (at %s) and %sx at %s.", cfg.Algos[j].Name, fmtSig(best),
-			strings.Join(at, ", "), fmtSig(rep.Baseline.row(last, j, na).SpeedupVsSCDA), cfg.Batches[last].Label))
+		tail := fmt.Sprintf("up to %sx scda (at %s) and %sx at %s.", fmtSig(best), strings.Join(at, ", "),
+			fmtSig(rep.Baseline.row(last, j, na).SpeedupVsSCDA), cfg.Batches[last].Label)
+		if k := slices.Index(said, tail); k >= 0 {
+			names[k] = append(names[k], cfg.Algos[j].Name)
+			continue
+		}
+		said, names = append(said, tail), append(names, []string{cfg.Algos[j].Name})
+	}
+	for k, tail := range said {
+		verb := "is"
+		if len(names[k]) > 1 {
+			verb = "are"
+		}
+		out = append(out, fmt.Sprintf("%s %s %s", joinAnd(names[k]), verb, tail))
 	}
 	return out
+}
+
+// tieText explains a recommendation among mappings that tie on every batch of the ladder: which
+// tie, that they tie because they put as many booting nodes behind every bottleneck, and why the
+// recommended one is picked (chooseMapping's tie-breaks). Empty when nothing ties.
+func tieText(cfg Config, base *Case, bestJ int) string {
+	na := len(cfg.Algos)
+	var tied []string
+	balanced, finer := false, false
+	for j := 0; j < na; j++ {
+		if j == bestJ {
+			continue
+		}
+		same := true
+		for i := range cfg.Batches {
+			if !sameTime(base.row(i, j, na).BootSeconds, base.row(i, bestJ, na).BootSeconds) {
+				same = false
+				break
+			}
+		}
+		if !same {
+			continue
+		}
+		tied = append(tied, cfg.Algos[j].Name)
+		balanced = balanced || cfg.Algos[j].Balanced
+		finer = finer || !cfg.Algos[j].Balanced && cfg.Algos[j].Level > cfg.Algos[bestJ].Level
+	}
+	if len(tied) == 0 {
+		return ""
+	}
+	best := cfg.Algos[bestJ]
+	verb := "ties"
+	if len(tied) > 1 {
+		verb = "tie"
+	}
+	s := fmt.Sprintf("%s %s with %s on every batch: each puts as many booting nodes behind every bottleneck link, so each node gets the same bandwidth.",
+		joinAnd(tied), verb, best.Name)
+	var why []string
+	if balanced && !best.Balanced {
+		why = append(why, "it is static, while balanced needs the batch in advance and re-plans every batch")
+	}
+	if finer && !best.Balanced {
+		level := fmt.Sprintf("level %d", best.Level)
+		if best.Level >= 0 && best.Level < len(cfg.Machine.Levels) {
+			level = cfg.Machine.Levels[best.Level].Name
+		}
+		why = append(why, fmt.Sprintf("it deals the coarsest blocks (a whole %s to one server): the fewest blocks to deal, and the fewest block moves when a server fails", level))
+	}
+	if len(why) == 0 {
+		return s + fmt.Sprintf(" %s is listed first among them.", capitalize(best.Name))
+	}
+	return s + fmt.Sprintf(" %s is the simplest of them: %s.", capitalize(best.Name), strings.Join(why, "; "))
+}
+
+// joinAnd writes a, b and c.
+func joinAnd(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 func describeUpgrade(u Upgrade) string {
@@ -327,7 +412,7 @@ func describeUpgrade(u Upgrade) string {
 
 func upgradeText(rep *Report, rec Recommendation, b topology.Batch, base *fabricsim.Analysis) []string {
 	var out []string
-	out = append(out, fmt.Sprintf("At %s (%d nodes) with %s the bottleneck is %s at %s Mb/s per node: %s s to boot a %s image.",
+	out = append(out, fmt.Sprintf("At %s (%d nodes) with %s the bottleneck is %s at %s Mb/s per node: %s s to boot a %s image in the "+BandwidthModel+", which the upgrades below are computed with.",
 		b.Label, len(b.Nodes), rec.Mapping, strings.Join(base.Bottlenecks, " and "), fmtSig(base.BandwidthMbps), fmtSig(base.BootSeconds), units.FormatBytes(rep.ImageBytes)))
 	if len(base.Bottlenecks) > 1 {
 		var none []string

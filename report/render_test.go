@@ -1,8 +1,6 @@
 package report
 
 import (
-	"github.com/bootfabric/bootfabric/internal/testenv"
-
 	"bytes"
 	"context"
 	"image"
@@ -10,9 +8,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/bootfabric/bootfabric/fabricsim"
+	"github.com/bootfabric/bootfabric/internal/testenv"
+	"github.com/bootfabric/bootfabric/mapping"
+	"github.com/bootfabric/bootfabric/topology"
 )
 
 // chromium returns the path of headless Chromium (Debian package chromium), or skips the test
@@ -90,9 +95,12 @@ func inkStats(img image.Image, n int) (float64, []bool) {
 
 // TestRenderInChromium renders the paper machine's full report as a person sees it: the page must
 // not be blank, the series colours must show, and every plot must have axes, labels and a legend.
+// The headline, read from the page as Chromium rendered it, must be what `bootctl simulate` prints
+// as the batch time for the same batch.
 func TestRenderInChromium(t *testing.T) {
 	chromium(t)
-	rep := buildReport(t, paperConfig(t, true, true))
+	cfg := paperConfig(t, true, true)
+	rep := buildReport(t, cfg)
 	path := filepath.Join(t.TempDir(), "report.html")
 	if err := rep.WriteFile(path, "html"); err != nil {
 		t.Fatal(err)
@@ -104,9 +112,10 @@ func TestRenderInChromium(t *testing.T) {
 	if n := checkPlots(t, string(page)); n != 2+len(rep.Algos)+2 {
 		t.Errorf("%d plots, want %d", n, 2+len(rep.Algos)+2)
 	}
-	img := screenshot(t, path, 1100, 2400)
-	if b := img.Bounds(); b.Dx() != 1100 || b.Dy() != 2400 {
-		t.Errorf("screenshot is %v, want 1100x2400", b)
+	// Tall enough for the headline, both boot-time plots and the first per-segment plots.
+	img := screenshot(t, path, 1100, 4200)
+	if b := img.Bounds(); b.Dx() != 1100 || b.Dy() != 4200 {
+		t.Errorf("screenshot is %v, want 1100x4200", b)
 	}
 	ink, seen := inkStats(img, 4)
 	if ink < 0.03 {
@@ -118,21 +127,95 @@ func TestRenderInChromium(t *testing.T) {
 		}
 	}
 	t.Logf("screenshot: %.1f%% of pixels inked", 100*ink)
+
+	dom := dumpDOM(t, path)
+	for _, batch := range []string{"1 board", "40 cabinets"} {
+		want := simulateBatchSeconds(t, cfg, "bcda", batch)
+		re := regexp.MustCompile(`<td class="e2e" data-batch="` + regexp.QuoteMeta(batch) + `" data-seconds="([^"]+)"><b>([^<]+)</b></td>`)
+		m := re.FindStringSubmatch(dom)
+		if m == nil {
+			t.Errorf("%s: no end-to-end headline cell in the rendered page", batch)
+			continue
+		}
+		got, err := strconv.ParseFloat(m[1], 64)
+		if err != nil || got != want {
+			t.Errorf("%s: headline %s s (%v), simulate says %v s", batch, m[1], err, want)
+		}
+		if shown := fmtFixed(want, 3); m[2] != shown {
+			t.Errorf("%s: headline shows %q, simulate prints %q", batch, m[2], shown)
+		}
+		t.Logf("%s: headline %s s = simulate's batch time", batch, m[2])
+	}
 }
 
-// TestDocsFigure renders the boot-time plot of the paper machine alone, as in the README. With
-// BOOTFABRIC_DOCS_PNG=path it also writes the PNG there (the committed docs/report-boot-time.png).
+// simulateBatchSeconds is `bootctl simulate --algo ALGO --batch BATCH` with every other flag at
+// its default, computed as the command computes it: the fleet's ownership rule (AssignOwners) and
+// fabricsim's default flow configuration for TFTP, whose files are simulate's default --files.
+func simulateBatchSeconds(t *testing.T, cfg Config, algoName, batch string) float64 {
+	t.Helper()
+	g, err := cfg.Machine.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	algo, err := mapping.ParseAlgo(algoName, g.Hierarchy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(cfg.Batches, func(b topology.Batch) bool { return b.Label == batch })
+	if i < 0 {
+		t.Fatalf("no batch %q", batch)
+	}
+	nodes := cfg.Batches[i].Nodes
+	a, _, err := mapping.AssignOwners(g, algo, nodes, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := fabricsim.Simulate(context.Background(), g, nil, a, nodes, fabricsim.DefaultFlowConfig(fabricsim.TFTP))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.BatchSeconds
+}
+
+// dumpDOM returns the page as headless Chromium parsed and laid it out (--dump-dom).
+func dumpDOM(t *testing.T, page string) string {
+	t.Helper()
+	bin := chromium(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+filepath.Join(dir, "profile"), "--dump-dom", "file://"+page)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium --dump-dom: %v\n%s", err, stderr.String())
+	}
+	return stdout.String()
+}
+
+// TestDocsFigure renders the headline's plot of the paper machine alone, as in the README: the
+// end-to-end boot time. With BOOTFABRIC_DOCS_PNG=path it also writes the PNG there (the committed
+// docs/report-boot-time.png).
 func TestDocsFigure(t *testing.T) {
 	chromium(t)
-	rep := buildReport(t, paperConfig(t, false, false))
-	c := rep.bootChart(false)
-	c.Title = "Boot time of a 50 MB image against batch size (sunway, analytic model)"
+	rep := buildReport(t, paperConfig(t, true, false))
+	c := rep.bootChart(true)
+	c.Title = "End-to-end boot time of a 50 MB image (sunway, flow model)"
 	page := "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><style>body{margin:0}svg{display:block}</style></head><body>" + c.SVG() + "</body></html>"
 	path := filepath.Join(t.TempDir(), "figure.html")
 	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	img := screenshot(t, path, 720, 380)
+	// The chart is as wide as its legend needs (720 px at least).
+	m := regexp.MustCompile(`<svg class="plot"[^>]* width="(\d+)" height="(\d+)"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no plot size in the figure")
+	}
+	w, _ := strconv.Atoi(m[1])
+	h, _ := strconv.Atoi(m[2])
+	img := screenshot(t, path, w, h)
 	if ink, _ := inkStats(img, 4); ink < 0.03 {
 		t.Errorf("figure is nearly blank: %.2f%% inked", 100*ink)
 	}

@@ -5,8 +5,10 @@ import (
 	"html"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Chart is a line chart drawn as SVG: one or more series over linear or logarithmic axes, a legend
@@ -30,9 +32,12 @@ type Series struct {
 	Name  string
 	X, Y  []float64
 	Color string
-	Dash  bool
-	// Dots draws a dot at each point.
-	Dots bool
+	// Dash draws the line dashed ("7 4"); DashArray, when set, is the SVG dash pattern instead.
+	Dash      bool
+	DashArray string
+	// Dots draws a marker at each point: Marker's shape (MarkerShapes), a circle when empty.
+	Dots   bool
+	Marker string
 	// Step draws a staircase (for cumulative distributions).
 	Step bool
 	// Width is the line width in pixels (0: 2). Lines drawn earlier and wider stay visible under
@@ -47,6 +52,115 @@ func LayerWidth(i, n int) float64 {
 		return 2
 	}
 	return 2 + min(1.5, 4.5/float64(n-1))*float64(n-1-i)
+}
+
+// dashes are the dash patterns of series drawn in layers, solid first: series whose lines coincide
+// over part of the range stay told apart by the pattern (and the wider line underneath shows in
+// the gaps of the dashed one on top).
+var dashes = []string{"", "9 4", "3 3", "12 4 3 4", "6 3", "2 5", "14 3", "4 2 1 2"}
+
+// DashPattern returns the i-th dash pattern ("" is solid).
+func DashPattern(i int) string { return dashes[i%len(dashes)] }
+
+// MarkerShapes are the point markers, one per series, so that points of series that coincide at
+// some batches still show each series' marker.
+var MarkerShapes = []string{"circle", "square", "triangle", "diamond", "triangle-down", "cross", "plus", "bar"}
+
+// MarkerShape returns the i-th marker shape.
+func MarkerShape(i int) string { return MarkerShapes[i%len(MarkerShapes)] }
+
+// Styled returns series i of n of a chart in its layer style: colour, width, dash pattern and
+// marker all by index, so each stays visible where lines coincide.
+func Styled(s Series, i, n int) Series {
+	s.Color, s.Width, s.DashArray = Color(i), LayerWidth(i, n), DashPattern(i)
+	if s.Dots {
+		s.Marker = MarkerShape(i)
+	}
+	return s
+}
+
+// MergeCoincident joins series that are equal at every point (same X, same Y within a relative
+// 1e-9, gaps at the same places) into one line named "a = b = c", styled as the first. Identical
+// lines drawn on top of each other show only the last; one line with all the names says what the
+// plot means.
+func MergeCoincident(series []Series) []Series {
+	var out []Series
+	for _, s := range series {
+		k := slices.IndexFunc(out, func(o Series) bool { return sameSeries(o, s) })
+		if k < 0 {
+			out = append(out, s)
+			continue
+		}
+		out[k].Name += " = " + s.Name
+	}
+	return out
+}
+
+func sameSeries(a, b Series) bool {
+	if len(a.X) != len(b.X) || len(a.Y) != len(b.Y) {
+		return false
+	}
+	eq := func(u, v float64) bool {
+		if math.IsNaN(u) || math.IsNaN(v) {
+			return math.IsNaN(u) && math.IsNaN(v)
+		}
+		return sameTime(u, v)
+	}
+	for i := range a.X {
+		if !eq(a.X[i], b.X[i]) {
+			return false
+		}
+	}
+	for i := range a.Y {
+		if !eq(a.Y[i], b.Y[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s Series) dash() string {
+	switch {
+	case s.DashArray != "":
+		return ` stroke-dasharray="` + s.DashArray + `"`
+	case s.Dash:
+		return ` stroke-dasharray="7 4"`
+	}
+	return ""
+}
+
+// writeMarker draws a marker of the given shape centred on (x, y), about 7 px across.
+func writeMarker(b *strings.Builder, shape string, x, y float64, color string) {
+	const r = 3.5
+	poly := func(pts ...float64) {
+		var ps []string
+		for k := 0; k+1 < len(pts); k += 2 {
+			ps = append(ps, px(x+pts[k])+","+px(y+pts[k+1]))
+		}
+		fmt.Fprintf(b, `<polygon class="marker" points="%s" fill="%s"/>`+"\n", strings.Join(ps, " "), color)
+	}
+	switch shape {
+	case "square":
+		poly(-r, -r, r, -r, r, r, -r, r)
+	case "triangle":
+		poly(0, -r-1, r+0.5, r, -r-0.5, r)
+	case "triangle-down":
+		poly(0, r+1, r+0.5, -r, -r-0.5, -r)
+	case "diamond":
+		poly(0, -r-1, r+1, 0, 0, r+1, -r-1, 0)
+	case "cross", "plus", "bar":
+		d := [][4]float64{{-r, -r, r, r}, {-r, r, r, -r}}
+		if shape == "plus" {
+			d = [][4]float64{{-r - 1, 0, r + 1, 0}, {0, -r - 1, 0, r + 1}}
+		} else if shape == "bar" {
+			d = [][4]float64{{-r - 1, 0, r + 1, 0}}
+		}
+		for _, l := range d {
+			fmt.Fprintf(b, `<line class="marker" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"/>`+"\n", px(x+l[0]), px(y+l[1]), px(x+l[2]), px(y+l[3]), color)
+		}
+	default:
+		fmt.Fprintf(b, `<circle class="marker" cx="%s" cy="%s" r="3" fill="%s"/>`+"\n", px(x), px(y), color)
+	}
 }
 
 func (s Series) width() string {
@@ -103,7 +217,8 @@ func newAxis(vs []float64, log, fromZero bool, p0, p1 float64) *axis {
 			lo, hi = min(lo, v), max(hi, v)
 		}
 	}
-	if math.IsInf(lo, 1) { // no data: an arbitrary unit range
+	hasData := !math.IsInf(lo, 1)
+	if !hasData { // no data: an arbitrary unit range
 		lo, hi = 1, 10
 		if !log {
 			lo = 0
@@ -131,6 +246,15 @@ func newAxis(vs []float64, log, fromZero bool, p0, p1 float64) *axis {
 	}
 	if fromZero {
 		lo = min(lo, 0)
+	} else if hasData && hi-lo <= 1e-9*max(math.Abs(lo), math.Abs(hi)) {
+		// Data at one value (every node done at the same time) sits mid-axis, not as one line on
+		// the left edge of a unit range; a time stays non-negative.
+		pad := max(0.05*math.Abs(hi), 0.5)
+		nlo := lo - pad
+		if lo >= 0 {
+			nlo = max(nlo, 0)
+		}
+		lo, hi = nlo, hi+pad
 	}
 	if hi <= lo {
 		hi = lo + 1
@@ -202,7 +326,14 @@ func (c *Chart) WriteSVG(w io.Writer) error {
 	if height == 0 {
 		height = 380
 	}
-	left, right := float64(marginLeft), float64(width-marginRight)
+	// The legend gets the room its longest entry needs ("bcda = ncda = balanced"): the chart grows
+	// to the right rather than cutting names, and the plot area keeps its size.
+	legend := marginRight
+	for _, name := range append(seriesNames(c.Series), c.MarkName) {
+		legend = max(legend, legendWidth(name))
+	}
+	width += legend - marginRight
+	left, right := float64(marginLeft), float64(width-legend)
 	top, bottom := float64(marginTop), float64(height-marginBottom)
 	var xs, ys []float64
 	for _, s := range c.Series {
@@ -261,16 +392,12 @@ func (c *Chart) WriteSVG(w io.Writer) error {
 		if color == "" {
 			color = Color(i)
 		}
-		dash := ""
-		if s.Dash {
-			dash = ` stroke-dasharray="7 4"`
-		}
 		f(`<g class="series" data-name="%s" clip-path="url(#%s)">`+"\n", esc(s.Name), clipID(c.Title))
-		f(`<path d="%s" fill="none" stroke="%s" stroke-width="%s" stroke-linejoin="round"%s/>`+"\n", pathData(s, xa, ya), color, s.width(), dash)
+		f(`<path d="%s" fill="none" stroke="%s" stroke-width="%s" stroke-linejoin="round"%s/>`+"\n", pathData(s, xa, ya), color, s.width(), s.dash())
 		if s.Dots {
 			for j := range s.X {
 				if j < len(s.Y) && usable(s.X[j], xa.log) && usable(s.Y[j], ya.log) {
-					f(`<circle cx="%s" cy="%s" r="3" fill="%s"/>`+"\n", px(xa.pos(s.X[j])), px(ya.pos(s.Y[j])), color)
+					writeMarker(&b, s.Marker, xa.pos(s.X[j]), ya.pos(s.Y[j]), color)
 				}
 			}
 		}
@@ -295,11 +422,10 @@ func (c *Chart) WriteSVG(w io.Writer) error {
 		if color == "" {
 			color = Color(i)
 		}
-		dash := ""
-		if s.Dash {
-			dash = ` stroke-dasharray="7 4"`
+		f(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s"%s/>`+"\n", px(lx), px(y), px(lx+28), px(y), color, s.width(), s.dash())
+		if s.Dots {
+			writeMarker(&b, s.Marker, lx+14, y, color)
 		}
-		f(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s"%s/>`+"\n", px(lx), px(y), px(lx+28), px(y), color, s.width(), dash)
 		f(`<text class="legend-entry" x="%s" y="%s">%s</text>`+"\n", px(lx+34), px(y+4), esc(s.Name))
 		y += 20
 	}
@@ -310,6 +436,20 @@ func (c *Chart) WriteSVG(w io.Writer) error {
 	b.WriteString("</g>\n</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func seriesNames(ss []Series) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// legendWidth estimates the pixels a legend entry takes: the 34 px sample line and gap, then the
+// name at about 7.2 px a character in 12 px DejaVu Sans (its widest common letters), and a margin.
+func legendWidth(name string) int {
+	return 34 + int(math.Ceil(7.2*float64(utf8.RuneCountInString(name)))) + 12
 }
 
 // SVG returns the chart as an <svg> element.

@@ -36,7 +36,10 @@ func TestAxisTicks(t *testing.T) {
 		{"linear", []float64{0, 102.4}, false, false, []string{"0", "50", "100", "150"}},
 		{"linear from zero", []float64{3, 7}, false, true, []string{"0", "2", "4", "6", "8"}},
 		{"linear fractions", []float64{0.1, 0.35}, false, false, []string{"0.10", "0.15", "0.20", "0.25", "0.30", "0.35"}},
-		{"one value", []float64{5, 5}, false, false, []string{"5.0", "5.2", "5.4", "5.6", "5.8", "6.0"}},
+		// One value sits mid-axis (every node of a symmetric batch done at once), not on an edge.
+		{"one value", []float64{5, 5}, false, false, []string{"4.4", "4.6", "4.8", "5.0", "5.2", "5.4", "5.6"}},
+		{"one value near zero stays non-negative", []float64{0.2}, false, false, []string{"0.0", "0.2", "0.4", "0.6", "0.8"}},
+		{"one large value", []float64{103.64, 103.64}, false, false, []string{"95", "100", "105", "110"}},
 		{"no data", []float64{math.NaN()}, false, false, []string{"0", "2", "4", "6", "8", "10"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -86,7 +86,23 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	na := len(rep.Algos)
 	p("# Boot capacity report: %s\n\n", m.Name)
 	p("%d nodes, %d boot servers, image %s; algorithms %s; bandwidths in Mb/s per node.\n\n", m.Nodes, m.Servers, units.FormatBytes(rep.ImageBytes), strings.Join(rep.Algos, ", "))
-	p("## Recommendation\n\n")
+	h := rep.Headline
+	p("## Boot time\n\n%s\n\n", h.Text)
+	head := []string{"batch", "nodes"}
+	if h.Model == EndToEndModel {
+		head = append(head, "boot s, end to end", "limited by")
+	}
+	head = append(head, "s, "+BandwidthModel, "bottleneck")
+	row(head...)
+	rule(len(head))
+	for _, hb := range h.Batches {
+		cells := []string{hb.Batch, strconv.Itoa(hb.Nodes)}
+		if h.Model == EndToEndModel {
+			cells = append(cells, fmtFixed(hb.EndToEndSeconds, 3), hb.EndToEndLimit)
+		}
+		row(append(cells, fmtFixed(hb.BandwidthModelSeconds, 2), strings.Join(hb.Bottlenecks, ", "))...)
+	}
+	p("\nUnder %s, the recommended mapping.\n\n## Recommendation\n\n", h.Mapping)
 	for _, t := range rep.Recommendation.Text {
 		p("- %s\n", t)
 	}
@@ -97,12 +113,12 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		row(s.Name, s.Link, fmtFixed(s.CapacityMbps, 0), strconv.Itoa(s.Links))
 	}
 	p("\n## Boot time (s) against batch size\n\n")
-	head := []string{"batch", "nodes"}
+	head = []string{"batch", "nodes"}
 	for _, a := range rep.Algos {
-		head = append(head, a)
 		if rep.FlowModel != "" {
-			head = append(head, a+" flow")
+			head = append(head, a+" end to end")
 		}
+		head = append(head, a+" bandwidth model")
 	}
 	row(head...)
 	rule(len(head))
@@ -110,10 +126,10 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		cells := []string{bt.Label, strconv.Itoa(bt.Nodes)}
 		for j := range rep.Algos {
 			r := rep.Baseline.row(i, j, na)
-			cells = append(cells, fmtFixed(r.BootSeconds, 2))
 			if rep.FlowModel != "" {
 				cells = append(cells, fmtFixed(r.FlowSeconds, 2))
 			}
+			cells = append(cells, fmtFixed(r.BootSeconds, 2))
 		}
 		row(cells...)
 	}
@@ -172,9 +188,9 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 			cells := []string{bt.Label, strconv.Itoa(bt.Nodes)}
 			for _, cs := range rep.cases() {
 				r := cs.row(i, j, na)
-				cell := fmtFixed(r.BootSeconds, 2)
+				cell := fmtFixed(r.BootSeconds, 2) + " bandwidth model"
 				if r.FlowSeconds != 0 {
-					cell += " / flow " + fmtFixed(r.FlowSeconds, 2)
+					cell = fmtFixed(r.FlowSeconds, 2) + " end to end / " + cell
 				}
 				cells = append(cells, cell+" ("+strings.Join(r.Bottlenecks, ",")+")")
 			}

@@ -28,7 +28,7 @@ func reportCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "out", Usage: "output file, written atomically, its extension that of the format; - for stdout (default: report.html, report.md, report.csv or report.json)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o", "format"}, Usage: "report format: html, markdown, csv, json (default: from the --out extension, else html)"},
 			&cli.StringFlag{Name: "dist-batch", Usage: "batch whose node completion times are plotted: its label (\"1 cabinet\") or 1-based position in the ladder (default: the batch whose flow-model completion times spread most, else the largest)"},
-			&cli.BoolFlag{Name: "flow", Value: true, Usage: "run the flow-level model beside the analytic one (--flow=false: analytic only)"},
+			&cli.BoolFlag{Name: "flow", Value: true, Usage: "run the end-to-end flow model (simulate's default boot: DHCP, TFTP caps, health report) as the headline, beside the per-segment bandwidth model (--flow=false: the bandwidth model only)"},
 			&cli.Float64Flag{Name: "upgrade-factor", Value: 10, Usage: "capacity multiplier of a segment upgrade in the recommendations"},
 		),
 		Action: func(c *cli.Context) error {

@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bootfabric/bootfabric/fabricsim"
 )
 
 func runReportCmd(t *testing.T, args ...string) (int, string, string) {
@@ -126,6 +130,61 @@ func TestReportBadInput(t *testing.T) {
 				if n != "unknown.yaml" && n != "badseg.yaml" {
 					t.Errorf("left behind: %s", n)
 				}
+			}
+		})
+	}
+}
+
+// TestReportHeadlineMatchesSimulate runs both commands on the same batch: the report's headline
+// (end to end) must be simulate's batch time to the last bit, with the default boot and with
+// --image-size, so the two never drift apart (same fabricsim configuration, same ownership rule).
+func TestReportHeadlineMatchesSimulate(t *testing.T) {
+	// simulate's default --files is fabricsim's default boot, which the report runs.
+	files, err := simParseFiles(simDefaultFiles, fabricsim.TFTP)
+	if err != nil || !slices.Equal(files, fabricsim.DefaultFiles(fabricsim.TFTP)) {
+		t.Errorf("--files default %q parses to %+v (%v), fabricsim.DefaultFiles is %+v", simDefaultFiles, files, err, fabricsim.DefaultFiles(fabricsim.TFTP))
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"default boot, one board", []string{"-t", "mini", "--algo", "bcda", "--batch", "1"}},
+		{"default boot, whole machine", []string{"-t", "mini", "--algo", "bcda", "--batch", "all"}},
+		{"image size", []string{"-t", "mini", "--algo", "bcda", "--batch", "2", "--image-size", "30MB"}},
+		{"sunway board", []string{"--algo", "bcda", "--batch", "1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, stderr := runReportCmd(t, append([]string{"simulate", "-o", "json"}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("simulate: exit %d: %s", code, stderr)
+			}
+			var sim struct {
+				Runs []struct {
+					Result struct {
+						BatchSeconds float64 `json:"batch_seconds"`
+					} `json:"result"`
+				} `json:"runs"`
+			}
+			if err := json.Unmarshal([]byte(out), &sim); err != nil || len(sim.Runs) != 1 {
+				t.Fatalf("simulate output: %v, %d runs", err, len(sim.Runs))
+			}
+			code, out, stderr = runReportCmd(t, append([]string{"report", "-o", "json", "--out", "-"}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("report: exit %d: %s", code, stderr)
+			}
+			var rep struct {
+				Headline struct {
+					Model   string `json:"model"`
+					Batches []struct {
+						EndToEnd float64 `json:"end_to_end_seconds"`
+					} `json:"batches"`
+				} `json:"headline"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Headline.Batches) != 1 {
+				t.Fatalf("report output: %v, %d headline batches", err, len(rep.Headline.Batches))
+			}
+			if got, want := rep.Headline.Batches[0].EndToEnd, sim.Runs[0].Result.BatchSeconds; got != want || want == 0 {
+				t.Errorf("report headline %v s (%s), simulate %v s", got, rep.Headline.Model, want)
 			}
 		})
 	}
