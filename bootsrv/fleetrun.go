@@ -102,22 +102,13 @@ func newFleetRuntime(s *Server, o FleetOptions) (*fleetRuntime, error) {
 		}
 		return 0
 	})
-	renewals := prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "bootfabric", Subsystem: "fleet", Name: "lease_renewals_total", Help: "Successful renewals of this server's membership lease."}, func() float64 {
-		if m := f.m.Load(); m != nil {
-			return float64(m.Stats().Renewals)
-		}
-		return 0
-	})
-	failures := prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "bootfabric", Subsystem: "fleet", Name: "lease_renewal_failures_total", Help: "Failed renewals of this server's membership lease."}, func() float64 {
-		if m := f.m.Load(); m != nil {
-			return float64(m.Stats().RenewalFailures)
-		}
-		return 0
-	})
+	// Lease renewals are the fleet client's bootfabric_fleet_lease_renewals_total{outcome}, which
+	// serve --etcd adds to /metrics (Options.Gatherer): a second family of that name here would
+	// make every scrape fail.
 	written := prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "bootfabric", Subsystem: "fleet", Name: "state_records_written_total", Help: "Node boot-state records this server wrote to etcd (state_flush batches a node's transitions into one write)."}, func() float64 {
 		return float64(f.store.written.Load())
 	})
-	for _, c := range []prometheus.Collector{f.takeovers, f.owned, f.live, f.deferred, valid, renewals, failures, written} {
+	for _, c := range []prometheus.Collector{f.takeovers, f.owned, f.live, f.deferred, valid, written} {
 		if err := s.reg.Register(c); err != nil {
 			return nil, fmt.Errorf("fleet metrics: %w", err)
 		}
