@@ -628,10 +628,8 @@ func (f *Fleet) WaitHealthy(ctx context.Context, fc *fleet.Client, d time.Durati
 	}
 }
 
-// Metric reads one unlabelled metric of the named server's /metrics, from inside its namespace.
-// Note: a fleet member's /metrics answers 500 today: the server's registry and the etcd client's
-// (added by serve --etcd as a Gatherer) both define bootfabric_fleet_lease_renewals_total with
-// different help texts, which prometheus refuses to merge.
+// Metric reads one series of the named server's /metrics, from inside its namespace: a name, with
+// its labels as exposed (`bootfabric_fleet_takeover_nodes_total{from="bs1"}`) if it has any.
 func (f *Fleet) Metric(ctx context.Context, name, metric string) (float64, error) {
 	s, err := f.server(name)
 	if err != nil {
@@ -691,8 +689,7 @@ func (f *Fleet) LogLines(name, msg string, since time.Time) []LogLine {
 
 // WaitOwned waits (at most d) until every server's latest ownership (its last "fleet ownership"
 // log line, since since[name] when given: a restarted server's own) has no dead server and want
-// nodes: the full fleet's ownership, e.g. after a server came back. (The servers' /metrics cannot
-// tell: see the note on Metric.)
+// nodes: the full fleet's ownership, e.g. after a server came back.
 func (f *Fleet) WaitOwned(ctx context.Context, want int, since map[string]time.Time, d time.Duration) error {
 	deadline := time.Now().Add(d)
 	for {

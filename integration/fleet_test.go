@@ -345,6 +345,11 @@ func fleetEtcdDown(t *testing.T, ctx context.Context, f *Fleet, fc *fleet.Client
 				notBack = append(notBack, s.Name+": "+last)
 			}
 		}
+		for _, s := range f.Servers {
+			if v, err := f.Metric(ctx, s.Name, "bootfabric_fleet_membership_valid"); err != nil || v != 1 {
+				notBack = append(notBack, fmt.Sprintf("%s: membership_valid %v (%v)", s.Name, v, err))
+			}
+		}
 		if merr == nil && len(members) == len(f.Servers) && len(notBack) == 0 {
 			t.Logf("all %d servers live members, none fenced (checked %.1f s after etcd returned, when the boot had ended)", len(members), time.Since(upWall).Seconds())
 			break
@@ -547,6 +552,21 @@ func fleetKillServer(t *testing.T, ctx context.Context, f *Fleet, fc *fleet.Clie
 	}
 	for _, line := range takeoverLines(f, killWall) {
 		t.Logf("server log: %s", line)
+	}
+	// The new owners' metrics count the takeover (and /metrics works on a fleet member).
+	moved := map[string]int{}
+	for _, i := range victimNodes {
+		moved[f.Servers[after.Server[i]].Name]++
+	}
+	for name, n := range moved {
+		got, err := f.Metric(ctx, name, `bootfabric_fleet_takeover_nodes_total{from="`+victim+`"}`)
+		if err != nil || int(got) != n {
+			t.Errorf("%s: takeover metric %v (%v), want %d", name, got, err, n)
+		}
+		owned, err := f.Metric(ctx, name, "bootfabric_fleet_owned_nodes")
+		if err != nil || int(owned) != len(victimNodes)+n {
+			t.Errorf("%s: owns %v nodes (%v), want %d", name, owned, err, len(victimNodes)+n)
+		}
 	}
 
 	// No address to two MACs, and every node's address its own.
