@@ -719,3 +719,61 @@ func (f *Fleet) WaitOwned(ctx context.Context, want int, since map[string]time.T
 		time.Sleep(250 * time.Millisecond)
 	}
 }
+
+// SimulateCommand runs `bootctl simulate --fail FAIL --detect DETECT` on the cluster's machine,
+// scaled as Predict scales it (capacity times scale times WireEfficiency), with the cluster's files,
+// the measured round trip and each node's measured arrival (its first bound time, DHCP then
+// counting as done), and returns its batch time with the failure and without it, and the command
+// line.
+func (c *Cluster) SimulateCommand(ctx context.Context, bootctl, algo string, files BootFiles, rtt float64, arrivals []float64,
+	fail string, detect time.Duration) (withFail, baseline float64, argv []string, err error) {
+	dir := c.dir()
+	mach, err := ScaledMachine(c.Machine, c.Scale*WireEfficiency).MarshalYAMLText()
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	machPath := filepath.Join(dir, "machine-predict.yaml")
+	if err := os.WriteFile(machPath, mach, 0o644); err != nil {
+		return 0, 0, nil, err
+	}
+	var arr strings.Builder
+	for i, n := range c.Nodes {
+		fmt.Fprintf(&arr, "%s %.6f\n", n.Name, arrivals[i])
+	}
+	arrPath := filepath.Join(dir, "arrivals.txt")
+	if err := os.WriteFile(arrPath, []byte(arr.String()), 0o644); err != nil {
+		return 0, 0, nil, err
+	}
+	nbp, err := os.Stat(files.NBP)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	rttD := time.Duration(rtt * float64(time.Second))
+	argv = []string{bootctl, "simulate", "--topology", machPath, "--algo", algo, "--batch", "all", "--arrival", arrPath,
+		"--files", fmt.Sprintf("nbp=%dB:tftp,kernel=%dB:http,initrd=%dB:http", nbp.Size(), files.Kernel, files.Initrd),
+		"--blksize", "1468", "--rtt", rttD.String(), "--dhcp", "0s", "--health", (2 * rttD).String(), "--time-step", "0",
+		"--fail", fail, "--detect", detect.String(), "-o", "json"}
+	out, err := c.run.Run(ctx, argv...)
+	if err != nil {
+		return 0, 0, argv, err
+	}
+	var res struct {
+		Runs []struct {
+			Result struct {
+				BatchSeconds float64 `json:"batch_seconds"`
+				Failure      *struct {
+					BatchSeconds         float64 `json:"batch_seconds"`
+					BaselineBatchSeconds float64 `json:"baseline_batch_seconds"`
+				} `json:"failure"`
+			} `json:"result"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		return 0, 0, argv, fmt.Errorf("simulate output: %w", err)
+	}
+	if len(res.Runs) != 1 || res.Runs[0].Result.Failure == nil {
+		return 0, 0, argv, fmt.Errorf("simulate output: want one run with a failure summary: %s", tail(out, 5))
+	}
+	r := res.Runs[0].Result
+	return r.BatchSeconds, r.Failure.BaselineBatchSeconds, argv, nil
+}

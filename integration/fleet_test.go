@@ -615,15 +615,24 @@ func fleetKillServer(t *testing.T, ctx context.Context, f *Fleet, fc *fleet.Clie
 		t.Fatal(err)
 	}
 	fs := pred.Failure
-	e := pctErr(boot.Batch, pred.BatchSeconds)
-	t.Logf("batch: measured %.2f s, predicted %.2f s with the failure (%+.1f%%), %.2f s without it; predicted %d taken over, %d restarted; host cpu %.0f%% of %d cores; rtt %.3f ms",
-		boot.Batch, pred.BatchSeconds, e, fs.BaselineBatchSeconds, fs.TakenOver, fs.Restarted, boot.CPU.Busy*100, boot.CPU.Cores, rtt*1000)
 	for _, s := range fs.Servers {
 		t.Logf("predicted takeover of %s at %.2f s, detected %.2f s: %d mid-boot, %d not started, %d done, new owners %v",
 			s.Server, s.FailSeconds, s.DetectedSeconds, s.MidBoot, s.NotStarted, s.Done, s.NewOwners)
 	}
+	// The same prediction by the command a user runs.
+	cli, cliBase, argv, err := f.SimulateCommand(ctx, f.Opt.Bootctl, "bcda", f.Opt.Files, rtt, first, fmt.Sprintf("%s@%.3fs", victim, killAt), fleetTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", strings.Join(argv[1:], " "))
+	if d := pctErr(cli, pred.BatchSeconds); d > 1 || d < -1 {
+		t.Errorf("bootctl simulate --fail predicts %.3f s, fabricsim.SimulateFailures %.3f s", cli, pred.BatchSeconds)
+	}
+	e := pctErr(boot.Batch, cli)
+	t.Logf("batch: measured %.2f s, bootctl simulate --fail predicts %.2f s (%+.1f%%; %.2f s without the failure; SimulateFailures %.2f s, %d taken over, %d restarted); host cpu %.0f%% of %d cores; rtt %.3f ms",
+		boot.Batch, cli, e, cliBase, pred.BatchSeconds, fs.TakenOver, fs.Restarted, boot.CPU.Busy*100, boot.CPU.Cores, rtt*1000)
 	if e > 15 || e < -15 {
-		t.Errorf("batch with the failure: measured %.2f s vs predicted %.2f s: %+.1f%%, want within 15%%", boot.Batch, pred.BatchSeconds, e)
+		t.Errorf("batch with the failure: measured %.2f s vs predicted %.2f s: %+.1f%%, want within 15%%", boot.Batch, cli, e)
 	}
 }
 
