@@ -4,7 +4,10 @@
 // The netns kind turns a machine graph into network namespaces: every compute node and boot server
 // is a namespace (a container node), every switch a Linux bridge in a namespace of its own, every
 // link a veth pair whose two directions are shaped with tc tbf to the link's capacity times a
-// scale. Nothing is connected to the host's own namespace, so no traffic leaves the cluster.
+// scale. Nothing is connected to the host's own namespace, so no traffic leaves the cluster; the
+// one exception is a fleet's management network (Cluster.AddMgmt): a bridge in the host's namespace
+// with a veth into each boot server's namespace, on a private /24, where the servers reach etcd.
+// The host does not forward, and the servers have no route beyond it.
 //
 // Everything a cluster creates is recorded in a state file before it is created, so Down removes
 // exactly that, whether the cluster came up whole, failed half-way, or was left by a killed run;
