@@ -7,7 +7,7 @@
 // scale. Nothing is connected to the host's own namespace, so no traffic leaves the cluster; the
 // one exception is a fleet's management network (Cluster.AddMgmt): a bridge in the host's namespace
 // with a veth into each boot server's namespace, on a private /24, where the servers reach etcd.
-// The host does not forward, and the servers have no route beyond it.
+// The servers have no route beyond that /24.
 //
 // Everything a cluster creates is recorded in a state file before it is created, so Down removes
 // exactly that, whether the cluster came up whole, failed half-way, or was left by a killed run;
