@@ -50,6 +50,9 @@ func (c *Cluster) AddMgmt(ctx context.Context, prefix netip.Prefix) (netip.Addr,
 	if _, err := c.run.Run(ctx, "ip", "link", "show", "dev", br); err == nil {
 		return netip.Addr{}, specErr("cluster %q: host link %s is left over from an earlier run; remove it with `ip link del %s`", c.Name, br, br)
 	}
+	if out, err := c.run.Run(ctx, "ip", "-4", "route", "show", "root", prefix.Masked().String()); err != nil || strings.TrimSpace(out) != "" {
+		return netip.Addr{}, specErr("management subnet %s is in use on this host (%s%v): pick another", prefix, strings.TrimSpace(out), err)
+	}
 	host := addrAt(prefix, 1)
 	bits := strconv.Itoa(prefix.Bits())
 	c.HostLinks = append(c.HostLinks, br)
