@@ -69,10 +69,14 @@ func (m *fleetMember) stop() {
 	m.client.Close()
 }
 
-// crash ends the server without leaving: its client closes first, so the lease is not revoked.
-func (m *fleetMember) crash() {
+// crash ends the server without leaving: its client closes first, so the lease is not revoked
+// and expires after the TTL. The server itself stops in the background (as a killed process's
+// sockets close), so that the time to a takeover counts from the crash alone.
+func (m *fleetMember) crash(t *testing.T) {
 	m.client.Close()
-	m.stop()
+	stopped := make(chan struct{})
+	go func() { m.stop(); close(stopped) }()
+	t.Cleanup(func() { <-stopped })
 }
 
 func fleetServers() []ServerEntry {
@@ -150,7 +154,7 @@ func TestFleetTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	crashed := time.Now()
-	bs1.crash()
+	bs1.crash(t)
 
 	survivors := []*fleetMember{ms[0], ms[2], ms[3]}
 	waitFor(t, "takeover of bs1's nodes", 2*time.Second+2*time.Second, func() bool {
@@ -185,21 +189,26 @@ func TestFleetTakeover(t *testing.T) {
 	if st, _ := holder(done).srv.Tracker().State(done); st != Healthy {
 		t.Errorf("%s resumed in %v, want healthy", done, st)
 	}
-	evs, err := ms[0].client.Events(context.Background(), "takeover")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Each new owner records its takeover right after it starts answering: wait for all of them.
 	total := 0
-	for _, e := range evs {
-		var te TakeoverEvent
-		if err := json.Unmarshal(e.Rec, &te); err != nil {
+	waitFor(t, "takeover events", 5*time.Second, func() bool {
+		evs, err := ms[0].client.Events(context.Background(), "takeover")
+		if err != nil {
 			t.Fatal(err)
 		}
-		if te.From != "bs1" {
-			t.Errorf("takeover event %+v: want from bs1", te)
+		total = 0
+		for _, e := range evs {
+			var te TakeoverEvent
+			if err := json.Unmarshal(e.Rec, &te); err != nil {
+				t.Fatal(err)
+			}
+			if te.From != "bs1" {
+				t.Errorf("takeover event %+v: want from bs1", te)
+			}
+			total += te.Nodes
 		}
-		total += te.Nodes
-	}
+		return total >= len(own1)
+	})
 	if total != len(own1) {
 		t.Errorf("takeover events count %d nodes, want %d", total, len(own1))
 	}
@@ -223,7 +232,7 @@ func TestFleetTakeover(t *testing.T) {
 
 	// etcd stops: every server is fenced within the TTL and answers only its home nodes.
 	ec.Member(0).Stop()
-	fenced := waitFor(t, "fencing", 3*time.Second, func() bool {
+	fenced := waitFor(t, "fencing", 2*time.Second+2*time.Second, func() bool {
 		for _, m := range []*fleetMember{ms[0], back} {
 			if v := m.srv.fleet.m.Load(); v == nil || v.Valid() {
 				return false
@@ -308,7 +317,7 @@ func TestFleetChaos(t *testing.T) {
 			}
 		}
 		victim := rng.IntN(len(ms))
-		ms[victim].crash()
+		ms[victim].crash(t)
 		waitFor(t, fmt.Sprintf("round %d: takeover of bs%d", round, victim), 8*time.Second, func() bool { return settled(victim) })
 		for _, m := range ms {
 			if m == ms[victim] {
