@@ -780,3 +780,40 @@ func (c *Cluster) SimulateCommand(ctx context.Context, bootctl, algo string, fil
 	r := res.Runs[0].Result
 	return r.BatchSeconds, r.Failure.BaselineBatchSeconds, argv, nil
 }
+
+// DHCPAnswer is a DHCP answer (OFFER or ACK) a server logged.
+type DHCPAnswer struct {
+	Server, MAC, Outcome string
+	At                   time.Time
+}
+
+// DHCPAnswers returns the answers every server logged since t (at debug level, each DHCP request
+// is logged with its outcome: offered, acked, not_ours, ...), by time.
+func (f *Fleet) DHCPAnswers(since time.Time) []DHCPAnswer {
+	var out []DHCPAnswer
+	for _, s := range f.Servers {
+		for _, l := range f.LogLines(s.Name, "DHCP request", since) {
+			oc, _ := l.Fields["outcome"].(string)
+			mac, _ := l.Fields["mac"].(string)
+			if oc == "offered" || oc == "acked" {
+				out = append(out, DHCPAnswer{Server: s.Name, MAC: mac, Outcome: oc, At: l.At})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b DHCPAnswer) int { return a.At.Compare(b.At) })
+	return out
+}
+
+// DoubleAnswers returns the pairs of answers to one MAC by two servers less than window apart:
+// two servers answering one node at once.
+func DoubleAnswers(ans []DHCPAnswer, window time.Duration) [][2]DHCPAnswer {
+	last := map[string]DHCPAnswer{}
+	var out [][2]DHCPAnswer
+	for _, a := range ans {
+		if p, ok := last[a.MAC]; ok && p.Server != a.Server && a.At.Sub(p.At) < window {
+			out = append(out, [2]DHCPAnswer{p, a})
+		}
+		last[a.MAC] = a
+	}
+	return out
+}

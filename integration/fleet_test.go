@@ -69,12 +69,28 @@ func fleetDelays(n int, ramp float64) []float64 {
 // members) in the host's namespace on a management network of its own. One boot loses a server
 // to kill -9 while about half of its nodes are mid-boot; the survivors take them over.
 func TestFleet(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	f, fc, etcd := fleetSetup(t, ctx)
+	t.Run("KillServer", func(t *testing.T) { fleetKillServer(t, ctx, f, fc) })
+	t.Run("EtcdMemberKilled", func(t *testing.T) {
+		fleetRestore(t, ctx, f)
+		fleetEtcdMemberKilled(t, ctx, f, fc, etcd)
+	})
+	t.Run("EtcdDown", func(t *testing.T) {
+		fleetRestore(t, ctx, f)
+		fleetEtcdDown(t, ctx, f, fc, etcd)
+	})
+}
+
+// fleetSetup brings up the fleet cluster: fleetMachine's namespaces, the management bridge,
+// etcd with three members on it, `bootctl fleet apply` and the four servers; everything is removed
+// when the test ends.
+func fleetSetup(t *testing.T, ctx context.Context) (*Fleet, *fleet.Client, *etcdtest.Cluster) {
 	needRoot(t, "busybox", "curl", "udhcpc")
 	testenv.NeedFile(t, debianNBP, "ipxe")
 	testenv.NeedTool(t, "etcd", "etcd-server")
 	began := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
 	bin := buildBootctl(t)
 	log := zaptest.NewLogger(t)
 	c, err := Up(ctx, Spec{Name: testName(t), Machine: fleetMachine(), Scale: fleetScale, StateDir: t.TempDir()}, log)
@@ -118,18 +134,9 @@ func TestFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fc.Close()
+	t.Cleanup(func() { fc.Close() })
 	t.Logf("fleet of %d servers up (configuration by %s) at %.1f s; etcd %v", len(c.Servers), f.Applied, time.Since(began).Seconds(), etcd.Endpoints)
-
-	t.Run("KillServer", func(t *testing.T) { fleetKillServer(t, ctx, f, fc) })
-	t.Run("EtcdMemberKilled", func(t *testing.T) {
-		fleetRestore(t, ctx, f)
-		fleetEtcdMemberKilled(t, ctx, f, fc, etcd)
-	})
-	t.Run("EtcdDown", func(t *testing.T) {
-		fleetRestore(t, ctx, f)
-		fleetEtcdDown(t, ctx, f, fc, etcd)
-	})
+	return f, fc, etcd
 }
 
 // fleetRestore brings back any server a phase killed and waits until ownership is the full
@@ -209,6 +216,25 @@ func fleetSameServers(t *testing.T, f *Fleet, pids map[string]int, since time.Ti
 	}
 }
 
+// fleetOneAnswerer checks from the servers' logs that no two servers answered one node's DHCP
+// within 1.5 s of each other since t (a takeover answers after the lease TTL).
+func fleetOneAnswerer(t *testing.T, f *Fleet, since time.Time) {
+	t.Helper()
+	ans := f.DHCPAnswers(since)
+	dups := DoubleAnswers(ans, 1500*time.Millisecond)
+	for i, d := range dups {
+		if i == 5 {
+			t.Errorf("... %d more", len(dups)-5)
+			break
+		}
+		t.Errorf("two servers answered %s: %s %s at %s, %s %s at %s", d[0].MAC, d[0].Server, d[0].Outcome, d[0].At.Format("15:04:05.000"),
+			d[1].Server, d[1].Outcome, d[1].At.Format("15:04:05.000"))
+	}
+	if len(dups) == 0 {
+		t.Logf("%d DHCP answers in the servers' logs, never two servers for one node at once", len(ans))
+	}
+}
+
 func fleetPids(f *Fleet) map[string]int {
 	out := map[string]int{}
 	for _, s := range f.Servers {
@@ -257,6 +283,7 @@ func fleetEtcdMemberKilled(t *testing.T, ctx context.Context, f *Fleet, fc *flee
 	}
 	t.Logf("etcd leader %s killed at %.2f s after the batch start", etcd.Member(leader).Name, killWall.Sub(r.boot.Start).Seconds())
 	fleetNoRetries(t, r.boot)
+	fleetOneAnswerer(t, f, r.boot.Start)
 	if _, err := f.WaitHealthy(ctx, fc, 15*time.Second); err != nil {
 		t.Errorf("etcd records with a member down: %v", err)
 	}
@@ -326,6 +353,7 @@ func fleetEtcdDown(t *testing.T, ctx context.Context, f *Fleet, fc *fleet.Client
 		t.Errorf("nodes did not keep booting while etcd was down: %v", counts)
 	}
 	fleetNoRetries(t, r.boot)
+	fleetOneAnswerer(t, f, r.boot.Start)
 	// Recovered: every server a live member in etcd again, and each one's latest word on its
 	// lease (since the outage began) says renewed or re-joined.
 	deadline := time.Now().Add(15 * time.Second)
@@ -588,6 +616,7 @@ func fleetKillServer(t *testing.T, ctx context.Context, f *Fleet, fc *fleet.Clie
 			}
 		}
 	}
+	fleetOneAnswerer(t, f, boot.Start)
 	recs, err := f.WaitHealthy(ctx, fc, 15*time.Second)
 	if err != nil {
 		for _, r := range recs {
