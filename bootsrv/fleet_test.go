@@ -17,11 +17,12 @@ import (
 // fleetMember is one in-process fleet server of a test: its own etcd client, so that closing the
 // client without leaving stands for a crash (its lease then expires after the TTL).
 type fleetMember struct {
-	name   string
-	srv    *Server
-	client *fleet.Client
-	cancel context.CancelFunc
-	done   chan error
+	name       string
+	srv        *Server
+	client     *fleet.Client
+	membership *fleet.Membership
+	cancel     context.CancelFunc
+	done       chan error
 }
 
 // startFleetMember starts server id of the fixture's four-server configuration as a fleet member.
@@ -47,25 +48,36 @@ func startFleetMemberEdit(t *testing.T, f *fixture, endpoints []string, id int, 
 			edit(c)
 		}
 	})
-	s, err := New(cfg, Options{Logger: zaptest.NewLogger(t).Named(cfg.Servers[id].Name), Fleet: &FleetOptions{Client: c, TTL: 2 * time.Second, Reconcile: 100 * time.Millisecond}})
+	// The test holds the membership (as serve --etcd does), so that a crash can leave it
+	// unrevoked: the server never leaves on its own.
+	ms, err := c.Join(ctx, cfg.Servers[id].Name, []byte(`{"url":"","address":"`+cfg.Servers[id].Address+`","active":true}`), 2*time.Second)
 	if err != nil {
 		cancel()
 		c.Close()
 		t.Fatal(err)
 	}
-	m := &fleetMember{name: cfg.Servers[id].Name, srv: s, client: c, cancel: cancel, done: make(chan error, 1)}
+	s, err := New(cfg, Options{Logger: zaptest.NewLogger(t).Named(cfg.Servers[id].Name), Fleet: &FleetOptions{Client: c, TTL: 2 * time.Second, Reconcile: 100 * time.Millisecond, Membership: ms}})
+	if err != nil {
+		cancel()
+		c.Close()
+		t.Fatal(err)
+	}
+	m := &fleetMember{name: cfg.Servers[id].Name, srv: s, client: c, membership: ms, cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- s.Serve(ctx) }()
 	t.Cleanup(m.stop)
 	return m
 }
 
-// stop ends the server gracefully (it leaves the fleet).
+// stop ends the server gracefully and leaves the fleet.
 func (m *fleetMember) stop() {
 	m.cancel()
 	select {
 	case <-m.done:
 	case <-time.After(10 * time.Second):
 	}
+	lctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	m.membership.Leave(lctx) // fails after a crash (client closed): the lease then expires
 	m.client.Close()
 }
 
