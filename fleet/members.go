@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -110,4 +111,21 @@ func sortedMembers(set map[string]Member) []Member {
 		out = append(out, set[name])
 	}
 	return out
+}
+
+// LeaseTTL returns how long a member's lease has left and the TTL it was granted: the granted TTL
+// minus what is left is how long ago the member last renewed it. A lease that is gone has 0 left.
+func (c *Client) LeaseTTL(ctx context.Context, id int64) (left, granted time.Duration, err error) {
+	var resp *clientv3.LeaseTimeToLiveResponse
+	err = c.do(ctx, "lease_ttl", func(ctx context.Context) (err error) {
+		resp, err = c.cli.TimeToLive(ctx, clientv3.LeaseID(id))
+		return err
+	})
+	if err != nil {
+		return 0, 0, c.wrap("lease time to live", err)
+	}
+	if resp.TTL < 0 {
+		return 0, time.Duration(resp.GrantedTTL) * time.Second, nil
+	}
+	return time.Duration(resp.TTL) * time.Second, time.Duration(resp.GrantedTTL) * time.Second, nil
 }

@@ -259,10 +259,13 @@ type fleetServerStatus struct {
 	State   string `json:"state"`
 	Nodes   int    `json:"nodes"`         // owned now
 	URL     string `json:"url,omitempty"` // from its member info
-	// Lease is the member's etcd lease (hex) and Joined the etcd revision at which it joined: the
-	// fleet client does not expose a lease's age, so when a server (re)joined is what is shown.
+	// Lease is the member's etcd lease (hex) and Joined the etcd revision at which it joined.
 	Lease  string `json:"lease,omitempty"`
 	Joined int64  `json:"joined_revision,omitempty"`
+	// LeaseLeft and LeaseTTL are the seconds the lease has left and its granted TTL (etcd counts
+	// whole seconds): TTL - left is how long ago the server last renewed it.
+	LeaseLeft float64 `json:"lease_left_seconds,omitempty"`
+	LeaseTTL  float64 `json:"lease_ttl_seconds,omitempty"`
 }
 
 // fleetTakeover is one takeover event (written by the servers as bootsrv.TakeoverEvent).
@@ -354,6 +357,9 @@ func fleetStatus(ctx context.Context, cl *fleet.Client, eps []string) (*fleetSta
 		row := fleetServerStatus{Name: s.Name, Address: s.Address, Nodes: own.Nodes[i], State: fleetDead}
 		if mb, ok := byName[s.Name]; ok {
 			fillMember(&row, mb)
+			if left, ttl, err := cl.LeaseTTL(ctx, mb.LeaseID); err == nil {
+				row.LeaseLeft, row.LeaseTTL = left.Seconds(), ttl.Seconds()
+			}
 			delete(byName, s.Name)
 			st.Live++
 		} else if slices.Contains(doc.FailedServers, i) {
@@ -407,16 +413,19 @@ func writeFleetStatus(e *env, st *fleetStatusResult) error {
 	}
 	fmt.Fprintln(e.stdout)
 	t := newTable(e.stdout)
-	t.row("SERVER", "ADDRESS", "STATE", "NODES", "URL", "JOINED")
+	t.row("SERVER", "ADDRESS", "STATE", "NODES", "URL", "JOINED", "LEASE")
 	for _, s := range st.Servers {
-		url, joined := s.URL, "-"
+		url, joined, lease := s.URL, "-", "-"
 		if url == "" {
 			url = "-"
 		}
 		if s.Joined > 0 {
 			joined = "rev " + strconv.FormatInt(s.Joined, 10)
 		}
-		t.row(s.Name, s.Address, s.State, s.Nodes, url, joined)
+		if s.LeaseTTL > 0 {
+			lease = fmt.Sprintf("renewed %gs ago, %gs left of %gs", s.LeaseTTL-s.LeaseLeft, s.LeaseLeft, s.LeaseTTL)
+		}
+		t.row(s.Name, s.Address, s.State, s.Nodes, url, joined, lease)
 	}
 	if err := t.flush(); err != nil {
 		return err

@@ -200,8 +200,12 @@ func TestFleetApplyStatusEtcd(t *testing.T) {
 	want.Servers[1] = fleetServerStatus{Name: "bs1", Address: "10.0.0.2", State: "live", Nodes: 8, URL: "http://10.0.0.2:8080",
 		Lease: fmt.Sprintf("%x", mb.LeaseID())}
 	want.Recent = []fleetTakeover{{Seq: 1, From: "bs0", To: "bs1", Nodes: 4, MidBoot: 2, At: at}}
-	if diff := cmp.Diff(want, st, cmpopts.IgnoreFields(fleetServerStatus{}, "Joined")); diff != "" {
+	if diff := cmp.Diff(want, st, cmpopts.IgnoreFields(fleetServerStatus{}, "Joined", "LeaseLeft", "LeaseTTL")); diff != "" {
 		t.Errorf("status with bs1 (-want +got):\n%s", diff)
+	}
+	// The lease's age: granted the member's TTL (3 s, whole seconds), with some of it left.
+	if l := st.Servers[1]; l.LeaseTTL != 3 || l.LeaseLeft <= 0 || l.LeaseLeft > 3 {
+		t.Errorf("bs1's lease: %v s left of %v s, want some left of 3 s", l.LeaseLeft, l.LeaseTTL)
 	}
 	if st.Servers[1].Joined <= first.Revision {
 		t.Errorf("bs1 joined at revision %d, before the configuration (%d)", st.Servers[1].Joined, first.Revision)
