@@ -40,9 +40,15 @@ func TestFleetPool(t *testing.T) {
 	b := startFleetMemberEdit(t, f, ec.Endpoints, 1, pool)
 	_ = startFleetMemberEdit(t, f, ec.Endpoints, 2, pool)
 	_ = startFleetMemberEdit(t, f, ec.Endpoints, 3, pool)
-	waitFor(t, "four live members", 10*time.Second, func() bool {
-		l := a.srv.liveServers()
-		return len(l) == 4
+	// Unknown MACs are hashed over the live members each server sees: both must see all four
+	// (while their views differ, a MAC may get an offer from each; only one REQUEST can bind).
+	waitFor(t, "four live members seen by a and b", 10*time.Second, func() bool {
+		for _, m := range []*fleetMember{a, b} {
+			if l := m.srv.fleet.liveIDs.Load(); l == nil || len(*l) != 4 {
+				return false
+			}
+		}
+		return true
 	})
 	handlers := []*dhcpd.Handler{dhcpd.NewHandler(a.srv.dhcpConfig("")), dhcpd.NewHandler(b.srv.dhcpConfig(""))}
 	ctx := context.Background()

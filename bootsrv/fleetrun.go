@@ -236,29 +236,58 @@ func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
 	inv := s.auth.Inventory()
 	var final []*InventoryNode
 	deferred, kept := 0, 0
+	handoff := map[string]string{}   // tracked nodes released now -> their new owner
+	stale := map[string]NodeStatus{} // untracked nodes whose record still names this server
 	for i := range inv.Nodes {
 		n := &inv.Nodes[i]
 		owner := au.Owner(n)
+		ownerName := ""
+		if owner >= 0 {
+			ownerName = s.cfg.Servers[owner].Name
+		}
 		st, tracked := s.tracker.State(n.Name)
+		r, hasRec := recs[n.Name]
 		switch {
 		case owner == s.cfg.ServerID && !tracked:
-			// Gained: unless another live server has it mid-boot (a reclaim waits for the boot).
-			if r, ok := recs[n.Name]; ok && r.Server != "" && r.Server != me && live[r.Server] && midBoot(r.State) {
+			// Gained. A node moves from one live server to another only once the holder has
+			// handed it off (its record names the new owner): the holder keeps a node mid-boot
+			// until the boot ends, and answers it until it has written the handoff, so the two
+			// never answer one node at once. A dead holder hands nothing off: take over at once.
+			if hasRec && r.Server != "" && r.Server != me && live[r.Server] {
 				deferred++
 				continue
 			}
 			final = append(final, n)
 		case owner == s.cfg.ServerID:
 			final = append(final, n)
-		case tracked && midBoot(st) && owner >= 0 && live[s.cfg.Servers[owner].Name]:
+		case tracked && midBoot(st) && ownerName != "" && live[ownerName]:
 			// Lost to a live server while booting here: keep it until the boot ends.
 			kept++
 			final = append(final, n)
+		case tracked:
+			handoff[n.Name] = ownerName
+		case hasRec && r.Server == me && ownerName != me:
+			// Named as holder but not tracked (this server restarted): hand it off too, or its
+			// new owner would wait for it forever.
+			r.Server = ownerName
+			stale[n.Name] = r
 		}
+	}
+	for name, to := range handoff {
+		s.tracker.SetServer(name, to)
 	}
 	added, removed, err := s.tracker.Retrack(final, recs)
 	if err != nil {
 		s.log.Warn("saving boot states before an ownership change", zap.Error(err))
+	}
+	if len(stale) > 0 {
+		list := make([]NodeStatus, 0, len(stale))
+		for _, name := range sortedKeys(stale) {
+			list = append(list, stale[name])
+		}
+		if err := f.store.Save(list); err != nil {
+			s.log.Warn("handing off nodes", zap.Error(err))
+		}
 	}
 	res, err := nodeReservations(final, s.cfg.DHCP.networkOptions())
 	if err != nil {
@@ -273,7 +302,8 @@ func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
 	f.liveIDs.Store(&liveIDs)
 	f.cur.Store(au)
 	f.curRes.Store(&res)
-	f.pending.Store(deferred > 0 || kept > 0)
+	// Re-check soon while nodes wait for a handoff, a boot to end, or a handoff to be written.
+	f.pending.Store(deferred > 0 || kept > 0 || len(stale) > 0 || len(handoff) > 0 && err != nil)
 	f.owned.Set(float64(len(final)))
 	f.live.Set(float64(len(live)))
 	f.deferred.Set(float64(deferred))

@@ -241,6 +241,17 @@ func (t *Tracker) addLocked(n *InventoryNode, saved map[string]NodeStatus) bool 
 	return restored
 }
 
+// SetServer records that server holds the named node now (a fleet's handoff to a new owner): the
+// record is saved with the next flush. Unknown nodes are ignored.
+func (t *Tracker) SetServer(name, server string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n, ok := t.nodes[name]; ok && n.Server != server {
+		n.Server = server
+		t.dirty[name] = true
+	}
+}
+
 // Retrack changes the set of tracked nodes to nodes (in that order), as when a fleet's ownership
 // moves: nodes no longer listed are saved and dropped; nodes new to the tracker start from their
 // state in saved (a takeover resumes the boot from the dead server's last record) or from Pending.
