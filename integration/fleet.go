@@ -395,6 +395,9 @@ type FleetBootOptions struct {
 	Timeout  time.Duration
 	// OnEvent, when set, sees every event as it happens, from several goroutines.
 	OnEvent func(NodeEvent)
+	// OnStart, when set, is told when the gate opens (FleetBoot.Start, from which every event's
+	// time counts), before any event.
+	OnStart func(start time.Time)
 }
 
 // FleetBoot is the result of BootFleet.
@@ -567,6 +570,9 @@ func (c *Cluster) BootFleet(ctx context.Context, opt FleetBootOptions) (*FleetBo
 	}
 	cpu0 := readCPU()
 	res.Start = time.Now()
+	if opt.OnStart != nil {
+		opt.OnStart(res.Start)
+	}
 	close(opened)
 	if _, err := gate.Write(bytes.Repeat([]byte("\n"), len(nodes))); err != nil {
 		c.log.Warn("boot gate: opening failed; nodes will time out", zap.Error(err))
@@ -784,7 +790,9 @@ func (c *Cluster) SimulateCommand(ctx context.Context, bootctl, algo string, fil
 // DHCPAnswer is a DHCP answer (OFFER or ACK) a server logged.
 type DHCPAnswer struct {
 	Server, MAC, Outcome string
-	At                   time.Time
+	// IP is the address offered or acknowledged.
+	IP string
+	At time.Time
 }
 
 // DHCPAnswers returns the answers every server logged since t (at debug level, each DHCP request
@@ -795,8 +803,9 @@ func (f *Fleet) DHCPAnswers(since time.Time) []DHCPAnswer {
 		for _, l := range f.LogLines(s.Name, "DHCP request", since) {
 			oc, _ := l.Fields["outcome"].(string)
 			mac, _ := l.Fields["mac"].(string)
+			ip, _ := l.Fields["ip"].(string)
 			if oc == "offered" || oc == "acked" {
-				out = append(out, DHCPAnswer{Server: s.Name, MAC: mac, Outcome: oc, At: l.At})
+				out = append(out, DHCPAnswer{Server: s.Name, MAC: mac, Outcome: oc, IP: ip, At: l.At})
 			}
 		}
 	}
@@ -814,6 +823,28 @@ func DoubleAnswers(ans []DHCPAnswer, window time.Duration) [][2]DHCPAnswer {
 			out = append(out, [2]DHCPAnswer{p, a})
 		}
 		last[a.MAC] = a
+	}
+	return out
+}
+
+// LastOwnership returns the named server's latest "fleet ownership" log line since t, and whether
+// there is one.
+func (f *Fleet) LastOwnership(name string, since time.Time) (LogLine, bool) {
+	lines := f.LogLines(name, "fleet ownership", since)
+	if len(lines) == 0 {
+		return LogLine{}, false
+	}
+	return lines[len(lines)-1], true
+}
+
+// Dead returns the dead servers a "fleet ownership" line names.
+func (l LogLine) Dead() []string {
+	var out []string
+	dead, _ := l.Fields["dead"].([]any)
+	for _, d := range dead {
+		if s, ok := d.(string); ok {
+			out = append(out, s)
+		}
 	}
 	return out
 }

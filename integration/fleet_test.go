@@ -2,20 +2,24 @@ package integration
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fabricsim"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
@@ -83,17 +87,31 @@ func TestFleet(t *testing.T) {
 	})
 }
 
+// fleetSpec is the fleet cluster fleetSetupSpec brings up.
+type fleetSpec struct {
+	Machine *topology.Machine
+	Scale   float64
+	TTL     time.Duration
+	Files   BootFiles
+}
+
 // fleetSetup brings up the fleet cluster: fleetMachine's namespaces, the management bridge,
 // etcd with three members on it, `bootctl fleet apply` and the four servers; everything is removed
 // when the test ends.
 func fleetSetup(t *testing.T, ctx context.Context) (*Fleet, *fleet.Client, *etcdtest.Cluster) {
+	return fleetSetupSpec(t, ctx, fleetSpec{Machine: fleetMachine(), Scale: fleetScale, TTL: fleetTTL,
+		Files: BootFiles{NBP: debianNBP, Kernel: 500_000, Initrd: 1_500_000}})
+}
+
+// fleetSetupSpec is fleetSetup for the machine, scale, lease TTL and files of spec.
+func fleetSetupSpec(t *testing.T, ctx context.Context, spec fleetSpec) (*Fleet, *fleet.Client, *etcdtest.Cluster) {
 	needRoot(t, "busybox", "curl", "udhcpc")
 	testenv.NeedFile(t, debianNBP, "ipxe")
 	testenv.NeedTool(t, "etcd", "etcd-server")
 	began := time.Now()
 	bin := buildBootctl(t)
 	log := zaptest.NewLogger(t)
-	c, err := Up(ctx, Spec{Name: testName(t), Machine: fleetMachine(), Scale: fleetScale, StateDir: t.TempDir()}, log)
+	c, err := Up(ctx, Spec{Name: testName(t), Machine: spec.Machine, Scale: spec.Scale, StateDir: t.TempDir()}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,8 +135,7 @@ func fleetSetup(t *testing.T, ctx context.Context) (*Fleet, *fleet.Client, *etcd
 		t.Fatal(err)
 	}
 	etcd := etcdtest.Start(t, etcdtest.Options{Members: 3, ClientHost: host.String()})
-	files := BootFiles{NBP: debianNBP, Kernel: 500_000, Initrd: 1_500_000}
-	f, err := c.StartFleet(ctx, FleetOptions{Bootctl: bin, Mapping: "bcda", Files: files, Etcd: etcd.Endpoints, Fleet: "t", TTL: fleetTTL})
+	f, err := c.StartFleet(ctx, FleetOptions{Bootctl: bin, Mapping: "bcda", Files: spec.Files, Etcd: etcd.Endpoints, Fleet: "t", TTL: spec.TTL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -691,4 +708,509 @@ func takeoverLines(f *Fleet, after time.Time) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+const (
+	// chaosRounds servers are killed and restarted, one at a time, during one boot.
+	chaosRounds = 5
+	// chaosTTL is the chaos fleet's membership lease: 2 s keeps a round (kill, takeover, restart,
+	// member again) near 4 s.
+	chaosTTL = 2 * time.Second
+	// chaosRamp spreads the 128 nodes' power-on over 10 s.
+	chaosRamp = 10.0
+)
+
+// chaosMachine is fleetMachine with 16 nodes per board: 2 supernodes x 4 boards x 16 nodes = 128
+// nodes and 4 boot servers. Shaped at fleetScale with 2 MB per node, each server's 32 nodes take
+// about 27 s without a failure, so that the rounds fall inside the boot.
+func chaosMachine() *topology.Machine {
+	m := fleetMachine()
+	m.Name = "fleet128"
+	m.Description = "mini with 16 nodes per board: 128 nodes, 4 boot servers"
+	m.Levels[2].Count = 16
+	return m
+}
+
+// chaosEvents collects a running boot's node events (BootFleet's OnEvent).
+type chaosEvents struct {
+	mu     sync.Mutex
+	start  time.Time
+	events []NodeEvent
+	bound  int
+	began  chan struct{} // closed once 8 nodes are bound
+	once   sync.Once
+}
+
+func (c *chaosEvents) add(ev NodeEvent) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, ev)
+	if ev.Name == "bound" {
+		c.bound++
+		if c.bound >= 8 {
+			c.once.Do(func() { close(c.began) })
+		}
+	}
+}
+
+// snapshot returns the events so far and the gate's opening.
+func (c *chaosEvents) snapshot() ([]NodeEvent, time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.events), c.start
+}
+
+// chaosRound is what one round did, as wall times.
+type chaosRound struct {
+	victim                            string
+	kill, takeover, restart, member   time.Time
+	released                          time.Time // every survivor saw the victim back
+	mid                               []int     // nodes mid-boot on the victim at the kill
+	unfinished                        int       // nodes not yet reported at the kill
+	answered, wrongOwner, notAsked    int       // mid nodes answered after the kill by the rule's owner, by another, not before the restart
+	firstAnswer                       float64   // seconds from the kill to the first of those answers
+	takenOver                         map[string]int
+	healthyReported, healthyEtcd, all int
+}
+
+// TestFleetChaos is issue 12's chaos test: a 128-node boot on 4 fleet servers (bcda, lease TTL
+// 2 s) during which 5 rounds each kill -9 a random server (seeded, logged; BOOTFABRIC_CHAOS_SEED
+// repeats a run), wait until the survivors have taken its nodes over and answer them, restart it
+// (`bootctl serve --etcd ... --name` again, same state directory) and wait until it is a member
+// again. In every round and at the end: no address acknowledged to two MACs (the nodes' leases,
+// the servers' DHCP logs, etcd's records), no two live servers answering one node at once (the
+// servers' DHCP logs), the dead server's mid-boot nodes answered by the rule's new owners; at the
+// end every node reported health and every node's record in etcd says healthy.
+func TestFleetChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos: 5 server kills during a 128-node netns boot; skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	f, fc, _ := fleetSetupSpec(t, ctx, fleetSpec{Machine: chaosMachine(), Scale: fleetScale, TTL: chaosTTL,
+		Files: BootFiles{NBP: debianNBP, Kernel: 500_000, Initrd: 1_500_000}})
+
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("BOOTFABRIC_CHAOS_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("BOOTFABRIC_CHAOS_SEED=%q: %v", v, err)
+		}
+		seed = s
+	}
+	rng := rand.New(rand.NewPCG(seed, 0))
+	t.Logf("chaos seed %d (BOOTFABRIC_CHAOS_SEED=%d repeats the victims and pauses)", seed, seed)
+
+	g := f.Graph
+	algo, err := mapping.ParseAlgo("bcda", g.Hierarchy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := make([]int, len(f.Nodes))
+	for i := range batch {
+		batch[i] = i
+	}
+	// owners[j] is the rule's ownership with server j dead (the only one dead in a round).
+	owners := make([]*mapping.Assignment, len(f.Servers))
+	for j := range f.Servers {
+		dead := make([]bool, len(f.Servers))
+		dead[j] = true
+		if owners[j], _, err = mapping.AssignOwners(g, algo, batch, nil, dead); err != nil {
+			t.Fatal(err)
+		}
+	}
+	serverIdx := map[string]int{}
+	for j, s := range f.Servers {
+		serverIdx[s.Name] = j
+	}
+
+	col := &chaosEvents{began: make(chan struct{})}
+	res := make(chan fleetBootResult, 1)
+	bootDone := make(chan struct{})
+	go func() {
+		defer close(bootDone)
+		b, err := f.BootFleet(ctx, FleetBootOptions{Delays: fleetDelays(len(f.Nodes), chaosRamp), Attempts: 10, Timeout: 150 * time.Second,
+			OnEvent: col.add, OnStart: func(at time.Time) { col.mu.Lock(); col.start = at; col.mu.Unlock() }})
+		res <- fleetBootResult{b, err}
+	}()
+	// A round that fails ends the boot (its nodes' scripts) before the cluster is taken down.
+	defer func() { cancel(); <-bootDone }()
+	select {
+	case <-col.began:
+	case r := <-res:
+		t.Fatalf("boot ended before 8 nodes were bound: %v", r.err)
+	}
+
+	chk := newChaosChecker(f)
+	kills := map[string][]time.Time{}
+	var rounds []chaosRound
+	var early *fleetBootResult
+	for k := 1; k <= chaosRounds && !t.Failed(); k++ {
+		// A pause of 0.3-1.3 s between rounds (and before the first kill).
+		time.Sleep(time.Duration(300+rng.IntN(1000)) * time.Millisecond)
+		var live []string
+		for _, s := range f.Servers {
+			if f.Pid(s.Name) != 0 {
+				live = append(live, s.Name)
+			}
+		}
+		if len(live) != len(f.Servers) {
+			t.Fatalf("round %d: live servers %v, want all %d", k, live, len(f.Servers))
+		}
+		rd := chaosRound{victim: live[rng.IntN(len(live))]}
+		victimIP := f.Servers[serverIdx[rd.victim]].IP
+		evs, start := col.snapshot()
+		lastBound, reported := map[int]string{}, map[int]bool{}
+		for _, e := range evs {
+			switch e.Name {
+			case "bound":
+				lastBound[e.Node] = e.Args[0]
+			case "reported":
+				reported[e.Node] = true
+			}
+		}
+		rd.unfinished = len(f.Nodes) - len(reported)
+		for i, ip := range lastBound {
+			if ip == victimIP && !reported[i] {
+				rd.mid = append(rd.mid, i)
+			}
+		}
+		slices.Sort(rd.mid)
+		if rd.kill, err = f.Kill(rd.victim); err != nil {
+			t.Fatalf("round %d: %v", k, err)
+		}
+		kills[rd.victim] = append(kills[rd.victim], rd.kill)
+
+		// Takeover: every survivor applies the rule with the victim dead (bounded: TTL + 4 s),
+		// then the victim's mid-boot nodes get their answers (bounded: 3 s more).
+		deadline := rd.kill.Add(chaosTTL + 4*time.Second)
+		for {
+			var notYet []string
+			for _, s := range f.Servers {
+				if s.Name == rd.victim {
+					continue
+				}
+				if l, ok := f.LastOwnership(s.Name, rd.kill); !ok || !slices.Contains(l.Dead(), rd.victim) {
+					notYet = append(notYet, s.Name)
+				}
+			}
+			if len(notYet) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("round %d: %v did not apply the ownership with %s dead within TTL + 4 s of the kill", k, notYet, rd.victim)
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		rd.takenOver = map[string]int{}
+		for _, s := range f.Servers {
+			if s.Name == rd.victim {
+				continue
+			}
+			for _, l := range f.LogLines(s.Name, "", rd.kill) {
+				if l.Msg == "takeover" && l.Fields["from"] == rd.victim {
+					n, _ := l.Fields["nodes"].(float64)
+					rd.takenOver[s.Name] += int(n)
+					if rd.takeover.IsZero() || l.At.Before(rd.takeover) {
+						rd.takeover = l.At
+					}
+				}
+				if l.Msg == "fleet ownership" && slices.Contains(l.Dead(), rd.victim) && rd.takeover.IsZero() {
+					rd.takeover = l.At
+				}
+			}
+		}
+		answeredBy := func() map[int]string {
+			evs, _ := col.snapshot()
+			out := map[int]string{}
+			for _, e := range evs {
+				if at := start.Add(time.Duration(e.At * float64(time.Second))); e.Name == "bound" && at.After(rd.kill) {
+					if _, ok := out[e.Node]; !ok {
+						out[e.Node] = f.ServerByIP(e.Args[0])
+						if slices.Contains(rd.mid, e.Node) && (rd.firstAnswer == 0 || at.Sub(rd.kill).Seconds() < rd.firstAnswer) {
+							rd.firstAnswer = at.Sub(rd.kill).Seconds()
+						}
+					}
+				}
+			}
+			return out
+		}
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			by := answeredBy()
+			if !slices.ContainsFunc(rd.mid, func(i int) bool { _, ok := by[i]; return !ok }) {
+				break
+			}
+		}
+		// Down a further 0-1 s, then back with the same state directory.
+		time.Sleep(time.Duration(rng.IntN(1000)) * time.Millisecond)
+		for deadline := time.Now().Add(5 * time.Second); f.Pid(rd.victim) != 0; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %s (killed) not reaped after 5 s", k, rd.victim)
+			}
+		}
+		by := answeredBy()
+		for _, i := range rd.mid {
+			srv, ok := by[i]
+			switch want := f.Servers[owners[serverIdx[rd.victim]].Server[i]].Name; {
+			case !ok:
+				rd.notAsked++
+			case srv == want:
+				rd.answered++
+			default:
+				rd.wrongOwner++
+				t.Errorf("round %d: %s, mid-boot on %s when it was killed, was answered by %s; the rule with %s dead says %s",
+					k, f.Nodes[i].Name, rd.victim, srv, rd.victim, want)
+			}
+		}
+		rd.restart = time.Now()
+		if err := f.StartServer(ctx, rd.victim); err != nil {
+			t.Fatalf("round %d: %v", k, err)
+		}
+		if err := f.WaitServer(ctx, rd.victim); err != nil {
+			t.Fatalf("round %d: %v", k, err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			ms, err := f.Members(ctx, fc)
+			if err == nil && slices.Contains(ms, rd.victim) {
+				rd.member = time.Now()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %s restarted but not a member after 10 s: members %v (%v)", k, rd.victim, ms, err)
+			}
+		}
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			var notYet []string
+			for _, s := range f.Servers {
+				if s.Name == rd.victim {
+					continue
+				}
+				if l, ok := f.LastOwnership(s.Name, rd.restart); !ok || len(l.Dead()) > 0 {
+					notYet = append(notYet, s.Name)
+				}
+			}
+			if len(notYet) == 0 {
+				rd.released = time.Now()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("round %d: %v still count %s dead 5 s after it was a member again", k, notYet, rd.victim)
+				break
+			}
+		}
+		rd.healthyReported, rd.healthyEtcd, rd.all = chk.check(t, ctx, fc, fmt.Sprintf("round %d", k), col, kills)
+		rounds = append(rounds, rd)
+		since := func(at time.Time) float64 { return at.Sub(start).Seconds() }
+		var to []string
+		for _, name := range sortedKeysOf(rd.takenOver) {
+			to = append(to, fmt.Sprintf("%s %d", name, rd.takenOver[name]))
+		}
+		takeover := "none logged"
+		if !rd.takeover.IsZero() {
+			takeover = fmt.Sprintf("+%.2f s (nodes to %s)", rd.takeover.Sub(rd.kill).Seconds(), strings.Join(to, ", "))
+		}
+		released := "-"
+		if !rd.released.IsZero() {
+			released = fmt.Sprintf("%.2f s", rd.released.Sub(rd.restart).Seconds())
+		}
+		firstAnswer := "-"
+		if rd.firstAnswer > 0 {
+			firstAnswer = fmt.Sprintf("+%.2f s", rd.firstAnswer)
+		}
+		t.Logf("round %d: kill -9 %s at %.2f s (%d of its nodes mid-boot, %d nodes unfinished); takeover logged %s; its mid-boot nodes answered by the rule's new owners %d (first %s), by others %d, not asking before the restart %d; restarted at %.2f s (down %.2f s), member again +%.2f s, survivors released +%s; healthy so far: %d reported, %d of %d in etcd",
+			k, rd.victim, since(rd.kill), len(rd.mid), rd.unfinished, takeover, rd.answered, firstAnswer, rd.wrongOwner, rd.notAsked,
+			since(rd.restart), rd.restart.Sub(rd.kill).Seconds(), rd.member.Sub(rd.restart).Seconds(), released,
+			rd.healthyReported, rd.healthyEtcd, rd.all)
+		select {
+		case r := <-res:
+			early = &r
+		default:
+		}
+		if early != nil {
+			break
+		}
+	}
+
+	var r fleetBootResult
+	if early != nil {
+		r = *early
+	} else {
+		r = <-res
+	}
+	if r.err != nil {
+		t.Errorf("boot: %v", r.err)
+	}
+	if r.boot == nil {
+		t.FailNow()
+	}
+	if len(rounds) < chaosRounds {
+		t.Errorf("only %d of %d rounds ran during the boot", len(rounds), chaosRounds)
+	}
+	for k, rd := range rounds {
+		if at := rd.kill.Sub(r.boot.Start).Seconds(); rd.unfinished == 0 || at >= r.boot.Batch {
+			t.Errorf("round %d: the kill at %.2f s came after the boot (batch %.2f s, %d unfinished)", k+1, at, r.boot.Batch, rd.unfinished)
+		}
+	}
+	attempts := map[int]int{}
+	for _, tl := range r.boot.Nodes {
+		attempts[tl.Count("dhcp")]++
+	}
+	var dist []string
+	for _, n := range sortedKeysOf(attempts) {
+		dist = append(dist, fmt.Sprintf("%d: %d nodes", n, attempts[n]))
+	}
+	// Which server finished each node's boot (the one whose answer the successful attempt had),
+	// and when the last of each server's finished.
+	finished, lastAt := map[string]int{}, map[string]float64{}
+	for _, tl := range r.boot.Nodes {
+		var srv string
+		for _, e := range tl.Events {
+			if e.Name == "bound" {
+				srv = f.ServerByIP(e.Args[0])
+			}
+			if e.Name == "reported" {
+				finished[srv]++
+				lastAt[srv] = max(lastAt[srv], e.At)
+			}
+		}
+	}
+	var fin []string
+	for _, name := range sortedKeysOf(finished) {
+		fin = append(fin, fmt.Sprintf("%s %d (last at %.1f s)", name, finished[name], lastAt[name]))
+	}
+	t.Logf("boot: batch %.2f s, host cpu %.0f%% of %d cores; boot attempts per node: %s; nodes finished by %s",
+		r.boot.Batch, r.boot.CPU.Busy*100, r.boot.CPU.Cores, strings.Join(dist, ", "), strings.Join(fin, ", "))
+
+	// The end: every node's record healthy, the invariants over the whole boot, and every server
+	// back on its own nodes (none is mid-boot any more).
+	recs, err := f.WaitHealthy(ctx, fc, 20*time.Second)
+	if err != nil {
+		for _, rec := range recs {
+			if rec.State != bootsrv.Healthy {
+				t.Logf("etcd record %s: %s on %s since %s (last event %s at %s, attempt %d) %s", rec.Name, rec.State, rec.Server,
+					rec.Since.Format("15:04:05.000"), rec.LastEvent, rec.LastSeen.Format("15:04:05.000"), rec.Attempt, rec.Error)
+			}
+		}
+		t.Errorf("etcd records after the boot: %v", err)
+	}
+	healthyR, healthyE, all := chk.check(t, ctx, fc, "end", col, kills)
+	t.Logf("end: %d of %d nodes reported health, %d of %d records in etcd healthy; %d DHCP answers in the servers' logs, never two live servers for one node within 1.5 s, no address to two MACs",
+		healthyR, len(f.Nodes), healthyE, all, chk.answers)
+	per := len(f.Nodes) / len(f.Servers)
+	if err := f.WaitOwned(ctx, per, nil, 15*time.Second); err != nil {
+		t.Errorf("after the boot: %v", err)
+	}
+	// What the servers warned about, for the record.
+	for _, s := range f.Servers {
+		b, _ := os.ReadFile(f.LogPath(s.Name))
+		warn := map[string]int{}
+		for _, line := range strings.Split(string(b), "\n") {
+			// zap's console format: time, level, [logger,] message, [JSON fields].
+			if parts := strings.Split(line, "\t"); len(parts) >= 3 && (parts[1] == "WARN" || parts[1] == "ERROR") {
+				msg := parts[len(parts)-1]
+				if strings.HasPrefix(msg, "{") {
+					msg = parts[len(parts)-2]
+				}
+				warn[parts[1]+" "+msg]++
+			}
+		}
+		var ws []string
+		for _, k := range sortedKeysOf(warn) {
+			ws = append(ws, fmt.Sprintf("%q x%d", k, warn[k]))
+		}
+		t.Logf("%s: %d starts; warnings and errors: %s", s.Name, strings.Count(string(b), "joined the fleet"), strings.Join(ws, ", "))
+	}
+}
+
+func sortedKeysOf[K cmp.Ordered, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// chaosChecker checks the chaos test's invariants, reporting each violation once.
+type chaosChecker struct {
+	f       *Fleet
+	seen    map[string]bool
+	answers int
+}
+
+func newChaosChecker(f *Fleet) *chaosChecker { return &chaosChecker{f: f, seen: map[string]bool{}} }
+
+func (c *chaosChecker) errorf(t *testing.T, key, format string, args ...any) {
+	t.Helper()
+	if c.seen[key] {
+		return
+	}
+	c.seen[key] = true
+	t.Errorf(format, args...)
+}
+
+// check checks the invariants over the boot so far: every address each node got is its own and
+// went to no other MAC (the nodes' leases, the servers' DHCP logs and the records in etcd); no
+// two servers answered one node within 1.5 s of each other unless the first was killed in
+// between. It returns how many nodes reported health, how many records in etcd say healthy and
+// how many records there are.
+func (c *chaosChecker) check(t *testing.T, ctx context.Context, fc *fleet.Client, when string, col *chaosEvents, kills map[string][]time.Time) (reported, healthy, records int) {
+	t.Helper()
+	f := c.f
+	evs, start := col.snapshot()
+	byIP := map[string]string{}
+	for _, e := range evs {
+		switch {
+		case e.Name == "reported":
+			reported++
+		case e.Name == "bound" && len(e.Args) >= 2:
+			n := f.Nodes[e.Node]
+			if e.Args[1] != n.IP {
+				c.errorf(t, "lease "+n.Name+e.Args[1], "%s: %s (%s) got %s from %s at %.2f s, its reservation is %s", when, n.Name, n.MAC, e.Args[1], f.ServerByIP(e.Args[0]), e.At, n.IP)
+			}
+			if o, ok := byIP[e.Args[1]]; ok && o != n.MAC {
+				c.errorf(t, "lease2 "+e.Args[1], "%s: address %s bound by %s and %s", when, e.Args[1], o, n.MAC)
+			}
+			byIP[e.Args[1]] = n.MAC
+		}
+	}
+	ans := f.DHCPAnswers(start)
+	c.answers = len(ans)
+	acked := map[string]string{}
+	for _, a := range ans {
+		if a.IP == "" || a.IP == "<nil>" {
+			continue
+		}
+		if o, ok := acked[a.IP]; ok && o != a.MAC {
+			c.errorf(t, "log2 "+a.IP, "%s: %s %s address %s to %s at %s; it went to %s before", when, a.Server, a.Outcome, a.IP, a.MAC, a.At.Format("15:04:05.000"), o)
+		}
+		acked[a.IP] = a.MAC
+	}
+	for _, d := range DoubleAnswers(ans, 1500*time.Millisecond) {
+		if slices.ContainsFunc(kills[d[0].Server], func(k time.Time) bool { return !k.Before(d[0].At) && !k.After(d[1].At) }) {
+			continue // the first server was killed in between: not at once
+		}
+		c.errorf(t, "two "+d[0].MAC+d[1].At.String(), "%s: two servers answered %s: %s %s at %s, %s %s at %s", when, d[0].MAC,
+			d[0].Server, d[0].Outcome, d[0].At.Format("15:04:05.000"), d[1].Server, d[1].Outcome, d[1].At.Format("15:04:05.000"))
+	}
+	recs, err := bootsrv.LoadFleetStates(ctx, fc)
+	if err != nil {
+		t.Errorf("%s: %v", when, err)
+		return reported, 0, 0
+	}
+	recIP := map[string]string{}
+	for _, r := range recs {
+		if r.State == bootsrv.Healthy {
+			healthy++
+		}
+		if r.IP == "" {
+			continue
+		}
+		if o, ok := recIP[r.IP]; ok && o != r.MAC {
+			c.errorf(t, "rec2 "+r.IP, "%s: etcd records give %s to %s and %s", when, r.IP, o, r.MAC)
+		}
+		recIP[r.IP] = r.MAC
+	}
+	return reported, healthy, len(recs)
 }
