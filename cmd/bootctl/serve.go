@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io/fs"
+	"net"
 
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/topology"
@@ -96,6 +97,9 @@ func serveConfig(c *cli.Context) (*bootsrv.Config, error) {
 	}
 	for _, o := range serveOverrides {
 		if c.IsSet(o.flag) {
+			if err := checkListenFlag(o.flag, c.String(o.flag)); err != nil {
+				return nil, err
+			}
 			o.set(cfg, c.String(o.flag))
 		}
 	}
@@ -113,4 +117,21 @@ func configError(err error) error {
 		return asBadInput(err)
 	}
 	return err
+}
+
+// checkListenFlag refuses a listen-address flag that is not HOST:PORT, naming the flag: checked
+// after it replaced the file's value, the error would blame the configuration's line.
+func checkListenFlag(flag, v string) error {
+	switch flag {
+	case "http", "tftp", "dhcp-listen":
+	default:
+		return nil
+	}
+	if flag == "tftp" && v == "off" {
+		return nil
+	}
+	if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
+		return badInput("--%s: %q is not HOST:PORT (for example :8080 or 10.0.0.1:8080)", flag, v)
+	}
+	return nil
 }

@@ -476,6 +476,8 @@ func TestServeBadInput(t *testing.T) {
 	}{
 		{[]string{"serve", "--config", bad}, nil, "bad.yaml: inventory: missing"},
 		{[]string{"serve", "--config", f.config, "--dhcp", "sometimes"}, nil, "dhcp.mode: \"sometimes\" is not reservation, proxy or off"},
+		// A flag's bad value is blamed on the flag, not on the line of the file it replaced.
+		{[]string{"serve", "--config", f.config, "--http", "8080"}, nil, "bootctl serve: --http: \"8080\" is not HOST:PORT"},
 		{[]string{"serve", "--config", f.config}, map[string]string{"BOOTCTL_SERVER_ID": "3"}, "server_id: 3 is not the index"},
 		{[]string{"serve", "--config", f.config, "--inventory", filepath.Join(f.dir, "nope.csv")}, nil, "nope.csv: no such file"},
 		{[]string{"serve", "--config", filepath.Join(f.dir, "nope.yaml")}, nil, "nope.yaml: no such file"},
