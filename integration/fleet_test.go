@@ -769,6 +769,7 @@ type chaosRound struct {
 	unfinished                        int       // nodes not yet reported at the kill
 	answered, wrongOwner, notAsked    int       // mid nodes answered after the kill by the rule's owner, by another, not before the restart
 	firstAnswer                       float64   // seconds from the kill to the first of those answers
+	justReported                      []string  // nodes that reported health to the victim less than 1 s before the kill
 	takenOver                         map[string]int
 	healthyReported, healthyEtcd, all int
 }
@@ -870,6 +871,13 @@ func TestFleetChaos(t *testing.T) {
 			}
 		}
 		rd.unfinished = len(f.Nodes) - len(reported)
+		// Nodes whose health report the victim acknowledged in the last second (before its state
+		// flush reached etcd, perhaps): named in the round's line.
+		for _, e := range evs {
+			if e.Name == "reported" && time.Since(start.Add(time.Duration(e.At*float64(time.Second)))) < time.Second && lastBound[e.Node] == victimIP {
+				rd.justReported = append(rd.justReported, f.Nodes[e.Node].Name)
+			}
+		}
 		for i, ip := range lastBound {
 			if ip == victimIP && !reported[i] {
 				rd.mid = append(rd.mid, i)
@@ -1018,6 +1026,9 @@ func TestFleetChaos(t *testing.T) {
 		if rd.firstAnswer > 0 {
 			firstAnswer = fmt.Sprintf("+%.2f s", rd.firstAnswer)
 		}
+		if len(rd.justReported) > 0 {
+			t.Logf("round %d: %s acknowledged health reports less than 1 s before its kill: %v", k, rd.victim, rd.justReported)
+		}
 		t.Logf("round %d: kill -9 %s at %.2f s (%d of its nodes mid-boot, %d nodes unfinished); takeover logged %s; its mid-boot nodes answered by the rule's new owners %d (first %s), by others %d, not asking before the restart %d; restarted at %.2f s (down %.2f s), member again +%.2f s, survivors released +%s; healthy so far: %d reported, %d of %d in etcd",
 			k, rd.victim, since(rd.kill), len(rd.mid), rd.unfinished, takeover, rd.answered, firstAnswer, rd.wrongOwner, rd.notAsked,
 			since(rd.restart), rd.restart.Sub(rd.kill).Seconds(), rd.member.Sub(rd.restart).Seconds(), released,
@@ -1090,6 +1101,7 @@ func TestFleetChaos(t *testing.T) {
 			if rec.State != bootsrv.Healthy {
 				t.Logf("etcd record %s: %s on %s since %s (last event %s at %s, attempt %d) %s", rec.Name, rec.State, rec.Server,
 					rec.Since.Format("15:04:05.000"), rec.LastEvent, rec.LastSeen.Format("15:04:05.000"), rec.Attempt, rec.Error)
+				chaosNodeHistory(t, f, r.boot, rec.Name)
 			}
 		}
 		t.Errorf("etcd records after the boot: %v", err)
@@ -1107,7 +1119,7 @@ func TestFleetChaos(t *testing.T) {
 		warn := map[string]int{}
 		for _, line := range strings.Split(string(b), "\n") {
 			// zap's console format: time, level, [logger,] message, [JSON fields].
-			if parts := strings.Split(line, "\t"); len(parts) >= 3 && (parts[1] == "WARN" || parts[1] == "ERROR") {
+			if parts := strings.Split(line, "\t"); len(parts) >= 3 && slices.Contains([]string{"warn", "error", "dpanic", "panic", "fatal"}, strings.ToLower(parts[1])) {
 				msg := parts[len(parts)-1]
 				if strings.HasPrefix(msg, "{") {
 					msg = parts[len(parts)-2]
@@ -1213,4 +1225,42 @@ func (c *chaosChecker) check(t *testing.T, ctx context.Context, fc *fleet.Client
 		recIP[r.IP] = r.MAC
 	}
 	return reported, healthy, len(recs)
+}
+
+// chaosNodeHistory logs what the named node did (its events, as wall times) and every server log
+// line about it (its name or MAC), by time: the story of a node the invariants flag.
+func chaosNodeHistory(t *testing.T, f *Fleet, boot *FleetBoot, name string) {
+	t.Helper()
+	type row struct {
+		at   time.Time
+		text string
+	}
+	var rows []row
+	for i, tl := range boot.Nodes {
+		if tl.Node != name {
+			continue
+		}
+		for _, e := range tl.Events {
+			at := boot.Start.Add(time.Duration(e.At * float64(time.Second)))
+			rows = append(rows, row{at, fmt.Sprintf("node %s %v (%.2f s)", e.Name, e.Args, e.At)})
+		}
+		mac := strings.ToLower(f.Nodes[i].MAC)
+		for _, s := range f.Servers {
+			for _, l := range f.LogLines(s.Name, "", time.Time{}) {
+				switch {
+				case l.Msg == "takeover" || l.Msg == "fleet ownership" || l.Msg == "joined the fleet":
+				case l.Fields["node"] == name || l.Fields["mac"] == mac || strings.Contains(fmt.Sprint(l.Fields), name):
+				default:
+					continue
+				}
+				{
+					rows = append(rows, row{l.At, fmt.Sprintf("%s %s %v", s.Name, l.Msg, l.Fields)})
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b row) int { return a.at.Compare(b.at) })
+	for _, r := range rows {
+		t.Logf("  %s %s", r.at.Format("15:04:05.000"), r.text)
+	}
 }
