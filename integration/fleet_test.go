@@ -874,8 +874,8 @@ func TestFleetChaos(t *testing.T) {
 		// Nodes whose health report the victim acknowledged in the last second (before its state
 		// flush reached etcd, perhaps): named in the round's line.
 		for _, e := range evs {
-			if e.Name == "reported" && time.Since(start.Add(time.Duration(e.At*float64(time.Second)))) < time.Second && lastBound[e.Node] == victimIP {
-				rd.justReported = append(rd.justReported, f.Nodes[e.Node].Name)
+			if ago := time.Since(start.Add(time.Duration(e.At * float64(time.Second)))); e.Name == "reported" && ago < time.Second && lastBound[e.Node] == victimIP {
+				rd.justReported = append(rd.justReported, fmt.Sprintf("%s %.0f ms before", f.Nodes[e.Node].Name, float64(ago.Milliseconds())))
 			}
 		}
 		for i, ip := range lastBound {
