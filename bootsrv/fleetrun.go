@@ -191,6 +191,24 @@ func (s *Server) runFleet(ctx context.Context) error {
 	}
 }
 
+// keepFor bounds how long a server keeps a node it lost to a live server after the node's last
+// event: a boot that went quiet (its record resumed from a dead server, say, whose last write was
+// lost) must not hold the node away from its owner for ever.
+const keepFor = time.Minute
+
+// stillBooting says whether the named node showed a sign of life within keepFor.
+func (s *Server) stillBooting(name string) bool {
+	n, ok := s.tracker.Node(name)
+	if !ok {
+		return false
+	}
+	last := n.LastSeen
+	if last.IsZero() {
+		last = n.Since
+	}
+	return s.tracker.now().Sub(last) < keepFor
+}
+
 // midBoot says whether a node in state st is in the middle of a boot: a server that holds it keeps
 // it, and a returning owner waits.
 func midBoot(st State) bool { return st != Pending && st != Healthy && st != Failed }
@@ -260,7 +278,7 @@ func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
 			final = append(final, n)
 		case owner == s.cfg.ServerID:
 			final = append(final, n)
-		case tracked && midBoot(st) && ownerName != "" && live[ownerName]:
+		case tracked && midBoot(st) && ownerName != "" && live[ownerName] && s.stillBooting(n.Name):
 			// Lost to a live server while booting here: keep it until the boot ends.
 			kept++
 			final = append(final, n)

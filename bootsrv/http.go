@@ -340,6 +340,12 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
+	// A node reports once: save before saying so, or a server killed within state_flush would
+	// forget a healthy node that never reports again. When the store cannot be written (etcd
+	// down) the state stays in memory and is retried; the node has done its part either way.
+	if err := s.tracker.Flush(); err != nil {
+		s.log.Warn("saving a health report", zap.String("node", name), zap.Error(err))
+	}
 	writeJSONBody(w, http.StatusOK, HealthResponse{Node: name, State: state})
 }
 
