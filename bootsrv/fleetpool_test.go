@@ -149,4 +149,3 @@ func TestFleetPool(t *testing.T) {
 	}
 	ec.Member(0).Restart()
 }
-
