@@ -356,3 +356,33 @@ func TestFleetChaos(t *testing.T) {
 		})
 	}
 }
+
+// TestFleetWitness: a server cut off from etcd alone (its client gone, the others fine) is fenced
+// and, told by a peer over HTTP that the peer is still a valid member, stops answering even its
+// home nodes; with etcd down for all, no peer is valid and home nodes are answered.
+func TestFleetWitness(t *testing.T) {
+	ec := etcdtest.Start(t, etcdtest.Options{Members: 1})
+	f := newFixture(t)
+	bs0 := startFleetMember(t, f, ec.Endpoints, 0)
+	bs1 := startFleetMember(t, f, ec.Endpoints, 1)
+	waitFor(t, "bs1 owns its blocks", 10*time.Second, func() bool {
+		return len(bs1.tracked()) > 0 && bs0.srv.HTTPAddr() != nil
+	})
+	home := bs1.srv.auth.Owned()[0]
+	peer := "http://" + bs0.srv.HTTPAddr().String()
+	bs1.srv.fleet.peers.Store(&[]string{peer})
+	bs1.client.Close() // bs1 alone loses etcd; bs0 stays a valid member
+	waitFor(t, "bs1 fenced and told by bs0", 5*time.Second, func() bool {
+		return !bs1.srv.fleet.m.Load().Valid() && bs1.srv.fleet.peerValid.Load()
+	})
+	if _, ok := (fleetReservations{bs1.srv.fleet}).Lookup(home.MAC); ok {
+		t.Errorf("bs1, cut off alone, still answers its home node %s", home.Name)
+	}
+	// etcd down for everyone: bs0 is fenced too, so bs1 hears no valid peer and answers again.
+	ec.Member(0).Stop()
+	waitFor(t, "no valid peer", 6*time.Second, func() bool { return !bs1.srv.fleet.peerValid.Load() })
+	if _, ok := (fleetReservations{bs1.srv.fleet}).Lookup(home.MAC); !ok {
+		t.Errorf("with etcd down for all, bs1 does not answer its home node %s", home.Name)
+	}
+	ec.Member(0).Restart()
+}

@@ -55,12 +55,14 @@ type fleetRuntime struct {
 	opts  FleetOptions
 	store *EtcdStore
 
-	m       atomic.Pointer[fleet.Membership]
-	cur     atomic.Pointer[Authority]                // the rule's ownership for the live set
-	curRes  atomic.Pointer[dhcpd.StaticReservations] // what DHCP answers now
-	homeRes dhcpd.StaticReservations                 // the home nodes, answered while fenced
-	pending atomic.Bool                              // deferred or kept nodes wait for a re-check
-	liveIDs atomic.Pointer[[]int]                    // live servers by index (unknown MACs' owners)
+	m         atomic.Pointer[fleet.Membership]
+	cur       atomic.Pointer[Authority]                // the rule's ownership for the live set
+	curRes    atomic.Pointer[dhcpd.StaticReservations] // what DHCP answers now
+	homeRes   dhcpd.StaticReservations                 // the home nodes, answered while fenced
+	pending   atomic.Bool                              // deferred or kept nodes wait for a re-check
+	liveIDs   atomic.Pointer[[]int]                    // live servers by index (unknown MACs' owners)
+	peers     atomic.Pointer[[]string]                 // the other members' URLs, for the witness (fleetwitness.go)
+	peerValid atomic.Bool                              // while fenced: a peer says it is a valid member
 
 	mu   sync.Mutex // serialises reconcile
 	dead []string   // as last applied, for logs
@@ -117,7 +119,8 @@ func newFleetRuntime(s *Server, o FleetOptions) (*fleetRuntime, error) {
 }
 
 // fleetReservations is DHCP's view of a fleet server's ownership: nothing before the server has
-// joined, its home nodes while fenced, else the current ownership.
+// joined; while fenced, its home nodes, or nothing when a peer says it is still a valid member
+// (this server is the one cut off: fleetwitness.go); else the current ownership.
 type fleetReservations struct{ f *fleetRuntime }
 
 // Lookup implements dhcpd.Reservations.
@@ -127,6 +130,9 @@ func (r fleetReservations) Lookup(mac net.HardwareAddr) (dhcpd.Reservation, bool
 		return dhcpd.Reservation{}, false
 	}
 	if !m.Valid() {
+		if r.f.peerValid.Load() {
+			return dhcpd.Reservation{}, false // cut off alone: the others act for the fleet
+		}
 		return r.f.homeRes.Lookup(mac)
 	}
 	return (*r.f.curRes.Load()).Lookup(mac)
@@ -166,6 +172,7 @@ func (s *Server) runFleet(ctx context.Context) error {
 			}
 		}
 	}()
+	go s.runWitness(ctx)
 	members := f.opts.Client.WatchMembers(ctx)
 	tick := time.NewTicker(f.opts.Reconcile)
 	defer tick.Stop()
@@ -180,6 +187,8 @@ func (s *Server) runFleet(ctx context.Context) error {
 				return nil
 			}
 			live, seen = ms, true
+			peers := peerURLs(s.cfg.Servers[s.cfg.ServerID].Name, ms)
+			f.peers.Store(&peers)
 		case <-tick.C:
 			if !seen || !f.pending.Load() {
 				continue

@@ -91,6 +91,7 @@ func (s *Server) Handler() http.Handler {
 	route("GET /api/v1/nodes", s.handleNodes)
 	route("GET /api/v1/nodes/{name}", s.handleNode)
 	route("GET /api/v1/summary", s.handleSummary)
+	route("GET /api/v1/fleet/membership", s.handleMembership)
 	route("GET /blobs/sha256/{sum}", s.handleBlob)
 	route("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
