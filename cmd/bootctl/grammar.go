@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/internal/suggest"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/urfave/cli/v2"
 )
@@ -339,7 +340,7 @@ func valueError(flags []cli.Flag, msg string) string {
 func nearest(s string, candidates []string) string {
 	best, bestD := "", -1
 	for _, c := range candidates {
-		if d := editDistance(s, c); bestD < 0 || d < bestD {
+		if d := suggest.Distance(s, c); bestD < 0 || d < bestD {
 			best, bestD = c, d
 		}
 	}
@@ -356,33 +357,6 @@ func nearest(s string, candidates []string) string {
 		return prefixed[0]
 	}
 	return ""
-}
-
-// editDistance is the optimal string alignment distance: insertions, deletions, substitutions
-// and transpositions of adjacent letters, each one edit.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
 }
 
 // normalizeArgs moves every flag where urfave/cli v2 parses it: the application's own flags

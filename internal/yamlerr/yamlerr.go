@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bootfabric/bootfabric/internal/suggest"
 	"gopkg.in/yaml.v3"
 )
 
@@ -283,7 +284,7 @@ func nearest(s string, names []string) string {
 		if norm(n) == norm(s) {
 			return n
 		}
-		if d := editDistance(s, n); bestD < 0 || d < bestD {
+		if d := suggest.Distance(s, n); bestD < 0 || d < bestD {
 			best, bestD = n, d
 		}
 	}
@@ -291,30 +292,4 @@ func nearest(s string, names []string) string {
 		return best
 	}
 	return ""
-}
-
-// editDistance counts insertions, deletions, substitutions and adjacent transpositions.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
 }
