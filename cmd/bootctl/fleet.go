@@ -270,12 +270,8 @@ type fleetServerStatus struct {
 
 // fleetTakeover is one takeover event (written by the servers as bootsrv.TakeoverEvent).
 type fleetTakeover struct {
-	Seq     int64     `json:"seq"`
-	From    string    `json:"from"`
-	To      string    `json:"to"`
-	Nodes   int       `json:"nodes"`
-	MidBoot int       `json:"mid_boot"`
-	At      time.Time `json:"at"`
+	Seq int64 `json:"seq"`
+	bootsrv.TakeoverEvent
 }
 
 // fleetStatusResult is what `fleet status` reports.

@@ -199,7 +199,7 @@ func TestFleetApplyStatusEtcd(t *testing.T) {
 	want.Live, want.Unowned, want.Takeovers = 1, 0, 1
 	want.Servers[1] = fleetServerStatus{Name: "bs1", Address: "10.0.0.2", State: "live", Nodes: 8, URL: "http://10.0.0.2:8080",
 		Lease: fmt.Sprintf("%x", mb.LeaseID())}
-	want.Recent = []fleetTakeover{{Seq: 1, From: "bs0", To: "bs1", Nodes: 4, MidBoot: 2, At: at}}
+	want.Recent = []fleetTakeover{{Seq: 1, TakeoverEvent: bootsrv.TakeoverEvent{From: "bs0", To: "bs1", Nodes: 4, MidBoot: 2, At: at}}}
 	if diff := cmp.Diff(want, st, cmpopts.IgnoreFields(fleetServerStatus{}, "Joined", "LeaseLeft", "LeaseTTL")); diff != "" {
 		t.Errorf("status with bs1 (-want +got):\n%s", diff)
 	}

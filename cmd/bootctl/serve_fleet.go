@@ -32,7 +32,9 @@ func fleetServeFlags() []cli.Flag {
 }
 
 // fleetDefaults are a fleet member's local settings when no flag gives them.
-var fleetDefaults = bootsrv.LocalSettings{StateDir: "/var/lib/bootfabric/state", Images: "/var/lib/bootfabric/images"}
+func fleetDefaults() bootsrv.LocalSettings {
+	return bootsrv.LocalSettings{StateDir: "/var/lib/bootfabric/state", Images: "/var/lib/bootfabric/images"}
+}
 
 // serveFleet runs this process as fleet member --name: it reads the fleet's configuration from
 // etcd, fills the local image store from peers, joins, and serves; a new configuration revision
@@ -54,7 +56,7 @@ func serveFleet(e *env, c *cli.Context) error {
 	if err := fleet.ValidFleetName(c.String("fleet")); err != nil {
 		return badInput("--fleet: %v", err)
 	}
-	local := fleetDefaults
+	local := fleetDefaults()
 	for flag, set := range map[string]func(string){
 		"http": func(v string) { local.HTTPListen = v }, "url": func(v string) { local.URL = v },
 		"tftp": func(v string) { local.TFTPListen = v }, "dhcp-listen": func(v string) { local.DHCPListen = v },

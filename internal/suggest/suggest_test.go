@@ -8,10 +8,10 @@ func TestDistance(t *testing.T) {
 		want int
 	}{
 		{"plan", "plan", 0},
-		{"plna", "plan", 1},       // adjacent transposition
-		{"pln", "plan", 1},        // insertion
-		{"plans", "plan", 1},      // deletion
-		{"plon", "plan", 1},       // substitution
+		{"plna", "plan", 1},  // adjacent transposition
+		{"pln", "plan", 1},   // insertion
+		{"plans", "plan", 1}, // deletion
+		{"plon", "plan", 1},  // substitution
 		{"latencyus", "latency_us", 1},
 		{"", "abc", 3},
 		{"route", "mcast", 5},
