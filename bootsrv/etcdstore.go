@@ -62,7 +62,7 @@ func (s *EtcdStore) Save(nodes []NodeStatus) error {
 	}
 	recs := make(map[string][]byte, len(nodes))
 	for i := range nodes {
-		b, err := json.Marshal(&nodes[i])
+		b, err := appendStatusJSON(nil, &nodes[i])
 		if err != nil {
 			return fmt.Errorf("state: node %s: %w", nodes[i].Name, err)
 		}

@@ -57,46 +57,79 @@ func (c *DHCPConfig) networkOptions() NetworkOptions {
 	return o
 }
 
-// dhcpObserver turns handled DHCP requests into boot events.
-type dhcpObserver struct{ s *Server }
+// dhcpObserver turns handled DHCP requests into boot events. It runs on the DHCP reply path
+// (dhcpd calls it before it sends the reply), once per packet, so it does its work in one tracker
+// call and builds no strings: the details are made once, here.
+type dhcpObserver struct {
+	s       *Server
+	details map[dhcpDetailKey]string
+}
+
+type dhcpDetailKey struct {
+	t   dhcpv4.MessageType
+	out dhcpd.Outcome
+}
+
+func newDHCPObserver(s *Server) dhcpObserver {
+	o := dhcpObserver{s: s, details: map[dhcpDetailKey]string{}}
+	// The outcomes that come with boot events (appendDHCPEvents); others never reach the tracker.
+	outcomes := []dhcpd.Outcome{dhcpd.OutcomeOffered, dhcpd.OutcomeAcked, dhcpd.OutcomeNaked, dhcpd.OutcomeIgnored,
+		dhcpd.OutcomeExhausted, dhcpd.OutcomeError, dhcpd.OutcomeOtherServer}
+	for t := dhcpv4.MessageTypeDiscover; t <= dhcpv4.MessageTypeInform; t++ {
+		for _, out := range outcomes {
+			o.details[dhcpDetailKey{t, out}] = dhcpDetail(t, out)
+		}
+	}
+	return o
+}
+
+func dhcpDetail(t dhcpv4.MessageType, out dhcpd.Outcome) string {
+	return fmt.Sprintf("dhcp %s: %s", strings.ToLower(t.String()), out)
+}
 
 // OnDHCP implements dhcpd.Observer.
 func (o dhcpObserver) OnDHCP(mac net.HardwareAddr, t dhcpv4.MessageType, out dhcpd.Outcome, ip net.IP) {
-	name, ok := o.s.tracker.NameByMAC(mac)
-	if !ok {
+	var buf [2]Event
+	evs := appendDHCPEvents(buf[:0], t, out)
+	if len(evs) == 0 {
 		return
 	}
-	detail := fmt.Sprintf("dhcp %s: %s", strings.ToLower(t.String()), out)
-	for _, ev := range DHCPEvents(t, out) {
-		if ev == EvAck {
-			if a, ok := netip.AddrFromSlice(ip.To4()); ok {
-				o.s.tracker.LearnIP(name, a)
-			}
-		}
-		// dhcpd reports a request before it sends the reply, so a client's DISCOVER is always
-		// observed before the REQUEST that the OFFER prompted.
-		o.s.observe(name, ev, detail)
+	detail, ok := o.details[dhcpDetailKey{t, out}]
+	if !ok {
+		detail = dhcpDetail(t, out)
 	}
+	var addr netip.Addr
+	if a, ok := netip.AddrFromSlice(ip.To4()); ok && !a.IsUnspecified() {
+		addr = a
+	}
+	// dhcpd reports a request before it sends the reply, so a client's DISCOVER is always
+	// observed before the REQUEST that the OFFER prompted.
+	o.s.tracker.ObserveDHCP(mac, evs, addr, detail)
 }
 
 // DHCPEvents maps a handled DHCP request (its message type and what the server did) to boot
 // events. It is pure.
 func DHCPEvents(t dhcpv4.MessageType, out dhcpd.Outcome) []Event {
+	return appendDHCPEvents(nil, t, out)
+}
+
+// appendDHCPEvents is DHCPEvents appending to evs: the reply path passes a buffer on its stack.
+func appendDHCPEvents(evs []Event, t dhcpv4.MessageType, out dhcpd.Outcome) []Event {
 	switch t {
 	case dhcpv4.MessageTypeDiscover:
-		if out == dhcpd.OutcomeOffered {
-			return []Event{EvDiscover, EvOffer}
+		switch out {
+		case dhcpd.OutcomeOffered:
+			return append(evs, EvDiscover, EvOffer)
+		case dhcpd.OutcomeDuplicate, dhcpd.OutcomeNotOurs, dhcpd.OutcomeNotPXE, dhcpd.OutcomeSendFailed:
+			return evs
 		}
-		if out == dhcpd.OutcomeDuplicate || out == dhcpd.OutcomeNotOurs || out == dhcpd.OutcomeNotPXE || out == dhcpd.OutcomeSendFailed {
-			return nil
-		}
-		return []Event{EvDiscover}
+		return append(evs, EvDiscover)
 	case dhcpv4.MessageTypeRequest:
 		if out == dhcpd.OutcomeAcked {
-			return []Event{EvAck}
+			return append(evs, EvAck)
 		}
 	}
-	return nil
+	return evs
 }
 
 // tftpObserver turns TFTP transfers into boot events.

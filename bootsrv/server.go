@@ -333,7 +333,7 @@ func (s *Server) dhcpConfig(ifc string) dhcpd.Config {
 	dc := dhcpd.Config{
 		Mode: dhcpd.Mode(c.Mode), Interface: ifc, Addr: c.Listen, ServerIP: server,
 		Boot: boot, Reservations: s.res, LeaseTime: time.Duration(c.LeaseTime), Workers: c.Workers,
-		Logger: s.log.Named("dhcp"), Registerer: s.reg, Observer: dhcpObserver{s},
+		Logger: s.log.Named("dhcp"), Registerer: s.reg, Observer: newDHCPObserver(s),
 	}
 	if s.addrPool != nil {
 		dc.Pool, dc.PoolAllowed, dc.PoolNetwork = s.addrPool, s.poolAllowed, c.poolNetwork()

@@ -113,7 +113,7 @@ func (s *Store) Save(nodes []NodeStatus) error {
 	type kv struct{ k, v []byte }
 	recs := make([]kv, len(nodes))
 	for i := range nodes {
-		v, err := json.Marshal(&nodes[i])
+		v, err := appendStatusJSON(nil, &nodes[i])
 		if err != nil {
 			return fmt.Errorf("state: node %s: %w", nodes[i].Name, err)
 		}

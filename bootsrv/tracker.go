@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -132,9 +133,15 @@ type Tracker struct {
 	mu    sync.Mutex
 	nodes map[string]*NodeStatus
 	order []string
-	byMAC map[string]string
+	byMAC map[string]string // by macKey, the text form
+	byHW  map[string]string // by the raw hardware address bytes: the DHCP path's lookup, without allocating
 	byIP  map[netip.Addr]string
-	dirty map[string]bool // nodes changed since the last save
+	dirty map[string]bool // nodes changed since the last save, to be saved within Flush
+	// lazy holds nodes whose only unsaved changes are a DHCP handshake (states discover, offered,
+	// bound) or a last-seen time, with when that began: they are saved within lazyFlush. A DHCP
+	// exchange lasts milliseconds and a client repeats it after any restart, while under a DHCP
+	// storm writing every handshake of every node was the serve path's largest cost.
+	lazy map[string]time.Time
 
 	saveMu  sync.Mutex // serialises saves so that an older snapshot never overwrites a newer one
 	stopped bool       // under saveMu: the store is closed, changes stay in memory
@@ -145,6 +152,9 @@ type Tracker struct {
 	gauge       *prometheus.GaugeVec
 	transitions *prometheus.CounterVec
 	reports     *prometheus.CounterVec
+	// The vectors' children by state, resolved once: WithLabelValues hashes its labels on every call.
+	stateGauge        [numStates]prometheus.Gauge
+	transitionCounter [numStates]prometheus.Counter
 }
 
 // NewTracker tracks the given nodes, restoring their saved states from the store. Saved nodes no
@@ -152,8 +162,8 @@ type Tracker struct {
 func NewTracker(nodes []*InventoryNode, defaultProfile string, opts TrackerOptions) (*Tracker, error) {
 	t := &Tracker{
 		opts: opts, log: opts.Logger, now: opts.Now,
-		nodes: map[string]*NodeStatus{}, byMAC: map[string]string{}, byIP: map[netip.Addr]string{},
-		kick: make(chan struct{}, 1), dirty: map[string]bool{},
+		nodes: map[string]*NodeStatus{}, byMAC: map[string]string{}, byHW: map[string]string{}, byIP: map[netip.Addr]string{},
+		kick: make(chan struct{}, 1), dirty: map[string]bool{}, lazy: map[string]time.Time{},
 	}
 	if t.log == nil {
 		t.log = zap.NewNop()
@@ -215,11 +225,12 @@ func (t *Tracker) addLocked(n *InventoryNode, saved map[string]NodeStatus) bool 
 	}
 	restored := false
 	if s, ok := saved[n.Name]; !ok || s.MAC != st.MAC || s.State >= numStates {
-		t.dirty[n.Name] = true // the first save records the node even before any event
+		t.markLocked(n.Name, true, time.Time{}) // the first save records the node even before any event
 	} else {
 		restored = true
-		st.State, st.Since, st.Attempt, st.Times = s.State, s.Since, s.Attempt, s.Times
-		st.LastEvent, st.LastSeen, st.Error, st.Health, st.History = s.LastEvent, s.LastSeen, s.Error, s.Health, s.History
+		// Own copies of the map and the slice: applyLocked changes both in place.
+		st.State, st.Since, st.Attempt, st.Times = s.State, s.Since, s.Attempt, maps.Clone(s.Times)
+		st.LastEvent, st.LastSeen, st.Error, st.Health, st.History = s.LastEvent, s.LastSeen, s.Error, s.Health, slices.Clone(s.History)
 		st.Server = s.Server
 		if st.Times == nil {
 			st.Times = map[State]time.Time{}
@@ -230,11 +241,12 @@ func (t *Tracker) addLocked(n *InventoryNode, saved map[string]NodeStatus) bool 
 	}
 	if t.opts.Server != "" && st.Server != t.opts.Server {
 		st.Server = t.opts.Server
-		t.dirty[n.Name] = true
+		t.markLocked(n.Name, true, time.Time{})
 	}
 	t.nodes[n.Name] = st
 	t.order = append(t.order, n.Name)
 	t.byMAC[st.MAC] = n.Name
+	t.byHW[string(n.MAC)] = n.Name
 	if a, err := netip.ParseAddr(st.IP); err == nil {
 		t.byIP[a] = n.Name
 	}
@@ -248,7 +260,7 @@ func (t *Tracker) SetServer(name, server string) {
 	defer t.mu.Unlock()
 	if n, ok := t.nodes[name]; ok && n.Server != server {
 		n.Server = server
-		t.dirty[name] = true
+		t.markLocked(name, true, time.Time{})
 	}
 }
 
@@ -273,11 +285,15 @@ func (t *Tracker) Retrack(nodes []*InventoryNode, saved map[string]NodeStatus) (
 	t.mu.Lock()
 	for _, name := range removed {
 		n := t.nodes[name]
-		t.gauge.WithLabelValues(n.State.String()).Dec()
+		t.stateGauge[n.State].Dec()
 		delete(t.nodes, name)
 		delete(t.dirty, name)
+		delete(t.lazy, name)
 		if t.byMAC[n.MAC] == name {
 			delete(t.byMAC, n.MAC)
+		}
+		if hw, err := net.ParseMAC(n.MAC); err == nil && t.byHW[string(hw)] == name {
+			delete(t.byHW, string(hw))
 		}
 		if a, err := netip.ParseAddr(n.IP); err == nil && t.byIP[a] == name {
 			delete(t.byIP, a)
@@ -289,7 +305,7 @@ func (t *Tracker) Retrack(nodes []*InventoryNode, saved map[string]NodeStatus) (
 			t.addLocked(n, saved)
 			t.order = t.order[:len(t.order)-1] // addLocked appended it; the order is rebuilt here
 			added = append(added, n.Name)
-			t.gauge.WithLabelValues(t.nodes[n.Name].State.String()).Inc()
+			t.stateGauge[t.nodes[n.Name].State].Inc()
 		}
 		t.order = append(t.order, n.Name)
 	}
@@ -318,8 +334,9 @@ func (t *Tracker) initMetrics(reg prometheus.Registerer) error {
 		counts[n.State]++
 	}
 	for _, s := range States() {
-		t.gauge.WithLabelValues(s.String()).Set(float64(counts[s]))
-		t.transitions.WithLabelValues(s.String())
+		t.stateGauge[s] = t.gauge.WithLabelValues(s.String())
+		t.stateGauge[s].Set(float64(counts[s]))
+		t.transitionCounter[s] = t.transitions.WithLabelValues(s.String())
 	}
 	if reg == nil {
 		return nil
@@ -338,6 +355,41 @@ func (t *Tracker) NameByMAC(mac net.HardwareAddr) (string, bool) {
 	defer t.mu.Unlock()
 	name, ok := t.byMAC[macKey(mac)]
 	return name, ok
+}
+
+// ObserveDHCP applies the boot events of one handled DHCP request from the node with hardware
+// address mac, under one lock: ip (when valid) is the address an ACK gave it. It is the DHCP
+// reply path's only call into the tracker, so it allocates nothing on the way (detail is one of
+// a fixed set of strings) and reports false for a MAC it does not track.
+func (t *Tracker) ObserveDHCP(mac net.HardwareAddr, evs []Event, ip netip.Addr, detail string) bool {
+	t.mu.Lock()
+	name, ok := t.byHW[string(mac)]
+	if !ok {
+		t.mu.Unlock()
+		return false
+	}
+	n := t.nodes[name]
+	changed := false
+	var last Transition
+	for _, ev := range evs {
+		if ev == EvAck && ip.IsValid() {
+			t.learnIPLocked(n, ip)
+		}
+		if tr, ch := t.applyLocked(n, ev, detail); ch {
+			changed, last = true, tr
+		}
+	}
+	urgent := t.dirty[name]
+	t.mu.Unlock()
+	if changed {
+		if ce := t.log.Check(zap.DebugLevel, "boot state"); ce != nil {
+			ce.Write(zap.String("node", name), zap.Stringer("from", last.From), zap.Stringer("to", last.To), zap.Stringer("event", last.Event), zap.String("detail", detail))
+		}
+	}
+	if urgent {
+		t.changed()
+	}
+	return true
 }
 
 // State returns a node's current state.
@@ -362,19 +414,28 @@ func (t *Tracker) NameByIP(ip netip.Addr) (string, bool) {
 // LearnIP records the address a node was given (by DHCP), so that its TFTP and HTTP requests can
 // be attributed to it.
 func (t *Tracker) LearnIP(name string, ip netip.Addr) {
-	ip = ip.Unmap()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n, ok := t.nodes[name]
-	if !ok || !ip.IsValid() || n.IP == ip.String() {
+	if n, ok := t.nodes[name]; ok {
+		t.learnIPLocked(n, ip)
+	}
+}
+
+func (t *Tracker) learnIPLocked(n *NodeStatus, ip netip.Addr) {
+	ip = ip.Unmap()
+	if !ip.IsValid() || t.byIP[ip] == n.Name && n.IP != "" {
+		return // the common case, a node asking again for its address: no string to build
+	}
+	if n.IP == ip.String() {
+		t.byIP[ip] = n.Name
 		return
 	}
-	if old, err := netip.ParseAddr(n.IP); err == nil && t.byIP[old] == name {
+	if old, err := netip.ParseAddr(n.IP); err == nil && t.byIP[old] == n.Name {
 		delete(t.byIP, old)
 	}
 	n.IP = ip.String()
-	t.byIP[ip] = name
-	t.dirty[name] = true
+	t.byIP[ip] = n.Name
+	t.markLocked(n.Name, true, time.Time{})
 }
 
 // Observe applies event ev to the named node and returns the resulting transition and whether the
@@ -387,10 +448,15 @@ func (t *Tracker) Observe(name string, ev Event, detail string) (Transition, boo
 		return Transition{}, false, fmt.Errorf("%w %q", ErrUnknownNode, name)
 	}
 	tr, changed := t.applyLocked(n, ev, detail)
+	urgent := t.dirty[name]
 	t.mu.Unlock()
-	if changed {
-		t.log.Debug("boot state", zap.String("node", name), zap.Stringer("from", tr.From), zap.Stringer("to", tr.To), zap.Stringer("event", ev), zap.String("detail", detail))
+	if urgent {
 		t.changed()
+	}
+	if changed {
+		if ce := t.log.Check(zap.DebugLevel, "boot state"); ce != nil {
+			ce.Write(zap.String("node", name), zap.Stringer("from", tr.From), zap.Stringer("to", tr.To), zap.Stringer("event", ev), zap.String("detail", detail))
+		}
 	}
 	return tr, changed, nil
 }
@@ -416,6 +482,7 @@ func (t *Tracker) Report(name string, h Health) (State, error) {
 	}
 	h.At = h.At.UTC()
 	n.Health = &h
+	t.markLocked(n.Name, true, t.now())
 	detail := ""
 	if ev == EvHealthFailed {
 		detail = "health report: failed"
@@ -431,19 +498,51 @@ func (t *Tracker) Report(name string, h Health) (State, error) {
 	return state, nil
 }
 
+// markLocked records that node name has unsaved changes: urgent ones go out with the next flush,
+// others (lazy) within lazyFlush.
+func (t *Tracker) markLocked(name string, urgent bool, now time.Time) {
+	if urgent || t.opts.Flush <= 0 {
+		t.dirty[name] = true
+		delete(t.lazy, name)
+		return
+	}
+	if t.dirty[name] {
+		return
+	}
+	if _, ok := t.lazy[name]; !ok {
+		t.lazy[name] = now
+	}
+}
+
+// dhcpStage reports whether s is a state of the DHCP handshake, before any boot file.
+func dhcpStage(s State) bool { return s == Discover || s == Offered || s == Bound }
+
 func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string) (Transition, bool) {
 	now := t.now().UTC()
 	n.LastEvent, n.LastSeen = ev, now
-	t.dirty[n.Name] = true
 	to, changed := Next(n.State, ev)
+	t.markLocked(n.Name, changed && !dhcpStage(to), now)
 	tr := Transition{From: n.State, To: to, Event: ev, At: now, Detail: detail}
 	if !changed {
 		return tr, false
 	}
+	if to == Discover && dhcpStage(n.State) {
+		// A DHCP retry before any boot file: the failed handshake's entries give way to this
+		// one (Attempt counts the retries), so that a node looping in DHCP keeps the history of
+		// its last real boot, and the entry that began the loop, instead of 32 copies of it.
+		k := len(n.History)
+		for k > 0 && dhcpStage(n.History[k-1].From) && dhcpStage(n.History[k-1].To) {
+			k--
+		}
+		n.History = n.History[:k]
+	}
 	if to == Discover {
 		// A new attempt: the previous attempt's timestamps no longer describe this boot.
 		n.Attempt++
-		n.Times = map[State]time.Time{}
+		if n.Times == nil {
+			n.Times = map[State]time.Time{}
+		}
+		clear(n.Times) // snapshots hold copies, never this map
 		n.Error = ""
 	}
 	if to == Failed {
@@ -451,17 +550,19 @@ func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string) (Transitio
 	} else if to == Healthy {
 		n.Error = ""
 	}
-	t.gauge.WithLabelValues(n.State.String()).Dec()
-	t.gauge.WithLabelValues(to.String()).Inc()
-	t.transitions.WithLabelValues(to.String()).Inc()
+	t.stateGauge[n.State].Dec()
+	t.stateGauge[to].Inc()
+	t.transitionCounter[to].Inc()
 	n.State, n.Since = to, now
 	if _, seen := n.Times[to]; !seen {
 		n.Times[to] = now
 	}
-	n.History = append(n.History, tr)
-	if len(n.History) > historyLen {
-		n.History = slices.Clone(n.History[len(n.History)-historyLen:])
+	if len(n.History) >= historyLen {
+		// Drop the oldest in place: snapshots hold copies, never this slice.
+		k := len(n.History) - historyLen + 1
+		n.History = n.History[:copy(n.History, n.History[k:])]
 	}
+	n.History = append(n.History, tr)
 	return tr, true
 }
 
@@ -482,8 +583,15 @@ func (t *Tracker) changed() {
 	}
 }
 
-// Flush saves the states when they changed since the last save.
-func (t *Tracker) Flush() error {
+// lazyFlush is how long a node's lazy changes (see Tracker.lazy) may wait to be saved.
+const lazyFlush = 5 * time.Second
+
+// Flush saves every change not saved yet.
+func (t *Tracker) Flush() error { return t.flush(time.Time{}) }
+
+// flush saves the urgent changes and the lazy ones that began before lazyBefore (all of them when
+// lazyBefore is zero).
+func (t *Tracker) flush(lazyBefore time.Time) error {
 	if t.opts.Store == nil {
 		return nil
 	}
@@ -493,20 +601,37 @@ func (t *Tracker) Flush() error {
 		return nil
 	}
 	t.mu.Lock()
-	if len(t.dirty) == 0 {
-		t.mu.Unlock()
-		return nil
-	}
 	snap := make([]NodeStatus, 0, len(t.dirty))
 	for name := range t.dirty {
 		snap = append(snap, copyStatus(t.nodes[name]))
 	}
-	t.dirty = map[string]bool{}
+	clear(t.dirty)
+	var lazy map[string]time.Time // the lazy entries saved, to restore if the save fails
+	for name, since := range t.lazy {
+		if lazyBefore.IsZero() || since.Before(lazyBefore) {
+			snap = append(snap, copyStatus(t.nodes[name]))
+			if lazy == nil {
+				lazy = map[string]time.Time{}
+			}
+			lazy[name] = since
+			delete(t.lazy, name)
+		}
+	}
 	t.mu.Unlock()
+	if len(snap) == 0 {
+		return nil
+	}
 	if err := t.opts.Store.Save(snap); err != nil {
 		t.mu.Lock()
 		for _, n := range snap {
-			t.dirty[n.Name] = true
+			if since, ok := lazy[n.Name]; ok && !t.dirty[n.Name] {
+				if _, again := t.lazy[n.Name]; !again {
+					t.lazy[n.Name] = since
+				}
+			} else {
+				t.dirty[n.Name] = true
+				delete(t.lazy, n.Name)
+			}
 		}
 		t.mu.Unlock()
 		return err
@@ -533,19 +658,22 @@ func (t *Tracker) Run(ctx context.Context) error {
 		return t.Flush()
 	}
 	failing := false
+	lazyTick := time.NewTicker(lazyFlush / 2)
+	defer lazyTick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return t.Flush()
+		case <-lazyTick.C:
 		case <-t.kick:
+			// Batch: let more changes arrive, then write them in one go.
+			select {
+			case <-ctx.Done():
+				return t.Flush()
+			case <-time.After(t.opts.Flush):
+			}
 		}
-		// Batch: let more changes arrive, then write them in one go.
-		select {
-		case <-ctx.Done():
-			return t.Flush()
-		case <-time.After(t.opts.Flush):
-		}
-		if err := t.Flush(); err != nil {
+		if err := t.flush(t.now().Add(-lazyFlush)); err != nil {
 			if !failing {
 				t.log.Error("saving boot states; retrying", zap.Error(err))
 			} else {

@@ -17,7 +17,7 @@
 # Needs root, iproute2, Go, perfdhcp (Debian kea-admin); Kea from
 # kea-dhcp4-server. Usage: bench/dhcp/run.sh
 # (env: RATE RATES DURATION CLIENTS SERVERS NICE POOL_WORKERS (dhcp.workers of serve-pool)
-# BOOTCTL=prebuilt binary KEEP=1 keeps the
+# BOOTCTL=prebuilt binary PROFILE_DIR=dir: bootctl serve writes a CPU profile of each run there; KEEP=1 keeps the
 # temporary directory with perfdhcp's outputs, the servers' logs and bootctl's DHCP metrics)
 set -euo pipefail
 
@@ -175,7 +175,8 @@ start_etcd() {
 start_server() {
 	case $1 in
 	serve-reservation|serve-pool)
-		nice -n "$NICE" ip netns exec "$S" "$TMP/bootctl" --log-level warn serve --config "$TMP/$1.yaml" 2>>"$TMP/$1.log" & ;;
+		nice -n "$NICE" ip netns exec "$S" "$TMP/bootctl" --log-level warn serve --config "$TMP/$1.yaml" \
+			${PROFILE_DIR:+--cpu-profile "$PROFILE_DIR/$1-$(date +%s).prof"} 2>>"$TMP/$1.log" & ;;
 	fleet-reservation|fleet-pool)
 		start_etcd || return 1
 		ip netns exec "$S" "$TMP/bootctl" --log-level warn fleet apply -f "$TMP/$1.yaml" --etcd "$ETCD_EP" --fleet "$1" >/dev/null 2>>"$TMP/$1.log" || return 1

@@ -2,8 +2,11 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
+	"os"
+	"runtime/pprof"
 
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/topology"
@@ -55,6 +58,7 @@ func serveCommand(e *env) *cli.Command {
 		flags = append(flags, &cli.StringFlag{Name: o.flag, EnvVars: []string{o.env}, Usage: o.usage})
 	}
 	flags = append(flags, fleetServeFlags()...)
+	flags = append(flags, &cli.StringFlag{Name: "cpu-profile", Usage: "write a Go CPU profile (pprof) of the whole run to `FILE` when the server stops"})
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "run a boot server: DHCP (PXE), TFTP and HTTP endpoints with per-node boot state",
@@ -64,6 +68,13 @@ func serveCommand(e *env) *cli.Command {
 			"(bootctl fleet apply), and only local settings (listen addresses, directories) are flags.",
 		Flags: flags,
 		Action: func(c *cli.Context) error {
+			if p := c.String("cpu-profile"); p != "" {
+				stop, err := startCPUProfile(p)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			if c.IsSet("etcd") {
 				return serveFleet(e, c)
 			}
@@ -81,6 +92,20 @@ func serveCommand(e *env) *cli.Command {
 			return srv.Serve(c.Context)
 		},
 	}
+}
+
+// startCPUProfile profiles the process into path until the returned function is called: how
+// bench/dhcp finds where bootctl serve spends its time under perfdhcp.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, badInput("--cpu-profile: %v", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // serveConfig loads the configuration file and applies the flags and environment variables.
