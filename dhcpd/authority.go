@@ -3,7 +3,6 @@ package dhcpd
 import (
 	"fmt"
 	"net"
-	"strings"
 )
 
 // Reservation is what this server hands to one client it owns.
@@ -29,7 +28,8 @@ type Reservations interface {
 	Lookup(mac net.HardwareAddr) (Reservation, bool)
 }
 
-// StaticReservations is an immutable Reservations keyed by MAC address.
+// StaticReservations is an immutable Reservations keyed by the MAC address's raw bytes (as
+// NewStaticReservations builds it), so that a lookup converts nothing and allocates nothing.
 type StaticReservations map[string]Reservation
 
 // NewStaticReservations builds a StaticReservations from mac -> reservation.
@@ -47,7 +47,7 @@ func NewStaticReservations(m map[string]Reservation) (StaticReservations, error)
 
 // Lookup implements Reservations.
 func (s StaticReservations) Lookup(mac net.HardwareAddr) (Reservation, bool) {
-	r, ok := s[macKey(mac)]
+	r, ok := s[string(mac)]
 	return r, ok
 }
 
@@ -57,4 +57,4 @@ type ReservationsFunc func(mac net.HardwareAddr) (Reservation, bool)
 // Lookup implements Reservations.
 func (f ReservationsFunc) Lookup(mac net.HardwareAddr) (Reservation, bool) { return f(mac) }
 
-func macKey(mac net.HardwareAddr) string { return strings.ToLower(mac.String()) }
+func macKey(mac net.HardwareAddr) string { return string(mac) }
