@@ -335,6 +335,9 @@ func (s *Server) dhcpConfig(ifc string) dhcpd.Config {
 		Boot: boot, Reservations: s.res, LeaseTime: time.Duration(c.LeaseTime), Workers: c.Workers,
 		Logger: s.log.Named("dhcp"), Registerer: s.reg, Observer: newDHCPObserver(s),
 	}
+	if p, err := netip.ParsePrefix(c.Subnet); err == nil {
+		dc.Networks = []netip.Prefix{p.Masked()} // relays' giaddr and INFORMs' ciaddr must lie in it
+	}
 	if s.addrPool != nil {
 		dc.Pool, dc.PoolAllowed, dc.PoolNetwork = s.addrPool, s.poolAllowed, c.poolNetwork()
 		if dc.Workers == 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -39,6 +40,7 @@ const (
 	OutcomeNotOurs     Outcome = "not_ours"     // MAC owned by another server: silence
 	OutcomeOtherServer Outcome = "other_server" // REQUEST names another server id
 	OutcomeNotPXE      Outcome = "not_pxe"      // proxy mode, not a boot client
+	OutcomeOffNetwork  Outcome = "off_network"  // giaddr or an INFORM's ciaddr on none of our networks: silence
 	OutcomeIgnored     Outcome = "ignored"      // message type or mode we do not answer
 	OutcomeExhausted   Outcome = "exhausted"    // pool full
 	OutcomeError       Outcome = "error"        // internal error (lease store, reply build)
@@ -76,12 +78,13 @@ type Handler struct {
 	pool      AddressPool
 	poolOK    func(net.HardwareAddr) bool
 	poolNet   Reservation
+	networks  []netip.Prefix
 	leaseTime time.Duration
 }
 
 // NewHandler builds the decision logic from the non-socket fields of cfg.
 func NewHandler(cfg Config) *Handler {
-	h := &Handler{mode: cfg.Mode, boot: cfg.Boot.withDefaults(), res: cfg.Reservations, pool: cfg.Pool, poolOK: cfg.PoolAllowed, poolNet: cfg.PoolNetwork, leaseTime: cfg.LeaseTime}
+	h := &Handler{mode: cfg.Mode, boot: cfg.Boot.withDefaults(), res: cfg.Reservations, pool: cfg.Pool, poolOK: cfg.PoolAllowed, poolNet: cfg.PoolNetwork, networks: cfg.Networks, leaseTime: cfg.LeaseTime}
 	if h.mode == "" {
 		h.mode = ModeReservation
 	}
@@ -132,6 +135,9 @@ func (h *Handler) handleReservation(ctx context.Context, req *dhcpv4.DHCPv4, in 
 	if !reserved {
 		res = h.poolNet
 		res.IP, res.Name = nil, ""
+	}
+	if gi := req.GatewayIPAddr; !unspecified(gi) && !h.onNetwork(gi, res) {
+		return Decision{Outcome: OutcomeOffNetwork, IP: gi}
 	}
 	switch req.MessageType() {
 	case dhcpv4.MessageTypeDiscover:
@@ -208,10 +214,31 @@ func (h *Handler) handleReservation(ctx context.Context, req *dhcpv4.DHCPv4, in 
 		if !reserved {
 			return Decision{Outcome: OutcomeIgnored}
 		}
+		if ci := req.ClientIPAddr; unspecified(ci) || !h.onNetwork(ci, res) {
+			return Decision{Outcome: OutcomeOffNetwork, IP: ci}
+		}
 		res.IP = nil // RFC 2131 3.4: no yiaddr, no lease time
 		return h.reply(req, in, dhcpv4.MessageTypeAck, res, 0, OutcomeAcked)
 	}
 	return Decision{Outcome: OutcomeIgnored}
+}
+
+// onNetwork reports whether a lies in one of the server's networks or in
+// the network of the client's reserved address.
+func (h *Handler) onNetwork(a net.IP, res Reservation) bool {
+	addr, ok := netip.AddrFromSlice(a.To4())
+	if !ok {
+		return false
+	}
+	for _, p := range h.networks {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	if ip4, mask := res.IP.To4(), net.IPMask(res.Mask); ip4 != nil && len(mask) == net.IPv4len {
+		return ip4.Mask(mask).Equal(a.To4().Mask(mask))
+	}
+	return false
 }
 
 // handleProxy answers PXE/HTTP boot clients with boot options only: OFFER to

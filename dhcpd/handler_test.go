@@ -3,6 +3,7 @@ package dhcpd
 import (
 	"context"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,6 +47,8 @@ func summarize(d Decision) summary {
 	return s
 }
 
+func giaddr(ip net.IP) dhcpv4.Modifier { return func(d *dhcpv4.DHCPv4) { d.GatewayIPAddr = ip } }
+
 func TestHandleReservation(t *testing.T) {
 	res := StaticReservations{macKey(testMAC): testRes}
 	reqIP := func(ip net.IP) dhcpv4.Modifier { return dhcpv4.WithOption(dhcpv4.OptRequestedIPAddress(ip)) }
@@ -87,6 +90,24 @@ func TestHandleReservation(t *testing.T) {
 			summary{Outcome: OutcomeIgnored}},
 		{"plain client gets address and no file", Config{Reservations: res}, request(t, testMAC, dhcpv4.MessageTypeDiscover),
 			summary{Outcome: OutcomeOffered, Type: "OFFER", YIAddr: "10.0.0.17", IP: "10.0.0.17"}},
+		// Issue 13: a relay packet whose giaddr is on none of the server's networks was
+		// answered (to that giaddr), and an INFORM was answered to any ciaddr.
+		{"relay on the node's network", Config{Reservations: res}, request(t, testMAC, dhcpv4.MessageTypeDiscover, giaddr(net.IPv4(10, 0, 0, 1))),
+			summary{Outcome: OutcomeOffered, Type: "OFFER", YIAddr: "10.0.0.17", IP: "10.0.0.17"}},
+		{"relay on a configured network", Config{Reservations: res, Networks: []netip.Prefix{netip.MustParsePrefix("192.168.7.0/24")}},
+			request(t, testMAC, dhcpv4.MessageTypeDiscover, giaddr(net.IPv4(192, 168, 7, 1))),
+			summary{Outcome: OutcomeOffered, Type: "OFFER", YIAddr: "10.0.0.17", IP: "10.0.0.17"}},
+		{"relay off every network is silent", Config{Reservations: res, Networks: []netip.Prefix{netip.MustParsePrefix("192.168.7.0/24")}},
+			request(t, testMAC, dhcpv4.MessageTypeDiscover, giaddr(net.IPv4(203, 0, 113, 9))),
+			summary{Outcome: OutcomeOffNetwork, IP: "203.0.113.9"}},
+		{"relayed request off every network is silent", Config{Reservations: res}, request(t, testMAC, dhcpv4.MessageTypeRequest, reqIP(testRes.IP), giaddr(net.IPv4(10, 0, 1, 1))),
+			summary{Outcome: OutcomeOffNetwork, IP: "10.0.1.1"}},
+		{"pool relay needs a configured network", Config{Pool: openTestPool(t, filepath.Join(t.TempDir(), "l.db"), "10.0.0.10", "10.0.0.12", &fakeClock{})}, request(t, otherMAC, dhcpv4.MessageTypeDiscover, giaddr(net.IPv4(10, 0, 0, 1))),
+			summary{Outcome: OutcomeOffNetwork, IP: "10.0.0.1"}},
+		{"inform from another address is silent", Config{Reservations: res}, request(t, testMAC, dhcpv4.MessageTypeInform, dhcpv4.WithClientIP(net.IPv4(198, 51, 100, 7))),
+			summary{Outcome: OutcomeOffNetwork, IP: "198.51.100.7"}},
+		{"inform without ciaddr is silent", Config{Reservations: res}, request(t, testMAC, dhcpv4.MessageTypeInform),
+			summary{Outcome: OutcomeOffNetwork, IP: "0.0.0.0"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

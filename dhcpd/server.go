@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"syscall"
 	"time"
@@ -78,6 +79,13 @@ type Config struct {
 	// PoolNetwork gives the mask, router, DNS and domain of Pool leases
 	// (its Name and IP are ignored).
 	PoolNetwork Reservation
+	// Networks are the networks this server hands out addresses on. A
+	// relayed request is answered only when its giaddr lies in one of them or
+	// in the network of the client's reserved address (IP and Mask), and an
+	// INFORM only when its ciaddr does (the reply goes to ciaddr): otherwise
+	// any host could make the server send to any address. Nil: only the
+	// reserved address's network.
+	Networks []netip.Prefix
 	// LeaseTime is option 51. 0: the Pool's LeaseTime when a Pool is set,
 	// else 1 h.
 	LeaseTime time.Duration

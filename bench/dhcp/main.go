@@ -10,9 +10,9 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/http"
 	_ "net/http/pprof" // -metrics also serves /debug/pprof for profiling runs
-	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -41,6 +41,7 @@ func run() error {
 	poolDB := flag.String("pool-db", "", "lease file: serve a dynamic pool instead of reservations")
 	poolStart := flag.String("pool-start", "10.88.1.0", "first pool address")
 	poolEnd := flag.String("pool-end", "10.88.250.255", "last pool address")
+	network := flag.String("network", "10.88.0.0/16", "the pool's network: relays' giaddr must lie in it")
 	metrics := flag.String("metrics", "", "serve /metrics and /debug/pprof on this address")
 	debug := flag.Bool("debug", false, "debug logging")
 	inventory := flag.String("inventory", "", "write an inventory CSV for `bootctl serve` (topology sunway) and exit")
@@ -82,7 +83,12 @@ func run() error {
 		if cfg.Workers == 0 {
 			cfg.Workers = 256 // as bootctl serve with a pool: a worker waits for its lease's fsync
 		}
-		cfg.PoolNetwork = dhcpd.Reservation{Mask: net.CIDRMask(16, 32)}
+		p, err := netip.ParsePrefix(*network)
+		if err != nil {
+			return fmt.Errorf("-network: %w", err)
+		}
+		cfg.PoolNetwork = dhcpd.Reservation{Mask: net.CIDRMask(p.Bits(), 32)}
+		cfg.Networks = []netip.Prefix{p.Masked()}
 	} else {
 		// Every MAC is ours; its address comes from its last three bytes.
 		cfg.Reservations = dhcpd.ReservationsFunc(func(m net.HardwareAddr) (dhcpd.Reservation, bool) {
