@@ -10,9 +10,9 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/netip"
 	"net/http"
 	_ "net/http/pprof" // -metrics also serves /debug/pprof for profiling runs
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
