@@ -601,15 +601,15 @@ func (t *Tracker) flush(lazyBefore time.Time) error {
 		return nil
 	}
 	t.mu.Lock()
-	snap := make([]NodeStatus, 0, len(t.dirty))
+	names := make([]string, 0, len(t.dirty))
 	for name := range t.dirty {
-		snap = append(snap, copyStatus(t.nodes[name]))
+		names = append(names, name)
 	}
 	clear(t.dirty)
-	var lazy map[string]time.Time // the lazy entries saved, to restore if the save fails
+	var lazy map[string]time.Time // the lazy entries taken, to restore if the save fails
 	for name, since := range t.lazy {
 		if lazyBefore.IsZero() || since.Before(lazyBefore) {
-			snap = append(snap, copyStatus(t.nodes[name]))
+			names = append(names, name)
 			if lazy == nil {
 				lazy = map[string]time.Time{}
 			}
@@ -618,6 +618,19 @@ func (t *Tracker) flush(lazyBefore time.Time) error {
 		}
 	}
 	t.mu.Unlock()
+	// Copy the records a chunk at a time: under a DHCP storm a flush takes thousands, and the
+	// DHCP workers wait for this lock.
+	snap := make([]NodeStatus, 0, len(names))
+	const chunk = 256
+	for i := 0; i < len(names); i += chunk {
+		t.mu.Lock()
+		for _, name := range names[i:min(i+chunk, len(names))] {
+			if n, ok := t.nodes[name]; ok { // else dropped meanwhile (Retrack)
+				snap = append(snap, copyStatus(n))
+			}
+		}
+		t.mu.Unlock()
+	}
 	if len(snap) == 0 {
 		return nil
 	}
