@@ -15,6 +15,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/fleet"
+	"github.com/bootfabric/bootfabric/internal/promreg"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
@@ -110,10 +111,9 @@ func newFleetRuntime(s *Server, o FleetOptions) (*fleetRuntime, error) {
 	written := prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "bootfabric", Subsystem: "fleet", Name: "state_records_written_total", Help: "Node boot-state records this server wrote to etcd (state_flush batches a node's transitions into one write)."}, func() float64 {
 		return float64(f.store.written.Load())
 	})
-	for _, c := range []prometheus.Collector{f.takeovers, f.owned, f.live, f.deferred, valid, written} {
-		if err := s.reg.Register(c); err != nil {
-			return nil, fmt.Errorf("fleet metrics: %w", err)
-		}
+	if err := errors.Join(promreg.Register(s.reg, &f.takeovers), promreg.Register(s.reg, &f.owned), promreg.Register(s.reg, &f.live),
+		promreg.Register(s.reg, &f.deferred), promreg.Register(s.reg, &valid), promreg.Register(s.reg, &written)); err != nil {
+		return nil, err
 	}
 	return f, nil
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bootfabric/bootfabric/internal/promreg"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
@@ -329,6 +330,9 @@ func (t *Tracker) initMetrics(reg prometheus.Registerer) error {
 		Namespace: "bootfabric", Subsystem: "boot", Name: "health_reports_total",
 		Help: "Health reports received from nodes, by status.",
 	}, []string{"status"})
+	if err := errors.Join(promreg.Register(reg, &t.gauge), promreg.Register(reg, &t.transitions), promreg.Register(reg, &t.reports)); err != nil {
+		return err
+	}
 	counts := make([]int, numStates)
 	for _, n := range t.nodes {
 		counts[n.State]++
@@ -337,14 +341,6 @@ func (t *Tracker) initMetrics(reg prometheus.Registerer) error {
 		t.stateGauge[s] = t.gauge.WithLabelValues(s.String())
 		t.stateGauge[s].Set(float64(counts[s]))
 		t.transitionCounter[s] = t.transitions.WithLabelValues(s.String())
-	}
-	if reg == nil {
-		return nil
-	}
-	for _, c := range []prometheus.Collector{t.gauge, t.transitions, t.reports} {
-		if err := reg.Register(c); err != nil {
-			return fmt.Errorf("boot state metrics: %w", err)
-		}
 	}
 	return nil
 }

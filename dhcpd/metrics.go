@@ -3,6 +3,7 @@ package dhcpd
 import (
 	"errors"
 
+	"github.com/bootfabric/bootfabric/internal/promreg"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -50,26 +51,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	err := errors.Join(
-		register(reg, &m.packets), register(reg, &m.latency), register(reg, &m.drops),
-		register(reg, &m.queue), register(reg, &m.replies), register(reg, &m.unicastFallbacks),
+		promreg.Register(reg, &m.packets), promreg.Register(reg, &m.latency), promreg.Register(reg, &m.drops),
+		promreg.Register(reg, &m.queue), promreg.Register(reg, &m.replies), promreg.Register(reg, &m.unicastFallbacks),
 	)
 	if err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers *c, or replaces *c with the identical collector already
-// registered (two servers, e.g. ports 67 and 4011 or two interfaces, share
-// one registry).
-func register[C prometheus.Collector](reg prometheus.Registerer, c *C) error {
-	err := reg.Register(*c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			*c = existing
-			return nil
-		}
-	}
-	return err
 }

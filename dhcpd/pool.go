@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bootfabric/bootfabric/internal/promreg"
 	"github.com/prometheus/client_golang/prometheus"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -694,12 +695,10 @@ func newPoolMetrics(reg prometheus.Registerer, leases func() map[string]int) (*p
 		Namespace: "bootfabric", Subsystem: "dhcp_pool", Name: "exhausted_total",
 		Help: "DHCPDISCOVERs left unanswered because no pool address was free.",
 	})
-	m.exhausted = countingCounter{ex, &m.nExhausted}
 	cached := prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "bootfabric", Subsystem: "dhcp_pool", Name: "cached_total",
 		Help: "DHCPREQUESTs answered with a lease already on disk and less than half used (no write).",
 	})
-	m.cached = countingCounter{cached, &m.nCached}
 	m.tx = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "bootfabric", Subsystem: "dhcp_pool", Name: "commits_total",
 		Help: "Lease-file transactions committed (one fsync each); many leases share one.",
@@ -717,15 +716,15 @@ func newPoolMetrics(reg prometheus.Registerer, leases func() map[string]int) (*p
 		Namespace: "bootfabric", Subsystem: "dhcp_pool", Name: "size",
 		Help: "Addresses in the pool's range.",
 	})
-	if reg == nil {
-		return m, nil
-	}
 	lc := &leaseCollector{count: leases, desc: prometheus.NewDesc("bootfabric_dhcp_pool_leases",
 		"Pool addresses by state (free: never used; expired: reclaimable).", []string{"state"}, nil)}
-	if err := errors.Join(reg.Register(ex), reg.Register(cached), reg.Register(m.tx), reg.Register(m.writes),
-		reg.Register(m.commitSeconds), reg.Register(m.size), reg.Register(lc)); err != nil {
+	if err := errors.Join(promreg.Register(reg, &ex), promreg.Register(reg, &cached), promreg.Register(reg, &m.tx),
+		promreg.Register(reg, &m.writes), promreg.Register(reg, &m.commitSeconds), promreg.Register(reg, &m.size),
+		promreg.Register(reg, &lc)); err != nil {
 		return nil, err
 	}
+	m.exhausted = countingCounter{ex, &m.nExhausted}
+	m.cached = countingCounter{cached, &m.nCached}
 	return m, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/bootfabric/bootfabric/internal/promreg"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -38,8 +39,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	if err := errors.Join(register(reg, &m.latency), register(reg, &m.errors),
-		register(reg, &m.renewals), register(reg, &m.rejoins)); err != nil {
+	if err := errors.Join(promreg.Register(reg, &m.latency), promreg.Register(reg, &m.errors),
+		promreg.Register(reg, &m.renewals), promreg.Register(reg, &m.rejoins)); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -50,18 +51,4 @@ func (m *metrics) observe(op string, d time.Duration, err error) {
 	if err != nil {
 		m.errors.WithLabelValues(op).Inc()
 	}
-}
-
-// register registers *c, or replaces *c with the identical collector already registered
-// (several clients of one process share a registry).
-func register[C prometheus.Collector](reg prometheus.Registerer, c *C) error {
-	err := reg.Register(*c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			*c = existing
-			return nil
-		}
-	}
-	return err
 }
