@@ -81,6 +81,9 @@ func New(cfg *Config, opts Options) (_ *Server, err error) {
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
+	if cfg.ServerID >= 0 && cfg.ServerID < len(cfg.Servers) {
+		s.log = s.log.With(zap.String("server", cfg.Servers[cfg.ServerID].Name)) // on every line: fleets log side by side
+	}
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()
 		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -65,8 +65,10 @@ type Decision struct {
 	Reply   *dhcpv4.DHCPv4
 	Outcome Outcome
 	// IP is the address offered, acknowledged, released or declined.
-	IP  net.IP
-	Err error
+	IP net.IP
+	// Node is the client's name (its reservation's host name) when known: for logs.
+	Node string
+	Err  error
 }
 
 // Handler makes the per-packet decisions; it owns no sockets. Safe for
@@ -275,5 +277,5 @@ func (h *Handler) reply(req *dhcpv4.DHCPv4, in Ingress, t dhcpv4.MessageType, re
 	if err != nil {
 		return Decision{Outcome: OutcomeError, Err: err}
 	}
-	return Decision{Reply: resp, Outcome: out, IP: res.IP}
+	return Decision{Reply: resp, Outcome: out, IP: res.IP, Node: res.Name}
 }

@@ -469,20 +469,19 @@ func (s *Server) work(ctx context.Context, j job) {
 		if r := recover(); r != nil {
 			s.count(j.req, OutcomeError)
 			s.m.drops.WithLabelValues(string(OutcomeError)).Inc()
-			s.log.Error("panic while handling DHCP request", zap.Any("panic", r), zap.Stringer("mac", j.req.ClientHWAddr))
+			s.log.Error("panic while handling DHCP request", s.requestFields(j, Decision{}, zap.Any("panic", r))...)
 		}
 	}()
 	sip := s.serverIP(j)
 	if sip == nil {
 		s.count(j.req, OutcomeError)
 		s.m.drops.WithLabelValues(string(OutcomeError)).Inc()
-		s.log.Warn("no IPv4 address to answer from", zap.Int("ifindex", j.ifidx))
+		s.log.Warn("no IPv4 address to answer from", s.requestFields(j, Decision{})...)
 		return
 	}
 	d := s.handler.Handle(ctx, j.req, Ingress{ServerIP: sip, BootServer: j.l.boot})
 	if d.Err != nil {
-		s.log.Warn("DHCP request failed", zap.Stringer("mac", j.req.ClientHWAddr),
-			zap.Stringer("type", j.req.MessageType()), zap.Error(d.Err))
+		s.log.Warn("DHCP request failed", s.requestFields(j, d, zap.Error(d.Err))...)
 		s.m.drops.WithLabelValues(string(OutcomeError)).Inc()
 	}
 	if s.cfg.Observer != nil {
@@ -498,7 +497,9 @@ func (s *Server) work(ctx context.Context, j job) {
 			cm.Src = sip
 		}
 		if _, err := j.l.pc.WriteTo(d.Reply.ToBytes(), cm, rt.Addr); err != nil {
-			s.log.Debug("sending DHCP reply failed", zap.Stringer("to", rt.Addr), zap.String("delivery", string(rt.Delivery)), zap.Error(err))
+			if ce := s.log.Check(zap.DebugLevel, "sending DHCP reply failed"); ce != nil {
+				ce.Write(s.requestFields(j, d, zap.Stringer("to", rt.Addr), zap.String("delivery", string(rt.Delivery)), zap.Error(err))...)
+			}
 			s.count(j.req, OutcomeSendFailed)
 			s.m.drops.WithLabelValues(string(OutcomeSendFailed)).Inc()
 			if s.cfg.Observer != nil {
@@ -511,9 +512,24 @@ func (s *Server) work(ctx context.Context, j job) {
 	}
 	s.count(j.req, d.Outcome)
 	if ce := s.log.Check(zap.DebugLevel, "DHCP request"); ce != nil {
-		ce.Write(zap.Stringer("mac", j.req.ClientHWAddr), zap.Stringer("type", j.req.MessageType()),
-			zap.String("outcome", string(d.Outcome)), zap.Stringer("ip", d.IP), zap.Stringer("giaddr", j.req.GatewayIPAddr))
+		ce.Write(s.requestFields(j, d, zap.String("outcome", string(d.Outcome)), zap.Stringer("ip", d.IP), zap.Stringer("giaddr", j.req.GatewayIPAddr))...)
 	}
+}
+
+// requestFields are the fields every log line about request j carries, as an operator greps
+// for them: the client's MAC, the transaction id, the message type, the interface it came in
+// on and the node's name when known (the server's name comes with the Logger), then extra.
+// Built only when a line is logged.
+func (s *Server) requestFields(j job, d Decision, extra ...zap.Field) []zap.Field {
+	f := []zap.Field{zap.Stringer("mac", j.req.ClientHWAddr), zap.String("xid", j.req.TransactionID.String()),
+		zap.Stringer("type", j.req.MessageType())}
+	if ifc := s.iface(j.l, j.ifidx).name; ifc != "" {
+		f = append(f, zap.String("interface", ifc))
+	}
+	if d.Node != "" {
+		f = append(f, zap.String("node", d.Node))
+	}
+	return append(f, extra...)
 }
 
 // serverIP is this server's identity for j: configured, else the unicast
