@@ -2,6 +2,7 @@ package routing
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -9,23 +10,36 @@ import (
 	"github.com/bootfabric/bootfabric/topology"
 )
 
-// WriteLFT writes the tables in the text layout of the infiniband-diags LFT dump (ibroute,
-// dump_lfts.sh), which OpenSM's tables can be compared with line by line:
+// ErrNoIdentity is returned (wrapped) by WriteLFT when the fabric lacks the port GUIDs or LIDs
+// that OpenSM needs to apply the tables to the right ports.
+var ErrNoIdentity = errors.New("fabric identities unknown")
+
+// WriteLFT writes the tables in the layout of OpenSM's own LFT dump (opensm-lfts.dump, written by
+// OpenSM's dump_ucast_lfts when routing is logged), which OpenSM's file routing engine loads with
+// `opensm -R file -U FILE`:
 //
-//	Unicast lids [0x0-0x2a] of switch Lid 17 guid 0xb00fab0000000011 (s1-0):
-//	  Lid  Out   Destination
-//	       Port     Info
-//	0x0001 001 : (Channel Adapter portguid 0xb00fab0000000001: 'n0')
-//	0x0011 000 : (Switch portguid 0xb00fab0000000011: 's1-0')
+//	Unicast lids [0-8] of switch Lid 3 guid 0x0002c90300a00001 ('leaf0'):
+//	0x0001 003 # Switch portguid 0x0002c90300b00001: 'spine0'
+//	0x0003 000 # Switch portguid 0x0002c90300a00001: 'leaf0'
+//	0x0005 001 # Channel Adapter portguid 0x0002c90300c00011: 'node0 HCA-1'
 //	...
-//	18 valid lids dumped
+//	8 lids dumped
 //
-// Ports are the physical port numbers of f. The engines route to endpoints; entries for the other
-// switches' LIDs are least-hop routes (lowest port among the shortest), as OpenSM gives switch
-// LIDs, listed when the fabric has at most maxSwitchRoutes switches.
+// The LID range is decimal and runs to the fabric's highest LID; entries are the physical port
+// numbers of f; names are the node descriptions; the last line gives the highest LID (as OpenSM's
+// does), not a count. With a fabric's real identities the file equals, byte for byte, the dump
+// OpenSM writes after loading it. The file engine finds each entry's port by its port GUID, so a
+// fabric without its own GUIDs and LIDs is refused (ErrNoIdentity): those tables would load
+// without complaint and route to the wrong ports.
+//
+// The engines route to endpoints; entries for the other switches' LIDs are least-hop routes
+// (lowest port among the shortest), listed when the fabric has at most maxSwitchRoutes switches.
 func WriteLFT(w io.Writer, f *topology.Fabric, t *Tables) error {
 	if f.Graph != t.g {
 		return fmt.Errorf("lft dump: tables were computed for another graph")
+	}
+	if why := f.MissingIdentity(); why != "" {
+		return fmt.Errorf("%w: the topology has %s", ErrNoIdentity, why)
 	}
 	bw := bufio.NewWriterSize(w, 1<<16)
 	type ent struct {
@@ -35,28 +49,22 @@ func WriteLFT(w io.Writer, f *topology.Fabric, t *Tables) error {
 	}
 	var ents []ent
 	maxLID := 0
+	for v := range topology.VertexID(f.NumVertices()) {
+		if f.HasLID(v) {
+			maxLID = max(maxLID, f.LID(v))
+		}
+	}
 	for s, v := range t.switches {
 		ents = append(ents, ent{f.LID(v), int32(s), -1})
-		maxLID = max(maxLID, f.LID(v))
 	}
 	for d, v := range t.dests {
 		ents = append(ents, ent{f.LID(v), -1, int32(d)})
-		maxLID = max(maxLID, f.LID(v))
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].lid < ents[j].lid })
-	caType := func(v topology.VertexID) string {
-		if t.g.Kind(v) == topology.Switch {
-			return "Switch"
-		}
-		return "Channel Adapter"
-	}
 	swPort := switchRoutes(t)
 	S := len(t.switches)
 	for s, v := range t.switches {
-		name := t.g.VertexName(v)
-		fmt.Fprintf(bw, "Unicast lids [0x0-0x%x] of switch Lid %d guid 0x%016x (%s):\n", maxLID, f.LID(v), f.GUID(v), name)
-		bw.WriteString("  Lid  Out   Destination\n       Port     Info \n")
-		n := 0
+		fmt.Fprintf(bw, "Unicast lids [0-%d] of switch Lid %d guid 0x%016x ('%s'):\n", maxLID, f.LID(v), f.GUID(v), f.Desc(v))
 		for _, e := range ents {
 			var port int
 			var dv topology.VertexID
@@ -75,12 +83,19 @@ func WriteLFT(w io.Writer, f *topology.Fabric, t *Tables) error {
 				}
 				port, dv = f.PhysPort(v, p), t.dests[e.d]
 			}
-			fmt.Fprintf(bw, "0x%04x %03d : (%s portguid 0x%016x: '%s')\n", e.lid, port, caType(dv), f.PortGUID(dv), t.g.VertexName(dv))
-			n++
+			fmt.Fprintf(bw, "0x%04x %03d # %s portguid 0x%016x: '%s'\n", e.lid, port, nodeType(t.g, dv), f.PortGUID(dv), f.Desc(dv))
 		}
-		fmt.Fprintf(bw, "%d valid lids dumped \n", n)
+		fmt.Fprintf(bw, "%d lids dumped\n", maxLID)
 	}
 	return bw.Flush()
+}
+
+// nodeType is OpenSM's name for the node type (ib_get_node_type_str).
+func nodeType(g *topology.Graph, v topology.VertexID) string {
+	if g.Kind(v) == topology.Switch {
+		return "Switch"
+	}
+	return "Channel Adapter"
 }
 
 // maxSwitchRoutes bounds the fabrics whose switch-to-switch routes the dump computes (one BFS per

@@ -128,7 +128,8 @@ func (f *Fabric) ApplyFaults(ft Faults) (*Fabric, error) {
 	if err != nil {
 		return nil, err
 	}
-	nf := &Fabric{Graph: ng, guid: f.guid, portGUID: f.portGUID, lid: f.lid, byName: f.byName}
+	nf := &Fabric{Graph: ng, guid: f.guid, portGUID: f.portGUID, lid: f.lid, byName: f.byName,
+		desc: f.desc, guidKnown: f.guidKnown, lidKnown: f.lidKnown, lmc: f.lmc}
 	nf.physA = make([]uint16, len(orig))
 	nf.physB = make([]uint16, len(orig))
 	for i, o := range orig {

@@ -54,7 +54,12 @@ func TestIBNetDiscoverErrors(t *testing.T) {
 	}
 	// Line 11 (index 10) is spine0's first port line.
 	for _, tc := range []struct{ in, want string }{
-		{replace(10, `[1]	"S-0002c90300a00001"`), "x.topo:11: malformed port line"},
+		{replace(10, `[1]	S-0002c90300a00001[3]`), "x.topo:11: malformed port line"},
+		{replace(10, `[1]	"S-0002c90300a00001"`), "x.topo:27: S-0002c90300a00001 port 1 linked to"}, // ibsim: remote port 1
+		{replace(10, `[37]	"S-0002c90300a00001"[3]`), "x.topo:11: port 37 of \"S-0002c90300b00001\", which has 36 ports"},
+		{replace(10, `[1]	"S-0002c90300a00001"[3]	w=99`), "x.topo:11: link option \"w=99\""},
+		{replace(10, `include "other.net"`), "x.topo:11: ibsim's include"},
+		{replace(7, `Rt	2 "R-1"`), "x.topo:8: router nodes are not supported"},
 		{replace(10, `[1]	"S-00000000000000ff"[3]		# "gone"`), "x.topo:29: S-0002c90300b00001 port 1 linked to S-0002c90300a00001[3] here"},
 		{replace(11, lines[11]+"\n[3]\t\"S-00000000000000ff\"[1]"), "x.topo:13: link to \"S-00000000000000ff\""},
 		{replace(10, `[1]	"S-0002c90300a00002"[3]		# "leaf1"`), "x.topo:"},

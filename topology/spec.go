@@ -18,6 +18,13 @@ type Fabric struct {
 	portGUID     []uint64 // per vertex, 0 or nil: the node GUID
 	lid          []uint16 // nil: synthetic
 	physA, physB []uint16 // per link, nil: Link.PortA/PortB
+	desc         []string // per vertex node description, nil: the vertex name
+
+	// guidKnown: the GUIDs are the fabric's (read from a fabric file), not synthetic.
+	guidKnown bool
+	// lidKnown, per vertex: the LID is the fabric's (given by a file), not numbered here.
+	lidKnown []bool
+	lmc      int // the highest LMC a file gave
 
 	nameOnce sync.Once
 	byName   map[string]VertexID
@@ -53,6 +60,24 @@ func (f *Fabric) LID(v VertexID) int {
 	}
 	return int(v) + 1
 }
+
+// Desc returns the node description of v, the name OpenSM and the diagnostics print for it.
+func (f *Fabric) Desc(v VertexID) string {
+	if f.desc != nil && f.desc[v] != "" {
+		return f.desc[v]
+	}
+	return f.VertexName(v)
+}
+
+// HasGUIDs reports whether the GUIDs are the fabric's own (read from an ibnetdiscover or ibsim
+// file, or given with SetIdentities), not synthetic ones made up for a spec or a machine file.
+func (f *Fabric) HasGUIDs() bool { return f.guidKnown }
+
+// HasLID reports whether the LID of v is the fabric's own, not one numbered here.
+func (f *Fabric) HasLID(v VertexID) bool { return f.lidKnown != nil && f.lidKnown[v] }
+
+// LMC returns the highest LID mask control a file gave (0: one LID per port).
+func (f *Fabric) LMC() int { return f.lmc }
 
 // LinkPort returns the physical port of link l at its end v.
 func (f *Fabric) LinkPort(v VertexID, l LinkID) int {

@@ -31,7 +31,8 @@ func routeCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "roots", Usage: "updn root switches, comma-separated names or GUIDs (default: the top level)"},
 			&cli.BoolFlag{Name: "check", Usage: "also check up*/down* order and deadlock freedom and measure congestion"},
 			&cli.IntFlag{Name: "shifts", Usage: "shift permutations measured by --check (0: all up to 2048 endpoints, else 1024 evenly spaced; N >= endpoints: all)"},
-			&cli.StringFlag{Name: "dump", Usage: "write the tables to this file in the OpenSM/ibroute LFT dump layout"},
+			&cli.StringFlag{Name: "dump", Usage: "write the tables to this file in OpenSM's LFT dump layout (load with opensm -R file -U FILE); needs the fabric's GUIDs and LIDs"},
+			&cli.StringFlag{Name: "lids", Usage: "the fabric's port GUIDs and LIDs for --dump: OpenSM's guid2lid file, or an ibnetdiscover or saquery output"},
 			timingsFlag(),
 			outputFlag("table", "json", "yaml"),
 		},
@@ -61,6 +62,17 @@ func runRoute(e *env, c *cli.Context, format string) error {
 	fab, err := topology.OpenFabric(spec)
 	if err != nil {
 		return asBadInput(err)
+	}
+	if fab, err = withLIDs(fab, c.String("lids")); err != nil {
+		return err
+	}
+	// Refuse before routing (which can take minutes) a dump that OpenSM would misapply.
+	if c.String("dump") != "" {
+		if why := fab.MissingIdentity(); why != "" {
+			return badInput("--dump: %s has %s, and OpenSM's file engine applies each entry to the port whose GUID it names: "+
+				"give --lids with the fabric's identities (OpenSM's guid2lid file, or the output of ibnetdiscover or saquery), "+
+				"or route the fabric's ibnetdiscover output (-t FILE)", spec, why)
+		}
 	}
 	nfaults := 0
 	if path := c.String("faults"); path != "" {
@@ -184,6 +196,27 @@ func runRoute(e *env, c *cli.Context, format string) error {
 		return err
 	}
 	return invalid(rep)
+}
+
+// withLIDs gives fab the identities of the --lids file, if one is named.
+func withLIDs(fab *topology.Fabric, path string) (*topology.Fabric, error) {
+	if path == "" {
+		return fab, nil
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, badInput("--lids: %v", err)
+	}
+	defer fh.Close()
+	m, err := topology.ParseLIDs(fh, path)
+	if err != nil {
+		return nil, badInput("--lids: %v", err)
+	}
+	nf, err := fab.WithLIDs(m)
+	if err != nil {
+		return nil, badInput("--lids: %v", err)
+	}
+	return nf, nil
 }
 
 // timingsFlag is --timings of the commands that measure how long their work took (route, mcast).
