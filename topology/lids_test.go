@@ -179,3 +179,43 @@ Switch	4 "s2"
 		t.Errorf("w=2 s=1 (4x SDR) capacity %v, want 8000", c)
 	}
 }
+
+// TestWriteIBSimNet writes a PGFT as an ibsim net file and reads it back: same vertices, names,
+// ports and links.
+func TestWriteIBSimNet(t *testing.T) {
+	f, err := OpenFabric("pgft:2;2,2;1,2;1,1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	if err := WriteIBSimNet(&buf, f); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseIBNetDiscover(strings.NewReader(buf.String()), "x.net")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	type link struct {
+		A, B         string
+		PortA, PortB int
+	}
+	links := func(f *Fabric) map[link]bool {
+		m := map[link]bool{}
+		for l := range LinkID(f.NumLinks()) {
+			k := f.Link(l)
+			a, b := f.Desc(k.A), f.Desc(k.B)
+			pa, pb := f.LinkPort(k.A, l), f.LinkPort(k.B, l)
+			if a > b {
+				a, b, pa, pb = b, a, pb, pa
+			}
+			m[link{a, b, pa, pb}] = true
+		}
+		return m
+	}
+	if diff := cmp.Diff(links(f), links(back)); diff != "" {
+		t.Errorf("links (-spec +net):\n%s\n%s", diff, buf.String())
+	}
+	if len(back.Nodes()) != len(f.Nodes()) {
+		t.Errorf("nodes %d, want %d", len(back.Nodes()), len(f.Nodes()))
+	}
+}

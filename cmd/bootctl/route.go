@@ -32,6 +32,7 @@ func routeCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "check", Usage: "also check up*/down* order and deadlock freedom and measure congestion"},
 			&cli.IntFlag{Name: "shifts", Usage: "shift permutations measured by --check (0: all up to 2048 endpoints, else 1024 evenly spaced; N >= endpoints: all)"},
 			&cli.StringFlag{Name: "dump", Usage: "write the tables to this file in OpenSM's LFT dump layout (load with opensm -R file -U FILE); needs the fabric's GUIDs and LIDs"},
+			&cli.StringFlag{Name: "net", Usage: "also write the fabric (after --faults) as an ibsim net file, to simulate it"},
 			&cli.StringFlag{Name: "lids", Usage: "the fabric's port GUIDs and LIDs for --dump: OpenSM's guid2lid file, or an ibnetdiscover or saquery output"},
 			timingsFlag(),
 			outputFlag("table", "json", "yaml"),
@@ -88,6 +89,11 @@ func runRoute(e *env, c *cli.Context, format string) error {
 		nfaults = len(ft.Links) + len(ft.Switches)
 		if fab, err = fab.ApplyFaults(ft); err != nil {
 			return asBadInput(err)
+		}
+	}
+	if path := c.String("net"); path != "" {
+		if err := writeFile(path, func(fh *os.File) error { return topology.WriteIBSimNet(fh, fab) }); err != nil {
+			return badInput("--net: %v", err)
 		}
 	}
 	var opt routing.Options
@@ -196,6 +202,19 @@ func runRoute(e *env, c *cli.Context, format string) error {
 		return err
 	}
 	return invalid(rep)
+}
+
+// writeFile creates path and writes it with write.
+func writeFile(path string, write func(*os.File) error) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = write(fh)
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // withLIDs gives fab the identities of the --lids file, if one is named.
