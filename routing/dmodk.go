@@ -23,7 +23,7 @@ func (Dmodk) Name() string { return "dmodk" }
 func (e Dmodk) Compute(g *topology.Graph) (*Tables, error) {
 	p, ok := topology.PGFTOf(g)
 	if !ok {
-		return nil, fmt.Errorf("dmodk: %q is not an intact PGFT (use dmodc for degraded or other fat-trees)", g.Name)
+		return nil, fmt.Errorf("dmodk: %q is not an intact PGFT spec: dmodk routes pgft: specs (give a simulated or real fabric's identities with --lids), dmodc degraded and other fat-trees", g.Name)
 	}
 	if p.W[0] != 1 || p.P[0] != 1 {
 		return nil, fmt.Errorf("dmodk: %s: nodes must have a single link (w1 = p1 = 1)", p)

@@ -92,7 +92,7 @@ func runRoute(e *env, c *cli.Context, format string) error {
 		}
 	}
 	if path := c.String("net"); path != "" {
-		if err := writeFile(path, func(fh *os.File) error { return topology.WriteIBSimNet(fh, fab) }); err != nil {
+		if err := createFile(path, func(fh *os.File) error { return topology.WriteIBSimNet(fh, fab) }); err != nil {
 			return badInput("--net: %v", err)
 		}
 	}
@@ -116,7 +116,9 @@ func runRoute(e *env, c *cli.Context, format string) error {
 	tb, err := eng.Compute(fab.Graph)
 	bar.Done()
 	if err != nil {
-		return asBadInput(err)
+		// An engine that refuses the fabric's shape (dmodk off an intact PGFT, dmodc or updn
+		// without a tree order): say which engines take it.
+		return badInput("%v%s", err, engineAdvice(e, fab, eng.Name(), opt, enginesFor(fab)))
 	}
 	took := time.Since(start)
 	e.log.Info("routed", zap.String("engine", eng.Name()), zap.Duration("took", took),
@@ -204,8 +206,8 @@ func runRoute(e *env, c *cli.Context, format string) error {
 	return invalid(rep)
 }
 
-// writeFile creates path and writes it with write.
-func writeFile(path string, write func(*os.File) error) error {
+// createFile creates path and writes it with write.
+func createFile(path string, write func(*os.File) error) error {
 	fh, err := os.Create(path)
 	if err != nil {
 		return err
@@ -313,17 +315,30 @@ func connected(g *topology.Graph, tb *routing.Tables) bool {
 // next to what the user just ran), so the advice holds for any fabric, not only the known kinds.
 func engineMismatch(e *env, fab *topology.Fabric, engine string, opt routing.Options, unreachable int64, pairs []string) string {
 	cause := fmt.Sprintf("%s leaves %d pairs unreachable (first: %s) though the fabric connects them", engine, unreachable, strings.Join(pairs, ", "))
-	engines := routing.Engines()
-	_, fat2d := topology.Fat2DOf(fab.Graph)
-	if fat2d {
-		// vtftr is the engine made for 2-D fat-trees: name it first.
-		engines = append([]string{"vtftr"}, slices.DeleteFunc(engines, func(n string) bool { return n == "vtftr" })...)
+	engines := enginesFor(fab)
+	if _, fat2d := topology.Fat2DOf(fab.Graph); fat2d {
 		cause += fmt.Sprintf(": %s routes up*/down* only (up to the top level, then down), and on a 2-D fat-tree a leaf in another row and column is reached only by going down and up again", engine)
 	} else if engine == "updn" && len(opt.Roots) > 0 {
 		cause += ": updn routes up*/down* only (up towards its roots, then down), and from the roots given some pairs would have to go up again after going down"
 	} else if engine == "dmodc" || engine == "dmodk" || engine == "updn" {
 		cause += fmt.Sprintf(": %s routes up*/down* only (up towards the top level, then down), which this fabric does not allow between every pair", engine)
 	}
+	return cause + engineAdvice(e, fab, engine, opt, engines)
+}
+
+// enginesFor lists the engines in the order to suggest them for fab: vtftr, the engine made for
+// 2-D fat-trees, first on those.
+func enginesFor(fab *topology.Fabric) []string {
+	engines := routing.Engines()
+	if _, fat2d := topology.Fat2DOf(fab.Graph); fat2d {
+		engines = append([]string{"vtftr"}, slices.DeleteFunc(engines, func(n string) bool { return n == "vtftr" })...)
+	}
+	return engines
+}
+
+// engineAdvice names the engines that route every pair of fab, deadlock-free ones first, as
+// "; engines that route it: -e X, or ...", or returns "" when none does.
+func engineAdvice(e *env, fab *topology.Fabric, engine string, opt routing.Options, engines []string) string {
 	type suited struct {
 		label        string
 		deadlockFree bool
@@ -355,7 +370,7 @@ func engineMismatch(e *env, fab *topology.Fabric, engine string, opt routing.Opt
 		}
 	}
 	if len(suit) == 0 {
-		return cause
+		return ""
 	}
 	// Deadlock-free engines first: those are the ones to use.
 	slices.SortStableFunc(suit, func(a, b suited) int {
@@ -371,7 +386,7 @@ func engineMismatch(e *env, fab *topology.Fabric, engine string, opt routing.Opt
 	for i, su := range suit {
 		labels[i] = su.label
 	}
-	return cause + "; engines that route it: " + strings.Join(labels, ", or ")
+	return "; engines that route it: " + strings.Join(labels, ", or ")
 }
 
 // engineTrial is one way to run an engine when looking for one that suits a fabric.
