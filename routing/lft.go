@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/bits"
 	"sort"
 
 	"github.com/bootfabric/bootfabric/topology"
@@ -64,17 +63,7 @@ func WriteLFT(w io.Writer, f *topology.Fabric, t *Tables) error {
 	sort.Slice(ents, func(i, j int) bool { return ents[i].lid < ents[j].lid })
 	swPort := switchRoutes(t)
 	S := len(t.switches)
-	// OpenSM dumps its switches in the order of its GUID map, keyed by the GUID in network byte
-	// order and compared as a host integer: on the x86 and arm64 hosts OpenSM runs on, that is the
-	// order of the byte-reversed GUID. The loader does not care; a diff does.
-	order := make([]int, S)
-	for s := range order {
-		order[s] = s
-	}
-	sort.Slice(order, func(i, j int) bool {
-		return bits.ReverseBytes64(f.GUID(t.switches[order[i]])) < bits.ReverseBytes64(f.GUID(t.switches[order[j]]))
-	})
-	for _, s := range order {
+	for _, s := range switchOrder(f, t) {
 		v := t.switches[s]
 		fmt.Fprintf(bw, "Unicast lids [0-%d] of switch Lid %d guid 0x%016x ('%s'):\n", maxLID, f.LID(v), f.GUID(v), f.Desc(v))
 		for _, e := range ents {

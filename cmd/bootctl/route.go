@@ -56,6 +56,11 @@ type routeSummary struct {
 	TableBytes     int             `json:"table_bytes"`
 	BytesPerEntry  float64         `json:"bytes_per_entry"`
 	Report         *routing.Report `json:"report"`
+	// DumpFiles are the files --dump wrote: the LFTs, and for tables on several virtual channels
+	// the path SLs (.sl) and the SL-to-VL tables (.sl2vl).
+	DumpFiles []string `json:"dump_files,omitempty"`
+	// DumpCheck is --check's reading of the dumped files (--dump and --check).
+	DumpCheck *routing.DumpCheck `json:"dump_check,omitempty"`
 }
 
 func runRoute(e *env, c *cli.Context, format string) error {
@@ -149,21 +154,22 @@ func runRoute(e *env, c *cli.Context, format string) error {
 		}
 		return badInput("%s for %s: %d unreachable pairs, first: %s", what, eng.Name(), rep.Unreachable, strings.Join(pairs, ", "))
 	}
+	var dumpFiles []string
+	var dumpCheck *routing.DumpCheck
 	if path := c.String("dump"); path != "" {
-		fh, err := os.Create(path)
-		if err != nil {
-			return badInput("--dump: %v", err)
+		if dumpFiles, err = writeDump(path, fab, tb); err != nil {
+			return err
 		}
-		err = routing.WriteLFT(fh, fab, tb)
-		if cerr := fh.Close(); err == nil {
-			err = cerr
+		if c.Bool("check") {
+			if dumpCheck, err = checkDump(fab, dumpFiles); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return fmt.Errorf("--dump %s: %w", path, err)
-		}
+	} else if tb.NumVCs() > 1 {
+		e.log.Warn("the tables use several virtual channels: --dump also writes the path SLs and the SL-to-VL tables that deploy them", zap.Int("vcs", tb.NumVCs()))
 	}
 	sum := routeSummary{Topology: fab.Name, Engine: eng.Name(), Faults: nfaults,
-		TableBytes: tb.Bytes(), BytesPerEntry: tb.BytesPerEntry(), Report: rep}
+		TableBytes: tb.Bytes(), BytesPerEntry: tb.BytesPerEntry(), Report: rep, DumpFiles: dumpFiles, DumpCheck: dumpCheck}
 	if c.Bool("timings") {
 		sum.ComputeSeconds = took.Seconds()
 	}
@@ -174,7 +180,7 @@ func runRoute(e *env, c *cli.Context, format string) error {
 		if err := writeData(e.stdout, format, sum); err != nil {
 			return err
 		}
-		return invalid(rep)
+		return invalid(rep, dumpCheck)
 	}
 	t := newTable(e.stdout)
 	t.row("topology", sum.Topology)
@@ -200,10 +206,70 @@ func runRoute(e *env, c *cli.Context, format string) error {
 	if rep.Shift != nil {
 		t.row("shift routes/channel", fmt.Sprintf("max %d, mean of max %.2f over %d shifts", rep.Shift.Max, rep.Shift.MeanMax, rep.Shift.Shifts))
 	}
+	if len(dumpFiles) > 0 {
+		t.row("dump", strings.Join(dumpFiles, ", "))
+	}
+	if d := dumpCheck; d != nil {
+		t.row("dump read back", fmt.Sprintf("%d pairs, %d unreachable, %d loops, %d SLs, %d VLs", d.Paths, d.Unreachable, d.Loops, d.SLs, d.VLs))
+		t.row("dump deadlock free", d.DeadlockFree)
+	}
 	if err := t.flush(); err != nil {
 		return err
 	}
-	return invalid(rep)
+	return invalid(rep, dumpCheck)
+}
+
+// writeDump writes the LFT dump to path and, for tables on several virtual channels, the lanes
+// that deploy them to path.sl and path.sl2vl. It returns the files written.
+func writeDump(path string, fab *topology.Fabric, tb *routing.Tables) ([]string, error) {
+	if err := createFile(path, func(fh *os.File) error { return routing.WriteLFT(fh, fab, tb) }); err != nil {
+		return nil, fmt.Errorf("--dump %s: %w", path, err)
+	}
+	if tb.NumVCs() <= 1 {
+		return []string{path}, nil
+	}
+	lanes, err := routing.AssignLanes(fab, tb)
+	if err != nil {
+		return nil, fmt.Errorf("--dump: %w", err)
+	}
+	if err := createFile(path+".sl", func(fh *os.File) error { return lanes.WriteSL(fh) }); err != nil {
+		return nil, fmt.Errorf("--dump %s.sl: %w", path, err)
+	}
+	if err := createFile(path+".sl2vl", func(fh *os.File) error { return lanes.WriteSL2VL(fh) }); err != nil {
+		return nil, fmt.Errorf("--dump %s.sl2vl: %w", path, err)
+	}
+	return []string{path, path + ".sl", path + ".sl2vl"}, nil
+}
+
+// checkDump reads back the files writeDump wrote and follows every pair through them.
+func checkDump(fab *topology.Fabric, files []string) (*routing.DumpCheck, error) {
+	var df routing.DumpFiles
+	var open []*os.File
+	defer func() {
+		for _, fh := range open {
+			fh.Close()
+		}
+	}()
+	for i, name := range files {
+		fh, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("--check: reading back the dump: %w", err)
+		}
+		open = append(open, fh)
+		switch i {
+		case 0:
+			df.LFT, df.LFTName = fh, name
+		case 1:
+			df.SL, df.SLName = fh, name
+		case 2:
+			df.SL2VL, df.SL2VLName = fh, name
+		}
+	}
+	dc, err := routing.CheckDump(fab, df)
+	if err != nil {
+		return nil, fmt.Errorf("--check: reading back the dump: %w", err)
+	}
+	return dc, nil
 }
 
 // createFile creates path and writes it with write.
@@ -249,11 +315,19 @@ func timingsFlag() cli.Flag {
 
 // invalid returns the error that makes route exit 1 after printing a result whose check failed,
 // naming what failed: a table printed with "valid false" and exit 0 reads as a success to scripts.
-func invalid(rep *routing.Report) error {
-	if rep.Valid {
+func invalid(rep *routing.Report, dump *routing.DumpCheck) error {
+	var why []string
+	if d := dump; d != nil {
+		if d.Unreachable > 0 || d.Loops > 0 {
+			why = append(why, fmt.Sprintf("the dump read back leaves %d pairs unreachable and %d in loops", d.Unreachable, d.Loops))
+		}
+		if !d.DeadlockFree {
+			why = append(why, fmt.Sprintf("the dump read back is not deadlock-free: the lane dependencies of VL %s form a cycle", joinInts(d.CyclicVLs)))
+		}
+	}
+	if rep.Valid && len(why) == 0 {
 		return nil
 	}
-	var why []string
 	if rep.Unreachable > 0 {
 		why = append(why, fmt.Sprintf("%d unreachable pairs", rep.Unreachable))
 	}

@@ -2,11 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/bootfabric/bootfabric/routing"
+	"github.com/bootfabric/bootfabric/topology"
 )
 
 func TestRouteSummaryJSON(t *testing.T) {
@@ -33,31 +39,94 @@ func TestRouteSummaryJSON(t *testing.T) {
 	}
 }
 
+// saqueryOf writes a saquery NodeRecord dump naming the spec's vertices, with made-up GUIDs and
+// LIDs: the identities --lids gives a fabric built after the spec (bootctl route --net).
+func saqueryOf(t *testing.T, spec string) string {
+	t.Helper()
+	f, err := topology.OpenFabric(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for v := range topology.VertexID(f.NumVertices()) {
+		g := 0x300000 + 4*uint64(v)
+		pg := g + 1
+		if f.Kind(v) == topology.Switch {
+			pg = g
+		}
+		fmt.Fprintf(&b, "NodeRecord dump:\n\t\tlid.....................%d\n\t\tnode_guid...............0x%016x\n\t\tport_guid...............0x%016x\n\t\tNodeDescription.........%s\n", v+1, g, pg, f.Desc(v))
+	}
+	return writeFile(t, "saquery.out", b.String())
+}
+
+// TestRouteVTFTRAndDump: vtftr's two channels are dumped as path SLs and SL-to-VL tables next to
+// the LFTs, and --check reads the three files back: deadlock-free.
 func TestRouteVTFTRAndDump(t *testing.T) {
 	faults := writeFile(t, "faults.txt", "switch leaf1-0\nswitch leaf0-1  # both XY and YX intermediates of (0,0)->(1,1)\n")
 	dump := filepath.Join(t.TempDir(), "lft.txt")
-	code, out, errs := bootctl(t, "route", "--topology", "fat2d:4,2", "--engine", "vtftr", "--faults", faults, "--check", "--dump", dump)
+	code, out, errs := bootctl(t, "route", "--topology", "fat2d:4,2", "--engine", "vtftr", "--faults", faults, "--check",
+		"--lids", saqueryOf(t, "fat2d:4,2"), "--dump", dump, "-o", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"valid", "true", "virtual channels", "28 healthy"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("summary lacks %q:\n%s", want, out)
-		}
+	var sum routeSummary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatal(err)
+	}
+	want := &routing.DumpCheck{Paths: 28 * 27, SLs: 3, VLs: 2, DeadlockFree: true}
+	if diff := cmp.Diff(want, sum.DumpCheck); diff != "" {
+		t.Errorf("dump check (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{dump, dump + ".sl", dump + ".sl2vl"}, sum.DumpFiles); diff != "" {
+		t.Errorf("dump files (-want +got):\n%s", diff)
 	}
 	data, err := os.ReadFile(dump)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(data), "Unicast lids [0x0-0x") || !strings.Contains(string(data), "valid lids dumped") {
+	if !regexp.MustCompile(`^Unicast lids \[0-\d+\] of switch Lid \d+ guid 0x[0-9a-f]{16} \('[a-z0-9-]+'\):\n0x`).Match(data) || !strings.Contains(string(data), "lids dumped\n") {
 		t.Errorf("dump:\n%.300s", data)
 	}
+	// The same tables as one lane (the SL-to-VL tables lost): --check's reading finds the cycle.
+	if err := os.WriteFile(dump+".sl2vl", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dc, err := checkDump(topologyWithLIDs(t, "fat2d:4,2", faults), sum.DumpFiles)
+	if err != nil || dc.DeadlockFree {
+		t.Errorf("one lane: %+v %v, want a cycle", dc, err)
+	}
+}
+
+func topologyWithLIDs(t *testing.T, spec, faults string) *topology.Fabric {
+	t.Helper()
+	f, err := topology.OpenFabric(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh, err := os.Open(faults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	ft, err := topology.ParseFaults(fh, faults, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err = f.ApplyFaults(ft); err != nil {
+		t.Fatal(err)
+	}
+	if f, err = withLIDs(f, saqueryOf(t, spec)); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 func TestRouteBadInput(t *testing.T) {
 	badTopo := writeFile(t, "bad.topo", "switchguid=0x2c9\nSwitch\t2 \"S-01\"\n[1]\tgarbage\n")
 	unknown := writeFile(t, "f1.txt", "switch s2-0\nswitch nosuch\n")
 	cut := writeFile(t, "f2.txt", "switch s2-0\nswitch s2-1\n")
+	const ibsimNet = "../../topology/testdata/ibsim-2sw2path4hca.net"
+	const ibsimGUID2LID = "../../topology/testdata/ibsim-2sw2path4hca.guid2lid"
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -67,7 +136,12 @@ func TestRouteBadInput(t *testing.T) {
 		{[]string{"--topology", "pgft:2;4,4;1,2;1,1", "--faults", unknown}, "f1.txt:2: unknown switch \"nosuch\""},
 		{[]string{"--topology", "pgft:2;4,4;1,2;1,1", "--faults", cut}, "faults disconnect the fabric for dmodc: 192 unreachable pairs, first: n4->n0"},
 		{[]string{"--topology", "pgft:2;4,4;1,2;1,1", "--engine", "magic"}, "--engine"},
-		{[]string{"--topology", "fat2d:4", "--engine", "dmodk"}, "not an intact PGFT"},
+		{[]string{"--topology", "fat2d:4", "--engine", "dmodk"}, "not an intact PGFT spec"},
+		{[]string{"--topology", "pgft:2;4,4;1,2;1,1", "--dump", "x"}, "--dump: pgft:2;4,4;1,2;1,1 has no port GUIDs or LIDs of its own (a spec or machine file gets made-up ones), and OpenSM's file engine applies each entry to the port whose GUID it names: give --lids with the fabric's identities (OpenSM's guid2lid file, or the output of ibnetdiscover or saquery), or route the fabric's ibnetdiscover output (-t FILE)"},
+		{[]string{"--topology", ibsimNet, "-e", "minhop", "--dump", "x"}, "has no LID for 6 of its ports (first: Hca1, Hca2, Hca3)"},
+		{[]string{"--topology", ibsimNet, "--lids", "nosuch"}, "--lids: open nosuch"},
+		{[]string{"--topology", "pgft:2;4,4;1,2;1,1", "--lids", ibsimGUID2LID}, "is a guid2lid file, which names ports by GUID, and the topology has no GUIDs of its own"},
+		{[]string{"--topology", ibsimNet, "--lids", writeFile(t, "g2l", "0x0000000000100001 1 1\n")}, "5 of the topology's ports are not in it by port GUID, first: Hca2 (port GUID 0x0000000000100004)"},
 	} {
 		code, _, errs := bootctl(t, append([]string{"route"}, tc.args...)...)
 		lines := strings.Split(strings.TrimSpace(errs), "\n")

@@ -1,0 +1,301 @@
+package routing
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/bootfabric/bootfabric/topology"
+)
+
+// DumpCheck is what CheckDump found by following the dumped files.
+type DumpCheck struct {
+	Paths        int64 `json:"paths"`       // endpoint pairs followed
+	Unreachable  int64 `json:"unreachable"` // pairs whose walk hit a missing entry, a dead port or another endpoint
+	Loops        int64 `json:"loops"`
+	SLs          int   `json:"sls"`
+	VLs          int   `json:"vls"`
+	DeadlockFree bool  `json:"deadlock_free"`
+	CyclicVLs    []int `json:"cyclic_vls,omitempty"`
+}
+
+// DumpFiles are the files bootctl route --dump writes; SL and SL2VL are nil for tables on one
+// virtual channel (every path on SL 0, every lane VL 0).
+type DumpFiles struct {
+	LFT, SL, SL2VL io.Reader
+	// Names for errors.
+	LFTName, SLName, SL2VLName string
+}
+
+var (
+	dumpSwitch = regexp.MustCompile(`^Unicast lids \[0-(\d+)\] of switch Lid \d+ guid 0x([0-9a-fA-F]{16}) `)
+	dumpEntry  = regexp.MustCompile(`^0x([0-9a-fA-F]{4}) (\d{3}) #`)
+	slLine     = regexp.MustCompile(`^0x([0-9a-fA-F]{16}) 0x([0-9a-fA-F]{4}) (\d+)$`)
+	sl2vlHead  = regexp.MustCompile(`^# SL2VL table: Switch 0x([0-9a-fA-F]{16}) `)
+	sl2vlLine  = regexp.MustCompile(`^ports: in +(\d+), out +(\d+): \|((?: *\d+\|){16})$`)
+)
+
+// dumpState is the forwarding state read back from the files, by vertex.
+type dumpState struct {
+	f      *topology.Fabric
+	lft    map[topology.VertexID][]uint8 // switch -> LID -> physical port (0xff: none)
+	sl     map[[2]int]uint8              // (source vertex, destination LID) -> SL
+	sl2vl  map[topology.VertexID]map[int]*[16]uint8
+	sls    int
+	byGUID map[uint64]topology.VertexID
+}
+
+// CheckDump follows every endpoint pair of f through the dumped tables as a fabric would: the
+// LFT entries for the destination's LID, the path's SL from the SL file and the lane from each
+// switch's SL-to-VL table, and checks that every pair arrives and that the lanes' channel
+// dependency graphs are acyclic. It reads nothing the routing kept in memory, so it checks what
+// is deployed.
+func CheckDump(f *topology.Fabric, files DumpFiles) (*DumpCheck, error) {
+	st := &dumpState{f: f, lft: map[topology.VertexID][]uint8{}, sl: map[[2]int]uint8{},
+		sl2vl: map[topology.VertexID]map[int]*[16]uint8{}, byGUID: map[uint64]topology.VertexID{}}
+	for v := range topology.VertexID(f.NumVertices()) {
+		st.byGUID[f.PortGUID(v)] = v
+	}
+	if err := st.readLFT(files.LFT, files.LFTName); err != nil {
+		return nil, err
+	}
+	if files.SL != nil {
+		if err := st.readSL(files.SL, files.SLName); err != nil {
+			return nil, err
+		}
+	}
+	if files.SL2VL != nil {
+		if err := st.readSL2VL(files.SL2VL, files.SL2VLName); err != nil {
+			return nil, err
+		}
+	}
+	return st.walk(), nil
+}
+
+func (st *dumpState) readLFT(r io.Reader, name string) error {
+	sc := bufio.NewScanner(r)
+	var cur []uint8
+	for line := 1; sc.Scan(); line++ {
+		text := sc.Text()
+		if m := dumpSwitch.FindStringSubmatch(text); m != nil {
+			maxLID, _ := strconv.Atoi(m[1])
+			g, _ := strconv.ParseUint(m[2], 16, 64)
+			v, ok := st.byGUID[g]
+			if !ok || st.f.Kind(v) != topology.Switch || maxLID > 0xffff {
+				return fmt.Errorf("%s:%d: no switch with GUID 0x%016x in the topology", name, line, g)
+			}
+			cur = make([]uint8, maxLID+1)
+			for i := range cur {
+				cur[i] = 0xff
+			}
+			st.lft[v] = cur
+			continue
+		}
+		if m := dumpEntry.FindStringSubmatch(text); m != nil && cur != nil {
+			lid, _ := strconv.ParseUint(m[1], 16, 16)
+			port, _ := strconv.Atoi(m[2])
+			if int(lid) >= len(cur) || port > 254 {
+				return fmt.Errorf("%s:%d: LID or port out of range", name, line)
+			}
+			cur[lid] = uint8(port)
+		}
+	}
+	return sc.Err()
+}
+
+func (st *dumpState) readSL(r io.Reader, name string) error {
+	sc := bufio.NewScanner(r)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		m := slLine.FindStringSubmatch(text)
+		if m == nil {
+			return fmt.Errorf("%s:%d: malformed line %q: want SRC_PORT_GUID DST_LID SL", name, line, text)
+		}
+		g, _ := strconv.ParseUint(m[1], 16, 64)
+		lid, _ := strconv.ParseUint(m[2], 16, 16)
+		sl, _ := strconv.Atoi(m[3])
+		v, ok := st.byGUID[g]
+		if !ok || sl >= MaxSL {
+			return fmt.Errorf("%s:%d: unknown port GUID or SL out of range 0..15", name, line)
+		}
+		st.sl[[2]int{int(v), int(lid)}] = uint8(sl)
+		st.sls = max(st.sls, sl+1)
+	}
+	return sc.Err()
+}
+
+func (st *dumpState) readSL2VL(r io.Reader, name string) error {
+	sc := bufio.NewScanner(r)
+	var cur map[int]*[16]uint8
+	for line := 1; sc.Scan(); line++ {
+		text := sc.Text()
+		if m := sl2vlHead.FindStringSubmatch(text); m != nil {
+			g, _ := strconv.ParseUint(m[1], 16, 64)
+			v, ok := st.byGUID[g]
+			if !ok || st.f.Kind(v) != topology.Switch {
+				return fmt.Errorf("%s:%d: no switch with GUID 0x%016x in the topology", name, line, g)
+			}
+			cur = map[int]*[16]uint8{}
+			st.sl2vl[v] = cur
+			continue
+		}
+		m := sl2vlLine.FindStringSubmatch(text)
+		if m == nil {
+			continue
+		}
+		if cur == nil {
+			return fmt.Errorf("%s:%d: port line before a switch", name, line)
+		}
+		in, _ := strconv.Atoi(m[1])
+		out, _ := strconv.Atoi(m[2])
+		var e [16]uint8
+		for i, x := range strings.Split(strings.TrimSuffix(m[3], "|"), "|") {
+			vl, err := strconv.Atoi(strings.TrimSpace(x))
+			if err != nil || vl > 14 {
+				return fmt.Errorf("%s:%d: VL %q out of range 0..14", name, line, x)
+			}
+			e[i] = uint8(vl)
+		}
+		cur[in<<8|out] = &e
+	}
+	return sc.Err()
+}
+
+// walk follows every pair and checks the lanes' dependency graph.
+func (st *dumpState) walk() *DumpCheck {
+	f := st.f
+	rep := &DumpCheck{SLs: max(st.sls, 1), VLs: 1}
+	// Physical port -> link, per switch.
+	portLink := map[topology.VertexID][]topology.LinkID{}
+	for v := range st.lft {
+		pl := make([]topology.LinkID, 256)
+		for i := range pl {
+			pl[i] = -1
+		}
+		for _, l := range f.Links(v) {
+			pl[f.LinkPort(v, l)] = l
+		}
+		portLink[v] = pl
+	}
+	var ends []topology.VertexID
+	for v := range topology.VertexID(f.NumVertices()) {
+		if f.Kind(v) != topology.Switch && len(f.Links(v)) > 0 {
+			ends = append(ends, v)
+		}
+	}
+	edges := map[[2]int32]struct{}{}
+	for _, src := range ends {
+		for _, dst := range ends {
+			if src == dst {
+				continue
+			}
+			rep.Paths++
+			switch st.follow(src, dst, portLink, edges, rep) {
+			case walkLoop:
+				rep.Loops++
+			case walkLost:
+				rep.Unreachable++
+			}
+		}
+	}
+	rep.CyclicVLs = cyclicLanes(edges)
+	rep.DeadlockFree = len(rep.CyclicVLs) == 0
+	return rep
+}
+
+const (
+	walkArrived = iota
+	walkLost
+	walkLoop
+)
+
+// follow walks one pair, adding the lane dependencies between its switch-to-switch hops.
+func (st *dumpState) follow(src, dst topology.VertexID, portLink map[topology.VertexID][]topology.LinkID, edges map[[2]int32]struct{}, rep *DumpCheck) int {
+	f := st.f
+	lid := f.LID(dst)
+	sl := st.sl[[2]int{int(src), lid}]
+	l := f.Links(src)[0]
+	cur := f.Other(l, src)
+	in := f.LinkPort(cur, l)
+	prev := int32(-1) // CDG node of the previous switch-to-switch hop: channel*16 + VL
+	for range len(st.lft) + 1 {
+		tab := st.lft[cur]
+		if tab == nil || lid >= len(tab) || tab[lid] == 0xff || tab[lid] == 0 {
+			return walkLost
+		}
+		out := int(tab[lid])
+		l = portLink[cur][out]
+		if l < 0 {
+			return walkLost
+		}
+		vl := uint8(0)
+		if e := st.sl2vl[cur][in<<8|out]; e != nil {
+			vl = e[sl]
+		}
+		rep.VLs = max(rep.VLs, int(vl)+1)
+		next := f.Other(l, cur)
+		node := int32(topology.ChannelOf(l, f.Link(l).A != cur))*16 + int32(vl)
+		if prev >= 0 {
+			edges[[2]int32{prev, node}] = struct{}{}
+		}
+		if next == dst {
+			return walkArrived
+		}
+		if f.Kind(next) != topology.Switch {
+			return walkLost
+		}
+		prev, in, cur = node, f.LinkPort(next, l), next
+	}
+	return walkLoop
+}
+
+// cyclicLanes returns the lanes on which the dependency graph has a cycle (iterative DFS).
+func cyclicLanes(edges map[[2]int32]struct{}) []int {
+	adj := map[int32][]int32{}
+	for e := range edges {
+		adj[e[0]] = append(adj[e[0]], e[1])
+	}
+	color := map[int32]uint8{}
+	cyc := map[int]bool{}
+	type frame struct {
+		node int32
+		next int
+	}
+	for start := range adj {
+		if color[start] != 0 {
+			continue
+		}
+		color[start] = 1
+		stack := []frame{{start, 0}}
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			if top.next < len(adj[top.node]) {
+				n := adj[top.node][top.next]
+				top.next++
+				switch color[n] {
+				case 1:
+					cyc[int(n%16)] = true
+				case 0:
+					color[n] = 1
+					stack = append(stack, frame{n, 0})
+				}
+				continue
+			}
+			color[top.node] = 2
+			stack = stack[:len(stack)-1]
+		}
+	}
+	var out []int
+	for vl := range 16 {
+		if cyc[vl] {
+			out = append(out, vl)
+		}
+	}
+	return out
+}
