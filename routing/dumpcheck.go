@@ -299,3 +299,57 @@ func cyclicLanes(edges map[[2]int32]struct{}) []int {
 	}
 	return out
 }
+
+// ReadLFT reads an LFT dump in OpenSM's layout (OpenSM's opensm-lfts.dump, or WriteLFT's) onto
+// the fabric f as tables of the engine "file": the entries for the endpoints' LIDs, their
+// physical ports turned into f's ports. Entries for switch LIDs are not kept (the tables route to
+// endpoints). So tables OpenSM computed can be checked and measured like bootctl's.
+func ReadLFT(f *topology.Fabric, r io.Reader, name string) (*Tables, error) {
+	t := newTables(f.Graph, "file")
+	byGUID := map[uint64]topology.VertexID{}
+	destOfLID := map[int]int{}
+	for v := range topology.VertexID(f.NumVertices()) {
+		if f.Kind(v) == topology.Switch {
+			byGUID[f.GUID(v)] = v
+		} else if d := t.destIdx[v]; d >= 0 && f.HasLID(v) {
+			destOfLID[f.LID(v)] = int(d)
+		}
+	}
+	sc := bufio.NewScanner(r)
+	s := -1
+	var graphPort []int // physical port -> graph port at the current switch
+	for line := 1; sc.Scan(); line++ {
+		text := sc.Text()
+		if m := dumpSwitch.FindStringSubmatch(text); m != nil {
+			g, _ := strconv.ParseUint(m[2], 16, 64)
+			v, ok := byGUID[g]
+			if !ok {
+				return nil, fmt.Errorf("%s:%d: no switch with GUID 0x%016x in %s", name, line, g, f.Name)
+			}
+			s = int(t.swIdx[v])
+			graphPort = make([]int, 256)
+			for p, l := range f.Links(v) {
+				graphPort[f.LinkPort(v, l)] = p + 1
+			}
+			continue
+		}
+		m := dumpEntry.FindStringSubmatch(text)
+		if m == nil || s < 0 {
+			continue
+		}
+		lid, _ := strconv.ParseUint(m[1], 16, 16)
+		port, _ := strconv.Atoi(m[2])
+		d, ok := destOfLID[int(lid)]
+		if !ok || port == 0 {
+			continue // a switch's LID, or one the fabric does not have
+		}
+		if port > 255 || graphPort[port] == 0 {
+			return nil, fmt.Errorf("%s:%d: port %d of switch %s has no link in %s", name, line, port, f.Desc(t.switches[s]), f.Name)
+		}
+		t.set(s, d, graphPort[port])
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return t, nil
+}

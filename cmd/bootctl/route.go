@@ -32,6 +32,7 @@ func routeCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "check", Usage: "also check up*/down* order and deadlock freedom and measure congestion"},
 			&cli.IntFlag{Name: "shifts", Usage: "shift permutations measured by --check (0: all up to 2048 endpoints, else 1024 evenly spaced; N >= endpoints: all)"},
 			&cli.StringFlag{Name: "dump", Usage: "write the tables to this file in OpenSM's LFT dump layout (load with opensm -R file -U FILE); needs the fabric's GUIDs and LIDs"},
+			&cli.StringFlag{Name: "load", Usage: "check tables read from an LFT dump (OpenSM's opensm-lfts.dump, or --dump's) instead of computing them"},
 			&cli.StringFlag{Name: "net", Usage: "also write the fabric (after --faults) as an ibsim net file, to simulate it"},
 			&cli.StringFlag{Name: "lids", Usage: "the fabric's port GUIDs and LIDs for --dump: OpenSM's guid2lid file, or an ibnetdiscover or saquery output"},
 			timingsFlag(),
@@ -65,41 +66,9 @@ type routeSummary struct {
 
 func runRoute(e *env, c *cli.Context, format string) error {
 	spec := c.String("topology")
-	fab, err := topology.OpenFabric(spec)
+	fab, nfaults, err := routeFabric(c, spec)
 	if err != nil {
-		return asBadInput(err)
-	}
-	if fab, err = withLIDs(fab, c.String("lids")); err != nil {
 		return err
-	}
-	// Refuse before routing (which can take minutes) a dump that OpenSM would misapply.
-	if c.String("dump") != "" {
-		if why := fab.MissingIdentity(); why != "" {
-			return badInput("--dump: %s has %s, and OpenSM's file engine applies each entry to the port whose GUID it names: "+
-				"give --lids with the fabric's identities (OpenSM's guid2lid file, or the output of ibnetdiscover or saquery), "+
-				"or route the fabric's ibnetdiscover output (-t FILE)", spec, why)
-		}
-	}
-	nfaults := 0
-	if path := c.String("faults"); path != "" {
-		fh, err := os.Open(path)
-		if err != nil {
-			return badInput("--faults: %v", err)
-		}
-		ft, err := topology.ParseFaults(fh, path, fab)
-		fh.Close()
-		if err != nil {
-			return asBadInput(err)
-		}
-		nfaults = len(ft.Links) + len(ft.Switches)
-		if fab, err = fab.ApplyFaults(ft); err != nil {
-			return asBadInput(err)
-		}
-	}
-	if path := c.String("net"); path != "" {
-		if err := createFile(path, func(fh *os.File) error { return topology.WriteIBSimNet(fh, fab) }); err != nil {
-			return badInput("--net: %v", err)
-		}
 	}
 	var opt routing.Options
 	if r := c.String("roots"); r != "" {
@@ -118,17 +87,15 @@ func runRoute(e *env, c *cli.Context, format string) error {
 		return badInput("--engine: %v", err)
 	}
 	start := time.Now()
-	tb, err := eng.Compute(fab.Graph)
+	tb, err := computeOrLoad(e, c, fab, eng, opt)
 	bar.Done()
 	if err != nil {
-		// An engine that refuses the fabric's shape (dmodk off an intact PGFT, dmodc or updn
-		// without a tree order): say which engines take it.
-		return badInput("%v%s", err, engineAdvice(e, fab, eng.Name(), opt, enginesFor(fab)))
+		return err
 	}
 	took := time.Since(start)
-	e.log.Info("routed", zap.String("engine", eng.Name()), zap.Duration("took", took),
+	e.log.Info("routed", zap.String("engine", tb.Engine()), zap.Duration("took", took),
 		zap.Int("switches", len(tb.Switches())), zap.Int("endpoints", len(tb.Dests())))
-	fatTree := slices.Contains([]string{"dmodk", "dmodc", "updn"}, eng.Name())
+	fatTree := slices.Contains([]string{"dmodk", "dmodc", "updn"}, tb.Engine())
 	bar = e.progressBar("route check", 0, "")
 	rep := routing.Check(tb, routing.CheckOptions{
 		UpDown:     c.Bool("check") && fatTree,
@@ -140,7 +107,8 @@ func runRoute(e *env, c *cli.Context, format string) error {
 	if rep.Healthy < rep.Endpoints {
 		e.log.Warn("endpoints without a route (cut off by faults, or on failed leaves)", zap.Int("count", rep.Endpoints-rep.Healthy))
 	}
-	if rep.Unreachable > 0 {
+	// Loaded tables that miss pairs are a result to print (valid false, exit 1), not bad input.
+	if rep.Unreachable > 0 && tb.Engine() != "file" {
 		var pairs []string
 		for _, p := range rep.FirstUnreachable {
 			pairs = append(pairs, p.Src+"->"+p.Dst)
@@ -168,7 +136,7 @@ func runRoute(e *env, c *cli.Context, format string) error {
 	} else if tb.NumVCs() > 1 {
 		e.log.Warn("the tables use several virtual channels: --dump also writes the path SLs and the SL-to-VL tables that deploy them", zap.Int("vcs", tb.NumVCs()))
 	}
-	sum := routeSummary{Topology: fab.Name, Engine: eng.Name(), Faults: nfaults,
+	sum := routeSummary{Topology: fab.Name, Engine: tb.Engine(), Faults: nfaults,
 		TableBytes: tb.Bytes(), BytesPerEntry: tb.BytesPerEntry(), Report: rep, DumpFiles: dumpFiles, DumpCheck: dumpCheck}
 	if c.Bool("timings") {
 		sum.ComputeSeconds = took.Seconds()
@@ -283,6 +251,80 @@ func createFile(path string, write func(*os.File) error) error {
 		err = cerr
 	}
 	return err
+}
+
+// routeFabric opens the topology of route and applies --faults and --lids; it refuses early a
+// --dump that OpenSM would misapply, and writes --net.
+func routeFabric(c *cli.Context, spec string) (*topology.Fabric, int, error) {
+	fab, err := topology.OpenFabric(spec)
+	if err != nil {
+		return nil, 0, asBadInput(err)
+	}
+	nfaults := 0
+	if path := c.String("faults"); path != "" {
+		fh, err := os.Open(path)
+		if err != nil {
+			return nil, 0, badInput("--faults: %v", err)
+		}
+		ft, err := topology.ParseFaults(fh, path, fab)
+		fh.Close()
+		if err != nil {
+			return nil, 0, asBadInput(err)
+		}
+		nfaults = len(ft.Links) + len(ft.Switches)
+		if fab, err = fab.ApplyFaults(ft); err != nil {
+			return nil, 0, asBadInput(err)
+		}
+	}
+	// After the faults: failed switches are not in the running fabric.
+	if fab, err = withLIDs(fab, c.String("lids")); err != nil {
+		return nil, 0, err
+	}
+	// Refuse before routing (which can take minutes) a dump that OpenSM would misapply.
+	if c.String("dump") != "" {
+		if why := fab.MissingIdentity(); why != "" {
+			return nil, 0, badInput("--dump: %s has %s, and OpenSM's file engine applies each entry to the port whose GUID it names: "+
+				"give --lids with the fabric's identities (OpenSM's guid2lid file, or the output of ibnetdiscover or saquery), "+
+				"or route the fabric's ibnetdiscover output (-t FILE)", spec, why)
+		}
+	}
+	if path := c.String("net"); path != "" {
+		if err := createFile(path, func(fh *os.File) error { return topology.WriteIBSimNet(fh, fab) }); err != nil {
+			return nil, 0, badInput("--net: %v", err)
+		}
+	}
+	return fab, nfaults, nil
+}
+
+// computeOrLoad computes the tables with eng, or reads them from --load.
+func computeOrLoad(e *env, c *cli.Context, fab *topology.Fabric, eng routing.Engine, opt routing.Options) (*routing.Tables, error) {
+	if path := c.String("load"); path != "" {
+		return loadLFT(fab, path)
+	}
+	tb, err := eng.Compute(fab.Graph)
+	if err != nil {
+		// An engine that refuses the fabric's shape (dmodk off an intact PGFT, dmodc or updn
+		// without a tree order): say which engines take it.
+		return nil, badInput("%v%s", err, engineAdvice(e, fab, eng.Name(), opt, enginesFor(fab)))
+	}
+	return tb, nil
+}
+
+// loadLFT reads the tables of an LFT dump onto fab (--load).
+func loadLFT(fab *topology.Fabric, path string) (*routing.Tables, error) {
+	if why := fab.MissingIdentity(); why != "" {
+		return nil, badInput("--load: %s has %s: the dump's entries are found by LID; route the fabric's ibnetdiscover output, or give --lids", fab.Name, why)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, badInput("--load: %v", err)
+	}
+	defer fh.Close()
+	tb, err := routing.ReadLFT(fab, fh, path)
+	if err != nil {
+		return nil, badInput("--load: %v", err)
+	}
+	return tb, nil
 }
 
 // withLIDs gives fab the identities of the --lids file, if one is named.
