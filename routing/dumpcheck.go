@@ -42,7 +42,8 @@ var (
 type dumpState struct {
 	f      *topology.Fabric
 	lft    map[topology.VertexID][]uint8 // switch -> LID -> physical port (0xff: none)
-	sl     map[[2]int]uint8              // (source vertex, destination LID) -> SL
+	sl     [][]uint8                     // source vertex -> destination LID -> SL (nil: all 0)
+	maxLID int
 	sl2vl  map[topology.VertexID]map[int]*[16]uint8
 	sls    int
 	byGUID map[uint64]topology.VertexID
@@ -54,10 +55,11 @@ type dumpState struct {
 // dependency graphs are acyclic. It reads nothing the routing kept in memory, so it checks what
 // is deployed.
 func CheckDump(f *topology.Fabric, files DumpFiles) (*DumpCheck, error) {
-	st := &dumpState{f: f, lft: map[topology.VertexID][]uint8{}, sl: map[[2]int]uint8{},
+	st := &dumpState{f: f, lft: map[topology.VertexID][]uint8{}, sl: make([][]uint8, f.NumVertices()),
 		sl2vl: map[topology.VertexID]map[int]*[16]uint8{}, byGUID: map[uint64]topology.VertexID{}}
 	for v := range topology.VertexID(f.NumVertices()) {
 		st.byGUID[f.PortGUID(v)] = v
+		st.maxLID = max(st.maxLID, f.LID(v))
 	}
 	if err := st.readLFT(files.LFT, files.LFTName); err != nil {
 		return nil, err
@@ -121,10 +123,13 @@ func (st *dumpState) readSL(r io.Reader, name string) error {
 		lid, _ := strconv.ParseUint(m[2], 16, 16)
 		sl, _ := strconv.Atoi(m[3])
 		v, ok := st.byGUID[g]
-		if !ok || sl >= MaxSL {
-			return fmt.Errorf("%s:%d: unknown port GUID or SL out of range 0..15", name, line)
+		if !ok || sl >= MaxSL || int(lid) > st.maxLID {
+			return fmt.Errorf("%s:%d: unknown port GUID or LID, or SL out of range 0..15", name, line)
 		}
-		st.sl[[2]int{int(v), int(lid)}] = uint8(sl)
+		if st.sl[v] == nil {
+			st.sl[v] = make([]uint8, st.maxLID+1)
+		}
+		st.sl[v][lid] = uint8(sl)
 		st.sls = max(st.sls, sl+1)
 	}
 	return sc.Err()
@@ -168,35 +173,61 @@ func (st *dumpState) readSL2VL(r io.Reader, name string) error {
 }
 
 // walk follows every pair and checks the lanes' dependency graph.
+//
+// Forwarding is by destination, and the lane at a switch depends on the input port and the SL, so
+// for one destination the rest of a path is fixed by its state (switch, input port, SL): each
+// state is walked once per destination (stamped with the destination's generation) and later
+// paths stop where they join a walked one, taking its outcome. That keeps the check near one step
+// per pair on large fabrics, with arrays rather than maps.
 func (st *dumpState) walk() *DumpCheck {
 	f := st.f
 	rep := &DumpCheck{SLs: max(st.sls, 1), VLs: 1}
-	// Physical port -> link, per switch.
-	portLink := map[topology.VertexID][]topology.LinkID{}
+	w := &walker{st: st, rep: rep, swIdx: map[topology.VertexID]int{}}
 	for v := range st.lft {
+		w.swIdx[v] = len(w.sws)
+		w.sws = append(w.sws, v)
+	}
+	w.portLink = make([][]topology.LinkID, len(w.sws))
+	w.sl2vl = make([][]*[16]uint8, len(w.sws))
+	w.stride = make([]int, len(w.sws))
+	for i, v := range w.sws {
 		pl := make([]topology.LinkID, 256)
-		for i := range pl {
-			pl[i] = -1
+		for p := range pl {
+			pl[p] = -1
 		}
+		n := 0
 		for _, l := range f.Links(v) {
 			pl[f.LinkPort(v, l)] = l
+			n = max(n, f.LinkPort(v, l))
 		}
-		portLink[v] = pl
+		w.portLink[i] = pl
+		if len(st.sl2vl[v]) > 0 {
+			w.stride[i] = n + 1
+			w.sl2vl[i] = make([]*[16]uint8, (n+1)*(n+1))
+			for k, e := range st.sl2vl[v] {
+				if in, out := k>>8, k&0xff; in <= n && out <= n {
+					w.sl2vl[i][in*(n+1)+out] = e
+				}
+			}
+		}
 	}
+	nstate := len(w.sws) * 256 * MaxSL
+	w.stamp, w.outcome = make([]int32, nstate), make([]int8, nstate)
+	w.adj = make([][]int32, 2*f.NumLinks()*MaxSL)
 	var ends []topology.VertexID
 	for v := range topology.VertexID(f.NumVertices()) {
 		if f.Kind(v) != topology.Switch && len(f.Links(v)) > 0 {
 			ends = append(ends, v)
 		}
 	}
-	edges := map[[2]int32]struct{}{}
-	for _, src := range ends {
-		for _, dst := range ends {
+	for gen, dst := range ends {
+		w.gen = int32(gen + 1)
+		for _, src := range ends {
 			if src == dst {
 				continue
 			}
 			rep.Paths++
-			switch st.follow(src, dst, portLink, edges, rep) {
+			switch w.follow(src, dst) {
 			case walkLoop:
 				rep.Loops++
 			case walkLost:
@@ -204,7 +235,7 @@ func (st *dumpState) walk() *DumpCheck {
 			}
 		}
 	}
-	rep.CyclicVLs = cyclicLanes(edges)
+	rep.CyclicVLs = cyclicLanes(w.adj)
 	rep.DeadlockFree = len(rep.CyclicVLs) == 0
 	return rep
 }
@@ -213,66 +244,143 @@ const (
 	walkArrived = iota
 	walkLost
 	walkLoop
+	walkPending
 )
 
-// follow walks one pair, adding the lane dependencies between its switch-to-switch hops.
-func (st *dumpState) follow(src, dst topology.VertexID, portLink map[topology.VertexID][]topology.LinkID, edges map[[2]int32]struct{}, rep *DumpCheck) int {
-	f := st.f
+// walker holds the arrays of one CheckDump walk.
+type walker struct {
+	st       *dumpState
+	rep      *DumpCheck
+	sws      []topology.VertexID
+	swIdx    map[topology.VertexID]int
+	portLink [][]topology.LinkID // switch -> physical port -> link
+	sl2vl    [][]*[16]uint8      // switch -> in*stride+out -> VL per SL (nil: all VL 0)
+	stride   []int
+	gen      int32
+	stamp    []int32 // state (switch, in port, SL) -> generation it was walked in
+	outcome  []int8
+	adj      [][]int32 // lane dependency graph: node channel*16+VL -> next nodes
+	path     []int     // states of the current walk
+}
+
+// follow walks one pair, adding the lane dependencies between its switch-to-switch hops, until it
+// arrives, fails or joins a state walked before for this destination.
+func (w *walker) follow(src, dst topology.VertexID) int {
+	f, st := w.st.f, w.st
 	lid := f.LID(dst)
-	sl := st.sl[[2]int{int(src), lid}]
+	sl := 0
+	if st.sl[src] != nil {
+		sl = int(st.sl[src][lid])
+	}
 	l := f.Links(src)[0]
 	cur := f.Other(l, src)
 	in := f.LinkPort(cur, l)
-	prev := int32(-1) // CDG node of the previous switch-to-switch hop: channel*16 + VL
-	for range len(st.lft) + 1 {
-		tab := st.lft[cur]
-		if tab == nil || lid >= len(tab) || tab[lid] == 0xff || tab[lid] == 0 {
-			return walkLost
+	prev := int32(-1) // node of the previous switch-to-switch hop: channel*16 + VL
+	w.path = w.path[:0]
+	result := walkLoop
+	for range len(w.sws) + 1 {
+		s, ok := w.swIdx[cur]
+		if !ok {
+			result = walkLost
+			break
 		}
-		out := int(tab[lid])
-		l = portLink[cur][out]
-		if l < 0 {
-			return walkLost
+		state := (s*256+in)*MaxSL + sl
+		if w.stamp[state] == w.gen {
+			result = int(w.outcome[state]) // walkPending: this walk came back to it, a loop
+			if result == walkPending {
+				result = walkLoop
+			}
+			w.edge(prev, state, cur, lid, sl)
+			break
 		}
-		vl := uint8(0)
-		if e := st.sl2vl[cur][in<<8|out]; e != nil {
-			vl = e[sl]
-		}
-		rep.VLs = max(rep.VLs, int(vl)+1)
-		next := f.Other(l, cur)
-		node := int32(topology.ChannelOf(l, f.Link(l).A != cur))*16 + int32(vl)
-		if prev >= 0 {
-			edges[[2]int32{prev, node}] = struct{}{}
+		w.stamp[state], w.outcome[state] = w.gen, walkPending
+		w.path = append(w.path, state)
+		next, node, r := w.hop(prev, s, cur, in, lid, sl)
+		if r != walkPending {
+			result = r
+			break
 		}
 		if next == dst {
-			return walkArrived
+			result = walkArrived
+			break
 		}
 		if f.Kind(next) != topology.Switch {
-			return walkLost
+			result = walkLost
+			break
 		}
+		l = w.portLink[s][st.lft[cur][lid]]
 		prev, in, cur = node, f.LinkPort(next, l), next
 	}
-	return walkLoop
+	for _, s := range w.path {
+		w.outcome[s] = int8(result)
+	}
+	return result
+}
+
+// hop takes the table entry of switch s (vertex cur) for lid, records the dependency from prev,
+// and returns the next vertex and the hop's node, or an outcome when the entry leads nowhere.
+func (w *walker) hop(prev int32, s int, cur topology.VertexID, in, lid, sl int) (topology.VertexID, int32, int) {
+	f := w.st.f
+	tab := w.st.lft[cur]
+	if lid >= len(tab) || tab[lid] == 0xff || tab[lid] == 0 {
+		return 0, 0, walkLost
+	}
+	out := int(tab[lid])
+	l := w.portLink[s][out]
+	if l < 0 {
+		return 0, 0, walkLost
+	}
+	vl := uint8(0)
+	if w.sl2vl[s] != nil {
+		if e := w.sl2vl[s][in*w.stride[s]+out]; e != nil {
+			vl = e[sl]
+		}
+	}
+	w.rep.VLs = max(w.rep.VLs, int(vl)+1)
+	node := int32(topology.ChannelOf(l, f.Link(l).A != cur))*MaxSL + int32(vl)
+	w.addEdge(prev, node)
+	return f.Other(l, cur), node, walkPending
+}
+
+// edge records the dependency from prev into a state walked before (its hop's node recomputed).
+func (w *walker) edge(prev int32, state int, cur topology.VertexID, lid, sl int) {
+	if prev < 0 {
+		return
+	}
+	s := state / MaxSL / 256
+	in := state / MaxSL % 256
+	if _, node, r := w.hop(-1, s, cur, in, lid, sl); r == walkPending {
+		w.addEdge(prev, node)
+	}
+}
+
+func (w *walker) addEdge(from, to int32) {
+	if from < 0 {
+		return
+	}
+	for _, x := range w.adj[from] {
+		if x == to {
+			return
+		}
+	}
+	w.adj[from] = append(w.adj[from], to)
 }
 
 // cyclicLanes returns the lanes on which the dependency graph has a cycle (iterative DFS).
-func cyclicLanes(edges map[[2]int32]struct{}) []int {
-	adj := map[int32][]int32{}
-	for e := range edges {
-		adj[e[0]] = append(adj[e[0]], e[1])
-	}
-	color := map[int32]uint8{}
+func cyclicLanes(adj [][]int32) []int {
+	color := make([]uint8, len(adj))
 	cyc := map[int]bool{}
 	type frame struct {
 		node int32
 		next int
 	}
+	var stack []frame
 	for start := range adj {
-		if color[start] != 0 {
+		if color[start] != 0 || len(adj[start]) == 0 {
 			continue
 		}
 		color[start] = 1
-		stack := []frame{{start, 0}}
+		stack = append(stack[:0], frame{int32(start), 0})
 		for len(stack) > 0 {
 			top := &stack[len(stack)-1]
 			if top.next < len(adj[top.node]) {
@@ -280,7 +388,7 @@ func cyclicLanes(edges map[[2]int32]struct{}) []int {
 				top.next++
 				switch color[n] {
 				case 1:
-					cyc[int(n%16)] = true
+					cyc[int(n%MaxSL)] = true
 				case 0:
 					color[n] = 1
 					stack = append(stack, frame{n, 0})
@@ -292,7 +400,7 @@ func cyclicLanes(edges map[[2]int32]struct{}) []int {
 		}
 	}
 	var out []int
-	for vl := range 16 {
+	for vl := range MaxSL {
 		if cyc[vl] {
 			out = append(out, vl)
 		}

@@ -24,10 +24,11 @@ type Lanes struct {
 	NumSL int // service levels used (SL 0..NumSL-1)
 	NumVL int // virtual lanes used (VL 0..NumVL-1)
 
-	f     *topology.Fabric
-	t     *Tables
-	sl    []uint8              // source destination index * len(dests) + destination index
-	sl2vl []map[int]*[16]uint8 // switch index -> in*256+out (physical ports) -> VL per SL
+	f      *topology.Fabric
+	t      *Tables
+	sl     []uint8        // source destination index * len(dests) + destination index
+	sl2vl  [][]*[16]uint8 // switch index -> in*stride+out (physical ports) -> VL per SL
+	stride []int          // switch index -> highest physical port + 1
 }
 
 // AssignLanes gives each routed path of t an SL and each switch its SL-to-VL tables so that every
@@ -39,9 +40,14 @@ func AssignLanes(f *topology.Fabric, t *Tables) (*Lanes, error) {
 		return nil, fmt.Errorf("lanes: tables were computed for another graph")
 	}
 	D := len(t.dests)
-	ln := &Lanes{f: f, t: t, sl: make([]uint8, D*D), sl2vl: make([]map[int]*[16]uint8, len(t.switches)), NumVL: t.nvc}
-	for s := range ln.sl2vl {
-		ln.sl2vl[s] = map[int]*[16]uint8{}
+	ln := &Lanes{f: f, t: t, sl: make([]uint8, D*D), sl2vl: make([][]*[16]uint8, len(t.switches)), stride: make([]int, len(t.switches)), NumVL: t.nvc}
+	for s, v := range t.switches {
+		n := 0
+		for _, l := range t.g.Links(v) {
+			n = max(n, f.LinkPort(v, l))
+		}
+		ln.stride[s] = n + 1
+		ln.sl2vl[s] = make([]*[16]uint8, (n+1)*(n+1))
 	}
 	var hops []hop
 	for src := range D {
@@ -105,7 +111,7 @@ func (ln *Lanes) fit(hops []hop) (int, bool) {
 	for sl := range MaxSL {
 		ok := true
 		for _, h := range hops {
-			if e := ln.sl2vl[h.s][h.in<<8|h.out]; e != nil && e[sl] != 0xff && e[sl] != h.vc {
+			if e := ln.sl2vl[h.s][h.in*ln.stride[h.s]+h.out]; e != nil && e[sl] != 0xff && e[sl] != h.vc {
 				ok = false
 				break
 			}
@@ -114,13 +120,14 @@ func (ln *Lanes) fit(hops []hop) (int, bool) {
 			continue
 		}
 		for _, h := range hops {
-			e := ln.sl2vl[h.s][h.in<<8|h.out]
+			k := h.in*ln.stride[h.s] + h.out
+			e := ln.sl2vl[h.s][k]
 			if e == nil {
 				e = &[16]uint8{}
 				for i := range e {
 					e[i] = 0xff
 				}
-				ln.sl2vl[h.s][h.in<<8|h.out] = e
+				ln.sl2vl[h.s][k] = e
 			}
 			e[sl] = h.vc
 		}
@@ -162,19 +169,18 @@ func (ln *Lanes) WriteSL2VL(w io.Writer) error {
 	fmt.Fprintf(bw, "# SL-to-VL tables of %s per switch and (input, output) port pair, written by bootctl route --dump\n", t.engine)
 	for _, s := range switchOrder(f, t) {
 		v := t.switches[s]
-		if len(ln.sl2vl[s]) == 0 {
-			continue
-		}
-		fmt.Fprintf(bw, "# SL2VL table: Switch 0x%016x ('%s') Lid %d\n", f.GUID(v), f.Desc(v), f.LID(v))
-		bw.WriteString("#                 SL: | 0| 1| 2| 3| 4| 5| 6| 7| 8| 9|10|11|12|13|14|15|\n")
-		keys := make([]int, 0, len(ln.sl2vl[s]))
-		for k := range ln.sl2vl[s] {
-			keys = append(keys, k)
-		}
-		sort.Ints(keys)
-		for _, k := range keys {
-			fmt.Fprintf(bw, "ports: in %2d, out %2d: |", k>>8, k&0xff)
-			for _, vl := range ln.sl2vl[s][k] {
+		head := false
+		for k, e := range ln.sl2vl[s] {
+			if e == nil {
+				continue
+			}
+			if !head {
+				fmt.Fprintf(bw, "# SL2VL table: Switch 0x%016x ('%s') Lid %d\n", f.GUID(v), f.Desc(v), f.LID(v))
+				bw.WriteString("#                 SL: | 0| 1| 2| 3| 4| 5| 6| 7| 8| 9|10|11|12|13|14|15|\n")
+				head = true
+			}
+			fmt.Fprintf(bw, "ports: in %2d, out %2d: |", k/ln.stride[s], k%ln.stride[s])
+			for _, vl := range e {
 				if vl == 0xff {
 					vl = 0
 				}
