@@ -113,3 +113,21 @@ func TestCheckDumpErrors(t *testing.T) {
 		}
 	}
 }
+
+func FuzzCheckDump(f *testing.F) {
+	fab := identified(f, "fat2d:4,2", "switch leaf1-0\nswitch leaf0-1\n")
+	tb, _ := VTFTR{}.Compute(fab.Graph)
+	lanes, _ := AssignLanes(fab, tb)
+	var b1, b2, b3 bytes.Buffer
+	_ = WriteLFT(&b1, fab, tb)
+	_ = lanes.WriteSL(&b2)
+	_ = lanes.WriteSL2VL(&b3)
+	f.Add(b1.String(), b2.String(), b3.String())
+	f.Fuzz(func(t *testing.T, lft, sl, sl2vl string) {
+		d, err := CheckDump(fab, DumpFiles{LFT: strings.NewReader(lft), SL: strings.NewReader(sl), SL2VL: strings.NewReader(sl2vl)})
+		if err == nil && d.Paths != 28*27 {
+			t.Fatalf("paths %d", d.Paths)
+		}
+		_, _ = ReadLFT(fab, strings.NewReader(lft), "fuzz")
+	})
+}

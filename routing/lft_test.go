@@ -63,7 +63,7 @@ func TestWriteLFTRefused(t *testing.T) {
 
 // identified gives a spec's fabric made-up identities through a saquery NodeRecord dump, the way
 // --lids gives a simulated fabric's.
-func identified(t *testing.T, spec string, faults string) *topology.Fabric {
+func identified(t testing.TB, spec string, faults string) *topology.Fabric {
 	t.Helper()
 	f, err := topology.OpenFabric(spec)
 	if err != nil {

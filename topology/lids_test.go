@@ -219,3 +219,24 @@ func TestWriteIBSimNet(t *testing.T) {
 		t.Errorf("nodes %d, want %d", len(back.Nodes()), len(f.Nodes()))
 	}
 }
+
+func FuzzParseLIDs(f *testing.F) {
+	for _, name := range []string{"guid2lid", "saquery", "ibnetdiscover"} {
+		b, _ := os.ReadFile("testdata/ibsim-2sw2path4hca." + name)
+		f.Add(string(b))
+	}
+	net, _ := os.ReadFile("testdata/ibsim-2sw2path4hca.net")
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := ParseLIDs(strings.NewReader(s), "fuzz")
+		if err != nil {
+			return
+		}
+		fab, err := ParseIBNetDiscover(strings.NewReader(string(net)), "net")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nf, err := fab.WithLIDs(m); err == nil && nf.MissingIdentity() != "" && fab.LMC() == 0 {
+			t.Fatalf("WithLIDs succeeded but %s", nf.MissingIdentity())
+		}
+	})
+}
