@@ -65,6 +65,9 @@ func WriteLFT(w io.Writer, f *topology.Fabric, t *Tables) error {
 	S := len(t.switches)
 	for _, s := range switchOrder(f, t) {
 		v := t.switches[s]
+		if len(f.Links(v)) == 0 {
+			continue // a failed switch (--faults): not in the running fabric
+		}
 		fmt.Fprintf(bw, "Unicast lids [0-%d] of switch Lid %d guid 0x%016x ('%s'):\n", maxLID, f.LID(v), f.GUID(v), f.Desc(v))
 		for _, e := range ents {
 			var port int

@@ -374,21 +374,7 @@ func (p *ibParser) build() (*Fabric, error) {
 		vid[n.id] = VertexID(i)
 	}
 	level := ibLevels(order, nca, p.links, vid)
-	b := &Builder{Name: p.file}
-	b.Grow(len(order), len(p.links))
-	names := map[string]bool{}
-	for i, n := range order {
-		name := n.desc
-		if name == "" || names[name] {
-			name = n.id
-		}
-		names[name] = true
-		if n.kind == Switch {
-			b.AddVertex(Switch, max(level[i], 0), name)
-		} else {
-			b.AddVertex(Node, 0, name)
-		}
-	}
+	b := ibVertices(p.file, order, level, len(p.links))
 	links := p.orderLinks(order, level, vid)
 	f := p.fabric(order)
 	f.physA = make([]uint16, len(links))
@@ -405,6 +391,27 @@ func (p *ibParser) build() (*Fabric, error) {
 	}
 	f.Graph = g
 	return f, nil
+}
+
+// ibVertices starts the graph with its vertices, named by their description (their id when
+// the description is empty or taken).
+func ibVertices(file string, order []*ibNode, level []int, nlinks int) *Builder {
+	b := &Builder{Name: file}
+	b.Grow(len(order), nlinks)
+	names := map[string]bool{}
+	for i, n := range order {
+		name := n.desc
+		if name == "" || names[name] {
+			name = n.id
+		}
+		names[name] = true
+		if n.kind == Switch {
+			b.AddVertex(Switch, max(level[i], 0), name)
+		} else {
+			b.AddVertex(Node, 0, name)
+		}
+	}
+	return b
 }
 
 // ibLevels returns each vertex's hops from the nearest switch with a CA (-1 for CAs and switches

@@ -22,9 +22,10 @@ ENGINES=${ENGINES:-dmodc dmodk minhop updn}
 [ -n "$FAULTS" ] && ENGINES=${ENGINES/dmodk/} # dmodk routes intact PGFTs only
 OSM_ENGINES=${OSM_ENGINES:-ftree minhop updn}
 SHIFTS=${SHIFTS:-256}
-UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
+UMAD2SIM=$(ls /usr/lib/*/umad2sim/libumad2sim.so 2>/dev/null | head -1)
 PATH=$PATH:/usr/sbin
 
+[ -n "$UMAD2SIM" ] || { echo "bench/route: needs libumad2sim.so (apt-get install ibsim-utils)" >&2; exit 2; }
 for t in ibsim opensm ibnetdiscover python3; do
   command -v "$t" >/dev/null || { echo "bench/route: needs $t (apt-get install ibsim-utils opensm infiniband-diags python3)" >&2; exit 2; }
 done

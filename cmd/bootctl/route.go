@@ -71,14 +71,8 @@ func runRoute(e *env, c *cli.Context, format string) error {
 		return err
 	}
 	var opt routing.Options
-	if r := c.String("roots"); r != "" {
-		for _, name := range strings.Split(r, ",") {
-			v, ok := fab.Lookup(strings.TrimSpace(name))
-			if !ok || fab.Kind(v) != topology.Switch {
-				return badInput("--roots: no switch %q", name)
-			}
-			opt.Roots = append(opt.Roots, v)
-		}
+	if opt.Roots, err = routeRoots(fab, c.String("roots")); err != nil {
+		return err
 	}
 	bar := e.progressBar("route "+c.String("engine"), 0, "")
 	opt.Progress = bar.Func()
@@ -109,32 +103,11 @@ func runRoute(e *env, c *cli.Context, format string) error {
 	}
 	// Loaded tables that miss pairs are a result to print (valid false, exit 1), not bad input.
 	if rep.Unreachable > 0 && tb.Engine() != "file" {
-		var pairs []string
-		for _, p := range rep.FirstUnreachable {
-			pairs = append(pairs, p.Src+"->"+p.Dst)
-		}
-		if connected(fab.Graph, tb) {
-			return badInput("%s", engineMismatch(e, fab, eng.Name(), opt, rep.Unreachable, pairs))
-		}
-		what := "the fabric is disconnected"
-		if nfaults > 0 {
-			what = "the faults disconnect the fabric"
-		}
-		return badInput("%s for %s: %d unreachable pairs, first: %s", what, eng.Name(), rep.Unreachable, strings.Join(pairs, ", "))
+		return unrouted(e, fab, tb, eng.Name(), opt, rep, nfaults)
 	}
-	var dumpFiles []string
-	var dumpCheck *routing.DumpCheck
-	if path := c.String("dump"); path != "" {
-		if dumpFiles, err = writeDump(path, fab, tb); err != nil {
-			return err
-		}
-		if c.Bool("check") {
-			if dumpCheck, err = checkDump(fab, dumpFiles); err != nil {
-				return err
-			}
-		}
-	} else if tb.NumVCs() > 1 {
-		e.log.Warn("the tables use several virtual channels: --dump also writes the path SLs and the SL-to-VL tables that deploy them", zap.Int("vcs", tb.NumVCs()))
+	dumpFiles, dumpCheck, err := dumpRoute(e, c, fab, tb)
+	if err != nil {
+		return err
 	}
 	sum := routeSummary{Topology: fab.Name, Engine: tb.Engine(), Faults: nfaults,
 		TableBytes: tb.Bytes(), BytesPerEntry: tb.BytesPerEntry(), Report: rep, DumpFiles: dumpFiles, DumpCheck: dumpCheck}
@@ -150,38 +123,7 @@ func runRoute(e *env, c *cli.Context, format string) error {
 		}
 		return invalid(rep, dumpCheck)
 	}
-	t := newTable(e.stdout)
-	t.row("topology", sum.Topology)
-	t.row("engine", sum.Engine)
-	t.row("faults", nfaults)
-	t.row("switches", rep.Switches)
-	t.row("endpoints", fmt.Sprintf("%d (%d healthy)", rep.Endpoints, rep.Healthy))
-	if c.Bool("timings") {
-		t.row("compute", took.Round(time.Microsecond))
-	}
-	t.row("table bytes", fmt.Sprintf("%d (%.2f per entry)", sum.TableBytes, sum.BytesPerEntry))
-	t.row("valid", rep.Valid)
-	t.row("unreachable pairs", rep.Unreachable)
-	t.row("loops", rep.Loops)
-	if rep.UpDownChecked {
-		t.row("up*/down* violations", rep.UpDownViolations)
-	}
-	t.row("virtual channels", rep.VCs)
-	t.row("deadlock free", rep.DeadlockFree)
-	if rep.AllToAll != nil {
-		t.row("all-to-all routes/channel", fmt.Sprintf("max %d, mean %.1f", rep.AllToAll.Max, rep.AllToAll.Mean))
-	}
-	if rep.Shift != nil {
-		t.row("shift routes/channel", fmt.Sprintf("max %d, mean of max %.2f over %d shifts", rep.Shift.Max, rep.Shift.MeanMax, rep.Shift.Shifts))
-	}
-	if len(dumpFiles) > 0 {
-		t.row("dump", strings.Join(dumpFiles, ", "))
-	}
-	if d := dumpCheck; d != nil {
-		t.row("dump read back", fmt.Sprintf("%d pairs, %d unreachable, %d loops, %d SLs, %d VLs", d.Paths, d.Unreachable, d.Loops, d.SLs, d.VLs))
-		t.row("dump deadlock free", d.DeadlockFree)
-	}
-	if err := t.flush(); err != nil {
+	if err := printRoute(e, sum, c.Bool("timings"), took); err != nil {
 		return err
 	}
 	return invalid(rep, dumpCheck)
@@ -251,6 +193,94 @@ func createFile(path string, write func(*os.File) error) error {
 		err = cerr
 	}
 	return err
+}
+
+// routeRoots finds the switches of --roots.
+func routeRoots(fab *topology.Fabric, list string) ([]topology.VertexID, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var roots []topology.VertexID
+	for _, name := range strings.Split(list, ",") {
+		v, ok := fab.Lookup(strings.TrimSpace(name))
+		if !ok || fab.Kind(v) != topology.Switch {
+			return nil, badInput("--roots: no switch %q", name)
+		}
+		roots = append(roots, v)
+	}
+	return roots, nil
+}
+
+// unrouted is the error for pairs left unreachable: the engine's restriction when the fabric
+// connects them (with the engines that route it), else the fabric or its faults.
+func unrouted(e *env, fab *topology.Fabric, tb *routing.Tables, engine string, opt routing.Options, rep *routing.Report, nfaults int) error {
+	var pairs []string
+	for _, p := range rep.FirstUnreachable {
+		pairs = append(pairs, p.Src+"->"+p.Dst)
+	}
+	if connected(fab.Graph, tb) {
+		return badInput("%s", engineMismatch(e, fab, engine, opt, rep.Unreachable, pairs))
+	}
+	what := "the fabric is disconnected"
+	if nfaults > 0 {
+		what = "the faults disconnect the fabric"
+	}
+	return badInput("%s for %s: %d unreachable pairs, first: %s", what, engine, rep.Unreachable, strings.Join(pairs, ", "))
+}
+
+// dumpRoute writes --dump (with the lanes of tables on several virtual channels) and, with
+// --check, reads it back.
+func dumpRoute(e *env, c *cli.Context, fab *topology.Fabric, tb *routing.Tables) (files []string, dc *routing.DumpCheck, err error) {
+	if path := c.String("dump"); path != "" {
+		if files, err = writeDump(path, fab, tb); err != nil {
+			return nil, nil, err
+		}
+		if c.Bool("check") {
+			if dc, err = checkDump(fab, files); err != nil {
+				return nil, nil, err
+			}
+		}
+	} else if tb.NumVCs() > 1 {
+		e.log.Warn("the tables use several virtual channels: --dump also writes the path SLs and the SL-to-VL tables that deploy them", zap.Int("vcs", tb.NumVCs()))
+	}
+	return files, dc, nil
+}
+
+// printRoute prints the summary of route as a table.
+func printRoute(e *env, sum routeSummary, timings bool, took time.Duration) error {
+	rep := sum.Report
+	t := newTable(e.stdout)
+	t.row("topology", sum.Topology)
+	t.row("engine", sum.Engine)
+	t.row("faults", sum.Faults)
+	t.row("switches", rep.Switches)
+	t.row("endpoints", fmt.Sprintf("%d (%d healthy)", rep.Endpoints, rep.Healthy))
+	if timings {
+		t.row("compute", took.Round(time.Microsecond))
+	}
+	t.row("table bytes", fmt.Sprintf("%d (%.2f per entry)", sum.TableBytes, sum.BytesPerEntry))
+	t.row("valid", rep.Valid)
+	t.row("unreachable pairs", rep.Unreachable)
+	t.row("loops", rep.Loops)
+	if rep.UpDownChecked {
+		t.row("up*/down* violations", rep.UpDownViolations)
+	}
+	t.row("virtual channels", rep.VCs)
+	t.row("deadlock free", rep.DeadlockFree)
+	if rep.AllToAll != nil {
+		t.row("all-to-all routes/channel", fmt.Sprintf("max %d, mean %.1f", rep.AllToAll.Max, rep.AllToAll.Mean))
+	}
+	if rep.Shift != nil {
+		t.row("shift routes/channel", fmt.Sprintf("max %d, mean of max %.2f over %d shifts", rep.Shift.Max, rep.Shift.MeanMax, rep.Shift.Shifts))
+	}
+	if len(sum.DumpFiles) > 0 {
+		t.row("dump", strings.Join(sum.DumpFiles, ", "))
+	}
+	if d := sum.DumpCheck; d != nil {
+		t.row("dump read back", fmt.Sprintf("%d pairs, %d unreachable, %d loops, %d SLs, %d VLs", d.Paths, d.Unreachable, d.Loops, d.SLs, d.VLs))
+		t.row("dump deadlock free", d.DeadlockFree)
+	}
+	return t.flush()
 }
 
 // routeFabric opens the topology of route and applies --faults and --lids; it refuses early a

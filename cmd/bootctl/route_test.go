@@ -84,6 +84,9 @@ func TestRouteVTFTRAndDump(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if strings.Contains(string(data), "('leaf1-0')") {
+		t.Errorf("the dump has a block for the failed switch leaf1-0")
+	}
 	if !regexp.MustCompile(`^Unicast lids \[0-\d+\] of switch Lid \d+ guid 0x[0-9a-f]{16} \('[a-z0-9-]+'\):\n0x`).Match(data) || !strings.Contains(string(data), "lids dumped\n") {
 		t.Errorf("dump:\n%.300s", data)
 	}
