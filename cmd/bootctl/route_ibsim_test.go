@@ -128,7 +128,9 @@ func (e *ibsimEnv) run(t *testing.T, tool string, args ...string) string {
 func (e *ibsimEnv) opensmOnce(t *testing.T, dump string) {
 	t.Helper()
 	log := filepath.Join(e.dir, "opensm.log")
-	args := []string{"-o", "-f", log, "-D", "0x43", "--dump_files_dir", filepath.Join(e.dir, "dumps")}
+	// Long MAD timeouts: ibsim answers slowly on a loaded machine, and a sweep that gives up on a
+	// switch leaves it unrouted.
+	args := []string{"-o", "-f", log, "-D", "0x43", "--dump_files_dir", filepath.Join(e.dir, "dumps"), "-t", "1000", "--retries", "7"}
 	if dump != "" {
 		args = append(args, "-R", "file", "-U", dump)
 	}
