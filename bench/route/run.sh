@@ -39,6 +39,11 @@ cleanup() {
 trap cleanup EXIT
 go build -o "$work/bootctl" ./cmd/bootctl
 bc="$work/bootctl"
+# Run from the work directory: libumad2sim makes a fake sysfs (sys-PID) in the working directory.
+[ -e "$SPEC" ] && SPEC=$(realpath "$SPEC")
+FAULTS_NAME=$FAULTS
+[ -n "$FAULTS" ] && FAULTS=$(realpath "$FAULTS")
+cd "$work"
 faultargs=()
 [ -n "$FAULTS" ] && faultargs=(--faults "$FAULTS")
 
@@ -66,7 +71,7 @@ print("%d / %.1f | %d / %.2f" % (a["max"], a["mean"], s["max"], s["mean_max"]))'
 }
 ctime() { python3 -c 'import json,sys; print("%.6f" % json.load(open(sys.argv[1]))["compute_seconds"])' "$1"; }
 
-echo "fabric: $SPEC${FAULTS:+ with faults $FAULTS}: $((nodes - switches)) CAs, $switches switches ($(ibsim -h 2>&1 | grep -o 'ibsim [0-9][0-9.]*' | head -1 || true), $(opensm --version 2>/dev/null | grep -o 'OpenSM [0-9.]*' | head -1))"
+echo "fabric: $SPEC${FAULTS:+ with faults $FAULTS_NAME}: $((nodes - switches)) CAs, $switches switches ($(ibsim -h 2>&1 | grep -o 'ibsim [0-9][0-9.]*' | head -1 || true), $(opensm --version 2>/dev/null | grep -o 'OpenSM [0-9.]*' | head -1))"
 printf '%-16s | %10s | %-22s | %-22s\n' "engine" "routing s" "all-to-all max / mean" "shift max / mean of max"
 for e in $ENGINES; do
   args=(route -t "$work/disc.out" -e "$e")

@@ -73,6 +73,7 @@ func startIBSim(t *testing.T, net string) *ibsimEnv {
 	e.env = append(os.Environ(), "IBSIM_SOCKNAME="+sock, "OSM_CACHE_DIR="+filepath.Join(e.dir, "cache"), "OSM_TMP_DIR="+e.dir)
 	cmd := exec.Command(e.tools["ibsim"], "-s", "-n", net)
 	cmd.Env = e.env
+	cmd.Dir = e.dir
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -283,6 +284,7 @@ func writeSAQuery(t *testing.T, sim *ibsimEnv, fab *topology.Fabric, path string
 	ctx, cancel := context.WithCancel(context.Background())
 	osm := exec.CommandContext(ctx, sim.tools["opensm"], "-f", filepath.Join(sim.dir, "opensm-sa.log"), "--dump_files_dir", filepath.Join(sim.dir, "dumps"))
 	osm.Env = append(sim.env, sim.pre)
+	osm.Dir = sim.dir // libumad2sim makes its fake sysfs (sys-PID) in the working directory
 	if err := osm.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -294,6 +296,7 @@ func writeSAQuery(t *testing.T, sim *ibsimEnv, fab *topology.Fabric, path string
 			ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
 			cmd := exec.CommandContext(ctx2, sim.tools["saquery"], "NR", lid)
 			cmd.Env = append(sim.env, sim.pre)
+			cmd.Dir = sim.dir
 			b, err := cmd.Output()
 			cancel2()
 			if err == nil && bytes.Contains(b, []byte("NodeRecord dump:")) {
