@@ -2,6 +2,7 @@ package routing
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -105,7 +106,13 @@ func (st *dumpState) readLFT(r io.Reader, name string) error {
 			cur[lid] = uint8(port)
 		}
 	}
-	return sc.Err()
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if len(st.lft) == 0 {
+		return fmt.Errorf("%s: %w", name, errNoTables)
+	}
+	return nil
 }
 
 func (st *dumpState) readSL(r io.Reader, name string) error {
@@ -459,5 +466,11 @@ func ReadLFT(f *topology.Fabric, r io.Reader, name string) (*Tables, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	if s < 0 {
+		return nil, fmt.Errorf("%s: %w", name, errNoTables)
+	}
 	return t, nil
 }
+
+// errNoTables says that a file given as an LFT dump has none.
+var errNoTables = errors.New(`no switch tables ("Unicast lids [0-N] of switch Lid L guid 0x..." lines): want an LFT dump in OpenSM's layout`)

@@ -103,6 +103,7 @@ func TestCheckDumpErrors(t *testing.T) {
 	}{
 		{strings.Replace(lft, "guid 0x0000000000300", "guid 0x0000000000900", 1), sl, sl2vl, "lft:1: no switch with GUID 0x0000000000900"},
 		{lft, sl + "garbage\n", sl2vl, "sl:"},
+		{"Switch\t4 \"s\"\n", sl, sl2vl, "lft: no switch tables"},
 		{lft, sl + "0x0000000000300001 0x0001 16\n", sl2vl, "SL out of range"},
 		{lft, sl, regexp.MustCompile(`(?m)^(ports: in +\d+, out +\d+: \|) 0\|`).ReplaceAllString(sl2vl, "${1}15|"), "VL \"15\" out of range"},
 	} {

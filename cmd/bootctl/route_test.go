@@ -226,3 +226,33 @@ func TestRouteInvalidExits(t *testing.T) {
 		})
 	}
 }
+
+// TestRouteLoad checks tables read from OpenSM's own dump (OpenSM 3.3.23's opensm-lfts.dump of
+// the fabric simulated by ibsim, see routing's testdata) like computed ones.
+func TestRouteLoad(t *testing.T) {
+	const dir = "../../routing/testdata/"
+	code, out, errs := bootctl(t, "route", "-t", dir+"fattree-ibsim.ibnetdiscover", "--load", dir+"fattree-ibsim.opensm-lfts.dump", "--check", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var sum routeSummary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Engine != "file" || !sum.Report.Valid || sum.Report.Unreachable != 0 || sum.Report.Shift == nil || sum.Report.Shift.Max != 1 {
+		t.Errorf("summary %+v, report %+v", sum, sum.Report)
+	}
+	// A file that is not a dump, and a topology without LIDs to find the entries by.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-t", dir + "fattree-ibsim.ibnetdiscover", "--load", dir + "fattree-ibsim.ibnetdiscover"}, "--load: " + dir + "fattree-ibsim.ibnetdiscover: no switch tables"},
+		{[]string{"-t", "pgft:2;2,2;1,2;1,1", "--load", dir + "fattree-ibsim.opensm-lfts.dump"}, "--load: pgft:2;2,2;1,2;1,1 has no port GUIDs or LIDs of its own"},
+	} {
+		code, _, errs := bootctl(t, append([]string{"route"}, tc.args...)...)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("route %v: exit %d, stderr %q; want 2 and %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
