@@ -39,9 +39,11 @@ type QEMUOptions struct {
 	// Accel is kvm, tcg, auto or "" (AccelVar from the environment, else auto): see ResolveAccel.
 	Accel string
 	// Firmware is bios (SeaBIOS, the default), uefi (OVMF; Debian package ovmf, with iPXE's EFI
-	// driver from the NIC's option ROM booting the NIC), or uefi-pxe (OVMF with no option ROM: its
+	// driver from the NIC's option ROM booting the NIC), uefi-pxe (OVMF with no option ROM: its
 	// own virtio-net driver and PXE client do DHCP and fetch ipxe.efi over TFTP, as UEFI servers
-	// without iPXE in their NIC do).
+	// without iPXE in their NIC do) or uefi-http (OVMF with no option ROM and its PXE client
+	// switched off: its HTTP boot client does DHCP as "HTTPClient" and fetches ipxe.efi from the
+	// URL in the answer, with no TFTP at all).
 	Firmware string
 	// ROM is the NIC's iPXE option ROM. Default /usr/lib/ipxe/qemu/pxe-virtio.rom for bios,
 	// efi-virtio.rom (iPXE's EFI driver) for uefi, both from ipxe-qemu; none for uefi-pxe.
@@ -68,7 +70,24 @@ type QEMUOptions struct {
 }
 
 // uefi says whether the VM boots OVMF.
-func (o QEMUOptions) uefi() bool { return o.Firmware == "uefi" || o.Firmware == "uefi-pxe" }
+func (o QEMUOptions) uefi() bool {
+	return o.Firmware == "uefi" || o.Firmware == "uefi-pxe" || o.Firmware == "uefi-http"
+}
+
+// Firmwares returns the values of QEMUOptions.Firmware.
+func Firmwares() []string { return []string{"bios", "uefi", "uefi-pxe", "uefi-http"} }
+
+// ovmfNoPXE are the fw_cfg knobs with which OVMF's PXE driver (NetworkPkg's UefiPxeBcDxe, read
+// by OvmfPkg's PxeBcPcdProducerLib) binds to no NIC: the NIC then offers OVMF's boot manager only
+// its HTTP boot options ("UEFI HTTPv4", then "UEFI HTTPv6"), so HTTP boot over IPv4 is the first
+// boot attempt, instead of the third after PXE over IPv4 and over IPv6 have each waited out their
+// DHCP. The knobs exist since edk2-stable202008 (Debian 12's ovmf is 2022.11).
+func ovmfNoPXE() []string {
+	return []string{
+		"-fw_cfg", "name=opt/org.tianocore/IPv4PXESupport,string=no",
+		"-fw_cfg", "name=opt/org.tianocore/IPv6PXESupport,string=no",
+	}
+}
 
 // Debian's iPXE option ROMs for virtio-net (package ipxe-qemu): BIOS only, and BIOS plus EFI.
 const (
@@ -116,7 +135,7 @@ func CheckQEMUHost(opt QEMUOptions) error {
 	var missing []string
 	opt.defaults(&Cluster{})
 	if opt.Firmware != "bios" && !opt.uefi() {
-		return fmt.Errorf("qemu cluster: firmware %q: want bios, uefi or uefi-pxe", opt.Firmware)
+		return fmt.Errorf("qemu cluster: firmware %q: want one of %s", opt.Firmware, strings.Join(Firmwares(), ", "))
 	}
 	if _, err := exec.LookPath(opt.QEMU); err != nil {
 		missing = append(missing, opt.QEMU+" (qemu-system-x86)")
@@ -193,7 +212,8 @@ var guestUptime = regexp.MustCompile(`bootfabric: \[([0-9.]+)\]`)
 //
 // Under UEFI (q35 with OVMF in pflash, the variable store a per-VM copy at vars), OVMF loads the
 // EFI driver of efi-virtio.rom, and iPXE's EFI build boots the NIC ahead of OVMF's own PXE; with
-// uefi-pxe the NIC has no ROM (romfile=), so OVMF's own PXE client boots it.
+// uefi-pxe the NIC has no ROM (romfile=), so OVMF's own PXE client boots it; with uefi-http it
+// has none either and OVMF's PXE driver is switched off (ovmfNoPXE), so its HTTP boot client does.
 func qemuArgs(o QEMUOptions, mac, tap, vars string) []string {
 	args := []string{"-nodefaults", "-no-user-config", "-nographic"}
 	nic := "virtio-net-pci,netdev=n0,mac=" + mac + ",disable-legacy=on,romfile=" + o.ROM
@@ -202,6 +222,9 @@ func qemuArgs(o QEMUOptions, mac, tap, vars string) []string {
 			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+o.OVMFCode,
 			"-drive", "if=pflash,format=raw,unit=1,file="+vars)
 		nic = "virtio-net-pci,netdev=n0,mac=" + mac + ",romfile=" + o.ROM + ",bootindex=1"
+		if o.Firmware == "uefi-http" {
+			args = append(args, ovmfNoPXE()...)
+		}
 	} else {
 		args = append(args, "-machine", "pc,accel="+o.Accel, "-boot", "order=n,menu=off,strict=on")
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -103,7 +104,7 @@ func clusterCommand(e *env) *cli.Command {
 					&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Usage: "give up on nodes not booted by then"},
 					&cli.StringFlag{Name: "kind", Value: "netns", Usage: "netns: container nodes; qemu: PXE-boot VMs (the cluster was brought up with --kind qemu)"},
 					&cli.IntFlag{Name: "vms", Value: 4, Usage: "qemu: how many VMs to boot at once (the first N nodes)"},
-					&cli.StringFlag{Name: "firmware", Value: "bios", Usage: "qemu: bios (SeaBIOS + iPXE ROM), uefi (OVMF + iPXE's EFI ROM) or uefi-pxe (OVMF's own PXE client fetches ipxe.efi over TFTP)"},
+					&cli.StringFlag{Name: "firmware", Value: "bios", Usage: "qemu: bios (SeaBIOS + iPXE ROM), uefi (OVMF + iPXE's EFI ROM) uefi-pxe (OVMF's own PXE client fetches ipxe.efi over TFTP) or uefi-http (OVMF's HTTP boot client fetches ipxe.efi over HTTP, no TFTP)"},
 					&cli.StringFlag{Name: "accel", Usage: "qemu: kvm, tcg or auto (default: $BOOTFABRIC_ACCEL, else auto: kvm when a probe guest runs under KVM, else tcg)"},
 				),
 				Action: func(c *cli.Context) error {
@@ -324,8 +325,8 @@ func bootVMs(e *env, c *cli.Context, cl *integration.Cluster, format string) err
 	if n < 1 || n > len(cl.Nodes) {
 		return badInput("--vms: %d is not between 1 and the cluster's %d nodes", n, len(cl.Nodes))
 	}
-	if f := c.String("firmware"); f != "bios" && f != "uefi" && f != "uefi-pxe" {
-		return badInput("--firmware: %q is not one of bios, uefi, uefi-pxe", f)
+	if f := c.String("firmware"); !slices.Contains(integration.Firmwares(), f) {
+		return badInput("--firmware: %q is not one of %s", f, strings.Join(integration.Firmwares(), ", "))
 	}
 	opt := integration.QEMUOptions{Firmware: c.String("firmware"), Accel: c.String("accel"), Timeout: c.Duration("timeout"), Log: e.log}
 	if err := integration.CheckQEMUHost(opt); err != nil {
