@@ -175,8 +175,9 @@ type VMResult struct {
 	Events  map[string]float64 `json:"events"`
 	// GuestUptime maps console marks of /init to the guest kernel's uptime then.
 	GuestUptime map[string]float64 `json:"guest_uptime,omitempty"`
-	// NBP is the server's account of the TFTP transfer of the network boot program, when the
-	// firmware fetched one (UEFI: ipxe.efi; the BIOS iPXE ROM fetches none).
+	// NBP is the server's account of the network boot program's transfer, when the firmware
+	// fetched one: "tftp ipxe.efi: ok (...)" with uefi-pxe, "http ipxe.efi" with uefi-http (the
+	// BIOS and uefi iPXE ROMs fetch none; their first file is the iPXE script).
 	NBP string `json:"nbp,omitempty"`
 	// Seconds is the time from QEMU start to the server's healthy (or failed) state.
 	Seconds   float64 `json:"seconds"`
@@ -576,7 +577,7 @@ func (vm *vmRun) observe(server string, nv nodeView) {
 		}
 	}
 	for _, h := range nv.History {
-		if h.To == "nbp" && !h.At.Before(vm.res.Started) && strings.HasPrefix(h.Detail, "tftp ") {
+		if h.To == "nbp" && !h.At.Before(vm.res.Started) && (strings.HasPrefix(h.Detail, "tftp ") || strings.HasPrefix(h.Detail, "http ")) {
 			vm.res.NBP = h.Detail
 		}
 	}

@@ -1,0 +1,85 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bootfabric/bootfabric/internal/testenv"
+	"go.uber.org/zap/zaptest"
+)
+
+// TestQEMUHTTPBoot boots VMs with OVMF's own UEFI HTTP boot client (--firmware uefi-http): one
+// VM, then four at once. Each must reach health with ipxe.efi as its first file, fetched over
+// HTTP from the URL in the DHCP answer, and the boot servers must count no TFTP transfer at all.
+func TestQEMUHTTPBoot(t *testing.T) {
+	testenv.NeedFile(t, "/usr/share/OVMF/OVMF_CODE_4M.fd", "ovmf")
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	c := qemuCluster(t, ctx)
+	log := zaptest.NewLogger(t)
+	accel, why, err := ResolveAccel(ctx, "", "", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("accelerator %s: %s", accel, why)
+	const tftpTransfers = "bootfabric_tftp_transfers_total"
+	boot := func(n int, timeout time.Duration) []VMResult {
+		t.Helper()
+		before, err := ServerCounter(ctx, c, tftpTransfers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("load average before %d uefi-http VMs: %s", n, loadAvg())
+		rs, err := BootVMs(ctx, c, n, QEMUOptions{Accel: accel, Log: log, Firmware: "uefi-http", Timeout: timeout})
+		for _, r := range rs {
+			t.Logf("%s (%s, %s): health %q after %.2f s; first file %q; events %v", r.Node, r.Server, r.Accel, r.Health, r.Seconds, r.NBP, r.Events)
+			if r.Err != "" {
+				b, _ := os.ReadFile(r.SerialLog)
+				t.Logf("serial log of %s:\n%s", r.Node, tail(string(b), 40))
+			}
+		}
+		if err != nil {
+			t.Fatalf("%d uefi-http VMs: %v", n, err)
+		}
+		after, err := ServerCounter(ctx, c, tftpTransfers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after != before {
+			t.Errorf("%d uefi-http VMs: the boot servers counted %v TFTP transfers, want none", n, after-before)
+		}
+		for _, r := range rs {
+			if r.NBP != "http ipxe.efi" {
+				t.Errorf("%s: first file %q, want %q (ipxe.efi over HTTP)", r.Node, r.NBP, "http ipxe.efi")
+			}
+		}
+		return rs
+	}
+
+	one := boot(1, 120*time.Second)
+	b, err := os.ReadFile(one[0].SerialLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// OVMF's boot manager must start its HTTP boot option first: no PXE attempt waited out.
+	serial := string(b)
+	if !strings.Contains(serial, "Start HTTP Boot over IPv4") || strings.Contains(serial, "Start PXE over") {
+		t.Errorf("OVMF did not go straight to HTTP boot over IPv4:\n%s", tail(serial, 40))
+	}
+	t.Logf("1 uefi-http VM: healthy after %.2f s; load average %s", one[0].Seconds, loadAvg())
+
+	four := boot(4, 180*time.Second)
+	batch := 0.0
+	servers := map[string]bool{}
+	for _, r := range four {
+		batch = max(batch, r.Seconds)
+		servers[r.Server] = true
+	}
+	if len(servers) != len(c.Servers) {
+		t.Errorf("the 4 VMs booted from %d servers, want all %d (node-cyclic mapping)", len(servers), len(c.Servers))
+	}
+	t.Logf("4 uefi-http VMs at once: all healthy, slowest after %.2f s; load average %s", batch, loadAvg())
+}
