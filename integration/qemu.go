@@ -194,6 +194,9 @@ var serverStateEvents = map[string]string{
 
 // serialMarks are the console lines that mark boot steps.
 var serialMarks = []struct{ event, substr string }{
+	// OVMF's PXE or HTTP boot client bound by DHCP (its ">>Start PXE over IPv4." line ends only
+	// then, so it marks nothing earlier).
+	{"serial_station_ip", "Station IP address is"},
 	{"serial_ipxe", "iPXE"},
 	{"serial_script", "bootfabric: booting"},
 	{"serial_init", "init started"},
@@ -471,6 +474,11 @@ type vmRun struct {
 func (c *Cluster) startVM(ctx context.Context, i int, opt QEMUOptions) (*vmRun, error) {
 	node := c.Nodes[i]
 	logPath := filepath.Join(c.dir(), "vm-"+node.Name+".log")
+	// The directory exists once servers were started; a cluster whose servers are someone
+	// else's (bench/httpboot's dnsmasq) may not have it yet.
+	if err := os.MkdirAll(c.dir(), 0o755); err != nil {
+		return nil, err
+	}
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
