@@ -83,3 +83,35 @@ func TestQEMUHTTPBoot(t *testing.T) {
 	}
 	t.Logf("4 uefi-http VMs at once: all healthy, slowest after %.2f s; load average %s", batch, loadAvg())
 }
+
+// TestQEMUArgsFirmware: uefi-http is OVMF with a NIC without option ROM and OVMF's PXE driver
+// switched off through fw_cfg; uefi-pxe keeps the PXE driver, uefi the iPXE EFI ROM.
+func TestQEMUArgsFirmware(t *testing.T) {
+	const noPXE4, noPXE6 = "-fw_cfg name=opt/org.tianocore/IPv4PXESupport,string=no", "-fw_cfg name=opt/org.tianocore/IPv6PXESupport,string=no"
+	for _, tc := range []struct {
+		firmware  string
+		want, not []string
+	}{
+		{"uefi-http", []string{"q35,accel=tcg", "if=pflash", noPXE4, noPXE6, "romfile=,bootindex=1"}, []string{"order=n"}},
+		{"uefi-pxe", []string{"q35,accel=tcg", "romfile=,bootindex=1"}, []string{"-fw_cfg"}},
+		{"uefi", []string{"romfile=" + DefaultIPXEEFIROM + ",bootindex=1"}, []string{"-fw_cfg"}},
+		{"bios", []string{"pc,accel=tcg", "romfile=" + DefaultIPXEROM}, []string{"-fw_cfg", "pflash"}},
+	} {
+		o := QEMUOptions{Firmware: tc.firmware, Accel: "tcg"}
+		o.defaults(&Cluster{})
+		got := strings.Join(qemuArgs(o, "02:bf:00:00:00:01", "tap0", "/v.fd"), " ")
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: args %q lack %q", tc.firmware, got, w)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(got, n) {
+				t.Errorf("%s: args %q have %q", tc.firmware, got, n)
+			}
+		}
+	}
+	if err := CheckQEMUHost(QEMUOptions{Firmware: "uefi-tftp"}); err == nil || !strings.Contains(err.Error(), "bios, uefi, uefi-pxe, uefi-http") {
+		t.Errorf("unknown firmware: %v", err)
+	}
+}

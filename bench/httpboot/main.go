@@ -56,13 +56,17 @@ func machine(name string) *topology.Machine {
 	}
 }
 
-// steps are the console marks of a boot, in order, as the table's columns.
-var steps = []struct{ event, column string }{
-	{"serial_station_ip", "firmware start+DHCP"},
-	{"serial_ipxe", "ipxe.efi fetched+started"},
-	{"serial_script", "iPXE DHCP+script"},
-	{"serial_init", "kernel+initrd+boot"},
-	{"serial_report", "/init to report"},
+// step is a console mark of a boot, in boot order, as a column of the table.
+type step struct{ event, column string }
+
+func steps() []step {
+	return []step{
+		{"serial_station_ip", "firmware start+DHCP"},
+		{"serial_ipxe", "ipxe.efi fetched+started"},
+		{"serial_script", "iPXE DHCP+script"},
+		{"serial_init", "kernel+initrd+boot"},
+		{"serial_report", "/init to report"},
+	}
 }
 
 func run(bootctl string, rounds int, ways []string, accel, stateDir string) error {
@@ -111,6 +115,16 @@ func run(bootctl string, rounds int, ways []string, accel, stateDir string) erro
 	}
 
 	load0 := loadAvg()
+	results, err := boots(ctx, bf, dm, rounds, ways, acc, log)
+	if err != nil {
+		return err
+	}
+	printTable(ways, results, acc, why, load0)
+	return nil
+}
+
+// boots boots one VM per way and round, rounds outermost, so that the ways share the host's load.
+func boots(ctx context.Context, bf, dm *integration.Cluster, rounds int, ways []string, acc string, log *zap.Logger) (map[string][]integration.VMResult, error) {
 	results := map[string][]integration.VMResult{}
 	for r := 0; r < rounds; r++ {
 		for _, w := range ways {
@@ -125,14 +139,13 @@ func run(bootctl string, rounds int, ways []string, accel, stateDir string) erro
 				err = nil
 			}
 			if err != nil {
-				return fmt.Errorf("%s, round %d: %w", w, r+1, err)
+				return nil, fmt.Errorf("%s, round %d: %w", w, r+1, err)
 			}
 			results[w] = append(results[w], rs[0])
 			fmt.Fprintf(os.Stderr, "%s round %d: report sent %.2f s after QEMU start\n", w, r+1, rs[0].Events["serial_report"])
 		}
 	}
-	printTable(ways, results, acc, why, load0)
-	return nil
+	return results, nil
 }
 
 func printTable(ways []string, results map[string][]integration.VMResult, acc, why, load0 string) {
@@ -140,40 +153,12 @@ func printTable(ways []string, results map[string][]integration.VMResult, acc, w
 		acc, why, numCPU(), load0, loadAvg())
 	fmt.Printf("seconds from QEMU start; steps are the median over the rounds, between console lines\n\n")
 	fmt.Printf("| way | rounds | report sent s (median) | min | max |")
-	for _, s := range steps {
+	for _, s := range steps() {
 		fmt.Printf(" %s |", s.column)
 	}
-	fmt.Printf("\n|---|---|---|---|---|%s\n", strings.Repeat("---|", len(steps)))
+	fmt.Printf("\n|---|---|---|---|---|%s\n", strings.Repeat("---|", len(steps())))
 	for _, w := range ways {
-		rs := results[w]
-		var total []float64
-		for _, r := range rs {
-			total = append(total, r.Events["serial_report"])
-		}
-		sort.Float64s(total)
-		fmt.Printf("| %s | %d | %.2f | %.2f | %.2f |", w, len(rs), median(total), total[0], total[len(total)-1])
-		prev := ""
-		for _, s := range steps {
-			var d []float64
-			for _, r := range rs {
-				to, ok := r.Events[s.event]
-				from, okf := r.Events[prev]
-				if prev == "" {
-					from, okf = 0, true
-				}
-				if ok && okf {
-					d = append(d, to-from)
-				}
-			}
-			if len(d) == 0 {
-				fmt.Printf(" - |")
-			} else {
-				sort.Float64s(d)
-				fmt.Printf(" %.2f |", median(d))
-			}
-			prev = s.event
-		}
-		fmt.Println()
+		printRow(w, results[w])
 	}
 	for _, w := range ways {
 		for _, r := range results[w] {
@@ -183,6 +168,38 @@ func printTable(ways []string, results map[string][]integration.VMResult, acc, w
 			}
 		}
 	}
+}
+
+// printRow prints one way's line: the total's median, min and max, and each step's median.
+func printRow(w string, rs []integration.VMResult) {
+	var total []float64
+	for _, r := range rs {
+		total = append(total, r.Events["serial_report"])
+	}
+	sort.Float64s(total)
+	fmt.Printf("| %s | %d | %.2f | %.2f | %.2f |", w, len(rs), median(total), total[0], total[len(total)-1])
+	prev := ""
+	for _, s := range steps() {
+		var d []float64
+		for _, r := range rs {
+			to, ok := r.Events[s.event]
+			from, okf := r.Events[prev]
+			if prev == "" {
+				from, okf = 0, true
+			}
+			if ok && okf {
+				d = append(d, to-from)
+			}
+		}
+		if len(d) == 0 {
+			fmt.Printf(" - |")
+		} else {
+			sort.Float64s(d)
+			fmt.Printf(" %.2f |", median(d))
+		}
+		prev = s.event
+	}
+	fmt.Println()
 }
 
 func median(s []float64) float64 {

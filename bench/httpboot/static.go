@@ -29,12 +29,72 @@ printf 'Content-Type: application/json\r\n\r\n{"state":"healthy"}\n'
 // Both processes are recorded in the cluster state, so Down stops them.
 func startDnsmasq(ctx context.Context, c *integration.Cluster, dir string) error {
 	srv, node := c.Servers[0], c.Nodes[0]
-	boot := filepath.Join(dir, "boot", "default")
-	if err := os.MkdirAll(boot, 0o755); err != nil {
+	base := "http://" + srv.IP
+	if err := writeStatic(dir, srv, node); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "cgi-bin"), 0o755); err != nil {
+	dnsmasq := []string{"dnsmasq", "--keep-in-foreground", "--log-facility=" + filepath.Join(dir, "dnsmasq.log"), "--log-dhcp",
+		"--port=0", "--user=root", "--pid-file=", "--interface=eth0", "--bind-interfaces",
+		"--dhcp-leasefile=" + filepath.Join(dir, "dnsmasq.leases"),
+		"--dhcp-range=" + node.IP + ",static," + maskOf(c.PrefixLen),
+		"--dhcp-host=" + node.MAC + "," + node.IP + "," + node.Name,
+		"--dhcp-vendorclass=set:httpboot,HTTPClient",
+		"--dhcp-userclass=set:ipxe,iPXE",
+		"--dhcp-option-force=tag:httpboot,60,HTTPClient",
+		"--dhcp-boot=tag:httpboot,tag:!ipxe," + base + "/ipxe.efi",
+		"--dhcp-boot=tag:ipxe," + base + "/boot.ipxe",
+		"--dhcp-option=encap:175,176,1b",
+	}
+	httpd := []string{"busybox", "httpd", "-f", "-p", srv.IP + ":80", "-h", dir}
+	for _, argv := range [][]string{dnsmasq, httpd} {
+		if err := startIn(c, srv.Namespace, filepath.Join(dir, argv[0]+".out"), argv); err != nil {
+			return err
+		}
+	}
+	// Both must be up before the first VM asks.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := exec.CommandContext(ctx, "ip", "netns", "exec", srv.Namespace, "curl", "-sf", "--max-time", "1", "-o", "/dev/null", "-w", "%{http_code}", base+"/boot.ipxe").Output()
+		if err == nil && string(out) == "200" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(filepath.Join(dir, "dnsmasq.out"))
+			return fmt.Errorf("busybox httpd did not answer on %s: %v (dnsmasq said: %s)", base, err, b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// startIn starts argv in namespace ns, its output in logPath, and records its pid in the
+// cluster state so that Down stops it.
+func startIn(c *integration.Cluster, ns, logPath string, argv []string) error {
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, argv...)...)
+	logf, err := os.Create(logPath)
+	if err != nil {
 		return err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	err = cmd.Start()
+	logf.Close()
+	if err != nil {
+		return fmt.Errorf("starting %s: %w", argv[0], err)
+	}
+	if err := c.AddPid(cmd.Process.Pid); err != nil {
+		return err
+	}
+	go func() { _ = cmd.Wait() }()
+	return nil
+}
+
+// writeStatic writes the static server's tree: ipxe.efi, boot.ipxe (node's script),
+// boot/default/{vmlinuz,initrd.img} and cgi-bin/health.
+func writeStatic(dir string, srv, node integration.Endpoint) error {
+	boot := filepath.Join(dir, "boot", "default")
+	for _, d := range []string{boot, filepath.Join(dir, "cgi-bin")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
 	}
 	k, err := integration.FindKernel("", "")
 	if err != nil {
@@ -64,53 +124,7 @@ func startDnsmasq(ctx context.Context, c *integration.Cluster, dir string) error
 	if err := os.WriteFile(filepath.Join(dir, "boot.ipxe"), script, 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "cgi-bin", "health"), []byte(healthCGI), 0o755); err != nil {
-		return err
-	}
-	base := "http://" + srv.IP
-	dnsmasq := []string{"dnsmasq", "--keep-in-foreground", "--log-facility=" + filepath.Join(dir, "dnsmasq.log"), "--log-dhcp",
-		"--port=0", "--user=root", "--pid-file=", "--interface=eth0", "--bind-interfaces",
-		"--dhcp-leasefile=" + filepath.Join(dir, "dnsmasq.leases"),
-		"--dhcp-range=" + node.IP + ",static," + maskOf(c.PrefixLen),
-		"--dhcp-host=" + node.MAC + "," + node.IP + "," + node.Name,
-		"--dhcp-vendorclass=set:httpboot,HTTPClient",
-		"--dhcp-userclass=set:ipxe,iPXE",
-		"--dhcp-option-force=tag:httpboot,60,HTTPClient",
-		"--dhcp-boot=tag:httpboot,tag:!ipxe," + base + "/ipxe.efi",
-		"--dhcp-boot=tag:ipxe," + base + "/boot.ipxe",
-		"--dhcp-option=encap:175,176,1b",
-	}
-	httpd := []string{"busybox", "httpd", "-f", "-p", srv.IP + ":80", "-h", dir}
-	for _, argv := range [][]string{dnsmasq, httpd} {
-		cmd := exec.Command("ip", append([]string{"netns", "exec", srv.Namespace}, argv...)...)
-		logf, err := os.Create(filepath.Join(dir, argv[0]+".out"))
-		if err != nil {
-			return err
-		}
-		cmd.Stdout, cmd.Stderr = logf, logf
-		err = cmd.Start()
-		logf.Close()
-		if err != nil {
-			return fmt.Errorf("starting %s: %w", argv[0], err)
-		}
-		if err := c.AddPid(cmd.Process.Pid); err != nil {
-			return err
-		}
-		go func() { _ = cmd.Wait() }()
-	}
-	// Both must be up before the first VM asks.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out, err := exec.CommandContext(ctx, "ip", "netns", "exec", srv.Namespace, "curl", "-sf", "--max-time", "1", "-o", "/dev/null", "-w", "%{http_code}", base+"/boot.ipxe").Output()
-		if err == nil && string(out) == "200" {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(filepath.Join(dir, "dnsmasq.out"))
-			return fmt.Errorf("busybox httpd did not answer on %s: %v (dnsmasq said: %s)", base, err, b)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return os.WriteFile(filepath.Join(dir, "cgi-bin", "health"), []byte(healthCGI), 0o755)
 }
 
 func maskOf(bits int) string {
