@@ -439,23 +439,3 @@ func upgradeText(rep *Report, rec Recommendation, b topology.Batch, base *fabric
 	}
 	return out
 }
-
-// fmtSig writes v with up to 4 significant digits, trailing zeros trimmed (102.4, 3.906, 20).
-func fmtSig(v float64) string {
-	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-		return fmt.Sprint(v)
-	}
-	d := 3 - int(math.Floor(math.Log10(math.Abs(v))))
-	d = max(0, min(d, 6))
-	s := fmt.Sprintf("%.*f", d, roundHalfAway(v, d))
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	}
-	return s
-}
-
-// roundHalfAway rounds half away from zero at d decimals, as the paper prints 78.125 as 78.13.
-func roundHalfAway(v float64, d int) float64 {
-	p := math.Pow(10, float64(d))
-	return math.Round(v*p) / p
-}
