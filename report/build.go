@@ -169,28 +169,65 @@ type Report struct {
 	Headline Headline `json:"headline"`
 }
 
-// Build computes a report.
+// Build computes a report: it checks the configuration and the scenarios, runs the models over
+// the ladder (the baseline first: its results choose the mapping), then derives the distribution,
+// the recommendation and the headline from the results.
 func Build(cfg Config) (*Report, error) {
-	if cfg.Machine == nil {
-		return nil, fmt.Errorf("report: no machine")
-	}
-	if len(cfg.Algos) == 0 || len(cfg.Batches) == 0 {
-		return nil, fmt.Errorf("report: need at least one algorithm and one batch")
-	}
-	if !(cfg.ImageBytes > 0) {
-		return nil, fmt.Errorf("report: image size must be positive, got %v", cfg.ImageBytes)
-	}
-	if cfg.UpgradeFactor == 0 {
-		cfg.UpgradeFactor = 10
-	}
-	if !(cfg.UpgradeFactor > 1) {
-		return nil, fmt.Errorf("report: upgrade factor must be above 1, got %v", cfg.UpgradeFactor)
+	if err := checkConfig(&cfg); err != nil {
+		return nil, err
 	}
 	g, err := cfg.Machine.Build()
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
-	// Plots read left to right: smallest batch first (stable, so equal sizes keep their order).
+	sortBatches(&cfg)
+	rep := newReport(cfg, g)
+	// Scenarios are checked against the machine before any work, so that bad input fails at once.
+	inputs, applied, err := applyScenarios(cfg)
+	if err != nil {
+		return nil, err
+	}
+	bestJ, err := rep.runModels(cfg, g, inputs, applied)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.DistBatch < 0 {
+		cfg.DistBatch = widestSpread(rep.Baseline, len(cfg.Batches), len(cfg.Algos))
+	}
+	if rep.Distribution, err = distribution(cfg, g, rep.Baseline); err != nil {
+		return nil, err
+	}
+	if rep.Recommendation, err = recommend(cfg, rep, bestJ); err != nil {
+		return nil, err
+	}
+	rep.Headline = headline(rep, bestJ)
+	return rep, nil
+}
+
+// checkConfig rejects a configuration the models cannot run and fills in the default upgrade
+// factor.
+func checkConfig(cfg *Config) error {
+	if cfg.Machine == nil {
+		return fmt.Errorf("report: no machine")
+	}
+	if len(cfg.Algos) == 0 || len(cfg.Batches) == 0 {
+		return fmt.Errorf("report: need at least one algorithm and one batch")
+	}
+	if !(cfg.ImageBytes > 0) {
+		return fmt.Errorf("report: image size must be positive, got %v", cfg.ImageBytes)
+	}
+	if cfg.UpgradeFactor == 0 {
+		cfg.UpgradeFactor = 10
+	}
+	if !(cfg.UpgradeFactor > 1) {
+		return fmt.Errorf("report: upgrade factor must be above 1, got %v", cfg.UpgradeFactor)
+	}
+	return nil
+}
+
+// sortBatches orders the ladder smallest batch first, because plots read left to right (stable, so
+// equal sizes keep their order), and moves DistBatch with its batch.
+func sortBatches(cfg *Config) {
 	var dist *topology.Batch
 	if cfg.DistBatch >= 0 && cfg.DistBatch < len(cfg.Batches) {
 		dist = &cfg.Batches[cfg.DistBatch]
@@ -201,6 +238,10 @@ func Build(cfg Config) (*Report, error) {
 		cfg.DistBatch = slices.IndexFunc(batches, func(b topology.Batch) bool { return b.Label == dist.Label && len(b.Nodes) == len(dist.Nodes) })
 	}
 	cfg.Batches = batches
+}
+
+// newReport is the report's description of its inputs, before any model runs.
+func newReport(cfg Config, g *topology.Graph) *Report {
 	rep := &Report{ImageBytes: cfg.ImageBytes, Segments: fabricsim.SegmentNames(g)}
 	if cfg.Flow != nil {
 		rep.FlowModel = cfg.FlowName
@@ -215,26 +256,33 @@ func Build(cfg Config) (*Report, error) {
 		rep.Batches = append(rep.Batches, BatchInfo{Label: b.Label, Nodes: len(b.Nodes)})
 	}
 	rep.Machine = summarize(cfg.Machine, g, cfg.Failed, rep.Segments)
+	return rep
+}
 
-	// Scenarios are checked against the machine before any work, so that bad input fails at once.
+// applyScenarios applies every scenario to the machine and builds its graph.
+func applyScenarios(cfg Config) ([]caseInput, []*applied, error) {
 	var inputs []caseInput
-	var applied []*applied
+	var out []*applied
 	for _, s := range cfg.Scenarios {
 		ap, err := s.apply(cfg.Machine, cfg.Failed, cfg.ImageBytes)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		sg, err := ap.machine.Build()
 		if err != nil {
-			return nil, s.errorf("", "%v", err)
+			return nil, nil, s.errorf("", "%v", err)
 		}
-		applied = append(applied, ap)
+		out = append(out, ap)
 		inputs = append(inputs, caseInput{g: sg, failed: ap.failed, image: ap.imageBytes, name: s.Name})
 	}
+	return inputs, out, nil
+}
 
-	// The baseline first, in both models; its results choose the mapping. Then the scenarios: the
-	// analytic model for every algorithm, the flow model for the chosen mapping only, which is the
-	// one the scenarios are compared under (and keeps the whole report within seconds).
+// runModels runs the baseline first, in both models; its results choose the mapping, whose index
+// it returns. Then the scenarios: the analytic model for every algorithm, the flow model for the
+// chosen mapping only, which is the one the scenarios are compared under (and keeps the whole
+// report within seconds).
+func (rep *Report) runModels(cfg Config, g *topology.Graph, inputs []caseInput, applied []*applied) (int, error) {
 	var rowsDone atomic.Int64
 	rowDone := func() {
 		if cfg.Progress != nil {
@@ -243,14 +291,14 @@ func Build(cfg Config) (*Report, error) {
 	}
 	cases, err := runCases(cfg, []caseInput{{g: g, failed: cfg.Failed, image: cfg.ImageBytes}}, func(int) bool { return true }, rowDone)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	rep.Baseline = cases[0]
 	rep.Baseline.Name = "baseline"
 	rep.Baseline.Description = cfg.Machine.Name + " as described"
 	bestJ := chooseMapping(cfg, rep.Baseline)
 	if cases, err = runCases(cfg, inputs, func(j int) bool { return j == bestJ }, rowDone); err != nil {
-		return nil, err
+		return 0, err
 	}
 	for k, s := range cfg.Scenarios {
 		c := cases[k]
@@ -260,17 +308,7 @@ func Build(cfg Config) (*Report, error) {
 		c.Name, c.Description, c.Changes = s.Name, s.Description, applied[k].changes
 		rep.Scenarios = append(rep.Scenarios, c)
 	}
-	if cfg.DistBatch < 0 {
-		cfg.DistBatch = widestSpread(rep.Baseline, len(cfg.Batches), len(cfg.Algos))
-	}
-	if rep.Distribution, err = distribution(cfg, g, rep.Baseline); err != nil {
-		return nil, err
-	}
-	if rep.Recommendation, err = recommend(cfg, rep, bestJ); err != nil {
-		return nil, err
-	}
-	rep.Headline = headline(rep, bestJ)
-	return rep, nil
+	return bestJ, nil
 }
 
 func countFailed(failed []bool) int {

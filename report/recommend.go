@@ -127,86 +127,118 @@ func recommend(cfg Config, rep *Report, bestJ int) (Recommendation, error) {
 	rec.Text = append(rec.Text, mappingText(cfg, rep, rec, bestJ)...)
 
 	// Upgrades, judged with the recommended mapping.
-	algo := cfg.Algos[bestJ]
-	segs := rep.Segments
-	ev := &evaluator{cfg: cfg, algo: algo, cache: map[string][]*fabricsim.Analysis{}}
+	ev := &evaluator{cfg: cfg, algo: cfg.Algos[bestJ], cache: map[string][]*fabricsim.Analysis{}}
 	base, err := ev.run(cfg.Machine)
 	if err != nil {
 		return rec, err
 	}
-	for i, b := range cfg.Batches {
-		bu := BatchUpgrade{Batch: b.Label, Nodes: len(b.Nodes), Bottlenecks: base[i].Bottlenecks, BootSeconds: base[i].BootSeconds}
-		cands := singleSets(segs)
-		if len(base[i].Bottlenecks) > 1 {
-			cands = append(cands, base[i].Bottlenecks)
-		}
-		for _, set := range cands {
-			u, err := ev.upgrade(cfg.Machine, set, i, base[i].BootSeconds)
-			if err != nil {
-				return rec, err
-			}
-			if u.Gain() > 1+1e-6 && (bu.Best == nil || betterUpgrade(u, *bu.Best)) {
-				bu.Best = &u
-			}
-		}
-		rec.PerBatch = append(rec.PerBatch, bu)
+	if rec.PerBatch, err = ev.perBatch(rep.Segments, base); err != nil {
+		return rec, err
 	}
-
 	// The upgrade path for the largest batch.
-	li := 0
-	for i, b := range cfg.Batches {
-		if len(b.Nodes) > len(cfg.Batches[li].Nodes) {
-			li = i
-		}
-	}
+	li := largestBatch(cfg.Batches)
 	rec.Batch = cfg.Batches[li].Label
-	for _, seg := range segs {
+	for _, seg := range rep.Segments {
 		u, err := ev.upgrade(cfg.Machine, []string{seg}, li, base[li].BootSeconds)
 		if err != nil {
 			return rec, err
 		}
 		rec.Singles = append(rec.Singles, u)
 	}
-	m, now, bott := cfg.Machine, base[li].BootSeconds, base[li].Bottlenecks
+	if rec.Steps, err = ev.path(rep.Segments, li, base[li]); err != nil {
+		return rec, err
+	}
+	rec.Text = append(rec.Text, upgradeText(rep, rec, cfg.Batches[li], base[li])...)
+	return rec, nil
+}
+
+// perBatch is the best upgrade of each batch: of one segment, or of the segments that bind
+// together.
+func (ev *evaluator) perBatch(segs []string, base []*fabricsim.Analysis) ([]BatchUpgrade, error) {
+	var out []BatchUpgrade
+	for i, b := range ev.cfg.Batches {
+		bu := BatchUpgrade{Batch: b.Label, Nodes: len(b.Nodes), Bottlenecks: base[i].Bottlenecks, BootSeconds: base[i].BootSeconds}
+		cands := singleSets(segs)
+		if len(base[i].Bottlenecks) > 1 {
+			cands = append(cands, base[i].Bottlenecks)
+		}
+		var err error
+		if bu.Best, err = ev.best(ev.cfg.Machine, cands, i, base[i].BootSeconds); err != nil {
+			return nil, err
+		}
+		out = append(out, bu)
+	}
+	return out, nil
+}
+
+// best is the candidate upgrade that gains most on batch i of m, nil when none gains.
+func (ev *evaluator) best(m *topology.Machine, cands [][]string, i int, now float64) (*Upgrade, error) {
+	var best *Upgrade
+	for _, set := range cands {
+		u, err := ev.upgrade(m, set, i, now)
+		if err != nil {
+			return nil, err
+		}
+		if u.Gain() > 1+1e-6 && (best == nil || betterUpgrade(u, *best)) {
+			best = &u
+		}
+	}
+	return best, nil
+}
+
+// largestBatch is the index of the first batch with the most nodes.
+func largestBatch(batches []topology.Batch) int {
+	li := 0
+	for i, b := range batches {
+		if len(b.Nodes) > len(batches[li].Nodes) {
+			li = i
+		}
+	}
+	return li
+}
+
+// path is up to three upgrades of batch li, each the best on the machine the ones before it left.
+func (ev *evaluator) path(segs []string, li int, base *fabricsim.Analysis) ([]Upgrade, error) {
+	m, now, bott := ev.cfg.Machine, base.BootSeconds, base.Bottlenecks
+	var steps []Upgrade
 	var done []string
 	for step := 0; step < 3; step++ {
-		var cands [][]string
-		for _, s := range singleSets(segs) {
-			if !slices.Contains(done, s[0]) {
-				cands = append(cands, s)
-			}
-		}
-		var joint []string
-		for _, s := range bott {
-			if !slices.Contains(done, s) {
-				joint = append(joint, s)
-			}
-		}
-		if len(joint) > 1 {
-			cands = append(cands, joint)
-		}
-		var best *Upgrade
-		for _, set := range cands {
-			u, err := ev.upgrade(m, set, li, now)
-			if err != nil {
-				return rec, err
-			}
-			if u.Gain() > 1+1e-6 && (best == nil || betterUpgrade(u, *best)) {
-				best = &u
-			}
+		best, err := ev.best(m, pathCandidates(segs, done, bott), li, now)
+		if err != nil {
+			return nil, err
 		}
 		if best == nil {
 			break
 		}
-		rec.Steps = append(rec.Steps, *best)
+		steps = append(steps, *best)
 		done = append(done, best.Segments...)
 		for k, s := range best.Segments {
 			m, _ = withCapacity(m, s, best.CapacityMbps[k])
 		}
 		now, bott = best.AfterSeconds, best.Bottlenecks
 	}
-	rec.Text = append(rec.Text, upgradeText(rep, rec, cfg.Batches[li], base[li])...)
-	return rec, nil
+	return steps, nil
+}
+
+// pathCandidates are the upgrades left after done: each segment not yet upgraded, and the
+// remaining bottlenecks together when more than one binds.
+func pathCandidates(segs, done, bott []string) [][]string {
+	var cands [][]string
+	for _, s := range singleSets(segs) {
+		if !slices.Contains(done, s[0]) {
+			cands = append(cands, s)
+		}
+	}
+	var joint []string
+	for _, s := range bott {
+		if !slices.Contains(done, s) {
+			joint = append(joint, s)
+		}
+	}
+	if len(joint) > 1 {
+		cands = append(cands, joint)
+	}
+	return cands
 }
 
 func singleSets(segs []string) [][]string {
