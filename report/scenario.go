@@ -63,6 +63,18 @@ func LoadScenario(path string) (*Scenario, error) {
 // (segments.N5: "fast" is not a number; unknown field "segmnets" (did you mean segments?)), never a
 // Go type. file names the source in errors, which are *topology.Error.
 func ParseScenario(data []byte, file string) (*Scenario, error) {
+	s, err := decodeScenario(data, file)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// decodeScenario decodes the YAML, errors located in file.
+func decodeScenario(data []byte, file string) (*Scenario, error) {
 	var s Scenario
 	root, err := yamlerr.Decode(data, &s)
 	if ye, ok := errors.AsType[*yamlerr.Error](err); ok {
@@ -82,28 +94,33 @@ func ParseScenario(data []byte, file string) (*Scenario, error) {
 		return nil, &topology.Error{File: file, Msg: err.Error()}
 	}
 	s.File, s.root = file, root
+	return &s, nil
+}
+
+// check checks every field's value on its own; apply checks them against the machine.
+func (s *Scenario) check() error {
 	if strings.TrimSpace(s.Name) == "" {
-		return nil, s.errorf("name", "missing scenario name")
+		return s.errorf("name", "missing scenario name")
 	}
 	if s.Servers != nil {
 		if s.Servers.Count != nil && *s.Servers.Count < 1 {
-			return nil, s.errorf("servers.count", "at least one boot server is needed, got %d", *s.Servers.Count)
+			return s.errorf("servers.count", "at least one boot server is needed, got %d", *s.Servers.Count)
 		}
 		if s.Servers.PerCascade != nil && *s.Servers.PerCascade < 0 {
-			return nil, s.errorf("servers.per_cascade", "must not be negative, got %d", *s.Servers.PerCascade)
+			return s.errorf("servers.per_cascade", "must not be negative, got %d", *s.Servers.PerCascade)
 		}
 	}
 	for _, seg := range s.segmentNames() {
 		if v := s.Segments[seg]; !(v > 0) || v > 1e9 {
-			return nil, s.errorf("segments."+seg, "capacity must be a positive number of Mb/s, got %v", v)
+			return s.errorf("segments."+seg, "capacity must be a positive number of Mb/s, got %v", v)
 		}
 	}
 	if s.ImageSize != "" {
 		if _, err := units.ParseSize(s.ImageSize); err != nil {
-			return nil, s.errorf("image_size", "%v", err)
+			return s.errorf("image_size", "%v", err)
 		}
 	}
-	return &s, nil
+	return nil
 }
 
 // segmentNames returns the overridden segments in sorted order, so that applying and describing
@@ -208,20 +225,60 @@ func segmentCapacity(m *topology.Machine, seg string) float64 {
 	return 0
 }
 
-// apply returns the baseline with the scenario's overrides.
+// apply returns the baseline with the scenario's overrides, each change described for the report.
 func (s *Scenario) apply(base *topology.Machine, baseFailed []bool, baseImage float64) (*applied, error) {
 	m := cloneMachine(base)
-	var changes []string
-	if so := s.Servers; so != nil {
-		if so.Count != nil && *so.Count != m.Servers.Count {
-			changes = append(changes, fmt.Sprintf("boot servers %d -> %d", m.Servers.Count, *so.Count))
-			m.Servers.Count = *so.Count
-		}
-		if so.PerCascade != nil && *so.PerCascade != m.Servers.PerCascade {
-			changes = append(changes, fmt.Sprintf("servers per cascade switch %d -> %d", m.Servers.PerCascade, *so.PerCascade))
-			m.Servers.PerCascade = *so.PerCascade
-		}
+	changes := s.applyServers(m)
+	m, segChanges, err := s.applySegments(m, base)
+	if err != nil {
+		return nil, err
 	}
+	changes = append(changes, segChanges...)
+	if err := m.Check(); err != nil {
+		var te *topology.Error
+		if errors.As(err, &te) {
+			return nil, s.errorf(scenarioField(te.Field), "after the overrides, %s: %s", te.Field, te.Msg)
+		}
+		return nil, s.errorf("", "after the overrides: %v", err)
+	}
+	failed, failChanges, err := s.failedServers(m, baseFailed)
+	if err != nil {
+		return nil, err
+	}
+	changes = append(changes, failChanges...)
+	img := baseImage
+	if s.ImageSize != "" {
+		img, _ = units.ParseSize(s.ImageSize) // checked when parsed
+		changes = append(changes, fmt.Sprintf("image %s -> %s", units.FormatBytes(baseImage), units.FormatBytes(img)))
+	}
+	if len(changes) == 0 {
+		changes = []string{"no change"}
+	}
+	return &applied{machine: m, failed: failed, imageBytes: img, changes: changes}, nil
+}
+
+// applyServers sets the server count and servers per cascade switch of m.
+func (s *Scenario) applyServers(m *topology.Machine) []string {
+	so := s.Servers
+	if so == nil {
+		return nil
+	}
+	var changes []string
+	if so.Count != nil && *so.Count != m.Servers.Count {
+		changes = append(changes, fmt.Sprintf("boot servers %d -> %d", m.Servers.Count, *so.Count))
+		m.Servers.Count = *so.Count
+	}
+	if so.PerCascade != nil && *so.PerCascade != m.Servers.PerCascade {
+		changes = append(changes, fmt.Sprintf("servers per cascade switch %d -> %d", m.Servers.PerCascade, *so.PerCascade))
+		m.Servers.PerCascade = *so.PerCascade
+	}
+	return changes
+}
+
+// applySegments sets segment capacities; a segment base does not have is an error naming those
+// it has.
+func (s *Scenario) applySegments(m, base *topology.Machine) (*topology.Machine, []string, error) {
+	var changes []string
 	for _, seg := range s.segmentNames() {
 		old := segmentCapacity(m, seg)
 		var ok bool
@@ -232,63 +289,67 @@ func (s *Scenario) apply(base *topology.Machine, baseFailed []bool, baseImage fl
 					known = append(known, l.Segment)
 				}
 			}
-			return nil, s.errorf("segments."+seg, "the machine has no segment %q (segments: %s)", seg, strings.Join(known, ", "))
+			return nil, nil, s.errorf("segments."+seg, "the machine has no segment %q (segments: %s)", seg, strings.Join(known, ", "))
 		}
 		changes = append(changes, fmt.Sprintf("%s %s -> %s", seg, fmtRate(old), fmtRate(s.Segments[seg])))
 	}
-	if err := m.Check(); err != nil {
-		var te *topology.Error
-		if errors.As(err, &te) {
-			return nil, s.errorf(scenarioField(te.Field), "after the overrides, %s: %s", te.Field, te.Msg)
-		}
-		return nil, s.errorf("", "after the overrides: %v", err)
-	}
+	return m, changes, nil
+}
+
+// failedServers marks the failed servers of m: the baseline's, the scenario's own, and those
+// behind its failed cascade switches. At least one must be left.
+func (s *Scenario) failedServers(m *topology.Machine, baseFailed []bool) ([]bool, []string, error) {
 	n := m.Servers.Count
 	failed := make([]bool, n)
 	for i, f := range baseFailed {
 		if f {
 			if i >= n {
-				return nil, s.errorf("servers.count", "baseline failed server bs%d is beyond the scenario's %d servers", i, n)
+				return nil, nil, s.errorf("servers.count", "baseline failed server bs%d is beyond the scenario's %d servers", i, n)
 			}
 			failed[i] = true
 		}
 	}
+	var changes []string
 	for _, item := range s.FailedServers {
 		i, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(item), "bs"))
 		if err != nil || i < 0 || i >= n {
-			return nil, s.errorf("failed_servers", "%q is not a server (0-%d or bs0-bs%d)", item, n-1, n-1)
+			return nil, nil, s.errorf("failed_servers", "%q is not a server (0-%d or bs0-bs%d)", item, n-1, n-1)
 		}
 		failed[i] = true
 		changes = append(changes, fmt.Sprintf("boot server bs%d failed", i))
 	}
-	if len(s.FailedCascades) > 0 {
-		per := m.Servers.PerCascade
-		if per == 0 {
-			return nil, s.errorf("failed_cascades", "the machine has no cascade switches (servers.per_cascade is 0)")
-		}
-		cascades := (n + per - 1) / per
-		for _, c := range s.FailedCascades {
-			if c < 0 || c >= cascades {
-				return nil, s.errorf("failed_cascades", "cascade %d out of range (0-%d)", c, cascades-1)
-			}
-			for j := c * per; j < min(n, (c+1)*per); j++ {
-				failed[j] = true
-			}
-			changes = append(changes, fmt.Sprintf("cascade switch %d uplink failed (servers bs%d-bs%d unreachable)", c, c*per, min(n, (c+1)*per)-1))
-		}
+	cascadeChanges, err := s.failCascades(m, failed)
+	if err != nil {
+		return nil, nil, err
 	}
+	changes = append(changes, cascadeChanges...)
 	if !slices.Contains(failed, false) {
-		return nil, s.errorf("failed_servers", "every boot server has failed")
+		return nil, nil, s.errorf("failed_servers", "every boot server has failed")
 	}
-	img := baseImage
-	if s.ImageSize != "" {
-		img, _ = units.ParseSize(s.ImageSize) // checked when parsed
-		changes = append(changes, fmt.Sprintf("image %s -> %s", units.FormatBytes(baseImage), units.FormatBytes(img)))
+	return failed, changes, nil
+}
+
+// failCascades marks the servers behind each failed cascade switch's uplink as failed.
+func (s *Scenario) failCascades(m *topology.Machine, failed []bool) ([]string, error) {
+	if len(s.FailedCascades) == 0 {
+		return nil, nil
 	}
-	if len(changes) == 0 {
-		changes = []string{"no change"}
+	n, per := m.Servers.Count, m.Servers.PerCascade
+	if per == 0 {
+		return nil, s.errorf("failed_cascades", "the machine has no cascade switches (servers.per_cascade is 0)")
 	}
-	return &applied{machine: m, failed: failed, imageBytes: img, changes: changes}, nil
+	cascades := (n + per - 1) / per
+	var changes []string
+	for _, c := range s.FailedCascades {
+		if c < 0 || c >= cascades {
+			return nil, s.errorf("failed_cascades", "cascade %d out of range (0-%d)", c, cascades-1)
+		}
+		for j := c * per; j < min(n, (c+1)*per); j++ {
+			failed[j] = true
+		}
+		changes = append(changes, fmt.Sprintf("cascade switch %d uplink failed (servers bs%d-bs%d unreachable)", c, c*per, min(n, (c+1)*per)-1))
+	}
+	return changes, nil
 }
 
 // scenarioField maps a machine field that failed its check back to the scenario field that set it.
