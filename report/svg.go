@@ -211,37 +211,9 @@ func usable(v float64, log bool) bool {
 // newAxis chooses the range and ticks of an axis for the data values vs.
 func newAxis(vs []float64, log, fromZero bool, p0, p1 float64) *axis {
 	a := &axis{log: log, p0: p0, p1: p1}
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, v := range vs {
-		if usable(v, log) {
-			lo, hi = min(lo, v), max(hi, v)
-		}
-	}
-	hasData := !math.IsInf(lo, 1)
-	if !hasData { // no data: an arbitrary unit range
-		lo, hi = 1, 10
-		if !log {
-			lo = 0
-		}
-	}
+	lo, hi, hasData := dataRange(vs, log)
 	if log {
-		dlo, dhi := math.Floor(math.Log10(lo)+1e-9), math.Ceil(math.Log10(hi)-1e-9)
-		if dhi <= dlo {
-			dhi = dlo + 1
-		}
-		a.lo, a.hi = math.Pow(10, dlo), math.Pow(10, dhi)
-		minor := dhi-dlo <= 2
-		for d := dlo; d <= dhi; d++ {
-			base := math.Pow(10, d)
-			a.ticks = append(a.ticks, base)
-			a.tickLabels = append(a.tickLabels, fmtTick(base, 0))
-			if minor && d < dhi {
-				for _, m := range []float64{2, 5} {
-					a.ticks = append(a.ticks, m*base)
-					a.tickLabels = append(a.tickLabels, fmtTick(m*base, 0))
-				}
-			}
-		}
+		a.setLog(lo, hi)
 		return a
 	}
 	if fromZero {
@@ -256,6 +228,52 @@ func newAxis(vs []float64, log, fromZero bool, p0, p1 float64) *axis {
 		}
 		lo, hi = nlo, hi+pad
 	}
+	a.setLinear(lo, hi)
+	return a
+}
+
+// dataRange is the smallest and largest value an axis can show; without any, an arbitrary unit
+// range.
+func dataRange(vs []float64, log bool) (lo, hi float64, hasData bool) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, v := range vs {
+		if usable(v, log) {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+	}
+	if !math.IsInf(lo, 1) {
+		return lo, hi, true
+	}
+	if log {
+		return 1, 10, false
+	}
+	return 0, 10, false
+}
+
+// setLog spans whole decades around lo..hi, a tick at each decade and, over at most two decades,
+// at 2 and 5 times it.
+func (a *axis) setLog(lo, hi float64) {
+	dlo, dhi := math.Floor(math.Log10(lo)+1e-9), math.Ceil(math.Log10(hi)-1e-9)
+	if dhi <= dlo {
+		dhi = dlo + 1
+	}
+	a.lo, a.hi = math.Pow(10, dlo), math.Pow(10, dhi)
+	minor := dhi-dlo <= 2
+	for d := dlo; d <= dhi; d++ {
+		base := math.Pow(10, d)
+		a.ticks = append(a.ticks, base)
+		a.tickLabels = append(a.tickLabels, fmtTick(base, 0))
+		if minor && d < dhi {
+			for _, m := range []float64{2, 5} {
+				a.ticks = append(a.ticks, m*base)
+				a.tickLabels = append(a.tickLabels, fmtTick(m*base, 0))
+			}
+		}
+	}
+}
+
+// setLinear rounds lo..hi out to about five nice steps, a tick at each.
+func (a *axis) setLinear(lo, hi float64) {
 	if hi <= lo {
 		hi = lo + 1
 	}
@@ -274,7 +292,6 @@ func newAxis(vs []float64, log, fromZero bool, p0, p1 float64) *axis {
 		a.ticks = append(a.ticks, v)
 		a.tickLabels = append(a.tickLabels, fmtTick(v, dec))
 	}
-	return a
 }
 
 // niceStep rounds a raw tick step up to 1, 2 or 5 times a power of ten.
@@ -319,6 +336,36 @@ func esc(s string) string { return html.EscapeString(s) }
 // WriteSVG writes the chart as an <svg> element. Its parts carry classes that tests and style
 // sheets can find: plot, title, axis x-axis/y-axis, axis-label, tick, series, mark, legend.
 func (c *Chart) WriteSVG(w io.Writer) error {
+	fr := c.frame()
+	var b svgBuilder
+	c.writeHeader(&b, fr)
+	writeGrid(&b, fr)
+	writeAxes(&b, fr)
+	c.writeAxisLabels(&b, fr)
+	c.writeSeries(&b, fr)
+	c.writeMarks(&b, fr)
+	c.writeLegend(&b, fr)
+	b.WriteString("</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// svgBuilder accumulates an SVG element.
+type svgBuilder struct{ strings.Builder }
+
+func (b *svgBuilder) f(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+
+// svgFrame is a chart's layout: its size in pixels, the plot area and the axes that map data into it.
+type svgFrame struct {
+	width, height            int
+	left, right, top, bottom float64
+	xa, ya                   *axis
+}
+
+// frame lays the chart out. The legend gets the room its longest entry needs ("bcda = ncda =
+// balanced"): the chart grows to the right rather than cutting names, and the plot area keeps its
+// size.
+func (c *Chart) frame() svgFrame {
 	width, height := c.Width, c.Height
 	if width == 0 {
 		width = 720
@@ -326,15 +373,13 @@ func (c *Chart) WriteSVG(w io.Writer) error {
 	if height == 0 {
 		height = 380
 	}
-	// The legend gets the room its longest entry needs ("bcda = ncda = balanced"): the chart grows
-	// to the right rather than cutting names, and the plot area keeps its size.
 	legend := marginRight
 	for _, name := range append(seriesNames(c.Series), c.MarkName) {
 		legend = max(legend, legendWidth(name))
 	}
 	width += legend - marginRight
-	left, right := float64(marginLeft), float64(width-legend)
-	top, bottom := float64(marginTop), float64(height-marginBottom)
+	fr := svgFrame{width: width, height: height, left: float64(marginLeft), right: float64(width - legend),
+		top: float64(marginTop), bottom: float64(height - marginBottom)}
 	var xs, ys []float64
 	for _, s := range c.Series {
 		xs = append(xs, s.X...)
@@ -343,99 +388,121 @@ func (c *Chart) WriteSVG(w io.Writer) error {
 	for _, m := range c.Marks {
 		xs, ys = append(xs, m.X), append(ys, m.Y)
 	}
-	xa := newAxis(xs, c.XLog, false, left, right)
-	ya := newAxis(ys, c.YLog, c.YFromZero, bottom, top)
+	fr.xa = newAxis(xs, c.XLog, false, fr.left, fr.right)
+	fr.ya = newAxis(ys, c.YLog, c.YFromZero, fr.bottom, fr.top)
+	return fr
+}
 
-	var b strings.Builder
-	f := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	f(`<svg class="plot" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s" font-family="%s" font-size="12">`+"\n",
-		width, height, width, height, esc(c.Title), fontFamily)
-	f("<title>%s</title>\n", esc(c.Title))
-	f(`<rect class="background" x="0" y="0" width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
-	f(`<text class="title" x="%s" y="20" text-anchor="middle" font-size="14" font-weight="bold">%s</text>`+"\n", px((left+right)/2), esc(c.Title))
+// writeHeader opens the <svg> element: its title, for screen readers too, and the background.
+func (c *Chart) writeHeader(b *svgBuilder, fr svgFrame) {
+	b.f(`<svg class="plot" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s" font-family="%s" font-size="12">`+"\n",
+		fr.width, fr.height, fr.width, fr.height, esc(c.Title), fontFamily)
+	b.f("<title>%s</title>\n", esc(c.Title))
+	b.f(`<rect class="background" x="0" y="0" width="%d" height="%d" fill="#ffffff"/>`+"\n", fr.width, fr.height)
+	b.f(`<text class="title" x="%s" y="20" text-anchor="middle" font-size="14" font-weight="bold">%s</text>`+"\n", px((fr.left+fr.right)/2), esc(c.Title))
+}
 
-	// Grid, then axes with ticks and tick labels.
+// writeGrid draws a grid line at every tick.
+func writeGrid(b *svgBuilder, fr svgFrame) {
 	b.WriteString(`<g class="grid" stroke="#e3e3e3" stroke-width="1">` + "\n")
-	for _, t := range xa.ticks {
-		x := px(xa.pos(t))
-		f(`<line x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", x, px(top), x, px(bottom))
+	for _, t := range fr.xa.ticks {
+		x := px(fr.xa.pos(t))
+		b.f(`<line x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", x, px(fr.top), x, px(fr.bottom))
 	}
-	for _, t := range ya.ticks {
-		y := px(ya.pos(t))
-		f(`<line x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", px(left), y, px(right), y)
+	for _, t := range fr.ya.ticks {
+		y := px(fr.ya.pos(t))
+		b.f(`<line x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", px(fr.left), y, px(fr.right), y)
 	}
 	b.WriteString("</g>\n")
+}
+
+// writeAxes draws both axes with their ticks and tick labels.
+func writeAxes(b *svgBuilder, fr svgFrame) {
 	b.WriteString(`<g class="axis x-axis" stroke="#333333" stroke-width="1">` + "\n")
-	f(`<line class="axis-line" x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", px(left), px(bottom), px(right), px(bottom))
-	for i, t := range xa.ticks {
-		x := px(xa.pos(t))
-		f(`<line x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", x, px(bottom), x, px(bottom+5))
-		f(`<text class="tick" x="%s" y="%s" text-anchor="middle" stroke="none" fill="#333333">%s</text>`+"\n", x, px(bottom+18), esc(xa.tickLabels[i]))
+	b.f(`<line class="axis-line" x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", px(fr.left), px(fr.bottom), px(fr.right), px(fr.bottom))
+	for i, t := range fr.xa.ticks {
+		x := px(fr.xa.pos(t))
+		b.f(`<line x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", x, px(fr.bottom), x, px(fr.bottom+5))
+		b.f(`<text class="tick" x="%s" y="%s" text-anchor="middle" stroke="none" fill="#333333">%s</text>`+"\n", x, px(fr.bottom+18), esc(fr.xa.tickLabels[i]))
 	}
 	b.WriteString("</g>\n")
 	b.WriteString(`<g class="axis y-axis" stroke="#333333" stroke-width="1">` + "\n")
-	f(`<line class="axis-line" x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", px(left), px(top), px(left), px(bottom))
-	for i, t := range ya.ticks {
-		y := px(ya.pos(t))
-		f(`<line x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", px(left-5), y, px(left), y)
-		f(`<text class="tick" x="%s" y="%s" text-anchor="end" stroke="none" fill="#333333">%s</text>`+"\n", px(left-8), px(ya.pos(t)+4), esc(ya.tickLabels[i]))
+	b.f(`<line class="axis-line" x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", px(fr.left), px(fr.top), px(fr.left), px(fr.bottom))
+	for i, t := range fr.ya.ticks {
+		y := px(fr.ya.pos(t))
+		b.f(`<line x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", px(fr.left-5), y, px(fr.left), y)
+		b.f(`<text class="tick" x="%s" y="%s" text-anchor="end" stroke="none" fill="#333333">%s</text>`+"\n", px(fr.left-8), px(fr.ya.pos(t)+4), esc(fr.ya.tickLabels[i]))
 	}
 	b.WriteString("</g>\n")
-	f(`<text class="axis-label x-label" x="%s" y="%s" text-anchor="middle">%s</text>`+"\n", px((left+right)/2), px(float64(height)-10), esc(c.XLabel))
-	ly := px((top + bottom) / 2)
-	f(`<text class="axis-label y-label" x="18" y="%s" text-anchor="middle" transform="rotate(-90 18 %s)">%s</text>`+"\n", ly, ly, esc(c.YLabel))
+}
 
-	// Series, clipped to the plot area.
-	f(`<clipPath id="%s"><rect x="%s" y="%s" width="%s" height="%s"/></clipPath>`+"\n", clipID(c.Title), px(left-6), px(top-6), px(right-left+12), px(bottom-top+12))
+// writeAxisLabels names the axes.
+func (c *Chart) writeAxisLabels(b *svgBuilder, fr svgFrame) {
+	b.f(`<text class="axis-label x-label" x="%s" y="%s" text-anchor="middle">%s</text>`+"\n", px((fr.left+fr.right)/2), px(float64(fr.height)-10), esc(c.XLabel))
+	ly := px((fr.top + fr.bottom) / 2)
+	b.f(`<text class="axis-label y-label" x="18" y="%s" text-anchor="middle" transform="rotate(-90 18 %s)">%s</text>`+"\n", ly, ly, esc(c.YLabel))
+}
+
+// seriesColor is series i's own colour, else the palette's.
+func seriesColor(s Series, i int) string {
+	if s.Color != "" {
+		return s.Color
+	}
+	return Color(i)
+}
+
+// writeSeries draws every series, clipped to the plot area, with its markers.
+func (c *Chart) writeSeries(b *svgBuilder, fr svgFrame) {
+	xa, ya := fr.xa, fr.ya
+	b.f(`<clipPath id="%s"><rect x="%s" y="%s" width="%s" height="%s"/></clipPath>`+"\n", clipID(c.Title), px(fr.left-6), px(fr.top-6), px(fr.right-fr.left+12), px(fr.bottom-fr.top+12))
 	for i, s := range c.Series {
-		color := s.Color
-		if color == "" {
-			color = Color(i)
-		}
-		f(`<g class="series" data-name="%s" clip-path="url(#%s)">`+"\n", esc(s.Name), clipID(c.Title))
-		f(`<path d="%s" fill="none" stroke="%s" stroke-width="%s" stroke-linejoin="round"%s/>`+"\n", pathData(s, xa, ya), color, s.width(), s.dash())
+		color := seriesColor(s, i)
+		b.f(`<g class="series" data-name="%s" clip-path="url(#%s)">`+"\n", esc(s.Name), clipID(c.Title))
+		b.f(`<path d="%s" fill="none" stroke="%s" stroke-width="%s" stroke-linejoin="round"%s/>`+"\n", pathData(s, xa, ya), color, s.width(), s.dash())
 		if s.Dots {
 			for j := range s.X {
 				if j < len(s.Y) && usable(s.X[j], xa.log) && usable(s.Y[j], ya.log) {
-					writeMarker(&b, s.Marker, xa.pos(s.X[j]), ya.pos(s.Y[j]), color)
+					writeMarker(&b.Builder, s.Marker, xa.pos(s.X[j]), ya.pos(s.Y[j]), color)
 				}
 			}
 		}
 		b.WriteString("</g>\n")
 	}
-	if len(c.Marks) > 0 {
-		b.WriteString(`<g class="marks" fill="none" stroke="#000000" stroke-width="1.5">` + "\n")
-		for _, m := range c.Marks {
-			if usable(m.X, xa.log) && usable(m.Y, ya.log) {
-				f(`<circle class="mark" cx="%s" cy="%s" r="7"/>`+"\n", px(xa.pos(m.X)), px(ya.pos(m.Y)))
-			}
-		}
-		b.WriteString("</g>\n")
-	}
+}
 
-	// Legend, right of the plot area.
-	lx := right + 16
-	f(`<g class="legend">` + "\n")
-	y := top + 8
+// writeMarks rings the marked points (the bottlenecks).
+func (c *Chart) writeMarks(b *svgBuilder, fr svgFrame) {
+	if len(c.Marks) == 0 {
+		return
+	}
+	b.WriteString(`<g class="marks" fill="none" stroke="#000000" stroke-width="1.5">` + "\n")
+	for _, m := range c.Marks {
+		if usable(m.X, fr.xa.log) && usable(m.Y, fr.ya.log) {
+			b.f(`<circle class="mark" cx="%s" cy="%s" r="7"/>`+"\n", px(fr.xa.pos(m.X)), px(fr.ya.pos(m.Y)))
+		}
+	}
+	b.WriteString("</g>\n")
+}
+
+// writeLegend names every series, and the marks, right of the plot area.
+func (c *Chart) writeLegend(b *svgBuilder, fr svgFrame) {
+	lx := fr.right + 16
+	b.WriteString(`<g class="legend">` + "\n")
+	y := fr.top + 8
 	for i, s := range c.Series {
-		color := s.Color
-		if color == "" {
-			color = Color(i)
-		}
-		f(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s"%s/>`+"\n", px(lx), px(y), px(lx+28), px(y), color, s.width(), s.dash())
+		color := seriesColor(s, i)
+		b.f(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s"%s/>`+"\n", px(lx), px(y), px(lx+28), px(y), color, s.width(), s.dash())
 		if s.Dots {
-			writeMarker(&b, s.Marker, lx+14, y, color)
+			writeMarker(&b.Builder, s.Marker, lx+14, y, color)
 		}
-		f(`<text class="legend-entry" x="%s" y="%s">%s</text>`+"\n", px(lx+34), px(y+4), esc(s.Name))
+		b.f(`<text class="legend-entry" x="%s" y="%s">%s</text>`+"\n", px(lx+34), px(y+4), esc(s.Name))
 		y += 20
 	}
 	if len(c.Marks) > 0 && c.MarkName != "" {
-		f(`<circle cx="%s" cy="%s" r="7" fill="none" stroke="#000000" stroke-width="1.5"/>`+"\n", px(lx+14), px(y))
-		f(`<text class="legend-entry" x="%s" y="%s">%s</text>`+"\n", px(lx+34), px(y+4), esc(c.MarkName))
+		b.f(`<circle cx="%s" cy="%s" r="7" fill="none" stroke="#000000" stroke-width="1.5"/>`+"\n", px(lx+14), px(y))
+		b.f(`<text class="legend-entry" x="%s" y="%s">%s</text>`+"\n", px(lx+34), px(y+4), esc(c.MarkName))
 	}
-	b.WriteString("</g>\n</svg>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+	b.WriteString("</g>\n")
 }
 
 func seriesNames(ss []Series) []string {
