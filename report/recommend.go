@@ -375,27 +375,7 @@ func mappingText(cfg Config, rep *Report, rec Recommendation, bestJ int) []strin
 // tie, that they tie because they put as many booting nodes behind every bottleneck, and why the
 // recommended one is picked (chooseMapping's tie-breaks). Empty when nothing ties.
 func tieText(cfg Config, base *Case, bestJ int) string {
-	na := len(cfg.Algos)
-	var tied []string
-	balanced, finer := false, false
-	for j := 0; j < na; j++ {
-		if j == bestJ {
-			continue
-		}
-		same := true
-		for i := range cfg.Batches {
-			if !sameTime(base.row(i, j, na).BootSeconds, base.row(i, bestJ, na).BootSeconds) {
-				same = false
-				break
-			}
-		}
-		if !same {
-			continue
-		}
-		tied = append(tied, cfg.Algos[j].Name)
-		balanced = balanced || cfg.Algos[j].Balanced
-		finer = finer || !cfg.Algos[j].Balanced && cfg.Algos[j].Level > cfg.Algos[bestJ].Level
-	}
+	tied := tiedMappings(cfg, base, bestJ)
 	if len(tied) == 0 {
 		return ""
 	}
@@ -404,8 +384,15 @@ func tieText(cfg Config, base *Case, bestJ int) string {
 	if len(tied) > 1 {
 		verb = "tie"
 	}
+	var names []string
+	balanced, finer := false, false
+	for _, a := range tied {
+		names = append(names, a.Name)
+		balanced = balanced || a.Balanced
+		finer = finer || !a.Balanced && a.Level > best.Level
+	}
 	s := fmt.Sprintf("%s %s with %s on every batch: each puts as many booting nodes behind every bottleneck link, so each node gets the same bandwidth.",
-		joinAnd(tied), verb, best.Name)
+		joinAnd(names), verb, best.Name)
 	var why []string
 	if balanced && !best.Balanced {
 		why = append(why, "it is static, while balanced needs the batch in advance and re-plans every batch")
@@ -421,6 +408,25 @@ func tieText(cfg Config, base *Case, bestJ int) string {
 		return s + fmt.Sprintf(" %s is listed first among them.", capitalize(best.Name))
 	}
 	return s + fmt.Sprintf(" %s is the simplest of them: %s.", capitalize(best.Name), strings.Join(why, "; "))
+}
+
+// tiedMappings are the algorithms other than bestJ with bestJ's boot time on every batch.
+func tiedMappings(cfg Config, base *Case, bestJ int) []mapping.Algo {
+	na := len(cfg.Algos)
+	var tied []mapping.Algo
+	for j := 0; j < na; j++ {
+		if j == bestJ {
+			continue
+		}
+		same := true
+		for i := range cfg.Batches {
+			same = same && sameTime(base.row(i, j, na).BootSeconds, base.row(i, bestJ, na).BootSeconds)
+		}
+		if same {
+			tied = append(tied, cfg.Algos[j])
+		}
+	}
+	return tied
 }
 
 // joinAnd writes a, b and c.
