@@ -31,71 +31,92 @@ func reportCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "flow", Value: true, Usage: "run the end-to-end flow model (simulate's default boot: DHCP, TFTP caps, health report) as the headline, beside the per-segment bandwidth model (--flow=false: the bandwidth model only)"},
 			&cli.Float64Flag{Name: "upgrade-factor", Value: 10, Usage: "capacity multiplier of a segment upgrade in the recommendations"},
 		),
-		Action: func(c *cli.Context) error {
-			format, outPath, err := reportFormat(c.String("output"), c.String("out"))
-			if err != nil {
-				return err
-			}
-			if f := c.Float64("upgrade-factor"); !(f > 1) || f > 1e6 {
-				return badInput("--upgrade-factor: must be above 1, got %v", f)
-			}
-			in, err := readMachineInput(c)
-			if err != nil {
-				return err
-			}
-			var scenarios []*report.Scenario
-			for _, path := range c.StringSlice("scenario") {
-				s, err := report.LoadScenario(path)
-				if err != nil {
-					return asBadInput(err)
-				}
-				scenarios = append(scenarios, s)
-			}
-			dist, err := distBatch(c.String("dist-batch"), in.Batches)
-			if err != nil {
-				return err
-			}
-			// Check the output path before the work, so that a typo costs nothing.
-			var out *report.AtomicFile
-			if p := outPath; p != "-" {
-				if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-					return badInput("--out: %s is a directory", p)
-				}
-				if out, err = report.CreateAtomic(p); err != nil {
-					return badInput("--out: %w", err)
-				}
-				defer out.Abort() // after a successful Commit this finds nothing to remove
-			}
-			cfg := report.Config{Machine: in.Machine, Algos: in.Algos, Batches: in.Batches, ImageBytes: in.ImageBytes,
-				Failed: in.Failed, Scenarios: scenarios, DistBatch: dist, UpgradeFactor: c.Float64("upgrade-factor")}
-			if c.Bool("flow") {
-				cfg.Flow, cfg.FlowName = report.FabricsimFlow(c.Context), report.FlowModelName
-			}
-			bar := e.progressBar("report", 0, "rows")
-			cfg.Progress = bar.Func()
-			rep, err := report.Build(cfg)
-			bar.Done()
-			if err != nil {
-				var te *topology.Error
-				if errors.As(err, &te) {
-					return asBadInput(err) // a scenario that does not fit the machine
-				}
-				return err
-			}
-			if out == nil {
-				return rep.Write(e.stdout, format)
-			}
-			if err := rep.Write(out, format); err != nil {
-				return fmt.Errorf("--out: %w", err)
-			}
-			if err := out.Commit(); err != nil {
-				return fmt.Errorf("--out: %w", err)
-			}
-			e.log.Info("report written", zap.String("path", outPath), zap.String("format", format),
-				zap.Int("batches", len(in.Batches)), zap.Int("scenarios", len(scenarios)))
-			return nil
-		},
+		Action: func(c *cli.Context) error { return runReport(e, c) },
 	}
+}
+
+// runReport checks every input and the output path, builds the report and writes it.
+func runReport(e *env, c *cli.Context) error {
+	format, outPath, err := reportFormat(c.String("output"), c.String("out"))
+	if err != nil {
+		return err
+	}
+	cfg, err := reportConfig(c)
+	if err != nil {
+		return err
+	}
+	// Check the output path before the work, so that a typo costs nothing.
+	var out *report.AtomicFile
+	if outPath != "-" {
+		if out, err = createReportFile(outPath); err != nil {
+			return err
+		}
+		defer out.Abort() // after a successful Commit this finds nothing to remove
+	}
+	bar := e.progressBar("report", 0, "rows")
+	cfg.Progress = bar.Func()
+	rep, err := report.Build(cfg)
+	bar.Done()
+	if err != nil {
+		if _, ok := errors.AsType[*topology.Error](err); ok {
+			return asBadInput(err) // a scenario that does not fit the machine
+		}
+		return err
+	}
+	if out == nil {
+		return rep.Write(e.stdout, format)
+	}
+	if err := rep.Write(out, format); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if err := out.Commit(); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	e.log.Info("report written", zap.String("path", outPath), zap.String("format", format),
+		zap.Int("batches", len(cfg.Batches)), zap.Int("scenarios", len(cfg.Scenarios)))
+	return nil
+}
+
+// reportConfig is the report the flags ask for: the machine and plan, the scenarios, the batch
+// whose completion times are plotted, and the models.
+func reportConfig(c *cli.Context) (report.Config, error) {
+	if f := c.Float64("upgrade-factor"); !(f > 1) || f > 1e6 {
+		return report.Config{}, badInput("--upgrade-factor: must be above 1, got %v", f)
+	}
+	in, err := readMachineInput(c)
+	if err != nil {
+		return report.Config{}, err
+	}
+	var scenarios []*report.Scenario
+	for _, path := range c.StringSlice("scenario") {
+		s, err := report.LoadScenario(path)
+		if err != nil {
+			return report.Config{}, asBadInput(err)
+		}
+		scenarios = append(scenarios, s)
+	}
+	dist, err := distBatch(c.String("dist-batch"), in.Batches)
+	if err != nil {
+		return report.Config{}, err
+	}
+	cfg := report.Config{Machine: in.Machine, Algos: in.Algos, Batches: in.Batches, ImageBytes: in.ImageBytes,
+		Failed: in.Failed, Scenarios: scenarios, DistBatch: dist, UpgradeFactor: c.Float64("upgrade-factor")}
+	if c.Bool("flow") {
+		cfg.Flow, cfg.FlowName = report.FabricsimFlow(c.Context), report.FlowModelName
+	}
+	return cfg, nil
+}
+
+// createReportFile opens the temporary file that becomes the report at path.
+func createReportFile(path string) (*report.AtomicFile, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, badInput("--out: %s is a directory", path)
+	}
+	out, err := report.CreateAtomic(path)
+	if err != nil {
+		return nil, badInput("--out: %w", err)
+	}
+	return out, nil
 }
 
 // reportExtensions are the file extensions of each report format, the first the one --out gets
