@@ -26,16 +26,41 @@ func TestHeadlineEndToEnd(t *testing.T) {
 	if h.Model != EndToEndModel || h.Mapping != "bcda" || len(h.Batches) != len(rep.Batches) {
 		t.Fatalf("headline %q under %q with %d batches, want %q under bcda with %d", h.Model, h.Mapping, len(h.Batches), EndToEndModel, len(rep.Batches))
 	}
-	for _, tc := range []struct {
-		batch     string
-		endToEnd  float64 // 0: only the lower bound is checked
-		bandwidth float64
-		limit     string
-	}{
+	checkHeadlineRows(t, h, []headlineCase{
 		{"1 board", dhcp + bootBytes*8/(capMbps*1e6) + health, 3.2, "tftp cap"},
 		{"32 boards", dhcp + bootBytes*8/(capMbps*1e6) + health, 5.12, "tftp cap"},
 		{"40 cabinets", 0, 102.4, "N4"},
-	} {
+	})
+	for _, hb := range h.Batches {
+		if hb.EndToEndSeconds < hb.BandwidthModelSeconds+dhcp+health-1e-9 {
+			t.Errorf("%s: end to end %v s is below the bandwidth model's %v s plus DHCP and health", hb.Batch, hb.EndToEndSeconds, hb.BandwidthModelSeconds)
+		}
+	}
+	for _, want := range []string{"With bcda, 40 cabinets (40960 nodes) boots in 103.643 s end to end", "1 board (8 nodes): 8.093 s end to end (3.2 s in the per-segment bandwidth model, no protocol caps)"} {
+		if !strings.Contains(h.Text, want) {
+			t.Errorf("headline %q lacks %q", h.Text, want)
+		}
+	}
+	checkHeadlineOnPage(t, rep)
+
+	// Without the flow model the headline is the bandwidth model, and says so.
+	an := buildReport(t, paperConfig(t, false, false)).Headline
+	if an.Model != BandwidthModel || an.Batches[0].EndToEndSeconds != 0 || !strings.Contains(an.Text, BandwidthModel) {
+		t.Errorf("analytic-only headline: model %q, text %q", an.Model, an.Text)
+	}
+}
+
+// headlineCase is a headline row's expected figures.
+type headlineCase struct {
+	batch     string
+	endToEnd  float64 // 0: only the lower bound is checked
+	bandwidth float64
+	limit     string
+}
+
+// checkHeadlineRows checks the headline's row of each case.
+func checkHeadlineRows(t *testing.T, h Headline, cases []headlineCase) {
+	for _, tc := range cases {
 		t.Run(tc.batch, func(t *testing.T) {
 			var hb *HeadlineBatch
 			for i := range h.Batches {
@@ -57,17 +82,12 @@ func TestHeadlineEndToEnd(t *testing.T) {
 			}
 		})
 	}
-	for _, hb := range h.Batches {
-		if hb.EndToEndSeconds < hb.BandwidthModelSeconds+dhcp+health-1e-9 {
-			t.Errorf("%s: end to end %v s is below the bandwidth model's %v s plus DHCP and health", hb.Batch, hb.EndToEndSeconds, hb.BandwidthModelSeconds)
-		}
-	}
-	for _, want := range []string{"With bcda, 40 cabinets (40960 nodes) boots in 103.643 s end to end", "1 board (8 nodes): 8.093 s end to end (3.2 s in the per-segment bandwidth model, no protocol caps)"} {
-		if !strings.Contains(h.Text, want) {
-			t.Errorf("headline %q lacks %q", h.Text, want)
-		}
-	}
-	// The page opens with it: the headline comes before the recommendation, labelled.
+}
+
+// checkHeadlineOnPage checks that the HTML page opens with the headline, labelled, before the
+// recommendation.
+func checkHeadlineOnPage(t *testing.T, rep *Report) {
+	t.Helper()
 	var page bytes.Buffer
 	if err := rep.WriteHTML(&page); err != nil {
 		t.Fatal(err)
@@ -78,12 +98,6 @@ func TestHeadlineEndToEnd(t *testing.T) {
 	}
 	if !strings.Contains(page.String(), `<td class="e2e" data-batch="1 board" data-seconds="8.093`) {
 		t.Errorf("page lacks the 1-board end-to-end cell")
-	}
-
-	// Without the flow model the headline is the bandwidth model, and says so.
-	an := buildReport(t, paperConfig(t, false, false)).Headline
-	if an.Model != BandwidthModel || an.Batches[0].EndToEndSeconds != 0 || !strings.Contains(an.Text, BandwidthModel) {
-		t.Errorf("analytic-only headline: model %q, text %q", an.Model, an.Text)
 	}
 }
 

@@ -144,57 +144,75 @@ func checkPlots(t *testing.T, page string) int {
 		if title == "" {
 			t.Errorf("plot without a title")
 		}
-		for _, c := range []string{"x-axis", "y-axis"} {
-			axes := root.find(c)
-			if len(axes) != 1 {
-				t.Errorf("%s: %d %s elements, want 1", title, len(axes), c)
-				continue
-			}
-			ticks := axes[0].find("tick")
-			if len(ticks) < 2 {
-				t.Errorf("%s: %s has %d tick labels, want at least 2", title, c, len(ticks))
-			}
-			if len(axes[0].find("axis-line")) != 1 {
-				t.Errorf("%s: %s has no axis line", title, c)
-			}
-		}
-		for _, c := range []string{"x-label", "y-label"} {
-			l := root.find(c)
-			if len(l) != 1 || strings.TrimSpace(l[0].Text) == "" {
-				t.Errorf("%s: missing or empty %s", title, c)
-			}
-		}
-		series := root.find("series")
-		if len(series) == 0 {
-			t.Errorf("%s: no series", title)
-		}
-		for _, s := range series {
-			drawn := false
-			for _, ch := range s.Children {
-				if ch.XMLName.Local == "path" && strings.Contains(ch.attr("d"), "L") {
-					drawn = true
-				}
-			}
-			if !drawn {
-				t.Errorf("%s: series %q draws no line", title, s.attr("data-name"))
-			}
-		}
-		legends := root.find("legend")
-		if len(legends) != 1 {
-			t.Errorf("%s: %d legends, want 1", title, len(legends))
-			continue
-		}
-		entries := legends[0].find("legend-entry")
-		if len(entries) < len(series) {
-			t.Errorf("%s: legend has %d entries for %d series", title, len(entries), len(series))
-		}
-		for i, s := range series {
-			if i < len(entries) && strings.TrimSpace(entries[i].Text) != s.attr("data-name") {
-				t.Errorf("%s: legend entry %d is %q, series is %q", title, i, entries[i].Text, s.attr("data-name"))
-			}
-		}
+		checkAxes(t, title, &root)
+		series := checkSeries(t, title, &root)
+		checkLegend(t, title, &root, series)
 	}
 	return len(plots)
+}
+
+// checkAxes checks that a plot has both axes, each with a line and tick labels, and both axis labels.
+func checkAxes(t *testing.T, title string, root *svgNode) {
+	t.Helper()
+	for _, c := range []string{"x-axis", "y-axis"} {
+		axes := root.find(c)
+		if len(axes) != 1 {
+			t.Errorf("%s: %d %s elements, want 1", title, len(axes), c)
+			continue
+		}
+		if ticks := axes[0].find("tick"); len(ticks) < 2 {
+			t.Errorf("%s: %s has %d tick labels, want at least 2", title, c, len(ticks))
+		}
+		if len(axes[0].find("axis-line")) != 1 {
+			t.Errorf("%s: %s has no axis line", title, c)
+		}
+	}
+	for _, c := range []string{"x-label", "y-label"} {
+		l := root.find(c)
+		if len(l) != 1 || strings.TrimSpace(l[0].Text) == "" {
+			t.Errorf("%s: missing or empty %s", title, c)
+		}
+	}
+}
+
+// checkSeries checks that a plot has series and that each draws a line; it returns them.
+func checkSeries(t *testing.T, title string, root *svgNode) []*svgNode {
+	t.Helper()
+	series := root.find("series")
+	if len(series) == 0 {
+		t.Errorf("%s: no series", title)
+	}
+	for _, s := range series {
+		drawn := false
+		for _, ch := range s.Children {
+			if ch.XMLName.Local == "path" && strings.Contains(ch.attr("d"), "L") {
+				drawn = true
+			}
+		}
+		if !drawn {
+			t.Errorf("%s: series %q draws no line", title, s.attr("data-name"))
+		}
+	}
+	return series
+}
+
+// checkLegend checks that a plot has one legend naming every series, in order.
+func checkLegend(t *testing.T, title string, root *svgNode, series []*svgNode) {
+	t.Helper()
+	legends := root.find("legend")
+	if len(legends) != 1 {
+		t.Errorf("%s: %d legends, want 1", title, len(legends))
+		return
+	}
+	entries := legends[0].find("legend-entry")
+	if len(entries) < len(series) {
+		t.Errorf("%s: legend has %d entries for %d series", title, len(entries), len(series))
+	}
+	for i, s := range series {
+		if i < len(entries) && strings.TrimSpace(entries[i].Text) != s.attr("data-name") {
+			t.Errorf("%s: legend entry %d is %q, series is %q", title, i, entries[i].Text, s.attr("data-name"))
+		}
+	}
 }
 
 func TestChartStructure(t *testing.T) {
