@@ -9,7 +9,17 @@
 // the same batch. The per-segment bandwidth model (no protocol caps, no fixed times) stands beside
 // it, labelled, because the bottleneck and upgrade analysis reasons with it.
 //
-// Build computes a Report (pure data); WriteHTML, WriteMarkdown, WriteCSV and WriteJSON render it.
+// The package has two sides. The model says what the report says: Build (build.go) runs the
+// analytic model and, when one is plugged in, the flow model (flow.go) over the ladder for the
+// baseline and every scenario (scenario.go), then derives the recommendation (recommend.go, which
+// re-runs the analytic model with segments upgraded) and the headline (headline.go); the result
+// is a Report, pure data. The
+// render side only shows a Report: WriteHTML (render_html.go arranges the tables, the page's
+// markup is the html/template report.html.tmpl, which escapes every value), WriteMarkdown
+// (render_markdown.go), WriteCSV and WriteJSON (render_text.go), the charts' data (charts.go) and
+// the SVG they are drawn in (svg.go); format.go holds the number formats both sides print with,
+// atomic.go the write-then-rename of a report file. No renderer runs a model.
+//
 // The HTML is one self-contained file: inline CSS and SVG drawn by the small chart writer in
 // svg.go, no scripts and nothing fetched from the network. Output is deterministic: the same
 // inputs give the same bytes (no maps are iterated while rendering, no clocks are read, numbers
