@@ -41,3 +41,20 @@ func BenchmarkPaperReport(b *testing.B) { benchReport(b, paperConfig(b, true, tr
 
 // BenchmarkPaperReportAnalytic is the same report without the flow model.
 func BenchmarkPaperReportAnalytic(b *testing.B) { benchReport(b, paperConfig(b, false, true)) }
+
+// BenchmarkRenderHTML is the HTML page alone of the whole default report (built once), so that a
+// change to the renderer shows apart from the models' time.
+//
+//	go test -run '^$' -bench RenderHTML -benchtime 20x ./report/
+func BenchmarkRenderHTML(b *testing.B) {
+	rep, err := Build(paperConfig(b, true, true))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := rep.WriteHTML(io.Discard); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
