@@ -141,6 +141,11 @@ type FlowConfig struct {
 	// simulating goroutine: often enough for a progress bar (an event costs about a millisecond
 	// at the paper's scale), rarely enough to cost nothing in the event loop.
 	Progress func(Progress)
+
+	// reference, set by tests and benchmarks, re-solves the whole allocation at every event over
+	// every shared channel, as the simulator did before it re-solved incrementally: the anchor
+	// the incremental solver is checked and timed against.
+	reference bool
 }
 
 // progressEvery is how many events pass between two FlowConfig.Progress calls.

@@ -425,13 +425,13 @@ func (f *failState) popStarts(starters []int32, now, dhcp float64) []int32 {
 // failAll processes the failures due by now, in order.
 func (f *failState) failAll(s *sim, now float64) {
 	for f.nextF < len(f.order) && f.take[f.nextF].FailSeconds <= now {
-		f.failOne(s, f.nextF)
+		f.failOne(s, f.nextF, now)
 		f.nextF++
 	}
 }
 
 // failOne stops server j's (in order) unfinished incarnations and queues their successors.
-func (f *failState) failOne(s *sim, j int) {
+func (f *failState) failOne(s *sim, j int, now float64) {
 	srv := int32(f.plan.Failures[f.order[j]].Server)
 	nf := int32(len(s.cfg.Files))
 	var hit, classes []int32
@@ -446,7 +446,7 @@ func (f *failState) failOne(s *sim, j int) {
 		}
 		f.take[j].MidBoot++
 		f.killed[p] = true
-		if c := s.nodeClass[int(p)*int(nf)+int(s.fileNext[p])]; c >= 0 {
+		if c := s.posClass[p]; c >= 0 {
 			hit = append(hit, p)
 			if len(classes) == 0 || classes[len(classes)-1] != c {
 				classes = append(classes, c)
@@ -463,49 +463,37 @@ func (f *failState) failOne(s *sim, j int) {
 	if len(hit) == 0 {
 		return
 	}
-	// Each hit class keeps its survivors; its killed members move to a new class that stops
-	// here with the class's remainder and its time under each limit so far.
+	// Each hit class keeps its survivors; its killed members leave it with the time they spent
+	// under each limit so far, and what they had fetched.
 	slices.Sort(classes)
 	classes = slices.Compact(classes)
 	prefix := make([]float64, nf+1)
 	for k, fl := range s.cfg.Files {
 		prefix[k+1] = prefix[k] + fl.Bytes
 	}
-	var keep []int32
+	var keep, gone []int32
 	for _, c := range classes {
 		cl := &s.classes[c]
-		mem := s.members[cl.memStart:cl.memEnd]
-		keep = keep[:0]
-		var gone []int32
-		for _, p := range mem {
+		keep, gone = keep[:0], gone[:0]
+		for _, p := range cl.members {
 			if f.killed[p] {
 				gone = append(gone, p)
 			} else {
 				keep = append(keep, p)
 			}
 		}
-		copy(mem, keep)
-		copy(mem[len(keep):], gone)
-		k := int32(len(gone))
-		kc := *cl
-		kc.memStart, kc.memEnd = cl.memEnd-k, cl.memEnd
-		kc.weight, kc.rate, kc.finish = float64(k), 0, math.Inf(1)
-		cl.memEnd -= k
-		cl.weight -= float64(k)
-		s.groups[cl.group].weight -= float64(k)
-		nc := int32(len(s.classes))
-		s.classes = append(s.classes, kc)
-		if need := len(s.classes) * s.nLabels; len(s.bound) < need {
-			s.bound = slices.Grow(s.bound, need-len(s.bound))[:need]
-		}
-		copy(s.bound[int(nc)*s.nLabels:int(nc+1)*s.nLabels], s.bound[int(c)*s.nLabels:int(c+1)*s.nLabels])
+		rem := max(cl.target-s.groups[cl.group].progressAt(now), 0)
 		for _, p := range gone {
 			fi := s.fileNext[p]
-			s.nodeClass[int(p)*int(nf)+int(fi)] = nc
-			f.moved[p] = prefix[fi] + max(0, s.cfg.Files[fi].Bytes-kc.rem*1e6/8)
+			s.posClass[p] = -1
+			f.moved[p] = prefix[fi] + max(0, s.cfg.Files[fi].Bytes-rem*1e6/8)
+		}
+		s.leave(c, gone, now)
+		cl.members = append(cl.members[:0], keep...)
+		if len(cl.members) == 0 {
+			s.freeClass(c)
 		}
 	}
-	s.active = slices.DeleteFunc(s.active, func(c int32) bool { return s.classes[c].weight == 0 })
 }
 
 // used appends the incarnations of batch index i that started, in order, to buf.

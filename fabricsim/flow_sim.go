@@ -29,7 +29,8 @@ func FlowBatchSeconds(g *topology.Graph, r topology.Router, a *mapping.Assignmen
 }
 
 // flowClass is a set of flows that started together on the same shared channels with the same file
-// and limit, and so behave identically.
+// and limit, and so behave identically. Class slots are recycled when their flows end, so memory
+// follows the flows alive, not all the flows of the boot.
 type flowClass struct {
 	path, profile int32
 	file          int32
@@ -37,12 +38,11 @@ type flowClass struct {
 	limit         float64 // per-flow cap, Mb/s
 	limitLabel    uint16
 	group         int32
-	label         uint16  // what bounds the class now
-	rem           float64 // Mb left per flow
-	rate          float64 // Mb/s per flow
-	finish        float64
-	memStart      int32 // batch positions of the members: sim.members[memStart:memEnd]
-	memEnd        int32
+	target        float64 // the group's progress at which the flows finish
+	gen           uint32  // bumped when the slot is recycled
+	stamp         int32   // the event that made it
+	members       []int32 // batch positions
+	snap          []float64
 }
 
 type classKey struct {
@@ -52,7 +52,8 @@ type classKey struct {
 
 // flowGroup gathers the active classes that max-min cannot tell apart (same shared channels, same
 // limit): they always get the same rate, so the allocation runs over groups, whose number is
-// bounded by the paths, not by how many start times there were.
+// bounded by the paths, not by how many start times there were. See flow_engine.go for how the
+// group keeps its classes' progress.
 type flowGroup struct {
 	path       int32
 	limit      float64
@@ -60,6 +61,21 @@ type flowGroup struct {
 	weight     float64 // of the active classes
 	rate       float64
 	label      uint16
+	// p0 is the progress per flow (Mb) at t0; since is when btime (seconds under each label)
+	// was last brought up to date.
+	p0, t0, since float64
+	btime         []float64
+	// vec counts the group's flows on each segment (shared and private channels), for the
+	// utilisation series.
+	vec []float64
+	// heap holds the classes by target; members and joined are the count of member nodes and
+	// the sum of their progress at joining (for Progress).
+	heap            classHeap
+	members, joined float64
+	apos            int32 // index in sim.activeG
+	mark            uint32
+	active          bool
+	dirty, touched  bool
 }
 
 type groupKey struct {
@@ -97,7 +113,7 @@ type sim struct {
 	rtt        []float64
 	fileNext   []int32
 	done       []float64
-	nodeClass  []int32 // n x files
+	posClass   []int32 // the class each position is in, -1 between files
 
 	users    []int32 // booting nodes per channel
 	pathCh   [][]int32
@@ -105,27 +121,46 @@ type sim struct {
 	fileMb   []float64
 
 	classes  []flowClass
-	members  []int32
+	freeC    []int32 // recycled class slots
 	groups   []flowGroup
 	groupIdx map[groupKey]int32
 	// slotClass is the first class made for each path at the current event, pathGroup the first
-	// group of each path; mapped lists the classes put in the event's map instead.
+	// group of each path; mapped lists the classes put in the event's map instead, newC the
+	// classes made at the event.
 	slotClass []int32
 	pathGroup []int32
 	mapped    []int32
-	activeG   []int32
-	bound     []float64 // classes x labels: seconds each class spent under each label
-	active    []int32
+	newC      []int32
+	evStamp   int32
+	activeG   []int32   // groups with flows, in no order
+	chGroups  [][]int32 // active groups by channel
+	chMark    []uint32
+	stamp     uint32
+	comp      []int32
+	dirty     []int32 // groups changed at the event
+	touchedG  []int32 // groups whose throughput is out of thr
+	heap      groupHeap
+	// Per batch node: seconds under each label while it boots (totSlot into totPool), then the
+	// label that bounded it longest and for how long.
+	totSlot   []int32
+	totPool   []float64
+	freeTot   []int32
+	nodeBest  []int16
+	nodeBound []float64
 	doneN     int
 	mbDone    float64 // Mb of the files finished, over all nodes: for Progress
+	lastMb    float64
 	mm        maxMin
 	in        maxMinInput
 	stats     FlowStats
+	thr       []float64 // throughput by segment now, kept up to date by the groups' changes
+	recounted int
 	series    []float64 // flattened: time, then nSeg throughputs
 	peak      []float64
 	segCap    []float64
 	segChans  []int
 	check     func(*maxMinInput, []float64) error
+	mcBytes   []float64 // bytes the multicast trees' classes moved, by channel
 
 	// Multicast delivery (see SimulateMulticast): mc holds the trees, mcNode marks the batch
 	// positions served by one, pathMC the paths that are trees (a class on one is one flow).
@@ -319,12 +354,28 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 		}
 	}
 
-	// Split each route into shared channels (the path, interned) and private ones (folded into
-	// the node's cap; their segment labels, interned, form the node's profile).
+	// Private channels (one booting node) fold into the node's cap; so do, in the incremental
+	// mode, shared channels that can never be saturated (see flow_engine.go). The others form the
+	// node's path, interned; the segment labels of all the route's channels, interned, form its
+	// profile (for the utilisation series).
 	s.nodePath = make([]int32, s.np)
 	s.nodeProf = make([]int32, s.np)
 	s.privCap = make([]float64, s.np)
 	s.privLabel = make([]uint16, s.np)
+	for i := 0; i < s.np; i++ {
+		pc, pl := math.Inf(1), uint16(0)
+		for _, c := range s.routeCh[s.routeStart[i]:s.routeStart[i+1]] {
+			if s.users[c] > 1 || s.mcNode[i] {
+				continue
+			}
+			l := s.chLabel(c)
+			if cp := s.capacity[c]; cp < pc || (cp == pc && s.rank[l] < s.rank[pl]) {
+				pc, pl = cp, l
+			}
+		}
+		s.privCap[i], s.privLabel[i] = pc, pl
+	}
+	shares := s.sharingChannels()
 	pathIndex := map[string]int32{}
 	mcPathIndex := map[string]int32{}
 	profIndex := map[string]int32{}
@@ -332,19 +383,12 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 	var prof []uint16
 	for i := 0; i < s.np; i++ {
 		key, prof = key[:0], prof[:0]
-		pc, pl := math.Inf(1), uint16(0)
 		for _, c := range s.routeCh[s.routeStart[i]:s.routeStart[i+1]] {
-			if s.users[c] > 1 || s.mcNode[i] {
+			prof = append(prof, s.chLabel(c))
+			if s.mcNode[i] || (s.users[c] > 1 && shares[c]) {
 				key = append(key, c)
-				continue
-			}
-			l := s.chLabel(c)
-			prof = append(prof, l)
-			if cp := s.capacity[c]; cp < pc || (cp == pc && s.rank[l] < s.rank[pl]) {
-				pc, pl = cp, l
 			}
 		}
-		s.privCap[i], s.privLabel[i] = pc, pl
 		index := pathIndex
 		if s.mcNode[i] {
 			index = mcPathIndex
@@ -378,23 +422,29 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 	}
 	s.fileNext = make([]int32, s.np)
 	s.done = make([]float64, s.np)
-	s.nodeClass = make([]int32, s.np*len(cfg.Files))
-	for i := range s.nodeClass {
-		s.nodeClass[i] = -1
+	s.posClass = make([]int32, s.np)
+	for i := range s.posClass {
+		s.posClass[i] = -1
 	}
+	s.totSlot = make([]int32, s.n)
+	for i := range s.totSlot {
+		s.totSlot[i] = -1
+	}
+	s.nodeBest = make([]int16, s.n)
+	s.nodeBound = make([]float64, s.n)
 	s.peak = make([]float64, s.nSeg)
+	s.thr = make([]float64, s.nSeg)
+	s.chGroups = make([][]int32, len(s.capacity))
+	s.chMark = make([]uint32, len(s.capacity))
 	s.groupIdx = map[groupKey]int32{}
 	s.slotClass = make([]int32, len(s.pathCh))
 	s.pathGroup = make([]int32, len(s.pathCh))
 	for p := range s.slotClass {
 		s.slotClass[p], s.pathGroup[p] = -1, -1
 	}
-	// When everyone starts together there is about one class per path and file; sizing for that
-	// up front avoids copying the class table as it grows (page faults dominate at this size).
-	est := len(s.pathCh) * max(1, len(cfg.Files))
-	s.classes = make([]flowClass, 0, est)
-	s.bound = make([]float64, 0, est*s.nLabels)
-	s.members = make([]int32, 0, s.n*max(1, len(cfg.Files)))
+	if s.mc != nil {
+		s.mcBytes = make([]float64, s.numCh)
+	}
 	return nil
 }
 
@@ -433,24 +483,56 @@ func (s *sim) limit(i int32, f int) (float64, uint16) {
 	return lim, label
 }
 
+// sharingChannels marks the channels that take part in the sharing: in the reference mode every
+// channel, else those that could be saturated. A channel is not when all the flows that could ever
+// cross it, every booting position at the largest cap of its files, fit in it: its constraint
+// never binds, so leaving it out changes no rate (max-min fairness is unique, and the allocation
+// without the constraint already meets it). Channels of multicast trees always take part.
+func (s *sim) sharingChannels() []bool {
+	shares := make([]bool, len(s.capacity))
+	if s.cfg.reference {
+		for c := range shares {
+			shares[c] = true
+		}
+		return shares
+	}
+	demand := make([]float64, len(s.capacity))
+	for i := 0; i < s.np; i++ {
+		route := s.routeCh[s.routeStart[i]:s.routeStart[i+1]]
+		if s.mcNode[i] {
+			for _, c := range route {
+				shares[c] = true
+			}
+			continue
+		}
+		m := 0.0
+		for f := range s.cfg.Files {
+			if s.fileMb[f] > 0 {
+				l, _ := s.limit(int32(i), f)
+				m = max(m, l)
+			}
+		}
+		for _, c := range route {
+			if s.users[c] > 1 {
+				demand[c] += m
+			}
+		}
+	}
+	for c := range shares {
+		// A margin, so that rounding cannot hide a constraint that binds in a tie.
+		shares[c] = shares[c] || !(demand[c]*(1+1e-9) < s.capacity[c])
+	}
+	return shares
+}
+
 // start moves the nodes at batch positions starters to their next non-empty file at time t,
 // grouping them into new classes, or finishes them.
-func (s *sim) start(t float64, starters []int32, group map[classKey]int32, counts *[]int32) {
-	first := int32(len(s.classes))
+func (s *sim) start(t float64, starters []int32, group map[classKey]int32) {
+	s.evStamp++
 	// Most starters find their class through the slot of their path; the map is for paths whose
 	// nodes differ in profile, file or limit at one event.
-	mapped := s.mapped[:0]
-	defer func() {
-		// Delete this event's keys only: clearing a map that once grew large costs its size.
-		for _, c := range mapped {
-			cl := &s.classes[c]
-			delete(group, classKey{path: cl.path, profile: cl.profile, file: cl.file, limit: math.Float64bits(cl.limit)})
-		}
-		s.mapped = mapped
-	}()
+	mapped, newC := s.mapped[:0], s.newC[:0]
 	nf := int32(len(s.cfg.Files))
-	*counts = (*counts)[:0]
-	keep := starters[:0]
 	for _, i := range starters {
 		for s.fileNext[i] < nf && s.fileMb[s.fileNext[i]] == 0 {
 			s.fileNext[i]++
@@ -459,69 +541,84 @@ func (s *sim) start(t float64, starters []int32, group map[classKey]int32, count
 		if f == nf {
 			s.done[i] = t + s.cfg.HealthSeconds
 			s.doneN++
+			s.finishNode(i)
 			continue
 		}
 		lim, ll := s.limit(i, int(f))
 		k := classKey{path: s.nodePath[i], profile: s.nodeProf[i], file: f, limit: math.Float64bits(lim)}
 		c, ok := s.slotClass[k.path], false
-		if c >= first {
+		slotFree := c < 0 || s.classes[c].stamp != s.evStamp || s.classes[c].path != k.path
+		if !slotFree {
 			cl := &s.classes[c]
 			ok = cl.profile == k.profile && cl.file == f && math.Float64bits(cl.limit) == k.limit
 		}
-		slotFree := c < first
 		if !ok {
 			c, ok = group[k]
 		}
 		if !ok {
-			c = int32(len(s.classes))
+			c = s.newClass(k, lim, ll)
 			if slotFree {
 				s.slotClass[k.path] = c
 			} else {
 				group[k] = c
 				mapped = append(mapped, c)
 			}
-			gi := s.pathGroup[k.path]
-			if gi < 0 || s.groups[gi].limitLabel != ll || math.Float64bits(s.groups[gi].limit) != k.limit {
-				gk := groupKey{path: k.path, limitLabel: ll, limit: k.limit}
-				var found bool
-				if gi, found = s.groupIdx[gk]; !found {
-					gi = int32(len(s.groups))
-					s.groupIdx[gk] = gi
-					s.groups = append(s.groups, flowGroup{path: k.path, limit: lim, limitLabel: ll})
-					if s.pathGroup[k.path] < 0 {
-						s.pathGroup[k.path] = gi
-					}
-				}
-			}
-			s.classes = append(s.classes, flowClass{path: k.path, profile: k.profile, file: f, limit: lim,
-				limitLabel: ll, group: gi, rem: s.fileMb[f]})
-			*counts = append(*counts, 0)
+			newC = append(newC, c)
 		}
-		(*counts)[c-first]++
-		s.nodeClass[int(i)*int(nf)+int(f)] = c
-		keep = append(keep, i)
+		s.classes[c].members = append(s.classes[c].members, i)
+		s.posClass[i] = c
+		s.stats.Flows++
 	}
-	// The members of all new classes, in batch-position order within each.
-	pos := int32(len(s.members))
-	s.members = append(s.members, keep...)
-	for j := range *counts {
-		cl := &s.classes[first+int32(j)]
-		cl.memStart, cl.memEnd = pos, pos
-		cl.weight = float64((*counts)[j])
+	for _, c := range newC {
+		cl := &s.classes[c]
+		cl.weight = float64(len(cl.members))
 		if s.pathMC[cl.path] {
 			cl.weight = 1 // one copy down the tree for all its members
+			for _, ch := range s.pathCh[cl.path] {
+				if int(ch) < s.numCh {
+					s.mcBytes[ch] += s.cfg.Files[cl.file].Bytes
+				}
+			}
 		}
-		s.groups[cl.group].weight += cl.weight
-		pos += (*counts)[j]
-		s.active = append(s.active, first+int32(j))
+		s.join(c, t)
 	}
-	for _, i := range keep {
-		c := s.nodeClass[int(i)*int(nf)+int(s.fileNext[i])]
+	// Delete this event's keys only: clearing a map that once grew large costs its size.
+	for _, c := range mapped {
 		cl := &s.classes[c]
-		s.members[cl.memEnd] = i
-		cl.memEnd++
+		delete(group, classKey{path: cl.path, profile: cl.profile, file: cl.file, limit: math.Float64bits(cl.limit)})
 	}
-	s.stats.Flows += len(keep)
+	s.mapped, s.newC = mapped, newC
+}
+
+// newClass makes an empty class for key k in a recycled slot if there is one.
+func (s *sim) newClass(k classKey, lim float64, ll uint16) int32 {
+	gi := s.pathGroup[k.path]
+	if gi < 0 || s.groups[gi].limitLabel != ll || math.Float64bits(s.groups[gi].limit) != k.limit {
+		gk := groupKey{path: k.path, limitLabel: ll, limit: k.limit}
+		var found bool
+		if gi, found = s.groupIdx[gk]; !found {
+			gi = int32(len(s.groups))
+			s.groupIdx[gk] = gi
+			s.groups = append(s.groups, flowGroup{path: k.path, limit: lim, limitLabel: ll, apos: -1,
+				btime: make([]float64, s.nLabels), vec: make([]float64, s.nSeg)})
+			if s.pathGroup[k.path] < 0 {
+				s.pathGroup[k.path] = gi
+			}
+		}
+	}
+	var c int32
+	if n := len(s.freeC); n > 0 {
+		c = s.freeC[n-1]
+		s.freeC = s.freeC[:n-1]
+	} else {
+		c = int32(len(s.classes))
+		s.classes = append(s.classes, flowClass{})
+	}
+	cl := &s.classes[c]
+	cl.path, cl.profile, cl.file, cl.limit, cl.limitLabel, cl.group = k.path, k.profile, k.file, lim, ll, gi
+	cl.stamp, cl.weight, cl.members = s.evStamp, 0, cl.members[:0]
+	s.stats.Classes++
+	return c
 }
 
 func (s *sim) run(ctx context.Context) error {
@@ -555,14 +652,14 @@ func (s *sim) run(ctx context.Context) error {
 		})
 	}
 	group := map[classKey]int32{}
-	var counts, starters []int32
+	var starters []int32
 	next := 0
 	now := 0.0
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		tStart, tEnd := math.Inf(1), math.Inf(1)
+		tStart, tEnd := math.Inf(1), s.heap.min()
 		if fs != nil {
 			for next < s.n && fs.killed[order[next]] {
 				next++
@@ -571,17 +668,14 @@ func (s *sim) run(ctx context.Context) error {
 		if next < s.n {
 			tStart = startAt(order[next])
 		}
-		for _, c := range s.active {
-			tEnd = min(tEnd, s.classes[c].finish)
-		}
 		tFail := math.Inf(1)
 		if fs != nil {
 			tStart = min(tStart, fs.nextStart(cfg.DHCPSeconds))
 			tFail = fs.nextFail()
 		}
 		if math.IsInf(tStart, 1) && math.IsInf(tEnd, 1) {
-			if len(s.active) > 0 {
-				return fmt.Errorf("%d flow classes stalled at %.6g s", len(s.active), now)
+			if len(s.activeG) > 0 {
+				return fmt.Errorf("%d flow groups stalled at %.6g s", len(s.activeG), now)
 			}
 			if fs != nil {
 				// Failures after the last node finished change nothing; they are only counted.
@@ -593,28 +687,8 @@ func (s *sim) run(ctx context.Context) error {
 		if q := cfg.TimeStep; q > 0 {
 			t = gridUp(t, q)
 		}
-		dt := t - now
-		starters = starters[:0]
-		tol := t + eventTolerance*max(1, t)
-		keep := s.active[:0]
-		for _, c := range s.active {
-			cl := &s.classes[c]
-			s.bound[int(c)*s.nLabels+int(cl.label)] += dt
-			if cl.finish <= tol {
-				cl.rem, cl.rate = 0, 0
-				s.mbDone += s.fileMb[cl.file] * float64(cl.memEnd-cl.memStart)
-				s.groups[cl.group].weight -= cl.weight
-				for _, i := range s.members[cl.memStart:cl.memEnd] {
-					s.fileNext[i]++
-					starters = append(starters, i)
-				}
-				continue
-			}
-			cl.rem = max(cl.rem-cl.rate*dt, 0)
-			keep = append(keep, c)
-		}
-		s.active = keep
 		now = t
+		starters = s.finishDue(now, t+eventTolerance*max(1, t), starters[:0])
 		for next < s.n && startAt(order[next]) <= now {
 			if fs == nil || !fs.killed[order[next]] {
 				starters = append(starters, order[next])
@@ -624,16 +698,14 @@ func (s *sim) run(ctx context.Context) error {
 		if fs != nil {
 			starters = fs.popStarts(starters, now, cfg.DHCPSeconds)
 		}
-		s.start(now, starters, group, &counts)
-		if need := len(s.classes) * s.nLabels; len(s.bound) < need {
-			s.bound = slices.Grow(s.bound, need-len(s.bound))[:need]
-		}
+		s.start(now, starters, group)
 		if fs != nil {
 			fs.failAll(s, now)
 		}
-		if err := s.allocate(now); err != nil {
+		if err := s.resolve(now); err != nil {
 			return err
 		}
+		s.record(now, false)
 		s.stats.Events++
 		if cfg.Progress != nil && s.stats.Events%progressEvery == 0 {
 			cfg.Progress(s.progress(now))
@@ -647,13 +719,15 @@ func (s *sim) run(ctx context.Context) error {
 }
 
 // progress is what FlowConfig.Progress is told at now: the finished files' megabits plus what
-// the active flows have fetched of theirs.
+// the active flows have fetched of theirs (never less than last time: the groups' sums round).
 func (s *sim) progress(now float64) Progress {
 	mb := s.mbDone
-	for _, c := range s.active {
-		cl := &s.classes[c]
-		mb += (s.fileMb[cl.file] - cl.rem) * float64(cl.memEnd-cl.memStart)
+	for _, gi := range s.activeG {
+		g := &s.groups[gi]
+		mb += g.members*g.progressAt(now) - g.joined
 	}
+	mb = max(mb, s.lastMb)
+	s.lastMb = mb
 	total := 0.0
 	for _, f := range s.fileMb {
 		total += f
@@ -661,93 +735,28 @@ func (s *sim) progress(now float64) Progress {
 	return Progress{Done: s.doneN, Nodes: s.n, Seconds: now, Mb: mb, TotalMb: total * float64(s.n)}
 }
 
-// allocate shares the channels among the active classes and records the throughputs from now on.
-func (s *sim) allocate(now float64) error {
-	in := &s.in
-	in.capacity = s.capacity
-	in.weight, in.limit, in.paths = in.weight[:0], in.limit[:0], in.paths[:0]
-	// Active groups in first-activation order; a group is listed once.
-	keep := s.activeG[:0]
-	for _, gi := range s.activeG {
-		if s.groups[gi].weight > 0 {
-			keep = append(keep, gi)
-			s.groups[gi].rate = -1 // listed
-		}
-	}
-	s.activeG = keep
-	for _, c := range s.active {
-		gr := &s.groups[s.classes[c].group]
-		if gr.rate != -1 {
-			gr.rate = -1
-			s.activeG = append(s.activeG, s.classes[c].group)
-		}
-	}
-	for _, gi := range s.activeG {
-		gr := &s.groups[gi]
-		in.weight = append(in.weight, gr.weight)
-		in.limit = append(in.limit, gr.limit)
-		in.paths = append(in.paths, s.pathCh[gr.path])
-	}
-	if len(s.activeG) > 0 {
-		if err := s.mm.solve(in); err != nil {
-			return err
-		}
-		s.stats.Allocations++
-		if s.check != nil {
-			if err := s.check(in, s.mm.rate); err != nil {
-				return fmt.Errorf("allocation at %.6g s: %w", now, err)
-			}
-		}
-	}
-	for j, gi := range s.activeG {
-		gr := &s.groups[gi]
-		gr.rate = s.mm.rate[j]
-		if b := s.mm.bound[j]; b < 0 {
-			gr.label = gr.limitLabel
-		} else {
-			gr.label = s.chLabel(b)
-		}
-	}
-	for _, c := range s.active {
-		cl := &s.classes[c]
-		gr := &s.groups[cl.group]
-		cl.rate, cl.label = gr.rate, gr.label
-		if !(cl.rate > 0) {
-			return fmt.Errorf("flow class of %d nodes got no bandwidth at %.6g s", cl.memEnd-cl.memStart, now)
-		}
-		cl.finish = now + cl.rem/cl.rate
-	}
-	s.record(now, false)
-	return nil
-}
+// recountSmall is the number of active groups up to which record recomputes the throughputs at
+// every event; above it, every that many events.
+const recountSmall = 256
 
 // record appends a point of the utilisation series: the throughput of each segment from now on.
+// The throughputs are running totals that each group's change updates; rounding gathers in them,
+// so they are recomputed from the groups at every event when there are few, and otherwise once
+// per as many events as there are active groups (which keeps the cost per event constant).
 func (s *sim) record(now float64, end bool) {
+	if !end {
+		if s.recounted++; len(s.activeG) <= recountSmall || s.recounted >= len(s.activeG) {
+			s.recount()
+			s.recounted = 0
+		}
+	}
 	base := len(s.series)
 	s.series = append(s.series, now)
 	s.series = append(s.series, make([]float64, s.nSeg)...)
 	thr := s.series[base+1:]
 	if !end {
-		for _, gi := range s.activeG {
-			gr := &s.groups[gi]
-			v := gr.weight * gr.rate
-			for _, ch := range s.pathCh[gr.path] {
-				if l := s.chLab[ch]; int(l) < s.nSeg {
-					thr[l] += v
-				}
-			}
-		}
-	}
-	for _, c := range s.active {
-		if end {
-			break
-		}
-		cl := &s.classes[c]
-		v := cl.weight * cl.rate
-		for _, l := range s.profiles[cl.profile] {
-			if int(l) < s.nSeg {
-				thr[l] += v
-			}
+		for l, v := range s.thr {
+			thr[l] = max(v, 0)
 		}
 	}
 	for l, v := range thr {
@@ -766,7 +775,6 @@ func (s *sim) result(a *mapping.Assignment) *FlowResult {
 	if res.Files == nil {
 		res.Files = []File{}
 	}
-	res.Stats.Classes = len(s.classes)
 	res.Stats.Paths = len(s.pathCh)
 	res.Stats.Groups = len(s.groups)
 
@@ -777,8 +785,6 @@ func (s *sim) result(a *mapping.Assignment) *FlowResult {
 	res.NodeResults = make([]NodeResult, s.n)
 	comp := make([]float64, s.n)
 	dur := make([]float64, s.n)
-	nf := len(cfg.Files)
-	tot := make([]float64, s.nLabels)
 	var one [1]int32
 	var buf []int32
 	for i, node := range s.batch {
@@ -809,25 +815,9 @@ func (s *sim) result(a *mapping.Assignment) *FlowResult {
 		if cfg.Arrivals != nil {
 			arr = cfg.Arrivals[i]
 		}
-		clear(tot)
-		for _, p := range ps {
-			for f := 0; f < nf; f++ {
-				if c := s.nodeClass[int(p)*nf+f]; c >= 0 {
-					for l, v := range s.bound[int(c)*s.nLabels : int(c+1)*s.nLabels] {
-						tot[l] += v
-					}
-				}
-			}
-		}
-		best := -1
-		for l, v := range tot {
-			if v > 0 && (best < 0 || v > tot[best] || (v == tot[best] && s.rank[l] < s.rank[best])) {
-				best = l
-			}
-		}
 		nr := NodeResult{Name: g.VertexName(g.Nodes()[node]), Server: serverName[srv], ArrivalSeconds: arr, DoneSeconds: s.done[last]}
-		if best >= 0 {
-			nr.Bottleneck, nr.BoundSeconds = s.labels[best], tot[best]
+		if best := s.nodeBest[i]; best >= 0 {
+			nr.Bottleneck, nr.BoundSeconds = s.labels[best], s.nodeBound[i]
 			boundCount[best]++
 		}
 		res.NodeResults[i] = nr
@@ -843,16 +833,8 @@ func (s *sim) result(a *mapping.Assignment) *FlowResult {
 		total += f.Bytes
 	}
 	bytes := make([]float64, s.numCh)
-	for k := range s.classes {
-		// A tree's class moves each of its files once over every channel of the tree.
-		if cl := &s.classes[k]; s.pathMC[cl.path] {
-			for _, c := range s.pathCh[cl.path] {
-				if int(c) < s.numCh {
-					bytes[c] += cfg.Files[cl.file].Bytes
-				}
-			}
-		}
-	}
+	// A tree's class moves each of its files once over every channel of the tree.
+	copy(bytes, s.mcBytes)
 	for i := 0; i < s.np; i++ {
 		if s.mcNode[i] {
 			continue

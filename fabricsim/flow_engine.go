@@ -1,0 +1,532 @@
+package fabricsim
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// The event engine of Simulate. Max-min sharing gives every flow of a group (same shared channels,
+// same cap) the same rate, and a rate changes only when the allocation is re-solved, so a group
+// keeps its flows' progress lazily: p0 megabits per flow at time t0, then rate Mb/s. A class (flows
+// that joined the group together, for the same file) finishes when the group's progress reaches
+// its target, the progress at its start plus the file's size; each group keeps its classes in a
+// heap by target, and the groups sit in one heap by the time their first class finishes. An event
+// then costs the classes it starts or ends and the groups whose rate it changes, not every flow
+// alive, which is what made an exact power-on ramp (one event per node) slow.
+//
+// When a flow starts or ends, only the groups connected to it through shared channels can change
+// rate: max-min sharing splits into independent problems over the connected components of the
+// graph of groups and channels, and the components are solved separately with the same
+// progressive filling. A channel that can never be saturated, because all the flows that could ever
+// cross it together, each at its cap, fit in it, takes no part in the sharing; leaving it out of
+// the groups' paths (as SimGrid's LMM leaves out constraints that cannot bind) splits the
+// components at it: on the paper's machine with TFTP caps only the server NICs and the cascade
+// uplinks remain, so an event re-solves the twenty servers of one cascade switch. The reference
+// mode (FlowConfig.reference) keeps every shared channel and re-solves all groups at every event,
+// as the simulator did before; the tests check that both agree.
+
+// classEntry is a class in its group's heap; entries of a class that ended (gen moved on) are
+// dropped when they reach the top.
+type classEntry struct {
+	target float64
+	class  int32
+	gen    uint32
+}
+
+type classHeap []classEntry
+
+func (h classHeap) less(i, j int) bool {
+	return h[i].target < h[j].target || (h[i].target == h[j].target && h[i].class < h[j].class)
+}
+
+func (h *classHeap) push(e classEntry) {
+	*h = append(*h, e)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *classHeap) pop() {
+	s := *h
+	n := len(s) - 1
+	s[0] = s[n]
+	s = s[:n]
+	*h = s
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		j := l
+		if r := l + 1; r < n && s.less(r, l) {
+			j = r
+		}
+		if !s.less(j, i) {
+			return
+		}
+		s[i], s[j] = s[j], s[i]
+		i = j
+	}
+}
+
+// groupHeap is an indexed min-heap of groups by the time their next class finishes.
+type groupHeap struct {
+	ids []int32
+	key []float64 // by group
+	pos []int32   // by group: index in ids, -1 if absent
+}
+
+func (h *groupHeap) less(i, j int) bool {
+	a, b := h.ids[i], h.ids[j]
+	return h.key[a] < h.key[b] || (h.key[a] == h.key[b] && a < b)
+}
+
+func (h *groupHeap) swap(i, j int) {
+	h.ids[i], h.ids[j] = h.ids[j], h.ids[i]
+	h.pos[h.ids[i]], h.pos[h.ids[j]] = int32(i), int32(j)
+}
+
+func (h *groupHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			return
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+func (h *groupHeap) down(i int) {
+	n := len(h.ids)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		j := l
+		if r := l + 1; r < n && h.less(r, l) {
+			j = r
+		}
+		if !h.less(j, i) {
+			return
+		}
+		h.swap(i, j)
+		i = j
+	}
+}
+
+// set gives group g the key k (+Inf: out of the heap).
+func (h *groupHeap) set(g int32, k float64) {
+	for int(g) >= len(h.pos) {
+		h.pos = append(h.pos, -1)
+		h.key = append(h.key, math.Inf(1))
+	}
+	i := h.pos[g]
+	if math.IsInf(k, 1) {
+		if i < 0 {
+			return
+		}
+		last := len(h.ids) - 1
+		h.swap(int(i), last)
+		h.ids = h.ids[:last]
+		h.pos[g], h.key[g] = -1, k
+		if int(i) < last {
+			h.down(int(i))
+			h.up(int(i))
+		}
+		return
+	}
+	h.key[g] = k
+	if i < 0 {
+		h.ids = append(h.ids, g)
+		h.pos[g] = int32(len(h.ids) - 1)
+		h.up(len(h.ids) - 1)
+		return
+	}
+	h.down(int(i))
+	h.up(int(i))
+}
+
+func (h *groupHeap) min() float64 {
+	if len(h.ids) == 0 {
+		return math.Inf(1)
+	}
+	return h.key[h.ids[0]]
+}
+
+// progressAt is group g's progress per flow (Mb) at now.
+func (g *flowGroup) progressAt(now float64) float64 { return g.p0 + g.rate*(now-g.t0) }
+
+// settleLabel adds the time since the last settlement to the group's current label.
+func (g *flowGroup) settleLabel(now float64) {
+	if now > g.since {
+		g.btime[g.label] += now - g.since
+	}
+	g.since = now
+}
+
+// nextFinish is when the group's first class finishes at its current rate.
+func (s *sim) nextFinish(g *flowGroup) float64 {
+	for len(g.heap) > 0 && s.classes[g.heap[0].class].gen != g.heap[0].gen {
+		g.heap.pop()
+	}
+	if len(g.heap) == 0 || !(g.rate > 0) {
+		return math.Inf(1)
+	}
+	return g.t0 + (g.heap[0].target-g.p0)/g.rate
+}
+
+// touch takes group g's throughput out of the running totals before it changes (see record).
+func (s *sim) touch(gi int32) {
+	g := &s.groups[gi]
+	if g.touched {
+		return
+	}
+	g.touched = true
+	s.touchedG = append(s.touchedG, gi)
+	for l, v := range g.vec {
+		s.thr[l] -= g.rate * v
+	}
+	if !g.dirty {
+		g.dirty = true
+		s.dirty = append(s.dirty, gi)
+	}
+}
+
+// join adds class c, just made, to its group at now.
+func (s *sim) join(c int32, now float64) {
+	cl := &s.classes[c]
+	gi := cl.group
+	s.touch(gi)
+	g := &s.groups[gi]
+	if !g.active {
+		s.activate(gi, now)
+	}
+	p := g.progressAt(now)
+	cl.target = p + s.fileMb[cl.file]
+	g.settleLabel(now)
+	cl.snap = append(cl.snap[:0], g.btime...)
+	g.heap.push(classEntry{target: cl.target, class: c, gen: cl.gen})
+	g.weight += cl.weight
+	m := float64(len(cl.members))
+	g.members += m
+	g.joined += m * p
+	s.addVec(g, cl, cl.weight)
+}
+
+// addVec adds w flows of class cl to the group's per-segment count of flows (see record).
+func (s *sim) addVec(g *flowGroup, cl *flowClass, w float64) {
+	for _, l := range s.profiles[cl.profile] {
+		if int(l) < s.nSeg {
+			g.vec[l] += w
+		}
+	}
+}
+
+// activate puts group gi on its channels.
+func (s *sim) activate(gi int32, now float64) {
+	g := &s.groups[gi]
+	g.active = true
+	g.rate, g.p0, g.t0 = 0, 0, now
+	g.since = now
+	g.apos = int32(len(s.activeG))
+	s.activeG = append(s.activeG, gi)
+	for _, c := range s.pathCh[g.path] {
+		s.chGroups[c] = append(s.chGroups[c], gi)
+	}
+}
+
+// deactivate takes group gi, now without flows, off its channels.
+func (s *sim) deactivate(gi int32, now float64) {
+	g := &s.groups[gi]
+	g.settleLabel(now)
+	g.active = false
+	g.p0, g.t0, g.rate = g.progressAt(now), now, 0
+	g.members, g.joined = 0, 0
+	last := s.activeG[len(s.activeG)-1]
+	s.activeG[g.apos] = last
+	s.groups[last].apos = g.apos
+	s.activeG = s.activeG[:len(s.activeG)-1]
+	for _, c := range s.pathCh[g.path] {
+		gs := s.chGroups[c]
+		if i := slices.Index(gs, gi); i >= 0 {
+			gs[i] = gs[len(gs)-1]
+			s.chGroups[c] = gs[:len(gs)-1]
+		}
+	}
+	s.heap.set(gi, math.Inf(1))
+}
+
+// leave takes k members (the first k, or all with k = len) of class c out of its group at now,
+// adding the time they spent under each label to their nodes; with all members the class ends.
+func (s *sim) leave(c int32, mem []int32, now float64) {
+	cl := &s.classes[c]
+	gi := cl.group
+	s.touch(gi)
+	g := &s.groups[gi]
+	g.settleLabel(now)
+	for _, i := range mem {
+		tot := s.nodeTot(i)
+		for l, v := range g.btime {
+			tot[l] += v - cl.snap[l]
+		}
+	}
+	m := float64(len(mem))
+	w := m
+	if s.pathMC[cl.path] {
+		w = 0 // a tree carries one copy however many members leave; it leaves with the last
+		if len(mem) == len(cl.members) {
+			w = cl.weight
+		}
+	}
+	g.weight -= w
+	cl.weight -= w
+	g.members -= m
+	g.joined -= m * (cl.target - s.fileMb[cl.file])
+	s.addVec(g, cl, -w)
+}
+
+// freeClass recycles class c once it has no members left.
+func (s *sim) freeClass(c int32) {
+	cl := &s.classes[c]
+	cl.gen++
+	cl.members = cl.members[:0]
+	s.freeC = append(s.freeC, c)
+}
+
+// finishDue ends the classes whose flows finish by tol (the event at now), appending their members
+// to starters.
+func (s *sim) finishDue(now, tol float64, starters []int32) []int32 {
+	for s.heap.min() <= tol {
+		gi := s.heap.ids[0]
+		g := &s.groups[gi]
+		for len(g.heap) > 0 {
+			e := g.heap[0]
+			cl := &s.classes[e.class]
+			if cl.gen != e.gen {
+				g.heap.pop()
+				continue
+			}
+			if g.t0+(e.target-g.p0)/g.rate > tol {
+				break
+			}
+			g.heap.pop()
+			s.leave(e.class, cl.members, now)
+			s.mbDone += s.fileMb[cl.file] * float64(len(cl.members))
+			for _, i := range cl.members {
+				s.fileNext[i]++
+				s.posClass[i] = -1
+				starters = append(starters, i)
+			}
+			s.freeClass(e.class)
+			g = &s.groups[gi]
+		}
+		s.heap.set(gi, s.nextFinish(g))
+	}
+	return starters
+}
+
+// resolve re-shares the channels among the groups that the event's changes can reach, and sets
+// their rates and finishing times from now.
+func (s *sim) resolve(now float64) error {
+	comp := s.component()
+	in := &s.in
+	in.capacity = s.capacity
+	in.weight, in.limit, in.paths = in.weight[:0], in.limit[:0], in.paths[:0]
+	for _, gi := range comp {
+		g := &s.groups[gi]
+		in.weight = append(in.weight, g.weight)
+		in.limit = append(in.limit, g.limit)
+		in.paths = append(in.paths, s.pathCh[g.path])
+	}
+	if len(comp) > 0 {
+		if err := s.mm.solve(in); err != nil {
+			return err
+		}
+		s.stats.Allocations++
+	}
+	for j, gi := range comp {
+		s.touch(gi)
+		g := &s.groups[gi]
+		label := g.limitLabel
+		if b := s.mm.bound[j]; b >= 0 {
+			label = s.chLabel(b)
+		}
+		if r := s.mm.rate[j]; r != g.rate {
+			if !(r > 0) {
+				return fmt.Errorf("flow class of %g nodes got no bandwidth at %.6g s", g.members, now)
+			}
+			g.p0, g.t0, g.rate = g.progressAt(now), now, r
+		}
+		if label != g.label {
+			g.settleLabel(now)
+			g.label = label
+		}
+	}
+	for _, gi := range s.dirty {
+		g := &s.groups[gi]
+		g.dirty = false
+		if g.active && g.weight == 0 {
+			s.deactivate(gi, now)
+		}
+	}
+	s.dirty = s.dirty[:0]
+	for _, gi := range s.touchedG {
+		g := &s.groups[gi]
+		g.touched = false
+		for l, v := range g.vec {
+			s.thr[l] += g.rate * v
+		}
+		if g.active {
+			s.heap.set(gi, s.nextFinish(g))
+		}
+	}
+	s.touchedG = s.touchedG[:0]
+	if s.check != nil {
+		return s.certify(now)
+	}
+	return nil
+}
+
+// component returns the active groups whose rates the event's changes can move, in group order:
+// all of them in the reference mode, else those connected to a changed group through channels.
+func (s *sim) component() []int32 {
+	comp := s.comp[:0]
+	if s.cfg.reference {
+		comp = append(comp, s.activeG...)
+	} else {
+		s.stamp++
+		queue := comp
+		for _, gi := range s.dirty {
+			if s.groups[gi].mark != s.stamp {
+				s.groups[gi].mark = s.stamp
+				queue = append(queue, gi)
+			}
+		}
+		for k := 0; k < len(queue); k++ {
+			for _, c := range s.pathCh[s.groups[queue[k]].path] {
+				if s.chMark[c] == s.stamp {
+					continue
+				}
+				s.chMark[c] = s.stamp
+				for _, g2 := range s.chGroups[c] {
+					if s.groups[g2].mark != s.stamp {
+						s.groups[g2].mark = s.stamp
+						queue = append(queue, g2)
+					}
+				}
+			}
+		}
+		comp = slices.DeleteFunc(queue, func(gi int32) bool { return s.groups[gi].weight == 0 })
+	}
+	slices.Sort(comp)
+	s.comp = comp
+	return comp
+}
+
+// certify hands the check hook the whole allocation: every active class with its full shared
+// path (the channels left out of the groups' paths included) and its group's rate.
+func (s *sim) certify(now float64) error {
+	in := maxMinInput{capacity: s.capacity}
+	var rate []float64
+	for _, gi := range s.activeG {
+		g := &s.groups[gi]
+		for _, e := range g.heap {
+			cl := &s.classes[e.class]
+			if cl.gen != e.gen || cl.weight == 0 {
+				continue
+			}
+			// Members of one class may differ in the channels left out of the group's path:
+			// each unicast member is a flow of its own here; a tree is one flow.
+			mem, w := cl.members, 1.0
+			if s.pathMC[cl.path] {
+				mem, w = mem[:1], cl.weight
+			}
+			for _, p := range mem {
+				var path []int32
+				for _, c := range s.routeCh[s.routeStart[p]:s.routeStart[p+1]] {
+					if s.users[c] > 1 || s.mcNode[p] {
+						path = append(path, c)
+					}
+				}
+				in.weight = append(in.weight, w)
+				in.limit = append(in.limit, cl.limit)
+				in.paths = append(in.paths, path)
+				rate = append(rate, g.rate)
+			}
+		}
+	}
+	if err := s.check(&in, rate); err != nil {
+		return fmt.Errorf("allocation at %.6g s: %w", now, err)
+	}
+	return nil
+}
+
+// nodeTot returns the per-label seconds of position i's node, making them on first use.
+func (s *sim) nodeTot(i int32) []float64 {
+	b := s.batchIndex(i)
+	slot := s.totSlot[b]
+	if slot < 0 {
+		if n := len(s.freeTot); n > 0 {
+			slot = s.freeTot[n-1]
+			s.freeTot = s.freeTot[:n-1]
+			clear(s.totPool[int(slot)*s.nLabels : int(slot+1)*s.nLabels])
+		} else {
+			slot = int32(len(s.totPool) / s.nLabels)
+			s.totPool = append(s.totPool, make([]float64, s.nLabels)...)
+		}
+		s.totSlot[b] = slot
+	}
+	return s.totPool[int(slot)*s.nLabels : int(slot+1)*s.nLabels]
+}
+
+// batchIndex is the batch index of position i.
+func (s *sim) batchIndex(i int32) int32 {
+	if s.fail != nil {
+		return s.fail.node[i]
+	}
+	return i
+}
+
+// finishNode records the limit that bounded position i's node longest, now that it is done, and
+// recycles its per-label seconds.
+func (s *sim) finishNode(i int32) {
+	b := s.batchIndex(i)
+	s.nodeBest[b] = -1
+	slot := s.totSlot[b]
+	if slot < 0 {
+		return
+	}
+	tot := s.totPool[int(slot)*s.nLabels : int(slot+1)*s.nLabels]
+	best := -1
+	for l, v := range tot {
+		if v > 0 && (best < 0 || v > tot[best] || (v == tot[best] && s.rank[l] < s.rank[best])) {
+			best = l
+		}
+	}
+	if best >= 0 {
+		s.nodeBest[b], s.nodeBound[b] = int16(best), tot[best]
+	}
+	s.totSlot[b] = -1
+	s.freeTot = append(s.freeTot, slot)
+}
+
+// recount recomputes the per-segment throughput from the active groups, dropping the rounding
+// that the running totals gather (see record).
+func (s *sim) recount() {
+	clear(s.thr)
+	for _, gi := range s.activeG {
+		g := &s.groups[gi]
+		for l, v := range g.vec {
+			s.thr[l] += g.rate * v
+		}
+	}
+}
