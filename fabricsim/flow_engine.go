@@ -425,8 +425,9 @@ func (s *sim) component() []int32 {
 				}
 			}
 		}
-		comp = slices.DeleteFunc(queue, func(gi int32) bool { return s.groups[gi].weight == 0 })
+		comp = queue
 	}
+	comp = slices.DeleteFunc(comp, func(gi int32) bool { return s.groups[gi].weight == 0 })
 	slices.Sort(comp)
 	s.comp = comp
 	return comp
