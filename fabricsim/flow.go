@@ -131,15 +131,17 @@ type FlowConfig struct {
 	// TimeStep, when positive, rounds every event up to a multiple of it, so that arrivals and
 	// completions within one step share one re-allocation: arrivals are seen late and a flow that
 	// ends inside a step keeps its share to the step's end, so each event is off by less than one
-	// step. 0: exact. Power-on ramps want it at scale: an exact ramp re-allocates once per node.
+	// step. 0: exact, the default; the incremental solver makes an exact power-on ramp (an event
+	// per arrival and per completion) cheap, so a step is only an optional coarsening.
 	TimeStep float64
 	// MaxSamples bounds the length of the utilisation series (0: 400).
 	MaxSamples int
 	// TopLinks is how many of the busiest links to list (0: 10).
 	TopLinks int
 	// Progress, when set, is called every progressEvery events and once at the end, from the
-	// simulating goroutine: often enough for a progress bar (an event costs about a millisecond
-	// at the paper's scale), rarely enough to cost nothing in the event loop.
+	// simulating goroutine: often enough for a progress bar (an event costs microseconds to a
+	// millisecond), rarely enough to cost little in the event loop (a call sums the active
+	// groups).
 	Progress func(Progress)
 
 	// reference, set by tests and benchmarks, re-solves the whole allocation at every event over

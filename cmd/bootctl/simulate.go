@@ -21,10 +21,6 @@ import (
 	"go.uber.org/zap"
 )
 
-// simAutoStep is the time step for arrivals spread over time: an exact ramp re-allocates once per
-// node, and 10 ms is far below a boot's duration.
-const simAutoStep = 10 * time.Millisecond
-
 // simDefaultFiles is the default --files: undionly.kpxe over TFTP (PXE firmware speaks nothing
 // else), then kernel and initrd (together the paper's 50 MB image) over --protocol.
 const simDefaultFiles = "nbp=70KB:tftp,kernel=10MB,initrd=40MB"
@@ -57,7 +53,7 @@ func simulateCommand(e *env) *cli.Command {
 		&cli.BoolFlag{Name: "health-nodes", Usage: "health aggregation: include every node's status in --output json"},
 		&cli.StringFlag{Name: "delivery", Value: "unicast", Usage: "image delivery: unicast (a flow per node), or multicast (a tree per boot server, shown beside unicast)"},
 		&cli.StringFlag{Name: "mcast", Value: "fulb", Usage: "multicast tree algorithm with --delivery multicast: fulb, minhop, sssp"},
-		&cli.StringFlag{Name: "time-step", Value: "auto", Usage: "round events up to multiples of this duration so that nearby ones share one re-allocation (0: exact; auto: exact with --arrival all, else " + simAutoStep.String() + ")"},
+		&cli.StringFlag{Name: "time-step", Value: "0", Usage: "round events up to multiples of this duration so that nearby ones share one re-allocation, an optional coarsening (0: exact; auto, its old default, is now 0 too)"},
 		&cli.Float64Flag{Name: "server-cap", Usage: "limit on each boot server's total rate in Mb/s, e.g. its disk (0: none)"},
 		&cli.StringSliceFlag{Name: "fail", Usage: "a boot server fails during the boot: SERVER@TIME (bs3@12s, 3@12; repeatable or comma-separated); its unfinished nodes boot again from DHCP on their new owners after --detect, beside the run without failures"},
 		&cli.DurationFlag{Name: "detect", Value: time.Duration(fabricsim.DefaultDetectSeconds * 1e9), Usage: "with --fail: time from a failure to the takeover of the server's nodes (the fleet's etcd lease TTL)"},
@@ -264,11 +260,9 @@ func simConfig(c *cli.Context) (fabricsim.FlowConfig, error) {
 		*d.dst = v.Seconds()
 	}
 	switch step := c.String("time-step"); step {
-	case "auto":
-		if c.String("arrival") != "all" {
-			cfg.TimeStep = simAutoStep.Seconds()
-		}
-	case "0":
+	case "auto", "0":
+		// Exact: the incremental solver makes an exact ramp cheap, so the 10 ms grid that auto
+		// meant for spread arrivals is no longer needed.
 	default:
 		d, err := time.ParseDuration(step)
 		if err != nil || d < 0 {
