@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // The event engine of Simulate. Max-min sharing gives every flow of a group (same shared channels,
@@ -433,11 +434,14 @@ func (s *sim) component() []int32 {
 	return comp
 }
 
-// certify hands the check hook the whole allocation: every active class with its full shared
-// path (the channels left out of the groups' paths included) and its group's rate.
+// certify hands the check hook the whole allocation: the active flows with their full shared
+// paths (the channels left out of the groups' paths included), those of one class with the same
+// path as one entry, and their group's rate.
 func (s *sim) certify(now float64) error {
 	in := maxMinInput{capacity: s.capacity}
 	var rate []float64
+	index := map[string]int{}
+	var path []int32
 	for _, gi := range s.activeG {
 		g := &s.groups[gi]
 		for _, e := range g.heap {
@@ -445,22 +449,28 @@ func (s *sim) certify(now float64) error {
 			if cl.gen != e.gen || cl.weight == 0 {
 				continue
 			}
-			// Members of one class may differ in the channels left out of the group's path:
-			// each unicast member is a flow of its own here; a tree is one flow.
+			clear(index)
+			// Members of one class may differ in the channels left out of the group's path; a
+			// tree is one flow.
 			mem, w := cl.members, 1.0
 			if s.pathMC[cl.path] {
 				mem, w = mem[:1], cl.weight
 			}
 			for _, p := range mem {
-				var path []int32
+				path = path[:0]
 				for _, c := range s.routeCh[s.routeStart[p]:s.routeStart[p+1]] {
 					if s.users[c] > 1 || s.mcNode[p] {
 						path = append(path, c)
 					}
 				}
+				if k, ok := index[int32Key(path)]; ok {
+					in.weight[k] += w
+					continue
+				}
+				index[strings.Clone(int32Key(path))] = len(in.weight)
 				in.weight = append(in.weight, w)
 				in.limit = append(in.limit, cl.limit)
-				in.paths = append(in.paths, path)
+				in.paths = append(in.paths, slices.Clone(path))
 				rate = append(rate, g.rate)
 			}
 		}
