@@ -192,6 +192,7 @@ func (s *sim) touch(gi int32) {
 		return
 	}
 	g.touched = true
+	g.oldW, g.oldR = g.weight, g.rate
 	s.touchedG = append(s.touchedG, gi)
 	for l, v := range g.vec {
 		s.thr[l] -= g.rate * v
@@ -262,6 +263,7 @@ func (s *sim) deactivate(gi int32, now float64) {
 			gs[i] = gs[len(gs)-1]
 			s.chGroups[c] = gs[:len(gs)-1]
 		}
+
 	}
 	s.heap.set(gi, math.Inf(1))
 }
@@ -335,27 +337,150 @@ func (s *sim) finishDue(now, tol float64, starters []int32) []int32 {
 	return starters
 }
 
+// slackMargin is how far below its capacity a channel's load must stay to count as slack: far
+// above the rounding that the running loads gather between two recounts.
+const slackMargin = 1e-9
+
 // resolve re-shares the channels among the groups that the event's changes can reach, and sets
 // their rates and finishing times from now.
+//
+// The groups re-solved are those connected to a changed group through channels that are
+// saturated; a slack channel (load below capacity) is a cut: it stays in the problem with the
+// capacity the groups beyond it leave, and if the new rates keep it slack, the groups beyond it
+// keep their rates and their bottlenecks (none of them is bound by it, and every channel that
+// binds them is saturated, so it would have brought them in). Otherwise the component grows
+// through it and is solved again. The result is the max-min allocation of the whole problem.
 func (s *sim) resolve(now float64) error {
 	comp := s.component()
+	for {
+		solved, err := s.solveComponent(comp)
+		if err != nil {
+			return err
+		}
+		grown := len(comp)
+		comp = s.growAtCuts(comp, solved)
+		if len(comp) == grown {
+			if err := s.applyRates(solved, now); err != nil {
+				return err
+			}
+			break
+		}
+		s.stats.Regrowths++
+	}
+	for _, gi := range s.dirty {
+		g := &s.groups[gi]
+		g.dirty = false
+		if g.active && g.weight == 0 {
+			s.deactivate(gi, now)
+		}
+	}
+	s.dirty = s.dirty[:0]
+	for _, gi := range s.touchedG {
+		g := &s.groups[gi]
+		g.touched = false
+		d := g.weight*g.rate - g.oldW*g.oldR
+		for _, c := range s.pathCh[g.path] {
+			if s.load[c] += d; len(s.chGroups[c]) == 0 {
+				s.load[c] = 0 // no rounding left behind on an idle channel
+			}
+		}
+		for l, v := range g.vec {
+			s.thr[l] += g.rate * v
+		}
+		if g.active {
+			s.heap.set(gi, s.nextFinish(g))
+		}
+	}
+	s.touchedG = s.touchedG[:0]
+	if s.check != nil {
+		return s.certify(now)
+	}
+	return nil
+}
+
+// solveComponent solves max-min over the groups of comp that have flows, with the cut channels'
+// capacities reduced by the load of the groups beyond them, and returns those groups (the rates
+// are in s.mm, in their order).
+func (s *sim) solveComponent(comp []int32) ([]int32, error) {
+	solved := s.solved[:0]
+	for _, gi := range comp {
+		s.touch(gi)
+		if s.groups[gi].weight > 0 {
+			solved = append(solved, gi)
+		}
+	}
+	s.solved = solved
 	in := &s.in
 	in.capacity = s.capacity
+	if len(s.cut) > 0 {
+		// The load of a cut channel before the event, less that of the component's groups.
+		in.capacity = s.capEff
+		for _, c := range s.cut {
+			s.capEff[c] = s.capacity[c] - s.load[c]
+		}
+		for _, gi := range comp {
+			g := &s.groups[gi]
+			for _, c := range s.pathCh[g.path] {
+				if s.chCut[c] == s.stamp {
+					s.capEff[c] += g.oldW * g.oldR
+				}
+			}
+		}
+	}
 	in.weight, in.limit, in.paths = in.weight[:0], in.limit[:0], in.paths[:0]
-	for _, gi := range comp {
+	for _, gi := range solved {
 		g := &s.groups[gi]
 		in.weight = append(in.weight, g.weight)
 		in.limit = append(in.limit, g.limit)
 		in.paths = append(in.paths, s.pathCh[g.path])
 	}
-	if len(comp) > 0 {
+	if len(solved) > 0 {
 		if err := s.mm.solve(in); err != nil {
-			return err
+			return nil, err
 		}
 		s.stats.Allocations++
 	}
-	for j, gi := range comp {
-		s.touch(gi)
+	return solved, nil
+}
+
+// growAtCuts checks that the new rates of the solved groups keep every cut channel slack, and
+// grows comp through those they do not; it restores the cut channels' capacities.
+func (s *sim) growAtCuts(comp, solved []int32) []int32 {
+	if len(s.cut) == 0 {
+		return comp
+	}
+	for j, gi := range solved {
+		g := &s.groups[gi]
+		for _, c := range s.pathCh[g.path] {
+			if s.chCut[c] == s.stamp {
+				s.used[c] += g.weight * s.mm.rate[j]
+			}
+		}
+	}
+	from := len(comp)
+	keep := s.cut[:0]
+	for _, c := range s.cut {
+		slack := s.used[c] < s.capEff[c]-slackMargin*s.capacity[c]
+		s.used[c], s.capEff[c] = 0, s.capacity[c]
+		if slack {
+			keep = append(keep, c)
+			continue
+		}
+		s.chCut[c] = 0
+		comp = s.addGroups(comp, c)
+	}
+	s.cut = keep
+	if len(comp) == from {
+		return comp
+	}
+	comp = s.expand(comp, from)
+	slices.Sort(comp)
+	return comp
+}
+
+// applyRates gives the solved groups their new rates and labels from now.
+func (s *sim) applyRates(solved []int32, now float64) error {
+	for j, gi := range solved {
 		g := &s.groups[gi]
 		label := g.limitLabel
 		if b := s.mm.bound[j]; b >= 0 {
@@ -372,66 +497,67 @@ func (s *sim) resolve(now float64) error {
 			g.label = label
 		}
 	}
-	for _, gi := range s.dirty {
-		g := &s.groups[gi]
-		g.dirty = false
-		if g.active && g.weight == 0 {
-			s.deactivate(gi, now)
-		}
-	}
-	s.dirty = s.dirty[:0]
-	for _, gi := range s.touchedG {
-		g := &s.groups[gi]
-		g.touched = false
-		for l, v := range g.vec {
-			s.thr[l] += g.rate * v
-		}
-		if g.active {
-			s.heap.set(gi, s.nextFinish(g))
-		}
-	}
-	s.touchedG = s.touchedG[:0]
-	if s.check != nil {
-		return s.certify(now)
-	}
 	return nil
 }
 
-// component returns the active groups whose rates the event's changes can move, in group order:
-// all of them in the reference mode, else those connected to a changed group through channels.
+// component returns the groups (with flows or just emptied) whose rates the event's changes can
+// move, in group order: all of them in the reference mode, else those connected to a changed
+// group through saturated channels (see resolve).
 func (s *sim) component() []int32 {
 	comp := s.comp[:0]
+	s.stamp++
+	s.cut = s.cut[:0]
 	if s.cfg.reference {
 		comp = append(comp, s.activeG...)
+		for _, gi := range s.dirty {
+			if !s.groups[gi].active || s.groups[gi].weight == 0 {
+				comp = append(comp, gi)
+			}
+		}
 	} else {
-		s.stamp++
-		queue := comp
 		for _, gi := range s.dirty {
 			if s.groups[gi].mark != s.stamp {
 				s.groups[gi].mark = s.stamp
-				queue = append(queue, gi)
+				comp = append(comp, gi)
 			}
 		}
-		for k := 0; k < len(queue); k++ {
-			for _, c := range s.pathCh[s.groups[queue[k]].path] {
-				if s.chMark[c] == s.stamp {
-					continue
-				}
-				s.chMark[c] = s.stamp
-				for _, g2 := range s.chGroups[c] {
-					if s.groups[g2].mark != s.stamp {
-						s.groups[g2].mark = s.stamp
-						queue = append(queue, g2)
-					}
-				}
-			}
-		}
-		comp = queue
+		comp = s.expand(comp, 0)
 	}
-	comp = slices.DeleteFunc(comp, func(gi int32) bool { return s.groups[gi].weight == 0 })
 	slices.Sort(comp)
+	comp = slices.Compact(comp)
 	s.comp = comp
 	return comp
+}
+
+// expand adds to queue the groups reachable from queue[from:] through saturated channels, and
+// lists the slack channels it meets as cuts.
+func (s *sim) expand(queue []int32, from int) []int32 {
+	for k := from; k < len(queue); k++ {
+		for _, c := range s.pathCh[s.groups[queue[k]].path] {
+			if s.chMark[c] == s.stamp {
+				continue
+			}
+			s.chMark[c] = s.stamp
+			if s.load[c] < s.capacity[c]*(1-slackMargin) {
+				s.chCut[c] = s.stamp
+				s.cut = append(s.cut, c)
+				continue
+			}
+			queue = s.addGroups(queue, c)
+		}
+	}
+	return queue
+}
+
+// addGroups appends the active groups on channel c not yet in the component.
+func (s *sim) addGroups(queue []int32, c int32) []int32 {
+	for _, g2 := range s.chGroups[c] {
+		if s.groups[g2].mark != s.stamp {
+			s.groups[g2].mark = s.stamp
+			queue = append(queue, g2)
+		}
+	}
+	return queue
 }
 
 // certify hands the check hook the whole allocation: the active flows with their full shared
@@ -530,14 +656,22 @@ func (s *sim) finishNode(i int32) {
 	s.freeTot = append(s.freeTot, slot)
 }
 
-// recount recomputes the per-segment throughput from the active groups, dropping the rounding
-// that the running totals gather (see record).
+// recount recomputes the per-segment throughput and the channels' loads from the active groups,
+// dropping the rounding that the running totals gather (see record).
 func (s *sim) recount() {
 	clear(s.thr)
+	for _, gi := range s.activeG {
+		for _, c := range s.pathCh[s.groups[gi].path] {
+			s.load[c] = 0
+		}
+	}
 	for _, gi := range s.activeG {
 		g := &s.groups[gi]
 		for l, v := range g.vec {
 			s.thr[l] += g.rate * v
+		}
+		for _, c := range s.pathCh[g.path] {
+			s.load[c] += g.weight * g.rate
 		}
 	}
 }

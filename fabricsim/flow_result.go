@@ -108,6 +108,9 @@ type FlowStats struct {
 	Groups      int `json:"groups"`
 	Events      int `json:"events"`
 	Allocations int `json:"allocations"`
+	// Regrowths counts the re-solves whose component had to grow through a channel it had left
+	// as a cut (see resolve).
+	Regrowths int `json:"regrowths"`
 }
 
 // distribution summarises v, which it sorts.

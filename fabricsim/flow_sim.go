@@ -74,6 +74,7 @@ type flowGroup struct {
 	members, joined float64
 	apos            int32 // index in sim.activeG
 	mark            uint32
+	oldW, oldR      float64 // weight and rate before the event's changes
 	active          bool
 	dirty, touched  bool
 }
@@ -138,8 +139,15 @@ type sim struct {
 	stamp     uint32
 	comp      []int32
 	dirty     []int32 // groups changed at the event
-	touchedG  []int32 // groups whose throughput is out of thr
-	heap      groupHeap
+	solved    []int32
+	// load is each channel's total rate (kept up to date by the groups' changes); the channels
+	// met as cuts of the component (chCut = stamp) are solved with capEff, and used sums the new
+	// rates on them.
+	load, capEff, used []float64
+	chCut              []uint32
+	cut                []int32
+	touchedG           []int32 // groups whose throughput is out of thr
+	heap               groupHeap
 	// Per batch node: seconds under each label while it boots (totSlot into totPool), then the
 	// label that bounded it longest and for how long.
 	totSlot   []int32
@@ -436,6 +444,10 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 	s.thr = make([]float64, s.nSeg)
 	s.chGroups = make([][]int32, len(s.capacity))
 	s.chMark = make([]uint32, len(s.capacity))
+	s.chCut = make([]uint32, len(s.capacity))
+	s.load = make([]float64, len(s.capacity))
+	s.used = make([]float64, len(s.capacity))
+	s.capEff = slices.Clone(s.capacity)
 	s.groupIdx = map[groupKey]int32{}
 	s.slotClass = make([]int32, len(s.pathCh))
 	s.pathGroup = make([]int32, len(s.pathCh))
