@@ -19,11 +19,12 @@ import (
 // When a flow starts or ends, only the groups connected to it through shared channels can change
 // rate: max-min sharing splits into independent problems over the connected components of the
 // graph of groups and channels, and the components are solved separately with the same
-// progressive filling. A channel that can never be saturated, because all the flows that could ever
-// cross it together, each at its cap, fit in it, takes no part in the sharing; leaving it out of
-// the groups' paths (as SimGrid's LMM leaves out constraints that cannot bind) splits the
-// components at it: on the paper's machine with TFTP caps only the server NICs and the cascade
-// uplinks remain, so an event re-solves the twenty servers of one cascade switch. The reference
+// progressive filling; a component also stops at channels below their capacity (see resolve). A
+// channel that can never be saturated, because all the flows that could ever cross it together,
+// each at its cap, fit in it, takes no part in the sharing; leaving it out of the groups' paths
+// splits the components at it for good: on the paper's machine with TFTP caps only the server
+// NICs and the cascade uplinks remain, so an event re-solves the twenty servers of one cascade
+// switch. The reference
 // mode (FlowConfig.reference) keeps every shared channel and re-solves all groups at every event,
 // as the simulator did before; the tests check that both agree.
 
