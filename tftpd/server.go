@@ -51,6 +51,16 @@ type Config struct {
 	// again; Retries is how many times it sends before giving up.
 	Timeout time.Duration
 	Retries int
+	// MaxClientTimeout is the longest per-try timeout a client may ask for
+	// with the timeout option (RFC 2349, 1..255 s); a larger request is
+	// left out of the OACK and the server's Timeout applies. Default 5 s.
+	MaxClientTimeout time.Duration
+	// MaxTransferTime bounds how long one transfer may hold its slot,
+	// however steadily the client acknowledges. Default 10 min.
+	MaxTransferTime time.Duration
+	// MaxTransfersPerClient bounds the transfers one client address may
+	// run at once, so that one host cannot take every slot. Default 16.
+	MaxTransfersPerClient int
 	// Anticipate, when 2 or more, makes the server send that many DATA
 	// blocks before waiting for their ACKs on transfers that did not ask
 	// for windowsize (pin/tftp's SetAnticipate, at most 60). It is not

@@ -1,0 +1,239 @@
+package tftpd
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+)
+
+// The tests in this file replay the attacks of a hostile host on the boot
+// network (issue 13): each holds or wastes server resources the way the
+// attack did, and checks that the server refuses or recovers.
+
+// sendRRQ sends a read request in mode from a fresh socket bound to
+// fromIP and returns the client without waiting for an answer.
+func sendRRQ(t testing.TB, addr, fromIP, mode, name string, opts ...string) *rawClient {
+	t.Helper()
+	srv, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.ParseIP(fromIP)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	pkt := []byte{0, 1}
+	pkt = append(append(pkt, name...), 0)
+	pkt = append(append(pkt, mode...), 0)
+	for _, o := range opts {
+		pkt = append(append(pkt, o...), 0)
+	}
+	if _, err := c.WriteToUDP(pkt, srv); err != nil {
+		t.Fatal(err)
+	}
+	return &rawClient{c: c, buf: make([]byte, 65536)}
+}
+
+// waitActive waits up to d for the number of running transfers to be want.
+func waitActive(t *testing.T, s *Server, want int, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for s.Active() != want && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	if got := s.Active(); got != want {
+		t.Fatalf("%d transfers running after %v, want %d", got, d, want)
+	}
+}
+
+// TestAttackClientTimeout: a client asking for timeout 255 must not get it
+// (it would hold a slot for 255 s per try); the OACK leaves it out when it
+// is above the server's ceiling, and the transfer gives up on the server's
+// own schedule.
+func TestAttackClientTimeout(t *testing.T) {
+	data := randomBytes(100_000, 31)
+	for _, window := range []string{"1", "4"} {
+		t.Run("windowsize "+window, func(t *testing.T) {
+			ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}, Timeout: 100 * time.Millisecond, Retries: 2})
+			rc, first := rawRRQ(t, ts.addr, "f", "blksize", "1468", "windowsize", window, "timeout", "255")
+			if got := parseOACK(t, first)["timeout"]; got == "255" {
+				t.Fatalf("OACK grants timeout 255")
+			}
+			rc.send(t, []byte{0, 4, 0, 0})
+			start := time.Now()
+			if res := ts.rec.next(t); res.Outcome != OutcomeTimeout {
+				t.Fatalf("outcome %s (%v), want timeout", res.Outcome, res.Err)
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Fatalf("a silent client held its slot %v", d)
+			}
+		})
+	}
+	t.Run("within the ceiling", func(t *testing.T) {
+		ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}, MaxClientTimeout: 2 * time.Second})
+		_, first := rawRRQ(t, ts.addr, "f", "windowsize", "4", "timeout", "2")
+		if got := parseOACK(t, first)["timeout"]; got != "2" {
+			t.Fatalf("OACK timeout %q, want 2 (within the ceiling)", got)
+		}
+	})
+}
+
+// TestAttackSlowClient: a client that acknowledges each block just before
+// the server would resend keeps a transfer alive forever; MaxTransferTime
+// ends it.
+func TestAttackSlowClient(t *testing.T) {
+	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: randomBytes(1_000_000, 32)}},
+		Timeout: 300 * time.Millisecond, Retries: 2, MaxTransferTime: 700 * time.Millisecond})
+	rc, first := rawRRQ(t, ts.addr, "f")
+	if binary.BigEndian.Uint16(first) != opDATA {
+		t.Fatalf("want DATA 1, got % x", first[:4])
+	}
+	stop := make(chan struct{})
+	go func() {
+		for b := uint16(1); ; b++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			rc.c.WriteToUDP([]byte{0, 4, byte(b >> 8), byte(b)}, rc.tid)
+		}
+	}()
+	defer close(stop)
+	start := time.Now()
+	res := ts.rec.next(t)
+	if d := time.Since(start); res.Outcome != OutcomeTimeout || d > 2*time.Second {
+		t.Fatalf("outcome %s after %v (%v), want timeout within about 0.7 s", res.Outcome, d, res.Err)
+	}
+	if !strings.Contains(res.Err.Error(), "limit") {
+		t.Errorf("error %q does not name the limit", res.Err)
+	}
+}
+
+// TestAttackSlotsPerClient: one host opening many silent transfers takes
+// at most its share of the slots; another host is still served.
+func TestAttackSlotsPerClient(t *testing.T) {
+	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: randomBytes(100_000, 33)}},
+		MaxTransfers: 8, MaxTransfersPerClient: 3, Timeout: 2 * time.Second, Retries: 5})
+	var busy int
+	for range 8 {
+		rc := sendRRQ(t, ts.addr, "127.0.0.1", "octet", "f", "blksize", "1468", "windowsize", "4")
+		if p := rc.read(t); binary.BigEndian.Uint16(p) == opERROR {
+			if !bytes.Contains(p, []byte("busy")) {
+				t.Fatalf("refusal %q does not say busy", p)
+			}
+			busy++
+		}
+	}
+	if busy != 5 {
+		t.Fatalf("%d of 8 requests from one host refused, want 5 (3 per host)", busy)
+	}
+	c := sendRRQ(t, ts.addr, "127.0.0.2", "octet", "f", "windowsize", "4")
+	if p := c.read(t); binary.BigEndian.Uint16(p) != opOACK {
+		t.Fatalf("a second host got %q, want an OACK", p)
+	}
+}
+
+// TestAttackClientGone: a client that goes away (its port closed, so the
+// kernel answers with ICMP port unreachable) or says so with an ERROR frees
+// its slot at once, not after the timeouts.
+func TestAttackClientGone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []string
+	}{
+		{"lock-step", []string{"blksize", "1468"}},
+		{"windowed", []string{"blksize", "1468", "windowsize", "4"}},
+	} {
+		t.Run(tc.name+" closed port", func(t *testing.T) {
+			ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: randomBytes(100_000, 34)}}, Timeout: 3 * time.Second, Retries: 5})
+			rc, first := rawRRQ(t, ts.addr, "f", tc.opts...)
+			parseOACK(t, first)
+			rc.send(t, []byte{0, 4, 0, 0})
+			rc.read(t)
+			rc.c.Close()
+			waitActive(t, ts.srv, 0, time.Second)
+		})
+		t.Run(tc.name+" error", func(t *testing.T) {
+			ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: randomBytes(100_000, 34)}}, Timeout: 3 * time.Second, Retries: 5})
+			rc, first := rawRRQ(t, ts.addr, "f", tc.opts...)
+			parseOACK(t, first)
+			rc.send(t, rawError(0, "bye"))
+			waitActive(t, ts.srv, 0, time.Second)
+		})
+	}
+}
+
+// TestAttackShutdown: stopping the server while transfers wait on clients
+// with long timeouts (theirs or the server's) returns within 2 s.
+func TestAttackShutdown(t *testing.T) {
+	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: randomBytes(1_000_000, 35)}},
+		Timeout: 20 * time.Second, Retries: 5, MaxClientTimeout: 30 * time.Second})
+	for i := range 20 {
+		opts := []string{"blksize", "1468", "timeout", "30"}
+		if i%2 == 1 {
+			opts = append(opts, "windowsize", "8")
+		}
+		rc, first := rawRRQ(t, ts.addr, "f", opts...)
+		parseOACK(t, first)
+		rc.send(t, []byte{0, 4, 0, 0})
+	}
+	waitActive(t, ts.srv, 20, time.Second)
+	start := time.Now()
+	ts.stop()
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("shutdown took %v with 20 transfers waiting, want under 2 s", d)
+	}
+}
+
+// TestAttackStrictParser: requests the strict parser rejects (duplicate
+// options, too many options, a mode other than octet or netascii) get a
+// TFTP ERROR and never a transfer.
+func TestAttackStrictParser(t *testing.T) {
+	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: randomBytes(10_000, 36)}}})
+	many := []string{}
+	for i := range 17 {
+		many = append(many, fmt.Sprintf("x%d", i), "1")
+	}
+	for _, tc := range []struct {
+		name, mode string
+		opts       []string
+	}{
+		{"duplicate blksize", "octet", []string{"blksize", "1468", "blksize", "512"}},
+		{"duplicate case-folded", "octet", []string{"tsize", "0", "TSIZE", "0"}},
+		{"17 options", "octet", many},
+		{"mail mode", "mail", nil},
+		{"unknown mode", "binary", []string{"blksize", "1468"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := sendRRQ(t, ts.addr, "127.0.0.1", tc.mode, "f", tc.opts...)
+			p := rc.read(t)
+			if len(p) < 4 || binary.BigEndian.Uint16(p) != opERROR {
+				t.Fatalf("got % x, want a TFTP ERROR", p[:min(len(p), 8)])
+			}
+		})
+	}
+	if ts.srv.Active() != 0 {
+		t.Fatalf("%d transfers running after refused requests", ts.srv.Active())
+	}
+}
+
+// TestNetascii: a netascii request gets the file with line ends converted.
+func TestNetascii(t *testing.T) {
+	ts := startServer(t, Config{Root: fstest.MapFS{"menu": {Data: []byte("a\nb\rc\n")}}})
+	rc := sendRRQ(t, ts.addr, "127.0.0.1", "netascii", "menu")
+	p := rc.read(t)
+	if binary.BigEndian.Uint16(p) != opDATA || string(p[4:]) != "a\r\nb\r\x00c\r\n" {
+		t.Fatalf("got %q, want DATA 1 with a\\r\\nb\\r\\0c\\r\\n", p)
+	}
+	rc.send(t, []byte{0, 4, 0, 1})
+	if res := ts.rec.next(t); res.Outcome != OutcomeOK {
+		t.Fatalf("outcome %s (%v)", res.Outcome, res.Err)
+	}
+}
