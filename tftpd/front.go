@@ -5,20 +5,24 @@ import (
 	"net"
 	"net/netip"
 
+	"go.uber.org/zap"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
 )
 
-// front is the TFTP port as pin/tftp sees it. pin/tftp v3.2.0 cannot
-// negotiate windowsize (RFC 7440): it deletes every option but blksize and
-// tsize from its OACK, and has no hook to change that. So front takes the
-// octet-mode read requests that ask for a window of 2 or more out of the
-// stream and runs them as windowed transfers of our own; every other
-// datagram reaches pin/tftp as it arrived, and pin/tftp runs it lock-step.
+// front is the TFTP port as pin/tftp sees it. It takes every datagram out
+// of pin/tftp's request stream and answers it here: read requests run in
+// this package's own senders (window.go: RFC 7440 windows, and lock-step
+// as a window of one), which enforce the server's limits (timeouts, slots
+// per client, transfer time, shutdown); write requests and requests the
+// strict parser rejects get a TFTP ERROR; anything else is counted and
+// dropped. Only with Config.Anticipate do lock-step read requests reach
+// pin/tftp, whose burst mode this package does not have.
 //
-// Being a wrapper, front hides the *net.UDPConn from pin/tftp, which then
-// binds its transfer sockets to the wildcard address (the kernel picks the
-// source address by route) instead of to the request's destination address.
+// pin/tftp v3.2.0 could not serve the rest anyway: it deletes every option
+// but blksize and tsize from its OACK (no windowsize, no timeout), serves
+// requests with duplicate options and unknown modes, and its unconnected
+// transfer sockets never learn that a client went away.
 type front struct {
 	*net.UDPConn
 	s   *Server
@@ -46,20 +50,54 @@ func newFront(s *Server, conn *net.UDPConn) (*front, error) {
 }
 
 // ReadFrom implements net.PacketConn for pin/tftp's request loop (one
-// goroutine): it returns the next datagram that is not a windowed read
-// request.
+// goroutine): it handles datagrams itself and returns only those left to
+// pin/tftp (lock-step read requests in Anticipate mode).
 func (f *front) ReadFrom(p []byte) (int, net.Addr, error) {
 	for {
 		n, oobn, _, from, err := f.ReadMsgUDP(f.buf, f.oob)
 		if err != nil {
 			return 0, nil, err
 		}
-		if req, err := parseRRQ(f.buf[:n]); err == nil && req.mode == "octet" && req.windowSize() >= 2 {
-			f.s.startWindowed(req, from.AddrPort(), f.local(f.oob[:oobn]))
+		if f.dispatch(f.buf[:n], from.AddrPort(), f.oob[:oobn]) {
 			continue
 		}
 		return copy(p, f.buf[:n]), from, nil
 	}
+}
+
+// dispatch handles one datagram on the TFTP port and reports whether it
+// did; false leaves it to pin/tftp.
+func (f *front) dispatch(b []byte, from netip.AddrPort, oob []byte) bool {
+	s := f.s
+	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
+	op := -1
+	if len(b) >= 2 {
+		op = int(b[0])<<8 | int(b[1])
+	}
+	switch op {
+	case opRRQ:
+		req, err := parseRRQ(b)
+		if err != nil {
+			s.m.badRequests.Inc()
+			s.log.Info("tftp request refused", zap.Stringer("remote", from), zap.Error(err))
+			f.WriteToUDPAddrPort(errorPacket(parseErrorCode(err), "bad request: "+err.Error()), from)
+			return true
+		}
+		if s.antic >= 2 && req.windowSize() < 2 {
+			return false
+		}
+		s.startTransfer(req, from, f.local(oob))
+	case opWRQ:
+		s.m.transfers.WithLabelValues(string(OutcomeRefused)).Inc()
+		s.log.Info("tftp write refused", zap.Stringer("remote", from))
+		f.WriteToUDPAddrPort(errorPacket(errCodeAccess, errWrite.Error()), from)
+	default:
+		// ACKs, DATA and ERRORs for no transfer, and garbage: no answer, so
+		// that the port cannot be used to reflect traffic.
+		s.m.badRequests.Inc()
+		s.log.Debug("tftp datagram dropped", zap.Stringer("remote", from), zap.Int("opcode", op), zap.Int("bytes", len(b)))
+	}
+	return true
 }
 
 // local returns the address a datagram was sent to, from its control

@@ -153,12 +153,18 @@ func TestAttackClientGone(t *testing.T) {
 	} {
 		t.Run(tc.name+" closed port", func(t *testing.T) {
 			ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: randomBytes(100_000, 34)}}, Timeout: 3 * time.Second, Retries: 5})
-			rc, first := rawRRQ(t, ts.addr, "f", tc.opts...)
-			parseOACK(t, first)
-			rc.send(t, []byte{0, 4, 0, 0})
-			rc.read(t)
+			// The request's socket is closed before the answer comes: the
+			// OACK meets a closed port.
+			rc := sendRRQ(t, ts.addr, "127.0.0.1", "octet", "f", tc.opts...)
 			rc.c.Close()
+			deadline := time.Now().Add(time.Second)
+			for ts.srv.Active() == 0 && len(ts.rec.doneC) == 0 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
 			waitActive(t, ts.srv, 0, time.Second)
+			if res := ts.rec.next(t); res.Outcome != OutcomeAborted {
+				t.Errorf("outcome %s (%v), want aborted", res.Outcome, res.Err)
+			}
 		})
 		t.Run(tc.name+" error", func(t *testing.T) {
 			ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: randomBytes(100_000, 34)}}, Timeout: 3 * time.Second, Retries: 5})
@@ -174,7 +180,7 @@ func TestAttackClientGone(t *testing.T) {
 // with long timeouts (theirs or the server's) returns within 2 s.
 func TestAttackShutdown(t *testing.T) {
 	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: randomBytes(1_000_000, 35)}},
-		Timeout: 20 * time.Second, Retries: 5, MaxClientTimeout: 30 * time.Second})
+		Timeout: 20 * time.Second, Retries: 5, MaxClientTimeout: 30 * time.Second, MaxTransfersPerClient: 32})
 	for i := range 20 {
 		opts := []string{"blksize", "1468", "timeout", "30"}
 		if i%2 == 1 {

@@ -12,6 +12,7 @@ import (
 // TFTP opcodes (RFC 1350, RFC 2347).
 const (
 	opRRQ   = 1
+	opWRQ   = 2
 	opDATA  = 3
 	opACK   = 4
 	opERROR = 5
@@ -23,6 +24,8 @@ const (
 	errCodeUndefined = 0
 	errCodeNotFound  = 1
 	errCodeAccess    = 2
+	errCodeIllegal   = 4 // illegal TFTP operation
+	errCodeOption    = 8 // RFC 2347: option negotiation refused
 )
 
 // Limits of the options and requests the windowed sender accepts.
@@ -35,6 +38,17 @@ const (
 	maxRequestDatagram = 1024    // an RRQ with every option fits in 600 bytes
 	maxRequestOptions  = 16
 )
+
+// errOption is wrapped by parseRRQ's refusals that are about options.
+var errOption = errors.New("option")
+
+// parseErrorCode is the TFTP error code for a request parseRRQ refused.
+func parseErrorCode(err error) uint16 {
+	if errors.Is(err, errOption) {
+		return errCodeOption
+	}
+	return errCodeIllegal
+}
 
 // request is a parsed read request.
 type request struct {
@@ -71,15 +85,15 @@ func parseRRQ(b []byte) (request, error) {
 	}
 	fields = fields[2:]
 	if len(fields)%2 != 0 {
-		return request{}, fmt.Errorf("option %q has no value", fields[len(fields)-1])
+		return request{}, fmt.Errorf("%w %q has no value", errOption, fields[len(fields)-1])
 	}
 	if len(fields)/2 > maxRequestOptions {
-		return request{}, fmt.Errorf("%d options, limit %d", len(fields)/2, maxRequestOptions)
+		return request{}, fmt.Errorf("%d %ss, limit %d", len(fields)/2, errOption, maxRequestOptions)
 	}
 	for i := 0; i < len(fields); i += 2 {
 		name := strings.ToLower(fields[i])
 		if _, dup := r.opts[name]; dup {
-			return request{}, fmt.Errorf("option %q given twice", name)
+			return request{}, fmt.Errorf("%w %q given twice", errOption, name)
 		}
 		r.opts[name] = fields[i+1]
 	}
@@ -109,11 +123,13 @@ type params struct {
 	oack       []byte
 }
 
-// negotiate decides the transfer parameters for r and a file of size bytes,
-// with the block size capped at blockCap. Options that are malformed or out
-// of their RFC's range are left out of the OACK, as RFC 2347 allows, and
-// take their defaults.
-func negotiate(r request, size int64, blockCap int) params {
+// negotiate decides the transfer parameters for r and a file of size bytes
+// (-1: do not answer tsize), with the block size capped at blockCap and the
+// client's timeout at maxTimeout. Options that are malformed, out of their
+// RFC's range or above the server's ceiling are left out of the OACK, as
+// RFC 2347 allows, and take their defaults: RFC 2349 lets the server grant
+// the timeout asked for or none, not a smaller one.
+func negotiate(r request, size int64, blockCap int, maxTimeout time.Duration) params {
 	p := params{blockSize: defaultBlockSize, windowSize: 1}
 	var oack []string
 	if v, ok := r.opts["blksize"]; ok {
@@ -130,7 +146,7 @@ func negotiate(r request, size int64, blockCap int) params {
 		oack = append(oack, "tsize", strconv.FormatInt(size, 10))
 	}
 	if v, ok := r.opts["timeout"]; ok {
-		if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= maxTimeoutSeconds {
+		if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= maxTimeoutSeconds && time.Duration(n)*time.Second <= maxTimeout {
 			p.timeout = time.Duration(n) * time.Second
 			oack = append(oack, "timeout", strconv.Itoa(n))
 		}

@@ -26,6 +26,16 @@ const (
 	DefaultMaxTransfers = 512
 	DefaultTimeout      = 3 * time.Second
 	DefaultRetries      = 5
+	// DefaultMaxClientTimeout: firmware asks for 1-5 s when it asks at
+	// all; 255 s (the RFC 2349 maximum) would let a silent client hold a
+	// slot for 21 minutes over its retries.
+	DefaultMaxClientTimeout = 5 * time.Second
+	// DefaultMaxTransferTime lets a 1 GB image through lock-step at 2 MB/s.
+	DefaultMaxTransferTime = 10 * time.Minute
+	// DefaultMaxTransfersPerClient: a node fetches one file at a time (two
+	// with the UEFI tsize probe); a relay or NAT in front of many may need
+	// more.
+	DefaultMaxTransfersPerClient = 16
 )
 
 // Limits of the blksize option (RFC 2348) as pin/tftp applies them.
@@ -89,19 +99,25 @@ type Server struct {
 	timeout  time.Duration
 	retries  int
 	antic    uint
-	obs      Observer
-	log      *zap.Logger
-	now      func() time.Time
-	m        *metrics
+
+	maxClientTimeout time.Duration
+	maxTransferTime  time.Duration
+	perClient        int
+	obs              Observer
+	log              *zap.Logger
+	now              func() time.Time
+	m                *metrics
 
 	slots    chan struct{} // one token per running transfer
 	stopping chan struct{} // closed when Serve's context ends
 	served   chan struct{} // closed by the first Serve call
 
-	mu    sync.Mutex
-	stats map[netip.AddrPort]*tftp.TransferStats // running transfers; filled by the library hook
+	mu      sync.Mutex
+	stats   map[netip.AddrPort]*tftp.TransferStats // running pin/tftp transfers; filled by the library hook
+	clients map[netip.Addr]int                     // running transfers per client address
+	conns   map[*net.UDPConn]struct{}              // sockets of running transfers of our own (see stop)
 
-	windowed sync.WaitGroup // windowed transfers (see front)
+	transfers sync.WaitGroup // transfers of our own (see front)
 }
 
 // New checks cfg and returns a Server.
@@ -127,6 +143,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Retries <= 0 {
 		cfg.Retries = DefaultRetries
 	}
+	if err := limitDefaults(&cfg); err != nil {
+		return nil, err
+	}
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
 	}
@@ -146,15 +165,40 @@ func New(cfg Config) (*Server, error) {
 		timeout:  cfg.Timeout,
 		retries:  cfg.Retries,
 		antic:    cfg.Anticipate,
-		obs:      cfg.Observer,
-		log:      cfg.Logger,
-		now:      cfg.Now,
-		m:        m,
-		slots:    make(chan struct{}, cfg.MaxTransfers),
-		stopping: make(chan struct{}),
-		served:   make(chan struct{}),
-		stats:    make(map[netip.AddrPort]*tftp.TransferStats),
+
+		maxClientTimeout: cfg.MaxClientTimeout,
+		maxTransferTime:  cfg.MaxTransferTime,
+		perClient:        cfg.MaxTransfersPerClient,
+		clients:          make(map[netip.Addr]int),
+		conns:            make(map[*net.UDPConn]struct{}),
+		obs:              cfg.Observer,
+		log:              cfg.Logger,
+		now:              cfg.Now,
+		m:                m,
+		slots:            make(chan struct{}, cfg.MaxTransfers),
+		stopping:         make(chan struct{}),
+		served:           make(chan struct{}),
+		stats:            make(map[netip.AddrPort]*tftp.TransferStats),
 	}, nil
+}
+
+// limitDefaults checks the anti-abuse limits of cfg and fills the
+// defaults of zero ones.
+func limitDefaults(cfg *Config) error {
+	if cfg.MaxClientTimeout < 0 || cfg.MaxTransferTime < 0 || cfg.MaxTransfersPerClient < 0 {
+		return fmt.Errorf("tftpd: Config.MaxClientTimeout (%v), MaxTransferTime (%v) and MaxTransfersPerClient (%d) must not be negative",
+			cfg.MaxClientTimeout, cfg.MaxTransferTime, cfg.MaxTransfersPerClient)
+	}
+	if cfg.MaxClientTimeout == 0 {
+		cfg.MaxClientTimeout = DefaultMaxClientTimeout
+	}
+	if cfg.MaxTransferTime == 0 {
+		cfg.MaxTransferTime = DefaultMaxTransferTime
+	}
+	if cfg.MaxTransfersPerClient == 0 {
+		cfg.MaxTransfersPerClient = DefaultMaxTransfersPerClient
+	}
+	return nil
 }
 
 // Active returns the number of read transfers in progress.
@@ -211,13 +255,13 @@ func (s *Server) Serve(ctx context.Context, conn *net.UDPConn) error {
 	case err = <-errc:
 		errc = nil
 	}
-	close(s.stopping)
-	lib.Shutdown() // closes conn, waits for running transfers
+	s.stop()
+	lib.Shutdown() // closes conn, waits for pin/tftp's transfers
 	if errc != nil {
 		<-errc
 	}
 	conn.Close() // Shutdown misses conn if it ran before lib.Serve stored it
-	s.windowed.Wait()
+	s.transfers.Wait()
 	s.log.Info("tftp stopped", zap.Stringer("addr", conn.LocalAddr()))
 	if err != nil {
 		return fmt.Errorf("tftpd: serving on %s: %w", conn.LocalAddr(), err)
@@ -305,13 +349,11 @@ func (s *Server) serveRead(filename string, remote netip.AddrPort, send func(r i
 		return err
 	}
 
-	select {
-	case s.slots <- struct{}{}:
-	default:
+	if err := s.acquire(remote.Addr()); err != nil {
 		s.obs.OnTransferStart(res.TransferInfo)
-		return finish(OutcomeRefused, fmt.Errorf("%w: %d transfers running, limit reached; retry later", errBusy, cap(s.slots)))
+		return finish(OutcomeRefused, err)
 	}
-	defer func() { <-s.slots }()
+	defer s.release(remote.Addr())
 	s.m.active.Inc()
 	defer s.m.active.Dec()
 
@@ -330,7 +372,7 @@ func (s *Server) serveRead(filename string, remote netip.AddrPort, send func(r i
 	defer f.Close()
 	res.Size = size
 
-	cr := &countingReader{r: f, stop: s.stopping}
+	cr := &countingReader{r: bufferedFile(f), stop: s.stopping}
 	st, err := send(cr, size)
 	res.Bytes = cr.n
 	if st.blockSize > 0 {
@@ -346,6 +388,32 @@ func (s *Server) serveRead(filename string, remote netip.AddrPort, send func(r i
 	}
 	finish(classify(err, cr.n), err)
 	return nil
+}
+
+// acquire takes a transfer slot for a client, or says why not.
+func (s *Server) acquire(client netip.Addr) error {
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		return fmt.Errorf("%w: %d transfers running, limit reached; retry later", errBusy, cap(s.slots))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := s.clients[client]; n >= s.perClient {
+		<-s.slots
+		return fmt.Errorf("%w: %d transfers from %s running, per-client limit reached; retry later", errBusy, n, client)
+	}
+	s.clients[client]++
+	return nil
+}
+
+func (s *Server) release(client netip.Addr) {
+	s.mu.Lock()
+	if s.clients[client]--; s.clients[client] <= 0 {
+		delete(s.clients, client)
+	}
+	s.mu.Unlock()
+	<-s.slots
 }
 
 // open stats before opening so that a FIFO or device in the root cannot
@@ -401,6 +469,9 @@ func classify(err error, bytes int64) Outcome {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return OutcomeTimeout
+	}
+	if errors.Is(err, errGone) {
+		return OutcomeAborted
 	}
 	var pe *peerError
 	if errors.As(err, &pe) {

@@ -614,7 +614,7 @@ func TestConcurrentFetches(t *testing.T) {
 		files[name] = &fstest.MapFile{Data: b}
 		sums[name] = sha256.Sum256(b)
 	}
-	ts := startServer(t, Config{Root: files})
+	ts := startServer(t, Config{Root: files, MaxTransfersPerClient: 32})
 	var wg sync.WaitGroup
 	errs := make(chan error, 32)
 	for i := range 32 {

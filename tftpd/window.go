@@ -7,11 +7,10 @@ import (
 	"io"
 	"io/fs"
 	"net"
-	"net/netip"
 	"os"
+	"syscall"
 	"time"
 
-	"go.uber.org/zap"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
 )
@@ -38,6 +37,8 @@ type windowSender struct {
 	timeout  time.Duration
 	retries  int
 	stopping <-chan struct{}
+	until    time.Time     // the transfer's end at the latest (MaxTransferTime)
+	limit    time.Duration // MaxTransferTime, for the error message
 
 	batch   batchWriter // conn, sending a window in one system call
 	msgs    []ipv4.Message
@@ -92,11 +93,14 @@ func (w *windowSender) run(r io.Reader) error {
 		if err := w.sendBlocks(sendFrom, end); err != nil {
 			return err
 		}
-		deadline := time.Now().Add(w.timeout)
+		deadline := w.deadline()
 		tries := 1
 		for {
 			acked, err := w.awaitACK(deadline, base-1)
 			if errors.Is(err, os.ErrDeadlineExceeded) {
+				if err := w.pastLimit(); err != nil {
+					return err
+				}
 				if tries >= w.retries {
 					return fmt.Errorf("no ACK after block %d in %d tries of %v: %w", base-1, tries, w.timeout, err)
 				}
@@ -105,7 +109,7 @@ func (w *windowSender) run(r io.Reader) error {
 				if err := w.sendBlocks(base, end); err != nil {
 					return err
 				}
-				deadline = time.Now().Add(w.timeout)
+				deadline = w.deadline()
 				continue
 			}
 			if err != nil {
@@ -186,7 +190,7 @@ func (w *windowSender) sendOACK() error {
 		if _, err := w.conn.Write(w.p.oack); err != nil {
 			return fmt.Errorf("sending OACK: %w", err)
 		}
-		acked, err := w.awaitACK(time.Now().Add(w.timeout), 0)
+		acked, err := w.awaitACK(w.deadline(), 0)
 		if err == nil && acked == 0 {
 			return nil
 		}
@@ -196,11 +200,32 @@ func (w *windowSender) sendOACK() error {
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
 			return err
 		}
+		if err := w.pastLimit(); err != nil {
+			return err
+		}
 		if tries >= w.retries {
 			return fmt.Errorf("no ACK for the OACK in %d tries of %v: %w", tries, w.timeout, err)
 		}
 		w.retrans++
 	}
+}
+
+// deadline is when to give up waiting for the next ACK: one timeout from
+// now, or the transfer's limit if that comes first.
+func (w *windowSender) deadline() time.Time {
+	d := time.Now().Add(w.timeout)
+	if !w.until.IsZero() && w.until.Before(d) {
+		return w.until
+	}
+	return d
+}
+
+// pastLimit is the error ending a transfer that has run past its limit.
+func (w *windowSender) pastLimit() error {
+	if w.until.IsZero() || time.Now().Before(w.until) {
+		return nil
+	}
+	return fmt.Errorf("transfer ran past its limit of %v: %w", w.limit, os.ErrDeadlineExceeded)
 }
 
 // awaitACK waits until deadline for an ACK and returns the block it names,
@@ -219,6 +244,16 @@ func (w *windowSender) awaitACK(deadline time.Time, prev uint64) (uint64, error)
 		}
 		n, err := w.conn.Read(w.recv)
 		if err != nil {
+			select {
+			case <-w.stopping:
+				return 0, errStopping // Serve cut the wait short
+			default:
+			}
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				// ICMP port unreachable on the connected socket: the
+				// client's port is closed, nobody will acknowledge.
+				return 0, fmt.Errorf("%w after block %d: %w", errGone, prev, err)
+			}
 			return 0, err
 		}
 		if n < 4 {
@@ -245,53 +280,6 @@ func indexNUL(b []byte) int {
 		}
 	}
 	return -1
-}
-
-// startWindowed runs a windowed read transfer for req in its own goroutine,
-// unless the server is stopping. local is the address the request came to
-// (the zero Addr: any).
-func (s *Server) startWindowed(req request, remote netip.AddrPort, local netip.Addr) {
-	select {
-	case <-s.stopping:
-		return
-	default:
-	}
-	s.windowed.Add(1)
-	go func() {
-		defer s.windowed.Done()
-		s.serveWindowed(req, remote, local)
-	}()
-}
-
-func (s *Server) serveWindowed(req request, remote netip.AddrPort, local netip.Addr) {
-	remote = netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port())
-	laddr := &net.UDPAddr{}
-	if local.IsValid() {
-		laddr.IP = local.AsSlice()
-	}
-	// The transfer's own port is its TID (RFC 1350); connecting the socket
-	// keeps datagrams from other TIDs out.
-	conn, err := net.DialUDP("udp", laddr, net.UDPAddrFromAddrPort(remote))
-	if err != nil {
-		s.log.Warn("tftp: cannot open a transfer socket", zap.Stringer("remote", remote), zap.Error(err))
-		return
-	}
-	defer conn.Close()
-	refusal := s.serveRead(req.filename, remote, func(r io.Reader, size int64) (sendStats, error) {
-		w := &windowSender{conn: conn, p: negotiate(req, size, s.blockCap), timeout: s.timeout, retries: s.retries, stopping: s.stopping}
-		if w.p.timeout > 0 {
-			w.timeout = w.p.timeout
-		}
-		err := w.run(r)
-		var pe *peerError
-		if err != nil && !errors.As(err, &pe) {
-			conn.Write(errorPacket(errCodeUndefined, err.Error()))
-		}
-		return sendStats{blockSize: w.p.blockSize, windowSize: w.p.windowSize, retransmissions: w.retrans}, err
-	})
-	if refusal != nil {
-		conn.Write(errorPacket(refusalCode(refusal), refusal.Error()))
-	}
 }
 
 // refusalCode is the TFTP error code for a request refused before transfer.

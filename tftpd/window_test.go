@@ -121,6 +121,7 @@ func TestNegotiate(t *testing.T) {
 		opts     map[string]string
 		size     int64
 		cap      int
+		ceiling  time.Duration // 0: 255 s
 		want     params
 		wantOACK map[string]string
 	}{
@@ -135,6 +136,10 @@ func TestNegotiate(t *testing.T) {
 			want: params{blockSize: 65464, windowSize: 16}, wantOACK: map[string]string{"blksize": "65464", "windowsize": "16"}},
 		{name: "timeout", opts: map[string]string{"timeout": "2", "windowsize": "8"}, cap: 1468,
 			want: params{blockSize: 512, windowSize: 8, timeout: 2 * time.Second}, wantOACK: map[string]string{"timeout": "2", "windowsize": "8"}},
+		{name: "timeout above the ceiling left out", opts: map[string]string{"timeout": "255", "windowsize": "8"}, cap: 1468, ceiling: 5 * time.Second,
+			want: params{blockSize: 512, windowSize: 8}, wantOACK: map[string]string{"windowsize": "8"}},
+		{name: "timeout at the ceiling", opts: map[string]string{"timeout": "5"}, cap: 1468, ceiling: 5 * time.Second,
+			want: params{blockSize: 512, windowSize: 1, timeout: 5 * time.Second}, wantOACK: map[string]string{"timeout": "5"}},
 		{name: "bad values left out", opts: map[string]string{"blksize": "7", "windowsize": "0", "timeout": "256", "tsize": "12", "multicast": ""}, cap: 1468,
 			want: params{blockSize: 512, windowSize: 1}},
 		{name: "non-numbers left out", opts: map[string]string{"blksize": "big", "windowsize": "-4", "timeout": "1s"}, cap: 1468,
@@ -142,7 +147,11 @@ func TestNegotiate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := negotiate(request{filename: "f", mode: "octet", opts: tc.opts}, tc.size, tc.cap)
+			ceiling := tc.ceiling
+			if ceiling == 0 {
+				ceiling = maxTimeoutSeconds * time.Second
+			}
+			got := negotiate(request{filename: "f", mode: "octet", opts: tc.opts}, tc.size, tc.cap, ceiling)
 			var gotOACK map[string]string
 			if got.oack != nil {
 				gotOACK = parseOACK(t, got.oack)
@@ -385,7 +394,7 @@ func FuzzRequest(f *testing.F) {
 			t.Fatalf("mode %q accepted", r.mode)
 		}
 		for _, cap := range []int{minBlockCap, DefaultMaxBlockSize, maxBlockCap} {
-			p := negotiate(r, 1000, cap)
+			p := negotiate(r, 1000, cap, maxTimeoutSeconds*time.Second)
 			if p.blockSize < minBlockSize || p.blockSize > cap {
 				t.Fatalf("blksize %d outside %d..%d", p.blockSize, minBlockSize, cap)
 			}
