@@ -1,13 +1,21 @@
-// Package tftpd is a read-only TFTP server over an fs.FS, built on
-// github.com/pin/tftp/v3.
+// Package tftpd is a read-only TFTP server over an fs.FS.
 //
-// It negotiates blksize (capped by Config.MaxBlockSize) and answers tsize.
-// Lock-step transfers, which every PXE ROM and iPXE use, run in pin/tftp.
-// pin/tftp v3.2.0 cannot negotiate windowsize (RFC 7440): it deletes the
-// option from its OACK. So read requests that ask for a window of 2 or more
-// (UEFI firmware asks for 4) are taken out of pin/tftp's request stream and
-// served by this package's own windowed sender (window.go), which also
-// honours the timeout option (RFC 2349). Write requests are refused.
+// It negotiates blksize (capped by Config.MaxBlockSize), tsize, timeout
+// (RFC 2349, capped by Config.MaxClientTimeout) and windowsize (RFC 7440).
+// Every datagram on the TFTP port is taken by this package (front.go):
+// read requests run in its own sender (window.go), RFC 7440 windows for
+// clients that ask for a window of 2 or more (UEFI firmware asks for 4)
+// and lock-step, a window of one, for the rest (every PXE ROM and iPXE).
+// github.com/pin/tftp/v3 only runs the request loop, and lock-step
+// transfers when Config.Anticipate asks for its burst mode. Write requests,
+// modes other than octet and netascii, and requests the strict parser
+// rejects (duplicate options, more than 16) get a TFTP ERROR.
+//
+// A host on the boot network cannot hold the server: a transfer holds its
+// slot at most Config.MaxTransferTime, one client address at most
+// Config.MaxTransfersPerClient slots, a client that goes away (ERROR
+// packet, ICMP port unreachable) frees its slot at once, and Serve returns
+// within moments of its context ending, whatever the transfers wait for.
 //
 // Every requested name goes through Resolve, and every file is opened
 // through the configured fs.FS; serve a directory through (*os.Root).FS so
