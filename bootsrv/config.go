@@ -84,6 +84,14 @@ type TFTPConfig struct {
 	MaxBlockSize int `yaml:"max_block_size"`
 	// MaxTransfers bounds concurrent transfers. Default 512.
 	MaxTransfers int `yaml:"max_transfers"`
+	// MaxTransfersPerClient bounds the concurrent transfers of one client address, so that one
+	// host cannot take every slot. Default 16.
+	MaxTransfersPerClient int `yaml:"max_transfers_per_client"`
+	// Root is a directory served read-only besides the profile store and the iPXE binaries, as
+	// tftpd-hpa -s DIR serves one (pxelinux menus, firmware files). A name the profile store or
+	// ipxe_dir has is served from them; any other name from Root, confined to it (symbolic links
+	// leading out of it are refused). Empty: none.
+	Root string `yaml:"root"`
 }
 
 // DHCPConfig configures the DHCP endpoint.
@@ -218,6 +226,7 @@ func ParseConfig(data []byte, file string) (*Config, error) {
 	rel(&c.Images)
 	rel(&c.StateDir)
 	rel(&c.IPXEDir)
+	rel(&c.TFTP.Root)
 	if _, preset := topology.Preset(c.Topology); !preset {
 		rel(&c.Topology)
 	}
@@ -320,6 +329,9 @@ func (c *Config) validate() error {
 	}
 	if c.TFTP.MaxTransfers < 0 {
 		return bad("tftp.max_transfers", "must not be negative")
+	}
+	if c.TFTP.MaxTransfersPerClient < 0 {
+		return bad("tftp.max_transfers_per_client", "must not be negative")
 	}
 	d := &c.DHCP
 	if d.Mode == "" {

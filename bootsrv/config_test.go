@@ -72,6 +72,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad dns", "dhcp:\n  subnet: 10.0.0.0/24\n  dns: [1.1.1.1, x]\n", "c.yaml:14: dhcp.dns[1]: \"x\" is not an IPv4 address"},
 		{"bad http listen", "http:\n  listen: 8080\n", "c.yaml:13: http.listen: \"8080\" is not HOST:PORT"},
 		{"bad tftp blksize", "tftp:\n  max_block_size: 100\n", "c.yaml:13: tftp.max_block_size: 100 is not between 513 and 65464"},
+		{"negative tftp per-client", "tftp:\n  max_transfers_per_client: -1\n", "c.yaml:13: tftp.max_transfers_per_client: must not be negative"},
 		{"mode pool", "dhcp:\n  subnet: 10.0.0.0/24\n  mode: pool\n", "c.yaml:14: dhcp.mode: \"pool\" is not reservation, proxy or off (a pool is dhcp.pool: {range: FIRST-LAST, lease: 10m} in reservation mode)"},
 		{"pool in proxy mode", "dhcp:\n  mode: proxy\n  pool: {range: 10.0.0.100-10.0.0.199}\n", "c.yaml:14: dhcp.pool: needs dhcp.mode reservation (it is proxy)"},
 		{"pool without range", "dhcp:\n  subnet: 10.0.0.0/24\n  pool: {lease: 10m}\n", "c.yaml:14: dhcp.pool.range: missing: the pool's addresses as FIRST-LAST, e.g. 10.0.0.100-10.0.0.199"},

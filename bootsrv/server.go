@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -57,6 +58,7 @@ type Server struct {
 
 	res      dhcpd.Reservations
 	tftp     *tftpd.Server
+	tftpRoot *os.Root // tftp.root; nil without one
 	dhcp     []*dhcpd.Server
 	pool     *dhcpd.Pool       // dhcp.pool of a single server (dhcppool.go); nil without one
 	addrPool dhcpd.AddressPool // what DHCP allocates from: pool, or a fleet's etcd pool; nil: none
@@ -172,17 +174,48 @@ func New(cfg *Config, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	if cfg.TFTP.Listen != "off" {
-		s.tftp, err = tftpd.New(tftpd.Config{
-			Root: s.fsys, MaxBlockSize: cfg.TFTP.MaxBlockSize, MaxTransfers: cfg.TFTP.MaxTransfers,
-			Observer: tftpObserver{s}, Registerer: s.reg, Logger: s.log.Named("tftp"), Now: opts.Now,
-		})
-		if err != nil {
+		if err := s.newTFTP(opts); err != nil {
 			return nil, err
 		}
 	}
 	s.log.Info("boot server configured", zap.String("server", srv.Name), zap.Int("id", cfg.ServerID),
 		zap.Int("inventory", len(inv.Nodes)), zap.Int("owned", len(s.auth.Owned())), zap.String("mapping", a.Algo))
 	return s, nil
+}
+
+// newTFTP builds the TFTP server: the profile store and the iPXE binaries, then tftp.root (opened
+// with os.Root, so that links cannot lead out of it) for the names they do not have.
+func (s *Server) newTFTP(opts Options) error {
+	cfg := s.cfg
+	root := s.fsys
+	if cfg.TFTP.Root != "" {
+		dir, err := os.OpenRoot(cfg.TFTP.Root)
+		if err != nil {
+			return fmt.Errorf("%s: tftp.root: %w", cfg.file, err)
+		}
+		s.tftpRoot = dir
+		root = tftpd.Overlay(s.fsys, dir.FS())
+	}
+	var err error
+	s.tftp, err = tftpd.New(tftpd.Config{
+		Root: root, MaxBlockSize: cfg.TFTP.MaxBlockSize, MaxTransfers: cfg.TFTP.MaxTransfers,
+		MaxTransfersPerClient: cfg.TFTP.MaxTransfersPerClient,
+		Observer:              tftpObserver{s}, Registerer: s.reg, Logger: s.log.Named("tftp"), Now: opts.Now,
+	})
+	if err != nil {
+		s.closeTFTPRoot()
+	}
+	return err
+}
+
+// closeTFTPRoot releases tftp.root's directory handle.
+func (s *Server) closeTFTPRoot() error {
+	if s.tftpRoot == nil {
+		return nil
+	}
+	err := s.tftpRoot.Close()
+	s.tftpRoot = nil
+	return err
 }
 
 // checkInventory checks this server's nodes against the DHCP settings.
@@ -210,7 +243,7 @@ func (s *Server) checkInventory() error {
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		err := s.tracker.Stop()
-		s.closeErr = errors.Join(err, s.closePool(), s.store.Close())
+		s.closeErr = errors.Join(err, s.closePool(), s.store.Close(), s.closeTFTPRoot())
 	})
 	return s.closeErr
 }
