@@ -1,112 +1,168 @@
 #!/usr/bin/env bash
-# TFTP benchmark: bootfabric tftpd beside tftpd-hpa in the same run.
-# 1 client, then N concurrent clients (default 64), each fetching an 8 MB
-# (8,000,000-byte) file with blksize 1468 over loopback; every file's
-# sha256 is checked; any failed transfer fails the run.
+# TFTP benchmark: `bootctl serve` beside tftpd-hpa in the same run.
 #
-#   bench/tftp/run.sh [clients]   env: SIZE_BYTES, BLKSIZE, PORT, HPA_PORT, ROUNDS, MODES, ANTICIPATE
+#   bench/tftp/run.sh            env: CLIENTS (64), SIZE_BYTES (8 MiB), BLKSIZE (1468), ROUNDS (5),
+#                                     PINS ("same split"), WINDOWS ("4 16"), PORT, HPA_PORT, BOOTCTL
 #
-# Clients (MODES, default "pin atftp:4 atftp:16"): "pin" is the pin/tftp
-# client in process, lock-step, as PXE ROMs and iPXE fetch; "atftp:W" is
-# Debian's atftp asking for RFC 7440 windowsize W (4 is what UEFI firmware
-# asks for). tftpd-hpa does not negotiate windowsize, so atftp falls back to
-# lock-step against it. ANTICIPATE=N adds "bf-anticN", bootfabric with the
-# opt-in pin/tftp burst mode.
-#
-# Needs tftpd-hpa and atftp (Debian packages) for the reference figures and
-# the windowed clients; without them only what is installed is measured.
+# bootctl serve (the product: bootsrv with its observer, boot-state tracking and metrics) serves
+# an 8 MiB random file from tftp.root; tftpd-hpa (`in.tftpd -l -s -B 1468`, Debian package
+# tftpd-hpa) serves the same directory. Against each, in interleaved rounds:
+#   - 1 lock-step client: curl (tftp://, --tftp-blksize 1468), with PIN=same (client and server
+#     pinned to CPU 0) and PIN=split (server on CPU 0, client on CPU 1);
+#   - CLIENTS concurrent lock-step curl clients on CPU 1 (the servers stay on CPU 0);
+#   - windowed: 1 atftp client asking for RFC 7440 windowsize W (WINDOWS); tftpd-hpa does not
+#     negotiate windowsize, so against it atftp runs lock-step.
+# Every fetched file's sha256 is checked; a failed or corrupt transfer fails the run. Each line
+# prints the median of ROUNDS rounds (and min..max); a single transfer's rate is its curl
+# time_total (atftp: the process's lifetime), the concurrent rate is all bytes over the wall time.
+# The ratio column is bootctl's median over tftpd-hpa's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-CLIENTS=${1:-64}
-SIZE_BYTES=${SIZE_BYTES:-8000000}
+CLIENTS=${CLIENTS:-64}
+SIZE_BYTES=${SIZE_BYTES:-8388608}
 BLKSIZE=${BLKSIZE:-1468}
+ROUNDS=${ROUNDS:-5}
+PINS=${PINS:-same split}
+WINDOWS=${WINDOWS:-4 16}
 PORT=${PORT:-16969}
 HPA_PORT=${HPA_PORT:-16970}
-ANTIC_PORT=${ANTIC_PORT:-16971}
-ROUNDS=${ROUNDS:-3}
-MODES=${MODES:-pin atftp:4 atftp:16}
-ANTICIPATE=${ANTICIPATE:-0}
+ncpu=1 # the concurrent clients' CPU
+[ "$(nproc)" -ge 2 ] || PINS=same ncpu=0
+
+for tool in curl in.tftpd sha256sum taskset; do
+	command -v "$tool" >/dev/null || { echo "run.sh: $tool not found (Debian packages: curl tftpd-hpa coreutils util-linux)" >&2; exit 2; }
+done
+command -v atftp >/dev/null || { echo "run.sh: atftp not installed: no windowed lines" >&2; WINDOWS=""; }
 
 work=$(mktemp -d /tmp/bf-tftpbench.XXXXXX)
+out=$(mktemp -d /dev/shm/bf-tftpbench.XXXXXX)
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$work" "$out"
 }
 trap cleanup EXIT
 
-go build -o "$work/tftpbench" ./bench/tftp
-mkdir -p "$work/root"
+if [ -n "${BOOTCTL:-}" ]; then cp "$BOOTCTL" "$work/bootctl"; else go build -o "$work/bootctl" ./cmd/bootctl; fi
+mkdir -p "$work/root" "$work/ipxe"
 chmod 755 "$work" "$work/root" # tftpd-hpa drops to user nobody
-head -c "$SIZE_BYTES" /dev/urandom > "$work/root/file"
+head -c "$SIZE_BYTES" /dev/urandom >"$work/root/file"
 chmod 644 "$work/root/file"
 sum=$(sha256sum "$work/root/file" | cut -d' ' -f1)
 
-"$work/tftpbench" serve -addr "127.0.0.1:$PORT" -root "$work/root" 2>"$work/serve.log" &
+# bootctl serve's files: a one-profile image store, a fake iPXE binary, one node on 127.0.0.1 (so
+# every transfer is also tracked as that node's boot event), DHCP off.
+head -c 65536 /dev/urandom >"$work/vmlinuz"
+head -c 65536 /dev/urandom >"$work/ipxe/undionly.kpxe"
+"$work/bootctl" --log-level warn image add --store "$work/images" --name default --kernel "$work/vmlinuz" >/dev/null
+printf 'name,mac,ip,node\nnode0,52:54:00:00:00:01,127.0.0.1,s0-b0-n0\n' >"$work/inventory.csv"
+cat >"$work/serve.yaml" <<YAML
+servers: [{name: bs0, address: 127.0.0.1}]
+topology: mini
+mapping: bcda
+inventory: inventory.csv
+images: images
+ipxe_dir: ipxe
+state_dir: state
+http: {listen: "127.0.0.1:0"}
+tftp: {listen: "127.0.0.1:$PORT", root: root, max_block_size: $BLKSIZE, max_transfers_per_client: $((CLIENTS + 8))}
+dhcp: {mode: "off"}
+YAML
+
+# Both servers run on CPU 0 (taskset); with PIN=same the single client joins them there, with
+# PIN=split it runs on CPU 1. Go sizes GOMAXPROCS from the affinity mask: bootctl runs on one P.
+taskset -c 0 "$work/bootctl" --log-level warn serve --config "$work/serve.yaml" 2>"$work/serve.log" &
 pids+=($!)
-servers=("bootfabric 127.0.0.1:$PORT")
-if ((ANTICIPATE >= 2)); then
-  "$work/tftpbench" serve -addr "127.0.0.1:$ANTIC_PORT" -anticipate "$ANTICIPATE" -root "$work/root" 2>"$work/serve-antic.log" &
-  pids+=($!)
-  servers+=("bf-antic$ANTICIPATE 127.0.0.1:$ANTIC_PORT")
-fi
-
-hpa=$(command -v in.tftpd || true)
-[[ -z "$hpa" && -x /usr/sbin/in.tftpd ]] && hpa=/usr/sbin/in.tftpd
-if [[ -n "$hpa" ]]; then
-  # -L foreground, -l listen, -s chroot to root; -B caps blksize like ours.
-  "$hpa" -L -l -a "127.0.0.1:$HPA_PORT" -s -B "$BLKSIZE" "$work/root" &
-  pids+=($!)
-  servers+=("tftpd-hpa 127.0.0.1:$HPA_PORT")
-else
-  echo "tftpd-hpa not installed (apt-get install tftpd-hpa): measuring bootfabric only" >&2
-fi
-if ! command -v atftp >/dev/null; then
-  echo "atftp not installed (apt-get install atftp): lock-step pin/tftp clients only" >&2
-  MODES=pin
-fi
-sleep 0.5
+# -L foreground, -l standalone (a process per transfer, like inetd), -s chroot, -B blksize cap.
+taskset -c 0 in.tftpd -L -l -a "127.0.0.1:$HPA_PORT" -s -B "$BLKSIZE" "$work/root" &
+pids+=($!)
+for ((i = 0; i < 50; i++)); do
+	curl -s -o /dev/null "tftp://127.0.0.1:$PORT/file" --max-time 5 && break
+	sleep 0.1
+done
 for p in "${pids[@]}"; do
-  kill -0 "$p" 2>/dev/null || { echo "a server exited at start (port $PORT, $ANTIC_PORT or $HPA_PORT in use?)" >&2; cat "$work/serve.log" >&2; exit 1; }
+	kill -0 "$p" 2>/dev/null || { echo "run.sh: a server exited at start (port $PORT or $HPA_PORT in use?)" >&2; cat "$work/serve.log" >&2; exit 1; }
 done
 
-echo "TFTP loopback benchmark: file $SIZE_BYTES bytes, blksize $BLKSIZE, $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), best of $ROUNDS rounds per line"
-status=0
-# Rounds are interleaved across servers and clients so that changes in host
-# load hit every line alike; each line keeps its best round.
-for clients in 1 "$CLIENTS"; do
-  declare -A best=() bestagg=()
-  keys=()
-  for ((r = 0; r < ROUNDS; r++)); do
-    for mode in $MODES; do
-      client=${mode%%:*} window=0
-      [[ "$mode" == *:* ]] && window=${mode#*:}
-      for s in "${servers[@]}"; do
-        set -- $s
-        key="$1 $mode"
-        ((r == 0)) && keys+=("$key")
-        line=$("$work/tftpbench" load -name "$1" -addr "$2" -file file -sha256 "$sum" \
-          -clients "$clients" -blksize "$BLKSIZE" -client "$client" -windowsize "$window" -json) || { echo "$line"; status=1; continue; }
-        agg=$(sed -E 's/.*"aggregate_MiB_per_s":([0-9.]+).*/\1/' <<<"$line")
-        if [[ -z "${best[$key]:-}" ]] || awk -v a="$agg" -v b="${bestagg[$key]}" 'BEGIN{exit !(a>b)}'; then
-          best[$key]=$line bestagg[$key]=$agg
-        fi
-      done
-    done
-  done
-  for key in "${keys[@]}"; do
-    [[ -n "${best[$key]:-}" ]] && python3 - "${best[$key]}" <<'PY'
-import json, sys
-s = json.loads(sys.argv[1])
-client = s['client'] + (f" windowsize {s['windowsize']}" if s['windowsize'] else " lock-step")
-print(f"{s['server']:<11} {client:<20} clients={s['clients']:<3} aggregate {s['aggregate_MiB_per_s']:7.1f} MiB/s   "
-      f"per client min/median/max {s['min_client_MiB_per_s']:.1f}/{s['median_client_MiB_per_s']:.1f}/{s['max_client_MiB_per_s']:.1f} MiB/s   "
-      f"sha256 ok {s['sha256_ok']}/{s['clients']}  failed {s['failed']}")
-PY
-  done
-  unset best bestagg
+declare -A port=([bootctl]=$PORT [tftpd-hpa]=$HPA_PORT)
+servers=(bootctl tftpd-hpa)
+fail=0
+
+# check FILE: the fetched file's sha256 against the served one's.
+check() {
+	local got
+	got=$(sha256sum "$1" | cut -d' ' -f1)
+	[ "$got" = "$sum" ] || { echo "run.sh: $1: sha256 $got, want $sum" >&2; fail=1; return 1; }
+}
+
+# curl1 SERVER CPU: one lock-step transfer; prints MiB/s.
+curl1() {
+	local f="$out/$1.1" t
+	t=$(taskset -c "$2" curl -sS --max-time 120 --tftp-blksize "$BLKSIZE" -o "$f" -w '%{time_total}' "tftp://127.0.0.1:${port[$1]}/file") || { echo "run.sh: curl from $1 failed" >&2; fail=1; echo 0; return; }
+	check "$f" || { echo 0; return; }
+	rm -f "$f"
+	awk -v b="$SIZE_BYTES" -v t="$t" 'BEGIN { printf "%.1f\n", b / t / 1048576 }'
+}
+
+# curlN SERVER: CLIENTS concurrent lock-step transfers; prints the aggregate MiB/s.
+curlN() {
+	local start end i ok=1
+	local -a cp=()
+	start=$(date +%s%N)
+	for ((i = 0; i < CLIENTS; i++)); do
+		taskset -c "$ncpu" curl -sS --max-time 300 --tftp-blksize "$BLKSIZE" -o "$out/$1.n$i" "tftp://127.0.0.1:${port[$1]}/file" &
+		cp+=($!)
+	done
+	for p in "${cp[@]}"; do wait "$p" || ok=0; done
+	end=$(date +%s%N)
+	((ok)) || { echo "run.sh: a curl from $1 failed" >&2; fail=1; }
+	for ((i = 0; i < CLIENTS; i++)); do check "$out/$1.n$i" || ok=0; done
+	rm -f "$out/$1".n*
+	((ok)) || { echo 0; return; }
+	awk -v b="$SIZE_BYTES" -v n="$CLIENTS" -v ns="$((end - start))" 'BEGIN { printf "%.1f\n", n * b / (ns / 1e9) / 1048576 }'
+}
+
+# atftp1 SERVER WINDOW: one atftp transfer asking for windowsize WINDOW; prints MiB/s.
+atftp1() {
+	local f="$out/$1.w" start end
+	start=$(date +%s%N)
+	atftp --option "blksize $BLKSIZE" --option "windowsize $2" --option "tsize 0" -g -r file -l "$f" 127.0.0.1 "${port[$1]}" >/dev/null 2>&1 || { echo "run.sh: atftp from $1 failed" >&2; fail=1; echo 0; return; }
+	end=$(date +%s%N)
+	check "$f" || { echo 0; return; }
+	rm -f "$f"
+	awk -v b="$SIZE_BYTES" -v ns="$((end - start))" 'BEGIN { printf "%.1f\n", b / (ns / 1e9) / 1048576 }'
+}
+
+declare -A res=()
+lines=()
+for pin in $PINS; do lines+=("1 lock-step curl, PIN=$pin"); done
+lines+=("$CLIENTS lock-step curl, concurrent")
+for w in $WINDOWS; do lines+=("1 atftp windowsize $w"); done
+
+echo "# TFTP: bootctl serve vs tftpd-hpa, file $SIZE_BYTES bytes, blksize $BLKSIZE, $(nproc) CPUs, $ROUNDS interleaved rounds, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+for ((r = 0; r < ROUNDS; r++)); do
+	for s in "${servers[@]}"; do
+		for pin in $PINS; do
+			cpu=0
+			[ "$pin" = split ] && cpu=1
+			res["$s|1 lock-step curl, PIN=$pin"]+=" $(curl1 "$s" "$cpu")"
+		done
+		res["$s|$CLIENTS lock-step curl, concurrent"]+=" $(curlN "$s")"
+		for w in $WINDOWS; do res["$s|1 atftp windowsize $w"]+=" $(atftp1 "$s" "$w")"; done
+	done
 done
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-exit $status
+
+# stats "v1 v2 ...": median min max.
+stats() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.1f %.1f %.1f\n", m, v[1], v[NR] }'; }
+printf '%-36s %-10s %8s %14s %7s\n' "transfer" "server" "MiB/s" "min..max" "ratio"
+for l in "${lines[@]}"; do
+	read -r bm bmin bmax <<<"$(stats "${res[bootctl|$l]}")"
+	read -r hm hmin hmax <<<"$(stats "${res[tftpd-hpa|$l]}")"
+	ratio=$(awk -v a="$bm" -v b="$hm" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
+	printf '%-36s %-10s %8s %14s %7s\n' "$l" bootctl "$bm" "$bmin..$bmax" "$ratio"
+	printf '%-36s %-10s %8s %14s %7s\n' "" tftpd-hpa "$hm" "$hmin..$hmax" ""
+done
+echo "# sha256 of every transfer checked; load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+exit $fail
