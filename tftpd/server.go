@@ -109,6 +109,7 @@ type Server struct {
 	m                *metrics
 
 	slots    chan struct{} // one token per running transfer
+	threads  chan struct{} // one token per lock-step transfer blocking a thread (lockstep.go)
 	stopping chan struct{} // closed when Serve's context ends
 	served   chan struct{} // closed by the first Serve call
 
@@ -176,6 +177,7 @@ func New(cfg Config) (*Server, error) {
 		now:              cfg.Now,
 		m:                m,
 		slots:            make(chan struct{}, cfg.MaxTransfers),
+		threads:          make(chan struct{}, lockStepThreads),
 		stopping:         make(chan struct{}),
 		served:           make(chan struct{}),
 		stats:            make(map[netip.AddrPort]*tftp.TransferStats),

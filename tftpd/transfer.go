@@ -10,6 +10,7 @@ import (
 
 	"github.com/pin/tftp/v3/netascii"
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 )
 
 // errGone ends a transfer whose client is no longer there.
@@ -36,8 +37,17 @@ func (s *Server) startTransfer(req request, remote netip.AddrPort, local netip.A
 }
 
 // serveTransfer answers one read request: RFC 7440 windows when the client
-// asked for a window of 2 or more, lock-step (a window of one) otherwise.
+// asked for a window of 2 or more, lock-step otherwise.
 func (s *Server) serveTransfer(req request, remote netip.AddrPort, local netip.Addr) {
+	if req.windowSize() < 2 {
+		select {
+		case s.threads <- struct{}{}:
+			defer func() { <-s.threads }()
+			s.serveLockStep(req, remote, local)
+			return
+		default: // too many threads blocked already: through the poller
+		}
+	}
 	laddr := &net.UDPAddr{}
 	if local.IsValid() {
 		laddr.IP = local.AsSlice()
@@ -55,20 +65,16 @@ func (s *Server) serveTransfer(req request, remote netip.AddrPort, local netip.A
 		return
 	}
 	defer s.untrack(conn)
-	start := s.now()
+	until := time.Now().Add(s.maxTransferTime)
 	refusal := s.serveRead(req.filename, remote, func(r io.Reader, size int64) (sendStats, error) {
-		if req.mode == "netascii" {
-			// The size on the wire differs from the file's: no tsize.
-			r, size = netascii.ToReader(r), -1
-		}
+		r, size = textMode(req, r, size)
 		w := &windowSender{conn: conn, p: negotiate(req, size, s.blockCap, s.maxClientTimeout), timeout: s.timeout,
-			retries: s.retries, stopping: s.stopping, until: start.Add(s.maxTransferTime), limit: s.maxTransferTime}
+			retries: s.retries, stopping: s.stopping, until: until, limit: s.maxTransferTime}
 		if w.p.timeout > 0 {
 			w.timeout = w.p.timeout
 		}
 		err := w.run(r)
-		var pe *peerError
-		if err != nil && !errors.As(err, &pe) && !errors.Is(err, errGone) {
+		if sendFailure(err) {
 			conn.Write(errorPacket(errCodeUndefined, err.Error()))
 		}
 		return sendStats{blockSize: w.p.blockSize, windowSize: w.p.windowSize, retransmissions: w.retrans}, err
@@ -76,6 +82,49 @@ func (s *Server) serveTransfer(req request, remote netip.AddrPort, local netip.A
 	if refusal != nil {
 		conn.Write(errorPacket(refusalCode(refusal), refusal.Error()))
 	}
+}
+
+// serveLockStep runs a lock-step transfer in lockStepSender.
+func (s *Server) serveLockStep(req request, remote netip.AddrPort, local netip.Addr) {
+	fd, err := dialBlocking(local, remote)
+	if err != nil {
+		s.log.Warn("tftp: cannot open a transfer socket", zap.Stringer("remote", remote), zap.Error(err))
+		return
+	}
+	defer unix.Close(fd)
+	until := time.Now().Add(s.maxTransferTime)
+	refusal := s.serveRead(req.filename, remote, func(r io.Reader, size int64) (sendStats, error) {
+		r, size = textMode(req, r, size)
+		l := &lockStepSender{fd: fd, p: negotiate(req, size, s.blockCap, s.maxClientTimeout), timeout: s.timeout,
+			retries: s.retries, stopping: s.stopping, until: until, limit: s.maxTransferTime}
+		if l.p.timeout > 0 {
+			l.timeout = l.p.timeout
+		}
+		err := l.run(r)
+		if sendFailure(err) {
+			unix.Write(fd, errorPacket(errCodeUndefined, err.Error()))
+		}
+		return sendStats{blockSize: l.p.blockSize, retransmissions: l.retrans}, err
+	})
+	if refusal != nil {
+		unix.Write(fd, errorPacket(refusalCode(refusal), refusal.Error()))
+	}
+}
+
+// textMode converts a netascii transfer's line ends; its size on the wire
+// then differs from the file's, so it gets no tsize (-1).
+func textMode(req request, r io.Reader, size int64) (io.Reader, int64) {
+	if req.mode == "netascii" {
+		return netascii.ToReader(r), -1
+	}
+	return r, size
+}
+
+// sendFailure reports whether a sender's error is to be told to the
+// client: not when the client ended the transfer or is gone.
+func sendFailure(err error) bool {
+	var pe *peerError
+	return err != nil && !errors.As(err, &pe) && !errors.Is(err, errGone)
 }
 
 // track registers a running transfer's socket so that Serve can cut its
