@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io/fs"
 	"net"
 	"strings"
 	"testing"
@@ -152,15 +153,16 @@ func TestAttackClientGone(t *testing.T) {
 		{"windowed", []string{"blksize", "1468", "windowsize", "4"}},
 	} {
 		t.Run(tc.name+" closed port", func(t *testing.T) {
-			ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: randomBytes(100_000, 34)}}, Timeout: 3 * time.Second, Retries: 5})
-			// The request's socket is closed before the answer comes: the
-			// OACK meets a closed port.
+			gate := make(chan struct{})
+			root := gatedFS{fstest.MapFS{"f": {Data: randomBytes(100_000, 34)}}, gate}
+			ts := startServer(t, Config{Root: root, Timeout: 3 * time.Second, Retries: 5})
+			// The request's socket is closed before the server answers
+			// (it is held in Open until then): the answer meets a closed
+			// port, and the kernel says so with ICMP port unreachable.
 			rc := sendRRQ(t, ts.addr, "127.0.0.1", "octet", "f", tc.opts...)
+			waitActive(t, ts.srv, 1, time.Second)
 			rc.c.Close()
-			deadline := time.Now().Add(time.Second)
-			for ts.srv.Active() == 0 && len(ts.rec.doneC) == 0 && time.Now().Before(deadline) {
-				time.Sleep(time.Millisecond)
-			}
+			close(gate)
 			waitActive(t, ts.srv, 0, time.Second)
 			if res := ts.rec.next(t); res.Outcome != OutcomeAborted {
 				t.Errorf("outcome %s (%v), want aborted", res.Outcome, res.Err)
@@ -174,6 +176,17 @@ func TestAttackClientGone(t *testing.T) {
 			waitActive(t, ts.srv, 0, time.Second)
 		})
 	}
+}
+
+// gatedFS holds every Open until gate is closed.
+type gatedFS struct {
+	fs   fstest.MapFS
+	gate chan struct{}
+}
+
+func (g gatedFS) Open(name string) (fs.File, error) {
+	<-g.gate
+	return g.fs.Open(name)
 }
 
 // TestAttackShutdown: stopping the server while transfers wait on clients

@@ -74,7 +74,9 @@ func TestLockStepRollover(t *testing.T) {
 func TestLockStepThroughPoller(t *testing.T) {
 	data := randomBytes(100_000, 43)
 	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}})
-	ts.srv.threads = make(chan struct{}) // no thread free
+	for range cap(ts.srv.threads) { // no thread free
+		ts.srv.threads <- struct{}{}
+	}
 	got, _, err := fetch(ts.addr, "f", 1468, true)
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("fetched %d bytes (%v), want the %d-byte file", len(got), err, len(data))
