@@ -115,61 +115,66 @@ func (l *lockStepSender) run(r io.Reader) error {
 }
 
 // exchange sends pkt until the client acknowledges block (0 for the
-// OACK). A duplicate ACK of the block before is ignored, not answered
-// with a resend, so that duplicates cannot multiply (Sorcerer's
-// Apprentice); silence for the timeout sends pkt again.
+// OACK), sending it again after each timeout of silence.
 func (l *lockStepSender) exchange(pkt []byte, block uint64) error {
 	for tries := 1; ; tries++ {
+		if !time.Now().Before(l.until) {
+			return fmt.Errorf("transfer ran past its limit of %v: %w", l.limit, os.ErrDeadlineExceeded)
+		}
 		if _, err := unix.Write(l.fd, pkt); err != nil {
 			return l.sysErr("send", block, err)
 		}
-		sent := time.Now()
-		if sent.After(l.until) {
-			return fmt.Errorf("transfer ran past its limit of %v: %w", l.limit, os.ErrDeadlineExceeded)
+		err := l.awaitACK(block, time.Now())
+		if !errors.Is(err, errNoACK) {
+			return err
 		}
-		for {
-			n, err := unix.Read(l.fd, l.recv)
-			if err == unix.EINTR {
-				continue
-			}
-			if err == unix.EAGAIN {
-				select {
-				case <-l.stopping:
-					return errStopping
-				default:
-				}
-				if now := time.Now(); now.Sub(sent) < l.timeout && now.Before(l.until) {
-					continue
-				}
-				break // time to send again, or to give up
-			}
-			if err != nil {
-				return l.sysErr("recv", block, err)
-			}
-			if n < 4 {
-				continue
-			}
-			switch binary.BigEndian.Uint16(l.recv) {
-			case opACK:
-				if binary.BigEndian.Uint16(l.recv[2:]) == uint16(block) {
-					return nil
-				}
-				continue // a duplicate, or not this transfer's
-			case opERROR:
-				msg := l.recv[4:n]
-				if i := indexNUL(msg); i >= 0 {
-					msg = msg[:i]
-				}
-				return &peerError{block: block - min(block, 1), code: binary.BigEndian.Uint16(l.recv[2:]), msg: string(msg)}
-			}
-		}
-		if tries >= l.retries || !time.Now().Before(l.until) {
-			if !time.Now().Before(l.until) {
-				return fmt.Errorf("transfer ran past its limit of %v: %w", l.limit, os.ErrDeadlineExceeded)
-			}
+		if tries >= l.retries {
 			return fmt.Errorf("no ACK in %d tries of %v: %w", tries, l.timeout, os.ErrDeadlineExceeded)
 		}
 		l.retrans++
+	}
+}
+
+// errNoACK: the timeout (or the transfer's limit) passed without the ACK.
+var errNoACK = errors.New("no ACK")
+
+// awaitACK waits for the ACK of block, sent at sent. A duplicate ACK of
+// the block before is ignored, not answered with a resend, so that
+// duplicates cannot multiply (Sorcerer's Apprentice). An ERROR from the
+// client ends the transfer; other datagrams are ignored.
+func (l *lockStepSender) awaitACK(block uint64, sent time.Time) error {
+	for {
+		n, err := unix.Read(l.fd, l.recv)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN: // one waitSlice of silence
+			select {
+			case <-l.stopping:
+				return errStopping
+			default:
+			}
+			if now := time.Now(); now.Sub(sent) >= l.timeout || !now.Before(l.until) {
+				return errNoACK
+			}
+			continue
+		case err != nil:
+			return l.sysErr("recv", block, err)
+		case n < 4:
+			continue
+		}
+		switch binary.BigEndian.Uint16(l.recv) {
+		case opACK:
+			if binary.BigEndian.Uint16(l.recv[2:]) == uint16(block) {
+				return nil
+			}
+		case opERROR:
+			msg := l.recv[4:n]
+			if i := indexNUL(msg); i >= 0 {
+				msg = msg[:i]
+			}
+			return &peerError{block: block - min(block, 1), code: binary.BigEndian.Uint16(l.recv[2:]), msg: string(msg)}
+		}
 	}
 }
 

@@ -15,7 +15,7 @@
 # Every fetched file's sha256 is checked; a failed or corrupt transfer fails the run. Each line
 # prints the median of ROUNDS rounds (and min..max); a single transfer's rate is its curl
 # time_total (atftp: the process's lifetime), the concurrent rate is all bytes over the wall time.
-# The ratio column is bootctl's median over tftpd-hpa's.
+# "ratio" is bootctl's median over tftpd-hpa's; "paired" the median of the per-round ratios.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -156,13 +156,17 @@ done
 
 # stats "v1 v2 ...": median min max.
 stats() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.1f %.1f %.1f\n", m, v[1], v[NR] }'; }
-printf '%-36s %-10s %8s %14s %7s\n' "transfer" "server" "MiB/s" "min..max" "ratio"
+# paired "a1 a2 ..." "b1 b2 ...": the median of the per-round ratios a/b (rounds are interleaved, so
+# each pair saw the same host load).
+paired() { paste <(tr ' ' '\n' <<<"$1" | grep .) <(tr ' ' '\n' <<<"$2" | grep .) | awk '$2 > 0 { print $1 / $2 }' | sort -g |
+	awk '{ v[NR] = $1 } END { if (NR == 0) { print "-"; exit } m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f\n", m }'; }
+printf '%-36s %-10s %8s %14s %7s %7s\n' "transfer" "server" "MiB/s" "min..max" "ratio" "paired"
 for l in "${lines[@]}"; do
 	read -r bm bmin bmax <<<"$(stats "${res[bootctl|$l]}")"
 	read -r hm hmin hmax <<<"$(stats "${res[tftpd-hpa|$l]}")"
 	ratio=$(awk -v a="$bm" -v b="$hm" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
-	printf '%-36s %-10s %8s %14s %7s\n' "$l" bootctl "$bm" "$bmin..$bmax" "$ratio"
-	printf '%-36s %-10s %8s %14s %7s\n' "" tftpd-hpa "$hm" "$hmin..$hmax" ""
+	printf '%-36s %-10s %8s %14s %7s %7s\n' "$l" bootctl "$bm" "$bmin..$bmax" "$ratio" "$(paired "${res[bootctl|$l]}" "${res[tftpd-hpa|$l]}")"
+	printf '%-36s %-10s %8s %14s\n' "" tftpd-hpa "$hm" "$hmin..$hmax"
 done
 echo "# sha256 of every transfer checked; load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 exit $fail
