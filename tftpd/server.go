@@ -79,7 +79,10 @@ type Config struct {
 	// block costs a timeout and a resend of the whole window. Off (0) by
 	// default: lock-step is what every firmware expects; enable it only
 	// for clients known to tolerate it. Retransmissions are not counted in
-	// this mode.
+	// this mode, and pin/tftp runs these transfers with the slot limits
+	// (MaxTransfers, MaxTransfersPerClient) but not the others: it ignores
+	// the timeout option and MaxTransferTime, does not notice ICMP port
+	// unreachable, and Serve waits up to Timeout x Retries for them.
 	Anticipate uint
 	// Observer is told about each read transfer (boot state). May be nil.
 	Observer Observer
