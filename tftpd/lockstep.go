@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -60,7 +62,7 @@ func dialBlocking(local netip.Addr, remote netip.AddrPort) (int, error) {
 		raddr = &unix.SockaddrInet4{Port: int(remote.Port()), Addr: remote.Addr().As4()}
 	} else {
 		family = unix.AF_INET6
-		raddr = &unix.SockaddrInet6{Port: int(remote.Port()), Addr: remote.Addr().As16()}
+		raddr = &unix.SockaddrInet6{Port: int(remote.Port()), Addr: remote.Addr().As16(), ZoneId: zoneID(remote.Addr().Zone())}
 	}
 	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
 	if err != nil {
@@ -70,11 +72,16 @@ func dialBlocking(local netip.Addr, remote netip.AddrPort) (int, error) {
 		unix.Close(fd)
 		return -1, os.NewSyscallError(op, err)
 	}
-	if local.IsValid() {
-		var la unix.Sockaddr = &unix.SockaddrInet4{Addr: local.Unmap().As4()}
-		if family == unix.AF_INET6 {
-			la = &unix.SockaddrInet6{Addr: local.As16()}
-		}
+	// Answer from the address the request came to, when it is of the
+	// client's family (it always is, short of a v4-mapped oddity).
+	var la unix.Sockaddr
+	switch local = local.Unmap(); {
+	case local.Is4() && family == unix.AF_INET:
+		la = &unix.SockaddrInet4{Addr: local.As4()}
+	case local.Is6() && family == unix.AF_INET6:
+		la = &unix.SockaddrInet6{Addr: local.As16(), ZoneId: zoneID(remote.Addr().Zone())}
+	}
+	if la != nil {
 		if err := unix.Bind(fd, la); err != nil {
 			return fail("bind", err)
 		}
@@ -83,6 +90,20 @@ func dialBlocking(local netip.Addr, remote netip.AddrPort) (int, error) {
 		return fail("connect", err)
 	}
 	return fd, nil
+}
+
+// zoneID is the interface index of an IPv6 zone (link-local addresses).
+func zoneID(zone string) uint32 {
+	if zone == "" {
+		return 0
+	}
+	if ifi, err := net.InterfaceByName(zone); err == nil {
+		return uint32(ifi.Index)
+	}
+	if n, err := strconv.Atoi(zone); err == nil && n > 0 {
+		return uint32(n)
+	}
+	return 0
 }
 
 // run performs the transfer of r: OACK (when there is one), then the data.

@@ -5,10 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"net"
 	"os"
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/bootfabric/bootfabric/internal/testenv"
 )
 
 // rawFetchLockStep receives a file lock-step after an OACK (or from DATA 1
@@ -82,6 +85,24 @@ func TestLockStepThroughPoller(t *testing.T) {
 		t.Fatalf("fetched %d bytes (%v), want the %d-byte file", len(got), err, len(data))
 	}
 	if res := ts.rec.next(t); res.Outcome != OutcomeOK || res.WindowSize != 1 || res.BlockSize != 1468 {
+		t.Fatalf("result %+v", res)
+	}
+}
+
+// TestLockStepIPv6: the lock-step sender's own socket works over IPv6.
+func TestLockStepIPv6(t *testing.T) {
+	if c, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback}); err != nil {
+		testenv.Skip(t, "no IPv6 loopback: %v", err)
+	} else {
+		c.Close()
+	}
+	data := randomBytes(300_000, 44)
+	ts := startServerOn(t, Config{Root: fstest.MapFS{"f": {Data: data}}}, "[::1]:0")
+	got, _, err := fetch(ts.addr, "f", 1468, true)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("fetched %d bytes (%v), want the %d-byte file", len(got), err, len(data))
+	}
+	if res := ts.rec.next(t); res.Outcome != OutcomeOK || !res.Remote.Addr().Is6() {
 		t.Fatalf("result %+v", res)
 	}
 }
