@@ -28,9 +28,11 @@ type VMImage struct {
 
 // DefaultVMCmdline keeps the kernel's part of a VM boot short: serial console without the kernel's
 // own messages (every character costs an emulated UART write), no IPv6 (nothing to wait for), no
-// speculative-execution mitigations (emulated, they only cost time), and a power-off (QEMU exits
-// under -no-reboot) rather than a hang if the kernel panics.
-const DefaultVMCmdline = "console=ttyS0,115200 quiet ipv6.disable=1 mitigations=off panic=-1"
+// speculative-execution mitigations (emulated, they only cost time), no timer IRQ check (under TCG
+// on a loaded host the vCPU can miss the check's window and the kernel panics with "IO-APIC +
+// timer doesn't work", as a guest of a busy hypervisor does; cloud images boot with it too), and a
+// power-off (QEMU exits under -no-reboot) rather than a hang if the kernel panics.
+const DefaultVMCmdline = "console=ttyS0,115200 quiet ipv6.disable=1 mitigations=off no_timer_check panic=-1"
 
 // StartQEMUServers is StartServers for the qemu kind: the image store's profile "default" holds
 // img's kernel and an initramfs made by images.WriteInitramfs, whose /init loads the network
