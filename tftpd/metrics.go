@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/bootfabric/bootfabric/internal/promreg"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are the server's Prometheus collectors. They are created per
-// Server so that tests and several servers in one process do not collide.
+// metrics are the server's Prometheus collectors. Servers that share a
+// registry share them (internal/promreg).
 type metrics struct {
 	transfers   *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
@@ -46,17 +47,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Datagrams on the TFTP port that could not start a transfer (malformed or unexpected).",
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.transfers, m.duration, m.bytes, m.retransmits, m.active, m.badRequests} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) {
-				return nil, fmt.Errorf("tftpd: registering metrics: already registered (one registry per server): %w", err)
-			}
-			return nil, fmt.Errorf("tftpd: registering metrics: %w", err)
-		}
+	if err := errors.Join(promreg.Register(reg, &m.transfers), promreg.Register(reg, &m.duration), promreg.Register(reg, &m.bytes),
+		promreg.Register(reg, &m.retransmits), promreg.Register(reg, &m.active), promreg.Register(reg, &m.badRequests)); err != nil {
+		return nil, fmt.Errorf("tftpd: %w", err)
 	}
 	return m, nil
 }
