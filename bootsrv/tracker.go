@@ -143,6 +143,11 @@ type Tracker struct {
 	// exchange lasts milliseconds and a client repeats it after any restart, while under a DHCP
 	// storm writing every handshake of every node was the serve path's largest cost.
 	lazy map[string]time.Time
+	// lazyQ lists the lazy nodes in the order they became lazy (oldest first from lazyHead), so
+	// that a flush finds the due ones without scanning them all; an entry whose node left lazy
+	// (saved, or made urgent) since is skipped.
+	lazyQ    []lazyEntry
+	lazyHead int
 
 	saveMu  sync.Mutex // serialises saves so that an older snapshot never overwrites a newer one
 	stopped bool       // under saveMu: the store is closed, changes stay in memory
@@ -505,9 +510,7 @@ func (t *Tracker) markLocked(name string, urgent bool, now time.Time) {
 	if t.dirty[name] {
 		return
 	}
-	if _, ok := t.lazy[name]; !ok {
-		t.lazy[name] = now
-	}
+	t.addLazyLocked(name, now)
 }
 
 // dhcpStage reports whether s is a state of the DHCP handshake, before any boot file.
@@ -579,6 +582,43 @@ func (t *Tracker) changed() {
 	}
 }
 
+type lazyEntry struct {
+	name  string
+	since time.Time
+}
+
+// addLazyLocked makes name lazy since since unless it is already.
+func (t *Tracker) addLazyLocked(name string, since time.Time) {
+	if _, ok := t.lazy[name]; !ok {
+		t.lazy[name] = since
+		t.lazyQ = append(t.lazyQ, lazyEntry{name, since})
+	}
+}
+
+// takeLazyLocked removes from lazy and returns the nodes lazy since before lazyBefore (all of
+// them when it is zero), with their times.
+func (t *Tracker) takeLazyLocked(lazyBefore time.Time) map[string]time.Time {
+	var taken map[string]time.Time
+	for ; t.lazyHead < len(t.lazyQ); t.lazyHead++ {
+		e := t.lazyQ[t.lazyHead]
+		if !lazyBefore.IsZero() && !e.since.Before(lazyBefore) {
+			break
+		}
+		if since, ok := t.lazy[e.name]; ok && since.Equal(e.since) {
+			if taken == nil {
+				taken = map[string]time.Time{}
+			}
+			taken[e.name] = since
+			delete(t.lazy, e.name)
+		}
+	}
+	if t.lazyHead > len(t.lazyQ)/2 { // drop the consumed front
+		t.lazyQ = t.lazyQ[:copy(t.lazyQ, t.lazyQ[t.lazyHead:])]
+		t.lazyHead = 0
+	}
+	return taken
+}
+
 // lazyFlush is how long a node's lazy changes (see Tracker.lazy) may wait to be saved.
 const lazyFlush = 5 * time.Second
 
@@ -602,16 +642,9 @@ func (t *Tracker) flush(lazyBefore time.Time) error {
 		names = append(names, name)
 	}
 	clear(t.dirty)
-	var lazy map[string]time.Time // the lazy entries taken, to restore if the save fails
-	for name, since := range t.lazy {
-		if lazyBefore.IsZero() || since.Before(lazyBefore) {
-			names = append(names, name)
-			if lazy == nil {
-				lazy = map[string]time.Time{}
-			}
-			lazy[name] = since
-			delete(t.lazy, name)
-		}
+	lazy := t.takeLazyLocked(lazyBefore) // the lazy entries taken, to restore if the save fails
+	for name := range lazy {
+		names = append(names, name)
 	}
 	t.mu.Unlock()
 	// Copy the records a chunk at a time: under a DHCP storm a flush takes thousands, and the
@@ -634,9 +667,7 @@ func (t *Tracker) flush(lazyBefore time.Time) error {
 		t.mu.Lock()
 		for _, n := range snap {
 			if since, ok := lazy[n.Name]; ok && !t.dirty[n.Name] {
-				if _, again := t.lazy[n.Name]; !again {
-					t.lazy[n.Name] = since
-				}
+				t.addLazyLocked(n.Name, since)
 			} else {
 				t.dirty[n.Name] = true
 				delete(t.lazy, n.Name)
@@ -667,7 +698,9 @@ func (t *Tracker) Run(ctx context.Context) error {
 		return t.Flush()
 	}
 	failing := false
-	lazyTick := time.NewTicker(lazyFlush / 2)
+	// Due lazy changes go out with every flush interval, a few at a time: all at once every
+	// few seconds, a DHCP storm's handshakes made bursts of work that stalled the DHCP workers.
+	lazyTick := time.NewTicker(t.opts.Flush)
 	defer lazyTick.Stop()
 	for {
 		select {
