@@ -620,7 +620,7 @@ func (t *Tracker) takeLazyLocked(lazyBefore time.Time) map[string]time.Time {
 }
 
 // lazyFlush is how long a node's lazy changes (see Tracker.lazy) may wait to be saved.
-const lazyFlush = 5 * time.Second
+const lazyFlush = 30 * time.Second
 
 // Flush saves every change not saved yet.
 func (t *Tracker) Flush() error { return t.flush(time.Time{}) }
