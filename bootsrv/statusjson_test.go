@@ -3,6 +3,7 @@ package bootsrv
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -134,4 +135,17 @@ func BenchmarkStatusJSON(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestStatusJSONKnowsEveryField fails when NodeStatus, Health or Transition gain a field: then
+// appendStatusJSON and randomStatus must learn it, or records would be saved without it.
+func TestStatusJSONKnowsEveryField(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want int
+	}{{NodeStatus{}, 15}, {Health{}, 3}, {Transition{}, 5}} {
+		if got := reflect.TypeOf(c.v).NumField(); got != c.want {
+			t.Errorf("%T has %d fields, appendStatusJSON writes %d: teach it (and randomStatus) the new ones", c.v, got, c.want)
+		}
+	}
 }
