@@ -50,9 +50,15 @@ type Config struct {
 	// fsynced). 0 writes every transition at once. Default 200ms.
 	StateFlush *Duration `yaml:"state_flush,omitempty"`
 
-	HTTP HTTPConfig `yaml:"http"`
-	TFTP TFTPConfig `yaml:"tftp"`
-	DHCP DHCPConfig `yaml:"dhcp"`
+	// ResetOnDiscover makes a DHCP DISCOVER from a node that is booted or healthy start a new boot
+	// attempt, as any DISCOVER did before. Default false: such a DISCOVER is recorded as an event
+	// and the state stays, unless the operator asked for the reboot (bootctl node reboot NAME).
+	ResetOnDiscover bool `yaml:"reset_on_discover"`
+
+	HTTP   HTTPConfig   `yaml:"http"`
+	TFTP   TFTPConfig   `yaml:"tftp"`
+	DHCP   DHCPConfig   `yaml:"dhcp"`
+	Health HealthConfig `yaml:"health"`
 
 	file string
 	root *yaml.Node
@@ -74,6 +80,43 @@ type HTTPConfig struct {
 	// URL is the base URL nodes use to reach this server. Default http://ADDRESS:PORT with this
 	// server's address and the listen port.
 	URL string `yaml:"url"`
+
+	// NodeAuth makes the node endpoints (health reports, the downloads that move a node's boot
+	// state, and in proxy mode the iPXE script of a node without a known address) require the
+	// node's token, which the server puts in the node's iPXE script and kernel command line, and
+	// the node's own address. Default true; false trusts any request from the node's address.
+	NodeAuth *bool `yaml:"node_auth,omitempty"`
+	// NodeSecretFile holds the secret the node tokens are derived from (HMAC-SHA256 of the node
+	// name). Default STATE_DIR/node.secret, created with a random secret at first start.
+	NodeSecretFile string `yaml:"node_secret_file"`
+	// OperatorTokenFile holds the bearer token of the operator endpoints (POST
+	// /api/v1/nodes/NAME/reboot). Default STATE_DIR/operator.token, created at first start.
+	OperatorTokenFile string `yaml:"operator_token_file"`
+	// OperatorRemote accepts operator requests from other hosts than this one (with the token).
+	// Default false: loopback only, as Kea's control API listens on loopback by default.
+	OperatorRemote bool `yaml:"operator_remote"`
+	// Timeouts of a connection: for the request headers, the whole request, the whole response
+	// (a kernel or initrd download must fit in it) and an idle keep-alive connection. Defaults 10s,
+	// 30s, 10m, 60s.
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
+	ReadTimeout       Duration `yaml:"read_timeout"`
+	WriteTimeout      Duration `yaml:"write_timeout"`
+	IdleTimeout       Duration `yaml:"idle_timeout"`
+	// MaxRanges caps the byte ranges of one request after overlapping and adjacent ones are merged;
+	// a request with more gets the whole file, as Apache's MaxRanges does. Default 16.
+	MaxRanges int `yaml:"max_ranges"`
+	// MaxConnsPerClient caps the open connections of one client address; more are closed at once.
+	// Default 32.
+	MaxConnsPerClient int `yaml:"max_conns_per_client"`
+}
+
+// HealthConfig bounds the health reports a node can make the server keep.
+type HealthConfig struct {
+	// MaxReportBytes caps a health report's body. Default 16384.
+	MaxReportBytes int `yaml:"max_report_bytes"`
+	// History is how many transitions each node's record keeps (the rest are counted in
+	// history_dropped). Default 32.
+	History int `yaml:"history"`
 }
 
 // TFTPConfig configures the TFTP endpoint.
@@ -227,6 +270,8 @@ func ParseConfig(data []byte, file string) (*Config, error) {
 	rel(&c.StateDir)
 	rel(&c.IPXEDir)
 	rel(&c.TFTP.Root)
+	rel(&c.HTTP.NodeSecretFile)
+	rel(&c.HTTP.OperatorTokenFile)
 	if _, preset := topology.Preset(c.Topology); !preset {
 		rel(&c.Topology)
 	}
@@ -316,6 +361,9 @@ func (c *Config) validate() error {
 		return bad("http.url", "%q is not an http:// URL", c.HTTP.URL)
 	}
 	c.HTTP.URL = strings.TrimSuffix(c.HTTP.URL, "/")
+	if err := c.validateLimits(); err != nil {
+		return err
+	}
 	if c.TFTP.Listen == "" {
 		c.TFTP.Listen = ":69"
 	}
@@ -377,6 +425,81 @@ func (c *Config) validate() error {
 	if d.Pool != nil {
 		if err := c.validatePool(); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// HTTP and health limits' defaults.
+const (
+	DefaultReadHeaderTimeout = Duration(10 * time.Second)
+	DefaultReadTimeout       = Duration(30 * time.Second)
+	DefaultWriteTimeout      = Duration(10 * time.Minute)
+	DefaultIdleTimeout       = Duration(60 * time.Second)
+	DefaultMaxRanges         = 16
+	DefaultMaxConnsPerClient = 32
+	DefaultMaxReportBytes    = 16 << 10
+	DefaultHealthHistory     = 32
+	// MaxReportBytesLimit bounds health.max_report_bytes: a record is saved at every report.
+	MaxReportBytesLimit = 1 << 20
+)
+
+// Default names of the token files in the state directory.
+const (
+	NodeSecretFile    = "node.secret"
+	OperatorTokenFile = "operator.token"
+)
+
+// validateLimits applies the defaults of the authentication files, the HTTP limits and the health
+// limits, and checks them.
+func (c *Config) validateLimits() error {
+	bad := func(field, format string, args ...any) error {
+		return &Error{Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	h := &c.HTTP
+	if h.NodeAuth == nil {
+		on := true
+		h.NodeAuth = &on
+	}
+	if h.NodeSecretFile == "" {
+		h.NodeSecretFile = filepath.Join(c.StateDir, NodeSecretFile)
+	}
+	if h.OperatorTokenFile == "" {
+		h.OperatorTokenFile = filepath.Join(c.StateDir, OperatorTokenFile)
+	}
+	for _, d := range []struct {
+		field string
+		v     *Duration
+		def   Duration
+	}{
+		{"http.read_header_timeout", &h.ReadHeaderTimeout, DefaultReadHeaderTimeout},
+		{"http.read_timeout", &h.ReadTimeout, DefaultReadTimeout},
+		{"http.write_timeout", &h.WriteTimeout, DefaultWriteTimeout},
+		{"http.idle_timeout", &h.IdleTimeout, DefaultIdleTimeout},
+	} {
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+		if *d.v < Duration(time.Second) {
+			return bad(d.field, "%v is less than 1s", time.Duration(*d.v))
+		}
+	}
+	ints := []struct {
+		field    string
+		v        *int
+		def, max int
+	}{
+		{"http.max_ranges", &h.MaxRanges, DefaultMaxRanges, 1024},
+		{"http.max_conns_per_client", &h.MaxConnsPerClient, DefaultMaxConnsPerClient, 1 << 16},
+		{"health.max_report_bytes", &c.Health.MaxReportBytes, DefaultMaxReportBytes, MaxReportBytesLimit},
+		{"health.history", &c.Health.History, DefaultHealthHistory, 4096},
+	}
+	for _, n := range ints {
+		if *n.v == 0 {
+			*n.v = n.def
+		}
+		if *n.v < 1 || *n.v > n.max {
+			return bad(n.field, "%d is not between 1 and %d", *n.v, n.max)
 		}
 	}
 	return nil

@@ -33,14 +33,18 @@ func TestParseConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	flush := Duration(200 * time.Millisecond)
+	on := true
 	want := &Config{
 		ServerID: 1,
 		Servers:  []ServerEntry{{Name: "bs0", Address: "10.0.0.1"}, {Name: "second", Address: "10.0.0.2"}},
 		Topology: "mini", Mapping: "bcda", Inventory: "/etc/bf/inv.csv", Images: "/etc/bf/img",
 		Profile: "default", StateDir: "/var/state", StateFlush: &flush,
-		HTTP: HTTPConfig{Listen: ":80"},
-		TFTP: TFTPConfig{Listen: ":69"},
-		DHCP: DHCPConfig{Mode: "reservation", Listen: ":67", Subnet: "10.0.0.0/24", LeaseTime: Duration(time.Hour)},
+		HTTP: HTTPConfig{Listen: ":80", NodeAuth: &on, NodeSecretFile: "/var/state/node.secret", OperatorTokenFile: "/var/state/operator.token",
+			ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout, WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout,
+			MaxRanges: DefaultMaxRanges, MaxConnsPerClient: DefaultMaxConnsPerClient},
+		TFTP:   TFTPConfig{Listen: ":69"},
+		DHCP:   DHCPConfig{Mode: "reservation", Listen: ":67", Subnet: "10.0.0.0/24", LeaseTime: Duration(time.Hour)},
+		Health: HealthConfig{MaxReportBytes: DefaultMaxReportBytes, History: DefaultHealthHistory},
 	}
 	if diff := cmp.Diff(want, c, cmp.AllowUnexported(Config{}), cmp.FilterPath(func(p cmp.Path) bool {
 		return p.Last().String() == ".root" || p.Last().String() == ".file"
@@ -57,7 +61,7 @@ func TestConfigErrors(t *testing.T) {
 		name, edit, want string
 	}{
 		{"unknown field", "colour: red\n", `c.yaml:12: unknown field "colour" (fields here: server_id, servers,`},
-		{"unknown nested field", "http:\n  listen: ':80'\n  port: 80\n", `c.yaml:14: http: unknown field "port" (fields here: listen, url)`},
+		{"unknown nested field", "http:\n  listen: ':80'\n  port: 80\n", `c.yaml:14: http: unknown field "port" (fields here: listen, url, node_auth,`},
 		{"bad yaml", "servers: [\n", "c.yaml:12: invalid YAML: did not find expected node content"},
 		{"bad duration", "state_flush: soon\n", "c.yaml:12: state_flush: \"soon\" is not a duration like 200ms, 1h or 7d"},
 		{"bad days", "state_flush: 2.5d\n", "c.yaml:12: state_flush: \"2.5d\" is not a duration like 200ms, 1h or 7d"},
@@ -251,4 +255,15 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		_ = c.Validate()
 	})
+}
+
+// withLimitDefaults sets the defaults Validate gives the authentication files and the HTTP and
+// health limits.
+func withLimitDefaults(c *Config) {
+	on := true
+	h := &c.HTTP
+	h.NodeAuth, h.NodeSecretFile, h.OperatorTokenFile = &on, filepath.Join(c.StateDir, NodeSecretFile), filepath.Join(c.StateDir, OperatorTokenFile)
+	h.ReadHeaderTimeout, h.ReadTimeout, h.WriteTimeout, h.IdleTimeout = DefaultReadHeaderTimeout, DefaultReadTimeout, DefaultWriteTimeout, DefaultIdleTimeout
+	h.MaxRanges, h.MaxConnsPerClient = DefaultMaxRanges, DefaultMaxConnsPerClient
+	c.Health = HealthConfig{MaxReportBytes: DefaultMaxReportBytes, History: DefaultHealthHistory}
 }

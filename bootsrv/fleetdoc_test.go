@@ -347,6 +347,7 @@ func TestFleetDocMaterialize(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := tt.want(dir)
+			withLimitDefaults(want)
 			want.Servers = []ServerEntry{{"bs0", "10.0.0.1"}, {"bs1", "10.0.0.2"}}
 			want.Topology = filepath.Join(dir, "topology", "machine.yaml")
 			want.Inventory = filepath.Join(dir, "inventory", "inventory.csv")

@@ -8,8 +8,8 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -19,9 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 )
-
-// maxHealthBody bounds a health report's body.
-const maxHealthBody = 64 << 10
 
 // HealthReport is the body of POST /api/v1/nodes/{name}/health.
 type HealthReport struct {
@@ -53,6 +50,7 @@ type errorBody struct {
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	refused  prometheus.Counter
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
@@ -66,9 +64,13 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 			Help:    "HTTP request handling time by route (for /boot, until the file is sent).",
 			Buckets: prometheus.ExponentialBuckets(1e-4, 4, 10),
 		}, []string{"route"}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "bootfabric", Subsystem: "http", Name: "connections_refused_total",
+			Help: "Connections closed at once because their client address had http.max_conns_per_client open.",
+		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.latency} {
+		for _, c := range []prometheus.Collector{m.requests, m.latency, m.refused} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("http metrics: %w", err)
 			}
@@ -88,6 +90,7 @@ func (s *Server) Handler() http.Handler {
 	route("GET /ipxe/bin/{file}", s.handleBinary)
 	route("GET /boot/{profile}/{file}", s.handleBootFile)
 	route("POST /api/v1/nodes/{name}/health", s.handleHealth)
+	route("POST /api/v1/nodes/{name}/reboot", s.handleReboot)
 	route("GET /api/v1/nodes", s.handleNodes)
 	route("GET /api/v1/nodes/{name}", s.handleNode)
 	route("GET /api/v1/summary", s.handleSummary)
@@ -164,7 +167,10 @@ func parseMAC(s string) (net.HardwareAddr, error) {
 	return mac, nil
 }
 
-// handleScript serves the node's iPXE script. Fetching it shows iPXE is running (state nbp).
+// handleScript serves the node's iPXE script. Fetching it shows iPXE is running (state nbp). The
+// script carries the node's token, so it goes only to the node's address (as smee serves scripts
+// only to the address holding the lease); in proxy mode a node whose address is not known yet
+// proves itself with the token of its DHCP boot file URL, and its address is learned from it.
 func (s *Server) handleScript(w http.ResponseWriter, r *http.Request) {
 	mac, err := parseMAC(r.PathValue("mac"))
 	if err != nil {
@@ -177,12 +183,23 @@ func (s *Server) handleScript(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, _ := s.tracker.Node(name)
-	if st.IP == "" {
-		// Proxy mode without inventory addresses: the script fetch shows where the node is, so
-		// that its kernel and initrd fetches can be attributed to it.
-		if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
-			s.tracker.LearnIP(name, ap.Addr())
-		}
+	c := s.nodeCheck(r, name, st)
+	learn := s.cfg.DHCP.Mode == DHCPProxy && !s.inventoryAddr(name)
+	if learn {
+		// Proxy mode: another server gives the address, which may change from boot to boot; a
+		// script fetch with the token of the DHCP boot file URL shows where the node is now.
+		c.NodeIP = ""
+	} else {
+		// The script is how the node learns its token: its address is the proof.
+		c.TokenOK = true
+	}
+	if err := CheckNode(name, c); err != nil {
+		s.log.Info("iPXE script refused", zap.String("node", name), zap.String("from", r.RemoteAddr), zap.Error(err))
+		refuse(w, err)
+		return
+	}
+	if learn {
+		s.tracker.LearnIP(name, c.From)
 	}
 	script, err := s.script(name, st.Profile)
 	if err != nil {
@@ -203,20 +220,22 @@ func (s *Server) script(name, profile string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", name, err)
 	}
+	health := s.baseURL + "/api/v1/nodes/" + name + "/health"
+	tok := s.nodes.token(name)
+	if tok != "" {
+		health += "?token=" + tok
+	}
 	return images.RenderScript(p, images.ScriptParams{
-		Server: s.urlHost, Port: s.urlPort, Node: name,
-		HealthURL: s.baseURL + "/api/v1/nodes/" + name + "/health",
+		Server: s.urlHost, Port: s.urlPort, Node: name, HealthURL: health, Token: tok,
 	})
 }
 
-// handleBinary serves an iPXE binary for UEFI HTTP boot (dhcpd's default HTTPBootURL).
+// handleBinary serves an iPXE binary for UEFI HTTP boot (dhcpd's default HTTPBootURL). Firmware
+// cannot carry a token, so the delivery counts by the node's address alone.
 func (s *Server) handleBinary(w http.ResponseWriter, r *http.Request) {
 	file := r.PathValue("file")
-	if file == "boot" {
-		http.NotFound(w, r)
-		return
-	}
-	s.serveFile(w, r, file, EvNBP)
+	f, err := s.files.binary(file)
+	s.serveFile(w, r, f, err, file, EvNBP, false)
 }
 
 // handleBootFile serves a profile's file; delivering the kernel or initrd advances the boot state
@@ -232,22 +251,21 @@ func (s *Server) handleBootFile(w http.ResponseWriter, r *http.Request) {
 			ev = EvInitrd
 		}
 	}
-	s.serveFile(w, r, "boot/"+profile+"/"+file, ev)
+	f, err := s.files.bootFile(profile, file)
+	s.serveFile(w, r, f, err, "boot/"+profile+"/"+file, ev, true)
 }
 
-func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, path string, ev Event) {
-	if !fs.ValidPath(path) {
-		http.NotFound(w, r)
-		return
-	}
-	f, err := s.fsys.Open(path)
+// serveFile serves an opened file (or the error opening it) with ranges and then tells the boot
+// state what happened: see downloadEvent.
+func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, f *os.File, err error, path string, ev Event, token bool) {
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) {
 			http.NotFound(w, r)
 			return
 		}
-		s.log.Error("opening boot file", zap.String("path", path), zap.Error(err))
-		http.Error(w, "cannot open "+path, http.StatusInternalServerError)
+		// Among these: a symbolic link leading out of ipxe_dir or the image store (os.Root).
+		s.log.Warn("refusing a boot file", zap.String("path", path), zap.Error(err))
+		http.NotFound(w, r)
 		return
 	}
 	defer f.Close()
@@ -256,36 +274,60 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, path string, 
 		http.NotFound(w, r)
 		return
 	}
-	rs, ok := f.(io.ReadSeeker)
-	if !ok {
-		http.Error(w, path+" cannot be served with ranges", http.StatusInternalServerError)
-		return
+	if h := r.Header.Get("Range"); h != "" {
+		if v := CoalesceRanges(h, fi.Size(), s.cfg.HTTP.MaxRanges); v != "" {
+			r.Header.Set("Range", v)
+		} else {
+			r.Header.Del("Range")
+		}
 	}
 	sw, _ := w.(*statusWriter)
-	http.ServeContent(w, r, fi.Name(), fi.ModTime(), rs)
-	if r.Method != http.MethodGet || sw == nil || sw.code/100 != 2 {
+	http.ServeContent(w, r, filepath.Base(path), fi.ModTime(), f)
+	if sw == nil {
 		return
 	}
-	if sw.code == http.StatusOK && sw.bytes != fi.Size() {
-		s.observeRemote(r, EvTransferFailed, fmt.Sprintf("http %s: sent %d of %d bytes", path, sw.bytes, fi.Size()))
-		return
+	d := Delivery{Method: r.Method, Code: sw.code, Sent: sw.bytes, Size: fi.Size()}
+	if got, ok := DownloadEvent(d, ev); ok {
+		detail := "http " + path
+		if got == EvTransferFailed {
+			detail = fmt.Sprintf("http %s: sent %d of %d bytes", path, sw.bytes, fi.Size())
+		}
+		s.observeDownload(r, got, detail, token)
 	}
-	s.observeRemote(r, ev, "http "+path)
 }
 
-// observeRemote attributes an event to the node with the request's source address, or named by
-// the node query parameter.
-func (s *Server) observeRemote(r *http.Request, ev Event, detail string) {
-	name := r.URL.Query().Get("node")
-	if name == "" {
-		ap, err := netip.ParseAddrPort(r.RemoteAddr)
-		if err != nil {
-			return
-		}
-		var ok bool
-		if name, ok = s.tracker.NameByIP(ap.Addr()); !ok {
-			return
-		}
+// Delivery is what an HTTP download did.
+type Delivery struct {
+	Method     string
+	Code       int
+	Sent, Size int64
+}
+
+// DownloadEvent maps a download to the boot event it stands for, if any. It is pure. Only a full
+// delivery (200 with every byte) moves a node forward, and a 200 cut short is a failed transfer; a
+// HEAD, a range (206, even of the whole file) or an error says nothing about the boot.
+func DownloadEvent(d Delivery, ev Event) (Event, bool) {
+	if d.Method != http.MethodGet || d.Code != http.StatusOK {
+		return 0, false
+	}
+	if d.Sent != d.Size {
+		return EvTransferFailed, true
+	}
+	return ev, true
+}
+
+// observeDownload attributes a download's event to the node with the request's source address,
+// and only with that node's token when token is set and node authentication is on: neither another
+// host nor a host of the boot network naming a node (the old ?node= parameter) moves a node.
+func (s *Server) observeDownload(r *http.Request, ev Event, detail string, token bool) {
+	from := remoteAddr(r)
+	name, ok := s.tracker.NameByIP(from)
+	if !ok {
+		return
+	}
+	if token && !s.nodes.check(name, requestToken(r)) {
+		s.log.Debug("download without the node's token: not counted", zap.String("node", name), zap.String("detail", detail))
+		return
 	}
 	s.observe(name, ev, detail)
 }
@@ -312,13 +354,20 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "unknown node %q", name)
 		return
 	}
+	st, _ := s.tracker.Node(name)
+	if err := CheckNode(name, s.nodeCheck(r, name, st)); err != nil {
+		s.log.Info("health report refused", zap.String("node", name), zap.String("from", r.RemoteAddr), zap.Error(err))
+		refuse(w, err)
+		return
+	}
+	limit := int64(s.cfg.Health.MaxReportBytes)
 	var rep HealthReport
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxHealthBody))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rep); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			apiError(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes", maxHealthBody)
+			apiError(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes (health.max_report_bytes)", limit)
 			return
 		}
 		if errors.Is(err, io.EOF) {
@@ -348,6 +397,38 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("saving a health report", zap.String("node", name), zap.Error(err))
 	}
 	writeJSONBody(w, http.StatusOK, HealthResponse{Node: name, State: state})
+}
+
+// RebootResponse answers an operator's reboot request.
+type RebootResponse struct {
+	Node            string `json:"node"`
+	State           State  `json:"state"`
+	RebootRequested bool   `json:"reboot_requested"`
+}
+
+// handleReboot records the operator's reboot request for a node (bootctl node reboot): its next
+// DHCP DISCOVER starts a new boot attempt even if it is booted or healthy.
+func (s *Server) handleReboot(w http.ResponseWriter, r *http.Request) {
+	if err := s.operatorAuth(r); err != nil {
+		s.log.Warn("operator request refused", zap.String("from", r.RemoteAddr), zap.String("path", r.URL.Path), zap.Error(err))
+		refuse(w, err)
+		return
+	}
+	name := r.PathValue("name")
+	st, err := s.tracker.RequestReboot(name)
+	if errors.Is(err, ErrUnknownNode) {
+		apiError(w, http.StatusNotFound, "unknown node %q", name)
+		return
+	}
+	if err != nil {
+		apiError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	if err := s.tracker.Flush(); err != nil {
+		s.log.Warn("saving a reboot request", zap.String("node", name), zap.Error(err))
+	}
+	s.log.Info("reboot requested by the operator", zap.String("node", name), zap.Stringer("state", st.State))
+	writeJSONBody(w, http.StatusOK, RebootResponse{Node: name, State: st.State, RebootRequested: true})
 }
 
 func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) {
@@ -397,9 +478,9 @@ func (s *Server) handleBlob(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	f, err := os.Open(path)
+	f, err := s.files.storePath(path)
 	if err != nil {
-		http.Error(w, "cannot open blob "+r.PathValue("sum"), http.StatusInternalServerError)
+		http.Error(w, "cannot open blob "+r.PathValue("sum"), http.StatusNotFound)
 		return
 	}
 	defer f.Close()

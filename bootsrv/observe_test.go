@@ -74,12 +74,15 @@ func TestDHCPConfig(t *testing.T) {
 	})
 	c := s.dhcpConfig("eth1")
 	if c.Mode != dhcpd.ModeProxy || c.Interface != "eth1" || !c.ServerIP.Equal(net.IPv4(127, 0, 0, 1)) || c.Boot.HTTPPort != 8080 ||
-		c.Boot.IPXEScriptURL != "http://boot.example:8080/ipxe/{mac}" || c.Boot.HTTPBootURL != "http://boot.example:8080/ipxe/bin/{file}" ||
+		c.Boot.IPXEScriptURL != "http://boot.example:8080/ipxe/{mac}?token={token}" || c.Boot.HTTPBootURL != "http://boot.example:8080/ipxe/bin/{file}" ||
 		c.Boot.BIOSFile != "custom.kpxe" || c.Observer == nil || c.Registerer == nil {
 		t.Errorf("dhcpd config: %+v", c)
 	}
 	mac, _ := net.ParseMAC("52:54:00:00:00:03")
 	if r, ok := c.Reservations.Lookup(mac); !ok || r.Name != "node03" {
 		t.Errorf("reservation of node03: %+v %v", r, ok)
+	}
+	if got := c.Boot.Token(mac); got != s.nodes.token("node03") || got == "" {
+		t.Errorf("proxy token of node03: %q", got)
 	}
 }

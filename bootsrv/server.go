@@ -35,6 +35,9 @@ type Options struct {
 	// Fleet makes the server a member of a fleet sharing etcd (nil: a single server on its own
 	// bbolt state files). See FleetOptions.
 	Fleet *FleetOptions
+	// RecoverState moves a damaged state file aside and starts from the records that can be read
+	// from it (bootctl serve --recover); without it a damaged file stops the server at start.
+	RecoverState bool
 }
 
 // Server is one boot server. Build it with New, open its sockets with Listen and run it with Serve.
@@ -50,7 +53,11 @@ type Server struct {
 	extra   prometheus.Gatherer
 	images  *images.Store
 	fsys    fs.FS
+	files   *confinedFiles // what HTTP serves, confined to ipxe_dir and the image store
 	httpm   *httpMetrics
+
+	nodes         nodeAuth // node tokens (nil secret: node_auth off)
+	operatorToken []byte
 
 	baseURL string // what nodes use to reach the HTTP endpoint
 	urlHost string
@@ -130,6 +137,14 @@ func New(cfg *Config, opts Options) (_ *Server, err error) {
 		return nil, fmt.Errorf("%s: ipxe_dir: %w", cfg.file, err)
 	}
 	s.fsys = s.images.FS(ipxe)
+	if err := s.openAuth(ipxe); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.files.Close()
+		}
+	}()
 	if _, err := s.images.Get(cfg.Profile); err != nil {
 		return nil, fmt.Errorf("%s: profile %q is not in the image store %s (bootctl image list --store %s): %w", cfg.file, cfg.Profile, cfg.Images, cfg.Images, err)
 	}
@@ -141,8 +156,15 @@ func New(cfg *Config, opts Options) (_ *Server, err error) {
 		}
 		store, tracked = s.fleet.store, nil // the fleet's records; nodes come with ownership
 		s.res = fleetReservations{s.fleet}
-	} else if store, err = OpenStore(cfg.StateDir); err != nil {
-		return nil, err
+	} else {
+		if opts.RecoverState {
+			if err := s.recoverState(opts.Now); err != nil {
+				return nil, err
+			}
+		}
+		if store, err = OpenStore(cfg.StateDir); err != nil {
+			return nil, err
+		}
 	}
 	s.store = store
 	defer func() {
@@ -162,6 +184,7 @@ func New(cfg *Config, opts Options) (_ *Server, err error) {
 	s.tracker, err = NewTracker(tracked, cfg.Profile, TrackerOptions{
 		Store: store, Shared: s.fleet != nil, Flush: time.Duration(*cfg.StateFlush), Now: opts.Now, Registerer: s.reg,
 		Logger: s.log.Named("state"), Server: srv.Name, ServerID: cfg.ServerID,
+		ResetOnDiscover: cfg.ResetOnDiscover, History: cfg.Health.History,
 	})
 	if err != nil {
 		return nil, err
@@ -218,6 +241,25 @@ func (s *Server) closeTFTPRoot() error {
 	return err
 }
 
+// recoverState runs RecoverStore on the state directory and says what it did.
+func (s *Server) recoverState(now func() time.Time) error {
+	t := time.Now()
+	if now != nil {
+		t = now()
+	}
+	rec, err := RecoverStore(s.cfg.StateDir, t)
+	if err != nil {
+		return err
+	}
+	if rec.Damaged == "" {
+		s.log.Info("--recover: the state file is sound, nothing to recover", zap.String("state_dir", s.cfg.StateDir))
+		return nil
+	}
+	s.log.Warn("state file was damaged: kept aside, restarted from what could be read",
+		zap.String("damaged_copy", rec.Damaged), zap.Int("recovered", rec.Recovered), zap.Int("lost", rec.Lost))
+	return nil
+}
+
 // checkInventory checks this server's nodes against the DHCP settings.
 func (s *Server) checkInventory() error {
 	if s.cfg.DHCP.Mode != DHCPReservation {
@@ -243,7 +285,7 @@ func (s *Server) checkInventory() error {
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		err := s.tracker.Stop()
-		s.closeErr = errors.Join(err, s.closePool(), s.store.Close(), s.closeTFTPRoot())
+		s.closeErr = errors.Join(err, s.closePool(), s.store.Close(), s.closeTFTPRoot(), s.files.Close())
 	})
 	return s.closeErr
 }
@@ -364,6 +406,7 @@ func (s *Server) dhcpConfig(ifc string) dhcpd.Config {
 		BIOSFile: c.BIOSFile, EFIx64File: c.EFIx64File, EFIArm64File: c.EFIArm64File, IPXEUserClass: c.IPXEUserClass,
 		HTTPPort:      s.urlPort,
 		IPXEScriptURL: s.baseURL + "/ipxe/{mac}",
+		Token:         s.proxyToken,
 		HTTPBootURL:   s.baseURL + "/ipxe/bin/{file}",
 	}
 	dc := dhcpd.Config{
@@ -373,6 +416,10 @@ func (s *Server) dhcpConfig(ifc string) dhcpd.Config {
 	}
 	if p, err := netip.ParsePrefix(c.Subnet); err == nil {
 		dc.Networks = []netip.Prefix{p.Masked()} // relays' giaddr and INFORMs' ciaddr must lie in it
+	}
+	if c.Mode == DHCPProxy && s.nodes.secret != nil {
+		// The node's address is not this server's to give, so the script URL carries the token.
+		dc.Boot.IPXEScriptURL += "?token={token}"
 	}
 	if s.addrPool != nil {
 		dc.Pool, dc.PoolAllowed, dc.PoolNetwork = s.addrPool, s.poolAllowed, c.poolNetwork()
@@ -442,9 +489,9 @@ func (s *Server) Serve(ctx context.Context) error {
 			}
 		}()
 	}
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: zap.NewStdLog(s.log.Named("http"))}
+	hs := s.httpServer()
 	run("http", func() error {
-		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		if err := hs.Serve(newLimitListener(ln, s.cfg.HTTP.MaxConnsPerClient, s.httpm.refused)); !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
 		return nil

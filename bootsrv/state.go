@@ -107,10 +107,13 @@ const (
 	// EvHealthOK and EvHealthFailed: the node reported in.
 	EvHealthOK
 	EvHealthFailed
+	// EvRebootDiscover: a DHCP DISCOVER from a node the operator asked to reboot (or from any node
+	// with reset_on_discover): unlike EvDiscover it starts a new attempt from booted and healthy.
+	EvRebootDiscover
 	numEvents
 )
 
-var eventNames = [numEvents]string{"", "dhcp-discover", "dhcp-offer", "dhcp-ack", "nbp", "ipxe-script", "kernel", "initrd", "tftp-probe", "transfer-failed", "health-ok", "health-failed"}
+var eventNames = [numEvents]string{"", "dhcp-discover", "dhcp-offer", "dhcp-ack", "nbp", "ipxe-script", "kernel", "initrd", "tftp-probe", "transfer-failed", "health-ok", "health-failed", "dhcp-discover-reboot"}
 
 func (e Event) String() string {
 	if e > 0 && e < numEvents {
@@ -144,7 +147,10 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 // the DHCP exchanges iPXE and the booted kernel make do not undo progress, and they also leave
 // Failed (a retry that worked). A DISCOVER starts a new boot attempt, except while the NBP or the
 // kernel is being loaded (iPXE asks for its own address then) and right after the kernel or initrd
-// was delivered, where it shows the kernel has booted. A tsize probe changes nothing.
+// was delivered, where it shows the kernel has booted. From booted and healthy a DISCOVER is only
+// an event: anyone on the boot network can send one with the node's MAC, so it takes the operator's
+// word (EvRebootDiscover, after bootctl node reboot) to start those nodes over. A tsize probe
+// changes nothing.
 func Next(cur State, ev Event) (State, bool) {
 	move := func(to State) (State, bool) { return to, to != cur }
 	forward := func(to State) (State, bool) {
@@ -154,12 +160,16 @@ func Next(cur State, ev Event) (State, bool) {
 		return cur, false
 	}
 	switch ev {
-	case EvDiscover:
+	case EvDiscover, EvRebootDiscover:
 		switch cur {
 		case NBP:
 			return cur, false
 		case Kernel, Initrd:
 			return Booted, true
+		case Booted, Healthy:
+			if ev == EvDiscover {
+				return cur, false
+			}
 		}
 		// A DISCOVER before NBP is a retry; after boot (booted, healthy, failed) it is a reboot.
 		// Either way the attempt starts over.

@@ -72,6 +72,13 @@ func appendStatusJSON(b []byte, n *NodeStatus) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
+	if n.HistoryDropped != 0 {
+		b = append(b, `,"history_dropped":`...)
+		b = strconv.AppendInt(b, int64(n.HistoryDropped), 10)
+	}
+	if n.RebootRequested {
+		b = append(b, `,"reboot_requested":true`...)
+	}
 	if n.Server != "" {
 		b = append(b, `,"server":`...)
 		b = appendJSONString(b, n.Server)

@@ -37,8 +37,13 @@ type NodeStatus struct {
 	// Error says why the node failed (health details or the failed transfer).
 	Error  string  `json:"error,omitempty"`
 	Health *Health `json:"health,omitempty"`
-	// History holds the latest transitions, oldest first.
-	History []Transition `json:"history,omitempty"`
+	// History holds the latest transitions, oldest first; HistoryDropped counts the older ones
+	// let go (health.history bounds it).
+	History        []Transition `json:"history,omitempty"`
+	HistoryDropped int          `json:"history_dropped,omitempty"`
+	// RebootRequested says the operator asked for a reboot (bootctl node reboot): the node's next
+	// DISCOVER starts a new attempt even from booted or healthy.
+	RebootRequested bool `json:"reboot_requested,omitempty"`
 	// Server is the boot server that holds the node now (in a fleet, the one answering it).
 	Server string `json:"server,omitempty"`
 }
@@ -59,8 +64,12 @@ type Transition struct {
 	Detail string    `json:"detail,omitempty"`
 }
 
-// historyLen bounds each node's kept transitions.
+// historyLen bounds each node's kept transitions by default.
 const historyLen = 32
+
+// maxDetailLen bounds a transition's detail and a node's error: a failed health report's details
+// are kept whole in Health, not once more per transition.
+const maxDetailLen = 512
 
 // Summary counts nodes by state and aggregates their health.
 type Summary struct {
@@ -122,6 +131,10 @@ type TrackerOptions struct {
 	// Server and ServerID label summaries.
 	Server   string
 	ServerID int
+	// ResetOnDiscover lets any DISCOVER start a booted or healthy node over (reset_on_discover).
+	ResetOnDiscover bool
+	// History bounds each node's kept transitions. 0: 32.
+	History int
 }
 
 // Tracker holds the boot state of every node this server owns, applies events to it through Next,
@@ -237,6 +250,7 @@ func (t *Tracker) addLocked(n *InventoryNode, saved map[string]NodeStatus) bool 
 		// Own copies of the map and the slice: applyLocked changes both in place.
 		st.State, st.Since, st.Attempt, st.Times = s.State, s.Since, s.Attempt, maps.Clone(s.Times)
 		st.LastEvent, st.LastSeen, st.Error, st.Health, st.History = s.LastEvent, s.LastSeen, s.Error, s.Health, slices.Clone(s.History)
+		st.HistoryDropped, st.RebootRequested = s.HistoryDropped, s.RebootRequested
 		st.Server = s.Server
 		if st.Times == nil {
 			st.Times = map[State]time.Time{}
@@ -518,6 +532,12 @@ func dhcpStage(s State) bool { return s == Discover || s == Offered || s == Boun
 
 func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string) (Transition, bool) {
 	now := t.now().UTC()
+	if ev == EvDiscover && (n.RebootRequested || t.opts.ResetOnDiscover) {
+		ev = EvRebootDiscover
+	}
+	if len(detail) > maxDetailLen {
+		detail = detail[:maxDetailLen] + "..."
+	}
 	n.LastEvent, n.LastSeen = ev, now
 	to, changed := Next(n.State, ev)
 	t.markLocked(n.Name, changed && !dhcpStage(to), now)
@@ -543,6 +563,7 @@ func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string) (Transitio
 		}
 		clear(n.Times) // snapshots hold copies, never this map
 		n.Error = ""
+		n.RebootRequested = false
 	}
 	if to == Failed {
 		n.Error = detail
@@ -556,13 +577,35 @@ func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string) (Transitio
 	if _, seen := n.Times[to]; !seen {
 		n.Times[to] = now
 	}
-	if len(n.History) >= historyLen {
-		// Drop the oldest in place: snapshots hold copies, never this slice.
-		k := len(n.History) - historyLen + 1
+	keep := t.opts.History
+	if keep <= 0 {
+		keep = historyLen
+	}
+	if len(n.History) >= keep {
+		// Drop the oldest in place (snapshots hold copies, never this slice), counting them.
+		k := len(n.History) - keep + 1
+		n.HistoryDropped += k
 		n.History = n.History[:copy(n.History, n.History[k:])]
 	}
 	n.History = append(n.History, tr)
 	return tr, true
+}
+
+// RequestReboot records that the operator asked for the node's reboot: its next DISCOVER starts a
+// new attempt whatever its state. It returns the node's status.
+func (t *Tracker) RequestReboot(name string) (NodeStatus, error) {
+	t.mu.Lock()
+	n, ok := t.nodes[name]
+	if !ok {
+		t.mu.Unlock()
+		return NodeStatus{}, fmt.Errorf("%w %q", ErrUnknownNode, name)
+	}
+	n.RebootRequested = true
+	t.markLocked(name, true, time.Time{})
+	c := copyStatus(n)
+	t.mu.Unlock()
+	t.changed()
+	return c, nil
 }
 
 // changed saves now or wakes the flusher.

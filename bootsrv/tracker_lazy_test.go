@@ -117,7 +117,9 @@ func TestTrackerLazySaveFailure(t *testing.T) {
 func TestTrackerDHCPRetryHistory(t *testing.T) {
 	nodes := testNodes(t, 1)
 	clock := &fakeClock{t: time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)}
-	tr, err := NewTracker(nodes, "default", TrackerOptions{Now: clock.now, Registerer: prometheus.NewRegistry()})
+	// reset_on_discover: the loops' DISCOVERs start new attempts even from healthy (without it,
+	// or the operator's reboot request, they would only be events).
+	tr, err := NewTracker(nodes, "default", TrackerOptions{Now: clock.now, Registerer: prometheus.NewRegistry(), ResetOnDiscover: true})
 	if err != nil {
 		t.Fatal(err)
 	}

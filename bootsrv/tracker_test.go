@@ -97,10 +97,18 @@ func TestTrackerRestart(t *testing.T) {
 	if got := testutil.ToFloat64(tr2.gauge.WithLabelValues("failed")); got != 1 {
 		t.Errorf("failed gauge after restart = %v", got)
 	}
-	// A DISCOVER of the healthy node starts a new attempt with fresh timestamps.
+	// A DISCOVER of the healthy node is only an event; once the operator asked for a reboot it
+	// starts a new attempt with fresh timestamps, and the request is spent.
+	tr2.Observe("node00", EvDiscover, "")
+	if n, _ := tr2.Node("node00"); n.State != Healthy || n.LastEvent != EvDiscover {
+		t.Errorf("after a DISCOVER nobody asked for: %+v", n)
+	}
+	if _, err := tr2.RequestReboot("node00"); err != nil {
+		t.Fatal(err)
+	}
 	tr2.Observe("node00", EvDiscover, "")
 	n, _ := tr2.Node("node00")
-	if n.State != Discover || n.Attempt != 2 || len(n.Times) != 1 {
+	if n.State != Discover || n.Attempt != 2 || len(n.Times) != 1 || n.RebootRequested {
 		t.Errorf("after reboot: %+v", n)
 	}
 

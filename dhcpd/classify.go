@@ -79,13 +79,16 @@ type BootConfig struct {
 	// iPXE. Default "http://{server}:{port}/ipxe/{mac}". Placeholders:
 	// {server} (this server's IP), {port} (HTTPPort), {mac} (aa:bb:..:ff),
 	// {name} (reservation name), {file} (boot file for the arch), {arch}
-	// (option 93 number).
+	// (option 93 number), {token} (Token's answer for the client).
 	IPXEScriptURL string
 	// HTTPBootURL is the template of the URL given to UEFI HTTP boot
 	// clients; same placeholders. Default "http://{server}:{port}/ipxe/bin/{file}".
 	HTTPBootURL string
 	// HTTPPort is the port of this server's HTTP endpoint. Default 80.
 	HTTPPort int
+	// Token gives the {token} of a client's URLs (the boot server's per-node token, which lets a
+	// proxy-mode node without a known address fetch its script). Nil: {token} is empty.
+	Token func(mac net.HardwareAddr) string
 }
 
 // withDefaults returns c with every zero field set to its default.
@@ -143,6 +146,9 @@ func Classify(req *dhcpv4.DHCPv4, cfg BootConfig, server net.IP, name string) Bo
 	file := archFile(cfg, bc.Arch)
 	vendor := req.ClassIdentifier()
 	vars := urlVars{server: server, port: cfg.HTTPPort, mac: req.ClientHWAddr, name: name, file: file, arch: bc.Arch}
+	if cfg.Token != nil {
+		vars.token = cfg.Token(req.ClientHWAddr)
+	}
 
 	switch {
 	case isIPXE(req, cfg.IPXEUserClass):
@@ -219,6 +225,7 @@ type urlVars struct {
 	name   string
 	file   string
 	arch   iana.Arch
+	token  string
 }
 
 func expand(tmpl string, v urlVars) string {
@@ -233,5 +240,6 @@ func expand(tmpl string, v urlVars) string {
 		"{name}", v.name,
 		"{file}", v.file,
 		"{arch}", strconv.Itoa(int(v.arch)),
+		"{token}", v.token,
 	).Replace(tmpl)
 }

@@ -60,6 +60,10 @@ type ScriptParams struct {
 	Port      int    // its port
 	Node      string // node name, passed as bootfabric.node=
 	HealthURL string // where the booted node POSTs its report, passed as bootfabric.health=
+	// Token is the node's token, added as ?token= to the kernel and initrd URLs (the boot server
+	// counts a download as the node's only with it). Empty: none. iPXE names an image by the
+	// URL's path, so initrd= still matches.
+	Token string
 }
 
 // scriptTemplate boots the profile's kernel and initrd over HTTP. initrd=
@@ -69,9 +73,9 @@ type ScriptParams struct {
 var scriptTemplate = template.Must(template.New("ipxe").Parse(`#!ipxe
 # bootfabric: node {{.Node}}, profile {{.Profile.Name}}
 echo bootfabric: booting {{.Node}} with profile {{.Profile.Name}}
-kernel {{.Base}}/{{.Profile.Kernel}}{{with .Profile.Initrd}} initrd={{.}}{{end}}{{with .Profile.Cmdline}} {{.}}{{end}} bootfabric.node={{.Node}}{{with .HealthURL}} bootfabric.health={{.}}{{end}} || goto failed
+kernel {{.Base}}/{{.Profile.Kernel}}{{.Query}}{{with .Profile.Initrd}} initrd={{.}}{{end}}{{with .Profile.Cmdline}} {{.}}{{end}} bootfabric.node={{.Node}}{{with .HealthURL}} bootfabric.health={{.}}{{end}} || goto failed
 {{- with .Profile.Initrd}}
-initrd {{$.Base}}/{{.}} || goto failed
+initrd {{$.Base}}/{{.}}{{$.Query}} || goto failed
 {{- end}}
 boot || goto failed
 :failed
@@ -102,6 +106,13 @@ func RenderScript(p Profile, sp ScriptParams) ([]byte, error) {
 			return nil, fmt.Errorf("images: rendering iPXE script for node %q: bad health URL %q", sp.Node, sp.HealthURL)
 		}
 	}
+	query := ""
+	if sp.Token != "" {
+		if strings.ContainsFunc(sp.Token, func(r rune) bool { return !('0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') }) {
+			return nil, fmt.Errorf("images: rendering iPXE script for node %q: bad token", sp.Node)
+		}
+		query = "?token=" + sp.Token
+	}
 	host := net.JoinHostPort(sp.Server, strconv.Itoa(sp.Port))
 	var buf bytes.Buffer
 	err := scriptTemplate.Execute(&buf, struct {
@@ -109,7 +120,8 @@ func RenderScript(p Profile, sp ScriptParams) ([]byte, error) {
 		Node      string
 		HealthURL string
 		Base      string
-	}{p, sp.Node, sp.HealthURL, "http://" + host + "/boot/" + p.Name})
+		Query     string
+	}{p, sp.Node, sp.HealthURL, "http://" + host + "/boot/" + p.Name, query})
 	if err != nil {
 		return nil, fmt.Errorf("images: rendering iPXE script for node %q: %w", sp.Node, err)
 	}

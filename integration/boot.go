@@ -196,6 +196,9 @@ func (c *Cluster) BootProgress(ctx context.Context, nodes []int, timeout time.Du
 			nodes = append(nodes, i)
 		}
 	}
+	if err := c.announceReboots(ctx, nodes); err != nil {
+		return nil, 0, CPUUse{}, err
+	}
 	scriptPath := filepath.Join(c.dir(), "udhcpc.script")
 	if err := os.WriteFile(scriptPath, []byte(udhcpcScript), 0o755); err != nil {
 		return nil, 0, CPUUse{}, err

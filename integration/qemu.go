@@ -312,6 +312,13 @@ func BootVMs(ctx context.Context, c *Cluster, n int, opt QEMUOptions) ([]VMResul
 	}
 	log.Info("accelerator", zap.String("accel", accel), zap.String("why", why))
 	opt.Accel = accel
+	first := make([]int, n)
+	for i := range first {
+		first[i] = i
+	}
+	if err := c.announceReboots(ctx, first); err != nil {
+		return nil, fmt.Errorf("qemu cluster %s: %w", c.Name, err)
+	}
 	for i := 0; i < n; i++ {
 		if err := c.attachTap(ctx, i); err != nil {
 			return nil, err

@@ -129,6 +129,7 @@ func commands(e *env) []*cli.Command {
 		serveCommand(e),
 		fleetCommand(e),
 		statusCommand(e),
+		nodeCommand(e),
 		imageCommand(e),
 		routeCommand(e),
 		reportCommand(e),

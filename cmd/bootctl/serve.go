@@ -43,6 +43,10 @@ var serveOverrides = []struct {
 		func(c *bootsrv.Config, v string) { c.Profile = v }},
 	{"state-dir", "BOOTCTL_STATE_DIR", "directory of the boot states (state_dir)",
 		func(c *bootsrv.Config, v string) { c.StateDir = v }},
+	{"node-secret-file", "BOOTCTL_NODE_SECRET_FILE", "file of the secret node tokens derive from (http.node_secret_file)",
+		func(c *bootsrv.Config, v string) { c.HTTP.NodeSecretFile = v }},
+	{"operator-token-file", "BOOTCTL_OPERATOR_TOKEN_FILE", "file of the operator API's bearer token (http.operator_token_file)",
+		func(c *bootsrv.Config, v string) { c.HTTP.OperatorTokenFile = v }},
 }
 
 func serveCommand(e *env) *cli.Command {
@@ -53,6 +57,8 @@ func serveCommand(e *env) *cli.Command {
 			Usage: "this server's index in the configuration's servers (server_id)"},
 		&cli.StringSliceFlag{Name: "interface", EnvVars: []string{"BOOTCTL_INTERFACES"},
 			Usage: "DHCP interface, repeatable or comma-separated (dhcp.interfaces)"},
+		&cli.BoolFlag{Name: "recover",
+			Usage: "if the state file is damaged, keep it aside as nodes.db.damaged-TIME and start from the records that can be read"},
 	}
 	for _, o := range serveOverrides {
 		flags = append(flags, &cli.StringFlag{Name: o.flag, EnvVars: []string{o.env}, Usage: o.usage})
@@ -85,7 +91,7 @@ func serveCommand(e *env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			srv, err := bootsrv.New(cfg, bootsrv.Options{Logger: e.log})
+			srv, err := bootsrv.New(cfg, bootsrv.Options{Logger: e.log, RecoverState: c.Bool("recover")})
 			if err != nil {
 				return configError(err)
 			}
@@ -138,7 +144,8 @@ func serveConfig(c *cli.Context) (*bootsrv.Config, error) {
 func configError(err error) error {
 	var be *bootsrv.Error
 	var te *topology.Error
-	if errors.As(err, &be) || errors.As(err, &te) || errors.Is(err, fs.ErrNotExist) {
+	var de *bootsrv.DamagedError
+	if errors.As(err, &be) || errors.As(err, &te) || errors.As(err, &de) || errors.Is(err, fs.ErrNotExist) {
 		return asBadInput(err)
 	}
 	return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/bootfabric/bootfabric/internal/testenv"
+	"regexp"
 
 	"bytes"
 	"context"
@@ -187,8 +188,17 @@ esac
 	if got, _ := os.ReadFile(nbp); !bytes.Equal(got, f.nbp) {
 		t.Fatalf("NBP over tftp:// differs (%d bytes, want %d)", len(got), len(f.nbp))
 	}
+	// The node's script, fetched from its address, gives the health URL with the node's token.
+	script, err := inCli("curl", "-sSf", "http://"+p.srvIP+":8080/ipxe/52:54:00:00:00:00")
+	if err != nil {
+		t.Fatalf("curl script: %v\n%s", err, script)
+	}
+	hm := regexp.MustCompile(`bootfabric.health=(\S+)`).FindStringSubmatch(script)
+	if hm == nil {
+		t.Fatalf("script has no health URL:\n%s", script)
+	}
 	if out, err := inCli("curl", "-sSf", "-X", "POST", "-H", "Content-Type: application/json", "-d", `{"status":"ok","details":"netns"}`,
-		"http://"+p.srvIP+":8080/api/v1/nodes/node00/health"); err != nil {
+		hm[1]); err != nil {
 		t.Fatalf("curl health: %v\n%s", err, out)
 	}
 	out, err := exec.Command("ip", "netns", "exec", p.srv, bin, "status", "--server", "http://127.0.0.1:8080", "--output", "json").CombinedOutput()

@@ -381,9 +381,26 @@ func TestServeLoopback(t *testing.T) {
 	if n2.State != bootsrv.Healthy || !n2.Times[bootsrv.Discover].Equal(n.Times[bootsrv.Discover]) || n2.Health == nil {
 		t.Errorf("after restart node00 = %+v\nbefore %+v", n2, n)
 	}
-	// A new DISCOVER of the healthy node starts its boot over.
-	// A REQUEST right after the OFFER: the ACK may be reported before the DISCOVER (see
+	// A DISCOVER of the healthy node nobody asked for is only an event.
+	base2 := "http://" + srv2.HTTPAddr().String()
+	dora(t, srv2.DHCPAddrs()[0], mac, func() {})
+	time.Sleep(100 * time.Millisecond)
+	if n, _ := srv2.Tracker().Node("node00"); n.State != bootsrv.Healthy || n.Attempt != 1 {
+		t.Errorf("after an unasked DISCOVER: %v attempt %d, want healthy attempt 1", n.State, n.Attempt)
+	}
+	// The operator asks for the reboot (bootctl node reboot); the next DISCOVER starts the boot
+	// over. A REQUEST right after the OFFER: the ACK may be reported before the DISCOVER (see
 	// bootsrv's dhcpObserver); the states must still come out in order.
+	tokFile := filepath.Join(f.dir, "state", bootsrv.OperatorTokenFile)
+	wrong := filepath.Join(t.TempDir(), "wrong.token")
+	os.WriteFile(wrong, []byte("0123456789abcdef0123456789abcdef\n"), 0o600)
+	if code, _, errs := runBootctl(t, context.Background(), "node", "reboot", "node00", "--server", base2, "--token-file", wrong); code != 1 || !strings.Contains(errs, "401") {
+		t.Errorf("reboot with the wrong token: %d %s", code, errs)
+	}
+	code, out, errs := runBootctl(t, context.Background(), "node", "reboot", "node00", "--server", base2, "--token-file", tokFile, "--output", "json")
+	if code != 0 || !strings.Contains(out, `"reboot_requested": true`) {
+		t.Fatalf("node reboot: %d %s %s", code, out, errs)
+	}
 	dora(t, srv2.DHCPAddrs()[0], mac, func() {})
 	if n := waitState(t, srv2, "node00", bootsrv.Bound); n.Attempt != 2 {
 		t.Errorf("after reboot: attempt %d, want 2", n.Attempt)

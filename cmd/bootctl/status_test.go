@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -66,7 +68,10 @@ func TestStatusTwoServers(t *testing.T) {
 	if err != nil || resp != 421 {
 		t.Errorf("health to the wrong server: %d %v", resp, err)
 	}
-	if resp, err := httpPost(ua+"/api/v1/nodes/node00/health", `{"status":"ok"}`); err != nil || resp != 200 {
+	if resp, err := httpPost(ua+"/api/v1/nodes/node00/health", `{"status":"ok"}`); err != nil || resp != 401 {
+		t.Errorf("health without the token: %d %v", resp, err)
+	}
+	if resp, err := httpPost(healthURL(t, ua, "52:54:00:00:00:00"), `{"status":"ok"}`); err != nil || resp != 200 {
 		t.Errorf("health: %d %v", resp, err)
 	}
 	code, out, errs := runBootctl(t, context.Background(), "status", "--server", ua, "--server", ub, "--output", "json")
@@ -94,4 +99,19 @@ func httpPost(url, body string) (int, error) {
 	}
 	resp.Body.Close()
 	return resp.StatusCode, nil
+}
+
+// healthURL fetches a node's iPXE script (from the node's address) and returns the health URL on
+// its kernel line, token included, on base (the script names the server's configured address).
+func healthURL(t *testing.T, base, mac string) string {
+	t.Helper()
+	m := regexp.MustCompile(`bootfabric.health=(\S+)`).FindStringSubmatch(string(httpGet(t, base+"/ipxe/"+mac)))
+	if m == nil {
+		t.Fatalf("no bootfabric.health= in the script of %s", mac)
+	}
+	u, err := url.Parse(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base + u.RequestURI()
 }

@@ -1,0 +1,511 @@
+package bootsrv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bootfabric/bootfabric/dhcpd"
+	"github.com/insomniacslk/dhcp/dhcpv4"
+	bolt "go.etcd.io/bbolt"
+	"go.uber.org/zap/zaptest"
+)
+
+// The attacks of issue 13, as a hostile host on the boot network makes them, one test each. In the
+// fixture node00 is 127.0.0.1; the attacker is 192.0.2.66 unless the attack needs a real socket.
+
+const attacker = "192.0.2.66:4242"
+
+// nodeAt returns a node's status, failing the test when it is unknown.
+func nodeAt(t *testing.T, s *Server, name string) NodeStatus {
+	t.Helper()
+	n, ok := s.tracker.Node(name)
+	if !ok {
+		t.Fatalf("no node %s", name)
+	}
+	return n
+}
+
+// TestAttackHealthFromAnyAddress: `curl -X POST -d '{"status":"failed"}' .../health` from any host
+// used to fail (or heal) any node.
+func TestAttackHealthFromAnyAddress(t *testing.T) {
+	s := newFixture(t).server(t, nil)
+	h := s.Handler()
+	for _, tc := range []struct {
+		name, target, remote string
+		code                 int
+	}{
+		{"no token, other host", "/api/v1/nodes/node00/health", attacker, http.StatusUnauthorized},
+		{"no token, node's address", "/api/v1/nodes/node00/health", "127.0.0.1:1", http.StatusUnauthorized},
+		{"another node's token", "/api/v1/nodes/node00/health?token=" + s.nodes.token("node01"), "127.0.0.1:1", http.StatusUnauthorized},
+		{"right token, other host", "/api/v1/nodes/node00/health?token=" + s.nodes.token("node00"), attacker, http.StatusForbidden},
+		{"no token, node01", "/api/v1/nodes/node01/health", attacker, http.StatusUnauthorized},
+	} {
+		w := do(t, h, "POST", tc.target, `{"status":"failed"}`, tc.remote)
+		if w.Code != tc.code {
+			t.Errorf("%s: %d %s, want %d", tc.name, w.Code, w.Body, tc.code)
+		}
+	}
+	for _, name := range []string{"node00", "node01"} {
+		if n := nodeAt(t, s, name); n.State != Pending || n.Health != nil {
+			t.Errorf("%s after the attacks: %v %+v", name, n.State, n.Health)
+		}
+	}
+	// The node itself, with its token from its own address, is heard (Bearer works as ?token=).
+	req := httptest.NewRequest("POST", "/api/v1/nodes/node00/health", strings.NewReader(`{"status":"ok"}`))
+	req.RemoteAddr = "127.0.0.1:1"
+	req.Header.Set("Authorization", "Bearer "+s.nodes.token("node00"))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	if w.Code != 200 || nodeAt(t, s, "node00").State != Healthy {
+		t.Errorf("node00's own report: %d %s", w.Code, w.Body)
+	}
+}
+
+// TestAttackOneByteRange: `GET /boot/default/initrd.img?node=s0-b0-n1` with `Range: bytes=0-0`
+// moved that node to initrd (one byte counted as delivered).
+func TestAttackOneByteRange(t *testing.T) {
+	s := newFixture(t).server(t, nil)
+	h := s.Handler()
+	get := func(target, remote string) int {
+		req := httptest.NewRequest("GET", target, nil)
+		req.RemoteAddr = remote
+		req.Header.Set("Range", "bytes=0-0")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code
+	}
+	tok := s.nodes.token("node00")
+	for _, tc := range []struct{ target, remote string }{
+		{"/boot/default/initrd.img?node=node01", attacker},
+		{"/boot/default/initrd.img?node=node00", "127.0.0.1:1"},
+		{"/boot/default/initrd.img?token=" + tok, "127.0.0.1:1"}, // even the node's own range
+		{"/boot/default/vmlinuz?token=" + tok, "127.0.0.1:1"},
+	} {
+		if code := get(tc.target, tc.remote); code != http.StatusPartialContent {
+			t.Fatalf("%s: %d", tc.target, code)
+		}
+	}
+	for _, name := range []string{"node00", "node01"} {
+		if n := nodeAt(t, s, name); n.State != Pending {
+			t.Errorf("%s after one-byte ranges: %v", name, n.State)
+		}
+	}
+}
+
+// TestAttackCutDownload: a download cut short, attributed with ?node= or from the node's address
+// without its token, marked the node failed.
+func TestAttackCutDownload(t *testing.T) {
+	s := newFixture(t).server(t, nil)
+	srv := httptest.NewServer(s.Handler()) // the attacker is 127.0.0.1 here, node00's address
+	defer srv.Close()
+	for _, target := range []string{"/boot/default/vmlinuz?node=node01", "/boot/default/vmlinuz"} {
+		resp, err := http.Get(srv.URL + target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(resp.Body, make([]byte, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close() // cut: the server's write fails
+	}
+	srv.CloseClientConnections()
+	time.Sleep(200 * time.Millisecond) // the handlers finish writing into closed connections
+	for _, name := range []string{"node00", "node01"} {
+		if n := nodeAt(t, s, name); n.State != Pending {
+			t.Errorf("%s after cut downloads: %v (%s)", name, n.State, n.Error)
+		}
+	}
+}
+
+// TestAttackScriptTheft: `GET /ipxe/{mac}` from any host moved the node to nbp and gave away its
+// script; in proxy mode without inventory addresses, whoever fetched it first became the node's IP.
+func TestAttackScriptTheft(t *testing.T) {
+	f := newFixture(t)
+	s := f.server(t, nil)
+	w := do(t, s.Handler(), "GET", "/ipxe/52:54:00:00:00:00", "", attacker)
+	if w.Code != http.StatusForbidden || strings.Contains(w.Body.String(), s.nodes.token("node00")) {
+		t.Errorf("script to another host: %d %s", w.Code, w.Body)
+	}
+	if n := nodeAt(t, s, "node00"); n.State != Pending {
+		t.Errorf("node00 after another host's script fetch: %v", n.State)
+	}
+
+	inv := strings.Replace(miniInventoryCSV(t), "10.0.0.11,", ",", 1) // node01 has no address
+	if err := os.WriteFile(filepath.Join(f.dir, "inventory.csv"), []byte(inv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := f.server(t, func(c *Config) { c.DHCP.Mode = DHCPProxy; c.StateDir = filepath.Join(f.dir, "state-proxy") })
+	w = do(t, p.Handler(), "GET", "/ipxe/52:54:00:00:00:01", "", attacker)
+	if w.Code != http.StatusUnauthorized {
+		t.Errorf("proxy-mode script without the token: %d %s", w.Code, w.Body)
+	}
+	if n := nodeAt(t, p, "node01"); n.IP != "" || n.State != Pending {
+		t.Errorf("node01 after the attacker's fetch: %v at %q", n.State, n.IP)
+	}
+}
+
+// TestAttackSpoofedDiscover: one spoofed DHCPDISCOVER moved a healthy node back to offered.
+func TestAttackSpoofedDiscover(t *testing.T) {
+	s := newFixture(t).server(t, nil)
+	if _, err := s.tracker.Report("node00", Health{Status: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	mac, _ := net.ParseMAC("52:54:00:00:00:00")
+	obs := newDHCPObserver(s)
+	obs.OnDHCP(mac, dhcpv4.MessageTypeDiscover, dhcpd.OutcomeOffered, nil)
+	if n := nodeAt(t, s, "node00"); n.State != Healthy || n.Attempt != 0 || n.LastEvent != EvOffer {
+		t.Errorf("after a spoofed DISCOVER: %v attempt %d last %v", n.State, n.Attempt, n.LastEvent)
+	}
+	// The operator's reboot request makes the next one count; it needs the operator token.
+	h := s.Handler()
+	if w := do(t, h, "POST", "/api/v1/nodes/node00/reboot", "", "127.0.0.1:1"); w.Code != http.StatusUnauthorized {
+		t.Errorf("reboot without the token: %d", w.Code)
+	}
+	req := httptest.NewRequest("POST", "/api/v1/nodes/node00/reboot", nil)
+	req.Header.Set("Authorization", "Bearer "+string(s.operatorToken))
+	req.RemoteAddr = attacker
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	if w.Code != http.StatusForbidden {
+		t.Errorf("reboot from another host: %d", w.Code)
+	}
+	req.RemoteAddr = "127.0.0.1:1"
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	if w.Code != 200 {
+		t.Fatalf("reboot: %d %s", w.Code, w.Body)
+	}
+	obs.OnDHCP(mac, dhcpv4.MessageTypeDiscover, dhcpd.OutcomeOffered, nil)
+	if n := nodeAt(t, s, "node00"); n.State != Offered || n.Attempt != 1 {
+		t.Errorf("after the asked-for reboot: %v attempt %d", n.State, n.Attempt)
+	}
+}
+
+// TestAttackManyRanges: `Range: bytes=` with 260,000 `0-0,` parts turned a 1 MB request into a
+// 38 MB answer. Overlapping parts are merged, and more than max_ranges distinct ones get the file
+// once.
+func TestAttackManyRanges(t *testing.T) {
+	f := newFixture(t)
+	s := f.server(t, nil)
+	h := s.Handler()
+	size := len(f.initrd)
+	var far strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&far, "%d-%d,", 2*i, 2*i)
+	}
+	for _, tc := range []struct {
+		name, ranges string
+		code         int
+	}{
+		{"overlapping", strings.Repeat("0-0,", 20_000) + "0-0", http.StatusPartialContent},
+		{"distinct", strings.TrimSuffix(far.String(), ","), http.StatusOK},
+	} {
+		req := httptest.NewRequest("GET", "/boot/default/initrd.img", nil)
+		req.Header.Set("Range", "bytes="+tc.ranges)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != tc.code || w.Body.Len() > size {
+			t.Errorf("%s: %d with %d bytes for a %d-byte file", tc.name, w.Code, w.Body.Len(), size)
+		}
+	}
+}
+
+// TestAttackIdleConnections: 289 idle keep-alive connections from one host exhausted the
+// descriptors. One address gets max_conns_per_client, and a connection that sends no request is
+// closed after read_header_timeout.
+func TestAttackIdleConnections(t *testing.T) {
+	f := newFixture(t)
+	s := f.server(t, func(c *Config) {
+		c.HTTP.MaxConnsPerClient = 8
+		c.HTTP.ReadHeaderTimeout = Duration(2 * time.Second)
+		c.TFTP.Listen = "off"
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	if err := s.Listen(ctx); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- s.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
+	addr := s.HTTPAddr().String()
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 40 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	// Those over the cap are closed at once: a read sees EOF well before the header timeout.
+	var wg sync.WaitGroup
+	var open atomic.Int32
+	for _, c := range conns {
+		wg.Go(func() {
+			c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+			if _, err := c.Read(make([]byte, 1)); errors.Is(err, os.ErrDeadlineExceeded) {
+				open.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if open.Load() != 8 {
+		t.Errorf("%d of 40 idle connections held open, want 8", open.Load())
+	}
+	// The held ones are closed after the header timeout, and the server answers again.
+	time.Sleep(2 * time.Second)
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatalf("after the idle connections: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("healthz: %s", resp.Status)
+	}
+}
+
+// TestAttackHealthGrowth: each health POST grew the node's record (34 made it 1 MB). A report is
+// bounded by max_report_bytes, a transition's detail by maxDetailLen, and the history by
+// health.history, the rest counted.
+func TestAttackHealthGrowth(t *testing.T) {
+	s := newFixture(t).server(t, func(c *Config) { c.Health.History = 8 })
+	h := s.Handler()
+	target := "/api/v1/nodes/node00/health?token=" + s.nodes.token("node00")
+	details := strings.Repeat("x", DefaultMaxReportBytes-100)
+	for i := range 40 {
+		status := []string{"ok", "failed"}[i%2]
+		w := do(t, h, "POST", target, `{"status":"`+status+`","details":"`+details+`"}`, "127.0.0.1:1")
+		if w.Code != 200 {
+			t.Fatalf("report %d: %d %s", i, w.Code, w.Body)
+		}
+	}
+	if w := do(t, h, "POST", target, `{"status":"ok","details":"`+strings.Repeat("x", DefaultMaxReportBytes)+`"}`, "127.0.0.1:1"); w.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("oversized report: %d", w.Code)
+	}
+	n := nodeAt(t, s, "node00")
+	rec, _ := json.Marshal(n)
+	if len(rec) > 2*DefaultMaxReportBytes+8*(maxDetailLen+200) {
+		t.Errorf("node00's record is %d bytes after 40 reports", len(rec))
+	}
+	if len(n.History) != 8 || n.HistoryDropped != 32 {
+		t.Errorf("history %d kept, %d dropped; want 8 and 32", len(n.History), n.HistoryDropped)
+	}
+}
+
+// TestAttackZeroLengthStateFile: a zero-length nodes.db started empty without a word.
+func TestAttackZeroLengthStateFile(t *testing.T) {
+	f := newFixture(t)
+	state := filepath.Join(f.dir, "state")
+	os.MkdirAll(state, 0o755)
+	if err := os.WriteFile(filepath.Join(state, StateFile), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(f.config(t, nil), Options{Logger: zaptest.NewLogger(t)})
+	var de *DamagedError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "zero-length") || !strings.Contains(err.Error(), "--recover") ||
+		!strings.Contains(err.Error(), filepath.Join(state, StateFile)) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("zero-length state file: %v", err)
+	}
+	s, err := New(f.config(t, nil), Options{Logger: zaptest.NewLogger(t), RecoverState: true})
+	if err != nil {
+		t.Fatalf("--recover: %v", err)
+	}
+	s.Close()
+	kept, _ := filepath.Glob(filepath.Join(state, StateFile+".damaged-*"))
+	if len(kept) != 1 {
+		t.Errorf("damaged copies kept: %v", kept)
+	}
+}
+
+// TestAttackCorruptStatePage: a nodes.db corrupted at offset 20480 panicked with a bbolt stack
+// trace. Each page of a state file is corrupted in turn: opening gives one error naming the file
+// (for every page in use, bbolt's own page map says which), never a panic; --recover keeps the file
+// aside and restores what it can read.
+func TestAttackCorruptStatePage(t *testing.T) {
+	src := t.TempDir()
+	writeStateRecords(t, src, 200)
+	orig, err := os.ReadFile(filepath.Join(src, StateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := usedPages(t, filepath.Join(src, StateFile))
+	const page = 4096
+	target := 5 // offset 20480, or the first page in use after it
+	for !used[target] && target*page < len(orig) {
+		target++
+	}
+	meta, err := soundMeta(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	detected := 0
+	for id := 2; id < int(meta.high); id++ { // the pages past the high-water mark hold nothing
+		if id == 2 || id%4 == 0 || used[id] || id == target {
+		} else {
+			continue // a sample of the free pages is enough
+		}
+		dir := t.TempDir()
+		path := filepath.Join(dir, StateFile)
+		data := slices.Clone(orig)
+		for i := id * page; i < id*page+64; i++ {
+			data[i] = 0xff
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		st, err := OpenStore(dir)
+		if err == nil {
+			st.Close()
+			if used[id] {
+				t.Errorf("page %d (in use) corrupted: opened without a word", id)
+			}
+			continue
+		}
+		detected++
+		var de *DamagedError
+		if !errors.As(err, &de) || de.Path != path || !strings.Contains(err.Error(), "--recover") || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("page %d corrupted: %v", id, err)
+		}
+		if id != target {
+			continue
+		}
+		rec, err := RecoverStore(dir, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Damaged != path+".damaged-20260102T030405Z" || rec.Recovered+rec.Lost > 200 {
+			t.Errorf("recovery %+v", rec)
+		}
+		if _, err := os.Stat(rec.Damaged); err != nil {
+			t.Errorf("damaged copy: %v", err)
+		}
+		st, err = OpenStore(dir)
+		if err != nil {
+			t.Fatalf("after --recover: %v", err)
+		}
+		got, err := st.Load()
+		st.Close()
+		if err != nil || len(got) != rec.Recovered {
+			t.Errorf("after --recover: %d records (%v), recovery said %d", len(got), err, rec.Recovered)
+		}
+		t.Logf("page %d corrupted: recovered %d of 200 records, %d lost", id, rec.Recovered, rec.Lost)
+	}
+	t.Logf("%d of %d pages in use; %d corruptions detected", len(used), meta.high, detected)
+}
+
+// usedPages returns the pages of a bbolt file that are branch or leaf pages in use (not free), by
+// bbolt's own page map.
+func usedPages(t *testing.T, path string) map[int]bool {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	used := map[int]bool{}
+	err = db.View(func(tx *bolt.Tx) error {
+		for id := 2; ; id++ {
+			p, err := tx.Page(id)
+			if err != nil || p == nil {
+				return err
+			}
+			if p.Type == "branch" || p.Type == "leaf" {
+				used[id] = true
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return used
+}
+
+// writeStateRecords saves n node records with some history into dir's state file.
+func writeStateRecords(t testing.TB, dir string, n int) {
+	t.Helper()
+	st, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var nodes []NodeStatus
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range n {
+		ns := NodeStatus{Name: fmt.Sprintf("node%03d", i), MAC: fmt.Sprintf("52:54:00:00:%02x:%02x", i/256, i%256), State: Healthy, Since: at,
+			Times: map[State]time.Time{Discover: at, Healthy: at}}
+		for j := range 4 {
+			ns.History = append(ns.History, Transition{From: State(j), To: State(j + 1), Event: EvOffer, At: at, Detail: strings.Repeat("d", 20)})
+		}
+		nodes = append(nodes, ns)
+	}
+	if err := st.Save(nodes); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAttackSymlinkOutOfRoots: a symbolic link inside ipxe_dir (or the image store) served a file
+// outside it over /ipxe/bin (and /boot).
+func TestAttackSymlinkOutOfRoots(t *testing.T) {
+	f := newFixture(t)
+	secret := filepath.Join(f.dir, "secret")
+	if err := os.WriteFile(secret, []byte("not for the boot network\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(f.dir, "ipxe", "ipxe.efi")
+	os.Remove(bin)
+	if err := os.Symlink(secret, bin); err != nil {
+		t.Fatal(err)
+	}
+	s := f.server(t, nil)
+	blob, err := s.images.BlobPath("default", "vmlinuz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(blob)
+	if err := os.Symlink(secret, blob); err != nil {
+		t.Fatal(err)
+	}
+	h := s.Handler()
+	for _, target := range []string{"/ipxe/bin/ipxe.efi", "/boot/default/vmlinuz", "/blobs/sha256/" + filepath.Base(blob)} {
+		w := do(t, h, "GET", target, "", attacker)
+		if w.Code == 200 || strings.Contains(w.Body.String(), "not for the boot network") {
+			t.Errorf("%s through a symlink out of its root: %d %q", target, w.Code, w.Body)
+		}
+	}
+	// Files inside the roots are still served.
+	if w := do(t, h, "GET", "/ipxe/bin/undionly.kpxe", "", attacker); w.Code != 200 || w.Body.Len() != len(f.nbp) {
+		t.Errorf("undionly.kpxe: %d, %d bytes", w.Code, w.Body.Len())
+	}
+	// A link out of ipxe_dir to a file of its own name (Debian: ipxe.efi -> /boot/ipxe.efi) is
+	// served: it is the binary the operator installed, not a way to another file.
+	other := filepath.Join(f.dir, "boot")
+	os.MkdirAll(other, 0o755)
+	os.WriteFile(filepath.Join(other, "undionly.kpxe"), f.nbp, 0o644)
+	os.Remove(filepath.Join(f.dir, "ipxe", "undionly.kpxe"))
+	os.Symlink(filepath.Join(other, "undionly.kpxe"), filepath.Join(f.dir, "ipxe", "undionly.kpxe"))
+	s2 := f.server(t, func(c *Config) { c.StateDir = filepath.Join(f.dir, "state2") })
+	if w := do(t, s2.Handler(), "GET", "/ipxe/bin/undionly.kpxe", "", attacker); w.Code != 200 || w.Body.Len() != len(f.nbp) {
+		t.Errorf("undionly.kpxe linked to a file of its name: %d, %d bytes", w.Code, w.Body.Len())
+	}
+	if w := do(t, s2.Handler(), "GET", "/ipxe/bin/ipxe.efi", "", attacker); w.Code == 200 {
+		t.Errorf("ipxe.efi linked to another name: %d", w.Code)
+	}
+}

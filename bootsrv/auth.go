@@ -1,0 +1,270 @@
+package bootsrv
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/bootfabric/bootfabric/images"
+	"go.uber.org/zap"
+)
+
+// Authentication, the way boot systems do it: the boot network is shared with hosts the server
+// cannot vet, so a node proves who it is with a per-node token that only its own iPXE script
+// carries (the server serves that script only to the node's address, as smee serves scripts only
+// to the address holding the lease), and the operator with a bearer token read from a file (as
+// Kea's control API).
+
+// minSecretLen bounds the secrets and tokens read from files, in bytes.
+const minSecretLen = 16
+
+// nodeTokenLen is the length of a node token in hex digits (128 bits).
+const nodeTokenLen = 32
+
+// nodeAuth derives and checks node tokens. A nil secret turns node authentication off.
+type nodeAuth struct {
+	secret []byte
+}
+
+// token returns the node's token: HMAC-SHA256 of its name under the secret, so that the server
+// keeps no per-node state and every restart (or every server sharing the secret file) agrees.
+func (a nodeAuth) token(name string) string {
+	if a.secret == nil {
+		return ""
+	}
+	m := hmac.New(sha256.New, a.secret)
+	m.Write([]byte("bootfabric node token\x00"))
+	m.Write([]byte(name))
+	return hex.EncodeToString(m.Sum(nil))[:nodeTokenLen]
+}
+
+// check reports whether tok is the node's token (always true when authentication is off).
+func (a nodeAuth) check(name, tok string) bool {
+	if a.secret == nil {
+		return true
+	}
+	return subtle.ConstantTimeCompare([]byte(a.token(name)), []byte(tok)) == 1
+}
+
+// readSecret reads a secret or token file, creating it with a random value (mode 0600) when it does
+// not exist. Errors name the file and what to do.
+func readSecret(path, what string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return createSecret(path, what)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	v := strings.TrimSpace(string(b))
+	if len(v) < minSecretLen {
+		return nil, fmt.Errorf("%s %s: %d characters, want at least %d (remove the file to have a random one written at start)", what, path, len(v), minSecretLen)
+	}
+	return []byte(v), nil
+}
+
+func createSecret(path, what string) ([]byte, error) {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	v := hex.EncodeToString(raw)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	// O_EXCL: two servers starting at once on one directory must not each write their own.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return readSecret(path, what)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	_, err = f.WriteString(v + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	return []byte(v), nil
+}
+
+// ReadOperatorToken reads the operator token file of a client (bootctl node reboot).
+func ReadOperatorToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("operator token: %w", err)
+	}
+	v := strings.TrimSpace(string(b))
+	if len(v) < minSecretLen {
+		return "", fmt.Errorf("operator token %s: %d characters, want at least %d", path, len(v), minSecretLen)
+	}
+	if strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r > '~' }) {
+		return "", fmt.Errorf("operator token %s: not one line of printable characters without spaces", path)
+	}
+	return v, nil
+}
+
+// remoteAddr returns a request's source address (unmapped), or the zero Addr.
+func remoteAddr(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
+}
+
+// requestToken returns the token of a request: the token query parameter (what the iPXE script's
+// URLs carry) or an Authorization: Bearer header.
+func requestToken(r *http.Request) string {
+	if t := r.URL.Query().Get("token"); t != "" {
+		return t
+	}
+	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return strings.TrimSpace(v)
+	}
+	return ""
+}
+
+// authError is a refused request: its HTTP status and why.
+type authError struct {
+	code int
+	msg  string
+}
+
+func (e *authError) Error() string { return e.msg }
+
+// NodeCheck is what a node request presents: the address it came from, the node's known address
+// (empty when none is known yet: proxy mode) and whether its token is the node's.
+type NodeCheck struct {
+	From     netip.Addr
+	NodeIP   string
+	TokenOK  bool
+	AuthOn   bool
+	NeedAddr bool
+}
+
+// CheckNode decides whether a request may act for a node. It is pure. A request must come from the
+// node's known address and, with authentication on, carry the node's token; when the node has no
+// known address (NeedAddr false, proxy mode before its first script) the token alone is enough.
+func CheckNode(name string, c NodeCheck) error {
+	if c.AuthOn && !c.TokenOK {
+		return &authError{http.StatusUnauthorized, fmt.Sprintf("node %s: missing or wrong token (the token is in the node's iPXE script)", name)}
+	}
+	if c.NodeIP == "" {
+		if c.NeedAddr {
+			return &authError{http.StatusForbidden, fmt.Sprintf("node %s: no address known for it yet", name)}
+		}
+		return nil
+	}
+	if ip, err := netip.ParseAddr(c.NodeIP); err != nil || ip != c.From {
+		return &authError{http.StatusForbidden, fmt.Sprintf("node %s: request from %s, not from the node's address", name, c.From)}
+	}
+	return nil
+}
+
+// nodeCheck gathers what CheckNode needs about a request for the named node.
+func (s *Server) nodeCheck(r *http.Request, name string, st NodeStatus) NodeCheck {
+	return NodeCheck{
+		From: remoteAddr(r), NodeIP: st.IP, TokenOK: s.nodes.check(name, requestToken(r)),
+		AuthOn: s.nodes.secret != nil, NeedAddr: s.cfg.DHCP.Mode != DHCPProxy,
+	}
+}
+
+// operatorAuth checks an operator request: from loopback unless http.operator_remote, and with
+// the bearer token of http.operator_token_file.
+func (s *Server) operatorAuth(r *http.Request) error {
+	if from := remoteAddr(r); !s.cfg.HTTP.OperatorRemote && !from.IsLoopback() {
+		return &authError{http.StatusForbidden, fmt.Sprintf("operator requests are accepted from this host only (request from %s; set http.operator_remote to allow others)", from)}
+	}
+	v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(v)), s.operatorToken) != 1 {
+		return &authError{http.StatusUnauthorized, fmt.Sprintf("operator requests need Authorization: Bearer with the token of %s", s.cfg.HTTP.OperatorTokenFile)}
+	}
+	return nil
+}
+
+// refuse answers a refused request with its status and a JSON error.
+func refuse(w http.ResponseWriter, err error) {
+	var ae *authError
+	if errors.As(err, &ae) {
+		if ae.code == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="bootfabric"`)
+		}
+		apiError(w, ae.code, "%s", ae.msg)
+		return
+	}
+	apiError(w, http.StatusForbidden, "%v", err)
+}
+
+// inventoryAddr reports whether the inventory gives the node an address.
+func (s *Server) inventoryAddr(name string) bool {
+	n, ok := s.auth.Inventory().ByName(name)
+	return ok && n.IP.IsValid()
+}
+
+// openAuth reads (creating at first start) the node secret and the operator token, and opens the
+// confined file handles.
+func (s *Server) openAuth(ipxe images.IPXE) error {
+	h := s.cfg.HTTP
+	if *h.NodeAuth {
+		sec, err := readSecret(h.NodeSecretFile, "http.node_secret_file")
+		if err != nil {
+			return err
+		}
+		s.nodes = nodeAuth{secret: sec}
+	}
+	tok, err := readSecret(h.OperatorTokenFile, "http.operator_token_file")
+	if err != nil {
+		return err
+	}
+	s.operatorToken = tok
+	if s.files, err = openConfined(ipxe, s.images); err != nil {
+		return fmt.Errorf("%s: %w", s.cfg.file, err)
+	}
+	if out := s.files.outside(); len(out) > 0 {
+		s.log.Warn("iPXE binaries leading out of ipxe_dir to a file of another name are not served over HTTP (copy them into it)",
+			zap.String("ipxe_dir", s.files.ipxeDir), zap.Strings("files", out))
+	}
+	return nil
+}
+
+// proxyToken is the {token} of a proxy-mode node's script URL.
+func (s *Server) proxyToken(mac net.HardwareAddr) string {
+	name, ok := s.tracker.NameByMAC(mac)
+	if !ok {
+		return ""
+	}
+	return s.nodes.token(name)
+}
+
+// httpServer is the HTTP server with the timeouts of the configuration.
+func (s *Server) httpServer() *http.Server {
+	h := s.cfg.HTTP
+	return &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: time.Duration(h.ReadHeaderTimeout),
+		ReadTimeout:       time.Duration(h.ReadTimeout),
+		WriteTimeout:      time.Duration(h.WriteTimeout),
+		IdleTimeout:       time.Duration(h.IdleTimeout),
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
+	}
+}
+
+// maxHeaderBytes bounds a request's headers: iPXE, curl and wget send well under 1 KiB, and a
+// Range header of a million parts is an attack.
+const maxHeaderBytes = 64 << 10

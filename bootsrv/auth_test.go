@@ -1,0 +1,117 @@
+package bootsrv
+
+import (
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCheckNode(t *testing.T) {
+	local, other := netip.MustParseAddr("10.0.0.10"), netip.MustParseAddr("10.0.0.66")
+	tests := []struct {
+		name string
+		c    NodeCheck
+		code int // 0: allowed
+	}{
+		{"token and address", NodeCheck{From: local, NodeIP: "10.0.0.10", TokenOK: true, AuthOn: true, NeedAddr: true}, 0},
+		{"no token", NodeCheck{From: local, NodeIP: "10.0.0.10", AuthOn: true, NeedAddr: true}, http.StatusUnauthorized},
+		{"other address", NodeCheck{From: other, NodeIP: "10.0.0.10", TokenOK: true, AuthOn: true, NeedAddr: true}, http.StatusForbidden},
+		{"no address known yet", NodeCheck{From: local, TokenOK: true, AuthOn: true, NeedAddr: true}, http.StatusForbidden},
+		{"proxy mode, token only", NodeCheck{From: other, TokenOK: true, AuthOn: true}, 0},
+		{"proxy mode, no token", NodeCheck{From: other, AuthOn: true}, http.StatusUnauthorized},
+		{"auth off, address", NodeCheck{From: local, NodeIP: "10.0.0.10", NeedAddr: true}, 0},
+		{"auth off, other address", NodeCheck{From: other, NodeIP: "10.0.0.10", NeedAddr: true}, http.StatusForbidden},
+	}
+	for _, tc := range tests {
+		err := CheckNode("n", tc.c)
+		code := 0
+		if ae, ok := err.(*authError); ok {
+			code = ae.code
+		} else if err != nil {
+			t.Fatalf("%s: %T %v", tc.name, err, err)
+		}
+		if code != tc.code {
+			t.Errorf("%s: %d (%v), want %d", tc.name, code, err, tc.code)
+		}
+	}
+}
+
+func TestDownloadEvent(t *testing.T) {
+	tests := []struct {
+		name string
+		d    Delivery
+		want Event
+		ok   bool
+	}{
+		{"full", Delivery{"GET", 200, 100, 100}, EvKernel, true},
+		{"cut", Delivery{"GET", 200, 10, 100}, EvTransferFailed, true},
+		{"one-byte range", Delivery{"GET", 206, 1, 100}, 0, false},
+		{"whole-file range", Delivery{"GET", 206, 100, 100}, 0, false},
+		{"head", Delivery{"HEAD", 200, 0, 100}, 0, false},
+		{"not modified", Delivery{"GET", 304, 0, 100}, 0, false},
+		{"not found", Delivery{"GET", 404, 10, 100}, 0, false},
+	}
+	for _, tc := range tests {
+		got, ok := DownloadEvent(tc.d, EvKernel)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: %v %v, want %v %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestCoalesceRanges(t *testing.T) {
+	tests := []struct {
+		name, in string
+		size     int64
+		limit    int
+		want     string
+	}{
+		{"one", "bytes=0-99", 1000, 16, "bytes=0-99"},
+		{"duplicates", "bytes=0-0,0-0,0-0", 1000, 16, "bytes=0-0"},
+		{"overlap and adjacent", "bytes=10-19,0-9,15-30,50-", 100, 16, "bytes=0-30,50-99"},
+		{"suffix", "bytes=-10,0-4", 100, 16, "bytes=0-4,90-99"},
+		{"beyond the end clipped", "bytes=90-500", 100, 16, "bytes=90-99"},
+		{"unsatisfiable parts dropped", "bytes=200-300,0-0", 100, 16, "bytes=0-0"},
+		{"all unsatisfiable: untouched", "bytes=200-300", 100, 16, "bytes=200-300"},
+		{"too many: whole file", "bytes=0-0,2-2,4-4", 100, 2, ""},
+		{"malformed: untouched", "bytes=a-b", 100, 16, "bytes=a-b"},
+		{"other unit: untouched", "items=0-1", 100, 16, "items=0-1"},
+	}
+	for _, tc := range tests {
+		if got := CoalesceRanges(tc.in, tc.size, tc.limit); got != tc.want {
+			t.Errorf("%s: %q -> %q, want %q", tc.name, tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestSecretFiles(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "sub", "node.secret")
+	a, err := readSecret(p, "http.node_secret_file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil || fi.Mode().Perm() != 0o600 || len(a) != 64 {
+		t.Fatalf("created secret: %v %v, %d characters", err, fi.Mode(), len(a))
+	}
+	b, err := readSecret(p, "http.node_secret_file")
+	if err != nil || string(a) != string(b) {
+		t.Errorf("second read: %v, same %v", err, string(a) == string(b))
+	}
+	short := filepath.Join(dir, "short")
+	os.WriteFile(short, []byte("abc\n"), 0o600)
+	if _, err := readSecret(short, "http.operator_token_file"); err == nil || !strings.Contains(err.Error(), short) || !strings.Contains(err.Error(), "at least 16") {
+		t.Errorf("short secret: %v", err)
+	}
+	n := nodeAuth{secret: a}
+	if n.token("node00") == n.token("node01") || len(n.token("node00")) != nodeTokenLen || !n.check("node00", n.token("node00")) || n.check("node00", "") {
+		t.Error("node tokens")
+	}
+	if (nodeAuth{}).token("x") != "" || !(nodeAuth{}).check("x", "") {
+		t.Error("auth off")
+	}
+}

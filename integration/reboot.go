@@ -1,0 +1,55 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/bootfabric/bootfabric/bootsrv"
+)
+
+// announceReboots tells the boot servers that the given nodes are about to be power-cycled, as an
+// operator does with `bootctl node reboot NAME`: a boot server takes a DISCOVER from a node it saw
+// booted or healthy for an event, not a new boot, unless the reboot was asked for. Only nodes some
+// server holds as booted or healthy are announced. The requests go to each server's loopback from
+// inside its namespace (the operator API accepts only its own host by default), with the operator
+// token the server wrote into its state directory.
+func (c *Cluster) announceReboots(ctx context.Context, nodes []int) error {
+	want := map[string]bool{}
+	for _, i := range nodes {
+		want[c.Nodes[i].Name] = true
+	}
+	for _, s := range c.Servers {
+		tok, err := bootsrv.ReadOperatorToken(filepath.Join(c.dir(), "state-"+s.Name, bootsrv.OperatorTokenFile))
+		if err != nil {
+			return fmt.Errorf("server %s: %w", s.Name, err)
+		}
+		tr := &http.Transport{DialContext: nsDialer(s.Namespace)}
+		hc := &http.Client{Timeout: 5 * time.Second, Transport: tr}
+		err = announceTo(ctx, hc, s.Name, tok, want)
+		tr.CloseIdleConnections()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func announceTo(ctx context.Context, hc *http.Client, server, tok string, want map[string]bool) error {
+	cl := &bootsrv.Client{BaseURL: "http://127.0.0.1:80", HTTP: hc}
+	res, err := cl.Nodes(ctx)
+	if err != nil {
+		return fmt.Errorf("server %s: %w", server, err)
+	}
+	for _, n := range res.Nodes {
+		if !want[n.Name] || (n.State != bootsrv.Booted && n.State != bootsrv.Healthy) {
+			continue
+		}
+		if _, err := cl.Reboot(ctx, n.Name, tok); err != nil {
+			return fmt.Errorf("server %s: %w", server, err)
+		}
+	}
+	return nil
+}
