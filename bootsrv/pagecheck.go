@@ -88,8 +88,8 @@ type pageWalk struct {
 
 // page returns page id with its overflow pages, checked against the file and the high-water mark.
 func (w *pageWalk) page(id uint64) ([]byte, error) {
-	if id < 2 || id >= w.high || id > uint64(len(w.data)/w.psize) {
-		return nil, fmt.Errorf("page %d: outside the file's %d pages", id, w.high)
+	if id < 2 || id >= w.high || id >= uint64(len(w.data)/w.psize) {
+		return nil, fmt.Errorf("page %d: outside the file's %d pages", id, min(w.high, uint64(len(w.data)/w.psize)))
 	}
 	if w.seen[id] {
 		return nil, fmt.Errorf("page %d: reached twice", id)
