@@ -85,4 +85,13 @@ func TestDHCPConfig(t *testing.T) {
 	if got := c.Boot.Token(mac); got != s.nodes.token("node03") || got == "" {
 		t.Errorf("proxy token of node03: %q", got)
 	}
+	// What iPXE is given: its script's URL with the node's token.
+	req, err := dhcpv4.NewDiscovery(mac, dhcpv4.WithOption(dhcpv4.OptUserClass("iPXE")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc := dhcpd.Classify(req, c.Boot, c.ServerIP, "node03")
+	if want := "http://boot.example:8080/ipxe/52:54:00:00:00:03?token=" + s.nodes.token("node03"); bc.BootFile != want {
+		t.Errorf("iPXE boot file %q, want %q", bc.BootFile, want)
+	}
 }
