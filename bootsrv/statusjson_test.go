@@ -57,6 +57,10 @@ func randomStatus(r *rand.Rand) NodeStatus {
 	for i := r.IntN(historyLen + 1); i > 0; i-- {
 		n.History = append(n.History, Transition{From: State(r.IntN(int(numStates))), To: State(r.IntN(int(numStates))), Event: Event(1 + r.IntN(int(numEvents)-1)), At: tm(), Detail: str(30)})
 	}
+	if r.IntN(3) == 0 {
+		n.HistoryDropped = r.IntN(1000)
+	}
+	n.RebootRequested = r.IntN(4) == 0
 	return n
 }
 
@@ -143,7 +147,7 @@ func TestStatusJSONKnowsEveryField(t *testing.T) {
 	for _, c := range []struct {
 		v    any
 		want int
-	}{{NodeStatus{}, 15}, {Health{}, 3}, {Transition{}, 5}} {
+	}{{NodeStatus{}, 17}, {Health{}, 3}, {Transition{}, 5}} {
 		if got := reflect.TypeOf(c.v).NumField(); got != c.want {
 			t.Errorf("%T has %d fields, appendStatusJSON writes %d: teach it (and randomStatus) the new ones", c.v, got, c.want)
 		}
