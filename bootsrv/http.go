@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/images"
+	"github.com/bootfabric/bootfabric/internal/promreg"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
@@ -69,12 +70,8 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 			Help: "Connections closed at once because their client address had http.max_conns_per_client open.",
 		}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.latency, m.refused} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("http metrics: %w", err)
-			}
-		}
+	if err := errors.Join(promreg.Register(reg, &m.requests), promreg.Register(reg, &m.latency), promreg.Register(reg, &m.refused)); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
