@@ -173,13 +173,17 @@ func (s *Server) fileKind(path string) Event {
 }
 
 // TFTPEvent maps a finished TFTP transfer to a boot event; kind classifies a delivered file. It is
-// pure (given kind): the UEFI tsize probe is EvProbe, never a failure.
+// pure (given kind): the UEFI tsize probe is EvProbe, never a failure, and a request that could
+// not start (missing file, refused) is EvTransferRefused, which moves nothing (issue 13: a
+// spoofed request for a missing file marked a node failed).
 func TFTPEvent(out tftpd.Outcome, path string, kind func(string) Event) Event {
 	switch {
 	case out == tftpd.OutcomeOK:
 		return kind(path)
 	case out == tftpd.OutcomeProbe:
 		return EvProbe
+	case out == tftpd.OutcomeNotFound || out == tftpd.OutcomeRefused:
+		return EvTransferRefused
 	}
 	return EvTransferFailed
 }

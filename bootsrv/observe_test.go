@@ -55,8 +55,8 @@ func TestTFTPEvent(t *testing.T) {
 		{tftpd.OutcomeProbe, "ipxe.efi", EvProbe},
 		{tftpd.OutcomeAborted, "ipxe.efi", EvTransferFailed},
 		{tftpd.OutcomeTimeout, "ipxe.efi", EvTransferFailed},
-		{tftpd.OutcomeNotFound, "missing.efi", EvTransferFailed},
-		{tftpd.OutcomeRefused, "", EvTransferFailed},
+		{tftpd.OutcomeNotFound, "missing.efi", EvTransferRefused},
+		{tftpd.OutcomeRefused, "", EvTransferRefused},
 	}
 	for _, tc := range tests {
 		if got := TFTPEvent(tc.out, tc.path, kind); got != tc.want {

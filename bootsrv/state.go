@@ -102,7 +102,7 @@ const (
 	EvInitrd
 	// EvProbe: a transfer was aborted right after option negotiation (the UEFI tsize probe).
 	EvProbe
-	// EvTransferFailed: a transfer for the node failed (timeout, abort, missing file).
+	// EvTransferFailed: a transfer for the node failed (timeout, abort) after it began.
 	EvTransferFailed
 	// EvHealthOK and EvHealthFailed: the node reported in.
 	EvHealthOK
@@ -110,10 +110,14 @@ const (
 	// EvRebootDiscover: a DHCP DISCOVER from a node the operator asked to reboot (or from any node
 	// with reset_on_discover): unlike EvDiscover it starts a new attempt from booted and healthy.
 	EvRebootDiscover
+	// EvTransferRefused: a TFTP request for the node's address that could not start (a missing
+	// file, a refused request). A host on the boot network can send one from any address (UDP),
+	// and no data ever reached the node, so it is recorded and moves nothing.
+	EvTransferRefused
 	numEvents
 )
 
-var eventNames = [numEvents]string{"", "dhcp-discover", "dhcp-offer", "dhcp-ack", "nbp", "ipxe-script", "kernel", "initrd", "tftp-probe", "transfer-failed", "health-ok", "health-failed", "dhcp-discover-reboot"}
+var eventNames = [numEvents]string{"", "dhcp-discover", "dhcp-offer", "dhcp-ack", "nbp", "ipxe-script", "kernel", "initrd", "tftp-probe", "transfer-failed", "health-ok", "health-failed", "dhcp-discover-reboot", "transfer-refused"}
 
 func (e Event) String() string {
 	if e > 0 && e < numEvents {

@@ -62,6 +62,8 @@ func TestNext(t *testing.T) {
 		{"retried kernel recovers", step{Failed, EvKernel, Kernel, true}},
 		{"stray failure of a healthy node", step{Healthy, EvTransferFailed, Healthy, false}},
 		{"stray failure of a booted node", step{Booted, EvTransferFailed, Booted, false}},
+		{"refused transfer moves nothing", step{Bound, EvTransferRefused, Bound, false}},
+		{"refused transfer of a booting node", step{NBP, EvTransferRefused, NBP, false}},
 		{"probe of failed", step{Failed, EvProbe, Failed, false}},
 		{"unknown event", step{Bound, Event(200), Bound, false}},
 	}

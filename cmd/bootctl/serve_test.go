@@ -294,12 +294,24 @@ func TestServeLoopback(t *testing.T) {
 	if n, _ := srv.Tracker().Node("node00"); n.State != bootsrv.Bound {
 		t.Errorf("after the tsize probe: %v (%s), want still bound", n.State, n.Error)
 	}
-	// A missing boot file fails the boot; the retried transfer that works recovers it.
+	// A request for a missing boot file is recorded and moves nothing: anyone can send one from
+	// the node's address (issue 13).
 	c, _ := tftp.NewClient(srv.TFTPAddr().String())
 	if _, err := c.Receive("missing.efi", "octet"); err == nil {
 		t.Error("missing.efi fetched")
 	}
-	waitState(t, srv, "node00", bootsrv.Failed)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		n, _ := srv.Tracker().Node("node00")
+		if n.LastEvent == bootsrv.EvTransferRefused {
+			if n.State != bootsrv.Bound {
+				t.Errorf("after a request for a missing file: %v, want still bound", n.State)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the refused request was not recorded: last event %v", n.LastEvent)
+		}
+	}
 	got := tftpGet(t, srv.TFTPAddr().String(), "undionly.kpxe")
 	if !bytes.Equal(got, f.nbp) {
 		t.Fatalf("NBP over TFTP differs: %d bytes, want %d", len(got), len(f.nbp))
