@@ -68,11 +68,9 @@ func (s *Server) serveTransfer(req request, remote netip.AddrPort, local netip.A
 	until := time.Now().Add(s.maxTransferTime)
 	refusal := s.serveRead(req.filename, remote, func(r io.Reader, size int64) (sendStats, error) {
 		r, size = textMode(req, r, size)
-		w := &windowSender{conn: conn, p: negotiate(req, size, s.blockCap, s.maxClientTimeout), timeout: s.timeout,
+		p, timeout := s.negotiate(req, size)
+		w := &windowSender{conn: conn, p: p, timeout: timeout,
 			retries: s.retries, stopping: s.stopping, until: until, limit: s.maxTransferTime}
-		if w.p.timeout > 0 {
-			w.timeout = w.p.timeout
-		}
 		err := w.run(r)
 		if sendFailure(err) {
 			conn.Write(errorPacket(errCodeUndefined, err.Error()))
@@ -95,11 +93,9 @@ func (s *Server) serveLockStep(req request, remote netip.AddrPort, local netip.A
 	until := time.Now().Add(s.maxTransferTime)
 	refusal := s.serveRead(req.filename, remote, func(r io.Reader, size int64) (sendStats, error) {
 		r, size = textMode(req, r, size)
-		l := &lockStepSender{fd: fd, p: negotiate(req, size, s.blockCap, s.maxClientTimeout), timeout: s.timeout,
+		p, timeout := s.negotiate(req, size)
+		l := &lockStepSender{fd: fd, p: p, timeout: timeout,
 			retries: s.retries, stopping: s.stopping, until: until, limit: s.maxTransferTime}
-		if l.p.timeout > 0 {
-			l.timeout = l.p.timeout
-		}
 		err := l.run(r)
 		if sendFailure(err) {
 			unix.Write(fd, errorPacket(errCodeUndefined, err.Error()))
@@ -109,6 +105,16 @@ func (s *Server) serveLockStep(req request, remote netip.AddrPort, local netip.A
 	if refusal != nil {
 		unix.Write(fd, errorPacket(refusalCode(refusal), refusal.Error()))
 	}
+}
+
+// negotiate answers req's options for a file of size bytes within the server's ceilings, and
+// gives the retransmission timeout: the one the client asked for (capped) or the server's.
+func (s *Server) negotiate(req request, size int64) (params, time.Duration) {
+	p := negotiate(req, size, s.blockCap, s.maxClientTimeout)
+	if p.timeout > 0 {
+		return p, p.timeout
+	}
+	return p, s.timeout
 }
 
 // textMode converts a netascii transfer's line ends; its size on the wire
