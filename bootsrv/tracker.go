@@ -516,6 +516,9 @@ func (t *Tracker) Report(name string, h Health) (State, error) {
 // markLocked records that node name has unsaved changes: urgent ones go out with the next flush,
 // others (lazy) within lazyFlush.
 func (t *Tracker) markLocked(name string, urgent bool, now time.Time) {
+	if t.opts.Store == nil {
+		return // nothing is saved, so nothing is pending (and the lazy queue would only grow)
+	}
 	if urgent || t.opts.Flush <= 0 {
 		t.dirty[name] = true
 		delete(t.lazy, name)
