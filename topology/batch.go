@@ -85,20 +85,31 @@ func (h *Hierarchy) parseBatch(item string, defLevel int) (Batch, error) {
 		}
 		level = l
 	}
-	name := h.levels[level].Name
-	unitSpan, total := h.span[level], h.total[level]
 	if m[2] != "" {
-		first, err1 := strconv.Atoi(m[1])
-		last, err2 := strconv.Atoi(m[2])
-		if err1 != nil || err2 != nil || first > last {
-			return Batch{}, fmt.Errorf("batch %q: want FIRST-LAST with whole numbers, FIRST <= LAST", item)
-		}
-		if last >= total {
-			return Batch{}, fmt.Errorf("batch %q: the machine has %d %ss (0-%d)", item, total, name, total-1)
-		}
-		return Batch{Label: fmt.Sprintf("%ss %d-%d", name, first, last), Nodes: span(first*unitSpan, (last+1)*unitSpan)}, nil
+		return h.rangeBatch(item, m[1], m[2], level)
 	}
-	count, err := strconv.ParseFloat(m[1], 64)
+	return h.countBatch(item, m[1], level)
+}
+
+// rangeBatch is the batch of the units FIRST-LAST of a level.
+func (h *Hierarchy) rangeBatch(item, firstText, lastText string, level int) (Batch, error) {
+	name, unitSpan, total := h.levels[level].Name, h.span[level], h.total[level]
+	first, err1 := strconv.Atoi(firstText)
+	last, err2 := strconv.Atoi(lastText)
+	if err1 != nil || err2 != nil || first > last {
+		return Batch{}, fmt.Errorf("batch %q: want FIRST-LAST with whole numbers, FIRST <= LAST", item)
+	}
+	if last >= total {
+		return Batch{}, fmt.Errorf("batch %q: the machine has %d %ss (0-%d)", item, total, name, total-1)
+	}
+	return Batch{Label: fmt.Sprintf("%ss %d-%d", name, first, last), Nodes: span(first*unitSpan, (last+1)*unitSpan)}, nil
+}
+
+// countBatch is the batch of the first COUNT units of a level; COUNT may be a fraction when it makes
+// a whole number of nodes.
+func (h *Hierarchy) countBatch(item, countText string, level int) (Batch, error) {
+	name, unitSpan, total := h.levels[level].Name, h.span[level], h.total[level]
+	count, err := strconv.ParseFloat(countText, 64)
 	if err != nil || count <= 0 {
 		return Batch{}, fmt.Errorf("batch %q: count must be positive", item)
 	}

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -25,9 +26,6 @@ func ParseFaults(r io.Reader, file string, f *Fabric) (Faults, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	line := 0
-	bad := func(format string, args ...any) error {
-		return &Error{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
-	}
 	for sc.Scan() {
 		line++
 		text := sc.Text()
@@ -38,47 +36,62 @@ func ParseFaults(r io.Reader, file string, f *Fabric) (Faults, error) {
 		if len(fields) == 0 {
 			continue
 		}
-		switch fields[0] {
-		case "switch":
-			if len(fields) != 2 {
-				return Faults{}, bad("want: switch NAME|0xGUID")
-			}
-			v, ok := f.Lookup(fields[1])
-			if !ok {
-				return Faults{}, bad("unknown switch %q", fields[1])
-			}
-			if f.Kind(v) != Switch {
-				return Faults{}, bad("%q is a %s, not a switch", fields[1], f.Kind(v))
-			}
-			out.Switches = append(out.Switches, v)
-		case "link":
-			if len(fields) != 3 {
-				return Faults{}, bad("want: link NAME|0xGUID NAME|0xGUID")
-			}
-			a, ok := f.Lookup(fields[1])
-			if !ok {
-				return Faults{}, bad("unknown element %q", fields[1])
-			}
-			b, ok := f.Lookup(fields[2])
-			if !ok {
-				return Faults{}, bad("unknown element %q", fields[2])
-			}
-			n := 0
-			for _, l := range f.Links(a) {
-				if f.Other(l, a) == b {
-					out.Links = append(out.Links, l)
-					n++
-				}
-			}
-			if n == 0 {
-				return Faults{}, bad("no link between %q and %q", fields[1], fields[2])
-			}
-		default:
-			return Faults{}, bad("unknown fault kind %q (want switch or link)", fields[0])
+		if err := out.add(f, fields); err != nil {
+			return Faults{}, &Error{File: file, Line: line, Msg: err.Error()}
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return Faults{}, fmt.Errorf("%s: %w", file, err)
+	}
+	return out, nil
+}
+
+// add records the fault of one line's fields; its error is the message for that line.
+func (out *Faults) add(f *Fabric, fields []string) error {
+	switch fields[0] {
+	case "switch":
+		if len(fields) != 2 {
+			return errors.New("want: switch NAME|0xGUID")
+		}
+		v, ok := f.Lookup(fields[1])
+		if !ok {
+			return fmt.Errorf("unknown switch %q", fields[1])
+		}
+		if f.Kind(v) != Switch {
+			return fmt.Errorf("%q is a %s, not a switch", fields[1], f.Kind(v))
+		}
+		out.Switches = append(out.Switches, v)
+	case "link":
+		if len(fields) != 3 {
+			return errors.New("want: link NAME|0xGUID NAME|0xGUID")
+		}
+		links, err := linksBetween(f, fields[1], fields[2])
+		out.Links = append(out.Links, links...)
+		return err
+	default:
+		return fmt.Errorf("unknown fault kind %q (want switch or link)", fields[0])
+	}
+	return nil
+}
+
+// linksBetween returns every link between the elements named a and b, and an error when there is none.
+func linksBetween(f *Fabric, a, b string) ([]LinkID, error) {
+	va, ok := f.Lookup(a)
+	if !ok {
+		return nil, fmt.Errorf("unknown element %q", a)
+	}
+	vb, ok := f.Lookup(b)
+	if !ok {
+		return nil, fmt.Errorf("unknown element %q", b)
+	}
+	var out []LinkID
+	for _, l := range f.Links(va) {
+		if f.Other(l, va) == vb {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no link between %q and %q", a, b)
 	}
 	return out, nil
 }

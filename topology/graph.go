@@ -249,6 +249,38 @@ func (b *Builder) AddLink(a, c VertexID, capacityMbps, latencyUS float64, segmen
 // SetHierarchy attaches named levels; nodes must have been added in position order.
 func (b *Builder) SetHierarchy(h *Hierarchy) { b.hier = h }
 
+// index checks every link's ends, capacity and latency, and builds the per-vertex link lists.
+func (g *Graph) index() error {
+	n := len(g.kinds)
+	g.adjStart = make([]int32, n+1)
+	for i, l := range g.links {
+		if l.A < 0 || int(l.A) >= n || l.B < 0 || int(l.B) >= n || l.A == l.B {
+			return fmt.Errorf("link %d: bad ends %d-%d", i, l.A, l.B)
+		}
+		if !(l.CapacityMbps > 0) {
+			return fmt.Errorf("link %d (%s-%s): capacity must be positive, got %v", i, g.VertexName(l.A), g.VertexName(l.B), l.CapacityMbps)
+		}
+		if l.LatencyUS < 0 {
+			return fmt.Errorf("link %d (%s-%s): latency must not be negative, got %v", i, g.VertexName(l.A), g.VertexName(l.B), l.LatencyUS)
+		}
+		g.adjStart[l.A+1]++
+		g.adjStart[l.B+1]++
+	}
+	for v := 0; v < n; v++ {
+		g.adjStart[v+1] += g.adjStart[v]
+	}
+	g.adjLinks = make([]LinkID, 2*len(g.links))
+	fill := make([]int32, n)
+	for i, l := range g.links {
+		// Links were added in port order at each vertex, so filling in link order keeps port order.
+		g.adjLinks[g.adjStart[l.A]+fill[l.A]] = LinkID(i)
+		fill[l.A]++
+		g.adjLinks[g.adjStart[l.B]+fill[l.B]] = LinkID(i)
+		fill[l.B]++
+	}
+	return nil
+}
+
 // SetNamer names the vertices that have no explicit name.
 func (b *Builder) SetNamer(f func(VertexID) string) { b.namer = f }
 
@@ -258,31 +290,8 @@ func (b *Builder) Build() (*Graph, error) {
 	n := len(b.kinds)
 	g := &Graph{Name: b.Name, kinds: b.kinds, levels: b.levels, names: b.names, links: b.links,
 		segments: b.segments, hier: b.hier, namer: b.namer}
-	g.adjStart = make([]int32, n+1)
-	for i, l := range b.links {
-		if l.A < 0 || int(l.A) >= n || l.B < 0 || int(l.B) >= n || l.A == l.B {
-			return nil, fmt.Errorf("link %d: bad ends %d-%d", i, l.A, l.B)
-		}
-		if !(l.CapacityMbps > 0) {
-			return nil, fmt.Errorf("link %d (%s-%s): capacity must be positive, got %v", i, g.VertexName(l.A), g.VertexName(l.B), l.CapacityMbps)
-		}
-		if l.LatencyUS < 0 {
-			return nil, fmt.Errorf("link %d (%s-%s): latency must not be negative, got %v", i, g.VertexName(l.A), g.VertexName(l.B), l.LatencyUS)
-		}
-		g.adjStart[l.A+1]++
-		g.adjStart[l.B+1]++
-	}
-	for v := 0; v < n; v++ {
-		g.adjStart[v+1] += g.adjStart[v]
-	}
-	g.adjLinks = make([]LinkID, 2*len(b.links))
-	fill := make([]int32, n)
-	for i, l := range b.links {
-		// Links were added in port order at each vertex, so filling in link order keeps port order.
-		g.adjLinks[g.adjStart[l.A]+fill[l.A]] = LinkID(i)
-		fill[l.A]++
-		g.adjLinks[g.adjStart[l.B]+fill[l.B]] = LinkID(i)
-		fill[l.B]++
+	if err := g.index(); err != nil {
+		return nil, err
 	}
 	for v, k := range b.kinds {
 		switch k {

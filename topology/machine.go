@@ -168,85 +168,99 @@ func FieldLine(n *yaml.Node, path string) int {
 	return line
 }
 
+func badField(field, format string, args ...any) error {
+	return &Error{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
 func (m *Machine) check() error {
-	bad := func(field, format string, args ...any) error {
-		return &Error{Field: field, Msg: fmt.Sprintf(format, args...)}
-	}
-	checkLink := func(field string, l *LinkSpec) error {
-		if l.Segment == "" {
-			return bad(field+".segment", "missing segment label")
-		}
-		if !(l.CapacityMbps > 0) || l.CapacityMbps > 1e9 {
-			return bad(field+".capacity_mbps", "must be a positive number of Mb/s, got %v", l.CapacityMbps)
-		}
-		if l.LatencyUS < 0 || l.LatencyUS > 1e7 {
-			return bad(field+".latency_us", "must be between 0 and 1e7 microseconds, got %v", l.LatencyUS)
-		}
-		return nil
-	}
 	if len(m.Levels) == 0 {
-		return bad("levels", "at least one level (the compute nodes) is needed")
+		return badField("levels", "at least one level (the compute nodes) is needed")
 	}
-	prefixes := map[string]int{}
-	names := map[string]int{}
-	total := 1
+	seen := levelNames{names: map[string]int{}, prefixes: map[string]int{}, total: 1}
 	for i := range m.Levels {
-		l := &m.Levels[i]
-		f := fmt.Sprintf("levels[%d]", i)
-		if l.Name == "" {
-			return bad(f+".name", "missing level name")
-		}
-		if j, ok := names[l.Name]; ok {
-			return bad(f+".name", "%q already names levels[%d]", l.Name, j)
-		}
-		names[l.Name] = i
-		p := l.Prefix
-		if p == "" {
-			p = defaultPrefix(l.Name)
-		}
-		if p == "" || strings.IndexFunc(p, func(r rune) bool { return r < 'a' || r > 'z' }) >= 0 {
-			return bad(f+".prefix", "prefix %q must be lower-case letters a-z", p)
-		}
-		if j, ok := prefixes[p]; ok {
-			return bad(f+".prefix", "prefix %q already used by levels[%d]; set a distinct prefix", p, j)
-		}
-		prefixes[p] = i
-		if l.Count < 1 {
-			return bad(f+".count", "must be at least 1, got %d", l.Count)
-		}
-		if total > maxNodes/l.Count {
-			return bad(f+".count", "machine would exceed %d nodes", maxNodes)
-		}
-		total *= l.Count
-		if l.Uplink != nil {
-			if err := checkLink(f+".uplink", l.Uplink); err != nil {
-				return err
-			}
+		if err := seen.check(i, &m.Levels[i]); err != nil {
+			return err
 		}
 	}
 	if m.Levels[len(m.Levels)-1].Uplink == nil {
-		return bad(fmt.Sprintf("levels[%d].uplink", len(m.Levels)-1), "the node level needs an uplink (the node NIC)")
+		return badField(fmt.Sprintf("levels[%d].uplink", len(m.Levels)-1), "the node level needs an uplink (the node NIC)")
 	}
-	s := &m.Servers
+	return m.Servers.check()
+}
+
+// levelNames is what checking the levels in order has seen so far: names and prefixes (to the index
+// of the level using them) and the product of the counts.
+type levelNames struct {
+	names, prefixes map[string]int
+	total           int
+}
+
+func (seen *levelNames) check(i int, l *LevelSpec) error {
+	f := fmt.Sprintf("levels[%d]", i)
+	if l.Name == "" {
+		return badField(f+".name", "missing level name")
+	}
+	if j, ok := seen.names[l.Name]; ok {
+		return badField(f+".name", "%q already names levels[%d]", l.Name, j)
+	}
+	seen.names[l.Name] = i
+	p := l.Prefix
+	if p == "" {
+		p = defaultPrefix(l.Name)
+	}
+	if p == "" || strings.IndexFunc(p, func(r rune) bool { return r < 'a' || r > 'z' }) >= 0 {
+		return badField(f+".prefix", "prefix %q must be lower-case letters a-z", p)
+	}
+	if j, ok := seen.prefixes[p]; ok {
+		return badField(f+".prefix", "prefix %q already used by levels[%d]; set a distinct prefix", p, j)
+	}
+	seen.prefixes[p] = i
+	if l.Count < 1 {
+		return badField(f+".count", "must be at least 1, got %d", l.Count)
+	}
+	if seen.total > maxNodes/l.Count {
+		return badField(f+".count", "machine would exceed %d nodes", maxNodes)
+	}
+	seen.total *= l.Count
+	if l.Uplink != nil {
+		return l.Uplink.check(f + ".uplink")
+	}
+	return nil
+}
+
+func (s *ServerSpec) check() error {
 	if s.Count < 1 {
-		return bad("servers.count", "at least one boot server is needed, got %d", s.Count)
+		return badField("servers.count", "at least one boot server is needed, got %d", s.Count)
 	}
 	if s.Count > maxNodes {
-		return bad("servers.count", "at most %d boot servers, got %d", maxNodes, s.Count)
+		return badField("servers.count", "at most %d boot servers, got %d", maxNodes, s.Count)
 	}
-	if err := checkLink("servers.nic", &s.NIC); err != nil {
+	if err := s.NIC.check("servers.nic"); err != nil {
 		return err
 	}
 	if s.PerCascade < 0 {
-		return bad("servers.per_cascade", "must not be negative, got %d", s.PerCascade)
+		return badField("servers.per_cascade", "must not be negative, got %d", s.PerCascade)
 	}
 	if s.PerCascade > 0 {
 		if s.CascadeUplink == nil {
-			return bad("servers.cascade_uplink", "needed when per_cascade > 0")
+			return badField("servers.cascade_uplink", "needed when per_cascade > 0")
 		}
-		if err := checkLink("servers.cascade_uplink", s.CascadeUplink); err != nil {
-			return err
-		}
+		return s.CascadeUplink.check("servers.cascade_uplink")
+	}
+	return nil
+}
+
+// check reports a link whose label, capacity or latency is missing or out of range; field names the
+// link in the file.
+func (l *LinkSpec) check(field string) error {
+	if l.Segment == "" {
+		return badField(field+".segment", "missing segment label")
+	}
+	if !(l.CapacityMbps > 0) || l.CapacityMbps > 1e9 {
+		return badField(field+".capacity_mbps", "must be a positive number of Mb/s, got %v", l.CapacityMbps)
+	}
+	if l.LatencyUS < 0 || l.LatencyUS > 1e7 {
+		return badField(field+".latency_us", "must be between 0 and 1e7 microseconds, got %v", l.LatencyUS)
 	}
 	return nil
 }
@@ -290,6 +304,22 @@ func (m *Machine) Build() (*Graph, error) {
 	if err := m.check(); err != nil {
 		return nil, err
 	}
+	h, err := NewHierarchy(m.hierarchyLevels())
+	if err != nil {
+		return nil, err
+	}
+	l := newMachineLayout(m, h)
+	b := &Builder{Name: m.Name}
+	b.Grow(l.size())
+	l.addSwitches(b)
+	l.addNodes(b)
+	l.addServers(b)
+	b.SetHierarchy(h)
+	b.SetNamer(l.name)
+	return b.Build()
+}
+
+func (m *Machine) hierarchyLevels() []Level {
 	levels := make([]Level, len(m.Levels))
 	for i, l := range m.Levels {
 		p := l.Prefix
@@ -298,85 +328,111 @@ func (m *Machine) Build() (*Graph, error) {
 		}
 		levels[i] = Level{Name: l.Name, Prefix: p, Count: l.Count}
 	}
-	h, err := NewHierarchy(levels)
-	if err != nil {
-		return nil, err
-	}
-	last := len(levels) - 1
-	// Switched levels, outermost first; the node level never has a switch.
-	var switched []int
-	for i := 0; i < last; i++ {
+	return levels
+}
+
+// machineLayout is where Machine.Build puts each vertex; the first* fields are filled as the vertices
+// are added.
+type machineLayout struct {
+	m *Machine
+	h *Hierarchy
+	// switched lists the levels with switches, outermost first; the node level never has one.
+	switched []int
+	cascades int
+	core     VertexID
+	// first[k] is the vertex of the first switch of switched level k.
+	first                                []VertexID
+	firstNode, firstCascade, firstServer VertexID
+}
+
+func newMachineLayout(m *Machine, h *Hierarchy) *machineLayout {
+	l := &machineLayout{m: m, h: h}
+	for i := 0; i < len(m.Levels)-1; i++ {
 		if m.Levels[i].Uplink != nil {
-			switched = append(switched, i)
+			l.switched = append(l.switched, i)
 		}
 	}
-	s := m.Servers
-	cascades := 0
-	if s.PerCascade > 0 {
-		cascades = (s.Count + s.PerCascade - 1) / s.PerCascade
+	if s := m.Servers; s.PerCascade > 0 {
+		l.cascades = (s.Count + s.PerCascade - 1) / s.PerCascade
 	}
-	nv, nl := 1+h.NumNodes()+cascades+s.Count, h.NumNodes()+cascades+s.Count
-	for _, l := range switched {
-		nv += h.Total(l)
-		nl += h.Total(l)
+	return l
+}
+
+// size returns the number of vertices and links the machine has.
+func (l *machineLayout) size() (vertices, links int) {
+	s := l.m.Servers
+	vertices, links = 1+l.h.NumNodes()+l.cascades+s.Count, l.h.NumNodes()+l.cascades+s.Count
+	for _, lv := range l.switched {
+		vertices += l.h.Total(lv)
+		links += l.h.Total(lv)
 	}
-	b := &Builder{Name: m.Name}
-	b.Grow(nv, nl)
-	coreLevel := len(switched)
-	core := b.AddVertex(Switch, coreLevel, "")
-	// first[k] is the vertex of the first switch of switched level k.
-	first := make([]VertexID, len(switched))
-	for k, l := range switched {
-		first[k] = VertexID(len(b.kinds))
-		up := m.Levels[l].Uplink
-		for e := 0; e < h.Total(l); e++ {
+	return vertices, links
+}
+
+// addSwitches adds the core and the switches of each switched level, each linked to its parent.
+func (l *machineLayout) addSwitches(b *Builder) {
+	coreLevel := len(l.switched)
+	l.core = b.AddVertex(Switch, coreLevel, "")
+	l.first = make([]VertexID, len(l.switched))
+	for k, lv := range l.switched {
+		l.first[k] = VertexID(len(b.kinds))
+		up := l.m.Levels[lv].Uplink
+		for e := 0; e < l.h.Total(lv); e++ {
 			v := b.AddVertex(Switch, coreLevel-1-k, "")
-			parent := core
+			parent := l.core
 			if k > 0 {
-				pl := switched[k-1]
-				parent = first[k-1] + VertexID(e*h.Span(l)/h.Span(pl))
+				pl := l.switched[k-1]
+				parent = l.first[k-1] + VertexID(e*l.h.Span(lv)/l.h.Span(pl))
 			}
 			b.AddLink(v, parent, up.CapacityMbps, up.LatencyUS, up.Segment)
 		}
 	}
-	firstNode := VertexID(len(b.kinds))
-	nic := m.Levels[last].Uplink
-	for i := 0; i < h.NumNodes(); i++ {
+}
+
+// addNodes adds the compute nodes in position order, each linked to its innermost switch.
+func (l *machineLayout) addNodes(b *Builder) {
+	l.firstNode = VertexID(len(b.kinds))
+	nic := l.m.Levels[len(l.m.Levels)-1].Uplink
+	for i := 0; i < l.h.NumNodes(); i++ {
 		v := b.AddVertex(Node, 0, "")
-		parent := core
-		if k := len(switched) - 1; k >= 0 {
-			parent = first[k] + VertexID(i/h.Span(switched[k]))
+		parent := l.core
+		if k := len(l.switched) - 1; k >= 0 {
+			parent = l.first[k] + VertexID(i/l.h.Span(l.switched[k]))
 		}
 		b.AddLink(v, parent, nic.CapacityMbps, nic.LatencyUS, nic.Segment)
 	}
-	firstCascade := VertexID(len(b.kinds))
-	for c := 0; c < cascades; c++ {
-		v := b.AddVertex(Switch, coreLevel-1, "")
-		b.AddLink(v, core, s.CascadeUplink.CapacityMbps, s.CascadeUplink.LatencyUS, s.CascadeUplink.Segment)
+}
+
+// addServers adds the cascade switches and the boot servers behind them (or on the core).
+func (l *machineLayout) addServers(b *Builder) {
+	s := l.m.Servers
+	l.firstCascade = VertexID(len(b.kinds))
+	for c := 0; c < l.cascades; c++ {
+		v := b.AddVertex(Switch, len(l.switched)-1, "")
+		b.AddLink(v, l.core, s.CascadeUplink.CapacityMbps, s.CascadeUplink.LatencyUS, s.CascadeUplink.Segment)
 	}
-	firstServer := VertexID(len(b.kinds))
+	l.firstServer = VertexID(len(b.kinds))
 	for j := 0; j < s.Count; j++ {
 		v := b.AddVertex(Server, 0, "")
-		parent := core
-		if cascades > 0 {
-			parent = firstCascade + VertexID(j/s.PerCascade)
+		parent := l.core
+		if l.cascades > 0 {
+			parent = l.firstCascade + VertexID(j/s.PerCascade)
 		}
 		b.AddLink(v, parent, s.NIC.CapacityMbps, s.NIC.LatencyUS, s.NIC.Segment)
 	}
-	b.SetHierarchy(h)
-	b.SetNamer(func(v VertexID) string {
-		switch {
-		case v == core:
-			return "core"
-		case v >= firstServer:
-			return "bs" + strconv.Itoa(int(v-firstServer))
-		case v >= firstCascade:
-			return "cascade" + strconv.Itoa(int(v-firstCascade))
-		case v >= firstNode:
-			return h.NodeName(int(v - firstNode))
-		}
-		k := sort.Search(len(first), func(k int) bool { return first[k] > v }) - 1
-		return h.BlockName(int(v-first[k]), switched[k]) + "-sw"
-	})
-	return b.Build()
+}
+
+func (l *machineLayout) name(v VertexID) string {
+	switch {
+	case v == l.core:
+		return "core"
+	case v >= l.firstServer:
+		return "bs" + strconv.Itoa(int(v-l.firstServer))
+	case v >= l.firstCascade:
+		return "cascade" + strconv.Itoa(int(v-l.firstCascade))
+	case v >= l.firstNode:
+		return l.h.NodeName(int(v - l.firstNode))
+	}
+	k := sort.Search(len(l.first), func(k int) bool { return l.first[k] > v }) - 1
+	return l.h.BlockName(int(v-l.first[k]), l.switched[k]) + "-sw"
 }

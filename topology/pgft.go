@@ -33,30 +33,15 @@ func ParsePGFT(spec string) (PGFT, error) {
 	if err != nil || h < 1 || h > 8 {
 		return PGFT{}, fmt.Errorf("pgft %q: height %q must be an integer from 1 to 8", spec, parts[0])
 	}
-	list := func(i int, what string) ([]int, error) {
-		f := strings.Split(parts[i], ",")
-		if len(f) != h {
-			return nil, fmt.Errorf("pgft %q: %s list %q needs %d values", spec, what, parts[i], h)
-		}
-		out := make([]int, h)
-		for k, x := range f {
-			v, err := strconv.Atoi(strings.TrimSpace(x))
-			if err != nil || v < 1 || v > 1024 {
-				return nil, fmt.Errorf("pgft %q: %s%d = %q must be an integer from 1 to 1024", spec, what, k+1, x)
-			}
-			out[k] = v
-		}
-		return out, nil
-	}
 	var p PGFT
-	if p.M, err = list(1, "m"); err != nil {
+	if p.M, err = pgftList(spec, parts[1], "m", h); err != nil {
 		return PGFT{}, err
 	}
-	if p.W, err = list(2, "w"); err != nil {
+	if p.W, err = pgftList(spec, parts[2], "w", h); err != nil {
 		return PGFT{}, err
 	}
 	if len(parts) == 4 {
-		if p.P, err = list(3, "p"); err != nil {
+		if p.P, err = pgftList(spec, parts[3], "p", h); err != nil {
 			return PGFT{}, err
 		}
 	} else {
@@ -66,6 +51,24 @@ func ParsePGFT(spec string) (PGFT, error) {
 		}
 	}
 	return p, p.Check()
+}
+
+// pgftList parses one of a PGFT spec's comma-separated arity lists (what is "m", "w" or "p"), which
+// needs h values from 1 to 1024.
+func pgftList(spec, list, what string, h int) ([]int, error) {
+	f := strings.Split(list, ",")
+	if len(f) != h {
+		return nil, fmt.Errorf("pgft %q: %s list %q needs %d values", spec, what, list, h)
+	}
+	out := make([]int, h)
+	for k, x := range f {
+		v, err := strconv.Atoi(strings.TrimSpace(x))
+		if err != nil || v < 1 || v > 1024 {
+			return nil, fmt.Errorf("pgft %q: %s%d = %q must be an integer from 1 to 1024", spec, what, k+1, x)
+		}
+		out[k] = v
+	}
+	return out, nil
 }
 
 // Check reports a PGFT whose sizes are inconsistent or too large.

@@ -139,25 +139,30 @@ func OpenGraph(spec string) (*Graph, error) {
 	return f.Graph, nil
 }
 
-// OpenFabric is OpenGraph keeping the fabric identities (GUIDs, LIDs, physical ports).
-func OpenFabric(spec string) (*Fabric, error) {
+// generator is a fabric described by a generator spec (PGFT, Fat2D).
+type generator interface{ Build() (*Graph, error) }
+
+// parseGenerator parses spec when it is a generator spec (pgft:..., fat2d:...); ok is false when it is
+// not one.
+func parseGenerator(spec string) (g generator, ok bool, err error) {
 	switch {
 	case strings.HasPrefix(spec, "pgft:"):
-		p, err := ParsePGFT(spec)
-		if err != nil {
-			return nil, err
-		}
-		g, err := p.Build()
-		if err != nil {
-			return nil, err
-		}
-		return NewFabric(g), nil
+		g, err = ParsePGFT(spec)
 	case strings.HasPrefix(spec, "fat2d:"):
-		p, err := ParseFat2D(spec)
+		g, err = ParseFat2D(spec)
+	default:
+		return nil, false, nil
+	}
+	return g, true, err
+}
+
+// OpenFabric is OpenGraph keeping the fabric identities (GUIDs, LIDs, physical ports).
+func OpenFabric(spec string) (*Fabric, error) {
+	if gen, ok, err := parseGenerator(spec); ok {
 		if err != nil {
 			return nil, err
 		}
-		g, err := p.Build()
+		g, err := gen.Build()
 		if err != nil {
 			return nil, err
 		}

@@ -113,49 +113,68 @@ func Explain(err error, root *yaml.Node, v any) error {
 		doc = doc.Content[0]
 	}
 	if ve, ok := errors.AsType[*ValueError](err); ok {
-		field := ""
-		if doc != nil {
-			_, field = locate(doc, "", func(_, val *yaml.Node) bool {
-				return val.Line == ve.Node.Line && val.Kind == ve.Node.Kind && val.Value == ve.Node.Value
-			})
-		}
-		return &Error{Line: ve.Node.Line, Field: field, Msg: fmt.Sprintf("%q is not %s", ve.Node.Value, ve.Want)}
+		return explainValue(ve, doc)
 	}
-	msg := err.Error()
 	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	} else {
-		msg = strings.TrimPrefix(msg, "yaml: ")
-		if m := lineRE.FindStringSubmatch(msg); m != nil {
-			line, _ := strconv.Atoi(m[1])
-			return &Error{Line: line, Msg: "invalid YAML: " + m[2]}
-		}
-		return &Error{Msg: "invalid YAML: " + msg}
+	if !errors.As(err, &te) || len(te.Errors) == 0 {
+		return explainSyntax(err)
 	}
-	m := lineRE.FindStringSubmatch(msg)
+	m := lineRE.FindStringSubmatch(te.Errors[0])
 	if m == nil {
-		return &Error{Msg: msg}
+		return &Error{Msg: te.Errors[0]}
 	}
 	line, _ := strconv.Atoi(m[1])
 	what := m[2]
 	if s := unknownRE.FindStringSubmatch(what); s != nil {
-		parent := ""
-		if doc != nil {
-			parent, _ = locate(doc, "", func(k, _ *yaml.Node) bool { return k.Line == line && k.Value == s[1] })
-		}
-		out := fmt.Sprintf("unknown field %q", s[1])
-		names := fieldNames(reflect.TypeOf(v), s[2])
-		if near := nearest(s[1], names); near != "" {
-			out += fmt.Sprintf(" (did you mean %s?)", near)
-		} else if len(names) > 0 {
-			out += fmt.Sprintf(" (fields here: %s)", strings.Join(names, ", "))
-		}
-		return &Error{Line: line, Field: parent, Msg: out}
+		return explainUnknown(line, s[1], s[2], doc, v)
 	}
 	if s := alreadyRE.FindStringSubmatch(what); s != nil {
 		return &Error{Line: line, Msg: fmt.Sprintf("field %q appears twice", s[1])}
 	}
+	return explainMismatch(line, what, doc)
+}
+
+// explainValue names the field whose value a ValueError refused.
+func explainValue(ve *ValueError, doc *yaml.Node) error {
+	field := ""
+	if doc != nil {
+		_, field = locate(doc, "", func(_, val *yaml.Node) bool {
+			return val.Line == ve.Node.Line && val.Kind == ve.Node.Kind && val.Value == ve.Node.Value
+		})
+	}
+	return &Error{Line: ve.Node.Line, Field: field, Msg: fmt.Sprintf("%q is not %s", ve.Node.Value, ve.Want)}
+}
+
+// explainSyntax rewrites a YAML syntax error.
+func explainSyntax(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if m := lineRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &Error{Line: line, Msg: "invalid YAML: " + m[2]}
+	}
+	return &Error{Msg: "invalid YAML: " + msg}
+}
+
+// explainUnknown rewrites "field NAME not found in type T", suggesting the nearest field of T or
+// listing T's fields.
+func explainUnknown(line int, name, goType string, doc *yaml.Node, v any) error {
+	parent := ""
+	if doc != nil {
+		parent, _ = locate(doc, "", func(k, _ *yaml.Node) bool { return k.Line == line && k.Value == name })
+	}
+	out := fmt.Sprintf("unknown field %q", name)
+	names := fieldNames(reflect.TypeOf(v), goType)
+	if near := nearest(name, names); near != "" {
+		out += fmt.Sprintf(" (did you mean %s?)", near)
+	} else if len(names) > 0 {
+		out += fmt.Sprintf(" (fields here: %s)", strings.Join(names, ", "))
+	}
+	return &Error{Line: line, Field: parent, Msg: out}
+}
+
+// explainMismatch rewrites "cannot unmarshal !!TAG `VALUE` into TYPE" (VALUE absent for lists and
+// mappings) as what the field wants.
+func explainMismatch(line int, what string, doc *yaml.Node) error {
 	var tag, value, into string
 	if s := scalarRE.FindStringSubmatch(what); s != nil {
 		tag, value, into = s[1], s[2], s[3]
@@ -233,27 +252,7 @@ func locate(n *yaml.Node, path string, match func(k, v *yaml.Node) bool) (parent
 // fieldNames returns the YAML names of the fields of the struct type called name ("pkg.Type") that
 // t is or contains.
 func fieldNames(t reflect.Type, name string) []string {
-	seen := map[reflect.Type]bool{}
-	var find func(t reflect.Type) reflect.Type
-	find = func(t reflect.Type) reflect.Type {
-		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map) {
-			t = t.Elem()
-		}
-		if t == nil || t.Kind() != reflect.Struct || seen[t] {
-			return nil
-		}
-		seen[t] = true
-		if t.String() == name {
-			return t
-		}
-		for i := range t.NumField() {
-			if found := find(t.Field(i).Type); found != nil {
-				return found
-			}
-		}
-		return nil
-	}
-	st := find(t)
+	st := findStruct(t, name, map[reflect.Type]bool{})
 	if st == nil {
 		return nil
 	}
@@ -273,6 +272,27 @@ func fieldNames(t reflect.Type, name string) []string {
 		names = append(names, tag)
 	}
 	return names
+}
+
+// findStruct returns the struct type called name that t is or contains (through pointers, slices,
+// arrays, maps and fields), or nil; seen keeps recursive types from looping.
+func findStruct(t reflect.Type, name string, seen map[reflect.Type]bool) reflect.Type {
+	for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map) {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct || seen[t] {
+		return nil
+	}
+	seen[t] = true
+	if t.String() == name {
+		return t
+	}
+	for i := range t.NumField() {
+		if found := findStruct(t.Field(i).Type, name, seen); found != nil {
+			return found
+		}
+	}
+	return nil
 }
 
 // nearest returns the name closest to s if it is close enough to be a typo: the same letters
