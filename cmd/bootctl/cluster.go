@@ -60,143 +60,167 @@ func clusterCommand(e *env) *cli.Command {
 		Name:  "cluster",
 		Usage: "build netns test clusters on this host, boot them with real clients, and measure against the prediction",
 		Subcommands: []*cli.Command{
-			{
-				Name:  "up",
-				Usage: "create the cluster's namespaces, bridges and shaped links and start its boot servers",
-				Flags: append(append(clusterFlags(), bootFlags()...),
-					&cli.StringFlag{Name: "kind", Value: "netns", Usage: "netns (container nodes boot with busybox udhcpc and curl) or qemu (nodes are QEMU VMs with PXE firmware)"},
-					&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Value: "mini", Usage: "machine: mini or a machine description file"},
-					&cli.Float64Flag{Name: "scale", Value: 0.1, Usage: "multiply every link capacity by this to shape it on one host"},
-				),
-				Action: func(c *cli.Context) error {
-					spec, opt, err := clusterSpec(c)
-					if err != nil {
-						return err
-					}
-					if c.String("kind") == "qemu" {
-						if err := integration.CheckQEMUHost(integration.QEMUOptions{}); err != nil {
-							return asBadInput(err)
-						}
-					}
-					cl, err := integration.Up(c.Context, spec, e.log)
-					if err != nil {
-						return clusterError(err)
-					}
-					start := cl.StartServers
-					if c.String("kind") == "qemu" {
-						start = func(ctx context.Context, opt integration.ServerOptions) error {
-							return cl.StartQEMUServers(ctx, opt, integration.VMImage{})
-						}
-					}
-					if err := start(c.Context, opt); err != nil {
-						_ = cl.Down(context.Background())
-						return err
-					}
-					fmt.Fprintf(e.stdout, "cluster %s up: %d nodes, %d boot servers, %d links shaped at x%g; mapping %s\n",
-						spec.Name, len(cl.Nodes), len(cl.Servers), cl.Graph.NumLinks(), spec.Scale, opt.Mapping)
-					return nil
-				},
-			},
-			{
-				Name:  "boot",
-				Usage: "boot every container node of a running cluster at once and print each node's timeline",
-				Flags: append(clusterFlags(), outputFlag("table", "json", "yaml"),
-					&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Usage: "give up on nodes not booted by then"},
-					&cli.StringFlag{Name: "kind", Value: "netns", Usage: "netns: container nodes; qemu: PXE-boot VMs (the cluster was brought up with --kind qemu)"},
-					&cli.IntFlag{Name: "vms", Value: 4, Usage: "qemu: how many VMs to boot at once (the first N nodes)"},
-					&cli.StringFlag{Name: "firmware", Value: "bios", Usage: "qemu: bios (SeaBIOS + iPXE ROM), uefi (OVMF + iPXE's EFI ROM) uefi-pxe (OVMF's own PXE client fetches ipxe.efi over TFTP) or uefi-http (OVMF's HTTP boot client fetches ipxe.efi over HTTP, no TFTP)"},
-					&cli.StringFlag{Name: "accel", Usage: "qemu: kvm, tcg or auto (default: $BOOTFABRIC_ACCEL, else auto: kvm when a probe guest runs under KVM, else tcg)"},
-				),
-				Action: func(c *cli.Context) error {
-					format, err := outputFormat(c, "table", "json", "yaml")
-					if err != nil {
-						return err
-					}
-					cl, err := integration.Open(c.String("state-dir"), c.String("name"), e.log)
-					if err != nil {
-						return asBadInput(err)
-					}
-					switch c.String("kind") {
-					case "qemu":
-						return bootVMs(e, c, cl, format)
-					case "netns":
-					default:
-						return badInput("--kind: %q is not one of netns, qemu", c.String("kind"))
-					}
-					bar := e.progressBar("cluster boot", 0, "nodes booted")
-					tl, batch, cpu, err := cl.BootProgress(c.Context, nil, c.Duration("timeout"), bar.Func())
-					bar.Done()
-					if format != "table" {
-						if jerr := writeData(e.stdout, format, map[string]any{"batch_seconds": batch, "cpu": cpu, "nodes": tl}); jerr != nil {
-							return jerr
-						}
-						return err
-					}
-					t := newTable(e.stdout)
-					t.row("node", "server", "bound s", "nbp s", "kernel s", "initrd s", "reported s", "error")
-					for _, n := range tl {
-						t.row(n.Node, n.Server, fmtFloat(n.Events["bound"], 2), fmtFloat(n.Events["nbp"], 2), fmtFloat(n.Events["kernel"], 2),
-							fmtFloat(n.Events["initrd"], 2), fmtFloat(n.Events["reported"], 2), n.Err)
-					}
-					if ferr := t.flush(); ferr != nil {
-						return ferr
-					}
-					fmt.Fprintf(e.stdout, "batch %.2f s; host CPU %.0f%% of %d cores\n", batch, cpu.Busy*100, cpu.Cores)
-					return err
-				},
-			},
-			{
-				Name:  "status",
-				Usage: "show a running cluster's boot servers' summaries",
-				Flags: append(clusterFlags(), outputFlag("table", "json", "yaml")),
-				Action: func(c *cli.Context) error {
-					format, err := outputFormat(c, "table", "json", "yaml")
-					if err != nil {
-						return err
-					}
-					cl, err := integration.Open(c.String("state-dir"), c.String("name"), e.log)
-					if err != nil {
-						return asBadInput(err)
-					}
-					sums, err := cl.Summaries(c.Context)
-					if err != nil {
-						return err
-					}
-					if format != "table" {
-						return writeData(e.stdout, format, map[string]any{"name": cl.Name, "scale": cl.Scale, "nodes": cl.Nodes, "servers": sums})
-					}
-					fmt.Fprintf(e.stdout, "cluster %s: %d nodes, %d boot servers, scale x%g\n", cl.Name, len(cl.Nodes), len(cl.Servers), cl.Scale)
-					return writeClusterStatus(e.stdout, sums)
-				},
-			},
-			{
-				Name:  "down",
-				Usage: "stop a cluster's processes and remove its namespaces",
-				Flags: clusterFlags(),
-				Action: func(c *cli.Context) error {
-					cl, err := integration.Open(c.String("state-dir"), c.String("name"), e.log)
-					if err != nil {
-						return asBadInput(err)
-					}
-					if err := cl.Down(context.Background()); err != nil {
-						return err
-					}
-					fmt.Fprintf(e.stdout, "cluster %s down\n", cl.Name)
-					return nil
-				},
-			},
-			{
-				Name:  "measure",
-				Usage: "for each mapping: bring a cluster up, boot every node at once, predict the same boot with fabricsim, compare, tear down",
-				Flags: append(append(clusterFlags(), bootFlags()...), outputFlag("table", "json", "yaml"),
-					&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Value: "mini", Usage: "machine: mini or a machine description file"},
-					&cli.Float64Flag{Name: "scale", Value: 0.1, Usage: "multiply every link capacity by this to shape it on one host"},
-					&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Usage: "give up on a boot not done by then"},
-					&cli.BoolFlag{Name: "nodes", Usage: "print every node's measured and predicted time"},
-				),
-				Action: func(c *cli.Context) error { return measureAction(e, c) },
-			},
+			clusterUpCommand(e), clusterBootCommand(e), clusterStatusCommand(e), clusterDownCommand(e), clusterMeasureCommand(e),
 		},
+	}
+}
+
+func clusterUpCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:  "up",
+		Usage: "create the cluster's namespaces, bridges and shaped links and start its boot servers",
+		Flags: append(append(clusterFlags(), bootFlags()...),
+			&cli.StringFlag{Name: "kind", Value: "netns", Usage: "netns (container nodes boot with busybox udhcpc and curl) or qemu (nodes are QEMU VMs with PXE firmware)"},
+			&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Value: "mini", Usage: "machine: mini or a machine description file"},
+			&cli.Float64Flag{Name: "scale", Value: 0.1, Usage: "multiply every link capacity by this to shape it on one host"},
+		),
+		Action: func(c *cli.Context) error { return clusterUpAction(e, c) },
+	}
+}
+
+func clusterUpAction(e *env, c *cli.Context) error {
+	spec, opt, err := clusterSpec(c)
+	if err != nil {
+		return err
+	}
+	if c.String("kind") == "qemu" {
+		if err := integration.CheckQEMUHost(integration.QEMUOptions{}); err != nil {
+			return asBadInput(err)
+		}
+	}
+	cl, err := integration.Up(c.Context, spec, e.log)
+	if err != nil {
+		return clusterError(err)
+	}
+	start := cl.StartServers
+	if c.String("kind") == "qemu" {
+		start = func(ctx context.Context, opt integration.ServerOptions) error {
+			return cl.StartQEMUServers(ctx, opt, integration.VMImage{})
+		}
+	}
+	if err := start(c.Context, opt); err != nil {
+		_ = cl.Down(context.Background())
+		return err
+	}
+	fmt.Fprintf(e.stdout, "cluster %s up: %d nodes, %d boot servers, %d links shaped at x%g; mapping %s\n",
+		spec.Name, len(cl.Nodes), len(cl.Servers), cl.Graph.NumLinks(), spec.Scale, opt.Mapping)
+	return nil
+}
+
+func clusterBootCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:  "boot",
+		Usage: "boot every container node of a running cluster at once and print each node's timeline",
+		Flags: append(clusterFlags(), outputFlag("table", "json", "yaml"),
+			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Usage: "give up on nodes not booted by then"},
+			&cli.StringFlag{Name: "kind", Value: "netns", Usage: "netns: container nodes; qemu: PXE-boot VMs (the cluster was brought up with --kind qemu)"},
+			&cli.IntFlag{Name: "vms", Value: 4, Usage: "qemu: how many VMs to boot at once (the first N nodes)"},
+			&cli.StringFlag{Name: "firmware", Value: "bios", Usage: "qemu: bios (SeaBIOS + iPXE ROM), uefi (OVMF + iPXE's EFI ROM) uefi-pxe (OVMF's own PXE client fetches ipxe.efi over TFTP) or uefi-http (OVMF's HTTP boot client fetches ipxe.efi over HTTP, no TFTP)"},
+			&cli.StringFlag{Name: "accel", Usage: "qemu: kvm, tcg or auto (default: $BOOTFABRIC_ACCEL, else auto: kvm when a probe guest runs under KVM, else tcg)"},
+		),
+		Action: func(c *cli.Context) error { return clusterBootAction(e, c) },
+	}
+}
+
+func clusterBootAction(e *env, c *cli.Context) error {
+	format, err := outputFormat(c, "table", "json", "yaml")
+	if err != nil {
+		return err
+	}
+	cl, err := integration.Open(c.String("state-dir"), c.String("name"), e.log)
+	if err != nil {
+		return asBadInput(err)
+	}
+	switch c.String("kind") {
+	case "qemu":
+		return bootVMs(e, c, cl, format)
+	case "netns":
+	default:
+		return badInput("--kind: %q is not one of netns, qemu", c.String("kind"))
+	}
+	bar := e.progressBar("cluster boot", 0, "nodes booted")
+	tl, batch, cpu, err := cl.BootProgress(c.Context, nil, c.Duration("timeout"), bar.Func())
+	bar.Done()
+	if format != "table" {
+		if jerr := writeData(e.stdout, format, map[string]any{"batch_seconds": batch, "cpu": cpu, "nodes": tl}); jerr != nil {
+			return jerr
+		}
+		return err
+	}
+	t := newTable(e.stdout)
+	t.row("node", "server", "bound s", "nbp s", "kernel s", "initrd s", "reported s", "error")
+	for _, n := range tl {
+		t.row(n.Node, n.Server, fmtFloat(n.Events["bound"], 2), fmtFloat(n.Events["nbp"], 2), fmtFloat(n.Events["kernel"], 2),
+			fmtFloat(n.Events["initrd"], 2), fmtFloat(n.Events["reported"], 2), n.Err)
+	}
+	if ferr := t.flush(); ferr != nil {
+		return ferr
+	}
+	fmt.Fprintf(e.stdout, "batch %.2f s; host CPU %.0f%% of %d cores\n", batch, cpu.Busy*100, cpu.Cores)
+	return err
+}
+
+func clusterStatusCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:   "status",
+		Usage:  "show a running cluster's boot servers' summaries",
+		Flags:  append(clusterFlags(), outputFlag("table", "json", "yaml")),
+		Action: func(c *cli.Context) error { return clusterStatusAction(e, c) },
+	}
+}
+
+func clusterStatusAction(e *env, c *cli.Context) error {
+	format, err := outputFormat(c, "table", "json", "yaml")
+	if err != nil {
+		return err
+	}
+	cl, err := integration.Open(c.String("state-dir"), c.String("name"), e.log)
+	if err != nil {
+		return asBadInput(err)
+	}
+	sums, err := cl.Summaries(c.Context)
+	if err != nil {
+		return err
+	}
+	if format != "table" {
+		return writeData(e.stdout, format, map[string]any{"name": cl.Name, "scale": cl.Scale, "nodes": cl.Nodes, "servers": sums})
+	}
+	fmt.Fprintf(e.stdout, "cluster %s: %d nodes, %d boot servers, scale x%g\n", cl.Name, len(cl.Nodes), len(cl.Servers), cl.Scale)
+	return writeClusterStatus(e.stdout, sums)
+}
+
+func clusterDownCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:   "down",
+		Usage:  "stop a cluster's processes and remove its namespaces",
+		Flags:  clusterFlags(),
+		Action: func(c *cli.Context) error { return clusterDownAction(e, c) },
+	}
+}
+
+func clusterDownAction(e *env, c *cli.Context) error {
+	cl, err := integration.Open(c.String("state-dir"), c.String("name"), e.log)
+	if err != nil {
+		return asBadInput(err)
+	}
+	if err := cl.Down(context.Background()); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "cluster %s down\n", cl.Name)
+	return nil
+}
+
+func clusterMeasureCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:  "measure",
+		Usage: "for each mapping: bring a cluster up, boot every node at once, predict the same boot with fabricsim, compare, tear down",
+		Flags: append(append(clusterFlags(), bootFlags()...), outputFlag("table", "json", "yaml"),
+			&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Value: "mini", Usage: "machine: mini or a machine description file"},
+			&cli.Float64Flag{Name: "scale", Value: 0.1, Usage: "multiply every link capacity by this to shape it on one host"},
+			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Usage: "give up on a boot not done by then"},
+			&cli.BoolFlag{Name: "nodes", Usage: "print every node's measured and predicted time"},
+		),
+		Action: func(c *cli.Context) error { return measureAction(e, c) },
 	}
 }
 

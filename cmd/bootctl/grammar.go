@@ -129,32 +129,11 @@ func unknownCommand(path, name string, subs []*cli.Command) error {
 func leafAction(path string, cmd *cli.Command, required []cli.Flag, action cli.ActionFunc) cli.ActionFunc {
 	lo, hi := arity(cmd.ArgsUsage)
 	return func(c *cli.Context) error {
-		args := c.Args().Slice()
-		if len(args) > hi {
-			stray := args[hi]
-			msg := fmt.Sprintf("unexpected argument %q", stray)
-			if hi > 0 {
-				msg = fmt.Sprintf("unexpected argument %q (takes %s)", stray, cmd.ArgsUsage)
-			} else if f := flagForValue(cmd.Flags, stray); f != "" && !strings.HasPrefix(stray, "-") {
-				msg += fmt.Sprintf(" (did you mean %s %s?)", f, stray)
-			} else if strings.HasPrefix(stray, "-") && len(stray) > 1 {
-				msg += " (flags go before --)"
-			} else if b := boolFlag(cmd.Flags); b != "" && (stray == "true" || stray == "false") {
-				msg += fmt.Sprintf(" (a true/false flag takes its value after =, e.g. %s=%s)", b, stray)
-			}
-			return &usageError{path, errors.New(msg)}
+		if err := checkArgs(cmd, c.Args().Slice(), lo, hi); err != nil {
+			return &usageError{path, err}
 		}
-		if len(args) < lo {
-			return &usageError{path, fmt.Errorf("missing argument: %s", cmd.ArgsUsage)}
-		}
-		for _, f := range required {
-			if !c.IsSet(f.Names()[0]) {
-				msg := dashed(f.Names()[0]) + " is required"
-				if ev, ok := f.(interface{ GetEnvVars() []string }); ok && len(ev.GetEnvVars()) > 0 {
-					msg = fmt.Sprintf("%s (or $%s) is required", dashed(f.Names()[0]), ev.GetEnvVars()[0])
-				}
-				return &usageError{path, errors.New(msg)}
-			}
+		if err := checkRequired(c, required); err != nil {
+			return &usageError{path, err}
 		}
 		err := action(c)
 		var ue *usageError
@@ -163,6 +142,46 @@ func leafAction(path string, cmd *cli.Command, required []cli.Flag, action cli.A
 		}
 		return &commandError{path, err}
 	}
+}
+
+// checkArgs reports too many or too few arguments for cmd, guessing from a stray argument what the
+// user meant.
+func checkArgs(cmd *cli.Command, args []string, lo, hi int) error {
+	if len(args) > hi {
+		return strayArg(cmd, args[hi], hi)
+	}
+	if len(args) < lo {
+		return fmt.Errorf("missing argument: %s", cmd.ArgsUsage)
+	}
+	return nil
+}
+
+func strayArg(cmd *cli.Command, stray string, hi int) error {
+	msg := fmt.Sprintf("unexpected argument %q", stray)
+	if hi > 0 {
+		msg = fmt.Sprintf("unexpected argument %q (takes %s)", stray, cmd.ArgsUsage)
+	} else if f := flagForValue(cmd.Flags, stray); f != "" && !strings.HasPrefix(stray, "-") {
+		msg += fmt.Sprintf(" (did you mean %s %s?)", f, stray)
+	} else if strings.HasPrefix(stray, "-") && len(stray) > 1 {
+		msg += " (flags go before --)"
+	} else if b := boolFlag(cmd.Flags); b != "" && (stray == "true" || stray == "false") {
+		msg += fmt.Sprintf(" (a true/false flag takes its value after =, e.g. %s=%s)", b, stray)
+	}
+	return errors.New(msg)
+}
+
+// checkRequired names the first required flag not given.
+func checkRequired(c *cli.Context, required []cli.Flag) error {
+	for _, f := range required {
+		if c.IsSet(f.Names()[0]) {
+			continue
+		}
+		if ev, ok := f.(interface{ GetEnvVars() []string }); ok && len(ev.GetEnvVars()) > 0 {
+			return fmt.Errorf("%s (or $%s) is required", dashed(f.Names()[0]), ev.GetEnvVars()[0])
+		}
+		return fmt.Errorf("%s is required", dashed(f.Names()[0]))
+	}
+	return nil
 }
 
 // arity reads the argument count of a command from its ArgsUsage: no text means no arguments;
@@ -369,58 +388,79 @@ func normalizeArgs(app *cli.App, args []string) []string {
 	if len(args) < 2 || args[len(args)-1] == completionFlag {
 		return args
 	}
-	var global, path, flags, pos []string
-	var leaf *cli.Command
-	subs := app.Commands
-	dashdash := false
+	w := argWalk{app: app, subs: app.Commands}
 	rest := args[1:]
 	for i := 0; i < len(rest); i++ {
-		tok := rest[i]
-		if tok == "--" {
-			dashdash = true
-			pos = append(pos, rest[i+1:]...)
+		if rest[i] == "--" {
+			w.dashdash = true
+			w.pos = append(w.pos, rest[i+1:]...)
 			break
 		}
-		name, inline, isFlag := parseFlagToken(tok)
-		if !isFlag {
-			if len(pos) == 0 {
-				if c := findCommand(subs, tok); c != nil {
-					path, leaf, subs = append(path, tok), c, c.Subcommands
-					continue
-				}
-			}
-			pos = append(pos, tok)
-			continue
-		}
-		dst := &flags
-		var f cli.Flag
-		if leaf != nil {
-			f = findFlag(leaf.Flags, name)
-		}
-		if f == nil && name != "help" && name != "h" {
-			if g := findFlag(app.Flags, name); g != nil {
-				f, dst = g, &global
-			}
-		}
-		if f == nil {
-			f = findFlagInTree(subs, name)
-			if leaf == nil {
-				f = findFlagInTree(app.Commands, name)
-			}
-		}
-		*dst = append(*dst, tok)
-		if f != nil && takesValue(f) && !inline && i+1 < len(rest) {
-			*dst = append(*dst, rest[i+1])
-			i++
+		if w.take(rest[i], rest[i+1:]) {
+			i++ // the flag's value
 		}
 	}
-	out := append([]string{args[0]}, global...)
-	out = append(out, path...)
-	out = append(out, flags...)
-	if dashdash {
+	out := append([]string{args[0]}, w.global...)
+	out = append(out, w.path...)
+	out = append(out, w.flags...)
+	if w.dashdash {
 		out = append(out, "--")
 	}
-	return append(out, pos...)
+	return append(out, w.pos...)
+}
+
+// argWalk sorts the words of a command line into the application's flags, the command path, the
+// command's flags and its arguments.
+type argWalk struct {
+	app                      *cli.App
+	global, path, flags, pos []string
+	leaf                     *cli.Command   // the deepest command named so far
+	subs                     []*cli.Command // its subcommands
+	dashdash                 bool
+}
+
+// take sorts one word, tok, given the words after it; it reports whether it also took the next word
+// as a flag's value.
+func (w *argWalk) take(tok string, next []string) (tookValue bool) {
+	name, inline, isFlag := parseFlagToken(tok)
+	if !isFlag {
+		if len(w.pos) == 0 {
+			if c := findCommand(w.subs, tok); c != nil {
+				w.path, w.leaf, w.subs = append(w.path, tok), c, c.Subcommands
+				return false
+			}
+		}
+		w.pos = append(w.pos, tok)
+		return false
+	}
+	f, dst := w.flagNamed(name)
+	*dst = append(*dst, tok)
+	if f != nil && takesValue(f) && !inline && len(next) > 0 {
+		*dst = append(*dst, next[0])
+		return true
+	}
+	return false
+}
+
+// flagNamed finds the flag called name (the command's own, then the application's, then any
+// command's below) and where its words go.
+func (w *argWalk) flagNamed(name string) (cli.Flag, *[]string) {
+	var f cli.Flag
+	if w.leaf != nil {
+		f = findFlag(w.leaf.Flags, name)
+	}
+	if f == nil && name != "help" && name != "h" {
+		if g := findFlag(w.app.Flags, name); g != nil {
+			return g, &w.global
+		}
+	}
+	if f == nil {
+		f = findFlagInTree(w.subs, name)
+		if w.leaf == nil {
+			f = findFlagInTree(w.app.Commands, name)
+		}
+	}
+	return f, &w.flags
 }
 
 // parseFlagToken splits -name, --name and --name=value.

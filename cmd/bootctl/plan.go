@@ -20,101 +20,124 @@ func planCommand(e *env) *cli.Command {
 			"scda, and the paper's ladder of batches (1, 20, 21, 32 boards; 1 to 40 cabinets).",
 		Flags: append(machineFlags(), outputFlag("table", "json", "yaml", "csv"),
 			&cli.StringFlag{Name: "model", Value: "analytic", Usage: "analytic (the paper's per-segment model), flow (also the flow-level simulation of the same boot, side by side)"}),
-		Action: func(c *cli.Context) error {
-			format, err := outputFormat(c, "table", "json", "yaml", "csv")
-			if err != nil {
-				return err
-			}
-			model := c.String("model")
-			if model != "analytic" && model != "flow" {
-				return badInput("--model: %q is not one of analytic, flow", model)
-			}
-			in, err := readMachineInput(c)
-			if err != nil {
-				return err
-			}
-			pin := fabricsim.PlanInput{Graph: in.Graph, Algos: in.Algos, Batches: in.Batches, ImageBytes: in.ImageBytes, Failed: in.Failed, Dead: in.Dead, Flow: model == "flow"}
-			failures := in.Failed != nil || in.Dead != nil
-			if pin.Flow {
-				bar := e.progressBar("plan", 0, "rows")
-				defer bar.Done()
-				pin.Progress = bar.Func()
-			}
-			rows, err := fabricsim.Plan(pin)
-			if err != nil {
-				return err
-			}
-			e.log.Debug("planned", zap.Int("rows", len(rows)))
-			segs := fabricsim.SegmentNames(in.Graph)
-			switch format {
-			case "json", "yaml":
-				return writeData(e.stdout, format, planJSON{Topology: in.Graph.Name, Nodes: len(in.Graph.Nodes()), Servers: len(in.Graph.Servers()),
-					ImageBytes: in.ImageBytes, Segments: segs, AbsentServers: serverNames(in.Failed), DeadServers: serverNames(in.Dead), Rows: rows})
-			case "csv":
-				head := append([]string{"batch", "nodes", "algo"}, segs...)
-				head = append(head, "bandwidth_mbps", "bottlenecks", "boot_seconds", "speedup_vs_scda")
-				if pin.Flow {
-					head = append(head, "flow_mbps", "flow_seconds")
-				}
-				if failures {
-					head = append(head, "failed", "moved_nodes")
-				}
-				out := [][]string{head}
-				for _, r := range rows {
-					rec := []string{r.Batch, strconv.Itoa(r.Nodes), r.Algo}
-					for _, s := range segs {
-						rec = append(rec, fmtFloat(segMin(r, s), 4))
-					}
-					rec = append(rec, fmtFloat(r.BandwidthMbps, 4), strings.Join(r.Bottlenecks, " "), fmtFloat(r.BootSeconds, 4), fmtFloat(r.SpeedupVsSCDA, 4))
-					if pin.Flow {
-						rec = append(rec, fmtFloat(r.FlowMbps, 4), fmtFloat(r.FlowSeconds, 4))
-					}
-					if failures {
-						rec = append(rec, r.Failed, strconv.Itoa(r.MovedNodes))
-					}
-					out = append(out, rec)
-				}
-				return writeCSV(e.stdout, out)
-			}
-			fmt.Fprintf(e.stdout, "%s: %d nodes, %d boot servers; image %s; bandwidth in Mb/s per node (minimum per segment)\n",
-				in.Graph.Name, len(in.Graph.Nodes()), len(in.Graph.Servers()), units.FormatBytes(in.ImageBytes))
-			if failures {
-				fmt.Fprintln(e.stdout, failureHeader(in.Failed, in.Dead))
-			}
-			t := newTable(e.stdout)
-			head := []any{"batch", "nodes", "algo"}
-			for _, s := range segs {
-				head = append(head, s)
-			}
-			head = append(head, "Mb/s", "bottleneck", "boot s", "x scda")
-			if pin.Flow {
-				head = append(head, "flow s", "flow/analytic")
-			}
-			if failures {
-				head = append(head, "failed")
-			}
-			t.row(head...)
-			for _, r := range rows {
-				cells := []any{r.Batch, r.Nodes, r.Algo}
-				for _, s := range segs {
-					cells = append(cells, fmtFloat(segMin(r, s), 2))
-				}
-				ratio := "-"
-				if r.SpeedupVsSCDA > 0 {
-					ratio = fmtFloat(r.SpeedupVsSCDA, 2)
-				}
-				cells = append(cells, fmtFloat(r.BandwidthMbps, 2), strings.Join(r.Bottlenecks, ","), fmtFloat(r.BootSeconds, 1), ratio)
-				if pin.Flow {
-					cells = append(cells, fmtFloat(r.FlowSeconds, 1), fmtFloat(r.FlowSeconds/r.BootSeconds, 3))
-				}
-				if failures {
-					cells = append(cells, r.Failed)
-				}
-				t.row(cells...)
-			}
-			return t.flush()
-		},
+		Action: func(c *cli.Context) error { return runPlan(e, c) },
 	}
+}
+
+// planned is a plan's result with what its writers need to lay it out.
+type planned struct {
+	in       *machineInput
+	rows     []fabricsim.PlanRow
+	segs     []string
+	flow     bool // --model flow: the flow columns
+	failures bool // failed servers: the failure columns
+}
+
+func runPlan(e *env, c *cli.Context) error {
+	format, err := outputFormat(c, "table", "json", "yaml", "csv")
+	if err != nil {
+		return err
+	}
+	model := c.String("model")
+	if model != "analytic" && model != "flow" {
+		return badInput("--model: %q is not one of analytic, flow", model)
+	}
+	in, err := readMachineInput(c)
+	if err != nil {
+		return err
+	}
+	pin := fabricsim.PlanInput{Graph: in.Graph, Algos: in.Algos, Batches: in.Batches, ImageBytes: in.ImageBytes, Failed: in.Failed, Dead: in.Dead, Flow: model == "flow"}
+	if pin.Flow {
+		bar := e.progressBar("plan", 0, "rows")
+		defer bar.Done()
+		pin.Progress = bar.Func()
+	}
+	rows, err := fabricsim.Plan(pin)
+	if err != nil {
+		return err
+	}
+	e.log.Debug("planned", zap.Int("rows", len(rows)))
+	p := planned{in: in, rows: rows, segs: fabricsim.SegmentNames(in.Graph), flow: pin.Flow, failures: in.Failed != nil || in.Dead != nil}
+	switch format {
+	case "json", "yaml":
+		return writeData(e.stdout, format, planJSON{Topology: in.Graph.Name, Nodes: len(in.Graph.Nodes()), Servers: len(in.Graph.Servers()),
+			ImageBytes: in.ImageBytes, Segments: p.segs, AbsentServers: serverNames(in.Failed), DeadServers: serverNames(in.Dead), Rows: rows})
+	case "csv":
+		return writeCSV(e.stdout, p.csv())
+	}
+	return p.writeTable(e)
+}
+
+func (p planned) csv() [][]string {
+	head := append([]string{"batch", "nodes", "algo"}, p.segs...)
+	head = append(head, "bandwidth_mbps", "bottlenecks", "boot_seconds", "speedup_vs_scda")
+	if p.flow {
+		head = append(head, "flow_mbps", "flow_seconds")
+	}
+	if p.failures {
+		head = append(head, "failed", "moved_nodes")
+	}
+	out := [][]string{head}
+	for _, r := range p.rows {
+		rec := []string{r.Batch, strconv.Itoa(r.Nodes), r.Algo}
+		for _, s := range p.segs {
+			rec = append(rec, fmtFloat(segMin(r, s), 4))
+		}
+		rec = append(rec, fmtFloat(r.BandwidthMbps, 4), strings.Join(r.Bottlenecks, " "), fmtFloat(r.BootSeconds, 4), fmtFloat(r.SpeedupVsSCDA, 4))
+		if p.flow {
+			rec = append(rec, fmtFloat(r.FlowMbps, 4), fmtFloat(r.FlowSeconds, 4))
+		}
+		if p.failures {
+			rec = append(rec, r.Failed, strconv.Itoa(r.MovedNodes))
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+func (p planned) writeTable(e *env) error {
+	g := p.in.Graph
+	fmt.Fprintf(e.stdout, "%s: %d nodes, %d boot servers; image %s; bandwidth in Mb/s per node (minimum per segment)\n",
+		g.Name, len(g.Nodes()), len(g.Servers()), units.FormatBytes(p.in.ImageBytes))
+	if p.failures {
+		fmt.Fprintln(e.stdout, failureHeader(p.in.Failed, p.in.Dead))
+	}
+	t := newTable(e.stdout)
+	head := []any{"batch", "nodes", "algo"}
+	for _, s := range p.segs {
+		head = append(head, s)
+	}
+	head = append(head, "Mb/s", "bottleneck", "boot s", "x scda")
+	if p.flow {
+		head = append(head, "flow s", "flow/analytic")
+	}
+	if p.failures {
+		head = append(head, "failed")
+	}
+	t.row(head...)
+	for _, r := range p.rows {
+		t.row(p.tableRow(r)...)
+	}
+	return t.flush()
+}
+
+func (p planned) tableRow(r fabricsim.PlanRow) []any {
+	cells := []any{r.Batch, r.Nodes, r.Algo}
+	for _, s := range p.segs {
+		cells = append(cells, fmtFloat(segMin(r, s), 2))
+	}
+	ratio := "-"
+	if r.SpeedupVsSCDA > 0 {
+		ratio = fmtFloat(r.SpeedupVsSCDA, 2)
+	}
+	cells = append(cells, fmtFloat(r.BandwidthMbps, 2), strings.Join(r.Bottlenecks, ","), fmtFloat(r.BootSeconds, 1), ratio)
+	if p.flow {
+		cells = append(cells, fmtFloat(r.FlowSeconds, 1), fmtFloat(r.FlowSeconds/r.BootSeconds, 3))
+	}
+	if p.failures {
+		cells = append(cells, r.Failed)
+	}
+	return cells
 }
 
 type planJSON struct {
