@@ -103,6 +103,11 @@ func goldenScenarios() map[string][]goldenStep {
 			{name: "known-request", mac: goldenKnown, mt: dhcpv4.MessageTypeRequest, mods: []dhcpv4.Modifier{reqIP(net.IPv4(10, 0, 1, 11))}, in: dhcp},
 			{name: "relayed-discover", mac: goldenPoolMAC, mt: dhcpv4.MessageTypeDiscover, mods: relay, in: dhcp},
 			{name: "reserved-discover", mac: testMAC, mt: dhcpv4.MessageTypeDiscover, in: dhcp},
+			{name: "release", mac: goldenPoolMAC, mt: dhcpv4.MessageTypeRelease, mods: []dhcpv4.Modifier{dhcpv4.WithClientIP(pooled)}, in: dhcp},
+			{name: "rediscover", mac: goldenPoolMAC, mt: dhcpv4.MessageTypeDiscover, in: dhcp},
+			{name: "decline", mac: goldenKnown, mt: dhcpv4.MessageTypeDecline, mods: []dhcpv4.Modifier{reqIP(net.IPv4(10, 0, 1, 11))}, in: dhcp},
+			{name: "known-rediscover", mac: goldenKnown, mt: dhcpv4.MessageTypeDiscover, in: dhcp},
+			{name: "reserved-release", mac: testMAC, mt: dhcpv4.MessageTypeRelease, mods: []dhcpv4.Modifier{dhcpv4.WithClientIP(testRes.IP)}, in: dhcp},
 		},
 		"proxy": {
 			{name: "discover", mac: testMAC, mt: dhcpv4.MessageTypeDiscover, in: dhcp},

@@ -116,113 +116,161 @@ func (h *Handler) Handle(ctx context.Context, req *dhcpv4.DHCPv4, in Ingress) De
 	return h.handleReservation(ctx, req, in)
 }
 
-func (h *Handler) handleReservation(ctx context.Context, req *dhcpv4.DHCPv4, in Ingress) Decision {
-	mac := req.ClientHWAddr
-	res, reserved := Reservation{}, false
-	if h.res != nil {
-		res, reserved = h.res.Lookup(mac)
-	}
-	if !reserved && (h.pool == nil || (h.poolOK != nil && !h.poolOK(mac))) {
-		return Decision{Outcome: OutcomeNotOurs}
-	}
+// client is what the handler knows of a client in reservation mode.
+type client struct {
+	mac      net.HardwareAddr
+	res      Reservation // its reservation, or the pool's network without a name
+	reserved bool
 	// pooled: the address comes from the Pool, for a MAC without a
 	// reservation or with a reservation that names no address (a known node
-	// that keeps its host name and options). The lease time is the server's,
-	// whatever the client asks for (option 51 is a wish, RFC 2131 4.3.1).
-	pooled := !reserved || (res.IP == nil && h.pool != nil)
-	lease := h.leaseTime
-	if pooled {
-		lease = h.pool.LeaseTime()
+	// that keeps its host name and options).
+	pooled bool
+	// lease is the lease time given: the server's, whatever the client asks
+	// for (option 51 is a wish, RFC 2131 4.3.1).
+	lease time.Duration
+}
+
+// lookup finds the client of mac; false when this server does not own it.
+func (h *Handler) lookup(mac net.HardwareAddr) (client, bool) {
+	c := client{mac: mac, lease: h.leaseTime}
+	if h.res != nil {
+		c.res, c.reserved = h.res.Lookup(mac)
 	}
-	if !reserved {
-		res = h.poolNet
-		res.IP, res.Name = nil, ""
+	if !c.reserved && (h.pool == nil || (h.poolOK != nil && !h.poolOK(mac))) {
+		return client{}, false
 	}
-	if gi := req.GatewayIPAddr; !unspecified(gi) && !h.onNetwork(gi, res) {
+	c.pooled = !c.reserved || (c.res.IP == nil && h.pool != nil)
+	if c.pooled {
+		c.lease = h.pool.LeaseTime()
+	}
+	if !c.reserved {
+		c.res = h.poolNet
+		c.res.IP, c.res.Name = nil, ""
+	}
+	return c, true
+}
+
+// handleReservation answers a client this server may give an address to:
+// one with a reservation, or any the Pool may serve.
+func (h *Handler) handleReservation(ctx context.Context, req *dhcpv4.DHCPv4, in Ingress) Decision {
+	c, ok := h.lookup(req.ClientHWAddr)
+	if !ok {
+		return Decision{Outcome: OutcomeNotOurs}
+	}
+	if gi := req.GatewayIPAddr; !unspecified(gi) && !h.onNetwork(gi, c.res) {
 		return Decision{Outcome: OutcomeOffNetwork, IP: gi}
 	}
 	switch req.MessageType() {
 	case dhcpv4.MessageTypeDiscover:
-		if pooled {
-			ip, err := h.pool.Offer(ctx, mac, req.RequestedIPAddress())
-			if errors.Is(err, ErrPoolExhausted) {
-				return Decision{Outcome: OutcomeExhausted, Err: err}
-			}
-			if err != nil {
-				return Decision{Outcome: OutcomeError, Err: err}
-			}
-			res.IP = ip
-		}
-		return h.reply(req, in, dhcpv4.MessageTypeOffer, res, lease, OutcomeOffered)
-
+		return h.discover(ctx, req, in, c)
 	case dhcpv4.MessageTypeRequest:
-		if sid := req.ServerIdentifier(); sid != nil && !sid.Equal(in.ServerIP) {
-			// The client chose another server's offer. A pool offer simply
-			// expires after OfferTime.
-			return Decision{Outcome: OutcomeOtherServer}
-		}
-		want := req.RequestedIPAddress()
-		if want == nil || want.IsUnspecified() {
-			want = req.ClientIPAddr // RENEWING / REBINDING
-		}
-		if want == nil || want.IsUnspecified() {
-			return h.reply(req, in, dhcpv4.MessageTypeNak, Reservation{}, 0, OutcomeNaked)
-		}
-		if !pooled {
-			if !want.Equal(res.IP) {
-				d := h.reply(req, in, dhcpv4.MessageTypeNak, Reservation{}, 0, OutcomeNaked)
-				d.IP = want
-				return d
-			}
-			return h.reply(req, in, dhcpv4.MessageTypeAck, res, lease, OutcomeAcked)
-		}
-		left, err := h.pool.CommitLease(ctx, mac, want)
-		switch {
-		case errors.Is(err, ErrNotOwned), errors.Is(err, ErrNotInPool):
-			d := h.reply(req, in, dhcpv4.MessageTypeNak, Reservation{}, 0, OutcomeNaked)
-			d.IP = want
-			return d
-		case err != nil:
-			return Decision{Outcome: OutcomeError, Err: err}
-		}
-		res.IP = want
-		// The lease's true remaining time: less than the full lease when the
-		// pool answered from a lease it had already written.
-		if left = left.Round(time.Second); left < lease {
-			lease = max(left, time.Second)
-		}
-		return h.reply(req, in, dhcpv4.MessageTypeAck, res, lease, OutcomeAcked)
-
+		return h.request(ctx, req, in, c)
 	case dhcpv4.MessageTypeRelease, dhcpv4.MessageTypeDecline:
-		ip := req.ClientIPAddr
-		out := OutcomeReleased
-		if req.MessageType() == dhcpv4.MessageTypeDecline {
-			ip, out = req.RequestedIPAddress(), OutcomeDeclined
-		}
-		if pooled && ip != nil {
-			var err error
-			if out == OutcomeDeclined {
-				err = h.pool.Decline(ctx, mac, ip)
-			} else {
-				err = h.pool.Release(ctx, mac, ip)
-			}
-			if err != nil {
-				return Decision{Outcome: OutcomeError, IP: ip, Err: err}
-			}
-		}
-		return Decision{Outcome: out, IP: ip}
-
+		return h.release(ctx, req, c)
 	case dhcpv4.MessageTypeInform:
-		if !reserved {
-			return Decision{Outcome: OutcomeIgnored}
-		}
-		if ci := req.ClientIPAddr; unspecified(ci) || !h.onNetwork(ci, res) {
-			return Decision{Outcome: OutcomeOffNetwork, IP: ci}
-		}
-		res.IP = nil // RFC 2131 3.4: no yiaddr, no lease time
-		return h.reply(req, in, dhcpv4.MessageTypeAck, res, 0, OutcomeAcked)
+		return h.inform(req, in, c)
 	}
 	return Decision{Outcome: OutcomeIgnored}
+}
+
+// discover offers the client its reserved address, or one from the Pool.
+func (h *Handler) discover(ctx context.Context, req *dhcpv4.DHCPv4, in Ingress, c client) Decision {
+	if c.pooled {
+		ip, err := h.pool.Offer(ctx, c.mac, req.RequestedIPAddress())
+		if errors.Is(err, ErrPoolExhausted) {
+			return Decision{Outcome: OutcomeExhausted, Err: err}
+		}
+		if err != nil {
+			return Decision{Outcome: OutcomeError, Err: err}
+		}
+		c.res.IP = ip
+	}
+	return h.reply(req, in, dhcpv4.MessageTypeOffer, c.res, c.lease, OutcomeOffered)
+}
+
+// request acknowledges the address the client asks for (option 50, or
+// ciaddr when renewing or rebinding) when it is the client's, and refuses it
+// with a NAK otherwise.
+func (h *Handler) request(ctx context.Context, req *dhcpv4.DHCPv4, in Ingress, c client) Decision {
+	if sid := req.ServerIdentifier(); sid != nil && !sid.Equal(in.ServerIP) {
+		// The client chose another server's offer. A pool offer simply
+		// expires after OfferTime.
+		return Decision{Outcome: OutcomeOtherServer}
+	}
+	want := req.RequestedIPAddress()
+	if want == nil || want.IsUnspecified() {
+		want = req.ClientIPAddr // RENEWING / REBINDING
+	}
+	if want == nil || want.IsUnspecified() {
+		return h.reply(req, in, dhcpv4.MessageTypeNak, Reservation{}, 0, OutcomeNaked)
+	}
+	if c.pooled {
+		return h.requestPooled(ctx, req, in, c, want)
+	}
+	if !want.Equal(c.res.IP) {
+		return h.nak(req, in, want)
+	}
+	return h.reply(req, in, dhcpv4.MessageTypeAck, c.res, c.lease, OutcomeAcked)
+}
+
+// requestPooled binds want to the client in the Pool and acknowledges it
+// for what is left of the lease.
+func (h *Handler) requestPooled(ctx context.Context, req *dhcpv4.DHCPv4, in Ingress, c client, want net.IP) Decision {
+	left, err := h.pool.CommitLease(ctx, c.mac, want)
+	switch {
+	case errors.Is(err, ErrNotOwned), errors.Is(err, ErrNotInPool):
+		return h.nak(req, in, want)
+	case err != nil:
+		return Decision{Outcome: OutcomeError, Err: err}
+	}
+	c.res.IP = want
+	// The lease's true remaining time: less than the full lease when the
+	// pool answered from a lease it had already written.
+	lease := c.lease
+	if left = left.Round(time.Second); left < lease {
+		lease = max(left, time.Second)
+	}
+	return h.reply(req, in, dhcpv4.MessageTypeAck, c.res, lease, OutcomeAcked)
+}
+
+// nak refuses the address want.
+func (h *Handler) nak(req *dhcpv4.DHCPv4, in Ingress, want net.IP) Decision {
+	d := h.reply(req, in, dhcpv4.MessageTypeNak, Reservation{}, 0, OutcomeNaked)
+	d.IP = want
+	return d
+}
+
+// release takes back a released (ciaddr) or declined (option 50) pool
+// address; a reserved address stays the client's. Neither gets an answer.
+func (h *Handler) release(ctx context.Context, req *dhcpv4.DHCPv4, c client) Decision {
+	ip, out := req.ClientIPAddr, OutcomeReleased
+	if req.MessageType() == dhcpv4.MessageTypeDecline {
+		ip, out = req.RequestedIPAddress(), OutcomeDeclined
+	}
+	if !c.pooled || ip == nil {
+		return Decision{Outcome: out, IP: ip}
+	}
+	give := h.pool.Release
+	if out == OutcomeDeclined {
+		give = h.pool.Decline
+	}
+	if err := give(ctx, c.mac, ip); err != nil {
+		return Decision{Outcome: OutcomeError, IP: ip, Err: err}
+	}
+	return Decision{Outcome: out, IP: ip}
+}
+
+// inform answers a reserved client that has its address already with its
+// options, sent to ciaddr: only when ciaddr lies on one of our networks.
+func (h *Handler) inform(req *dhcpv4.DHCPv4, in Ingress, c client) Decision {
+	if !c.reserved {
+		return Decision{Outcome: OutcomeIgnored}
+	}
+	if ci := req.ClientIPAddr; unspecified(ci) || !h.onNetwork(ci, c.res) {
+		return Decision{Outcome: OutcomeOffNetwork, IP: ci}
+	}
+	c.res.IP = nil // RFC 2131 3.4: no yiaddr, no lease time
+	return h.reply(req, in, dhcpv4.MessageTypeAck, c.res, 0, OutcomeAcked)
 }
 
 // onNetwork reports whether a lies in one of the server's networks or in

@@ -30,6 +30,13 @@ type ReplyParams struct {
 
 // BuildReply builds an OFFER, ACK or NAK answering req. It is pure: the same
 // inputs give the same packet.
+//
+// An OFFER or ACK is built as coredhcp's plugins build theirs: a chain of
+// small option modifiers, each adding one group of fields, runs over the
+// reply in turn: first the ones every reply has (replyChain), then the ones of
+// the client's boot class (bootChain). Unlike coredhcp's plugins, a modifier
+// keeps no configuration of its own in package variables: everything it
+// needs comes in its argument.
 func BuildReply(req *dhcpv4.DHCPv4, p ReplyParams) (*dhcpv4.DHCPv4, error) {
 	if req == nil {
 		return nil, errors.New("dhcpd: build reply: nil request")
@@ -40,59 +47,38 @@ func BuildReply(req *dhcpv4.DHCPv4, p ReplyParams) (*dhcpv4.DHCPv4, error) {
 	}
 	switch p.Type {
 	case dhcpv4.MessageTypeNak:
-		resp := newReply(req,
-			dhcpv4.WithMessageType(dhcpv4.MessageTypeNak),
-			dhcpv4.WithOption(dhcpv4.OptServerIdentifier(sid)),
-		)
-		// RFC 2131 4.3.2: a NAK through a relay asks it to broadcast.
-		if !req.GatewayIPAddr.IsUnspecified() && req.GatewayIPAddr != nil {
-			resp.SetBroadcast()
-		}
-		return resp, nil
+		return nakReply(req, sid), nil
 	case dhcpv4.MessageTypeOffer, dhcpv4.MessageTypeAck:
 	default:
 		return nil, fmt.Errorf("dhcpd: build reply: unsupported message type %v", p.Type)
 	}
+	in := replyInput{req: req, p: &p, sid: sid}
+	resp := newReply(req)
+	for _, m := range replyChain {
+		m(in, resp)
+	}
+	for _, m := range bootChain(p.Boot.Kind) {
+		m(in, resp)
+	}
+	return resp, nil
+}
 
-	r := p.Reservation
-	mods := []dhcpv4.Modifier{
-		dhcpv4.WithMessageType(p.Type),
-		dhcpv4.WithServerIP(sid),
-		dhcpv4.WithOption(dhcpv4.OptServerIdentifier(sid)),
+// nakReply is a NAK: the message type and the server identifier only.
+func nakReply(req *dhcpv4.DHCPv4, sid net.IP) *dhcpv4.DHCPv4 {
+	resp := newReply(req)
+	resp.UpdateOption(dhcpv4.OptMessageType(dhcpv4.MessageTypeNak))
+	resp.UpdateOption(dhcpv4.OptServerIdentifier(sid))
+	// RFC 2131 4.3.2: a NAK through a relay asks it to broadcast.
+	if !unspecified(req.GatewayIPAddr) {
+		resp.SetBroadcast()
 	}
-	if ip := r.IP.To4(); ip != nil {
-		mods = append(mods, dhcpv4.WithYourIP(ip))
-	}
-	if req.MessageType() == dhcpv4.MessageTypeInform {
-		mods = append(mods, dhcpv4.WithClientIP(req.ClientIPAddr))
-	}
-	if len(r.Mask) == 4 {
-		mods = append(mods, dhcpv4.WithNetmask(r.Mask))
-	}
-	if r.Router.To4() != nil {
-		mods = append(mods, dhcpv4.WithOption(dhcpv4.OptRouter(r.Router.To4())))
-	}
-	if len(r.DNS) > 0 {
-		mods = append(mods, dhcpv4.WithOption(dhcpv4.OptDNS(r.DNS...)))
-	}
-	if r.Name != "" {
-		mods = append(mods, dhcpv4.WithOption(dhcpv4.OptHostName(r.Name)))
-	}
-	if r.Domain != "" {
-		mods = append(mods, dhcpv4.WithOption(dhcpv4.OptDomainName(r.Domain)))
-	}
-	if p.LeaseTime > 0 {
-		mods = append(mods, dhcpv4.WithLeaseTime(uint32(p.LeaseTime/time.Second)))
-	}
-	mods = append(mods, bootModifiers(p.Boot, sid)...)
-
-	return newReply(req, mods...), nil
+	return resp
 }
 
 // newReply is dhcpv4.NewReplyFromRequest without drawing a random
 // transaction ID (a getrandom call and a timer per packet) that the reply
 // overwrites anyway.
-func newReply(req *dhcpv4.DHCPv4, mods ...dhcpv4.Modifier) *dhcpv4.DHCPv4 {
+func newReply(req *dhcpv4.DHCPv4) *dhcpv4.DHCPv4 {
 	d := &dhcpv4.DHCPv4{
 		OpCode:        dhcpv4.OpcodeBootReply,
 		HWType:        req.HWType,
@@ -114,40 +100,6 @@ func newReply(req *dhcpv4.DHCPv4, mods ...dhcpv4.Modifier) *dhcpv4.DHCPv4 {
 			d.Options.Update(dhcpv4.OptGeneric(code, v))
 		}
 	}
-	for _, m := range mods {
-		m(d)
-	}
 	return d
 }
 
-// bootModifiers turns a BootChoice into options 43, 60, 66, 67, 97, 175 and
-// the file field.
-func bootModifiers(b BootChoice, sid net.IP) []dhcpv4.Modifier {
-	var mods []dhcpv4.Modifier
-	if b.BootFile != "" {
-		// The 128-byte file field cannot hold long URLs; option 67 can.
-		if len(b.BootFile) < 128 {
-			f := b.BootFile
-			mods = append(mods, func(d *dhcpv4.DHCPv4) { d.BootFileName = f })
-		}
-		mods = append(mods, dhcpv4.WithOption(dhcpv4.OptBootFileName(b.BootFile)))
-		if b.Kind == KindPXE || b.Kind == KindPlain {
-			mods = append(mods, dhcpv4.WithOption(dhcpv4.OptTFTPServerName(sid.String())))
-		}
-	}
-	if b.VendorClass != "" {
-		mods = append(mods, dhcpv4.WithOption(dhcpv4.OptClassIdentifier(b.VendorClass)))
-	}
-	if b.Kind == KindPXE {
-		// PXE_DISCOVERY_CONTROL = 8: boot the file named in this offer, no
-		// boot server discovery (PXE 2.1 spec, sub-option 6).
-		mods = append(mods, dhcpv4.WithGeneric(optVendorSpec, []byte{6, 1, 8, 255}))
-	}
-	if len(b.GUID) > 0 {
-		mods = append(mods, dhcpv4.WithGeneric(optClientGUID, b.GUID))
-	}
-	if b.IPXENoProxyWait {
-		mods = append(mods, dhcpv4.WithGeneric(optIPXEEncap, []byte{optIPXENoPXEDHCP, 1, 1}))
-	}
-	return mods
-}
