@@ -102,4 +102,3 @@ func newReply(req *dhcpv4.DHCPv4) *dhcpv4.DHCPv4 {
 	}
 	return d
 }
-
