@@ -68,18 +68,31 @@ func RouteReply(req, reply *dhcpv4.DHCPv4, in Arrival, clientPort, relayPort int
 		return Route{Delivery: DeliverPeer, Addr: in.Peer}
 	case !unspecified(req.GatewayIPAddr):
 		return Route{Delivery: DeliverRelay, Addr: &net.UDPAddr{IP: req.GatewayIPAddr.To4(), Port: relayPort}}
-	case in.Peer != nil && in.Peer.Port != clientPort && in.Peer.IP.To4() != nil && !in.Peer.IP.IsUnspecified():
+	case fromOtherPort(in.Peer, clientPort):
 		// A client on a non-standard port (tests, tools such as dhcping)
 		// listens where it sent from.
 		return Route{Delivery: DeliverPeer, Addr: in.Peer}
 	case !nak && !unspecified(req.ClientIPAddr):
 		return Route{Delivery: DeliverClientIP, Addr: &net.UDPAddr{IP: req.ClientIPAddr.To4(), Port: clientPort}}
-	case !nak && !req.IsBroadcast() && in.IfIndex != 0 && !unspecified(reply.YourIPAddr) &&
-		req.HWType == iana.HWTypeEthernet && len(req.ClientHWAddr) == 6:
+	case !nak && canUnicast(req, reply, in.IfIndex):
 		return Route{Delivery: DeliverUnicast, Addr: &net.UDPAddr{IP: reply.YourIPAddr.To4(), Port: clientPort},
 			IfIndex: in.IfIndex, HWAddr: req.ClientHWAddr}
 	}
 	return Route{Delivery: DeliverBroadcast, Addr: &net.UDPAddr{IP: net.IPv4bcast, Port: clientPort}, IfIndex: in.IfIndex}
+}
+
+// fromOtherPort reports whether peer is an IPv4 client that sent from
+// another port than the client port.
+func fromOtherPort(peer *net.UDPAddr, clientPort int) bool {
+	return peer != nil && peer.Port != clientPort && peer.IP.To4() != nil && !peer.IP.IsUnspecified()
+}
+
+// canUnicast reports whether reply can go to yiaddr at chaddr: the client
+// did not ask for broadcast, the arriving interface is known, there is a
+// yiaddr, and the link is Ethernet (a neighbour entry needs its address).
+func canUnicast(req, reply *dhcpv4.DHCPv4, ifIndex int) bool {
+	return !req.IsBroadcast() && ifIndex != 0 && !unspecified(reply.YourIPAddr) &&
+		req.HWType == iana.HWTypeEthernet && len(req.ClientHWAddr) == 6
 }
 
 func unspecified(ip net.IP) bool { return ip == nil || ip.IsUnspecified() }

@@ -172,67 +172,21 @@ func OpenPool(path string, start, end net.IP, opts PoolOptions) (*Pool, error) {
 	if start.To4() == nil || end.To4() == nil || s > e {
 		return nil, fmt.Errorf("dhcpd: pool %s: bad range %v-%v", path, start, end)
 	}
-	if opts.LeaseTime <= 0 {
-		opts.LeaseTime = time.Hour
-	}
-	if opts.OfferTime <= 0 {
-		opts.OfferTime = time.Minute
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	// The freelist is rebuilt when the file is opened instead of being written
-	// by every commit: a lease commit then writes only the leaf it changed and
-	// the meta page.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
-	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("dhcpd: open lease store %s: locked by another process (another server on this state directory?): %w", path, err)
-	}
+	db, err := openLeaseDB(path)
 	if err != nil {
-		return nil, fmt.Errorf("dhcpd: open lease store %s: %w", path, err)
+		return nil, err
 	}
 	p := &Pool{
-		db: db, start: s, end: e, opts: opts,
+		db: db, start: s, end: e, opts: opts.withDefaults(),
 		byIP: map[uint32]leaseRec{}, byMAC: map[hwKey]uint32{}, next: s,
 		dirty: map[uint32]struct{}{}, pending: newBatch(),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(leaseBucket)
-		if err != nil {
-			return err
-		}
-		return b.ForEach(func(k, v []byte) error {
-			if len(k) != 4 {
-				return fmt.Errorf("lease key %x: want 4 bytes", k)
-			}
-			rec, err := decodeLease(v)
-			if err != nil {
-				return fmt.Errorf("lease %v: %w", net.IP(k), err)
-			}
-			ip := binary.BigEndian.Uint32(k)
-			if rec.state == LeaseOffered {
-				return nil // written by an older version; offers are not kept
-			}
-			p.byIP[ip] = rec
-			if rec.mac.n > 0 {
-				p.byMAC[rec.mac] = ip
-			}
-			return nil
-		})
-	})
-	if err != nil {
+	if err := db.Update(p.loadLeases); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("dhcpd: load leases from %s: %w", path, err)
 	}
-	p.unused = int(uint64(e) - uint64(s) + 1)
-	for ip, r := range p.byIP {
-		if p.inRange(ip) {
-			p.unused--
-			p.expiry = append(p.expiry, expiryEntry{at: r.expiry, ip: ip, gen: r.gen})
-		}
-	}
-	heap.Init(&p.expiry)
+	p.indexRange()
 	if p.m, err = newPoolMetrics(opts.Registerer, p.countLeases); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("dhcpd: pool metrics: %w", err)
@@ -240,6 +194,74 @@ func OpenPool(path string, start, end net.IP, opts PoolOptions) (*Pool, error) {
 	p.m.size.Set(float64(uint64(e) - uint64(s) + 1))
 	go p.writer()
 	return p, nil
+}
+
+// withDefaults returns o with every zero field set to its default.
+func (o PoolOptions) withDefaults() PoolOptions {
+	if o.LeaseTime <= 0 {
+		o.LeaseTime = time.Hour
+	}
+	if o.OfferTime <= 0 {
+		o.OfferTime = time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// openLeaseDB opens the bbolt lease file. The freelist is rebuilt when the
+// file is opened instead of being written by every commit: a lease commit
+// then writes only the leaf it changed and the meta page.
+func openLeaseDB(path string) (*bolt.DB, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("dhcpd: open lease store %s: locked by another process (another server on this state directory?): %w", path, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dhcpd: open lease store %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// loadLeases reads every lease of the file into the tables, creating the
+// bucket of a new file.
+func (p *Pool) loadLeases(tx *bolt.Tx) error {
+	b, err := tx.CreateBucketIfNotExists(leaseBucket)
+	if err != nil {
+		return err
+	}
+	return b.ForEach(func(k, v []byte) error {
+		if len(k) != 4 {
+			return fmt.Errorf("lease key %x: want 4 bytes", k)
+		}
+		rec, err := decodeLease(v)
+		if err != nil {
+			return fmt.Errorf("lease %v: %w", net.IP(k), err)
+		}
+		ip := binary.BigEndian.Uint32(k)
+		if rec.state == LeaseOffered {
+			return nil // written by an older version; offers are not kept
+		}
+		p.byIP[ip] = rec
+		if rec.mac.n > 0 {
+			p.byMAC[rec.mac] = ip
+		}
+		return nil
+	})
+}
+
+// indexRange counts the addresses of the range without a record and puts
+// those with one in the expiry heap.
+func (p *Pool) indexRange() {
+	p.unused = int(uint64(p.end) - uint64(p.start) + 1)
+	for ip, r := range p.byIP {
+		if p.inRange(ip) {
+			p.unused--
+			p.expiry = append(p.expiry, expiryEntry{at: r.expiry, ip: ip, gen: r.gen})
+		}
+	}
+	heap.Init(&p.expiry)
 }
 
 // Close writes what is still pending, stops the writer and closes the lease
@@ -336,23 +358,37 @@ func (p *Pool) CommitLease(ctx context.Context, mac net.HardwareAddr, ip net.IP)
 	if !p.Contains(ip) {
 		return 0, ErrNotInPool
 	}
-	now := p.opts.Now().UnixNano()
-	u := ip2u(ip)
-	key := keyOf(mac)
+	b, left, err := p.bind(ip2u(ip), keyOf(mac), p.opts.Now().UnixNano())
+	if err != nil {
+		return 0, err
+	}
+	if b == nil {
+		p.m.cached.AddN(1)
+		return left, nil
+	}
+	select {
+	case <-b.done:
+		return p.opts.LeaseTime, b.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// bind binds address u to the client key at now, in memory, and returns
+// the batch that writes it; or, when the client's lease on u is on disk
+// and less than half used, no batch and what is left of that lease.
+func (p *Pool) bind(u uint32, key hwKey, now int64) (*commitBatch, time.Duration, error) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.closed {
-		p.mu.Unlock()
-		return 0, ErrPoolClosed
+		return nil, 0, ErrPoolClosed
 	}
 	rec, held := p.byIP[u]
 	if held && rec.mac != key && rec.expiry > now {
-		p.mu.Unlock()
-		return 0, ErrNotOwned
+		return nil, 0, ErrNotOwned
 	}
-	if held && rec.mac == key && rec.state == LeaseBound && rec.durable == rec.gen && rec.expiry-now >= int64(p.opts.LeaseTime)/2 {
-		p.mu.Unlock()
-		p.m.cached.AddN(1)
-		return time.Duration(rec.expiry - now), nil
+	if held && p.durableLease(rec, key, now) {
+		return nil, time.Duration(rec.expiry - now), nil
 	}
 	if old, ok := p.byMAC[key]; ok && old != u {
 		p.deleteLocked(old) // one address per client
@@ -364,14 +400,13 @@ func (p *Pool) CommitLease(ctx context.Context, mac net.HardwareAddr, ip net.IP)
 	} else {
 		p.takeLocked(u, key, LeaseBound, now+int64(p.opts.LeaseTime))
 	}
-	b := p.markLocked(u)
-	p.mu.Unlock()
-	select {
-	case <-b.done:
-		return p.opts.LeaseTime, b.err
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
+	return p.markLocked(u), 0, nil
+}
+
+// durableLease reports whether rec is key's bound lease, written to disk
+// as it is and less than half used at now: a request for it needs no write.
+func (p *Pool) durableLease(rec leaseRec, key hwKey, now int64) bool {
+	return rec.mac == key && rec.state == LeaseBound && rec.durable == rec.gen && rec.expiry-now >= int64(p.opts.LeaseTime)/2
 }
 
 // Release frees ip if mac holds it (DHCPRELEASE). The address stays remembered
