@@ -132,35 +132,60 @@ type params struct {
 func negotiate(r request, size int64, blockCap int, maxTimeout time.Duration) params {
 	p := params{blockSize: defaultBlockSize, windowSize: 1}
 	var oack []string
-	if v, ok := r.opts["blksize"]; ok {
-		if n, err := strconv.Atoi(v); err == nil && n >= minBlockSize && n <= maxBlockCap {
-			p.blockSize = min(n, blockCap)
-			oack = append(oack, "blksize", strconv.Itoa(p.blockSize))
-		}
+	if n, ok := r.blockSize(); ok {
+		p.blockSize = min(n, blockCap)
+		oack = append(oack, "blksize", strconv.Itoa(p.blockSize))
 	}
 	if n := r.windowSize(); n > 0 {
 		p.windowSize = max(1, min(n, maxWindowSize, maxWindowBytes/p.blockSize))
 		oack = append(oack, "windowsize", strconv.Itoa(p.windowSize))
 	}
-	if v, ok := r.opts["tsize"]; ok && v == "0" && size >= 0 {
+	if r.opts["tsize"] == "0" && size >= 0 {
 		oack = append(oack, "tsize", strconv.FormatInt(size, 10))
 	}
-	if v, ok := r.opts["timeout"]; ok {
-		if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= maxTimeoutSeconds && time.Duration(n)*time.Second <= maxTimeout {
-			p.timeout = time.Duration(n) * time.Second
-			oack = append(oack, "timeout", strconv.Itoa(n))
-		}
+	if n, ok := r.timeoutSeconds(maxTimeout); ok {
+		p.timeout = time.Duration(n) * time.Second
+		oack = append(oack, "timeout", strconv.Itoa(n))
 	}
-	if len(oack) > 0 {
-		var b bytes.Buffer
-		b.Write([]byte{0, opOACK})
-		for _, s := range oack {
-			b.WriteString(s)
-			b.WriteByte(0)
-		}
-		p.oack = b.Bytes()
-	}
+	p.oack = oackPacket(oack)
 	return p
+}
+
+// blockSize is the blksize the request asks for, when it is a number in
+// RFC 2348's range (8..65464).
+func (r request) blockSize() (int, bool) {
+	v, ok := r.opts["blksize"]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil && n >= minBlockSize && n <= maxBlockCap
+}
+
+// timeoutSeconds is the timeout the request asks for, when it is a number
+// of seconds in RFC 2349's range (1..255) and at most ceiling.
+func (r request) timeoutSeconds(ceiling time.Duration) (int, bool) {
+	v, ok := r.opts["timeout"]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil && n >= 1 && n <= maxTimeoutSeconds && time.Duration(n)*time.Second <= ceiling
+}
+
+// oackPacket is the OACK datagram granting the option names and values in
+// oack, nil when there are none.
+func oackPacket(oack []string) []byte {
+	if len(oack) == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	b.Write([]byte{0, opOACK})
+	for _, s := range oack {
+		b.WriteString(s)
+		b.WriteByte(0)
+	}
+	return b.Bytes()
 }
 
 // errorPacket builds a TFTP ERROR datagram.

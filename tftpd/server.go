@@ -126,38 +126,9 @@ type Server struct {
 
 // New checks cfg and returns a Server.
 func New(cfg Config) (*Server, error) {
-	if cfg.Root == nil {
-		return nil, errors.New("tftpd: Config.Root is nil")
-	}
-	if cfg.MaxBlockSize == 0 {
-		cfg.MaxBlockSize = DefaultMaxBlockSize
-	}
-	if cfg.MaxBlockSize < minBlockCap || cfg.MaxBlockSize > maxBlockCap {
-		return nil, fmt.Errorf("tftpd: Config.MaxBlockSize %d out of range %d..%d", cfg.MaxBlockSize, minBlockCap, maxBlockCap)
-	}
-	if cfg.MaxTransfers == 0 {
-		cfg.MaxTransfers = DefaultMaxTransfers
-	}
-	if cfg.MaxTransfers < 0 {
-		return nil, fmt.Errorf("tftpd: Config.MaxTransfers %d is negative", cfg.MaxTransfers)
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.Retries <= 0 {
-		cfg.Retries = DefaultRetries
-	}
-	if err := limitDefaults(&cfg); err != nil {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
 		return nil, err
-	}
-	if cfg.Observer == nil {
-		cfg.Observer = nopObserver{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
@@ -185,6 +156,45 @@ func New(cfg Config) (*Server, error) {
 		served:           make(chan struct{}),
 		stats:            make(map[netip.AddrPort]*tftp.TransferStats),
 	}, nil
+}
+
+// withDefaults checks cfg and returns it with every zero field set to its
+// default.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Root == nil {
+		return cfg, errors.New("tftpd: Config.Root is nil")
+	}
+	if cfg.MaxBlockSize == 0 {
+		cfg.MaxBlockSize = DefaultMaxBlockSize
+	}
+	if cfg.MaxBlockSize < minBlockCap || cfg.MaxBlockSize > maxBlockCap {
+		return cfg, fmt.Errorf("tftpd: Config.MaxBlockSize %d out of range %d..%d", cfg.MaxBlockSize, minBlockCap, maxBlockCap)
+	}
+	if cfg.MaxTransfers == 0 {
+		cfg.MaxTransfers = DefaultMaxTransfers
+	}
+	if cfg.MaxTransfers < 0 {
+		return cfg, fmt.Errorf("tftpd: Config.MaxTransfers %d is negative", cfg.MaxTransfers)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Retries <= 0 {
+		cfg.Retries = DefaultRetries
+	}
+	if err := limitDefaults(&cfg); err != nil {
+		return cfg, err
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return cfg, nil
 }
 
 // limitDefaults checks the anti-abuse limits of cfg and fills the

@@ -51,7 +51,22 @@ type windowSender struct {
 // errStopping ends a transfer when the server shuts down.
 var errStopping = fmt.Errorf("%w while waiting for an ACK", errShutdown)
 
-// run performs the transfer of r: OACK (when there is one), then the data.
+// windowState is where a windowed transfer stands, in block numbers
+// widened to 64 bits.
+type windowState struct {
+	base   uint64 // first block not yet acknowledged
+	filled uint64 // last block read into the ring
+	last   uint64 // the final block, once read (0: not yet)
+	// sendFrom is the first block of the window not sent yet: the window's
+	// start after progress, past it when only read-ahead is new.
+	sendFrom uint64
+	// resentOnDup: the window was sent again for a duplicate ACK since the
+	// last progress; it is not sent again for the next one.
+	resentOnDup bool
+}
+
+// run performs the transfer of r: OACK (when there is one), then the data,
+// a window at a time until the client acknowledges the final block.
 func (w *windowSender) run(r io.Reader) error {
 	w.recv = make([]byte, 4+512) // an ACK, or an ERROR with a message of up to 511 bytes
 	if w.p.oack != nil {
@@ -63,83 +78,108 @@ func (w *windowSender) run(r io.Reader) error {
 	for i := range w.ring {
 		w.ring[i] = make([]byte, 4+w.p.blockSize)
 	}
-	var (
-		base   uint64 = 1 // first block not yet acknowledged
-		filled uint64     // last block read into the ring
-		last   uint64     // the final block, once read (0: not yet)
-	)
 	w.lens = make([]int, len(w.ring))
-	win := uint64(len(w.ring))
-	sendFrom, resentOnDup := base, false
+	st := windowState{base: 1, sendFrom: 1}
 	for {
-		// Read ahead to the end of the window; the ring slot of block b is
-		// b mod window, and blocks below base are no longer needed.
-		for last == 0 && filled < base+win-1 {
-			b := filled + 1
-			buf := w.ring[b%win]
-			n, err := io.ReadFull(r, buf[4:])
-			if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-				return err
-			}
-			binary.BigEndian.PutUint16(buf[0:], opDATA)
-			binary.BigEndian.PutUint16(buf[2:], uint16(b))
-			w.lens[b%win] = 4 + n
-			filled = b
-			if n < w.p.blockSize {
-				last = b
-			}
-		}
-		end := min(base+win-1, filled)
-		if err := w.sendBlocks(sendFrom, end); err != nil {
+		if err := w.readAhead(r, &st); err != nil {
 			return err
 		}
-		deadline := w.deadline()
-		tries := 1
-		for {
-			acked, err := w.awaitACK(deadline, base-1)
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				if err := w.pastLimit(); err != nil {
-					return err
-				}
-				if tries >= w.retries {
-					return fmt.Errorf("no ACK after block %d in %d tries of %v: %w", base-1, tries, w.timeout, err)
-				}
-				tries++
-				w.retrans += int(end - base + 1)
-				if err := w.sendBlocks(base, end); err != nil {
-					return err
-				}
-				deadline = w.deadline()
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if acked > end {
-				continue // acknowledges a block never sent: not from this transfer
-			}
-			if acked >= base {
-				if acked == last {
-					return nil
-				}
-				// The window restarts after the block acknowledged; blocks
-				// after it that were already sent go again.
-				w.retrans += int(end - acked)
-				base, sendFrom, resentOnDup = acked+1, acked+1, false
-				break
-			}
-			// No progress: the client lost the window's first block, or this
-			// is a late duplicate. Send the window again once, not for every
-			// duplicate, or duplicates would multiply (Sorcerer's Apprentice).
-			if !resentOnDup {
-				resentOnDup = true
-				w.retrans += int(end - base + 1)
-				if err := w.sendBlocks(base, end); err != nil {
-					return err
-				}
-			}
+		end := min(st.base+uint64(len(w.ring))-1, st.filled)
+		if err := w.sendBlocks(st.sendFrom, end); err != nil {
+			return err
+		}
+		done, err := w.awaitWindow(&st, end)
+		if done || err != nil {
+			return err
 		}
 	}
+}
+
+// readAhead reads blocks into the ring up to the end of the window; the
+// ring slot of block b is b mod window, and blocks below base are no
+// longer needed.
+func (w *windowSender) readAhead(r io.Reader, st *windowState) error {
+	win := uint64(len(w.ring))
+	for st.last == 0 && st.filled < st.base+win-1 {
+		b := st.filled + 1
+		buf := w.ring[b%win]
+		n, err := io.ReadFull(r, buf[4:])
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+			return err
+		}
+		binary.BigEndian.PutUint16(buf[0:], opDATA)
+		binary.BigEndian.PutUint16(buf[2:], uint16(b))
+		w.lens[b%win] = 4 + n
+		st.filled = b
+		if n < w.p.blockSize {
+			st.last = b
+		}
+	}
+	return nil
+}
+
+// awaitWindow waits for the ACK that moves the window sent (base..end) and
+// moves it; done is true when the final block is acknowledged. Silence for
+// the timeout sends the window again, up to the retries.
+func (w *windowSender) awaitWindow(st *windowState, end uint64) (done bool, err error) {
+	deadline := w.deadline()
+	for tries := 1; ; {
+		acked, err := w.awaitACK(deadline, st.base-1)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			if rerr := w.resendAfterTimeout(st.base, end, tries, err); rerr != nil {
+				return false, rerr
+			}
+			tries++
+			deadline = w.deadline()
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if acked > end {
+			continue // acknowledges a block never sent: not from this transfer
+		}
+		if acked >= st.base {
+			if acked == st.last {
+				return true, nil
+			}
+			// The window restarts after the block acknowledged; blocks
+			// after it that were already sent go again.
+			w.retrans += int(end - acked)
+			st.base, st.sendFrom, st.resentOnDup = acked+1, acked+1, false
+			return false, nil
+		}
+		if err := w.resendOnDuplicate(st, end); err != nil {
+			return false, err
+		}
+	}
+}
+
+// resendAfterTimeout sends blocks base..end again after try number tries
+// timed out (timeout), unless the transfer has run past its limit or out of
+// retries.
+func (w *windowSender) resendAfterTimeout(base, end uint64, tries int, timeout error) error {
+	if err := w.pastLimit(); err != nil {
+		return err
+	}
+	if tries >= w.retries {
+		return fmt.Errorf("no ACK after block %d in %d tries of %v: %w", base-1, tries, w.timeout, timeout)
+	}
+	w.retrans += int(end - base + 1)
+	return w.sendBlocks(base, end)
+}
+
+// resendOnDuplicate handles an ACK that makes no progress: the client lost
+// the window's first block, or this is a late duplicate. The window goes
+// again once, not for every duplicate, or duplicates would multiply
+// (Sorcerer's Apprentice).
+func (w *windowSender) resendOnDuplicate(st *windowState, end uint64) error {
+	if st.resentOnDup {
+		return nil
+	}
+	st.resentOnDup = true
+	w.retrans += int(end - st.base + 1)
+	return w.sendBlocks(st.base, end)
 }
 
 // batchWriter is sendmmsg(2) on the transfer socket: ipv4.PacketConn and
