@@ -79,7 +79,7 @@ func (f *front) dispatch(b []byte, from netip.AddrPort, oob []byte) bool {
 		req, err := parseRRQ(b)
 		if err != nil {
 			s.m.badRequests.Inc()
-			s.log.Info("tftp request refused", zap.Stringer("remote", from), zap.Error(err))
+			s.logRequest(zap.InfoLevel, "tftp request refused", s.requestLog(from, "", nil), zap.Error(err))
 			f.WriteToUDPAddrPort(errorPacket(parseErrorCode(err), "bad request: "+err.Error()), from)
 			return true
 		}
@@ -89,7 +89,7 @@ func (f *front) dispatch(b []byte, from netip.AddrPort, oob []byte) bool {
 		s.startTransfer(req, from, f.local(oob))
 	case opWRQ:
 		s.m.transfers.WithLabelValues(string(OutcomeRefused)).Inc()
-		s.log.Info("tftp write refused", zap.Stringer("remote", from))
+		s.logRequest(zap.InfoLevel, "tftp write refused", s.writeRequestLog(b, from))
 		f.WriteToUDPAddrPort(errorPacket(errCodeAccess, errWrite.Error()), from)
 	default:
 		// ACKs, DATA and ERRORs for no transfer, and garbage: no answer, so
@@ -98,6 +98,16 @@ func (f *front) dispatch(b []byte, from netip.AddrPort, oob []byte) bool {
 		s.log.Debug("tftp datagram dropped", zap.Stringer("remote", from), zap.Int("opcode", op), zap.Int("bytes", len(b)))
 	}
 	return true
+}
+
+// writeRequestLog is the log context of write request b from remote: with
+// its file, mode and options when it parses.
+func (s *Server) writeRequestLog(b []byte, remote netip.AddrPort) requestLog {
+	wrq, err := parseRequest(b, opWRQ)
+	if err != nil {
+		return s.requestLog(remote, "", nil)
+	}
+	return s.requestLog(remote, wrq.filename, &wrq)
 }
 
 // local returns the address a datagram was sent to, from its control

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -61,12 +62,17 @@ type request struct {
 // where a sloppy parse could be exploited (every string NUL-terminated, no
 // duplicate options) and otherwise lenient: unknown options are kept, to be
 // left out of the OACK.
-func parseRRQ(b []byte) (request, error) {
+func parseRRQ(b []byte) (request, error) { return parseRequest(b, opRRQ) }
+
+// parseRequest parses a read (opRRQ) or write (opWRQ) request as parseRRQ
+// does; a write request is parsed only to be named in the log line of its
+// refusal.
+func parseRequest(b []byte, want int) (request, error) {
 	if len(b) < 2 {
 		return request{}, errors.New("datagram shorter than an opcode")
 	}
-	if op := int(b[0])<<8 | int(b[1]); op != opRRQ {
-		return request{}, fmt.Errorf("opcode %d is not RRQ", op)
+	if op := int(b[0])<<8 | int(b[1]); op != want {
+		return request{}, fmt.Errorf("opcode %d is not %s", op, map[int]string{opRRQ: "RRQ", opWRQ: "WRQ"}[want])
 	}
 	if len(b) > maxRequestDatagram {
 		return request{}, fmt.Errorf("request of %d bytes, limit %d", len(b), maxRequestDatagram)
@@ -98,6 +104,24 @@ func parseRRQ(b []byte) (request, error) {
 		r.opts[name] = fields[i+1]
 	}
 	return r, nil
+}
+
+// optionString lists the request's options as "name=value" in name order,
+// for the log.
+func (r request) optionString() string {
+	names := make([]string, 0, len(r.opts))
+	for n := range r.opts {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(n + "=" + r.opts[n])
+	}
+	return b.String()
 }
 
 // windowSize is the windowsize the request asks for, 0 when it asks for

@@ -88,8 +88,15 @@ type Config struct {
 	Observer Observer
 	// Registerer receives the server's metrics. May be nil.
 	Registerer prometheus.Registerer
-	// Logger may be nil.
+	// Logger may be nil. Every line about a request carries the fields
+	// described on NodeName; give the Logger the server's own (name) with
+	// Logger.With.
 	Logger *zap.Logger
+	// NodeName names the node at a client address, for the "node" field of
+	// the log lines about its requests (a boot server knows it from DHCP).
+	// It is called only when a line is logged, and must be safe for
+	// concurrent use. Nil: no "node" field.
+	NodeName func(addr netip.Addr) (string, bool)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -108,6 +115,7 @@ type Server struct {
 	perClient        int
 	obs              Observer
 	log              *zap.Logger
+	nodeName         func(netip.Addr) (string, bool)
 	now              func() time.Time
 	m                *metrics
 
@@ -148,6 +156,7 @@ func New(cfg Config) (*Server, error) {
 		conns:            make(map[*net.UDPConn]struct{}),
 		obs:              cfg.Observer,
 		log:              cfg.Logger,
+		nodeName:         cfg.NodeName,
 		now:              cfg.Now,
 		m:                m,
 		slots:            make(chan struct{}, cfg.MaxTransfers),
@@ -299,7 +308,7 @@ func (s *Server) handleWrite(filename string, wt io.WriterTo) error {
 		remote = a.AddrPort()
 	}
 	s.m.transfers.WithLabelValues(string(OutcomeRefused)).Inc()
-	s.log.Info("tftp write refused", zap.Stringer("remote", remote), zap.String("filename", filename))
+	s.logRequest(zap.InfoLevel, "tftp write refused", s.requestLog(remote, filename, nil))
 	return errWrite
 }
 
@@ -315,7 +324,7 @@ func (s *Server) handleRead(filename string, rf io.ReaderFrom) error {
 	// A refusal returned here is sent by pin/tftp as an ERROR packet; once
 	// ReadFrom has run, pin/tftp has already sent one, so nil is returned
 	// to keep it from sending another.
-	return s.serveRead(filename, remote, func(r io.Reader, size int64) (sendStats, error) {
+	return s.serveRead(s.requestLog(remote, filename, nil), func(r io.Reader, size int64) (sendStats, error) {
 		if ot != nil {
 			ot.SetSize(size)
 		}
@@ -345,13 +354,15 @@ type sendStats struct {
 
 // serveRead is one read transfer, whichever engine moves its blocks: the
 // transfer limit, path resolution, opening the file and reporting are
-// here, and send runs the protocol over the open file. The error returned
-// is a refusal for the engine to send to the client before any protocol
-// ran; once send has run it is nil, whatever the outcome.
-func (s *Server) serveRead(filename string, remote netip.AddrPort, send func(r io.Reader, size int64) (sendStats, error)) error {
+// here, and send runs the protocol over the open file. rl names the
+// request. The error returned is a refusal for the engine to send to the
+// client before any protocol ran; once send has run it is nil, whatever
+// the outcome.
+func (s *Server) serveRead(rl requestLog, send func(r io.Reader, size int64) (sendStats, error)) error {
 	start := s.now()
+	remote := rl.remote
 	res := TransferResult{
-		TransferInfo: TransferInfo{Remote: remote, Filename: filename},
+		TransferInfo: TransferInfo{Remote: remote, Filename: rl.filename},
 		Size:         -1,
 		BlockSize:    defaultBlockSize,
 		WindowSize:   1,
@@ -360,7 +371,7 @@ func (s *Server) serveRead(filename string, remote netip.AddrPort, send func(r i
 		res.Outcome, res.Err, res.Duration = o, err, s.now().Sub(start)
 		s.m.done(res)
 		s.obs.OnTransferDone(res)
-		s.logDone(res)
+		s.logDone(res, rl)
 		return err
 	}
 
@@ -372,7 +383,7 @@ func (s *Server) serveRead(filename string, remote netip.AddrPort, send func(r i
 	s.m.active.Inc()
 	defer s.m.active.Dec()
 
-	p, err := Resolve(filename)
+	p, err := Resolve(rl.filename)
 	if err != nil {
 		s.obs.OnTransferStart(res.TransferInfo)
 		return finish(OutcomeRefused, err)
@@ -457,18 +468,20 @@ func (s *Server) open(p string) (fs.File, int64, error) {
 	return f, fi.Size(), nil
 }
 
-func (s *Server) logDone(r TransferResult) {
-	fields := []zap.Field{
-		zap.Stringer("remote", r.Remote), zap.String("filename", r.Filename), zap.String("path", r.Path),
+// logDone logs the end of transfer r of request rl: at debug level when
+// it went as it should, else at info level with the error.
+func (s *Server) logDone(r TransferResult, rl requestLog) {
+	level, msg, errField := zap.DebugLevel, "tftp transfer done", zap.Skip()
+	if r.Outcome != OutcomeOK && r.Outcome != OutcomeProbe {
+		level, msg, errField = zap.InfoLevel, "tftp transfer failed", zap.Error(r.Err)
+	}
+	ce := s.log.Check(level, msg)
+	if ce == nil {
+		return
+	}
+	ce.Write(rl.fields(zap.String("path", r.Path),
 		zap.String("outcome", string(r.Outcome)), zap.Int64("bytes", r.Bytes), zap.Int("blksize", r.BlockSize), zap.Int("windowsize", r.WindowSize),
-		zap.Duration("duration", r.Duration), zap.Int("retransmissions", r.Retransmissions),
-	}
-	switch {
-	case r.Outcome == OutcomeOK || r.Outcome == OutcomeProbe:
-		s.log.Debug("tftp transfer done", fields...)
-	default:
-		s.log.Info("tftp transfer failed", append(fields, zap.Error(r.Err))...)
-	}
+		zap.Duration("duration", r.Duration), zap.Int("retransmissions", r.Retransmissions), errField)...)
 }
 
 // clientError matches the error pin/tftp returns when the client sends an

@@ -100,9 +100,11 @@ func startServerOn(t testing.TB, cfg Config, addr string) *testServer {
 		cfg.Observer = ts.rec
 	}
 	cfg.Registerer = ts.reg
-	cfg.Logger = zaptest.NewLogger(t)
 	if _, bench := t.(*testing.B); bench {
 		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zaptest.NewLogger(t)
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 500 * time.Millisecond

@@ -55,9 +55,10 @@ func (s *Server) serveTransfer(req request, remote netip.AddrPort, local netip.A
 	// The transfer's own port is its TID (RFC 1350); connecting the socket
 	// keeps datagrams from other TIDs out, and lets the kernel report an
 	// ICMP port unreachable from the client as an error on it.
+	rl := s.requestLog(remote, req.filename, &req)
 	conn, err := net.DialUDP("udp", laddr, net.UDPAddrFromAddrPort(remote))
 	if err != nil {
-		s.log.Warn("tftp: cannot open a transfer socket", zap.Stringer("remote", remote), zap.Error(err))
+		s.logRequest(zap.WarnLevel, "tftp: cannot open a transfer socket", rl, zap.Error(err))
 		return
 	}
 	defer conn.Close()
@@ -66,7 +67,7 @@ func (s *Server) serveTransfer(req request, remote netip.AddrPort, local netip.A
 	}
 	defer s.untrack(conn)
 	until := time.Now().Add(s.maxTransferTime)
-	refusal := s.serveRead(req.filename, remote, func(r io.Reader, size int64) (sendStats, error) {
+	refusal := s.serveRead(rl, func(r io.Reader, size int64) (sendStats, error) {
 		r, size = textMode(req, r, size)
 		p, timeout := s.negotiate(req, size)
 		w := &windowSender{conn: conn, p: p, timeout: timeout,
@@ -84,14 +85,15 @@ func (s *Server) serveTransfer(req request, remote netip.AddrPort, local netip.A
 
 // serveLockStep runs a lock-step transfer in lockStepSender.
 func (s *Server) serveLockStep(req request, remote netip.AddrPort, local netip.Addr) {
+	rl := s.requestLog(remote, req.filename, &req)
 	fd, err := dialBlocking(local, remote)
 	if err != nil {
-		s.log.Warn("tftp: cannot open a transfer socket", zap.Stringer("remote", remote), zap.Error(err))
+		s.logRequest(zap.WarnLevel, "tftp: cannot open a transfer socket", rl, zap.Error(err))
 		return
 	}
 	defer unix.Close(fd)
 	until := time.Now().Add(s.maxTransferTime)
-	refusal := s.serveRead(req.filename, remote, func(r io.Reader, size int64) (sendStats, error) {
+	refusal := s.serveRead(rl, func(r io.Reader, size int64) (sendStats, error) {
 		r, size = textMode(req, r, size)
 		p, timeout := s.negotiate(req, size)
 		l := &lockStepSender{fd: fd, p: p, timeout: timeout,
