@@ -224,7 +224,7 @@ func (s *Server) newTFTP(opts Options) error {
 		Root: root, MaxBlockSize: cfg.TFTP.MaxBlockSize, MaxTransfers: cfg.TFTP.MaxTransfers,
 		MaxTransfersPerClient: cfg.TFTP.MaxTransfersPerClient,
 		Observer:              tftpObserver{s}, Registerer: s.reg, Logger: s.log.Named("tftp"), Now: opts.Now,
-		NodeName:              s.tracker.NameByIP, // "node" on every TFTP log line
+		NodeName: s.tracker.NameByIP, // "node" on every TFTP log line
 	})
 	if err != nil {
 		s.closeTFTPRoot()
