@@ -95,7 +95,7 @@ func (f *front) dispatch(b []byte, from netip.AddrPort, oob []byte) bool {
 		// ACKs, DATA and ERRORs for no transfer, and garbage: no answer, so
 		// that the port cannot be used to reflect traffic.
 		s.m.badRequests.Inc()
-		s.log.Debug("tftp datagram dropped", zap.Stringer("remote", from), zap.Int("opcode", op), zap.Int("bytes", len(b)))
+		s.logRequest(zap.DebugLevel, "tftp datagram dropped", s.requestLog(from, "", nil), zap.Int("opcode", op), zap.Int("bytes", len(b)))
 	}
 	return true
 }
