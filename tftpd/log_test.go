@@ -17,7 +17,8 @@ import (
 // TestRequestLogFields checks that every log line about a request says who asked (remote, and
 // the node NodeName knows at that address), for what (filename, mode, options) and which server
 // answered (the Logger's field), for each way a request ends: windowed and lock-step transfers,
-// a missing file, a refused path, a request the parser refuses and a write request.
+// a missing file, a refused path, a request the parser refuses, a write request and a stray
+// datagram.
 func TestRequestLogFields(t *testing.T) {
 	core, logs := observer.New(zap.DebugLevel)
 	data := randomBytes(3000, 5)
@@ -72,6 +73,16 @@ func TestRequestLogFields(t *testing.T) {
 				t.Fatalf("no answer to the write request: %v", err)
 			}
 		}, "tftp write refused", map[string]any{"filename": "up.bin", "mode": "octet", "options": "blksize=1468"}},
+		{"stray ACK", func(t *testing.T) {
+			c, err := net.Dial("udp", ts.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Write([]byte{0, opACK, 0, 1}); err != nil {
+				t.Fatal(err)
+			}
+		}, "tftp datagram dropped", map[string]any{"opcode": int64(opACK)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
