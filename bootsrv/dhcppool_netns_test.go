@@ -3,20 +3,18 @@ package bootsrv
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
+	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bootfabric/bootfabric/internal/testenv"
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap/zaptest"
-	"golang.org/x/sys/unix"
 )
 
 // TestNetnsPoolUdhcpc boots busybox udhcpc, a client nobody here wrote, against a boot server with a
@@ -24,19 +22,12 @@ import (
 // from the pool, the reserved node keeps its address, and after a restart of the server on the same
 // state directory both pool clients get their addresses back.
 func TestNetnsPoolUdhcpc(t *testing.T) {
-	testenv.NeedRoot(t, "to create network namespaces")
-	testenv.NeedTool(t, "ip", "iproute2")
 	testenv.NeedTool(t, "udhcpc", "udhcpc")
-	sfx := fmt.Sprintf("%04x%02x", os.Getpid()&0xffff, rand.IntN(256))
-	srvNS, cliNS := "bfpS"+sfx, "bfpC"+sfx
-	for _, ns := range []string{srvNS, cliNS} {
-		poolSh(t, "ip", "netns", "add", ns)
-		t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
-	}
-	poolSh(t, "ip", "-n", cliNS, "link", "add", "cl0", "type", "veth", "peer", "name", "eth0", "netns", srvNS)
-	poolSh(t, "ip", "-n", srvNS, "addr", "add", "10.78.0.1/24", "dev", "eth0")
+	srvNS, cliNS := testfix.Netns(t, "bfpS"), testfix.Netns(t, "bfpC")
+	testfix.IP(t, cliNS, "link", "add", "cl0", "type", "veth", "peer", "name", "eth0", "netns", srvNS)
+	testfix.IP(t, srvNS, "addr", "add", "10.78.0.1/24", "dev", "eth0")
 	for _, c := range [][]string{{srvNS, "eth0"}, {srvNS, "lo"}, {cliNS, "cl0"}, {cliNS, "lo"}} {
-		poolSh(t, "ip", "-n", c[0], "link", "set", c[1], "up")
+		testfix.IP(t, c[0], "link", "set", c[1], "up")
 	}
 
 	f := newFixture(t)
@@ -54,39 +45,19 @@ func TestNetnsPoolUdhcpc(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		if err := poolInNetns(srvNS, func() error { return s.Listen(ctx) }); err != nil {
-			cancel()
+		if err := testfix.InNetns(srvNS, func() error { return s.Listen(context.Background()) }); err != nil {
 			s.Close()
 			t.Fatal(err)
 		}
-		done := make(chan error, 1)
-		go func() { done <- s.Serve(ctx) }()
-		return func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		}
+		return testfix.Run(t, "Serve", s.Serve)
 	}
 	dir := t.TempDir()
 	udhcpc := func(mac string) string {
-		poolSh(t, "ip", "-n", cliNS, "link", "set", "cl0", "address", mac)
-		out := filepath.Join(dir, "lease-"+strings.ReplaceAll(mac, ":", ""))
-		os.Remove(out)
-		script := filepath.Join(dir, "udhcpc.sh")
-		os.WriteFile(script, []byte("#!/bin/sh\n[ \"$1\" = bound ] && env > "+out+"\nexit 0\n"), 0o755)
-		poolSh(t, "ip", "netns", "exec", cliNS, "udhcpc", "-i", "cl0", "-f", "-q", "-n", "-t", "4", "-T", "1", "-s", script)
-		b, err := os.ReadFile(out)
+		hw, err := net.ParseMAC(mac)
 		if err != nil {
-			return "no lease"
+			t.Fatal(err)
 		}
-		env := map[string]string{}
-		for _, l := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(l, "="); ok {
-				env[k] = v
-			}
-		}
+		env := testfix.Udhcpc(t, cliNS, "cl0", hw, dir)
 		// A lease already on disk and less than half used is answered with what is left of it,
 		// rounded to the second: a second may have passed since it was written.
 		lease := env["lease"]
@@ -115,36 +86,4 @@ func TestNetnsPoolUdhcpc(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after restart (-want +got):\n%s", diff)
 	}
-}
-
-func poolSh(t *testing.T, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-// poolInNetns runs f on a thread switched into namespace ns, so that the sockets f opens live
-// there. The thread is discarded afterwards: the goroutine exits locked.
-func poolInNetns(ns string, f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-		nsf, err := os.Open(filepath.Join("/run/netns", ns))
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer nsf.Close()
-		if err := unix.Setns(int(nsf.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("setns %s: %w", ns, err)
-			return
-		}
-		errc <- f()
-	}()
-	return <-errc
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/google/go-cmp/cmp"
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"github.com/insomniacslk/dhcp/dhcpv4/nclient4"
@@ -58,23 +59,10 @@ func startServer(t *testing.T, cfg Config) (*Server, *net.UDPAddr) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := s.Listen(ctx); err != nil {
+	if err := s.Listen(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Error("Serve did not stop within 5 s of cancel")
-		}
-	})
+	testfix.Run(t, "Serve", s.Serve)
 	return s, s.LocalAddrs()[0]
 }
 
