@@ -48,6 +48,7 @@ func (s *Server) serveTransfer(req request, remote netip.AddrPort, local netip.A
 		default: // too many threads blocked already: through the poller
 		}
 	}
+	rl := s.requestLog(remote, req.filename, &req)
 	laddr := &net.UDPAddr{}
 	if local.IsValid() {
 		laddr.IP = local.AsSlice()
@@ -55,7 +56,6 @@ func (s *Server) serveTransfer(req request, remote netip.AddrPort, local netip.A
 	// The transfer's own port is its TID (RFC 1350); connecting the socket
 	// keeps datagrams from other TIDs out, and lets the kernel report an
 	// ICMP port unreachable from the client as an error on it.
-	rl := s.requestLog(remote, req.filename, &req)
 	conn, err := net.DialUDP("udp", laddr, net.UDPAddrFromAddrPort(remote))
 	if err != nil {
 		s.logRequest(zap.WarnLevel, "tftp: cannot open a transfer socket", rl, zap.Error(err))
