@@ -4,7 +4,8 @@
 // It answers only for the clients an Authority (Reservations and, optionally, a
 // dynamic Pool) says this server owns, so that several boot servers on one
 // segment never answer the same node. Decisions are pure functions
-// (Classify, BuildReply, Handler.Handle) kept apart from the sockets (Server),
+// (Classify, BuildReply, Handler.Handle; BuildReply runs a chain of option
+// modifiers per boot class, modifiers.go) kept apart from the sockets (Server),
 // which add a bounded worker pool with per-(MAC, xid) de-duplication,
 // interface-aware replies (IP_PKTINFO) and relay support (giaddr).
 //
