@@ -62,69 +62,100 @@ func (c *Client) Allocate(ctx context.Context, mac string, candidates iter.Seq[n
 		return ip, err
 	}
 	for round := 0; round < maxRounds; round++ {
-		macKV, held, err := c.poolSnapshot(ctx, hw)
+		ip, outcome, err := c.allocateRound(ctx, hw, candidates, expires)
 		if err != nil {
 			return netip.Addr{}, err
 		}
-		// The MAC's own address first.
-		if macKV != nil {
-			if ip, err := netip.ParseAddr(string(macKV.Value)); err == nil {
-				if kv := held[ip]; kv != nil && decodeAddr(kv).MAC == hw && contains(candidates, ip) {
-					ok, err := c.takeAddr(ctx, hw, ip, kv, macKV, nil, expires)
-					if err != nil {
-						return netip.Addr{}, err
-					}
-					if ok {
-						return ip, nil
-					}
-					continue // changed under us: read again
-				}
-			}
-		}
-		// The address the MAC held outside the candidates (the pool changed) is given up in
-		// the transaction that takes the new one, so that a MAC holds one address.
-		var drop *mvccpb.KeyValue
-		if macKV != nil {
-			if ip, err := netip.ParseAddr(string(macKV.Value)); err == nil {
-				if kv := held[ip]; kv != nil && decodeAddr(kv).MAC == hw {
-					drop = kv
-				}
-			}
-		}
-		now := c.opts.Now()
-		conflicts, exhausted := 0, true
-		for ip := range candidates {
-			kv := held[ip.Unmap()]
-			if kv != nil {
-				if v := decodeAddr(kv); v.MAC != hw && v.Expires.After(now) {
-					continue
-				}
-			}
-			ok, err := c.takeAddr(ctx, hw, ip.Unmap(), kv, macKV, drop, expires)
-			if err != nil {
-				return netip.Addr{}, err
-			}
-			if ok {
-				return ip.Unmap(), nil
-			}
-			conflicts++
-			if conflicts >= maxConflicts {
-				exhausted = false
-				break
-			}
-			if cur, err := c.macKey(ctx, hw); err != nil {
-				return netip.Addr{}, err
-			} else if modRev(cur) != modRev(macKV) {
-				// Another server allocated for this MAC meanwhile: take that one.
-				exhausted = false
-				break
-			}
-		}
-		if exhausted {
+		switch outcome {
+		case roundTook:
+			return ip, nil
+		case roundExhausted:
 			return netip.Addr{}, fmt.Errorf("fleet %s: allocate for %s: %w", c.fleet, hw, ErrPoolExhausted)
 		}
 	}
 	return netip.Addr{}, fmt.Errorf("fleet %s: allocate for %s: lost %d rounds of races, giving up", c.fleet, hw, maxRounds)
+}
+
+// roundOutcome is how one round of Allocate, on one read of the pool, ended.
+type roundOutcome int
+
+const (
+	roundTook      roundOutcome = iota // an address was taken
+	roundExhausted                     // every candidate is held by another MAC
+	roundStale                         // races lost or the MAC's key changed: read the pool again
+)
+
+// allocateRound reads the pool once and takes, on that read, the MAC's own candidate if it holds
+// one, else the first free candidate.
+func (c *Client) allocateRound(ctx context.Context, hw string, candidates iter.Seq[netip.Addr], expires time.Time) (netip.Addr, roundOutcome, error) {
+	macKV, held, err := c.poolSnapshot(ctx, hw)
+	if err != nil {
+		return netip.Addr{}, roundStale, err
+	}
+	// The MAC's own address first.
+	own, ownKV := heldBy(hw, macKV, held)
+	if ownKV != nil && contains(candidates, own) {
+		ok, err := c.takeAddr(ctx, hw, own, ownKV, macKV, nil, expires)
+		if err != nil || !ok {
+			return netip.Addr{}, roundStale, err // !ok: changed under us, read again
+		}
+		return own, roundTook, nil
+	}
+	// The address the MAC held outside the candidates (the pool changed) is given up in the
+	// transaction that takes the new one, so that a MAC holds one address.
+	return c.takeFirstFree(ctx, hw, candidates, held, macKV, ownKV, expires)
+}
+
+// heldBy returns the address mac/MAC names (macKV) and its addr/ key in held when that key still
+// says the MAC holds it; the key is nil otherwise.
+func heldBy(hw string, macKV *mvccpb.KeyValue, held map[netip.Addr]*mvccpb.KeyValue) (netip.Addr, *mvccpb.KeyValue) {
+	if macKV == nil {
+		return netip.Addr{}, nil
+	}
+	ip, err := netip.ParseAddr(string(macKV.Value))
+	if err != nil {
+		return netip.Addr{}, nil
+	}
+	if kv := held[ip]; kv != nil && decodeAddr(kv).MAC == hw {
+		return ip, kv
+	}
+	return ip, nil
+}
+
+// takeFirstFree takes the first candidate that no other MAC holds unexpired on the read held,
+// giving up drop (the MAC's address outside the candidates) in the same transaction. It stops
+// after maxConflicts lost races, or as soon as the MAC's key changed (another server allocated
+// for it meanwhile: the next round takes that one).
+func (c *Client) takeFirstFree(ctx context.Context, hw string, candidates iter.Seq[netip.Addr], held map[netip.Addr]*mvccpb.KeyValue,
+	macKV, drop *mvccpb.KeyValue, expires time.Time) (netip.Addr, roundOutcome, error) {
+	now := c.opts.Now()
+	conflicts := 0
+	for ip := range candidates {
+		kv := held[ip.Unmap()]
+		if kv != nil {
+			if v := decodeAddr(kv); v.MAC != hw && v.Expires.After(now) {
+				continue
+			}
+		}
+		ok, err := c.takeAddr(ctx, hw, ip.Unmap(), kv, macKV, drop, expires)
+		if err != nil {
+			return netip.Addr{}, roundStale, err
+		}
+		if ok {
+			return ip.Unmap(), roundTook, nil
+		}
+		conflicts++
+		if conflicts >= maxConflicts {
+			return netip.Addr{}, roundStale, nil
+		}
+		if cur, err := c.macKey(ctx, hw); err != nil {
+			return netip.Addr{}, roundStale, err
+		} else if modRev(cur) != modRev(macKV) {
+			// Another server allocated for this MAC meanwhile: take that one.
+			return netip.Addr{}, roundStale, nil
+		}
+	}
+	return netip.Addr{}, roundExhausted, nil
 }
 
 // renewOwn renews the address mac holds, without reading the pool (three requests, whatever the

@@ -172,21 +172,40 @@ func (p *PoolCache) Pick(mac string, r PoolRange, requested netip.Addr) (netip.A
 	now := p.c.opts.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if ip, ok := p.pickKnownLocked(hw, r, requested, now); ok {
+		return ip, nil
+	}
+	if ip, ok := p.pickNextFreeLocked(hw, r, now); ok {
+		return ip, nil
+	}
+	p.forgetExpiredOffersLocked(now)
+	return netip.Addr{}, fmt.Errorf("fleet %s: pick for %s: %w", p.c.fleet, hw, ErrPoolExhausted)
+}
+
+// pickKnownLocked picks, when it is in r and free for hw, the address hw holds, else the one
+// offered here to hw, else requested.
+func (p *PoolCache) pickKnownLocked(hw string, r PoolRange, requested netip.Addr, now time.Time) (netip.Addr, bool) {
 	if kv := p.macs[hw]; kv != nil {
 		if ip, err := netip.ParseAddr(string(kv.Value)); err == nil && r.contains(ip) && p.freeForLocked(ip, hw, now) {
 			p.offerLocked(ip, hw, now)
-			return ip, nil
+			return ip, true
 		}
 	}
 	if ip, ok := p.offerOf[hw]; ok {
 		if o := p.offers[ip]; o.mac == hw && o.until.After(now) && r.contains(ip) && p.freeForLocked(ip, hw, now) {
-			return ip, nil
+			return ip, true
 		}
 	}
 	if requested = requested.Unmap(); r.contains(requested) && p.freeForLocked(requested, hw, now) {
 		p.offerLocked(requested, hw, now)
-		return requested, nil
+		return requested, true
 	}
+	return netip.Addr{}, false
+}
+
+// pickNextFreeLocked offers hw the next free address of r after the last one picked (from r.Start
+// the first time), going round the range once.
+func (p *PoolCache) pickNextFreeLocked(hw string, r PoolRange, now time.Time) (netip.Addr, bool) {
 	cur := p.cursor
 	if !r.contains(cur) {
 		cur = r.Start
@@ -200,13 +219,18 @@ func (p *PoolCache) Pick(mac string, r PoolRange, requested netip.Addr) (netip.A
 		if p.freeForLocked(a, hw, now) {
 			p.offerLocked(a, hw, now)
 			p.cursor = a.Next()
-			return a, nil
+			return a, true
 		}
 		if a = a.Next(); !r.contains(a) {
 			a = r.First
 		}
 	}
-	// Forget expired local offers now and then: the map stays bounded by the pool's size anyway.
+	return netip.Addr{}, false
+}
+
+// forgetExpiredOffersLocked drops the local offers whose hold ended. Pick calls it now and then
+// (when the pool is exhausted): the map stays bounded by the pool's size anyway.
+func (p *PoolCache) forgetExpiredOffersLocked(now time.Time) {
 	for ip, o := range p.offers {
 		if !o.until.After(now) {
 			delete(p.offers, ip)
@@ -215,7 +239,6 @@ func (p *PoolCache) Pick(mac string, r PoolRange, requested netip.Addr) (netip.A
 			}
 		}
 	}
-	return netip.Addr{}, fmt.Errorf("fleet %s: pick for %s: %w", p.c.fleet, hw, ErrPoolExhausted)
 }
 
 // offerLocked records a local offer of ip to mac, replacing the MAC's other offers.
@@ -260,17 +283,7 @@ func (p *PoolCache) Take(ctx context.Context, mac string, ip netip.Addr, expires
 	ip = ip.Unmap()
 	c := p.c
 	for try := 0; try < maxRounds; try++ {
-		p.mu.Lock()
-		seen, macSeen := p.addrs[ip], p.macs[hw]
-		var drop *mvccpb.KeyValue
-		if macSeen != nil && string(macSeen.Value) != ip.String() {
-			if old, err := netip.ParseAddr(string(macSeen.Value)); err == nil {
-				if kv := p.addrs[old]; kv != nil && decodeAddr(kv).MAC == hw {
-					drop = kv
-				}
-			}
-		}
-		p.mu.Unlock()
+		seen, macSeen, drop := p.takeView(hw, ip)
 		if seen != nil {
 			if v := decodeAddr(seen); v.MAC != hw && v.Expires.After(c.opts.Now()) {
 				return fmt.Errorf("fleet %s: take %s for %s: %w (%s until %s)", c.fleet, ip, hw, ErrAddressTaken, v.MAC, v.Expires.Format(time.RFC3339))
@@ -281,31 +294,59 @@ func (p *PoolCache) Take(ctx context.Context, mac string, ip netip.Addr, expires
 			return err
 		}
 		if ok {
-			p.mu.Lock()
-			for _, kv := range wrote { // known now; the watch would bring them a little later
-				p.putLocked(kv, false)
-			}
-			if drop != nil && string(drop.Key) != string(wrote[0].Key) {
-				p.dropLocked(string(drop.Key))
-			}
-			if o, held := p.offers[ip]; held && o.mac == hw {
-				delete(p.offers, ip)
-				delete(p.offerOf, hw)
-			}
-			p.mu.Unlock()
+			p.recordTake(hw, ip, wrote, drop)
 			return nil
 		}
 		// Stale: read the keys the transaction compared, then decide again.
-		if err := p.refresh(ctx, c.keys.addr(ip.String()), c.keys.mac(hw)); err != nil {
+		if err := p.refreshTake(ctx, hw, ip, drop); err != nil {
 			return err
-		}
-		if drop != nil {
-			if err := p.refresh(ctx, string(drop.Key)); err != nil {
-				return err
-			}
 		}
 	}
 	return fmt.Errorf("fleet %s: take %s for %s: lost %d races, giving up", c.fleet, ip, hw, maxRounds)
+}
+
+// takeView returns what the cache knows of the keys Take compares: ip's key (seen), the MAC's key
+// (macSeen) and the key of the other address the MAC holds, to give up (drop; nil when none).
+func (p *PoolCache) takeView(hw string, ip netip.Addr) (seen, macSeen, drop *mvccpb.KeyValue) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen, macSeen = p.addrs[ip], p.macs[hw]
+	if macSeen != nil && string(macSeen.Value) != ip.String() {
+		if old, err := netip.ParseAddr(string(macSeen.Value)); err == nil {
+			if kv := p.addrs[old]; kv != nil && decodeAddr(kv).MAC == hw {
+				drop = kv
+			}
+		}
+	}
+	return seen, macSeen, drop
+}
+
+// recordTake puts what Take's transaction wrote into the cache (the watch would bring it a little
+// later), forgets the address it gave up and the local offer it fulfilled.
+func (p *PoolCache) recordTake(hw string, ip netip.Addr, wrote []*mvccpb.KeyValue, drop *mvccpb.KeyValue) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, kv := range wrote {
+		p.putLocked(kv, false)
+	}
+	if drop != nil && string(drop.Key) != string(wrote[0].Key) {
+		p.dropLocked(string(drop.Key))
+	}
+	if o, held := p.offers[ip]; held && o.mac == hw {
+		delete(p.offers, ip)
+		delete(p.offerOf, hw)
+	}
+}
+
+// refreshTake reads again the keys a lost Take transaction compared.
+func (p *PoolCache) refreshTake(ctx context.Context, hw string, ip netip.Addr, drop *mvccpb.KeyValue) error {
+	if err := p.refresh(ctx, p.c.keys.addr(ip.String()), p.c.keys.mac(hw)); err != nil {
+		return err
+	}
+	if drop != nil {
+		return p.refresh(ctx, string(drop.Key))
+	}
+	return nil
 }
 
 // refresh reads keys from etcd into the cache (a missing key is deleted from it).

@@ -23,8 +23,8 @@ type watcher struct {
 // unavailable it reads everything again. It never gives up while ctx lives.
 func (c *Client) watchKeys(ctx context.Context, op, key string, prefix bool, w watcher) {
 	var next int64 // revision to watch from; 0: read first
-	for failures := 0; ; {
-		if ctx.Err() != nil || c.cli.Ctx().Err() != nil {
+	for failures := 0; ; failures++ {
+		if c.ended(ctx) {
 			return
 		}
 		if next == 0 {
@@ -34,7 +34,6 @@ func (c *Client) watchKeys(ctx context.Context, op, key string, prefix bool, w w
 				if !sleep(ctx, backoff(failures)) {
 					return
 				}
-				failures++
 				continue
 			}
 			if !w.reset(kvs, rev) {
@@ -42,47 +41,71 @@ func (c *Client) watchKeys(ctx context.Context, op, key string, prefix bool, w w
 			}
 			next = rev + 1
 		}
-		opts := []clientv3.OpOption{clientv3.WithRev(next)}
-		if prefix {
-			opts = append(opts, clientv3.WithPrefix())
-		}
-		// WithRequireLeader ends the watch when its member loses the cluster's leader, so that a
-		// watch on the minority side of a partition is moved to another member instead of
-		// waiting silently.
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		var werr error
-		for wr := range c.cli.Watch(wctx, key, opts...) {
-			if wr.CompactRevision != 0 {
-				c.log.Info("watch: revision compacted, reading again", zap.String("key", key),
-					zap.Int64("from", next), zap.Int64("compacted", wr.CompactRevision))
-				next = 0
-				break
-			}
-			if werr = wr.Err(); werr != nil {
-				break
-			}
-			if len(wr.Events) == 0 {
-				continue
-			}
-			failures = 0
-			if !w.apply(wr.Events, wr.Header.Revision) {
-				cancel()
-				return
-			}
-			next = wr.Events[len(wr.Events)-1].Kv.ModRevision + 1
-		}
-		cancel()
-		if ctx.Err() != nil || c.cli.Ctx().Err() != nil {
+		run := c.follow(ctx, key, prefix, next, w)
+		if run.stopped || c.ended(ctx) {
 			return
 		}
-		if werr != nil && !errors.Is(werr, context.Canceled) {
-			c.log.Debug("watch: error, resuming", zap.String("key", key), zap.Int64("from", next), zap.Error(werr))
+		next = run.next
+		if run.delivered {
+			failures = 0
+		}
+		if run.err != nil && !errors.Is(run.err, context.Canceled) {
+			c.log.Debug("watch: error, resuming", zap.String("key", key), zap.Int64("from", next), zap.Error(run.err))
 		}
 		if !sleep(ctx, backoff(failures)) {
 			return
 		}
-		failures++
 	}
+}
+
+// ended says whether ctx ended or the client was closed: either ends a watch.
+func (c *Client) ended(ctx context.Context) bool {
+	return ctx.Err() != nil || c.cli.Ctx().Err() != nil
+}
+
+// watchRun is what one watch stream delivered before it ended.
+type watchRun struct {
+	next      int64 // the revision to watch from next; 0: read everything again (compacted)
+	delivered bool  // changes arrived: the stream worked, so the failures start again from 0
+	err       error // why the stream failed, if it did
+	stopped   bool  // the watcher's apply returned false: the watch ends
+}
+
+// follow watches key (or every key under it) from revision next and hands each batch of changes
+// to w.apply, until the stream ends (an error, a lost leader, ctx) or a compaction made next
+// unavailable.
+func (c *Client) follow(ctx context.Context, key string, prefix bool, next int64, w watcher) watchRun {
+	run := watchRun{next: next}
+	opts := []clientv3.OpOption{clientv3.WithRev(next)}
+	if prefix {
+		opts = append(opts, clientv3.WithPrefix())
+	}
+	// WithRequireLeader ends the watch when its member loses the cluster's leader, so that a
+	// watch on the minority side of a partition is moved to another member instead of
+	// waiting silently.
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	for wr := range c.cli.Watch(wctx, key, opts...) {
+		if wr.CompactRevision != 0 {
+			c.log.Info("watch: revision compacted, reading again", zap.String("key", key),
+				zap.Int64("from", run.next), zap.Int64("compacted", wr.CompactRevision))
+			run.next = 0
+			return run
+		}
+		if run.err = wr.Err(); run.err != nil {
+			return run
+		}
+		if len(wr.Events) == 0 {
+			continue
+		}
+		run.delivered = true
+		if !w.apply(wr.Events, wr.Header.Revision) {
+			run.stopped = true
+			return run
+		}
+		run.next = wr.Events[len(wr.Events)-1].Kv.ModRevision + 1
+	}
+	return run
 }
 
 // readKeys reads key, or every key under it.
