@@ -38,14 +38,7 @@ func (f *serveFS) Open(name string) (fs.File, error) {
 	}
 	notExist := &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	if name == "." {
-		var ents []fs.DirEntry
-		for n, p := range f.bins {
-			if fi, err := os.Stat(p); err == nil {
-				ents = append(ents, fs.FileInfoToDirEntry(namedInfo{fi, n}))
-			}
-		}
-		ents = append(ents, fs.FileInfoToDirEntry(dirInfo("boot")))
-		return newDir(".", ents), nil
+		return f.rootDir(), nil
 	}
 	parts := strings.Split(name, "/")
 	switch {
@@ -58,18 +51,41 @@ func (f *serveFS) Open(name string) (fs.File, error) {
 	case parts[0] != "boot":
 		return nil, notExist
 	case len(parts) == 1:
-		var ents []fs.DirEntry
-		for _, p := range f.s.List() {
-			ents = append(ents, fs.FileInfoToDirEntry(dirInfo(p.Name)))
-		}
-		return newDir("boot", ents), nil
+		return f.bootDir(), nil
 	}
-	prof, err := f.s.Get(parts[1])
+	return f.openProfile(parts[1:], notExist)
+}
+
+// rootDir lists the tree's top: the iPXE binaries found and the directory boot.
+func (f *serveFS) rootDir() *dir {
+	var ents []fs.DirEntry
+	for n, p := range f.bins {
+		if fi, err := os.Stat(p); err == nil {
+			ents = append(ents, fs.FileInfoToDirEntry(namedInfo{fi, n}))
+		}
+	}
+	ents = append(ents, fs.FileInfoToDirEntry(dirInfo("boot")))
+	return newDir(".", ents)
+}
+
+// bootDir lists boot/: a directory per profile.
+func (f *serveFS) bootDir() *dir {
+	var ents []fs.DirEntry
+	for _, p := range f.s.List() {
+		ents = append(ents, fs.FileInfoToDirEntry(dirInfo(p.Name)))
+	}
+	return newDir("boot", ents)
+}
+
+// openProfile opens what is under boot/: parts is {profile} (the profile's directory) or
+// {profile, file}; anything else, or a name the store lacks, is notExist.
+func (f *serveFS) openProfile(parts []string, notExist error) (fs.File, error) {
+	prof, err := f.s.Get(parts[0])
 	if err != nil {
 		return nil, notExist
 	}
 	switch len(parts) {
-	case 2:
+	case 1:
 		var ents []fs.DirEntry
 		for n, b := range prof.Files {
 			// Stat the blob so that entries agree with Open(...).Stat().
@@ -78,12 +94,12 @@ func (f *serveFS) Open(name string) (fs.File, error) {
 			}
 		}
 		return newDir(prof.Name, ents), nil
-	case 3:
-		b, ok := prof.Files[parts[2]]
+	case 2:
+		b, ok := prof.Files[parts[1]]
 		if !ok {
 			return nil, notExist
 		}
-		return openNamed(f.s.blobPath(b.SHA256), parts[2])
+		return openNamed(f.s.blobPath(b.SHA256), parts[1])
 	}
 	return nil, notExist
 }

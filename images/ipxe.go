@@ -88,29 +88,11 @@ reboot
 // initrd from http://{Server}:{Port}/boot/{profile}/{file}, the profile's
 // command line, then bootfabric.node= and bootfabric.health=.
 func RenderScript(p Profile, sp ScriptParams) ([]byte, error) {
-	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("images: rendering iPXE script: %w", err)
-	}
-	if err := checkName("node", sp.Node, true); err != nil {
-		return nil, fmt.Errorf("images: rendering iPXE script for profile %q: %w", p.Name, err)
-	}
-	if sp.Server == "" || strings.ContainsAny(sp.Server, " \t\r\n/") {
-		return nil, fmt.Errorf("images: rendering iPXE script for node %q: bad server %q", sp.Node, sp.Server)
-	}
-	if sp.Port <= 0 || sp.Port > 65535 {
-		return nil, fmt.Errorf("images: rendering iPXE script for node %q: bad port %d", sp.Node, sp.Port)
-	}
-	if sp.HealthURL != "" {
-		u, err := url.Parse(sp.HealthURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.ContainsAny(sp.HealthURL, " \t\r\n") {
-			return nil, fmt.Errorf("images: rendering iPXE script for node %q: bad health URL %q", sp.Node, sp.HealthURL)
-		}
+	if err := checkScriptParams(p, sp); err != nil {
+		return nil, err
 	}
 	query := ""
 	if sp.Token != "" {
-		if strings.ContainsFunc(sp.Token, func(r rune) bool { return !('0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') }) {
-			return nil, fmt.Errorf("images: rendering iPXE script for node %q: bad token", sp.Node)
-		}
 		query = "?token=" + sp.Token
 	}
 	host := net.JoinHostPort(sp.Server, strconv.Itoa(sp.Port))
@@ -126,4 +108,39 @@ func RenderScript(p Profile, sp ScriptParams) ([]byte, error) {
 		return nil, fmt.Errorf("images: rendering iPXE script for node %q: %w", sp.Node, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// checkScriptParams names the first of p and sp's values that cannot go into an iPXE script.
+func checkScriptParams(p Profile, sp ScriptParams) error {
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("images: rendering iPXE script: %w", err)
+	}
+	if err := checkName("node", sp.Node, true); err != nil {
+		return fmt.Errorf("images: rendering iPXE script for profile %q: %w", p.Name, err)
+	}
+	if sp.Server == "" || strings.ContainsAny(sp.Server, " \t\r\n/") {
+		return fmt.Errorf("images: rendering iPXE script for node %q: bad server %q", sp.Node, sp.Server)
+	}
+	if sp.Port <= 0 || sp.Port > 65535 {
+		return fmt.Errorf("images: rendering iPXE script for node %q: bad port %d", sp.Node, sp.Port)
+	}
+	if sp.HealthURL != "" && !isHTTPURL(sp.HealthURL) {
+		return fmt.Errorf("images: rendering iPXE script for node %q: bad health URL %q", sp.Node, sp.HealthURL)
+	}
+	if sp.Token != "" && strings.ContainsFunc(sp.Token, notAlphanumeric) {
+		return fmt.Errorf("images: rendering iPXE script for node %q: bad token", sp.Node)
+	}
+	return nil
+}
+
+// isHTTPURL says whether s is an absolute http or https URL with a host and no white space (it
+// goes on the kernel command line, where white space would split it).
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && !strings.ContainsAny(s, " \t\r\n")
+}
+
+// notAlphanumeric says whether r is anything but an ASCII letter or digit.
+func notAlphanumeric(r rune) bool {
+	return !('0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z')
 }

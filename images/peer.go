@@ -2,8 +2,6 @@ package images
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -119,6 +117,12 @@ func (s *Store) fetchFrom(ctx context.Context, client *http.Client, peer, sum st
 	if resp.ContentLength >= 0 && resp.ContentLength != size {
 		return fmt.Errorf("%w: it sends %d bytes, want %d (refused)", ErrBlobMismatch, resp.ContentLength, size)
 	}
+	return s.storeFetched(resp.Body, url, sum, size)
+}
+
+// storeFetched streams body (the answer of GET url) to a temporary file in the store and renames
+// it to the blob sum once it has that sha256 and size; otherwise it removes it.
+func (s *Store) storeFetched(body io.Reader, url, sum string, size int64) error {
 	dir := filepath.Join(s.dir, blobDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -128,31 +132,18 @@ func (s *Store) fetchFrom(ctx context.Context, client *http.Client, peer, sum st
 		return err
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
-	h := sha256.New()
 	// One byte more than the size tells a longer answer from a whole one.
-	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(resp.Body, size+1))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	got, n, err := writeHashed(tmp, io.LimitReader(body, size+1))
 	if err != nil {
 		return fmt.Errorf("GET %s: %w", url, err)
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != sum || n != size {
+	if got != sum || n != size {
 		if n > size {
 			return fmt.Errorf("%w: it sent more than %d bytes (refused)", ErrBlobMismatch, size)
 		}
 		return fmt.Errorf("%w: it sent sha256 %s and %d bytes, want %s and %d bytes (refused)", ErrBlobMismatch, got, n, sum, size)
 	}
-	if err := os.Chmod(tmp.Name(), 0o444); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), s.blobPath(sum)); err != nil {
-		return fmt.Errorf("storing blob %s: %w", sum, err)
-	}
-	return nil
+	return s.placeBlob(tmp.Name(), sum)
 }
 
 // ImportProfiles makes the given profiles (a fleet revision's manifests) servable from this store:
@@ -162,6 +153,18 @@ func (s *Store) fetchFrom(ctx context.Context, client *http.Client, peer, sum st
 // here, so a server never serves a profile it cannot deliver; after an error the manifest is
 // unchanged (blobs already fetched stay: they are verified and content-addressed).
 func (s *Store) ImportProfiles(ctx context.Context, profiles []Profile, fetch func(ctx context.Context, sum string, size int64) error) error {
+	if err := checkImports(profiles); err != nil {
+		return err
+	}
+	if err := s.fetchMissing(ctx, profiles, fetch); err != nil {
+		return err
+	}
+	return s.recordImports(profiles)
+}
+
+// checkImports checks that every profile is valid, named once, and names a well-formed blob for
+// each of its files.
+func checkImports(profiles []Profile) error {
 	seen := map[string]bool{}
 	for i, p := range profiles {
 		if err := p.Validate(); err != nil {
@@ -181,6 +184,12 @@ func (s *Store) ImportProfiles(ctx context.Context, profiles []Profile, fetch fu
 			}
 		}
 	}
+	return nil
+}
+
+// fetchMissing fetches, once each, the profiles' blobs the store lacks, and checks they are here
+// after the fetch.
+func (s *Store) fetchMissing(ctx context.Context, profiles []Profile, fetch func(ctx context.Context, sum string, size int64) error) error {
 	fetched := map[string]bool{}
 	for _, p := range profiles {
 		for _, n := range p.FileNames() {
@@ -197,6 +206,12 @@ func (s *Store) ImportProfiles(ctx context.Context, profiles []Profile, fetch fu
 			fetched[b.SHA256] = true
 		}
 	}
+	return nil
+}
+
+// recordImports writes the manifest with profiles added to the store's, replacing those of the
+// same names; each keeps only its own files.
+func (s *Store) recordImports(profiles []Profile) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next := make(map[string]Profile, len(s.profiles)+len(profiles))

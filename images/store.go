@@ -174,28 +174,41 @@ func (s *Store) putFile(src string) (Blob, error) {
 		return Blob{}, err
 	}
 	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), in)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	sum, n, err := writeHashed(tmp, in)
 	if err != nil {
 		return Blob{}, fmt.Errorf("copying %s into the store: %w", src, err)
 	}
-	b := Blob{SHA256: hex.EncodeToString(h.Sum(nil)), Size: n}
 	// Rename even when the blob exists: the fresh copy was just hashed, so
 	// adding a file again repairs a blob that Verify found changed.
-	dst := s.blobPath(b.SHA256)
-	if err := os.Chmod(tmp.Name(), 0o444); err != nil {
+	if err := s.placeBlob(tmp.Name(), sum); err != nil {
 		return Blob{}, err
 	}
-	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return Blob{}, fmt.Errorf("storing blob %s: %w", b.SHA256, err)
+	return Blob{SHA256: sum, Size: n}, nil
+}
+
+// placeBlob makes the written and hashed file tmp the blob sum, read-only.
+func (s *Store) placeBlob(tmp, sum string) error {
+	if err := os.Chmod(tmp, 0o444); err != nil {
+		return err
 	}
-	return b, nil
+	if err := os.Rename(tmp, s.blobPath(sum)); err != nil {
+		return fmt.Errorf("storing blob %s: %w", sum, err)
+	}
+	return nil
+}
+
+// writeHashed copies r to f, syncs and closes f, and returns the sha256 (in hex) and the size of
+// what it copied.
+func writeHashed(f *os.File, r io.Reader) (string, int64, error) {
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), r)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, err
 }
 
 func (s *Store) writeManifest(profiles map[string]Profile) error {
