@@ -2,20 +2,15 @@ package integration
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -139,13 +134,7 @@ type Timeline struct {
 // curl over HTTP for the iPXE script, the kernel and initrd it names, and curl to POST the health
 // report to the URL on the script's kernel line. Each step prints "EVENT UNIX-SECONDS". Every
 // node first prints "ready" and waits for its line on the gate FIFO, so that all start at once.
-const nodeScript = `set -e
-ts() { date +%s.%N; }
-ip link set lo up
-ip link set eth0 up
-echo "ready $(ts)"
-read -r _ < "$BF_GATE" || true
-out=$(mktemp)
+const nodeScript = "set -e\n" + waitAtGate + `out=$(mktemp)
 export BF_OUT="$out"
 udhcpc -i eth0 -f -q -n -t 20 -T 3 -A 1 -V PXEClient:Arch:00000:UNDI:002001 -x 0x5d:0000 -s "$BF_UDHCPC_SCRIPT" >/dev/null
 read -r SIADDR BOOTFILE < "$out"
@@ -191,127 +180,60 @@ func (c *Cluster) Boot(ctx context.Context, nodes []int, timeout time.Duration) 
 // healthy) of all, once when the gate opens and then as each node reports, from the goroutines
 // that watch the nodes: a boot of hundreds of nodes takes tens of seconds.
 func (c *Cluster) BootProgress(ctx context.Context, nodes []int, timeout time.Duration, progress func(done, total int)) ([]Timeline, float64, CPUUse, error) {
-	if nodes == nil {
-		for i := range c.Nodes {
-			nodes = append(nodes, i)
-		}
-	}
+	nodes = c.orAll(nodes)
 	if err := c.announceReboots(ctx, nodes); err != nil {
 		return nil, 0, CPUUse{}, err
 	}
-	scriptPath := filepath.Join(c.dir(), "udhcpc.script")
-	if err := os.WriteFile(scriptPath, []byte(udhcpcScript), 0o755); err != nil {
-		return nil, 0, CPUUse{}, err
-	}
-	gatePath := filepath.Join(c.dir(), "gate")
-	os.Remove(gatePath)
-	if err := syscall.Mkfifo(gatePath, 0o600); err != nil {
-		return nil, 0, CPUUse{}, fmt.Errorf("boot gate: %w", err)
-	}
-	defer os.Remove(gatePath)
-	// Opened read-write, the FIFO never blocks the scripts' open: they block in read until their
-	// line is written.
-	gate, err := os.OpenFile(gatePath, os.O_RDWR, 0)
-	if err != nil {
-		return nil, 0, CPUUse{}, fmt.Errorf("boot gate: %w", err)
-	}
-	defer gate.Close()
-
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	out := make([]Timeline, len(nodes))
-	var wg sync.WaitGroup
-	var start time.Time           // when the gate opened
-	opened := make(chan struct{}) // closed once start is set
-	ready := make(chan struct{}, len(nodes))
-	var booted atomic.Int64
 	for k, i := range nodes {
-		n := c.Nodes[i]
-		out[k] = Timeline{Node: n.Name, Events: map[string]float64{}}
-		cmd := exec.CommandContext(ctx, "ip", "netns", "exec", n.Namespace, "sh", "-c", nodeScript)
-		cmd.Env = append(os.Environ(), "BF_UDHCPC_SCRIPT="+scriptPath, "BF_GATE="+gatePath)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			return nil, 0, CPUUse{}, err
-		}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			return nil, 0, CPUUse{}, err
-		}
-		wg.Add(1)
-		go func(t *Timeline) {
-			defer wg.Done()
-			readied := false
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				f := strings.Fields(sc.Text())
-				if len(f) < 2 {
-					continue
-				}
-				if f[0] == "ready" {
-					if !readied {
-						readied = true
-						ready <- struct{}{}
-					}
-					continue
-				}
-				sec, err := strconv.ParseFloat(f[1], 64)
-				if err != nil {
-					continue
-				}
-				<-opened // events come after the gate; this orders the read of start
-				t.Events[f[0]] = sec - float64(start.UnixNano())/1e9
-				if f[0] == "bound" && len(f) > 2 {
-					t.Server = c.serverByIP(f[2])
-				}
-			}
-			if !readied {
-				ready <- struct{}{} // failed before the gate: do not keep the others waiting
-			}
-			if err := cmd.Wait(); err != nil {
-				t.Err = fmt.Sprintf("%v: %s", err, strings.TrimSpace(stderr.String()))
-				return
-			}
-			t.Seconds = t.Events["reported"]
-			t.finished = true
+		out[k] = Timeline{Node: c.Nodes[i].Name, Events: map[string]float64{}}
+	}
+	var booted atomic.Int64
+	cpu, err := c.runBatch(ctx, nodes, timeout, nodeBatch{
+		script: nodeScript, udhcpc: udhcpcScript, udhcpcFile: "udhcpc.script",
+		onOpen: func(time.Time) {
 			if progress != nil {
+				progress(0, len(nodes))
+			}
+		},
+		onEvent: func(k int, ev NodeEvent) { out[k].record(ev, c.serverByIP) },
+		onExit: func(k int, err error, stderr string) {
+			if out[k].exited(err, stderr) && progress != nil {
 				progress(int(booted.Add(1)), len(nodes))
 			}
-		}(&out[k])
+		},
+	})
+	if err != nil {
+		return nil, 0, CPUUse{}, err
 	}
-	for range nodes {
-		select {
-		case <-ready:
-		case <-ctx.Done():
-		}
-	}
-	cpu0 := readCPU()
-	start = time.Now()
-	close(opened)
-	if progress != nil {
-		progress(0, len(nodes))
-	}
-	if _, err := gate.Write(bytes.Repeat([]byte("\n"), len(nodes))); err != nil {
-		c.log.Warn("boot gate: opening failed; nodes will time out", zap.Error(err))
-	}
-	wg.Wait()
-	cpu := readCPU().since(cpu0)
-	batch := 0.0
-	var failed []string
-	for _, t := range out {
-		if !t.finished {
-			failed = append(failed, t.Node+": "+t.Err)
-			continue
-		}
-		batch = max(batch, t.Seconds)
-	}
-	sort.Strings(failed)
+	batch, failed := batchOutcome(out)
 	if len(failed) > 0 {
 		c.log.Warn("nodes failed to boot", zap.Strings("nodes", failed))
-		return out, batch, cpu, fmt.Errorf("%d of %d nodes did not boot; first: %s", len(failed), len(out), failed[0])
 	}
-	return out, batch, cpu, nil
+	return out, batch, cpu, notBooted(failed, len(out))
+}
+
+// record notes one event of the node's boot; "bound" names the server that answered (serverByIP).
+func (t *Timeline) record(ev NodeEvent, serverByIP func(ip string) string) {
+	t.Events[ev.Name] = ev.At
+	if ev.Name == "bound" && len(ev.Args) > 0 {
+		t.Server = serverByIP(ev.Args[0])
+	}
+}
+
+// exited notes the end of the node's script and says whether the node booted.
+func (t *Timeline) exited(err error, stderr string) bool {
+	if err != nil {
+		t.Err = fmt.Sprintf("%v: %s", err, strings.TrimSpace(stderr))
+		return false
+	}
+	t.Seconds = t.Events["reported"]
+	t.finished = true
+	return true
+}
+
+func (t Timeline) outcome() nodeOutcome {
+	return nodeOutcome{node: t.Node, seconds: t.Seconds, err: t.Err, done: t.finished}
 }
 
 func (c *Cluster) serverByIP(ip string) string {

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -417,13 +416,7 @@ type FleetBoot struct {
 // transfer only times out, so the NBP (74 KB, milliseconds) gets 4 s, as a PXE ROM's TFTP gives
 // up after a few seconds of retries (curl then retransmits after 1 s). Each step prints
 // "EVENT UNIX-SECONDS ARGS".
-const fleetNodeScript = `set -u
-ts() { date +%s.%N; }
-ip link set lo up
-ip link set eth0 up
-echo "ready $(ts)"
-read -r _ < "$BF_GATE" || true
-if [ "$BF_DELAY" != 0 ]; then sleep "$BF_DELAY"; fi
+const fleetNodeScript = "set -u\n" + waitAtGate + `if [ "$BF_DELAY" != 0 ]; then sleep "$BF_DELAY"; fi
 echo "on $(ts)"
 mac=$(cat /sys/class/net/eth0/address)
 attempt=0
@@ -469,129 +462,66 @@ exit 0
 // BootFleet boots nodes with retries (fleetNodeScript): every node's script starts, waits at a
 // gate, powers on after its delay and boots until it reports health or runs out of attempts.
 func (c *Cluster) BootFleet(ctx context.Context, opt FleetBootOptions) (*FleetBoot, error) {
-	nodes := opt.Nodes
-	if nodes == nil {
-		for i := range c.Nodes {
-			nodes = append(nodes, i)
-		}
-	}
+	nodes := c.orAll(opt.Nodes)
 	if opt.Delays != nil && len(opt.Delays) != len(nodes) {
 		return nil, fmt.Errorf("boot: %d delays for %d nodes", len(opt.Delays), len(nodes))
 	}
 	if opt.Attempts == 0 {
 		opt.Attempts = 6
 	}
-	scriptPath := filepath.Join(c.dir(), "udhcpc-fleet.script")
-	if err := os.WriteFile(scriptPath, []byte(fleetUdhcpcScript), 0o755); err != nil {
+	res := &FleetBoot{Nodes: make([]FleetTimeline, len(nodes))}
+	for k, i := range nodes {
+		res.Nodes[k] = FleetTimeline{Node: c.Nodes[i].Name}
+	}
+	cpu, err := c.runBatch(ctx, nodes, opt.Timeout, nodeBatch{
+		script: fleetNodeScript, udhcpc: fleetUdhcpcScript, udhcpcFile: "udhcpc-fleet.script",
+		env: func(k int) []string {
+			return []string{"BF_DELAY=" + opt.delay(k), "BF_ATTEMPTS=" + strconv.Itoa(opt.Attempts)}
+		},
+		onOpen: func(start time.Time) {
+			res.Start = start
+			if opt.OnStart != nil {
+				opt.OnStart(start)
+			}
+		},
+		onEvent: func(k int, ev NodeEvent) {
+			res.Nodes[k].Events = append(res.Nodes[k].Events, ev)
+			if opt.OnEvent != nil {
+				opt.OnEvent(ev)
+			}
+		},
+		onExit: func(k int, err error, stderr string) { res.Nodes[k].exited(err, stderr) },
+	})
+	if err != nil {
 		return nil, err
 	}
-	gatePath := filepath.Join(c.dir(), "gate")
-	os.Remove(gatePath)
-	if err := syscall.Mkfifo(gatePath, 0o600); err != nil {
-		return nil, fmt.Errorf("boot gate: %w", err)
-	}
-	defer os.Remove(gatePath)
-	gate, err := os.OpenFile(gatePath, os.O_RDWR, 0)
-	if err != nil {
-		return nil, fmt.Errorf("boot gate: %w", err)
-	}
-	defer gate.Close()
-
-	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
-	defer cancel()
-	res := &FleetBoot{Nodes: make([]FleetTimeline, len(nodes))}
-	var wg sync.WaitGroup
-	opened := make(chan struct{})
-	ready := make(chan struct{}, len(nodes))
-	for k, i := range nodes {
-		n := c.Nodes[i]
-		res.Nodes[k] = FleetTimeline{Node: n.Name}
-		delay := "0"
-		if opt.Delays != nil {
-			delay = strconv.FormatFloat(opt.Delays[k], 'f', 3, 64)
-		}
-		cmd := exec.CommandContext(ctx, "ip", "netns", "exec", n.Namespace, "sh", "-c", fleetNodeScript)
-		cmd.Env = append(os.Environ(), "BF_UDHCPC_SCRIPT="+scriptPath, "BF_GATE="+gatePath, "BF_DELAY="+delay,
-			"BF_ATTEMPTS="+strconv.Itoa(opt.Attempts))
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			return nil, err
-		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			return nil, err
-		}
-		wg.Add(1)
-		go func(t *FleetTimeline, node int) {
-			defer wg.Done()
-			readied := false
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				f := strings.Fields(sc.Text())
-				if len(f) < 2 {
-					continue
-				}
-				if f[0] == "ready" {
-					if !readied {
-						readied = true
-						ready <- struct{}{}
-					}
-					continue
-				}
-				sec, err := strconv.ParseFloat(f[1], 64)
-				if err != nil {
-					continue
-				}
-				<-opened
-				ev := NodeEvent{Node: node, Name: f[0], At: sec - float64(res.Start.UnixNano())/1e9, Args: f[2:]}
-				t.Events = append(t.Events, ev)
-				if opt.OnEvent != nil {
-					opt.OnEvent(ev)
-				}
-			}
-			if !readied {
-				ready <- struct{}{}
-			}
-			if err := cmd.Wait(); err != nil {
-				t.Err = fmt.Sprintf("%v: %s", err, tail(strings.TrimSpace(stderr.String()), 5))
-				return
-			}
-			if e, ok := t.First("reported", 0); ok {
-				t.Seconds, t.Done = e.At, true
-			}
-		}(&res.Nodes[k], i)
-	}
-	for range nodes {
-		select {
-		case <-ready:
-		case <-ctx.Done():
-		}
-	}
-	cpu0 := readCPU()
-	res.Start = time.Now()
-	if opt.OnStart != nil {
-		opt.OnStart(res.Start)
-	}
-	close(opened)
-	if _, err := gate.Write(bytes.Repeat([]byte("\n"), len(nodes))); err != nil {
-		c.log.Warn("boot gate: opening failed; nodes will time out", zap.Error(err))
-	}
-	wg.Wait()
-	res.CPU = readCPU().since(cpu0)
+	res.CPU = cpu
 	var failed []string
-	for _, t := range res.Nodes {
-		if !t.Done {
-			failed = append(failed, t.Node+": "+t.Err)
-			continue
-		}
-		res.Batch = max(res.Batch, t.Seconds)
+	res.Batch, failed = batchOutcome(res.Nodes)
+	return res, notBooted(failed, len(nodes))
+}
+
+// delay is the k-th node's power-on time after the gate, in seconds, as the node script takes it.
+func (o FleetBootOptions) delay(k int) string {
+	if o.Delays == nil {
+		return "0"
 	}
-	slices.Sort(failed)
-	if len(failed) > 0 {
-		return res, fmt.Errorf("%d of %d nodes did not boot; first: %s", len(failed), len(nodes), failed[0])
+	return strconv.FormatFloat(o.Delays[k], 'f', 3, 64)
+}
+
+// exited notes the end of the node's script: its error, or its health report's time.
+func (tl *FleetTimeline) exited(err error, stderr string) {
+	if err != nil {
+		tl.Err = fmt.Sprintf("%v: %s", err, tail(strings.TrimSpace(stderr), 5))
+		return
 	}
-	return res, nil
+	if e, ok := tl.First("reported", 0); ok {
+		tl.Seconds, tl.Done = e.At, true
+	}
+}
+
+func (tl FleetTimeline) outcome() nodeOutcome {
+	return nodeOutcome{node: tl.Node, seconds: tl.Seconds, err: tl.Err, done: tl.Done}
 }
 
 // ServerByIP names the boot server with the given boot-network address.
