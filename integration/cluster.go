@@ -155,32 +155,13 @@ func up(ctx context.Context, spec Spec, log *zap.Logger, run runner) (c *Cluster
 		return nil, err
 	}
 	path := StatePath(spec.StateDir, spec.Name)
-	if _, err := os.Stat(path); err == nil {
-		return nil, specErr("cluster %q already exists (state %s); run `bootctl cluster down --name %s` first", spec.Name, path, spec.Name)
-	}
-	if out, err := run.Run(ctx, "ip", "netns", "list"); err == nil {
-		for _, line := range strings.Split(out, "\n") {
-			if strings.HasPrefix(line, nsName(spec.Name, "")) {
-				return nil, specErr("cluster %q: namespace %s is left over from an earlier run; remove it with `ip netns del %s`", spec.Name, strings.Fields(line)[0], strings.Fields(line)[0])
-			}
-		}
-	} else {
-		return nil, fmt.Errorf("cluster: cannot list network namespaces (need root and iproute2): %w", err)
+	if err := checkNoLeftover(ctx, spec, path, run); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(spec.StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("cluster state: %w", err)
 	}
-	c = &Cluster{Graph: g, path: path, run: run, log: log, ns: make([]string, g.NumVertices())}
-	c.State = State{Name: spec.Name, Scale: spec.Scale, Machine: spec.Machine, PrefixLen: spec.Subnet.Bits()}
-	for v := range c.ns {
-		c.ns[v] = nsName(spec.Name, g.VertexName(topology.VertexID(v)))
-	}
-	for j, v := range g.Servers() {
-		c.Servers = append(c.Servers, Endpoint{Name: g.VertexName(v), Namespace: c.ns[v], MAC: fmt.Sprintf("02:bf:ff:00:%02x:%02x", byte(j>>8), byte(j)), IP: addrAt(spec.Subnet, 1+j).String()})
-	}
-	for i, v := range g.Nodes() {
-		c.Nodes = append(c.Nodes, Endpoint{Name: g.VertexName(v), Namespace: c.ns[v], MAC: nodeMAC(i), IP: addrAt(spec.Subnet, 256+i).String()})
-	}
+	c = newCluster(spec, g, path, run, log)
 	defer func() {
 		if err != nil {
 			log.Warn("cluster up failed; removing what was created", zap.Error(err))
@@ -191,29 +172,8 @@ func up(ctx context.Context, spec Spec, log *zap.Logger, run runner) (c *Cluster
 		}
 	}()
 	start := time.Now()
-	for v := range c.ns {
-		if err := ctx.Err(); err != nil {
-			return c, err
-		}
-		// Record before creating, so that an interrupt between the two still cleans up.
-		c.Namespaces = append(c.Namespaces, c.ns[v])
-		if err := c.save(); err != nil {
-			return c, err
-		}
-		if _, err := run.Run(ctx, "ip", "netns", "add", c.ns[v]); err != nil {
-			return c, err
-		}
-		if _, err := c.ip(ctx, v, "link", "set", "lo", "up"); err != nil {
-			return c, err
-		}
-		if g.Kind(topology.VertexID(v)) == topology.Switch {
-			if _, err := c.ip(ctx, v, "link", "add", "br0", "type", "bridge", "forward_delay", "0", "stp_state", "0"); err != nil {
-				return c, err
-			}
-			if _, err := c.ip(ctx, v, "link", "set", "br0", "up"); err != nil {
-				return c, err
-			}
-		}
+	if err := c.addNamespaces(ctx); err != nil {
+		return c, err
 	}
 	for l := 0; l < g.NumLinks(); l++ {
 		if err := ctx.Err(); err != nil {
@@ -230,6 +190,76 @@ func up(ctx context.Context, spec Spec, log *zap.Logger, run runner) (c *Cluster
 	}
 	log.Info("cluster up", zap.String("name", spec.Name), zap.Int("namespaces", len(c.ns)), zap.Int("links", g.NumLinks()), zap.Duration("took", time.Since(start)))
 	return c, nil
+}
+
+// checkNoLeftover refuses a cluster whose state file (path) or namespaces exist already.
+func checkNoLeftover(ctx context.Context, spec Spec, path string, run runner) error {
+	if _, err := os.Stat(path); err == nil {
+		return specErr("cluster %q already exists (state %s); run `bootctl cluster down --name %s` first", spec.Name, path, spec.Name)
+	}
+	out, err := run.Run(ctx, "ip", "netns", "list")
+	if err != nil {
+		return fmt.Errorf("cluster: cannot list network namespaces (need root and iproute2): %w", err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, nsName(spec.Name, "")) {
+			return specErr("cluster %q: namespace %s is left over from an earlier run; remove it with `ip netns del %s`", spec.Name, strings.Fields(line)[0], strings.Fields(line)[0])
+		}
+	}
+	return nil
+}
+
+// newCluster lays out the cluster of spec on machine g, nothing created yet: a namespace per
+// vertex, the servers' addresses from the subnet's .0.1 and the nodes' from .1.0, with their MACs.
+func newCluster(spec Spec, g *topology.Graph, path string, run runner, log *zap.Logger) *Cluster {
+	c := &Cluster{Graph: g, path: path, run: run, log: log, ns: make([]string, g.NumVertices())}
+	c.State = State{Name: spec.Name, Scale: spec.Scale, Machine: spec.Machine, PrefixLen: spec.Subnet.Bits()}
+	for v := range c.ns {
+		c.ns[v] = nsName(spec.Name, g.VertexName(topology.VertexID(v)))
+	}
+	for j, v := range g.Servers() {
+		c.Servers = append(c.Servers, Endpoint{Name: g.VertexName(v), Namespace: c.ns[v], MAC: fmt.Sprintf("02:bf:ff:00:%02x:%02x", byte(j>>8), byte(j)), IP: addrAt(spec.Subnet, 1+j).String()})
+	}
+	for i, v := range g.Nodes() {
+		c.Nodes = append(c.Nodes, Endpoint{Name: g.VertexName(v), Namespace: c.ns[v], MAC: nodeMAC(i), IP: addrAt(spec.Subnet, 256+i).String()})
+	}
+	return c
+}
+
+// addNamespaces creates every vertex's namespace with its loopback up, and a switch's bridge br0.
+// Each is recorded in the state before it is created, so that an interrupt between the two still
+// cleans up.
+func (c *Cluster) addNamespaces(ctx context.Context) error {
+	for v := range c.ns {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		c.Namespaces = append(c.Namespaces, c.ns[v])
+		if err := c.save(); err != nil {
+			return err
+		}
+		if _, err := c.run.Run(ctx, "ip", "netns", "add", c.ns[v]); err != nil {
+			return err
+		}
+		if _, err := c.ip(ctx, v, "link", "set", "lo", "up"); err != nil {
+			return err
+		}
+		if c.Graph.Kind(topology.VertexID(v)) == topology.Switch {
+			if err := c.addBridge(ctx, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// addBridge makes switch v's bridge, br0, without spanning tree or forwarding delay.
+func (c *Cluster) addBridge(ctx context.Context, v int) error {
+	if _, err := c.ip(ctx, v, "link", "add", "br0", "type", "bridge", "forward_delay", "0", "stp_state", "0"); err != nil {
+		return err
+	}
+	_, err := c.ip(ctx, v, "link", "set", "br0", "up")
+	return err
 }
 
 // ip runs `ip -n NS args...` in vertex v's namespace.
@@ -352,10 +382,25 @@ func Open(stateDir, name string, log *zap.Logger) (*Cluster, error) {
 // Down stops the cluster's processes and removes its namespaces (which removes every veth, bridge
 // and qdisc in them), then its state file. It only touches what the state file records.
 func (c *Cluster) Down(ctx context.Context) error {
-	var errs []error
 	for _, pid := range c.Pids {
 		stopPid(pid)
 	}
+	errs := c.deleteNamespaces(ctx)
+	errs = append(errs, c.deleteHostLinks(ctx)...)
+	// The working directory (configs, image store, logs) goes too; the path is ours by construction.
+	if err := os.RemoveAll(strings.TrimSuffix(c.path, ".json")); err != nil {
+		errs = append(errs, err)
+	}
+	if err := os.Remove(c.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// deleteNamespaces deletes the recorded namespaces that exist, last created first, after stopping
+// the processes still inside (clients, servers: the cluster's).
+func (c *Cluster) deleteNamespaces(ctx context.Context) []error {
+	var errs []error
 	existing := map[string]bool{}
 	if out, err := c.run.Run(ctx, "ip", "netns", "list"); err == nil {
 		for _, line := range strings.Split(out, "\n") {
@@ -369,7 +414,6 @@ func (c *Cluster) Down(ctx context.Context) error {
 		if !existing[ns] {
 			continue
 		}
-		// Processes still inside (clients, servers) are the cluster's: stop them first.
 		if out, err := c.run.Run(ctx, "ip", "netns", "pids", ns); err == nil {
 			for _, f := range strings.Fields(out) {
 				if pid, err := strconv.Atoi(f); err == nil {
@@ -381,7 +425,13 @@ func (c *Cluster) Down(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	// Host links whose other end was in a namespace went with it; the rest (a bridge) go now.
+	return errs
+}
+
+// deleteHostLinks deletes the recorded host links that remain: those whose other end was in a
+// namespace went with it; the rest (a bridge) go now.
+func (c *Cluster) deleteHostLinks(ctx context.Context) []error {
+	var errs []error
 	for i := len(c.HostLinks) - 1; i >= 0; i-- {
 		if _, err := c.run.Run(ctx, "ip", "link", "show", "dev", c.HostLinks[i]); err != nil {
 			continue
@@ -390,14 +440,7 @@ func (c *Cluster) Down(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	// The working directory (configs, image store, logs) goes too; the path is ours by construction.
-	if err := os.RemoveAll(strings.TrimSuffix(c.path, ".json")); err != nil {
-		errs = append(errs, err)
-	}
-	if err := os.Remove(c.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // stopPid sends SIGTERM, then SIGKILL after a grace period.

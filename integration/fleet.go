@@ -21,7 +21,6 @@ import (
 	"github.com/bootfabric/bootfabric/fabricsim"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/mapping"
-	"go.uber.org/zap"
 	"gopkg.in/yaml.v3"
 )
 
@@ -122,15 +121,7 @@ type Fleet struct {
 // gives each server a copy of the store, then starts `bootctl serve --etcd ... --name bsN` in every
 // server namespace and waits until each answers HTTP.
 func (c *Cluster) StartFleet(ctx context.Context, opt FleetOptions) (*Fleet, error) {
-	if opt.Fleet == "" {
-		opt.Fleet = "default"
-	}
-	if opt.TTL == 0 {
-		opt.TTL = fleet.DefaultTTL
-	}
-	if opt.LogLevel == "" {
-		opt.LogLevel = "debug"
-	}
+	opt.defaults()
 	dir := c.dir()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -138,60 +129,71 @@ func (c *Cluster) StartFleet(ctx context.Context, opt FleetOptions) (*Fleet, err
 	if err := c.writeImages(ctx, ServerOptions{Bootctl: opt.Bootctl, Files: opt.Files}); err != nil {
 		return nil, err
 	}
-	mach, err := c.Machine.MarshalYAMLText()
+	if err := c.writeMachineFiles(dir); err != nil {
+		return nil, err
+	}
+	fleetFile, err := c.writeFleetFile(dir, opt.Mapping)
 	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "machine.yaml"), mach, 0o644); err != nil {
-		return nil, err
-	}
-	var inv strings.Builder
-	inv.WriteString("name,mac,ip,node\n")
-	for _, n := range c.Nodes {
-		fmt.Fprintf(&inv, "%s,%s,%s,%s\n", n.Name, n.MAC, n.IP, n.Name)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "inventory.csv"), []byte(inv.String()), 0o644); err != nil {
-		return nil, err
-	}
-	var servers []map[string]string
-	for _, s := range c.Servers {
-		servers = append(servers, map[string]string{"name": s.Name, "address": s.IP})
-	}
-	subnet := fmt.Sprintf("%s/%d", addrAt(mustPrefix(c.Servers[0].IP, c.PrefixLen), 0), c.PrefixLen)
-	doc := map[string]any{
-		"servers": servers, "topology": "machine.yaml", "mapping": opt.Mapping,
-		"inventory": "inventory.csv", "images": "images", "profile": "default", "state_flush": "200ms",
-		"tftp": map[string]any{"max_block_size": 1468},
-		"dhcp": map[string]any{"mode": "reservation", "subnet": subnet, "lease_time": "1h"},
-	}
-	data, err := yaml.Marshal(doc)
-	if err != nil {
-		return nil, err
-	}
-	fleetFile := filepath.Join(dir, "fleet.yaml")
-	if err := os.WriteFile(fleetFile, data, 0o644); err != nil {
 		return nil, err
 	}
 	f := &Fleet{Cluster: c, Opt: opt, pids: map[string]int{}}
 	if err := f.apply(ctx, fleetFile); err != nil {
 		return nil, err
 	}
-	for _, s := range c.Servers {
-		if _, err := c.run.Run(ctx, "cp", "-a", filepath.Join(dir, "images"), filepath.Join(dir, "images-"+s.Name)); err != nil {
-			return nil, err
-		}
-	}
-	for _, s := range c.Servers {
-		if err := f.StartServer(ctx, s.Name); err != nil {
-			return nil, err
-		}
-	}
-	for _, s := range c.Servers {
-		if err := c.waitHTTP(ctx, s); err != nil {
-			return nil, err
-		}
+	if err := f.startAll(ctx); err != nil {
+		return nil, err
 	}
 	return f, nil
+}
+
+func (o *FleetOptions) defaults() {
+	if o.Fleet == "" {
+		o.Fleet = "default"
+	}
+	if o.TTL == 0 {
+		o.TTL = fleet.DefaultTTL
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = "debug"
+	}
+}
+
+// writeFleetFile writes the fleet's configuration, DIR/fleet.yaml, and returns its path.
+func (c *Cluster) writeFleetFile(dir, mapping string) (string, error) {
+	doc := map[string]any{
+		"servers": c.configServers(), "topology": "machine.yaml", "mapping": mapping,
+		"inventory": "inventory.csv", "images": "images", "profile": "default", "state_flush": "200ms",
+		"tftp": map[string]any{"max_block_size": 1468},
+		"dhcp": map[string]any{"mode": "reservation", "subnet": c.bootSubnet(), "lease_time": "1h"},
+	}
+	data, err := yaml.Marshal(doc)
+	if err != nil {
+		return "", err
+	}
+	fleetFile := filepath.Join(dir, "fleet.yaml")
+	return fleetFile, os.WriteFile(fleetFile, data, 0o644)
+}
+
+// startAll gives each server a copy of the image store, starts every server and waits until each
+// answers HTTP.
+func (f *Fleet) startAll(ctx context.Context) error {
+	dir := f.dir()
+	for _, s := range f.Servers {
+		if _, err := f.run.Run(ctx, "cp", "-a", filepath.Join(dir, "images"), filepath.Join(dir, "images-"+s.Name)); err != nil {
+			return err
+		}
+	}
+	for _, s := range f.Servers {
+		if err := f.StartServer(ctx, s.Name); err != nil {
+			return err
+		}
+	}
+	for _, s := range f.Servers {
+		if err := f.waitHTTP(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // apply stores the fleet file as the fleet's configuration: with `bootctl fleet apply`, or with
@@ -255,10 +257,7 @@ func (f *Fleet) StartServer(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	// BBR, as for the single servers (startServersWithImages): short queues on the shaped links.
-	if _, err := f.run.Run(ctx, "ip", "netns", "exec", s.Namespace, "sysctl", "-q", "-w", "net.ipv4.tcp_congestion_control=bbr"); err != nil {
-		f.log.Warn("BBR unavailable; TCP will fill the shaped queues", zap.String("server", s.Name), zap.Error(err))
-	}
+	f.useBBR(ctx, s) // as for the single servers: short queues on the shaped links
 	ipxeDir := filepath.Dir(f.Opt.Files.NBP)
 	// `ip netns exec` execs the command: the pid is bootctl's own, so SIGKILL reaches the server.
 	cmd := exec.Command("ip", "netns", "exec", s.Namespace, f.Opt.Bootctl, "--log-level", f.Opt.LogLevel, "serve",

@@ -81,7 +81,34 @@ func (c *Cluster) StartQEMUServers(ctx context.Context, opt ServerOptions, img V
 // in each server namespace, with the image store already in place.
 func (c *Cluster) startServersWithImages(ctx context.Context, opt ServerOptions) error {
 	dir := c.dir()
-	// The machine as the servers see it: unscaled (the mapping depends only on the hierarchy).
+	if err := c.writeMachineFiles(dir); err != nil {
+		return err
+	}
+	ipxeDir := images.DebianIPXEDir
+	if opt.Files.NBP != "" {
+		ipxeDir = filepath.Dir(opt.Files.NBP)
+	}
+	for j, s := range c.Servers {
+		path, err := c.writeServerConfig(dir, j, opt.Mapping, ipxeDir)
+		if err != nil {
+			return err
+		}
+		if err := c.startServer(ctx, s, opt.Bootctl, path); err != nil {
+			return err
+		}
+	}
+	for _, s := range c.Servers {
+		if err := c.waitHTTP(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeMachineFiles writes what every boot server reads besides its own configuration: the
+// machine, as the servers see it (unscaled: the mapping depends only on the hierarchy), and the
+// inventory of the nodes.
+func (c *Cluster) writeMachineFiles(dir string) error {
 	mach, err := c.Machine.MarshalYAMLText()
 	if err != nil {
 		return err
@@ -94,62 +121,71 @@ func (c *Cluster) startServersWithImages(ctx context.Context, opt ServerOptions)
 	for _, n := range c.Nodes {
 		fmt.Fprintf(&inv, "%s,%s,%s,%s\n", n.Name, n.MAC, n.IP, n.Name)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "inventory.csv"), []byte(inv.String()), 0o644); err != nil {
-		return err
-	}
-	ipxeDir := images.DebianIPXEDir
-	if opt.Files.NBP != "" {
-		ipxeDir = filepath.Dir(opt.Files.NBP)
-	}
+	return os.WriteFile(filepath.Join(dir, "inventory.csv"), []byte(inv.String()), 0o644)
+}
+
+// configServers is the servers list of a boot server's or fleet's configuration.
+func (c *Cluster) configServers() []map[string]string {
 	var servers []map[string]string
 	for _, s := range c.Servers {
 		servers = append(servers, map[string]string{"name": s.Name, "address": s.IP})
 	}
-	subnet := fmt.Sprintf("%s/%d", addrAt(mustPrefix(c.Servers[0].IP, c.PrefixLen), 0), c.PrefixLen)
-	for j, s := range c.Servers {
-		cfg := map[string]any{
-			"server_id": j, "servers": servers, "topology": "machine.yaml", "mapping": opt.Mapping,
-			"inventory": "inventory.csv", "images": "images", "ipxe_dir": ipxeDir,
-			"state_dir": "state-" + s.Name, "state_flush": "200ms",
-			"http": map[string]any{"listen": ":80"},
-			"tftp": map[string]any{"listen": ":69", "max_block_size": 1468},
-			"dhcp": map[string]any{"mode": "reservation", "interfaces": []string{"eth0"}, "subnet": subnet, "lease_time": "1h"},
-		}
-		data, err := yaml.Marshal(cfg)
-		if err != nil {
-			return err
-		}
-		path := filepath.Join(dir, s.Name+".yaml")
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			return err
-		}
-		logf, err := os.Create(filepath.Join(dir, s.Name+".log"))
-		if err != nil {
-			return err
-		}
-		// The servers send the data. With loss-based congestion control their TCP flows would fill
-		// the shaped links' FIFOs, and a lock-step TFTP transfer would wait behind that queue on
-		// every block; BBR keeps about one round trip of data queued, so links stay full, lossless
-		// and short-queued, which is the sharing the flow model assumes.
-		if _, err := c.run.Run(ctx, "ip", "netns", "exec", s.Namespace, "sysctl", "-q", "-w", "net.ipv4.tcp_congestion_control=bbr"); err != nil {
-			c.log.Warn("BBR unavailable; TCP will fill the shaped queues", zap.String("server", s.Name), zap.Error(err))
-		}
-		cmd := exec.Command("ip", "netns", "exec", s.Namespace, opt.Bootctl, "--log-level", "info", "serve", "--config", path)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		err = cmd.Start()
-		logf.Close()
-		if err != nil {
-			return fmt.Errorf("start server %s: %w", s.Name, err)
-		}
-		if err := c.AddPid(cmd.Process.Pid); err != nil {
-			return err
-		}
-		go func() { _ = cmd.Wait() }() // reap; Down stops it by pid
+	return servers
+}
+
+// bootSubnet is the boot network's prefix, for the DHCP configuration.
+func (c *Cluster) bootSubnet() string {
+	return fmt.Sprintf("%s/%d", addrAt(mustPrefix(c.Servers[0].IP, c.PrefixLen), 0), c.PrefixLen)
+}
+
+// writeServerConfig writes server j's configuration, DIR/NAME.yaml, and returns its path.
+func (c *Cluster) writeServerConfig(dir string, j int, mapping, ipxeDir string) (string, error) {
+	s := c.Servers[j]
+	cfg := map[string]any{
+		"server_id": j, "servers": c.configServers(), "topology": "machine.yaml", "mapping": mapping,
+		"inventory": "inventory.csv", "images": "images", "ipxe_dir": ipxeDir,
+		"state_dir": "state-" + s.Name, "state_flush": "200ms",
+		"http": map[string]any{"listen": ":80"},
+		"tftp": map[string]any{"listen": ":69", "max_block_size": 1468},
+		"dhcp": map[string]any{"mode": "reservation", "interfaces": []string{"eth0"}, "subnet": c.bootSubnet(), "lease_time": "1h"},
 	}
-	for _, s := range c.Servers {
-		if err := c.waitHTTP(ctx, s); err != nil {
-			return err
-		}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		return "", err
 	}
+	path := filepath.Join(dir, s.Name+".yaml")
+	return path, os.WriteFile(path, data, 0o644)
+}
+
+// startServer starts `bootctl serve --config config` in s's namespace, logging to DIR/NAME.log,
+// and records its pid for Down; it does not wait.
+func (c *Cluster) startServer(ctx context.Context, s Endpoint, bootctl, config string) error {
+	logf, err := os.Create(filepath.Join(c.dir(), s.Name+".log"))
+	if err != nil {
+		return err
+	}
+	c.useBBR(ctx, s)
+	cmd := exec.Command("ip", "netns", "exec", s.Namespace, bootctl, "--log-level", "info", "serve", "--config", config)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	err = cmd.Start()
+	logf.Close()
+	if err != nil {
+		return fmt.Errorf("start server %s: %w", s.Name, err)
+	}
+	if err := c.AddPid(cmd.Process.Pid); err != nil {
+		return err
+	}
+	go func() { _ = cmd.Wait() }() // reap; Down stops it by pid
 	return nil
+}
+
+// useBBR sets server s's TCP congestion control to BBR. The servers send the data. With loss-based
+// congestion control their TCP flows would fill the shaped links' FIFOs, and a lock-step TFTP
+// transfer would wait behind that queue on every block; BBR keeps about one round trip of data
+// queued, so links stay full, lossless and short-queued, which is the sharing the flow model
+// assumes. Without BBR the servers still run, with a warning.
+func (c *Cluster) useBBR(ctx context.Context, s Endpoint) {
+	if _, err := c.run.Run(ctx, "ip", "netns", "exec", s.Namespace, "sysctl", "-q", "-w", "net.ipv4.tcp_congestion_control=bbr"); err != nil {
+		c.log.Warn("BBR unavailable; TCP will fill the shaped queues", zap.String("server", s.Name), zap.Error(err))
+	}
 }
