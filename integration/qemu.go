@@ -298,65 +298,24 @@ type nodeView struct {
 // before it returns and records their pids in the cluster state first, so Down stops them after
 // an interrupt. Serial consoles are logged in the cluster directory as vm-NODE.log.
 func BootVMs(ctx context.Context, c *Cluster, n int, opt QEMUOptions) ([]VMResult, error) {
-	opt.defaults(c)
-	if n <= 0 || n > len(c.Nodes) {
-		return nil, fmt.Errorf("qemu cluster %s: %d VMs asked, the cluster has %d nodes", c.Name, n, len(c.Nodes))
-	}
-	if err := CheckQEMUHost(opt); err != nil {
+	opt, err := c.prepareVMs(ctx, n, opt)
+	if err != nil {
 		return nil, err
 	}
 	log := opt.Log
-	accel, why, err := ResolveAccel(ctx, opt.QEMU, opt.Accel, log)
-	if err != nil {
-		return nil, fmt.Errorf("qemu cluster %s: %w", c.Name, err)
-	}
-	log.Info("accelerator", zap.String("accel", accel), zap.String("why", why))
-	opt.Accel = accel
-	first := make([]int, n)
-	for i := range first {
-		first[i] = i
-	}
-	if err := c.announceReboots(ctx, first); err != nil {
-		return nil, fmt.Errorf("qemu cluster %s: %w", c.Name, err)
-	}
-	for i := 0; i < n; i++ {
-		if err := c.attachTap(ctx, i); err != nil {
-			return nil, err
-		}
-	}
 	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
 	defer cancel()
 	if !opt.NoRouterAdvertisements {
-		for _, s := range c.Servers {
-			ra, err := startRA(ctx, s.Namespace, "eth0", log)
-			if err != nil {
-				return nil, err
-			}
-			defer ra.Close()
+		closeRAs, err := startRAs(ctx, c.Servers, log)
+		if err != nil {
+			return nil, err
 		}
+		defer closeRAs()
 	}
-	clients := map[string]*http.Client{}
-	for _, s := range c.Servers {
-		tr := &http.Transport{DialContext: nsDialer(s.Namespace), MaxIdleConnsPerHost: 1}
-		defer tr.CloseIdleConnections()
-		clients[s.Name] = &http.Client{Timeout: 2 * time.Second, Transport: tr}
-	}
+	clients, closeClients := serverClients(c.Servers)
+	defer closeClients()
 	vms := make([]*vmRun, n)
-	defer func() {
-		for _, vm := range vms {
-			if vm == nil {
-				continue
-			}
-			vm.stop()
-			select {
-			case <-vm.waitDone:
-				if err := c.forgetPid(vm.cmd.Process.Pid); err != nil {
-					log.Warn("updating cluster state", zap.Error(err))
-				}
-			default: // not reaped yet: the pid stays recorded and Down stops it
-			}
-		}
-	}()
+	defer c.stopVMs(vms, log)
 	for i := range vms {
 		vm, err := c.startVM(ctx, i, opt)
 		if err != nil {
@@ -365,51 +324,161 @@ func BootVMs(ctx context.Context, c *Cluster, n int, opt QEMUOptions) ([]VMResul
 		vms[i] = vm
 	}
 	log.Info("VMs started", zap.Int("n", n), zap.String("accel", opt.Accel))
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	// Bounded by ctx (opt.Timeout): every VM ends healthy, failed, exited or timed out.
-	for pending := n; pending > 0; {
-		select {
-		case <-ctx.Done():
-			pending = 0
-			continue
-		case <-tick.C:
-		}
-		for name, cl := range clients {
-			nodes, err := fetchNodes(ctx, cl, c.serverIP(name))
-			if err != nil {
-				continue
-			}
-			for _, vm := range vms {
-				if vm.finished {
-					continue
-				}
-				if nv, ok := nodes[vm.res.Node]; ok {
-					vm.observe(name, nv)
-				}
-			}
-		}
-		pending = 0
-		for _, vm := range vms {
-			if !vm.finished && vm.exitedFor() > 3*time.Second {
-				vm.res.Err = "QEMU exited without a health report"
-				vm.finished = true
-			}
-			if !vm.finished {
-				pending++
-			}
-		}
-		if opt.Progress != nil {
-			opt.Progress(n-pending, n)
+	c.watchVMs(ctx, vms, clients, opt.Progress)
+	return vmResults(vms, opt.Timeout)
+}
+
+// prepareVMs checks the host and the request, settles the accelerator, tells the servers the
+// first n nodes reboot, and gives each a tap. It returns opt with the defaults and accelerator
+// filled in.
+func (c *Cluster) prepareVMs(ctx context.Context, n int, opt QEMUOptions) (QEMUOptions, error) {
+	opt.defaults(c)
+	if n <= 0 || n > len(c.Nodes) {
+		return opt, fmt.Errorf("qemu cluster %s: %d VMs asked, the cluster has %d nodes", c.Name, n, len(c.Nodes))
+	}
+	if err := CheckQEMUHost(opt); err != nil {
+		return opt, err
+	}
+	accel, why, err := ResolveAccel(ctx, opt.QEMU, opt.Accel, opt.Log)
+	if err != nil {
+		return opt, fmt.Errorf("qemu cluster %s: %w", c.Name, err)
+	}
+	opt.Log.Info("accelerator", zap.String("accel", accel), zap.String("why", why))
+	opt.Accel = accel
+	first := make([]int, n)
+	for i := range first {
+		first[i] = i
+	}
+	if err := c.announceReboots(ctx, first); err != nil {
+		return opt, fmt.Errorf("qemu cluster %s: %w", c.Name, err)
+	}
+	for i := 0; i < n; i++ {
+		if err := c.attachTap(ctx, i); err != nil {
+			return opt, err
 		}
 	}
+	return opt, nil
+}
+
+// startRAs starts a router advertisement responder on every server's boot network; the function
+// it returns closes them, last started first. After a failure the ones started are closed.
+func startRAs(ctx context.Context, servers []Endpoint, log *zap.Logger) (func(), error) {
+	var ras []*raResponder
+	closeAll := func() {
+		for i := len(ras) - 1; i >= 0; i-- {
+			ras[i].Close()
+		}
+	}
+	for _, s := range servers {
+		ra, err := startRA(ctx, s.Namespace, "eth0", log)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		ras = append(ras, ra)
+	}
+	return closeAll, nil
+}
+
+// serverClients returns an HTTP client per server (by name) that connects from inside its
+// namespace, and a function that closes their idle connections.
+func serverClients(servers []Endpoint) (map[string]*http.Client, func()) {
+	clients := map[string]*http.Client{}
+	var trs []*http.Transport
+	for _, s := range servers {
+		tr := &http.Transport{DialContext: nsDialer(s.Namespace), MaxIdleConnsPerHost: 1}
+		trs = append(trs, tr)
+		clients[s.Name] = &http.Client{Timeout: 2 * time.Second, Transport: tr}
+	}
+	return clients, func() {
+		for i := len(trs) - 1; i >= 0; i-- {
+			trs[i].CloseIdleConnections()
+		}
+	}
+}
+
+// stopVMs stops every started VM and forgets the pids of those reaped; a VM not reaped yet keeps
+// its pid recorded, and Down stops it.
+func (c *Cluster) stopVMs(vms []*vmRun, log *zap.Logger) {
+	for _, vm := range vms {
+		if vm == nil {
+			continue
+		}
+		vm.stop()
+		select {
+		case <-vm.waitDone:
+			if err := c.forgetPid(vm.cmd.Process.Pid); err != nil {
+				log.Warn("updating cluster state", zap.Error(err))
+			}
+		default:
+		}
+	}
+}
+
+// watchVMs polls the servers every 100 ms until every VM has ended (healthy, failed, or QEMU
+// exited without a report) or ctx ends (opt.Timeout bounds it), telling progress (when not nil)
+// how many have.
+func (c *Cluster) watchVMs(ctx context.Context, vms []*vmRun, clients map[string]*http.Client, progress func(done, total int)) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for pending := len(vms); pending > 0; {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		c.observeVMs(ctx, vms, clients)
+		pending = pendingVMs(vms)
+		if progress != nil {
+			progress(len(vms)-pending, len(vms))
+		}
+	}
+}
+
+// observeVMs gives each unfinished VM every server's view of its node.
+func (c *Cluster) observeVMs(ctx context.Context, vms []*vmRun, clients map[string]*http.Client) {
+	for name, cl := range clients {
+		nodes, err := fetchNodes(ctx, cl, c.serverIP(name))
+		if err != nil {
+			continue
+		}
+		for _, vm := range vms {
+			if vm.finished {
+				continue
+			}
+			if nv, ok := nodes[vm.res.Node]; ok {
+				vm.observe(name, nv)
+			}
+		}
+	}
+}
+
+// pendingVMs counts the VMs not finished, after finishing those whose QEMU exited more than 3 s
+// ago without a health report.
+func pendingVMs(vms []*vmRun) int {
+	pending := 0
+	for _, vm := range vms {
+		if !vm.finished && vm.exitedFor() > 3*time.Second {
+			vm.res.Err = "QEMU exited without a health report"
+			vm.finished = true
+		}
+		if !vm.finished {
+			pending++
+		}
+	}
+	return pending
+}
+
+// vmResults stops the VMs and returns their results, with an error naming the VMs that did not
+// boot within timeout or reported failed.
+func vmResults(vms []*vmRun, timeout time.Duration) ([]VMResult, error) {
 	var failed []string
-	out := make([]VMResult, n)
+	out := make([]VMResult, len(vms))
 	for i, vm := range vms {
 		vm.stop()
 		vm.mergeSerial()
 		if !vm.finished && vm.res.Err == "" {
-			vm.res.Err = fmt.Sprintf("no health report within %s", opt.Timeout)
+			vm.res.Err = fmt.Sprintf("no health report within %s", timeout)
 		}
 		if vm.res.Health == "failed" && vm.res.Err == "" {
 			vm.res.Err = "node reported failed"
@@ -421,7 +490,7 @@ func BootVMs(ctx context.Context, c *Cluster, n int, opt QEMUOptions) ([]VMResul
 	}
 	sort.Strings(failed)
 	if len(failed) > 0 {
-		return out, fmt.Errorf("%d of %d VMs did not boot; first: %s", len(failed), n, failed[0])
+		return out, fmt.Errorf("%d of %d VMs did not boot; first: %s", len(failed), len(vms), failed[0])
 	}
 	return out, nil
 }
@@ -480,66 +549,85 @@ type vmRun struct {
 
 func (c *Cluster) startVM(ctx context.Context, i int, opt QEMUOptions) (*vmRun, error) {
 	node := c.Nodes[i]
-	logPath := filepath.Join(c.dir(), "vm-"+node.Name+".log")
-	// The directory exists once servers were started; a cluster whose servers are someone
-	// else's (bench/httpboot's dnsmasq) may not have it yet.
-	if err := os.MkdirAll(c.dir(), 0o755); err != nil {
-		return nil, err
-	}
-	logf, err := os.Create(logPath)
+	logf, vars, err := c.vmFiles(node, opt)
 	if err != nil {
 		return nil, err
 	}
-	vars := ""
-	if opt.uefi() {
-		vars = filepath.Join(c.dir(), "vm-"+node.Name+".vars.fd")
-		if err := copyFile(opt.OVMFVars, vars); err != nil {
-			logf.Close()
-			return nil, fmt.Errorf("node %s: UEFI variable store: %w", node.Name, err)
-		}
-	}
-	argv := append([]string{"netns", "exec", node.Namespace, opt.QEMU}, qemuArgs(opt, node.MAC, vmTap, vars)...)
-	cmd := exec.Command("ip", argv...)
-	stdout, err := cmd.StdoutPipe()
+	vm, stdout, err := newVMRun(node, opt, logf.Name(), vars)
 	if err != nil {
 		logf.Close()
 		return nil, err
 	}
-	cmd.Stderr = logf
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		logf.Close()
-		return nil, err
-	}
-	vm := &vmRun{
-		res: VMResult{Node: node.Name, MAC: node.MAC, Accel: opt.Accel, Events: map[string]float64{}, SerialLog: logPath},
-		cmd: cmd, stdin: stdin, skipBanner: !opt.WaitBanner,
-		serial: map[string]float64{}, uptime: map[string]float64{},
-		waitDone: make(chan struct{}), readDone: make(chan struct{}),
-	}
-	fmt.Fprintf(logf, "# %s\n", strings.Join(append([]string{"ip"}, argv...), " "))
+	vm.cmd.Stderr = logf
+	fmt.Fprintf(logf, "# %s\n", strings.Join(vm.cmd.Args, " "))
 	vm.res.Started = time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := vm.cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("node %s: starting QEMU: %w", node.Name, err)
 	}
 	// `ip netns exec` execs QEMU, so this pid is QEMU's.
-	if err := c.AddPid(cmd.Process.Pid); err != nil {
-		_ = cmd.Process.Kill()
+	if err := c.AddPid(vm.cmd.Process.Pid); err != nil {
+		_ = vm.cmd.Process.Kill()
 		logf.Close()
 		return nil, err
 	}
 	go vm.readSerial(stdout, logf)
-	go func() {
-		<-vm.readDone
-		_ = cmd.Wait()
-		vm.mu.Lock()
-		vm.exited = time.Now()
-		vm.serial["qemu_exit"] = time.Since(vm.res.Started).Seconds()
-		vm.mu.Unlock()
-		close(vm.waitDone)
-	}()
+	go vm.reap()
 	return vm, nil
+}
+
+// vmFiles creates the VM's serial log, CLUSTER-DIR/vm-NODE.log, and under UEFI its copy of the
+// variable store, vm-NODE.vars.fd (vars, empty under BIOS).
+func (c *Cluster) vmFiles(node Endpoint, opt QEMUOptions) (logf *os.File, vars string, err error) {
+	// The directory exists once servers were started; a cluster whose servers are someone
+	// else's (bench/httpboot's dnsmasq) may not have it yet.
+	if err := os.MkdirAll(c.dir(), 0o755); err != nil {
+		return nil, "", err
+	}
+	logf, err = os.Create(filepath.Join(c.dir(), "vm-"+node.Name+".log"))
+	if err != nil {
+		return nil, "", err
+	}
+	if opt.uefi() {
+		vars = filepath.Join(c.dir(), "vm-"+node.Name+".vars.fd")
+		if err := copyFile(opt.OVMFVars, vars); err != nil {
+			logf.Close()
+			return nil, "", fmt.Errorf("node %s: UEFI variable store: %w", node.Name, err)
+		}
+	}
+	return logf, vars, nil
+}
+
+// newVMRun prepares node's QEMU in its namespace, not started, with its serial console on the
+// returned pipe and its keyboard on vm.stdin.
+func newVMRun(node Endpoint, opt QEMUOptions, logPath, vars string) (*vmRun, io.Reader, error) {
+	argv := append([]string{"netns", "exec", node.Namespace, opt.QEMU}, qemuArgs(opt, node.MAC, vmTap, vars)...)
+	cmd := exec.Command("ip", argv...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	return &vmRun{
+		res: VMResult{Node: node.Name, MAC: node.MAC, Accel: opt.Accel, Events: map[string]float64{}, SerialLog: logPath},
+		cmd: cmd, stdin: stdin, skipBanner: !opt.WaitBanner,
+		serial: map[string]float64{}, uptime: map[string]float64{},
+		waitDone: make(chan struct{}), readDone: make(chan struct{}),
+	}, stdout, nil
+}
+
+// reap waits for QEMU once its console is read to the end, and records when it exited.
+func (vm *vmRun) reap() {
+	<-vm.readDone
+	_ = vm.cmd.Wait()
+	vm.mu.Lock()
+	vm.exited = time.Now()
+	vm.serial["qemu_exit"] = time.Since(vm.res.Started).Seconds()
+	vm.mu.Unlock()
+	close(vm.waitDone)
 }
 
 // ansi matches terminal control sequences SeaBIOS and iPXE print.

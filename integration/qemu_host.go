@@ -122,40 +122,45 @@ func ProbeKVM(ctx context.Context, qemu, rom string) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("KVM probe: starting %s: %w", qemu, err)
 	}
-	seen := make(chan bool, 1)
-	go func() {
-		// The serial console: look for probeReady in a sliding window of the output.
-		buf := make([]byte, 4096)
-		var tail []byte
-		for {
-			n, err := out.Read(buf)
-			tail = append(tail, buf[:n]...)
-			if strings.Contains(string(tail), probeReady) {
-				seen <- true
-				return
-			}
-			if len(tail) > 256 {
-				tail = tail[len(tail)-256:]
-			}
-			if err != nil {
-				seen <- false
-				return
-			}
-		}
-	}()
-	ok := <-seen
+	ok := consoleShows(out, probeReady)
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	if ok {
 		return nil
 	}
-	msg := strings.TrimSpace(stderr.String())
+	return probeFailure(qemu, stderr.String(), ctx.Err() != nil)
+}
+
+// consoleShows reads the serial console r until want appears in it (true) or r ends (false). It
+// looks in a sliding window of the output, so want may span reads.
+func consoleShows(r io.Reader, want string) bool {
+	buf := make([]byte, 4096)
+	var tail []byte
+	for {
+		n, err := r.Read(buf)
+		tail = append(tail, buf[:n]...)
+		if strings.Contains(string(tail), want) {
+			return true
+		}
+		if len(tail) > 256 {
+			tail = tail[len(tail)-256:]
+		}
+		if err != nil {
+			return false
+		}
+	}
+}
+
+// probeFailure says why the probe guest did not reach iPXE, from QEMU's stderr and whether the
+// probe timed out.
+func probeFailure(qemu, stderr string, timedOut bool) error {
+	msg := strings.TrimSpace(stderr)
 	for _, l := range strings.Split(msg, "\n") {
 		if strings.Contains(l, "KVM internal error") || strings.Contains(l, "emulation failure") {
 			return fmt.Errorf("KVM cannot run a guest here (nested virtualisation?): QEMU says %q", strings.TrimSpace(l))
 		}
 	}
-	if ctx.Err() != nil {
+	if timedOut {
 		return fmt.Errorf("KVM cannot run a guest here (nested virtualisation?): the probe guest did not reach iPXE within %v", probeTimeout)
 	}
 	if msg == "" {
@@ -254,8 +259,24 @@ func moduleName(s string) string {
 // moduleOrder resolves names against a modules.dep text: the relative paths of every module
 // needed, each after the modules it depends on, each once.
 func moduleOrder(dep io.Reader, builtin map[string]bool, names []string) ([]string, error) {
-	paths := map[string]string{}
-	deps := map[string][]string{}
+	paths, deps, err := parseModulesDep(dep)
+	if err != nil {
+		return nil, err
+	}
+	o := &loadOrder{paths: paths, deps: deps, builtin: builtin, done: map[string]bool{}, visiting: map[string]bool{}}
+	for _, n := range names {
+		if err := o.visit(moduleName(n), ""); err != nil {
+			return nil, err
+		}
+	}
+	return o.out, nil
+}
+
+// parseModulesDep reads a modules.dep text: each module's relative path, and the modules it
+// depends on, as listed (nearest last).
+func parseModulesDep(dep io.Reader) (paths map[string]string, deps map[string][]string, err error) {
+	paths = map[string]string{}
+	deps = map[string][]string{}
 	sc := bufio.NewScanner(dep)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for line := 1; sc.Scan(); line++ {
@@ -265,7 +286,7 @@ func moduleOrder(dep io.Reader, builtin map[string]bool, names []string) ([]stri
 		}
 		path, rest, ok := strings.Cut(text, ":")
 		if !ok {
-			return nil, fmt.Errorf("modules.dep line %d: no colon in %q", line, text)
+			return nil, nil, fmt.Errorf("modules.dep line %d: no colon in %q", line, text)
 		}
 		m := moduleName(path)
 		paths[m] = path
@@ -274,48 +295,52 @@ func moduleOrder(dep io.Reader, builtin map[string]bool, names []string) ([]stri
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("modules.dep: %w", err)
+		return nil, nil, fmt.Errorf("modules.dep: %w", err)
 	}
-	var out []string
-	done := map[string]bool{}
-	visiting := map[string]bool{}
-	var visit func(m, from string) error
-	visit = func(m, from string) error {
-		if done[m] {
-			return nil
-		}
-		if _, ok := paths[m]; !ok {
-			if builtin[m] {
-				done[m] = true
-				return nil
-			}
-			if from != "" {
-				return fmt.Errorf("module %s (needed by %s) is not in modules.dep", m, from)
-			}
-			return fmt.Errorf("module %s is neither in modules.dep nor built in", m)
-		}
-		if visiting[m] {
-			return fmt.Errorf("modules.dep: dependency cycle through %s", m)
-		}
-		visiting[m] = true
-		// modules.dep lists dependencies nearest last (modprobe loads the list backwards).
-		ds := deps[m]
-		for i := len(ds) - 1; i >= 0; i-- {
-			if err := visit(ds[i], m); err != nil {
-				return err
-			}
-		}
-		visiting[m] = false
-		done[m] = true
-		out = append(out, paths[m])
+	return paths, deps, nil
+}
+
+// loadOrder is a depth-first walk of modules.dep that lists each module's path after those of its
+// dependencies, each once.
+type loadOrder struct {
+	paths    map[string]string
+	deps     map[string][]string
+	builtin  map[string]bool
+	done     map[string]bool
+	visiting map[string]bool // on the walk's current path: seen again, a cycle
+	out      []string
+}
+
+// visit adds module m (needed by from; "" when asked for) and its dependencies.
+func (o *loadOrder) visit(m, from string) error {
+	if o.done[m] {
 		return nil
 	}
-	for _, n := range names {
-		if err := visit(moduleName(n), ""); err != nil {
-			return nil, err
+	if _, ok := o.paths[m]; !ok {
+		if o.builtin[m] {
+			o.done[m] = true
+			return nil
+		}
+		if from != "" {
+			return fmt.Errorf("module %s (needed by %s) is not in modules.dep", m, from)
+		}
+		return fmt.Errorf("module %s is neither in modules.dep nor built in", m)
+	}
+	if o.visiting[m] {
+		return fmt.Errorf("modules.dep: dependency cycle through %s", m)
+	}
+	o.visiting[m] = true
+	// modules.dep lists dependencies nearest last (modprobe loads the list backwards).
+	ds := o.deps[m]
+	for i := len(ds) - 1; i >= 0; i-- {
+		if err := o.visit(ds[i], m); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	o.visiting[m] = false
+	o.done[m] = true
+	o.out = append(o.out, o.paths[m])
+	return nil
 }
 
 // inNetns runs fn on an OS thread switched into network namespace ns (a name under /run/netns).
