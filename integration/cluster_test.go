@@ -39,16 +39,21 @@ func upMini(t *testing.T, scale float64) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	downAtCleanup(t, c)
+	return c
+}
+
+// downAtCleanup takes c down when the test ends and checks that none of its namespaces is left.
+func downAtCleanup(tb testing.TB, c *Cluster) {
+	tb.Cleanup(func() {
 		if err := c.Down(context.Background()); err != nil {
-			t.Errorf("down: %v", err)
+			tb.Errorf("down: %v", err)
 		}
 		out, _ := exec.Command("ip", "netns", "list").Output()
 		if strings.Contains(string(out), nsName(c.Name, "")) {
-			t.Errorf("namespaces left after down:\n%s", out)
+			tb.Errorf("namespaces left after down:\n%s", out)
 		}
 	})
-	return c
 }
 
 func nsRun(t *testing.T, ns string, argv ...string) string {

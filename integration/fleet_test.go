@@ -115,19 +115,14 @@ func fleetSetupSpec(t *testing.T, ctx context.Context, spec fleetSpec) (*Fleet, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Cleanups run last registered first: the checks below after downAtCleanup's Down.
 	t.Cleanup(func() {
-		if err := c.Down(context.Background()); err != nil {
-			t.Errorf("down: %v", err)
-		}
-		out, _ := exec.Command("ip", "netns", "list").Output()
-		if strings.Contains(string(out), nsName(c.Name, "")) {
-			t.Errorf("namespaces left after down:\n%s", out)
-		}
 		if exec.Command("ip", "link", "show", "dev", mgmtBridge(c.Name)).Run() == nil {
 			t.Errorf("management bridge %s left after down", mgmtBridge(c.Name))
 		}
 		t.Logf("test took %.0f s", time.Since(began).Seconds())
 	})
+	downAtCleanup(t, c)
 	t.Logf("cluster up: %d namespaces in %.1f s", len(c.Namespaces), time.Since(began).Seconds())
 	mgmt := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 214, byte(os.Getpid() % 256), 0}), 24)
 	host, err := c.AddMgmt(ctx, mgmt)
@@ -194,6 +189,52 @@ func fleetBootAsync(ctx context.Context, f *Fleet, onEvent func(NodeEvent)) <-ch
 		out <- fleetBootResult{b, err}
 	}()
 	return out
+}
+
+// fleetRule returns the fleet's mapping (bcda, as StartFleet's callers here configure it) and the
+// batch of all its nodes, for mapping.AssignOwners.
+func fleetRule(t *testing.T, f *Fleet) (mapping.Algo, []int) {
+	t.Helper()
+	algo, err := mapping.ParseAlgo("bcda", f.Graph.Hierarchy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := make([]int, len(f.Nodes))
+	for i := range batch {
+		batch[i] = i
+	}
+	return algo, batch
+}
+
+// check reports the boot's error and ends the test when there is no result to check further.
+func (r fleetBootResult) check(t *testing.T) {
+	t.Helper()
+	if r.err != nil {
+		t.Errorf("boot: %v", r.err)
+	}
+	if r.boot == nil {
+		t.FailNow()
+	}
+}
+
+// afterBound returns a channel closed once n "bound" events happened (a node bound again counts
+// again), and the FleetBootOptions.OnEvent that counts them.
+func afterBound(n int) (<-chan struct{}, func(NodeEvent)) {
+	reached := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	bound := 0
+	return reached, func(ev NodeEvent) {
+		if ev.Name != "bound" {
+			return
+		}
+		mu.Lock()
+		bound++
+		if bound >= n {
+			once.Do(func() { close(reached) })
+		}
+		mu.Unlock()
+	}
 }
 
 // fleetNoRetries checks that every node booted at its first attempt with no failed step.
@@ -268,21 +309,8 @@ func fleetEtcdMemberKilled(t *testing.T, ctx context.Context, f *Fleet, fc *flee
 		t.Fatal(err)
 	}
 	pids := fleetPids(f)
-	half := make(chan struct{})
-	var once sync.Once
-	var mu sync.Mutex
-	bound := 0
-	res := fleetBootAsync(ctx, f, func(ev NodeEvent) {
-		if ev.Name != "bound" {
-			return
-		}
-		mu.Lock()
-		bound++
-		if bound >= len(f.Nodes)/2 {
-			once.Do(func() { close(half) })
-		}
-		mu.Unlock()
-	})
+	half, onEvent := afterBound(len(f.Nodes) / 2)
+	res := fleetBootAsync(ctx, f, onEvent)
 	var killWall time.Time
 	select {
 	case <-half:
@@ -292,12 +320,7 @@ func fleetEtcdMemberKilled(t *testing.T, ctx context.Context, f *Fleet, fc *flee
 		t.Fatalf("boot ended before half of the nodes were bound: %v", r.err)
 	}
 	r := <-res
-	if r.err != nil {
-		t.Errorf("boot: %v", r.err)
-	}
-	if r.boot == nil {
-		t.FailNow()
-	}
+	r.check(t)
 	t.Logf("etcd leader %s killed at %.2f s after the batch start", etcd.Member(leader).Name, killWall.Sub(r.boot.Start).Seconds())
 	fleetNoRetries(t, r.boot)
 	fleetOneAnswerer(t, f, r.boot.Start)
@@ -314,21 +337,8 @@ func fleetEtcdMemberKilled(t *testing.T, ctx context.Context, f *Fleet, fc *flee
 // every server is a valid member again, and no server was restarted.
 func fleetEtcdDown(t *testing.T, ctx context.Context, f *Fleet, fc *fleet.Client, etcd *etcdtest.Cluster) {
 	pids := fleetPids(f)
-	few := make(chan struct{})
-	var once sync.Once
-	var mu sync.Mutex
-	bound := 0
-	res := fleetBootAsync(ctx, f, func(ev NodeEvent) {
-		if ev.Name != "bound" {
-			return
-		}
-		mu.Lock()
-		bound++
-		if bound >= 4 {
-			once.Do(func() { close(few) })
-		}
-		mu.Unlock()
-	})
+	few, onEvent := afterBound(4)
+	res := fleetBootAsync(ctx, f, onEvent)
 	select {
 	case <-few:
 	case r := <-res:
@@ -343,12 +353,7 @@ func fleetEtcdDown(t *testing.T, ctx context.Context, f *Fleet, fc *fleet.Client
 	etcd.RestartAll()
 	healthyWall := time.Now()
 	r := <-res
-	if r.err != nil {
-		t.Errorf("boot: %v", r.err)
-	}
-	if r.boot == nil {
-		t.FailNow()
-	}
+	r.check(t)
 	down, up := downWall.Sub(r.boot.Start).Seconds(), upWall.Sub(r.boot.Start).Seconds()
 	// Fenced: from the last renewal before the outage plus TTL - margin, at most TTL after.
 	fenced := down + fleetTTL.Seconds()
@@ -472,14 +477,7 @@ func fleetKillServer(t *testing.T, ctx context.Context, f *Fleet, fc *fleet.Clie
 	victimIdx := 1
 	victimIP := f.Servers[victimIdx].IP
 	g := f.Graph
-	algo, err := mapping.ParseAlgo("bcda", g.Hierarchy())
-	if err != nil {
-		t.Fatal(err)
-	}
-	batch := make([]int, len(f.Nodes))
-	for i := range batch {
-		batch[i] = i
-	}
+	algo, batch := fleetRule(t, f)
 	home, _, err := mapping.AssignOwners(g, algo, batch, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -803,14 +801,8 @@ func TestFleetChaos(t *testing.T) {
 	t.Logf("chaos seed %d (BOOTFABRIC_CHAOS_SEED=%d repeats the victims and pauses)", seed, seed)
 
 	g := f.Graph
-	algo, err := mapping.ParseAlgo("bcda", g.Hierarchy())
-	if err != nil {
-		t.Fatal(err)
-	}
-	batch := make([]int, len(f.Nodes))
-	for i := range batch {
-		batch[i] = i
-	}
+	algo, batch := fleetRule(t, f)
+	var err error
 	// owners[j] is the rule's ownership with server j dead (the only one dead in a round).
 	owners := make([]*mapping.Assignment, len(f.Servers))
 	for j := range f.Servers {
@@ -1049,12 +1041,7 @@ func TestFleetChaos(t *testing.T) {
 	} else {
 		r = <-res
 	}
-	if r.err != nil {
-		t.Errorf("boot: %v", r.err)
-	}
-	if r.boot == nil {
-		t.FailNow()
-	}
+	r.check(t)
 	if len(rounds) < chaosRounds {
 		t.Errorf("only %d of %d rounds ran during the boot", len(rounds), chaosRounds)
 	}

@@ -15,12 +15,12 @@ import (
 )
 
 // buildBootctl builds the bootctl binary the boot servers run.
-func buildBootctl(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "bootctl")
+func buildBootctl(tb testing.TB) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), "bootctl")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/bootfabric/bootfabric/cmd/bootctl").CombinedOutput()
 	if err != nil {
-		t.Fatalf("building bootctl: %v\n%s", err, out)
+		tb.Fatalf("building bootctl: %v\n%s", err, out)
 	}
 	return bin
 }

@@ -20,11 +20,7 @@ func TestQEMUHTTPBoot(t *testing.T) {
 	defer cancel()
 	c := qemuCluster(t, ctx)
 	log := zaptest.NewLogger(t)
-	accel, why, err := ResolveAccel(ctx, "", "", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("accelerator %s: %s", accel, why)
+	accel, _ := testAccel(t, ctx, log)
 	const tftpTransfers = "bootfabric_tftp_transfers_total"
 	boot := func(n int, timeout time.Duration) []VMResult {
 		t.Helper()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"github.com/bootfabric/bootfabric/internal/testenv"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 )
 
@@ -139,28 +139,29 @@ func qemuCluster(tb testing.TB, ctx context.Context) *Cluster {
 		testenv.Skip(tb, "%v (scripts/test installs the packages)", err)
 	}
 	testenv.NeedFile(tb, debianNBP, "ipxe")
-	bin := filepath.Join(tb.TempDir(), "bootctl")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/bootfabric/bootfabric/cmd/bootctl").CombinedOutput(); err != nil {
-		tb.Fatalf("building bootctl: %v\n%s", err, out)
-	}
+	bin := buildBootctl(tb)
 	log := zaptest.NewLogger(tb)
 	c, err := Up(ctx, Spec{Name: "q" + strconv.Itoa(os.Getpid()%100000), Machine: qemuMachine(), Scale: 1, StateDir: tb.TempDir()}, log)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() {
-		if err := c.Down(context.Background()); err != nil {
-			tb.Errorf("down: %v", err)
-		}
-		out, _ := exec.Command("ip", "netns", "list").Output()
-		if strings.Contains(string(out), nsName(c.Name, "")) {
-			tb.Errorf("namespaces left after down:\n%s", out)
-		}
-	})
+	downAtCleanup(tb, c)
 	if err := c.StartQEMUServers(ctx, ServerOptions{Bootctl: bin, Mapping: "ncda", Files: BootFiles{NBP: debianNBP}}, VMImage{}); err != nil {
 		tb.Fatal(err)
 	}
 	return c
+}
+
+// testAccel resolves the VMs' accelerator as BootVMs would, logs it and returns it with the
+// reason.
+func testAccel(t *testing.T, ctx context.Context, log *zap.Logger) (accel, why string) {
+	t.Helper()
+	accel, why, err := ResolveAccel(ctx, "", "", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("accelerator %s: %s", accel, why)
+	return accel, why
 }
 
 // TestQEMUBoot PXE-boots one VM alone (time-checked against the 8 s target) and then 4 VMs at once
@@ -171,11 +172,7 @@ func TestQEMUBoot(t *testing.T) {
 	c := qemuCluster(t, ctx)
 	log := zaptest.NewLogger(t)
 	// Once for the whole test: on a host whose KVM cannot run guests the probe costs its timeout.
-	accel, why, err := ResolveAccel(ctx, "", "", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("accelerator %s: %s", accel, why)
+	accel, why := testAccel(t, ctx, log)
 	report := func(rs []VMResult) {
 		for _, r := range rs {
 			t.Logf("%s (%s, %s): health %q after %.2f s; events %v; guest uptime %v; nbp %q; serial %s", r.Node, r.Server, r.Accel, r.Health, r.Seconds, r.Events, r.GuestUptime, r.NBP, r.SerialLog)
