@@ -232,6 +232,7 @@ func (t *Timeline) exited(err error, stderr string) bool {
 	return true
 }
 
+// outcome is the node's boot for the batch's summary (batchOutcome).
 func (t Timeline) outcome() nodeOutcome {
 	return nodeOutcome{node: t.Node, seconds: t.Seconds, err: t.Err, done: t.finished}
 }

@@ -146,6 +146,7 @@ func (c *Cluster) StartFleet(ctx context.Context, opt FleetOptions) (*Fleet, err
 	return f, nil
 }
 
+// defaults fills in the defaults named on the fields.
 func (o *FleetOptions) defaults() {
 	if o.Fleet == "" {
 		o.Fleet = "default"
@@ -158,10 +159,11 @@ func (o *FleetOptions) defaults() {
 	}
 }
 
-// writeFleetFile writes the fleet's configuration, DIR/fleet.yaml, and returns its path.
-func (c *Cluster) writeFleetFile(dir, mapping string) (string, error) {
+// writeFleetFile writes the fleet's configuration (mapping algo), DIR/fleet.yaml, and returns its
+// path.
+func (c *Cluster) writeFleetFile(dir, algo string) (string, error) {
 	doc := map[string]any{
-		"servers": c.configServers(), "topology": "machine.yaml", "mapping": mapping,
+		"servers": c.configServers(), "topology": "machine.yaml", "mapping": algo,
 		"inventory": "inventory.csv", "images": "images", "profile": "default", "state_flush": "200ms",
 		"tftp": map[string]any{"max_block_size": 1468},
 		"dhcp": map[string]any{"mode": "reservation", "subnet": c.bootSubnet(), "lease_time": "1h"},
@@ -519,6 +521,7 @@ func (tl *FleetTimeline) exited(err error, stderr string) {
 	}
 }
 
+// outcome is the node's boot for the batch's summary (batchOutcome).
 func (tl FleetTimeline) outcome() nodeOutcome {
 	return nodeOutcome{node: tl.Node, seconds: tl.Seconds, err: tl.Err, done: tl.Done}
 }

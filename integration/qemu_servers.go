@@ -138,11 +138,12 @@ func (c *Cluster) bootSubnet() string {
 	return fmt.Sprintf("%s/%d", addrAt(mustPrefix(c.Servers[0].IP, c.PrefixLen), 0), c.PrefixLen)
 }
 
-// writeServerConfig writes server j's configuration, DIR/NAME.yaml, and returns its path.
-func (c *Cluster) writeServerConfig(dir string, j int, mapping, ipxeDir string) (string, error) {
+// writeServerConfig writes server j's configuration (mapping algo), DIR/NAME.yaml, and returns its
+// path.
+func (c *Cluster) writeServerConfig(dir string, j int, algo, ipxeDir string) (string, error) {
 	s := c.Servers[j]
 	cfg := map[string]any{
-		"server_id": j, "servers": c.configServers(), "topology": "machine.yaml", "mapping": mapping,
+		"server_id": j, "servers": c.configServers(), "topology": "machine.yaml", "mapping": algo,
 		"inventory": "inventory.csv", "images": "images", "ipxe_dir": ipxeDir,
 		"state_dir": "state-" + s.Name, "state_flush": "200ms",
 		"http": map[string]any{"listen": ":80"},
