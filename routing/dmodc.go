@@ -35,11 +35,36 @@ func (e Dmodc) Compute(g *topology.Graph) (*Tables, error) { return e.Recompute(
 func (e Dmodc) Recompute(g *topology.Graph, prev *Tables) (*Tables, error) {
 	t := reuseTables(g, "dmodc", prev)
 	f := prepare(t)
-	S, L := len(t.switches), len(f.leaves)
-	if S == 0 {
+	if len(t.switches) == 0 {
 		return nil, fmt.Errorf("dmodc: %s has no switches", g.Name)
 	}
-	// Order switches by ascending rank (counting sort on levels).
+	r := &dmodcRun{t: t, f: f, L: len(f.leaves), workers: e.Workers}
+	r.byLevel = ranksAscending(f)
+	if err := r.splitUpDown(); err != nil {
+		return nil, err
+	}
+	r.dividers()
+	r.costs()
+	r.routeAll(e.Progress)
+	return t, nil
+}
+
+// dmodcRun is one Dmodc computation: Procedure 1's ranks, up and down neighbours, dividers Pi
+// and costs, then the routes.
+type dmodcRun struct {
+	t       *Tables
+	f       *fabric
+	L       int       // leaves
+	workers int
+	byLevel [][]int32 // switches by ascending rank
+	up      [][]int32 // up neighbours (switch indices), distinct
+	down    [][]int32 // down neighbours
+	pi      []int     // divider Pi_s per switch
+	cost    []uint8   // c(s, l) at s*L+l
+}
+
+// ranksAscending orders the switches by ascending rank (counting sort on levels).
+func ranksAscending(f *fabric) [][]int32 {
 	minL, maxL := f.level[0], f.level[0]
 	for _, l := range f.level {
 		minL, maxL = min(minL, l), max(maxL, l)
@@ -48,38 +73,56 @@ func (e Dmodc) Recompute(g *topology.Graph, prev *Tables) (*Tables, error) {
 	for s, l := range f.level {
 		byLevel[l-minL] = append(byLevel[l-minL], int32(s))
 	}
-	up := make([][]int32, S)   // up neighbours (switch indices), distinct
-	down := make([][]int32, S) // down neighbours
+	return byLevel
+}
+
+// splitUpDown sorts every switch's neighbours into up and down; a link within a level is refused.
+func (r *dmodcRun) splitUpDown() error {
+	f := r.f
+	S := len(r.t.switches)
+	r.up, r.down = make([][]int32, S), make([][]int32, S)
 	for s, gs := range f.groups {
 		for _, gr := range gs {
 			switch nl := f.level[gr.nb]; {
 			case nl > f.level[s]:
-				up[s] = append(up[s], gr.nb)
+				r.up[s] = append(r.up[s], gr.nb)
 			case nl < f.level[s]:
-				down[s] = append(down[s], gr.nb)
+				r.down[s] = append(r.down[s], gr.nb)
 			default:
-				return nil, fmt.Errorf("dmodc: switches %s and %s are linked but both on level %d; dmodc needs a ranked fat-tree",
-					g.VertexName(t.switches[s]), g.VertexName(t.switches[gr.nb]), nl)
+				g := r.t.g
+				return fmt.Errorf("dmodc: switches %s and %s are linked but both on level %d; dmodc needs a ranked fat-tree",
+					g.VertexName(r.t.switches[s]), g.VertexName(r.t.switches[gr.nb]), nl)
 			}
 		}
 	}
-	// Dividers: propagated upwards, keeping the maximum over down-paths.
-	pi := make([]int, S)
-	for s := range pi {
-		pi[s] = 1
+	return nil
+}
+
+// dividers computes Pi_s, propagated upwards: Pi of a switch is the maximum over its down
+// neighbours of their Pi times their number of up neighbours (1 at the leaves).
+func (r *dmodcRun) dividers() {
+	r.pi = make([]int, len(r.t.switches))
+	for s := range r.pi {
+		r.pi[s] = 1
 	}
-	for _, lv := range byLevel {
+	for _, lv := range r.byLevel {
 		for _, s := range lv {
-			p := pi[s] * len(up[s])
-			for _, u := range up[s] {
-				if pi[u] < p {
-					pi[u] = p
+			p := r.pi[s] * len(r.up[s])
+			for _, u := range r.up[s] {
+				if r.pi[u] < p {
+					r.pi[u] = p
 				}
 			}
 		}
 	}
-	// Costs, computed in independent blocks of leaf columns.
-	cost := make([]uint8, S*L)
+}
+
+// costs computes Procedure 1's costs c(s, l) under up-down restrictions: an upward sweep by
+// ascending rank, then a downward one (leaves keep their up-only costs), in independent blocks of
+// leaf columns.
+func (r *dmodcRun) costs() {
+	f, L := r.f, r.L
+	cost := make([]uint8, len(r.t.switches)*L)
 	for i := range cost {
 		cost[i] = inf
 	}
@@ -88,110 +131,135 @@ func (e Dmodc) Recompute(g *topology.Graph, prev *Tables) (*Tables, error) {
 	}
 	const block = 512
 	nb := (L + block - 1) / block
-	parallel(nb, e.Workers, func(b int) {
+	parallel(nb, r.workers, func(b int) {
 		lo, hi := b*block, min(L, (b+1)*block)
-		for _, lv := range byLevel {
+		for _, lv := range r.byLevel {
 			for _, s := range lv {
 				src := cost[int(s)*L+lo : int(s)*L+hi]
-				for _, u := range up[s] {
+				for _, u := range r.up[s] {
 					relax(cost[int(u)*L+lo:int(u)*L+hi], src)
 				}
 			}
 		}
-		for k := len(byLevel) - 1; k >= 0; k-- {
-			for _, s := range byLevel[k] {
+		for k := len(r.byLevel) - 1; k >= 0; k-- {
+			for _, s := range r.byLevel[k] {
 				if f.leafIx[s] >= 0 {
 					continue
 				}
 				src := cost[int(s)*L+lo : int(s)*L+hi]
-				for _, dn := range down[s] {
+				for _, dn := range r.down[s] {
 					relax(cost[int(dn)*L+lo:int(dn)*L+hi], src)
 				}
 			}
 		}
 	})
-	// Routes, switch by switch: first the groups closer to each leaf, as bit masks built by
-	// streaming cost rows; then the formula, incrementally over the leaf's destinations.
-	D := len(t.dests)
-	type work struct {
-		masks []uint64
-		C     []int32
-		pat8  []uint8
-		pat16 []uint16
-	}
+	r.cost = cost
+}
+
+// dmodcWork is one worker's reusable buffers.
+type dmodcWork struct {
+	masks []uint64
+	C     []int32
+	pat8  []uint8
+	pat16 []uint16
+}
+
+// routeAll routes switch by switch in parallel.
+func (r *dmodcRun) routeAll(progress func(done, total int)) {
+	S := len(r.t.switches)
 	var mu sync.Mutex
-	var free []*work
-	prog := newCounter(e.Progress, S)
-	parallel(S, e.Workers, func(s int) {
+	var free []*dmodcWork
+	prog := newCounter(progress, S)
+	parallel(S, r.workers, func(s int) {
 		defer prog.done()
 		mu.Lock()
-		var w *work
+		var w *dmodcWork
 		if n := len(free); n > 0 {
 			w, free = free[n-1], free[:n-1]
 		} else {
-			w = &work{}
+			w = &dmodcWork{}
 		}
 		mu.Unlock()
 		defer func() { mu.Lock(); free = append(free, w); mu.Unlock() }()
-		gs := f.groups[s]
-		W := (len(gs) + 63) / 64
-		if cap(w.masks) < L*W {
-			w.masks = make([]uint64, L*W)
-		}
-		masks := w.masks[:L*W]
-		clear(masks)
-		mine := cost[s*L : (s+1)*L]
-		for gi := range gs {
-			row := cost[int(gs[gi].nb)*L : int(gs[gi].nb)*L+L]
-			closerMasks(masks, W, uint64(1)<<(gi&63), gi>>6, row, mine)
-		}
-		C := w.C[:0]
-		prev := -1
-		piS := pi[s]
-		for li := 0; li < L; li++ {
-			dl := f.onLeaf[li]
-			if int(f.leaves[li]) == s {
-				for _, d := range dl {
-					t.set(s, int(d), int(t.attach[d]))
-				}
-				continue
-			}
-			if mine[li] == inf {
-				continue
-			}
-			m := masks[li*W : li*W+W]
-			if prev < 0 || !slices.Equal(m, masks[prev*W:prev*W+W]) {
-				C = C[:0]
-				for k, x := range m {
-					for x != 0 {
-						C = append(C, int32(k*64+bits.TrailingZeros64(x)))
-						x &= x - 1
-					}
-				}
-				prev = li
-			}
-			nc := len(C)
-			if nc == 0 {
-				continue
-			}
-			if prev == li && piS == 1 { // C changed: new period
-				w.pat8 = w.pat8[:0]
-				w.pat16 = w.pat16[:0]
-				if t.p8 != nil {
-					w.pat8 = dmodcPattern(w.pat8, gs, C)
-				} else {
-					w.pat16 = dmodcPattern(w.pat16, gs, C)
-				}
-			}
-			if t.p8 != nil {
-				dmodcFill(t.p8[s*D:(s+1)*D], dl, gs, C, piS, w.pat8)
-			} else {
-				dmodcFill(t.p16[s*D:(s+1)*D], dl, gs, C, piS, w.pat16)
-			}
-		}
-		w.C = C
+		r.routeSwitch(s, w)
 	})
-	return t, nil
+}
+
+// closerGroups sets, per leaf, one bit per port group of s whose neighbour is closer to the leaf
+// than s, building the masks by streaming cost rows; it returns the masks (W words per leaf).
+func (r *dmodcRun) closerGroups(s int, w *dmodcWork) (masks []uint64, W int) {
+	L, gs := r.L, r.f.groups[s]
+	W = (len(gs) + 63) / 64
+	if cap(w.masks) < L*W {
+		w.masks = make([]uint64, L*W)
+	}
+	masks = w.masks[:L*W]
+	clear(masks)
+	mine := r.cost[s*L : (s+1)*L]
+	for gi := range gs {
+		row := r.cost[int(gs[gi].nb)*L : int(gs[gi].nb)*L+L]
+		closerMasks(masks, W, uint64(1)<<(gi&63), gi>>6, row, mine)
+	}
+	return masks, W
+}
+
+// routeSwitch sets switch s's ports: for each leaf, the groups closer to it (C), then formulas
+// (3) and (4) over the leaf's destinations.
+func (r *dmodcRun) routeSwitch(s int, w *dmodcWork) {
+	t, f, L := r.t, r.f, r.L
+	D := len(t.dests)
+	gs := f.groups[s]
+	masks, W := r.closerGroups(s, w)
+	mine := r.cost[s*L : (s+1)*L]
+	C := w.C[:0]
+	prev := -1
+	piS := r.pi[s]
+	for li := 0; li < L; li++ {
+		dl := f.onLeaf[li]
+		if int(f.leaves[li]) == s {
+			for _, d := range dl {
+				t.set(s, int(d), int(t.attach[d]))
+			}
+			continue
+		}
+		if mine[li] == inf {
+			continue
+		}
+		m := masks[li*W : li*W+W]
+		if prev < 0 || !slices.Equal(m, masks[prev*W:prev*W+W]) {
+			C = maskGroups(C[:0], m)
+			prev = li
+		}
+		if len(C) == 0 {
+			continue
+		}
+		if prev == li && piS == 1 { // C changed: new period
+			w.pat8 = w.pat8[:0]
+			w.pat16 = w.pat16[:0]
+			if t.p8 != nil {
+				w.pat8 = dmodcPattern(w.pat8, gs, C)
+			} else {
+				w.pat16 = dmodcPattern(w.pat16, gs, C)
+			}
+		}
+		if t.p8 != nil {
+			dmodcFill(t.p8[s*D:(s+1)*D], dl, gs, C, piS, w.pat8)
+		} else {
+			dmodcFill(t.p16[s*D:(s+1)*D], dl, gs, C, piS, w.pat16)
+		}
+	}
+	w.C = C
+}
+
+// maskGroups appends the indices of m's set bits to C.
+func maskGroups(C []int32, m []uint64) []int32 {
+	for k, x := range m {
+		for x != 0 {
+			C = append(C, int32(k*64+bits.TrailingZeros64(x)))
+			x &= x - 1
+		}
+	}
+	return C
 }
 
 // relax lowers dst[i] to src[i]+1 where that is smaller (inf stays inf). Eight bytes at a time:

@@ -29,59 +29,69 @@ func (e Dmodk) Compute(g *topology.Graph) (*Tables, error) {
 		return nil, fmt.Errorf("dmodk: %s: nodes must have a single link (w1 = p1 = 1)", p)
 	}
 	t := newTables(g, "dmodk")
-	h := p.Height()
-	N := p.NumNodes()
-	type lv struct{ level, first, n, wprod, mprod, mprodBelow int }
-	var levels []lv
-	for l := 1; l <= h; l++ {
-		levels = append(levels, lv{l, int(p.FirstAt(l)), p.NumAt(l), p.Wprod(l), p.Mprod(l), p.Mprod(l - 1)})
+	var levels []dmodkLevel
+	for l := 1; l <= p.Height(); l++ {
+		levels = append(levels, dmodkLevel{l, int(p.FirstAt(l)), p.NumAt(l), p.Wprod(l), p.Mprod(l), p.Mprod(l - 1)})
 	}
-	// Switch indices follow vertex order, and the PGFT's switches are its only switches, so
-	// switch index = vertex - N.
+	N := p.NumNodes()
 	prog := newCounter(e.Progress, len(t.switches))
 	parallel(len(t.switches), e.Workers, func(s int) {
 		defer prog.done()
 		v := int(t.switches[s])
-		var L lv
+		var L dmodkLevel
 		for _, x := range levels {
 			if v >= x.first && v < x.first+x.n {
 				L = x
 			}
 		}
-		i := v - L.first
-		l := L.level
 		row := make([]uint16, N)
-		if l < h {
-			// Up: u = d/W_l mod (w_{l+1} p_{l+1}), advanced every W_l destinations.
-			wp := p.W[l] * p.P[l]
-			upPorts := make([]uint16, wp)
-			for u := range upPorts {
-				upPorts[u] = uint16(p.UpPort(l, u%p.W[l], u/p.W[l]))
-			}
-			r, u := 0, 0
-			for d := 0; d < N; d++ {
-				row[d] = upPorts[u]
-				if r++; r == L.wprod {
-					r = 0
-					if u++; u == wp {
-						u = 0
-					}
-				}
-			}
+		if L.level < p.Height() {
+			dmodkUp(row, p, L)
 		}
-		// Down, over the switch's own block of destinations (digits above l equal to its own).
-		above := i / L.wprod
-		for d := above * L.mprod; d < (above+1)*L.mprod; d++ {
-			a := (d / L.mprodBelow) % p.M[l-1]
-			k := 0
-			if l > 1 {
-				k = (d / L.wprod) % p.P[l-1]
-			}
-			row[d] = uint16(p.DownPort(l, a, k))
-		}
+		dmodkDown(row, p, L, v-L.first)
 		for d, port := range row {
 			t.set(s, d, int(port))
 		}
 	})
 	return t, nil
+}
+
+// dmodkLevel is one level l of the PGFT: its first switch vertex and number of switches,
+// W_l = w_1...w_l, M_l = m_1...m_l and M_{l-1}.
+type dmodkLevel struct{ level, first, n, wprod, mprod, mprodBelow int }
+
+// dmodkUp fills a level-L switch's row with its up ports: port index u = d/W_l mod (w_{l+1}
+// p_{l+1}), advanced every W_l destinations.
+func dmodkUp(row []uint16, p topology.PGFT, L dmodkLevel) {
+	l := L.level
+	wp := p.W[l] * p.P[l]
+	upPorts := make([]uint16, wp)
+	for u := range upPorts {
+		upPorts[u] = uint16(p.UpPort(l, u%p.W[l], u/p.W[l]))
+	}
+	r, u := 0, 0
+	for d := range row {
+		row[d] = upPorts[u]
+		if r++; r == L.wprod {
+			r = 0
+			if u++; u == wp {
+				u = 0
+			}
+		}
+	}
+}
+
+// dmodkDown sets the down ports of the i-th switch of level L over its own block of destinations
+// (digits above l equal to its own): the child on d's digit l, parallel link d/W_l mod p_l.
+func dmodkDown(row []uint16, p topology.PGFT, L dmodkLevel, i int) {
+	l := L.level
+	above := i / L.wprod
+	for d := above * L.mprod; d < (above+1)*L.mprod; d++ {
+		a := (d / L.mprodBelow) % p.M[l-1]
+		k := 0
+		if l > 1 {
+			k = (d / L.wprod) % p.P[l-1]
+		}
+		row[d] = uint16(p.DownPort(l, a, k))
+	}
 }

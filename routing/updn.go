@@ -25,126 +25,179 @@ func (UpDown) Name() string { return "updn" }
 func (e UpDown) Compute(g *topology.Graph) (*Tables, error) {
 	t := newTables(g, "updn")
 	f := prepare(t)
-	S := len(t.switches)
-	if S == 0 {
+	if len(t.switches) == 0 {
 		return nil, fmt.Errorf("updn: %s has no switches", g.Name)
 	}
-	rank := make([]int, S)
-	for i := range rank {
-		rank[i] = -1
+	roots, err := e.rootSwitches(g, t, f)
+	if err != nil {
+		return nil, err
 	}
+	r := newUpdnRouter(t, f, roots)
+	prog := newCounter(e.Progress, len(f.leaves))
+	for li, leaf := range f.leaves {
+		r.routeLeaf(li, leaf)
+		prog.done()
+	}
+	return t, nil
+}
+
+// rootSwitches returns the switch indices of the roots: e.Roots, or the switches of the highest
+// level that have links.
+func (e UpDown) rootSwitches(g *topology.Graph, t *Tables, f *fabric) ([]int32, error) {
 	var q []int32
-	if len(e.Roots) == 0 {
-		top := -1 << 30
-		for s, l := range f.level {
-			if len(f.groups[s]) > 0 {
-				top = max(top, l)
-			}
-		}
-		for s, l := range f.level {
-			if l == top && len(f.groups[s]) > 0 {
-				q = append(q, int32(s))
-			}
-		}
-	} else {
+	if len(e.Roots) > 0 {
 		for _, v := range e.Roots {
 			if int(v) >= g.NumVertices() || t.swIdx[v] < 0 {
 				return nil, fmt.Errorf("updn: root %d is not a switch", v)
 			}
 			q = append(q, t.swIdx[v])
 		}
+		return q, nil
 	}
+	top := -1 << 30
+	for s, l := range f.level {
+		if len(f.groups[s]) > 0 {
+			top = max(top, l)
+		}
+	}
+	for s, l := range f.level {
+		if l == top && len(f.groups[s]) > 0 {
+			q = append(q, int32(s))
+		}
+	}
+	return q, nil
+}
+
+// updnRouter routes to one leaf after another, up*/down*: rank orders the switches by distance
+// from the roots, and order lists them by (rank, index).
+type updnRouter struct {
+	t     *Tables
+	f     *fabric
+	rank  []int
+	order []int32
+	load  [][]int32 // routes assigned per switch and port
+	dd    []int32   // down-only distance to the current leaf
+	dist  []int32   // up*/down* distance to the current leaf
+	q     []int32
+}
+
+// unset is a distance not (yet) known.
+const unset = int32(1 << 30)
+
+func newUpdnRouter(t *Tables, f *fabric, roots []int32) *updnRouter {
+	S := len(t.switches)
+	r := &updnRouter{t: t, f: f, dd: make([]int32, S), dist: make([]int32, S)}
+	r.rankFrom(roots)
+	r.order = make([]int32, S)
+	for i := range r.order {
+		r.order[i] = int32(i)
+	}
+	sort.Slice(r.order, func(i, j int) bool {
+		a, b := r.order[i], r.order[j]
+		if r.rank[a] != r.rank[b] {
+			return r.rank[a] < r.rank[b]
+		}
+		return a < b
+	})
+	r.load = make([][]int32, S)
+	for s := range r.load {
+		r.load[s] = make([]int32, len(t.g.Links(t.switches[s]))+1)
+	}
+	return r
+}
+
+// rankFrom ranks the switches by breadth-first distance from the roots; switches the roots do
+// not reach rank last.
+func (r *updnRouter) rankFrom(roots []int32) {
+	S := len(r.t.switches)
+	r.rank = make([]int, S)
+	for i := range r.rank {
+		r.rank[i] = -1
+	}
+	q := roots
 	for _, s := range q {
-		rank[s] = 0
+		r.rank[s] = 0
 	}
 	for i := 0; i < len(q); i++ {
 		s := q[i]
-		for _, gr := range f.groups[s] {
-			if rank[gr.nb] < 0 {
-				rank[gr.nb] = rank[s] + 1
+		for _, gr := range r.f.groups[s] {
+			if r.rank[gr.nb] < 0 {
+				r.rank[gr.nb] = r.rank[s] + 1
 				q = append(q, gr.nb)
 			}
 		}
 	}
-	for s := range rank {
-		if rank[s] < 0 {
-			rank[s] = S // not connected to the roots
+	for s := range r.rank {
+		if r.rank[s] < 0 {
+			r.rank[s] = S // not connected to the roots
 		}
 	}
-	// up reports whether the hop a -> b goes up (towards the roots).
-	up := func(a, b int32) bool {
-		if rank[a] != rank[b] {
-			return rank[b] < rank[a]
-		}
-		return b < a
+	r.q = q
+}
+
+// up reports whether the hop a -> b goes up (towards the roots).
+func (r *updnRouter) up(a, b int32) bool {
+	if r.rank[a] != r.rank[b] {
+		return r.rank[b] < r.rank[a]
 	}
-	order := make([]int32, S)
-	for i := range order {
-		order[i] = int32(i)
+	return b < a
+}
+
+// routeLeaf sets every switch's ports to the destinations of leaf li.
+func (r *updnRouter) routeLeaf(li int, leaf int32) {
+	t, f := r.t, r.f
+	r.distances(leaf)
+	for s := 0; s < len(t.switches); s++ {
+		if int32(s) == leaf {
+			for _, d := range f.onLeaf[li] {
+				t.set(s, int(d), int(t.attach[d]))
+			}
+			continue
+		}
+		if r.dist[s] == unset {
+			continue
+		}
+		down := r.dd[s] != unset
+		assignBalanced(t, f, s, f.onLeaf[li], r.load[s], func(gr *group) bool {
+			if down {
+				return !r.up(int32(s), gr.nb) && r.dd[gr.nb] == r.dd[s]-1
+			}
+			return r.up(int32(s), gr.nb) && r.dist[gr.nb] == r.dist[s]-1
+		})
 	}
-	sort.Slice(order, func(i, j int) bool {
-		a, b := order[i], order[j]
-		if rank[a] != rank[b] {
-			return rank[a] < rank[b]
-		}
-		return a < b
-	})
-	load := make([][]int32, S)
-	for s := range load {
-		load[s] = make([]int32, len(g.Links(t.switches[s]))+1)
+}
+
+// distances computes dd, the down-only distances to leaf (walking up from it), then dist, the
+// up*/down* distances: down-only where that exists, else one more than the best up neighbour,
+// taken in rank order.
+func (r *updnRouter) distances(leaf int32) {
+	f, dd, dist := r.f, r.dd, r.dist
+	for s := range dd {
+		dd[s], dist[s] = unset, unset
 	}
-	dd := make([]int32, S)
-	dist := make([]int32, S)
-	const unset = int32(1 << 30)
-	prog := newCounter(e.Progress, len(f.leaves))
-	for li, leaf := range f.leaves {
-		// Down-only distances to the leaf: walk up from it.
-		for s := range dd {
-			dd[s], dist[s] = unset, unset
-		}
-		dd[leaf] = 0
-		q = append(q[:0], leaf)
-		for i := 0; i < len(q); i++ {
-			x := q[i]
-			for _, gr := range f.groups[x] {
-				if up(x, gr.nb) && dd[gr.nb] == unset {
-					dd[gr.nb] = dd[x] + 1
-					q = append(q, gr.nb)
-				}
+	dd[leaf] = 0
+	q := append(r.q[:0], leaf)
+	for i := 0; i < len(q); i++ {
+		x := q[i]
+		for _, gr := range f.groups[x] {
+			if r.up(x, gr.nb) && dd[gr.nb] == unset {
+				dd[gr.nb] = dd[x] + 1
+				q = append(q, gr.nb)
 			}
 		}
-		for _, s := range order {
-			if dd[s] != unset {
-				dist[s] = dd[s]
-				continue
-			}
-			for _, gr := range f.groups[s] {
-				if up(s, gr.nb) && dist[gr.nb] != unset && dist[gr.nb]+1 < dist[s] {
-					dist[s] = dist[gr.nb] + 1
-				}
-			}
-		}
-		for s := 0; s < S; s++ {
-			if int32(s) == leaf {
-				for _, d := range f.onLeaf[li] {
-					t.set(s, int(d), int(t.attach[d]))
-				}
-				continue
-			}
-			if dist[s] == unset {
-				continue
-			}
-			down := dd[s] != unset
-			assignBalanced(t, f, s, f.onLeaf[li], load[s], func(gr *group) bool {
-				if down {
-					return !up(int32(s), gr.nb) && dd[gr.nb] == dd[s]-1
-				}
-				return up(int32(s), gr.nb) && dist[gr.nb] == dist[s]-1
-			})
-		}
-		prog.done()
 	}
-	return t, nil
+	r.q = q
+	for _, s := range r.order {
+		if dd[s] != unset {
+			dist[s] = dd[s]
+			continue
+		}
+		for _, gr := range f.groups[s] {
+			if r.up(s, gr.nb) && dist[gr.nb] != unset && dist[gr.nb]+1 < dist[s] {
+				dist[s] = dist[gr.nb] + 1
+			}
+		}
+	}
 }
 
 // assignBalanced gives each destination of dl, at switch s, the least loaded port among the

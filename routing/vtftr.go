@@ -32,29 +32,59 @@ func (VTFTR) Compute(g *topology.Graph) (*Tables, error) {
 	if !ok {
 		return nil, fmt.Errorf("vtftr: %q is not a 2-D fat-tree (fat2d:N)", g.Name)
 	}
-	n := f.N
-	t := newTables(g, "vtftr")
-	// port[v][w] for the few neighbours that matter, found by scanning links (faults renumber ports).
-	portTo := func(v, w topology.VertexID) int {
-		for p, l := range g.Links(v) {
-			if g.Other(l, v) == w {
-				return p + 1
-			}
-		}
-		return NoPort
+	v, err := newVTFTRFabric(g, f)
+	if err != nil {
+		return nil, err
 	}
-	failed := make([]bool, n*n)
-	colFaulty := make([]bool, n)
-	rowFaulty := make([]bool, n)
+	t := newTables(g, "vtftr")
+	v.t = t
+	t.healthy = make([]bool, len(t.dests))
+	for d, ep := range t.dests {
+		xd, yd, _ := f.LeafXY(f.NodeLeaf(int(ep)))
+		if v.failed[yd*v.n+xd] || t.leafOf[d] < 0 {
+			continue
+		}
+		t.healthy[d] = true
+		// The fault-tolerant channel: row hops in the destination's row when its column holds a
+		// failed leaf (the only hops that can follow a column-to-row turn of a misroute).
+		vcRow := 0
+		if v.colFaulty[xd] {
+			vcRow = 1
+		}
+		v.routeLeaves(d, xd, yd, vcRow)
+		v.routeRows(d, xd, yd, vcRow)
+		v.routeColumns(d, yd)
+	}
+	return t, nil
+}
+
+// vtftrFabric is a 2-D fat-tree's failed leaves and the ports VTFTR uses.
+type vtftrFabric struct {
+	g         *topology.Graph
+	f         topology.Fat2D
+	t         *Tables
+	n         int
+	failed    []bool // leaf (x, y) at y*n+x
+	colFaulty []bool
+	goodCols  []int     // columns without a failed leaf, for misroutes
+	rowPort   [][]int   // row switch y -> port to leaf x
+	colPort   [][]int   // column switch x -> port to leaf y
+	leafRow   []int     // leaf (x, y) -> port to its row switch
+	leafCol   []int     // leaf (x, y) -> port to its column switch
+}
+
+// newVTFTRFabric finds the failed leaves, refuses other faults and maps the ports.
+func newVTFTRFabric(g *topology.Graph, f topology.Fat2D) (*vtftrFabric, error) {
+	n := f.N
+	v := &vtftrFabric{g: g, f: f, n: n, failed: make([]bool, n*n), colFaulty: make([]bool, n)}
 	for y := 0; y < n; y++ {
 		for x := 0; x < n; x++ {
 			leaf := f.Leaf(x, y)
-			deg := len(g.Links(leaf))
 			switch {
-			case deg == 0:
-				failed[y*n+x] = true
-				colFaulty[x], rowFaulty[y] = true, true
-			case portTo(leaf, f.Row(y)) == NoPort || portTo(leaf, f.Col(x)) == NoPort:
+			case len(g.Links(leaf)) == 0:
+				v.failed[y*n+x] = true
+				v.colFaulty[x] = true
+			case v.portTo(leaf, f.Row(y)) == NoPort || v.portTo(leaf, f.Col(x)) == NoPort:
 				return nil, fmt.Errorf("vtftr: leaf %s lost a row or column link; vtftr handles failed leaf switches only", g.VertexName(leaf))
 			}
 		}
@@ -64,103 +94,122 @@ func (VTFTR) Compute(g *topology.Graph) (*Tables, error) {
 			return nil, fmt.Errorf("vtftr: row or column switch %d failed; vtftr handles failed leaf switches only", i)
 		}
 	}
-	var goodCols []int
 	for x := 0; x < n; x++ {
-		if !colFaulty[x] {
-			goodCols = append(goodCols, x)
+		if !v.colFaulty[x] {
+			v.goodCols = append(v.goodCols, x)
 		}
 	}
-	ok2 := func(x, y int) bool { return !failed[y*n+x] }
-	// misrouteCol picks the column of a misroute from row y to row yd for destination d: a
-	// fault-free column (spread by d), else any column whose two leaves are up.
-	misrouteCol := func(y, yd, d int) int {
-		if len(goodCols) > 0 {
-			return goodCols[d%len(goodCols)]
-		}
-		for i := 0; i < n; i++ {
-			x := (d + i) % n
-			if ok2(x, y) && ok2(x, yd) {
-				return x
-			}
-		}
-		return -1
-	}
-	t.healthy = make([]bool, len(t.dests))
-	rowPort := make([][]int, n) // row switch y -> port to leaf x
-	colPort := make([][]int, n) // column switch x -> port to leaf y
+	v.mapPorts()
+	return v, nil
+}
+
+// mapPorts fills the port tables.
+func (v *vtftrFabric) mapPorts() {
+	f, n := v.f, v.n
+	v.rowPort, v.colPort = make([][]int, n), make([][]int, n)
 	for i := 0; i < n; i++ {
-		rowPort[i], colPort[i] = make([]int, n), make([]int, n)
+		v.rowPort[i], v.colPort[i] = make([]int, n), make([]int, n)
 		for j := 0; j < n; j++ {
-			rowPort[i][j] = portTo(f.Row(i), f.Leaf(j, i))
-			colPort[i][j] = portTo(f.Col(i), f.Leaf(i, j))
+			v.rowPort[i][j] = v.portTo(f.Row(i), f.Leaf(j, i))
+			v.colPort[i][j] = v.portTo(f.Col(i), f.Leaf(i, j))
 		}
 	}
-	leafRow, leafCol := make([]int, n*n), make([]int, n*n)
+	v.leafRow, v.leafCol = make([]int, n*n), make([]int, n*n)
 	for y := 0; y < n; y++ {
 		for x := 0; x < n; x++ {
-			leafRow[y*n+x] = portTo(f.Leaf(x, y), f.Row(y))
-			leafCol[y*n+x] = portTo(f.Leaf(x, y), f.Col(x))
+			v.leafRow[y*n+x] = v.portTo(f.Leaf(x, y), f.Row(y))
+			v.leafCol[y*n+x] = v.portTo(f.Leaf(x, y), f.Col(x))
 		}
 	}
-	for d, v := range t.dests {
-		leaf := f.NodeLeaf(int(v))
-		xd, yd, _ := f.LeafXY(leaf)
-		if failed[yd*n+xd] || t.leafOf[d] < 0 {
-			continue
+}
+
+// portTo returns the port of a to b (faults renumber ports, so links are scanned).
+func (v *vtftrFabric) portTo(a, b topology.VertexID) int {
+	for p, l := range v.g.Links(a) {
+		if v.g.Other(l, a) == b {
+			return p + 1
 		}
-		t.healthy[d] = true
-		vcRow := 0
-		if colFaulty[xd] {
-			vcRow = 1
+	}
+	return NoPort
+}
+
+// up reports whether leaf (x, y) works.
+func (v *vtftrFabric) up(x, y int) bool { return !v.failed[y*v.n+x] }
+
+// misrouteCol picks the column of a misroute from row y to row yd for destination d: a fault-free
+// column (spread by d), else any column whose two leaves are up, else -1.
+func (v *vtftrFabric) misrouteCol(y, yd, d int) int {
+	if len(v.goodCols) > 0 {
+		return v.goodCols[d%len(v.goodCols)]
+	}
+	for i := 0; i < v.n; i++ {
+		x := (d + i) % v.n
+		if v.up(x, y) && v.up(x, yd) {
+			return x
 		}
-		// Leaves.
-		for y := 0; y < n; y++ {
-			for x := 0; x < n; x++ {
-				if failed[y*n+x] {
-					continue
-				}
-				s := int(t.swIdx[f.Leaf(x, y)])
-				rp, cp := leafRow[y*n+x], leafCol[y*n+x]
-				switch {
-				case x == xd && y == yd:
-					t.set(s, d, int(t.attach[d]))
-				case y == yd:
-					t.set(s, d, rp)
-					t.setVC(s, d, vcRow)
-				case x == xd:
-					t.set(s, d, cp)
-				case ok2(xd, y):
-					t.set(s, d, rp) // XY
-				case ok2(x, yd):
-					t.set(s, d, cp) // YX
-				default:
-					if misrouteCol(y, yd, d) >= 0 {
-						t.set(s, d, rp) // misroute, continued by the row switch
-					}
-				}
+	}
+	return -1
+}
+
+// routeLeaves sets every working leaf's port to destination d on leaf (xd, yd): XY when the
+// leaf in the source row and destination column works, else YX when the one in the destination
+// row and source column works, else the first hop of a row-column-row misroute.
+func (v *vtftrFabric) routeLeaves(d, xd, yd, vcRow int) {
+	t := v.t
+	for y := 0; y < v.n; y++ {
+		for x := 0; x < v.n; x++ {
+			if v.failed[y*v.n+x] {
+				continue
 			}
-		}
-		// Row switches.
-		for y := 0; y < n; y++ {
-			s := int(t.swIdx[f.Row(y)])
+			s := int(t.swIdx[v.f.Leaf(x, y)])
+			rp, cp := v.leafRow[y*v.n+x], v.leafCol[y*v.n+x]
 			switch {
+			case x == xd && y == yd:
+				t.set(s, d, int(t.attach[d]))
 			case y == yd:
-				t.set(s, d, rowPort[y][xd])
+				t.set(s, d, rp)
 				t.setVC(s, d, vcRow)
-			case ok2(xd, y):
-				t.set(s, d, rowPort[y][xd])
+			case x == xd:
+				t.set(s, d, cp)
+			case v.up(xd, y):
+				t.set(s, d, rp) // XY
+			case v.up(x, yd):
+				t.set(s, d, cp) // YX
 			default:
-				if xm := misrouteCol(y, yd, d); xm >= 0 {
-					t.set(s, d, rowPort[y][xm])
+				if v.misrouteCol(y, yd, d) >= 0 {
+					t.set(s, d, rp) // misroute, continued by the row switch
 				}
 			}
 		}
-		// Column switches.
-		for x := 0; x < n; x++ {
-			if ok2(x, yd) {
-				t.set(int(t.swIdx[f.Col(x)]), d, colPort[x][yd])
+	}
+}
+
+// routeRows sets the row switches' ports: to the destination column, or to the misroute column
+// when the leaf there has failed.
+func (v *vtftrFabric) routeRows(d, xd, yd, vcRow int) {
+	t := v.t
+	for y := 0; y < v.n; y++ {
+		s := int(t.swIdx[v.f.Row(y)])
+		switch {
+		case y == yd:
+			t.set(s, d, v.rowPort[y][xd])
+			t.setVC(s, d, vcRow)
+		case v.up(xd, y):
+			t.set(s, d, v.rowPort[y][xd])
+		default:
+			if xm := v.misrouteCol(y, yd, d); xm >= 0 {
+				t.set(s, d, v.rowPort[y][xm])
 			}
 		}
 	}
-	return t, nil
+}
+
+// routeColumns sets the column switches' ports down to the destination row.
+func (v *vtftrFabric) routeColumns(d, yd int) {
+	t := v.t
+	for x := 0; x < v.n; x++ {
+		if v.up(x, yd) {
+			t.set(int(t.swIdx[v.f.Col(x)]), d, v.colPort[x][yd])
+		}
+	}
 }
