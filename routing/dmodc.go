@@ -54,7 +54,7 @@ func (e Dmodc) Recompute(g *topology.Graph, prev *Tables) (*Tables, error) {
 type dmodcRun struct {
 	t       *Tables
 	f       *fabric
-	L       int       // leaves
+	L       int // leaves
 	workers int
 	byLevel [][]int32 // switches by ascending rank
 	up      [][]int32 // up neighbours (switch indices), distinct

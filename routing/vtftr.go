@@ -66,11 +66,11 @@ type vtftrFabric struct {
 	n         int
 	failed    []bool // leaf (x, y) at y*n+x
 	colFaulty []bool
-	goodCols  []int     // columns without a failed leaf, for misroutes
-	rowPort   [][]int   // row switch y -> port to leaf x
-	colPort   [][]int   // column switch x -> port to leaf y
-	leafRow   []int     // leaf (x, y) -> port to its row switch
-	leafCol   []int     // leaf (x, y) -> port to its column switch
+	goodCols  []int   // columns without a failed leaf, for misroutes
+	rowPort   [][]int // row switch y -> port to leaf x
+	colPort   [][]int // column switch x -> port to leaf y
+	leafRow   []int   // leaf (x, y) -> port to its row switch
+	leafCol   []int   // leaf (x, y) -> port to its column switch
 }
 
 // newVTFTRFabric finds the failed leaves, refuses other faults and maps the ports.
