@@ -189,38 +189,7 @@ func (st *dumpState) readSL2VL(r io.Reader, name string) error {
 func (st *dumpState) walk() *DumpCheck {
 	f := st.f
 	rep := &DumpCheck{SLs: max(st.sls, 1), VLs: 1}
-	w := &walker{st: st, rep: rep, swIdx: map[topology.VertexID]int{}}
-	for v := range st.lft {
-		w.swIdx[v] = len(w.sws)
-		w.sws = append(w.sws, v)
-	}
-	w.portLink = make([][]topology.LinkID, len(w.sws))
-	w.sl2vl = make([][]*[16]uint8, len(w.sws))
-	w.stride = make([]int, len(w.sws))
-	for i, v := range w.sws {
-		pl := make([]topology.LinkID, 256)
-		for p := range pl {
-			pl[p] = -1
-		}
-		n := 0
-		for _, l := range f.Links(v) {
-			pl[f.LinkPort(v, l)] = l
-			n = max(n, f.LinkPort(v, l))
-		}
-		w.portLink[i] = pl
-		if len(st.sl2vl[v]) > 0 {
-			w.stride[i] = n + 1
-			w.sl2vl[i] = make([]*[16]uint8, (n+1)*(n+1))
-			for k, e := range st.sl2vl[v] {
-				if in, out := k>>8, k&0xff; in <= n && out <= n {
-					w.sl2vl[i][in*(n+1)+out] = e
-				}
-			}
-		}
-	}
-	nstate := len(w.sws) * 256 * MaxSL
-	w.stamp, w.outcome = make([]int32, nstate), make([]int8, nstate)
-	w.adj = make([][]int32, 2*f.NumLinks()*MaxSL)
+	w := newWalker(st, rep)
 	var ends []topology.VertexID
 	for v := range topology.VertexID(f.NumVertices()) {
 		if f.Kind(v) != topology.Switch && len(f.Links(v)) > 0 {
@@ -245,6 +214,51 @@ func (st *dumpState) walk() *DumpCheck {
 	rep.CyclicVLs = cyclicLanes(w.adj)
 	rep.DeadlockFree = len(rep.CyclicVLs) == 0
 	return rep
+}
+
+// newWalker indexes the dumped switches, their physical ports and SL-to-VL tables, and sizes
+// the state arrays.
+func newWalker(st *dumpState, rep *DumpCheck) *walker {
+	f := st.f
+	w := &walker{st: st, rep: rep, swIdx: map[topology.VertexID]int{}}
+	for v := range st.lft {
+		w.swIdx[v] = len(w.sws)
+		w.sws = append(w.sws, v)
+	}
+	w.portLink = make([][]topology.LinkID, len(w.sws))
+	w.sl2vl = make([][]*[16]uint8, len(w.sws))
+	w.stride = make([]int, len(w.sws))
+	for i, v := range w.sws {
+		pl := make([]topology.LinkID, 256)
+		for p := range pl {
+			pl[p] = -1
+		}
+		n := 0
+		for _, l := range f.Links(v) {
+			pl[f.LinkPort(v, l)] = l
+			n = max(n, f.LinkPort(v, l))
+		}
+		w.portLink[i] = pl
+		if len(st.sl2vl[v]) > 0 {
+			w.stride[i] = n + 1
+			w.sl2vl[i] = laneTable(st.sl2vl[v], n)
+		}
+	}
+	nstate := len(w.sws) * 256 * MaxSL
+	w.stamp, w.outcome = make([]int32, nstate), make([]int8, nstate)
+	w.adj = make([][]int32, 2*f.NumLinks()*MaxSL)
+	return w
+}
+
+// laneTable lays a switch's SL-to-VL tables (by in<<8|out) out by in*(n+1)+out for ports up to n.
+func laneTable(byPair map[int]*[16]uint8, n int) []*[16]uint8 {
+	tab := make([]*[16]uint8, (n+1)*(n+1))
+	for k, e := range byPair {
+		if in, out := k>>8, k&0xff; in <= n && out <= n {
+			tab[in*(n+1)+out] = e
+		}
+	}
+	return tab
 }
 
 const (
@@ -420,56 +434,77 @@ func cyclicLanes(adj [][]int32) []int {
 // physical ports turned into f's ports. Entries for switch LIDs are not kept (the tables route to
 // endpoints). So tables OpenSM computed can be checked and measured like bootctl's.
 func ReadLFT(f *topology.Fabric, r io.Reader, name string) (*Tables, error) {
-	t := newTables(f.Graph, "file")
-	byGUID := map[uint64]topology.VertexID{}
-	destOfLID := map[int]int{}
-	for v := range topology.VertexID(f.NumVertices()) {
-		if f.Kind(v) == topology.Switch {
-			byGUID[f.GUID(v)] = v
-		} else if d := t.destIdx[v]; d >= 0 && f.HasLID(v) {
-			destOfLID[f.LID(v)] = int(d)
-		}
-	}
+	lr := newLFTReader(f, name)
 	sc := bufio.NewScanner(r)
-	s := -1
-	var graphPort []int // physical port -> graph port at the current switch
 	for line := 1; sc.Scan(); line++ {
-		text := sc.Text()
-		if m := dumpSwitch.FindStringSubmatch(text); m != nil {
-			g, _ := strconv.ParseUint(m[2], 16, 64)
-			v, ok := byGUID[g]
-			if !ok {
-				return nil, fmt.Errorf("%s:%d: no switch with GUID 0x%016x in %s", name, line, g, f.Name)
-			}
-			s = int(t.swIdx[v])
-			graphPort = make([]int, 256)
-			for p, l := range f.Links(v) {
-				graphPort[f.LinkPort(v, l)] = p + 1
-			}
-			continue
+		if err := lr.line(sc.Text(), line); err != nil {
+			return nil, err
 		}
-		m := dumpEntry.FindStringSubmatch(text)
-		if m == nil || s < 0 {
-			continue
-		}
-		lid, _ := strconv.ParseUint(m[1], 16, 16)
-		port, _ := strconv.Atoi(m[2])
-		d, ok := destOfLID[int(lid)]
-		if !ok || port == 0 {
-			continue // a switch's LID, or one the fabric does not have
-		}
-		if port > 255 || graphPort[port] == 0 {
-			return nil, fmt.Errorf("%s:%d: port %d of switch %s has no link in %s", name, line, port, f.Desc(t.switches[s]), f.Name)
-		}
-		t.set(s, d, graphPort[port])
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if s < 0 {
+	if lr.s < 0 {
 		return nil, fmt.Errorf("%s: %w", name, errNoTables)
 	}
-	return t, nil
+	return lr.t, nil
+}
+
+// lftReader reads an LFT dump's lines into tables.
+type lftReader struct {
+	f         *topology.Fabric
+	name      string
+	t         *Tables
+	byGUID    map[uint64]topology.VertexID // switches
+	destOfLID map[int]int                  // endpoint LID -> destination index
+	s         int                          // current switch index, -1 before the first
+	graphPort []int                        // physical port -> graph port at the current switch
+}
+
+func newLFTReader(f *topology.Fabric, name string) *lftReader {
+	lr := &lftReader{f: f, name: name, t: newTables(f.Graph, "file"), byGUID: map[uint64]topology.VertexID{}, destOfLID: map[int]int{}, s: -1}
+	for v := range topology.VertexID(f.NumVertices()) {
+		if f.Kind(v) == topology.Switch {
+			lr.byGUID[f.GUID(v)] = v
+		} else if d := lr.t.destIdx[v]; d >= 0 && f.HasLID(v) {
+			lr.destOfLID[f.LID(v)] = int(d)
+		}
+	}
+	return lr
+}
+
+// line takes one line: a switch header starts that switch's block, an entry for an endpoint's
+// LID sets its port; other lines are skipped.
+func (lr *lftReader) line(text string, line int) error {
+	f, t := lr.f, lr.t
+	if m := dumpSwitch.FindStringSubmatch(text); m != nil {
+		g, _ := strconv.ParseUint(m[2], 16, 64)
+		v, ok := lr.byGUID[g]
+		if !ok {
+			return fmt.Errorf("%s:%d: no switch with GUID 0x%016x in %s", lr.name, line, g, f.Name)
+		}
+		lr.s = int(t.swIdx[v])
+		lr.graphPort = make([]int, 256)
+		for p, l := range f.Links(v) {
+			lr.graphPort[f.LinkPort(v, l)] = p + 1
+		}
+		return nil
+	}
+	m := dumpEntry.FindStringSubmatch(text)
+	if m == nil || lr.s < 0 {
+		return nil
+	}
+	lid, _ := strconv.ParseUint(m[1], 16, 16)
+	port, _ := strconv.Atoi(m[2])
+	d, ok := lr.destOfLID[int(lid)]
+	if !ok || port == 0 {
+		return nil // a switch's LID, or one the fabric does not have
+	}
+	if port > 255 || lr.graphPort[port] == 0 {
+		return fmt.Errorf("%s:%d: port %d of switch %s has no link in %s", lr.name, line, port, f.Desc(t.switches[lr.s]), f.Name)
+	}
+	t.set(lr.s, d, lr.graphPort[port])
+	return nil
 }
 
 // errNoTables says that a file given as an LFT dump has none.

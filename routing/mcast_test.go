@@ -207,29 +207,40 @@ func TestMcastGroupGenerators(t *testing.T) {
 	if a, b, c := GridDims3(24); a*b*c != 24 || a != 2 || b != 3 || c != 4 {
 		t.Errorf("GridDims3(24) = %d,%d,%d", a, b, c)
 	}
-	g2, _ := Grid2DGroups(eps, 4, 6)
+	g2 := mustGroups(t, "Grid2DGroups")(Grid2DGroups(eps, 4, 6))
 	if len(g2) != 10 || len(g2[0].Members) != 6 || len(g2[4].Members) != 4 || g2[5].Members[1] != 7 {
 		t.Errorf("Grid2DGroups: %v", g2)
 	}
-	g3, _ := Grid3DGroups(eps, 2, 3, 4)
+	g3 := mustGroups(t, "Grid3DGroups")(Grid3DGroups(eps, 2, 3, 4))
 	if len(g3) != 12+8+6 {
 		t.Errorf("Grid3DGroups: %d groups", len(g3))
 	}
-	pl, _ := Grid3DPlaneGroups(eps, 2, 3, 4)
+	pl := mustGroups(t, "Grid3DPlaneGroups")(Grid3DPlaneGroups(eps, 2, 3, 4))
 	if len(pl) != 9 || len(pl[0].Members) != 6 {
 		t.Errorf("Grid3DPlaneGroups: %d groups", len(pl))
 	}
-	ld, _ := LeaderGroups(eps, 4)
+	ld := mustGroups(t, "LeaderGroups")(LeaderGroups(eps, 4))
 	// 6 groups of 4, then leaders 0,4,..,20 in 2 groups (4 and 2), then 1 group of 2.
 	if len(ld) != 9 || cmp.Diff(ld[8].Members, []topology.VertexID{0, 16}) != "" {
 		t.Errorf("LeaderGroups: %v", ld)
 	}
-	rg, _ := RandomGroups(eps, 50, 5, 3)
-	rg2, _ := RandomGroups(eps, 50, 5, 3)
+	rg := mustGroups(t, "RandomGroups")(RandomGroups(eps, 50, 5, 3))
+	rg2 := mustGroups(t, "RandomGroups again")(RandomGroups(eps, 50, 5, 3))
+	// Two empty results would be equal too: the groups must be there before their sameness means
+	// anything.
+	if len(rg) != 50 {
+		t.Fatalf("RandomGroups(50 groups of 5): %d groups", len(rg))
+	}
 	if diff := cmp.Diff(rg, rg2); diff != "" {
 		t.Errorf("RandomGroups not deterministic: %s", diff)
 	}
+	if other := mustGroups(t, "RandomGroups seed 4")(RandomGroups(eps, 50, 5, 4)); cmp.Equal(rg, other) {
+		t.Error("RandomGroups: seeds 3 and 4 drew the same groups")
+	}
 	for _, gr := range rg {
+		if len(gr.Members) != 5 {
+			t.Errorf("random group %s has %d members, want 5", gr.Name, len(gr.Members))
+		}
 		seen := map[topology.VertexID]bool{}
 		for _, v := range gr.Members {
 			if seen[v] {
@@ -240,5 +251,17 @@ func TestMcastGroupGenerators(t *testing.T) {
 	}
 	if _, err := RandomGroups(eps, 1, 25, 0); err == nil {
 		t.Error("RandomGroups size > endpoints: no error")
+	}
+}
+
+// mustGroups fails the test on a generator's error: mustGroups(t, "name")(Generator(...)).
+func mustGroups(t *testing.T, name string) func([]McastGroup, error) []McastGroup {
+	t.Helper()
+	return func(gs []McastGroup, err error) []McastGroup {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return gs
 	}
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
+	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -52,12 +50,6 @@ func mcastCommand(e *env) *cli.Command {
 	}
 }
 
-// mcastSet is one group set of --groups.
-type mcastSet struct {
-	Spec   string `json:"spec"`
-	Groups int    `json:"groups"`
-}
-
 // mcastRow is one algorithm's outcome.
 type mcastRow struct {
 	Algorithm  string  `json:"algorithm"`
@@ -69,14 +61,14 @@ type mcastRow struct {
 }
 
 type mcastSummary struct {
-	Topology        string     `json:"topology"`
-	Endpoints       int        `json:"endpoints"`
-	Switches        int        `json:"switches"`
-	Groups          int        `json:"groups"`
-	Sets            []mcastSet `json:"sets"`
-	FixedRoot       bool       `json:"fixed_root"`
-	HopTableSeconds float64    `json:"hop_table_seconds,omitempty"` // with --timings only
-	Results         []mcastRow `json:"results"`
+	Topology        string             `json:"topology"`
+	Endpoints       int                `json:"endpoints"`
+	Switches        int                `json:"switches"`
+	Groups          int                `json:"groups"`
+	Sets            []routing.GroupSet `json:"sets"`
+	FixedRoot       bool               `json:"fixed_root"`
+	HopTableSeconds float64            `json:"hop_table_seconds,omitempty"` // with --timings only
+	Results         []mcastRow         `json:"results"`
 }
 
 func runMcast(e *env, c *cli.Context, format string) error {
@@ -89,33 +81,47 @@ func runMcast(e *env, c *cli.Context, format string) error {
 	if err != nil {
 		return asBadInput(err)
 	}
-	g := fab.Graph
 	groups, sets, err := mcastGroups(fab, c.String("groups"), c.Uint64("seed"), c.String("mapping"))
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	h, err := routing.NewHopTable(g, 0)
+	sum, err := routeMcast(e, fab.Graph, groups, algos, c.Bool("fixed-root"), c.Bool("timings"))
 	if err != nil {
-		return asBadInput(err)
+		return err
 	}
-	timings := c.Bool("timings")
-	hopSeconds := time.Since(start).Seconds()
-	e.log.Info("hop tables built", zap.Float64("seconds", hopSeconds), zap.Int("switches", h.NumSwitches()))
-	sum := mcastSummary{Topology: g.Name, Endpoints: len(g.Nodes()) + len(g.Servers()), Switches: h.NumSwitches(),
-		Groups: len(groups), Sets: sets, FixedRoot: c.Bool("fixed-root")}
-	if timings {
-		sum.HopTableSeconds = hopSeconds
-	}
+	sum.Sets = sets
 	if sum.Topology == "" {
 		sum.Topology = spec
 	}
+	switch format {
+	case "json", "yaml":
+		return writeData(e.stdout, format, sum)
+	case "csv":
+		return writeMcastCSV(e, sum, c.Bool("timings"))
+	}
+	return writeMcastTable(e, sum, c.Bool("timings"))
+}
+
+// routeMcast builds the hop tables and routes the groups with each algorithm.
+func routeMcast(e *env, g *topology.Graph, groups []routing.McastGroup, algos []routing.McastAlgorithm, fixedRoot, timings bool) (*mcastSummary, error) {
+	start := time.Now()
+	h, err := routing.NewHopTable(g, 0)
+	if err != nil {
+		return nil, asBadInput(err)
+	}
+	hopSeconds := time.Since(start).Seconds()
+	e.log.Info("hop tables built", zap.Float64("seconds", hopSeconds), zap.Int("switches", h.NumSwitches()))
+	sum := &mcastSummary{Topology: g.Name, Endpoints: len(g.Nodes()) + len(g.Servers()), Switches: h.NumSwitches(),
+		Groups: len(groups), FixedRoot: fixedRoot}
+	if timings {
+		sum.HopTableSeconds = hopSeconds
+	}
 	for _, alg := range algos {
 		bar := e.progressBar("mcast "+string(alg), 0, "")
-		res, err := routing.RouteMulticast(h, groups, alg, routing.McastOptions{FixedRoot: c.Bool("fixed-root"), Progress: bar.Func()})
+		res, err := routing.RouteMulticast(h, groups, alg, routing.McastOptions{FixedRoot: fixedRoot, Progress: bar.Func()})
 		bar.Done()
 		if err != nil {
-			return asBadInput(err)
+			return nil, asBadInput(err)
 		}
 		e.log.Info("multicast routed", zap.String("algo", string(alg)), zap.Float64("seconds", res.Seconds))
 		row := mcastRow{Algorithm: string(alg), MaxEFI: res.MaxEFI, MeanEFI: res.MeanEFI, MaxHeight: res.MaxHeight, MeanHeight: res.MeanHeight}
@@ -124,26 +130,30 @@ func runMcast(e *env, c *cli.Context, format string) error {
 		}
 		sum.Results = append(sum.Results, row)
 	}
-	switch format {
-	case "json", "yaml":
-		return writeData(e.stdout, format, sum)
-	case "csv":
-		head := []string{"algo", "max_efi", "mean_efi", "max_height", "mean_height"}
-		if timings {
-			head = append(head, "seconds")
-		}
-		rows := [][]string{head}
-		for _, r := range sum.Results {
-			rec := []string{r.Algorithm, strconv.Itoa(r.MaxEFI), fmtFloat(r.MeanEFI, 4), strconv.Itoa(r.MaxHeight), fmtFloat(r.MeanHeight, 4)}
-			if timings {
-				rec = append(rec, fmtFloat(r.Seconds, 4))
-			}
-			rows = append(rows, rec)
-		}
-		return writeCSV(e.stdout, rows)
+	return sum, nil
+}
+
+// writeMcastCSV writes one record per algorithm.
+func writeMcastCSV(e *env, sum *mcastSummary, timings bool) error {
+	head := []string{"algo", "max_efi", "mean_efi", "max_height", "mean_height"}
+	if timings {
+		head = append(head, "seconds")
 	}
+	rows := [][]string{head}
+	for _, r := range sum.Results {
+		rec := []string{r.Algorithm, strconv.Itoa(r.MaxEFI), fmtFloat(r.MeanEFI, 4), strconv.Itoa(r.MaxHeight), fmtFloat(r.MeanHeight, 4)}
+		if timings {
+			rec = append(rec, fmtFloat(r.Seconds, 4))
+		}
+		rows = append(rows, rec)
+	}
+	return writeCSV(e.stdout, rows)
+}
+
+// writeMcastTable writes the summary line and one row per algorithm.
+func writeMcastTable(e *env, sum *mcastSummary, timings bool) error {
 	var parts []string
-	for _, s := range sets {
+	for _, s := range sum.Sets {
 		parts = append(parts, fmt.Sprintf("%s %d", s.Spec, s.Groups))
 	}
 	hop := ""
@@ -183,170 +193,29 @@ func parseMcastAlgos(s string) ([]routing.McastAlgorithm, error) {
 	return out, nil
 }
 
-// mcastGroups generates the groups of every set in spec.
-func mcastGroups(fab *topology.Fabric, spec string, seed uint64, mapAlgo string) ([]routing.McastGroup, []mcastSet, error) {
-	g := fab.Graph
-	nodes := g.Nodes()
-	var all []routing.McastGroup
-	var sets []mcastSet
-	for _, item := range strings.Split(spec, ",") {
-		item = strings.TrimSpace(item)
-		name, arg, hasArg := strings.Cut(item, ":")
-		var gs []routing.McastGroup
-		var err error
-		needNodes := func() error {
-			if len(nodes) == 0 {
-				return badInput("--groups %s: %s has no nodes", item, g.Name)
-			}
-			return nil
-		}
-		switch {
-		case strings.HasPrefix(item, "@"):
-			gs, err = mcastReadGroups(fab, item[1:])
-		case name == "grid2d":
-			if err = needNodes(); err != nil {
-				return nil, nil, err
-			}
-			r, c := routing.GridDims2(len(nodes))
-			if hasArg {
-				d, derr := mcastDims(arg, 2)
-				if derr != nil {
-					return nil, nil, badInput("--groups %s: %v", item, derr)
-				}
-				r, c = d[0], d[1]
-			}
-			gs, err = routing.Grid2DGroups(nodes, r, c)
-		case name == "grid3d" || name == "planes":
-			if err = needNodes(); err != nil {
-				return nil, nil, err
-			}
-			a, b, c := routing.GridDims3(len(nodes))
-			if hasArg {
-				d, derr := mcastDims(arg, 3)
-				if derr != nil {
-					return nil, nil, badInput("--groups %s: %v", item, derr)
-				}
-				a, b, c = d[0], d[1], d[2]
-			}
-			if name == "grid3d" {
-				gs, err = routing.Grid3DGroups(nodes, a, b, c)
-			} else {
-				gs, err = routing.Grid3DPlaneGroups(nodes, a, b, c)
-			}
-		case name == "leaders":
-			if err = needNodes(); err != nil {
-				return nil, nil, err
-			}
-			k := 16
-			if hasArg {
-				if k, err = strconv.Atoi(arg); err != nil {
-					return nil, nil, badInput("--groups %s: fanout %q is not an integer", item, arg)
-				}
-			}
-			gs, err = routing.LeaderGroups(nodes, k)
-		case name == "random":
-			if err = needNodes(); err != nil {
-				return nil, nil, err
-			}
-			n, size, ok := strings.Cut(arg, ":")
-			cnt, err1 := strconv.Atoi(n)
-			sz, err2 := strconv.Atoi(size)
-			if !ok || err1 != nil || err2 != nil {
-				return nil, nil, badInput("--groups %s: want random:N:SIZE, e.g. random:1000:16", item)
-			}
-			gs, err = routing.RandomGroups(nodes, cnt, sz, seed)
-		case name == "servers":
-			h := g.Hierarchy()
-			if h == nil || len(g.Servers()) == 0 {
-				return nil, nil, badInput("--groups servers: %s has no boot servers and named levels (use a machine such as sunway)", g.Name)
-			}
-			algo, aerr := mapping.ParseAlgo(mapAlgo, h)
-			if aerr != nil {
-				return nil, nil, badInput("--mapping: %v", aerr)
-			}
-			a, aerr := mapping.Assign(g, algo, nil, nil)
-			if aerr != nil {
-				return nil, nil, badInput("--mapping: %v", aerr)
-			}
-			gs, err = routing.ServerGroups(g, a.Server, nil)
-		default:
-			return nil, nil, badInput("--groups: %q is not grid2d[:RxC], grid3d[:AxBxC], planes[:AxBxC], leaders[:K], random:N:SIZE, servers or @FILE", item)
-		}
+// mcastGroups generates the groups of --groups (routing.ParseGroupSets), the servers set from
+// the nodes' boot servers under --mapping, and words its errors after the flags.
+func mcastGroups(fab *topology.Fabric, spec string, seed uint64, mapAlgo string) ([]routing.McastGroup, []routing.GroupSet, error) {
+	serverOf := func(g *topology.Graph) ([]int32, error) {
+		algo, err := mapping.ParseAlgo(mapAlgo, g.Hierarchy())
 		if err != nil {
-			return nil, nil, asBadInput(fmt.Errorf("--groups %s: %w", item, err))
+			return nil, badInput("--mapping: %v", err)
 		}
-		all = append(all, gs...)
-		sets = append(sets, mcastSet{Spec: item, Groups: len(gs)})
-	}
-	return all, sets, nil
-}
-
-// mcastDims parses "RxC" or "AxBxC".
-func mcastDims(s string, n int) ([]int, error) {
-	f := strings.Split(s, "x")
-	if len(f) != n {
-		return nil, fmt.Errorf("dimensions %q: want %d sizes separated by x", s, n)
-	}
-	out := make([]int, n)
-	for i, x := range f {
-		v, err := strconv.Atoi(x)
-		if err != nil || v < 1 {
-			return nil, fmt.Errorf("dimensions %q: %q is not a positive integer", s, x)
+		a, err := mapping.Assign(g, algo, nil, nil)
+		if err != nil {
+			return nil, badInput("--mapping: %v", err)
 		}
-		out[i] = v
+		return a.Server, nil
 	}
-	return out, nil
-}
-
-// mcastReadGroups reads a groups file.
-func mcastReadGroups(fab *topology.Fabric, path string) ([]routing.McastGroup, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	groups, sets, err := routing.ParseGroupSets(fab, spec, routing.GroupSetOptions{Seed: seed, ServerOf: serverOf})
+	var se *routing.GroupSetError
+	switch {
+	case errors.As(err, &se) && se.Set == "":
+		return nil, nil, badInput("--groups: %v", se.Err)
+	case errors.As(err, &se):
+		return nil, nil, badInput("--groups %s: %v", se.Set, se.Err)
+	case err != nil:
+		return nil, nil, err // --mapping's, already worded
 	}
-	defer f.Close()
-	return mcastParseGroups(f, path, fab)
-}
-
-// mcastParseGroups reads groups: per line an optional "NAME:" and endpoint names or GUIDs; errors
-// name the file and line.
-func mcastParseGroups(r io.Reader, path string, fab *topology.Fabric) ([]routing.McastGroup, error) {
-	var out []routing.McastGroup
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	line := 0
-	for sc.Scan() {
-		line++
-		text, _, _ := strings.Cut(sc.Text(), "#")
-		if strings.TrimSpace(text) == "" {
-			continue
-		}
-		name := fmt.Sprintf("%s:%d", path, line)
-		if n, rest, ok := strings.Cut(text, ":"); ok && !strings.ContainsAny(strings.TrimSpace(n), " \t") {
-			name, text = strings.TrimSpace(n), rest
-		}
-		fields := strings.Fields(text)
-		if len(fields) == 0 {
-			return nil, fmt.Errorf("%s:%d: group %s is empty", path, line, name)
-		}
-		gr := routing.McastGroup{Name: name}
-		for _, ep := range fields {
-			v, ok := fab.Lookup(ep)
-			if !ok {
-				return nil, fmt.Errorf("%s:%d: unknown endpoint %q", path, line, ep)
-			}
-			if fab.Kind(v) == topology.Switch {
-				return nil, fmt.Errorf("%s:%d: %q is a switch, not an endpoint", path, line, ep)
-			}
-			gr.Members = append(gr.Members, v)
-		}
-		out = append(out, gr)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no groups", path)
-	}
-	return out, nil
+	return groups, sets, nil
 }

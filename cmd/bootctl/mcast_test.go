@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-
-	"github.com/bootfabric/bootfabric/topology"
 )
 
 func TestMcastJSON(t *testing.T) {
@@ -188,31 +186,4 @@ func TestSimulateMulticastHealthBadInput(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q, want 2 and %q", c.args, code, errs, c.want)
 		}
 	}
-}
-
-// FuzzMcastParseGroups: the groups parser never panics, and what it accepts names endpoints only.
-func FuzzMcastParseGroups(f *testing.F) {
-	for _, s := range []string{"g: n0 n1\n", "n0 n5 # c\n\nx:\n", "a:b: n1\n", "0xb00fab0000000001 n2\n", "s1-0\n"} {
-		f.Add(s)
-	}
-	fab, err := topology.OpenFabric("pgft:2;4,4;1,2")
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Fuzz(func(t *testing.T, text string) {
-		gs, err := mcastParseGroups(strings.NewReader(text), "fuzz.txt", fab)
-		if err != nil {
-			return
-		}
-		for _, g := range gs {
-			if len(g.Members) == 0 {
-				t.Fatalf("empty group %q accepted", g.Name)
-			}
-			for _, v := range g.Members {
-				if fab.Kind(v) == topology.Switch {
-					t.Fatalf("switch %d accepted as a member", v)
-				}
-			}
-		}
-	})
 }

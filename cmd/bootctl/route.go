@@ -70,27 +70,77 @@ func runRoute(e *env, c *cli.Context, format string) error {
 	if err != nil {
 		return err
 	}
-	var opt routing.Options
-	if opt.Roots, err = routeRoots(fab, c.String("roots")); err != nil {
+	r, err := computeRoute(e, c, fab)
+	if err != nil {
 		return err
+	}
+	tb := r.tables
+	rep := checkRoute(e, c, tb)
+	// Loaded tables that miss pairs are a result to print (valid false, exit 1), not bad input.
+	if rep.Unreachable > 0 && tb.Engine() != "file" {
+		return unrouted(e, fab, tb, r.engine.Name(), r.opt, rep, nfaults)
+	}
+	dumpFiles, dumpCheck, err := dumpRoute(e, c, fab, tb)
+	if err != nil {
+		return err
+	}
+	sum := routeSummary{Topology: fab.Name, Engine: tb.Engine(), Faults: nfaults,
+		TableBytes: tb.Bytes(), BytesPerEntry: tb.BytesPerEntry(), Report: rep, DumpFiles: dumpFiles, DumpCheck: dumpCheck}
+	if c.Bool("timings") {
+		sum.ComputeSeconds = r.took.Seconds()
+	}
+	if sum.Topology == "" {
+		sum.Topology = spec
+	}
+	if format != "table" {
+		err = writeData(e.stdout, format, sum)
+	} else {
+		err = printRoute(e, sum, c.Bool("timings"), r.took)
+	}
+	if err != nil {
+		return err
+	}
+	return invalid(rep, dumpCheck)
+}
+
+// routeRun is one engine's run: the engine, its options, its tables and the time they took.
+type routeRun struct {
+	engine routing.Engine
+	opt    routing.Options
+	tables *routing.Tables
+	took   time.Duration
+}
+
+// computeRoute sets the engine up from the flags and computes (or with --load reads) the tables.
+func computeRoute(e *env, c *cli.Context, fab *topology.Fabric) (*routeRun, error) {
+	var opt routing.Options
+	var err error
+	if opt.Roots, err = routeRoots(fab, c.String("roots")); err != nil {
+		return nil, err
 	}
 	bar := e.progressBar("route "+c.String("engine"), 0, "")
 	opt.Progress = bar.Func()
 	eng, err := routing.New(c.String("engine"), opt)
 	if err != nil {
-		return badInput("--engine: %v", err)
+		return nil, badInput("--engine: %v", err)
 	}
 	start := time.Now()
 	tb, err := computeOrLoad(e, c, fab, eng, opt)
 	bar.Done()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	took := time.Since(start)
 	e.log.Info("routed", zap.String("engine", tb.Engine()), zap.Duration("took", took),
 		zap.Int("switches", len(tb.Switches())), zap.Int("endpoints", len(tb.Dests())))
+	return &routeRun{engine: eng, opt: opt, tables: tb, took: took}, nil
+}
+
+// checkRoute checks the tables: up*/down* order for the fat-tree engines and congestion with
+// --check.
+func checkRoute(e *env, c *cli.Context, tb *routing.Tables) *routing.Report {
 	fatTree := slices.Contains([]string{"dmodk", "dmodc", "updn"}, tb.Engine())
-	bar = e.progressBar("route check", 0, "")
+	bar := e.progressBar("route check", 0, "")
 	rep := routing.Check(tb, routing.CheckOptions{
 		UpDown:     c.Bool("check") && fatTree,
 		Congestion: c.Bool("check"),
@@ -101,32 +151,7 @@ func runRoute(e *env, c *cli.Context, format string) error {
 	if rep.Healthy < rep.Endpoints {
 		e.log.Warn("endpoints without a route (cut off by faults, or on failed leaves)", zap.Int("count", rep.Endpoints-rep.Healthy))
 	}
-	// Loaded tables that miss pairs are a result to print (valid false, exit 1), not bad input.
-	if rep.Unreachable > 0 && tb.Engine() != "file" {
-		return unrouted(e, fab, tb, eng.Name(), opt, rep, nfaults)
-	}
-	dumpFiles, dumpCheck, err := dumpRoute(e, c, fab, tb)
-	if err != nil {
-		return err
-	}
-	sum := routeSummary{Topology: fab.Name, Engine: tb.Engine(), Faults: nfaults,
-		TableBytes: tb.Bytes(), BytesPerEntry: tb.BytesPerEntry(), Report: rep, DumpFiles: dumpFiles, DumpCheck: dumpCheck}
-	if c.Bool("timings") {
-		sum.ComputeSeconds = took.Seconds()
-	}
-	if sum.Topology == "" {
-		sum.Topology = spec
-	}
-	if format != "table" {
-		if err := writeData(e.stdout, format, sum); err != nil {
-			return err
-		}
-		return invalid(rep, dumpCheck)
-	}
-	if err := printRoute(e, sum, c.Bool("timings"), took); err != nil {
-		return err
-	}
-	return invalid(rep, dumpCheck)
+	return rep
 }
 
 // writeDump writes the LFT dump to path and, for tables on several virtual channels, the lanes
