@@ -161,10 +161,21 @@ func LeaderGroups(endpoints []topology.VertexID, fanout int) ([]McastGroup, erro
 	return out, nil
 }
 
-// RandomGroups draws count groups of size distinct endpoints each, uniformly, from seed.
+// Ceilings of RandomGroups: what a typo in a count would otherwise try to allocate (10 million
+// groups of 16 is 640 MB of members).
+const (
+	maxRandomGroups  = 1_000_000
+	maxRandomMembers = 50_000_000
+)
+
+// RandomGroups draws count groups of size distinct endpoints each, uniformly, from seed. At most
+// 1,000,000 groups and 50,000,000 members in all.
 func RandomGroups(endpoints []topology.VertexID, count, size int, seed uint64) ([]McastGroup, error) {
 	if count < 0 || size < 1 || size > len(endpoints) {
 		return nil, fmt.Errorf("random groups: size must be 1..%d and count non-negative, got %d groups of %d", len(endpoints), count, size)
+	}
+	if count > maxRandomGroups || count*size > maxRandomMembers {
+		return nil, fmt.Errorf("random groups: %d groups of %d is more than %d groups or %d members in all", count, size, maxRandomGroups, maxRandomMembers)
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x6d63617374))
 	out := make([]McastGroup, count)

@@ -265,3 +265,15 @@ func mustGroups(t *testing.T, name string) func([]McastGroup, error) []McastGrou
 		return gs
 	}
 }
+
+func TestRandomGroupsCeilings(t *testing.T) {
+	eps := make([]topology.VertexID, 100)
+	for _, c := range []struct{ count, size int }{{maxRandomGroups + 1, 1}, {maxRandomMembers/50 + 1, 50}, {-1, 4}, {3, 0}, {3, 101}} {
+		if _, err := RandomGroups(eps, c.count, c.size, 1); err == nil {
+			t.Errorf("RandomGroups(%d groups of %d): no error", c.count, c.size)
+		}
+	}
+	if gs, err := RandomGroups(eps, 1000, 100, 1); err != nil || len(gs) != 1000 {
+		t.Fatalf("RandomGroups(1000 groups of 100) = %d groups, %v", len(gs), err)
+	}
+}
