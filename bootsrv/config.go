@@ -292,12 +292,28 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// fieldError is a configuration error about one field; Validate adds the file and the field's line.
+func fieldError(field, format string, args ...any) error {
+	return &Error{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// validate checks the configuration section by section, in the order of the file's documentation,
+// applying each section's defaults before the sections after it read them.
 func (c *Config) validate() error {
-	bad := func(field, format string, args ...any) error {
-		return &Error{Field: field, Msg: fmt.Sprintf(format, args...)}
+	for _, check := range []func() error{
+		c.validateServers, c.validateFiles, c.validateHTTP, c.validateTFTP, c.validateDHCP,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// validateServers checks servers, server_id and failed_servers, and names unnamed servers bsN.
+func (c *Config) validateServers() error {
 	if len(c.Servers) == 0 {
-		return bad("servers", "list at least one boot server (name, address)")
+		return fieldError("servers", "list at least one boot server (name, address)")
 	}
 	seen := map[netip.Addr]int{}
 	for i := range c.Servers {
@@ -308,41 +324,48 @@ func (c *Config) validate() error {
 		}
 		a, err := netip.ParseAddr(s.Address)
 		if err != nil || !a.Is4() {
-			return bad(f+".address", "%q is not an IPv4 address", s.Address)
+			return fieldError(f+".address", "%q is not an IPv4 address", s.Address)
 		}
 		if j, dup := seen[a]; dup {
-			return bad(f+".address", "%s is also servers[%d]'s address", a, j)
+			return fieldError(f+".address", "%s is also servers[%d]'s address", a, j)
 		}
 		seen[a] = i
 	}
 	if c.ServerID < 0 || c.ServerID >= len(c.Servers) {
-		return bad("server_id", "%d is not the index of one of the %d servers", c.ServerID, len(c.Servers))
+		return fieldError("server_id", "%d is not the index of one of the %d servers", c.ServerID, len(c.Servers))
 	}
 	for i, s := range c.FailedServers {
 		if s < 0 || s >= len(c.Servers) {
-			return bad(fmt.Sprintf("failed_servers[%d]", i), "%d is not a server index (0..%d)", s, len(c.Servers)-1)
+			return fieldError(fmt.Sprintf("failed_servers[%d]", i), "%d is not a server index (0..%d)", s, len(c.Servers)-1)
 		}
 	}
 	if slices.Contains(c.FailedServers, c.ServerID) {
-		return bad("failed_servers", "lists this server (server_id %d)", c.ServerID)
+		return fieldError("failed_servers", "lists this server (server_id %d)", c.ServerID)
 	}
+	return nil
+}
+
+// validateFiles checks the machine and the files and directories the server reads and writes
+// (topology, mapping, inventory, images, state_dir) and applies the defaults of mapping, profile
+// and state_flush.
+func (c *Config) validateFiles() error {
 	if c.Topology == "" {
-		return bad("topology", "missing: a preset (%s) or a machine description file", strings.Join(topology.Presets(), ", "))
+		return fieldError("topology", "missing: a preset (%s) or a machine description file", strings.Join(topology.Presets(), ", "))
 	}
 	if c.Mapping == "" {
 		c.Mapping = "bcda"
 	}
 	if c.Mapping == "balanced" {
-		return bad("mapping", "balanced depends on the batch being booted; a server needs a fixed block-cyclic mapping (scda, bcda, ncda, cyclic:LEVEL)")
+		return fieldError("mapping", "balanced depends on the batch being booted; a server needs a fixed block-cyclic mapping (scda, bcda, ncda, cyclic:LEVEL)")
 	}
 	if c.Inventory == "" {
-		return bad("inventory", "missing: the inventory file (CSV or YAML)")
+		return fieldError("inventory", "missing: the inventory file (CSV or YAML)")
 	}
 	if c.Images == "" {
-		return bad("images", "missing: the image store directory")
+		return fieldError("images", "missing: the image store directory")
 	}
 	if c.StateDir == "" {
-		return bad("state_dir", "missing: the directory for boot states")
+		return fieldError("state_dir", "missing: the directory for boot states")
 	}
 	if c.Profile == "" {
 		c.Profile = "default"
@@ -351,80 +374,101 @@ func (c *Config) validate() error {
 		d := Duration(200 * time.Millisecond)
 		c.StateFlush = &d
 	}
+	return nil
+}
+
+// validateHTTP checks the http section (listen, url, then the limits with the health limits).
+func (c *Config) validateHTTP() error {
 	if c.HTTP.Listen == "" {
 		c.HTTP.Listen = ":80"
 	}
 	if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
-		return bad("http.listen", "%q is not HOST:PORT", c.HTTP.Listen)
+		return fieldError("http.listen", "%q is not HOST:PORT", c.HTTP.Listen)
 	}
 	if c.HTTP.URL != "" && !strings.HasPrefix(c.HTTP.URL, "http://") && !strings.HasPrefix(c.HTTP.URL, "https://") {
-		return bad("http.url", "%q is not an http:// URL", c.HTTP.URL)
+		return fieldError("http.url", "%q is not an http:// URL", c.HTTP.URL)
 	}
 	c.HTTP.URL = strings.TrimSuffix(c.HTTP.URL, "/")
-	if err := c.validateLimits(); err != nil {
-		return err
+	return c.validateLimits()
+}
+
+// validateTFTP checks the tftp section.
+func (c *Config) validateTFTP() error {
+	t := &c.TFTP
+	if t.Listen == "" {
+		t.Listen = ":69"
 	}
-	if c.TFTP.Listen == "" {
-		c.TFTP.Listen = ":69"
-	}
-	if c.TFTP.Listen != "off" {
-		if _, _, err := net.SplitHostPort(c.TFTP.Listen); err != nil {
-			return bad("tftp.listen", "%q is not HOST:PORT or off", c.TFTP.Listen)
+	if t.Listen != "off" {
+		if _, _, err := net.SplitHostPort(t.Listen); err != nil {
+			return fieldError("tftp.listen", "%q is not HOST:PORT or off", t.Listen)
 		}
 	}
-	if c.TFTP.MaxBlockSize != 0 && (c.TFTP.MaxBlockSize < 513 || c.TFTP.MaxBlockSize > 65464) {
-		return bad("tftp.max_block_size", "%d is not between 513 and 65464", c.TFTP.MaxBlockSize)
+	if t.MaxBlockSize != 0 && (t.MaxBlockSize < 513 || t.MaxBlockSize > 65464) {
+		return fieldError("tftp.max_block_size", "%d is not between 513 and 65464", t.MaxBlockSize)
 	}
-	if c.TFTP.MaxTransfers < 0 {
-		return bad("tftp.max_transfers", "must not be negative")
+	if t.MaxTransfers < 0 {
+		return fieldError("tftp.max_transfers", "must not be negative")
 	}
-	if c.TFTP.MaxTransfersPerClient < 0 {
-		return bad("tftp.max_transfers_per_client", "must not be negative")
+	if t.MaxTransfersPerClient < 0 {
+		return fieldError("tftp.max_transfers_per_client", "must not be negative")
 	}
+	return nil
+}
+
+// validateDHCP checks the dhcp section: the mode and listen address, then the options handed to
+// the nodes, then the pool.
+func (c *Config) validateDHCP() error {
 	d := &c.DHCP
 	if d.Mode == "" {
 		d.Mode = DHCPReservation
 	}
 	if d.Mode == "pool" {
-		return bad("dhcp.mode", "%q is not reservation, proxy or off (a pool is dhcp.pool: {range: FIRST-LAST, lease: 10m} in reservation mode)", d.Mode)
+		return fieldError("dhcp.mode", "%q is not reservation, proxy or off (a pool is dhcp.pool: {range: FIRST-LAST, lease: 10m} in reservation mode)", d.Mode)
 	}
 	if d.Mode != DHCPReservation && d.Mode != DHCPProxy && d.Mode != DHCPOff {
-		return bad("dhcp.mode", "%q is not reservation, proxy or off", d.Mode)
+		return fieldError("dhcp.mode", "%q is not reservation, proxy or off", d.Mode)
 	}
 	if d.Listen == "" {
 		d.Listen = ":67"
 	}
 	if _, _, err := net.SplitHostPort(d.Listen); err != nil {
-		return bad("dhcp.listen", "%q is not HOST:PORT", d.Listen)
+		return fieldError("dhcp.listen", "%q is not HOST:PORT", d.Listen)
 	}
-	if d.Subnet == "" && d.Mode == DHCPReservation {
-		return bad("dhcp.subnet", "missing: the nodes' subnet, e.g. 10.0.0.0/24 (needed in reservation mode)")
-	}
-	if d.Subnet != "" {
-		p, err := netip.ParsePrefix(d.Subnet)
-		if err != nil || !p.Addr().Is4() {
-			return bad("dhcp.subnet", "%q is not an IPv4 prefix like 10.0.0.0/24", d.Subnet)
-		}
-	}
-	if d.Router != "" {
-		if a, err := netip.ParseAddr(d.Router); err != nil || !a.Is4() {
-			return bad("dhcp.router", "%q is not an IPv4 address", d.Router)
-		}
-	}
-	for i, s := range d.DNS {
-		if a, err := netip.ParseAddr(s); err != nil || !a.Is4() {
-			return bad(fmt.Sprintf("dhcp.dns[%d]", i), "%q is not an IPv4 address", s)
-		}
+	if err := d.validateOptions(); err != nil {
+		return err
 	}
 	if d.LeaseTime == 0 {
 		d.LeaseTime = Duration(time.Hour)
 	}
 	if d.Workers < 0 {
-		return bad("dhcp.workers", "must not be negative")
+		return fieldError("dhcp.workers", "must not be negative")
 	}
 	if d.Pool != nil {
-		if err := c.validatePool(); err != nil {
-			return err
+		return c.validatePool()
+	}
+	return nil
+}
+
+// validateOptions checks the network options handed to the nodes: subnet (required in reservation
+// mode), router and name servers.
+func (d *DHCPConfig) validateOptions() error {
+	if d.Subnet == "" && d.Mode == DHCPReservation {
+		return fieldError("dhcp.subnet", "missing: the nodes' subnet, e.g. 10.0.0.0/24 (needed in reservation mode)")
+	}
+	if d.Subnet != "" {
+		p, err := netip.ParsePrefix(d.Subnet)
+		if err != nil || !p.Addr().Is4() {
+			return fieldError("dhcp.subnet", "%q is not an IPv4 prefix like 10.0.0.0/24", d.Subnet)
+		}
+	}
+	if d.Router != "" {
+		if a, err := netip.ParseAddr(d.Router); err != nil || !a.Is4() {
+			return fieldError("dhcp.router", "%q is not an IPv4 address", d.Router)
+		}
+	}
+	for i, s := range d.DNS {
+		if a, err := netip.ParseAddr(s); err != nil || !a.Is4() {
+			return fieldError(fmt.Sprintf("dhcp.dns[%d]", i), "%q is not an IPv4 address", s)
 		}
 	}
 	return nil
@@ -453,9 +497,6 @@ const (
 // validateLimits applies the defaults of the authentication files, the HTTP limits and the health
 // limits, and checks them.
 func (c *Config) validateLimits() error {
-	bad := func(field, format string, args ...any) error {
-		return &Error{Field: field, Msg: fmt.Sprintf(format, args...)}
-	}
 	h := &c.HTTP
 	if h.NodeAuth == nil {
 		on := true
@@ -481,7 +522,7 @@ func (c *Config) validateLimits() error {
 			*d.v = d.def
 		}
 		if *d.v < Duration(time.Second) {
-			return bad(d.field, "%v is less than 1s", time.Duration(*d.v))
+			return fieldError(d.field, "%v is less than 1s", time.Duration(*d.v))
 		}
 	}
 	ints := []struct {
@@ -499,7 +540,7 @@ func (c *Config) validateLimits() error {
 			*n.v = n.def
 		}
 		if *n.v < 1 || *n.v > n.max {
-			return bad(n.field, "%d is not between 1 and %d", *n.v, n.max)
+			return fieldError(n.field, "%d is not between 1 and %d", *n.v, n.max)
 		}
 	}
 	return nil
@@ -508,65 +549,84 @@ func (c *Config) validateLimits() error {
 // validatePool checks dhcp.pool against the rest of the configuration (the inventory's addresses
 // are checked when the server loads it).
 func (c *Config) validatePool() error {
-	bad := func(field, format string, args ...any) error {
-		return &Error{Field: "dhcp.pool" + field, Msg: fmt.Sprintf(format, args...)}
-	}
 	d, p := &c.DHCP, c.DHCP.Pool
 	if d.Mode != DHCPReservation {
-		return bad("", "needs dhcp.mode reservation (it is %s)", d.Mode)
+		return fieldError("dhcp.pool", "needs dhcp.mode reservation (it is %s)", d.Mode)
 	}
-	if p.Range == "" {
-		return bad(".range", "missing: the pool's addresses as FIRST-LAST, e.g. 10.0.0.100-10.0.0.199")
+	first, last, err := parsePoolRange(p.Range, netip.MustParsePrefix(d.Subnet).Masked())
+	if err != nil {
+		return err
 	}
-	a, b, ok := strings.Cut(p.Range, "-")
-	first, err1 := netip.ParseAddr(strings.TrimSpace(a))
-	last, err2 := netip.ParseAddr(strings.TrimSpace(b))
-	if !ok || err1 != nil || err2 != nil || !first.Is4() || !last.Is4() {
-		return bad(".range", "%q is not FIRST-LAST with two IPv4 addresses, e.g. 10.0.0.100-10.0.0.199", p.Range)
+	if err := c.checkPoolExcludes(first, last); err != nil {
+		return err
 	}
-	if last.Less(first) {
-		return bad(".range", "%s-%s: the first address comes after the last", first, last)
-	}
-	subnet := netip.MustParsePrefix(d.Subnet).Masked()
-	for _, x := range []netip.Addr{first, last} {
-		if !subnet.Contains(x) {
-			return bad(".range", "%s is outside dhcp.subnet %s", x, subnet)
-		}
-	}
-	size := u32(last) - u32(first) + 1
-	if size > MaxPoolSize {
-		return bad(".range", "%d addresses: at most %d", size, MaxPoolSize)
-	}
-	in := func(x netip.Addr) bool { return !x.Less(first) && !last.Less(x) }
-	if subnet.Bits() < 31 {
-		if in(subnet.Addr()) {
-			return bad(".range", "includes %s, the network address of dhcp.subnet %s", subnet.Addr(), subnet)
-		}
-		if bc := broadcast(subnet); in(bc) {
-			return bad(".range", "includes %s, the broadcast address of dhcp.subnet %s", bc, subnet)
-		}
-	}
-	for i, s := range c.Servers {
-		if x, _ := netip.ParseAddr(s.Address); in(x) {
-			return bad(".range", "includes %s, the address of servers[%d] (%s)", x, i, s.Name)
-		}
-	}
-	if x, err := netip.ParseAddr(d.Router); err == nil && in(x) {
-		return bad(".range", "includes %s, dhcp.router", x)
-	}
-	for i, s := range d.DNS {
-		if x, _ := netip.ParseAddr(s); in(x) {
-			return bad(".range", "includes %s, dhcp.dns[%d]", x, i)
-		}
-	}
-	if size < uint64(len(c.Servers)) {
-		return bad(".range", "%d addresses for %d servers: the servers split the range, each needs at least one", size, len(c.Servers))
+	if size := u32(last) - u32(first) + 1; size < uint64(len(c.Servers)) {
+		return fieldError("dhcp.pool.range", "%d addresses for %d servers: the servers split the range, each needs at least one", size, len(c.Servers))
 	}
 	if p.Lease == 0 {
 		p.Lease = d.LeaseTime
 	}
 	if p.Lease < MinPoolLease || p.Lease > MaxPoolLease {
-		return bad(".lease", "%v is not between 1m and 7d", time.Duration(p.Lease))
+		return fieldError("dhcp.pool.lease", "%v is not between 1m and 7d", time.Duration(p.Lease))
+	}
+	return nil
+}
+
+// parsePoolRange parses dhcp.pool.range, FIRST-LAST, and checks that it lies in subnet and holds
+// at most MaxPoolSize addresses.
+func parsePoolRange(r string, subnet netip.Prefix) (first, last netip.Addr, err error) {
+	const field = "dhcp.pool.range"
+	if r == "" {
+		return first, last, fieldError(field, "missing: the pool's addresses as FIRST-LAST, e.g. 10.0.0.100-10.0.0.199")
+	}
+	a, b, ok := strings.Cut(r, "-")
+	first, err1 := netip.ParseAddr(strings.TrimSpace(a))
+	last, err2 := netip.ParseAddr(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil || !first.Is4() || !last.Is4() {
+		return first, last, fieldError(field, "%q is not FIRST-LAST with two IPv4 addresses, e.g. 10.0.0.100-10.0.0.199", r)
+	}
+	if last.Less(first) {
+		return first, last, fieldError(field, "%s-%s: the first address comes after the last", first, last)
+	}
+	for _, x := range []netip.Addr{first, last} {
+		if !subnet.Contains(x) {
+			return first, last, fieldError(field, "%s is outside dhcp.subnet %s", x, subnet)
+		}
+	}
+	if size := u32(last) - u32(first) + 1; size > MaxPoolSize {
+		return first, last, fieldError(field, "%d addresses: at most %d", size, MaxPoolSize)
+	}
+	return first, last, nil
+}
+
+// checkPoolExcludes checks that the pool first..last holds none of the addresses that are not
+// free to hand out: the subnet's network and broadcast addresses, the servers', the router's
+// and the name servers'.
+func (c *Config) checkPoolExcludes(first, last netip.Addr) error {
+	bad := func(format string, args ...any) error { return fieldError("dhcp.pool.range", format, args...) }
+	in := func(x netip.Addr) bool { return !x.Less(first) && !last.Less(x) }
+	d := &c.DHCP
+	subnet := netip.MustParsePrefix(d.Subnet).Masked()
+	if subnet.Bits() < 31 {
+		if in(subnet.Addr()) {
+			return bad("includes %s, the network address of dhcp.subnet %s", subnet.Addr(), subnet)
+		}
+		if bc := broadcast(subnet); in(bc) {
+			return bad("includes %s, the broadcast address of dhcp.subnet %s", bc, subnet)
+		}
+	}
+	for i, s := range c.Servers {
+		if x, _ := netip.ParseAddr(s.Address); in(x) {
+			return bad("includes %s, the address of servers[%d] (%s)", x, i, s.Name)
+		}
+	}
+	if x, err := netip.ParseAddr(d.Router); err == nil && in(x) {
+		return bad("includes %s, dhcp.router", x)
+	}
+	for i, s := range d.DNS {
+		if x, _ := netip.ParseAddr(s); in(x) {
+			return bad("includes %s, dhcp.dns[%d]", x, i)
+		}
 	}
 	return nil
 }
