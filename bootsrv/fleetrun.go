@@ -222,49 +222,55 @@ func (s *Server) stillBooting(name string) bool {
 // it, and a returning owner waits.
 func midBoot(st State) bool { return st != Pending && st != Healthy && st != Failed }
 
-// reconcile applies the ownership rule to the live members.
-func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
-	f := s.fleet
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	m := f.m.Load()
-	if m == nil || !m.Valid() {
-		return nil // fenced: this view may be stale; take nothing over
-	}
-	me := s.cfg.Servers[s.cfg.ServerID].Name
-	live := map[string]bool{me: true}
+// fleetView is the live set as one reconcile sees it.
+type fleetView struct {
+	me        string          // this server's name
+	live      map[string]bool // live members' names, this server included
+	dead      []int           // configured servers that are neither live nor in failed_servers
+	deadNames []string
+}
+
+// viewOf builds the fleet view of the live members.
+func (s *Server) viewOf(members []fleet.Member) fleetView {
+	v := fleetView{me: s.cfg.Servers[s.cfg.ServerID].Name, live: map[string]bool{}}
+	v.live[v.me] = true
 	for _, mb := range members {
-		live[mb.Name] = true
+		v.live[mb.Name] = true
 	}
-	var dead []int
-	var deadNames []string
 	for i, srv := range s.cfg.Servers {
-		if !live[srv.Name] && !slices.Contains(s.cfg.FailedServers, i) {
-			dead = append(dead, i)
-			deadNames = append(deadNames, srv.Name)
+		if !v.live[srv.Name] && !slices.Contains(s.cfg.FailedServers, i) {
+			v.dead = append(v.dead, i)
+			v.deadNames = append(v.deadNames, srv.Name)
 		}
 	}
-	a, err := Assignment(s.hier, s.cfg.Mapping, len(s.cfg.Servers), s.cfg.FailedServers, dead)
-	if err != nil {
-		return err
+	return v
+}
+
+// liveIDs returns the live servers by index, those in failed_servers left out.
+func (s *Server) liveIDs(v fleetView) []int {
+	var ids []int
+	for i, srv := range s.cfg.Servers {
+		if v.live[srv.Name] && !slices.Contains(s.cfg.FailedServers, i) {
+			ids = append(ids, i)
+		}
 	}
-	au, err := NewAuthority(s.auth.Inventory(), a, s.cfg.ServerID)
-	if err != nil {
-		return err
-	}
-	recList, err := f.store.Load()
-	if err != nil {
-		return err
-	}
-	recs := make(map[string]NodeStatus, len(recList))
-	for _, r := range recList {
-		recs[r.Name] = r
-	}
+	return ids
+}
+
+// ownershipPlan is what the ownership rule makes of this server's nodes in one reconcile.
+type ownershipPlan struct {
+	final    []*InventoryNode      // the nodes this server answers from now on
+	deferred int                   // nodes gained by the rule, left to a live holder for now
+	kept     int                   // nodes lost by the rule, kept here until their boot ends
+	handoff  map[string]string     // tracked nodes released now -> their new owner
+	stale    map[string]NodeStatus // untracked nodes whose record still names this server
+}
+
+// planOwnership applies the ownership rule au to every inventory node, given the nodes' records
+// and what this server tracks now.
+func (s *Server) planOwnership(au *Authority, v fleetView, recs map[string]NodeStatus) ownershipPlan {
+	p := ownershipPlan{handoff: map[string]string{}, stale: map[string]NodeStatus{}}
 	inv := s.auth.Inventory()
-	var final []*InventoryNode
-	deferred, kept := 0, 0
-	handoff := map[string]string{}   // tracked nodes released now -> their new owner
-	stale := map[string]NodeStatus{} // untracked nodes whose record still names this server
 	for i := range inv.Nodes {
 		n := &inv.Nodes[i]
 		owner := au.Owner(n)
@@ -280,65 +286,130 @@ func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
 			// handed it off (its record names the new owner): the holder keeps a node mid-boot
 			// until the boot ends, and answers it until it has written the handoff, so the two
 			// never answer one node at once. A dead holder hands nothing off: take over at once.
-			if hasRec && r.Server != "" && r.Server != me && live[r.Server] {
-				deferred++
+			if hasRec && v.heldByOtherLive(r) {
+				p.deferred++
 				continue
 			}
-			final = append(final, n)
+			p.final = append(p.final, n)
 		case owner == s.cfg.ServerID:
-			final = append(final, n)
-		case tracked && midBoot(st) && ownerName != "" && live[ownerName] && s.stillBooting(n.Name):
+			p.final = append(p.final, n)
+		case tracked && s.keepWhileBooting(n.Name, st, ownerName, v):
 			// Lost to a live server while booting here: keep it until the boot ends.
-			kept++
-			final = append(final, n)
+			p.kept++
+			p.final = append(p.final, n)
 		case tracked:
-			handoff[n.Name] = ownerName
-		case hasRec && r.Server == me && ownerName != me:
+			p.handoff[n.Name] = ownerName
+		case hasRec && r.Server == v.me && ownerName != v.me:
 			// Named as holder but not tracked (this server restarted): hand it off too, or its
 			// new owner would wait for it forever.
 			r.Server = ownerName
-			stale[n.Name] = r
+			p.stale[n.Name] = r
 		}
 	}
-	for name, to := range handoff {
-		s.tracker.SetServer(name, to)
-	}
-	added, removed, err := s.tracker.Retrack(final, recs)
+	return p
+}
+
+// heldByOtherLive says whether record r names another live server as the node's holder.
+func (v fleetView) heldByOtherLive(r NodeStatus) bool {
+	return r.Server != "" && r.Server != v.me && v.live[r.Server]
+}
+
+// keepWhileBooting says whether a tracked node in state st, lost to owner, stays here for now:
+// it is mid-boot, still showing signs of life, and its new owner is live (a dead one could not
+// answer it anyway).
+func (s *Server) keepWhileBooting(name string, st State, owner string, v fleetView) bool {
+	return midBoot(st) && owner != "" && v.live[owner] && s.stillBooting(name)
+}
+
+// loadRecords returns the fleet's boot-state records by node name.
+func (f *fleetRuntime) loadRecords() (map[string]NodeStatus, error) {
+	recList, err := f.store.Load()
 	if err != nil {
-		s.log.Warn("saving boot states before an ownership change", zap.Error(err))
+		return nil, err
 	}
-	if len(stale) > 0 {
-		list := make([]NodeStatus, 0, len(stale))
-		for _, name := range sortedKeys(stale) {
-			list = append(list, stale[name])
-		}
-		if err := f.store.Save(list); err != nil {
-			s.log.Warn("handing off nodes", zap.Error(err))
-		}
+	recs := make(map[string]NodeStatus, len(recList))
+	for _, r := range recList {
+		recs[r.Name] = r
 	}
-	res, err := nodeReservations(final, s.cfg.DHCP.networkOptions())
+	return recs, nil
+}
+
+// reconcile applies the ownership rule to the live members.
+func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
+	f := s.fleet
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if m := f.m.Load(); m == nil || !m.Valid() {
+		return nil // fenced: this view may be stale; take nothing over
+	}
+	v := s.viewOf(members)
+	a, err := Assignment(s.hier, s.cfg.Mapping, len(s.cfg.Servers), s.cfg.FailedServers, v.dead)
 	if err != nil {
 		return err
 	}
-	var liveIDs []int
-	for i, srv := range s.cfg.Servers {
-		if live[srv.Name] && !slices.Contains(s.cfg.FailedServers, i) {
-			liveIDs = append(liveIDs, i)
-		}
+	au, err := NewAuthority(s.auth.Inventory(), a, s.cfg.ServerID)
+	if err != nil {
+		return err
 	}
+	recs, err := f.loadRecords()
+	if err != nil {
+		return err
+	}
+	p := s.planOwnership(au, v, recs)
+	added, removed, saveErr := s.applyOwnership(p, recs)
+	res, err := nodeReservations(p.final, s.cfg.DHCP.networkOptions())
+	if err != nil {
+		return err
+	}
+	liveIDs := s.liveIDs(v)
 	f.liveIDs.Store(&liveIDs)
 	f.cur.Store(au)
 	f.curRes.Store(&res)
 	// Re-check soon while nodes wait for a handoff, a boot to end, or a handoff to be written.
-	f.pending.Store(deferred > 0 || kept > 0 || len(stale) > 0 || len(handoff) > 0 && err != nil)
-	f.owned.Set(float64(len(final)))
-	f.live.Set(float64(len(live)))
-	f.deferred.Set(float64(deferred))
+	f.pending.Store(p.deferred > 0 || p.kept > 0 || len(p.stale) > 0 || len(p.handoff) > 0 && saveErr != nil)
+	f.owned.Set(float64(len(p.final)))
+	f.live.Set(float64(len(v.live)))
+	f.deferred.Set(float64(p.deferred))
+	s.recordTakeovers(ctx, v, added, recs)
+	if len(added) > 0 || len(removed) > 0 || strings.Join(v.deadNames, ",") != strings.Join(f.dead, ",") {
+		s.log.Info("fleet ownership", zap.Strings("dead", v.deadNames), zap.Int("live", len(v.live)),
+			zap.Int("owned", len(p.final)), zap.Int("gained", len(added)), zap.Int("released", len(removed)),
+			zap.Int("deferred", p.deferred), zap.Int("kept", p.kept))
+	}
+	f.dead = v.deadNames
+	return nil
+}
 
-	// Takeovers: gained nodes whose last holder is dead.
+// applyOwnership makes the tracker follow the plan: the released nodes' records name their new
+// owners, the tracker holds exactly the plan's nodes, and the stale records are handed off. It
+// returns the nodes gained and released, and the error of saving the handed-off states (logged).
+func (s *Server) applyOwnership(p ownershipPlan, recs map[string]NodeStatus) (added, removed []string, saveErr error) {
+	for name, to := range p.handoff {
+		s.tracker.SetServer(name, to)
+	}
+	added, removed, saveErr = s.tracker.Retrack(p.final, recs)
+	if saveErr != nil {
+		s.log.Warn("saving boot states before an ownership change", zap.Error(saveErr))
+	}
+	if len(p.stale) > 0 {
+		list := make([]NodeStatus, 0, len(p.stale))
+		for _, name := range sortedKeys(p.stale) {
+			list = append(list, p.stale[name])
+		}
+		if err := s.fleet.store.Save(list); err != nil {
+			s.log.Warn("handing off nodes", zap.Error(err))
+		}
+	}
+	return added, removed, saveErr
+}
+
+// recordTakeovers counts, logs and records in the fleet's events the gained nodes whose last
+// holder is dead, per dead holder.
+func (s *Server) recordTakeovers(ctx context.Context, v fleetView, added []string, recs map[string]NodeStatus) {
+	f := s.fleet
 	from := map[string][]string{}
 	for _, name := range added {
-		if r, ok := recs[name]; ok && r.Server != "" && r.Server != me && !live[r.Server] {
+		if r, ok := recs[name]; ok && r.Server != "" && r.Server != v.me && !v.live[r.Server] {
 			from[r.Server] = append(from[r.Server], name)
 		}
 	}
@@ -351,19 +422,12 @@ func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
 			}
 		}
 		f.takeovers.WithLabelValues(dn).Add(float64(len(nodes)))
-		s.log.Info("takeover", zap.String("from", dn), zap.String("to", me), zap.Int("nodes", len(nodes)), zap.Int("mid_boot", mid))
-		ev, _ := json.Marshal(TakeoverEvent{From: dn, To: me, Nodes: len(nodes), MidBoot: mid, At: time.Now().UTC()})
+		s.log.Info("takeover", zap.String("from", dn), zap.String("to", v.me), zap.Int("nodes", len(nodes)), zap.Int("mid_boot", mid))
+		ev, _ := json.Marshal(TakeoverEvent{From: dn, To: v.me, Nodes: len(nodes), MidBoot: mid, At: time.Now().UTC()})
 		if _, err := f.opts.Client.AppendEvent(ctx, "takeover", ev); err != nil {
 			s.log.Warn("recording a takeover", zap.Error(err))
 		}
 	}
-	if len(added) > 0 || len(removed) > 0 || strings.Join(deadNames, ",") != strings.Join(f.dead, ",") {
-		s.log.Info("fleet ownership", zap.Strings("dead", deadNames), zap.Int("live", len(live)),
-			zap.Int("owned", len(final)), zap.Int("gained", len(added)), zap.Int("released", len(removed)),
-			zap.Int("deferred", deferred), zap.Int("kept", kept))
-	}
-	f.dead = deadNames
-	return nil
 }
 
 // TakeoverEvent is the record of one takeover in the fleet's events (events/takeover/...).

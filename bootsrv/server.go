@@ -86,6 +86,47 @@ func New(cfg *Config, opts Options) (_ *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	s := newServer(cfg, opts)
+	algo, err := s.loadMachine()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.openImages(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.files.Close()
+		}
+	}()
+	tracked, err := s.openStore(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.store.Close()
+		}
+	}()
+	if err := s.openPool(opts.Now); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.closePool()
+		}
+	}()
+	if err := s.newEndpoints(tracked, opts); err != nil {
+		return nil, err
+	}
+	srv := cfg.Servers[cfg.ServerID]
+	s.log.Info("boot server configured", zap.String("server", srv.Name), zap.Int("id", cfg.ServerID),
+		zap.Int("inventory", len(s.auth.Inventory().Nodes)), zap.Int("owned", len(s.auth.Owned())), zap.String("mapping", algo))
+	return s, nil
+}
+
+// newServer builds the server with its logger and registry, before anything is loaded.
+func newServer(cfg *Config, opts Options) *Server {
 	s := &Server{cfg: cfg, log: opts.Logger, reg: opts.Registry, extra: opts.Gatherer}
 	if s.log == nil {
 		s.log = zap.NewNop()
@@ -97,113 +138,118 @@ func New(cfg *Config, opts Options) (_ *Server, err error) {
 		s.reg = prometheus.NewRegistry()
 		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
+	return s
+}
+
+// loadMachine loads the topology and the inventory, deals the nodes to the servers and checks
+// the inventory against the configuration. It returns the mapping's algorithm.
+func (s *Server) loadMachine() (algo string, err error) {
+	cfg := s.cfg
 	m, err := topology.Load(cfg.Topology)
 	if err != nil {
-		return nil, fmt.Errorf("topology: %w", err)
+		return "", fmt.Errorf("topology: %w", err)
 	}
 	g, err := m.Build()
 	if err != nil {
-		return nil, fmt.Errorf("topology %s: %w", cfg.Topology, err)
+		return "", fmt.Errorf("topology %s: %w", cfg.Topology, err)
 	}
-	h := g.Hierarchy()
-	s.hier = h
-	inv, err := LoadInventory(cfg.Inventory, h)
+	s.hier = g.Hierarchy()
+	inv, err := LoadInventory(cfg.Inventory, s.hier)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	a, err := Assignment(h, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
+	a, err := Assignment(s.hier, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
 	if err != nil {
-		return nil, fmt.Errorf("mapping: %w", err)
+		return "", fmt.Errorf("mapping: %w", err)
 	}
 	if s.auth, err = NewAuthority(inv, a, cfg.ServerID); err != nil {
-		return nil, err
+		return "", err
 	}
 	if err := s.checkInventory(); err != nil {
-		return nil, err
+		return "", err
 	}
 	if err := s.checkPoolInventory(); err != nil {
-		return nil, err
+		return "", err
 	}
 	if s.res, err = s.auth.Reservations(cfg.DHCP.networkOptions()); err != nil {
-		return nil, fmt.Errorf("reservations: %w", err)
+		return "", fmt.Errorf("reservations: %w", err)
 	}
+	return a.Algo, nil
+}
+
+// openImages opens the image store, the iPXE binaries and what HTTP serves from them, and checks
+// that the default profile exists. On success s.files is open; the caller closes it.
+func (s *Server) openImages() (err error) {
+	cfg := s.cfg
 	if s.images, err = images.Open(cfg.Images); err != nil {
-		return nil, fmt.Errorf("%s: images: %w", cfg.file, err)
+		return fmt.Errorf("%s: images: %w", cfg.file, err)
 	}
 	// A server without its iPXE binaries or its default profile would answer every node and then
 	// fail each boot one step later: refuse to start instead, naming what is missing.
 	ipxe, err := images.LocateIPXE(cfg.IPXEDir)
 	if err != nil {
-		return nil, fmt.Errorf("%s: ipxe_dir: %w", cfg.file, err)
+		return fmt.Errorf("%s: ipxe_dir: %w", cfg.file, err)
 	}
 	s.fsys = s.images.FS(ipxe)
 	if err := s.openAuth(ipxe); err != nil {
-		return nil, err
+		return err
 	}
-	defer func() {
-		if err != nil {
-			s.files.Close()
-		}
-	}()
 	if _, err := s.images.Get(cfg.Profile); err != nil {
-		return nil, fmt.Errorf("%s: profile %q is not in the image store %s (bootctl image list --store %s): %w", cfg.file, cfg.Profile, cfg.Images, cfg.Images, err)
+		s.files.Close()
+		return fmt.Errorf("%s: profile %q is not in the image store %s (bootctl image list --store %s): %w", cfg.file, cfg.Profile, cfg.Images, cfg.Images, err)
 	}
-	var store StateStore
-	tracked := s.auth.Owned()
+	return nil
+}
+
+// openStore opens where boot states are kept: the fleet's records in etcd, or this server's
+// state files (recovered first when asked). It returns the nodes to track from the start: the
+// owned ones, or none in a fleet, where nodes come with ownership. On success s.store is open;
+// the caller closes it.
+func (s *Server) openStore(opts Options) (tracked []*InventoryNode, err error) {
+	tracked = s.auth.Owned()
 	if opts.Fleet != nil {
 		if s.fleet, err = newFleetRuntime(s, *opts.Fleet); err != nil {
 			return nil, err
 		}
-		store, tracked = s.fleet.store, nil // the fleet's records; nodes come with ownership
+		s.store, tracked = s.fleet.store, nil // the fleet's records; nodes come with ownership
 		s.res = fleetReservations{s.fleet}
-	} else {
-		if opts.RecoverState {
-			if err := s.recoverState(opts.Now); err != nil {
-				return nil, err
-			}
-		}
-		if store, err = OpenStore(cfg.StateDir); err != nil {
+		return tracked, nil
+	}
+	if opts.RecoverState {
+		if err := s.recoverState(opts.Now); err != nil {
 			return nil, err
 		}
 	}
-	s.store = store
-	defer func() {
-		if err != nil {
-			store.Close()
-		}
-	}()
-	if err := s.openPool(opts.Now); err != nil {
+	if s.store, err = OpenStore(s.cfg.StateDir); err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			s.closePool()
-		}
-	}()
+	return tracked, nil
+}
+
+// newEndpoints builds the boot-state tracker, the URL nodes reach HTTP at, the HTTP metrics and
+// the TFTP server.
+func (s *Server) newEndpoints(tracked []*InventoryNode, opts Options) (err error) {
+	cfg := s.cfg
 	srv := cfg.Servers[cfg.ServerID]
 	s.tracker, err = NewTracker(tracked, cfg.Profile, TrackerOptions{
-		Store: store, Shared: s.fleet != nil, Flush: time.Duration(*cfg.StateFlush), Now: opts.Now, Registerer: s.reg,
+		Store: s.store, Shared: s.fleet != nil, Flush: time.Duration(*cfg.StateFlush), Now: opts.Now, Registerer: s.reg,
 		Logger: s.log.Named("state"), Server: srv.Name, ServerID: cfg.ServerID,
 		ResetOnDiscover: cfg.ResetOnDiscover, History: cfg.Health.History,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	_, port, _ := net.SplitHostPort(cfg.HTTP.Listen) // Listen sets the bound port
 	if err := s.setBaseURL(port); err != nil {
-		return nil, err
+		return err
 	}
 	if s.httpm, err = newHTTPMetrics(s.reg); err != nil {
-		return nil, err
+		return err
 	}
 	if cfg.TFTP.Listen != "off" {
-		if err := s.newTFTP(opts); err != nil {
-			return nil, err
-		}
+		return s.newTFTP(opts)
 	}
-	s.log.Info("boot server configured", zap.String("server", srv.Name), zap.Int("id", cfg.ServerID),
-		zap.Int("inventory", len(inv.Nodes)), zap.Int("owned", len(s.auth.Owned())), zap.String("mapping", a.Algo))
-	return s, nil
+	return nil
 }
 
 // newTFTP builds the TFTP server: the profile store and the iPXE binaries, then tftp.root (opened
@@ -478,46 +524,20 @@ func (s *Server) Serve(ctx context.Context) error {
 	ln, tconn, dh := s.httpLn, s.tftpConn, s.dhcp
 	s.mu.Unlock()
 
-	var wg sync.WaitGroup
-	errs := make(chan error, 4+len(dh))
-	run := func(name string, f func() error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(); err != nil {
-				errs <- fmt.Errorf("%s: %w", name, err)
-				cancel()
-			}
-		}()
-	}
-	hs := s.httpServer()
-	run("http", func() error {
-		if err := hs.Serve(newLimitListener(ln, s.cfg.HTTP.MaxConnsPerClient, s.httpm.refused)); !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	})
-	run("http shutdown", func() error {
-		<-ctx.Done()
-		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer scancel()
-		if err := hs.Shutdown(sctx); err != nil {
-			hs.Close()
-		}
-		return nil
-	})
+	g := &endpointGroup{errs: make(chan error, 4+len(dh)), cancel: cancel}
+	s.serveHTTP(ctx, g, ln)
 	if tconn != nil {
-		run("tftp", func() error { return s.tftp.Serve(ctx, tconn) })
+		g.run("tftp", func() error { return s.tftp.Serve(ctx, tconn) })
 	}
 	for _, d := range dh {
-		run("dhcp", func() error { return d.Serve(ctx) })
+		g.run("dhcp", func() error { return d.Serve(ctx) })
 	}
 	if s.fleet != nil {
 		if err := s.joinFleet(ctx); err != nil {
-			errs <- err
+			g.errs <- err
 			cancel()
 		} else {
-			run("fleet", func() error { return s.runFleet(ctx) })
+			g.run("fleet", func() error { return s.runFleet(ctx) })
 		}
 	}
 	stateCtx, stopState := context.WithCancel(context.WithoutCancel(ctx))
@@ -528,12 +548,59 @@ func (s *Server) Serve(ctx context.Context) error {
 		attrs = append(attrs, zap.Stringer("tftp", tconn.LocalAddr()))
 	}
 	s.log.Info("boot server running", attrs...)
-	wg.Wait()
+	g.wg.Wait()
 	// The endpoints are done: the tracker's last save now holds their last events.
 	stopState()
 	if err := <-stateDone; err != nil {
-		errs <- fmt.Errorf("state: %w", err)
+		g.errs <- fmt.Errorf("state: %w", err)
 	}
+	return s.stopped(g.errs)
+}
+
+// endpointGroup runs a server's endpoints, each in its own goroutine; the first to fail cancels
+// the others. errs must hold an error from every endpoint and the state saver.
+type endpointGroup struct {
+	wg     sync.WaitGroup
+	errs   chan error
+	cancel context.CancelFunc
+}
+
+// run starts endpoint name.
+func (g *endpointGroup) run(name string, f func() error) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := f(); err != nil {
+			g.errs <- fmt.Errorf("%s: %w", name, err)
+			g.cancel()
+		}
+	}()
+}
+
+// serveHTTP runs the HTTP endpoint on ln until ctx ends, then gives the requests in flight up to
+// 5 s before it closes their connections.
+func (s *Server) serveHTTP(ctx context.Context, g *endpointGroup, ln net.Listener) {
+	hs := s.httpServer()
+	g.run("http", func() error {
+		if err := hs.Serve(newLimitListener(ln, s.cfg.HTTP.MaxConnsPerClient, s.httpm.refused)); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.run("http shutdown", func() error {
+		<-ctx.Done()
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer scancel()
+		if err := hs.Shutdown(sctx); err != nil {
+			hs.Close()
+		}
+		return nil
+	})
+}
+
+// stopped closes the server after its endpoints and state saver have ended and returns their
+// errors (errs, which it closes) with the close's.
+func (s *Server) stopped(errs chan error) error {
 	close(errs)
 	s.mu.Lock()
 	s.httpLn, s.tftpConn, s.dhcp = nil, nil, nil
