@@ -138,60 +138,12 @@ var perServerFields = []string{
 // the mapping for every server, every node's address and profile, the store's blobs) so that a bad
 // revision is refused here, with the file and line, and never reaches the servers.
 func LoadFleetFile(path string) (*FleetDoc, error) {
-	data, err := os.ReadFile(path)
+	cfg, line, err := loadFleetConfig(path)
 	if err != nil {
-		return nil, fmt.Errorf("fleet file: %w", err)
-	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(err, path)
-	}
-	if len(root.Content) == 0 {
-		return nil, &Error{File: path, Msg: "empty fleet file"}
-	}
-	if err := refusePerServer(root.Content[0], path); err != nil {
-		return nil, err
-	}
-	cfg, err := ParseConfig(data, path)
-	if err != nil {
-		return nil, err
-	}
-	line := func(field string) int { return topology.FieldLine(root.Content[0], field) }
-	// Validate as one server that serves; the other servers are checked below.
-	id := -1 // the first server not in failed_servers
-	for i := range cfg.Servers {
-		if !slices.Contains(cfg.FailedServers, i) {
-			id = i
-			break
-		}
-	}
-	if id < 0 && len(cfg.Servers) > 0 {
-		return nil, &Error{File: path, Line: line("failed_servers"), Field: "failed_servers", Msg: "lists every server: at least one must serve"}
-	}
-	cfg.ServerID = max(id, 0)
-	cfg.StateDir = filepath.Dir(path) // required by Validate; never published
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if err := checkServerNames(cfg.Servers); err != nil {
-		err.File, err.Line = path, line(err.Field)
 		return nil, err
 	}
 	doc := fleetDocOf(cfg)
-	var topoText, invText []byte
-	if _, ok := topology.Preset(cfg.Topology); ok {
-		doc.Topology = FleetFile{Preset: cfg.Topology}
-	} else {
-		if topoText, err = os.ReadFile(cfg.Topology); err != nil {
-			return nil, &Error{File: path, Line: line("topology"), Field: "topology", Msg: err.Error()}
-		}
-		doc.Topology = FleetFile{Name: filepath.Base(cfg.Topology), Text: string(topoText)}
-	}
-	if invText, err = os.ReadFile(cfg.Inventory); err != nil {
-		return nil, &Error{File: path, Line: line("inventory"), Field: "inventory", Msg: err.Error()}
-	}
-	doc.Inventory = FleetFile{Name: filepath.Base(cfg.Inventory), Text: string(invText)}
-	m, err := parseMachine(cfg.Topology, topoText, cfg.Inventory, invText)
+	m, err := doc.embedMachine(cfg, path, line)
 	if err != nil {
 		return nil, err
 	}
@@ -206,22 +158,99 @@ func LoadFleetFile(path string) (*FleetDoc, error) {
 	if err := checkFleetProfiles(cfg, m.Inventory, st, line); err != nil {
 		return nil, err
 	}
-	// What the servers will build: every server's configuration from the document itself.
-	tmp, err := os.MkdirTemp("", "bootctl-fleet-")
-	if err != nil {
-		return nil, fmt.Errorf("fleet file: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	for i, s := range doc.Servers {
-		if slices.Contains(doc.FailedServers, i) {
-			continue
-		}
-		local := LocalSettings{StateDir: tmp, Images: cfg.Images}
-		if _, err := doc.Materialize(filepath.Join(tmp, s.Name), s.Name, local); err != nil {
-			return nil, fmt.Errorf("%s: the revision does not materialize for server %s: %w", path, s.Name, err)
-		}
+	if err := doc.checkMaterialize(path, cfg.Images); err != nil {
+		return nil, err
 	}
 	return doc, nil
+}
+
+// loadFleetConfig reads a fleet file's configuration and validates it as the first server that
+// serves would (the other servers are checked by checkMaterialize). It returns, with it, the line
+// of a field in the file.
+func loadFleetConfig(path string) (_ *Config, line func(field string) int, _ error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fleet file: %w", err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, nil, yamlError(err, path)
+	}
+	if len(root.Content) == 0 {
+		return nil, nil, &Error{File: path, Msg: "empty fleet file"}
+	}
+	if err := refusePerServer(root.Content[0], path); err != nil {
+		return nil, nil, err
+	}
+	cfg, err := ParseConfig(data, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	line = func(field string) int { return topology.FieldLine(root.Content[0], field) }
+	id := firstServing(cfg)
+	if id < 0 && len(cfg.Servers) > 0 {
+		return nil, nil, &Error{File: path, Line: line("failed_servers"), Field: "failed_servers", Msg: "lists every server: at least one must serve"}
+	}
+	cfg.ServerID = max(id, 0)
+	cfg.StateDir = filepath.Dir(path) // required by Validate; never published
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if err := checkServerNames(cfg.Servers); err != nil {
+		err.File, err.Line = path, line(err.Field)
+		return nil, nil, err
+	}
+	return cfg, line, nil
+}
+
+// firstServing returns the index of the first server not in failed_servers, or -1.
+func firstServing(cfg *Config) int {
+	for i := range cfg.Servers {
+		if !slices.Contains(cfg.FailedServers, i) {
+			return i
+		}
+	}
+	return -1
+}
+
+// embedMachine puts the topology (unless a preset) and the inventory the configuration names into
+// the document, and parses them as the servers will.
+func (d *FleetDoc) embedMachine(cfg *Config, path string, line func(string) int) (*FleetMachine, error) {
+	var topoText, invText []byte
+	var err error
+	if _, ok := topology.Preset(cfg.Topology); ok {
+		d.Topology = FleetFile{Preset: cfg.Topology}
+	} else {
+		if topoText, err = os.ReadFile(cfg.Topology); err != nil {
+			return nil, &Error{File: path, Line: line("topology"), Field: "topology", Msg: err.Error()}
+		}
+		d.Topology = FleetFile{Name: filepath.Base(cfg.Topology), Text: string(topoText)}
+	}
+	if invText, err = os.ReadFile(cfg.Inventory); err != nil {
+		return nil, &Error{File: path, Line: line("inventory"), Field: "inventory", Msg: err.Error()}
+	}
+	d.Inventory = FleetFile{Name: filepath.Base(cfg.Inventory), Text: string(invText)}
+	return parseMachine(cfg.Topology, topoText, cfg.Inventory, invText)
+}
+
+// checkMaterialize builds what the servers will build, every serving server's configuration from
+// the document itself, in a temporary directory, with the image store at store.
+func (d *FleetDoc) checkMaterialize(path, store string) error {
+	tmp, err := os.MkdirTemp("", "bootctl-fleet-")
+	if err != nil {
+		return fmt.Errorf("fleet file: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	for i, s := range d.Servers {
+		if slices.Contains(d.FailedServers, i) {
+			continue
+		}
+		local := LocalSettings{StateDir: tmp, Images: store}
+		if _, err := d.Materialize(filepath.Join(tmp, s.Name), s.Name, local); err != nil {
+			return fmt.Errorf("%s: the revision does not materialize for server %s: %w", path, s.Name, err)
+		}
+	}
+	return nil
 }
 
 // checkServerNames checks that the servers' names can name fleet members: each is the key of a
@@ -540,6 +569,22 @@ func (d *FleetDoc) Materialize(dir, name string, local LocalSettings) (*Config, 
 	if id < 0 {
 		return nil, fmt.Errorf("server %q is not in the fleet's servers (%s)", name, strings.Join(d.ServerNames(), ", "))
 	}
+	c, err := d.config(id, local)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.writeFiles(c, dir); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("server %s: %w", name, err)
+	}
+	return c, nil
+}
+
+// config returns the configuration of server id from the revision and local's settings, before
+// the files it names are written and before it is validated.
+func (d *FleetDoc) config(id int, local LocalSettings) (*Config, error) {
 	flush, err := time.ParseDuration(d.StateFlush)
 	if err != nil {
 		return nil, fmt.Errorf("fleet configuration: state_flush: %w", err)
@@ -547,12 +592,6 @@ func (d *FleetDoc) Materialize(dir, name string, local LocalSettings) (*Config, 
 	lease, err := time.ParseDuration(d.DHCP.LeaseTime)
 	if err != nil {
 		return nil, fmt.Errorf("fleet configuration: dhcp.lease_time: %w", err)
-	}
-	write := func(sub string, f FleetFile) (string, error) {
-		if err := safeBase(f.Name); err != nil {
-			return "", fmt.Errorf("fleet configuration: %s: %w", sub, err)
-		}
-		return writeFileAtomic(filepath.Join(dir, sub, f.Name), []byte(f.Text))
 	}
 	c := &Config{
 		ServerID:      id,
@@ -587,28 +626,35 @@ func (d *FleetDoc) Materialize(dir, name string, local LocalSettings) (*Config, 
 			c.DHCP.Pool.Lease = Duration(pl)
 		}
 	}
+	return c, nil
+}
+
+// writeFiles writes the revision's topology (unless a preset), inventory and the document itself
+// under dir and points c at them.
+func (d *FleetDoc) writeFiles(c *Config, dir string) (err error) {
+	write := func(sub string, f FleetFile) (string, error) {
+		if err := safeBase(f.Name); err != nil {
+			return "", fmt.Errorf("fleet configuration: %s: %w", sub, err)
+		}
+		return writeFileAtomic(filepath.Join(dir, sub, f.Name), []byte(f.Text))
+	}
 	if d.Topology.Preset != "" {
 		if _, ok := topology.Preset(d.Topology.Preset); !ok {
-			return nil, fmt.Errorf("fleet configuration: topology: %q is not a preset", d.Topology.Preset)
+			return fmt.Errorf("fleet configuration: topology: %q is not a preset", d.Topology.Preset)
 		}
 		c.Topology = d.Topology.Preset
 	} else if c.Topology, err = write("topology", d.Topology); err != nil {
-		return nil, err
+		return err
 	}
 	if c.Inventory, err = write("inventory", d.Inventory); err != nil {
-		return nil, err
+		return err
 	}
 	enc, err := d.Encode()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if c.file, err = writeFileAtomic(filepath.Join(dir, "fleet.json"), enc); err != nil {
-		return nil, err
-	}
-	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("server %s: %w", name, err)
-	}
-	return c, nil
+	c.file, err = writeFileAtomic(filepath.Join(dir, "fleet.json"), enc)
+	return err
 }
 
 // writeFileAtomic writes data to path through a temporary file and a rename, so that a server

@@ -179,50 +179,9 @@ type inventoryEntry struct {
 // the list. Each node is a mapping with the keys name and mac (required), ip, node (alias
 // position) and profile. file names the source in errors.
 func ParseInventoryYAML(data []byte, file string, h *topology.Hierarchy) (*Inventory, error) {
-	// The node tree comes first: it says which of the two forms the file has (the strict decode
-	// needs the matching type) and gives each node's line for the checks after decoding.
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(err, file)
-	}
-	if len(root.Content) == 0 {
-		return nil, &Error{File: file, Msg: "empty inventory: want a list of nodes"}
-	}
-	list := root.Content[0]
-	var entries []inventoryEntry
-	if list.Kind == yaml.MappingNode {
-		var doc struct {
-			Nodes []inventoryEntry `yaml:"nodes"`
-		}
-		if _, err := yamlerr.Decode(data, &doc); err != nil {
-			return nil, yamlError(err, file)
-		}
-		for i := 0; i+1 < len(list.Content); i += 2 {
-			if list.Content[i].Value == "nodes" {
-				entries, list = doc.Nodes, list.Content[i+1]
-			}
-		}
-		if list == root.Content[0] {
-			return nil, &Error{File: file, Line: list.Line, Field: "nodes", Msg: "missing list of nodes"}
-		}
-	}
-	if list.Kind != yaml.SequenceNode {
-		return nil, &Error{File: file, Line: list.Line, Msg: "want a list of nodes"}
-	}
-	for i, item := range list.Content {
-		if item.Kind != yaml.MappingNode {
-			return nil, &Error{File: file, Line: item.Line, Field: fmt.Sprintf("nodes[%d]", i), Msg: "want a mapping with name, mac, ip, node"}
-		}
-	}
-	if list == root.Content[0] {
-		if _, err := yamlerr.Decode(data, &entries); err != nil {
-			err = yamlError(err, file)
-			// The list is the document: yamlerr names its items [i]; this file calls them nodes.
-			if e, ok := errors.AsType[*Error](err); ok && strings.HasPrefix(e.Field, "[") {
-				e.Field = "nodes" + e.Field
-			}
-			return nil, err
-		}
+	entries, list, err := decodeInventoryYAML(data, file)
+	if err != nil {
+		return nil, err
 	}
 	b := newInventoryBuilder(file, h)
 	for i, e := range entries {
@@ -238,6 +197,64 @@ func ParseInventoryYAML(data []byte, file string, h *topology.Hierarchy) (*Inven
 	return b.done()
 }
 
+// decodeInventoryYAML decodes a YAML inventory's entries, and returns with them the list's node,
+// whose items give each entry's line.
+func decodeInventoryYAML(data []byte, file string) ([]inventoryEntry, *yaml.Node, error) {
+	// The node tree comes first: it says which of the two forms the file has (the strict decode
+	// needs the matching type) and gives each node's line for the checks after decoding.
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, nil, yamlError(err, file)
+	}
+	if len(root.Content) == 0 {
+		return nil, nil, &Error{File: file, Msg: "empty inventory: want a list of nodes"}
+	}
+	list := root.Content[0]
+	var entries []inventoryEntry
+	if list.Kind == yaml.MappingNode {
+		var err error
+		if entries, list, err = decodeNodesKey(data, file, list); err != nil {
+			return nil, nil, err
+		}
+	}
+	if list.Kind != yaml.SequenceNode {
+		return nil, nil, &Error{File: file, Line: list.Line, Msg: "want a list of nodes"}
+	}
+	for i, item := range list.Content {
+		if item.Kind != yaml.MappingNode {
+			return nil, nil, &Error{File: file, Line: item.Line, Field: fmt.Sprintf("nodes[%d]", i), Msg: "want a mapping with name, mac, ip, node"}
+		}
+	}
+	if list == root.Content[0] {
+		if _, err := yamlerr.Decode(data, &entries); err != nil {
+			err = yamlError(err, file)
+			// The list is the document: yamlerr names its items [i]; this file calls them nodes.
+			if e, ok := errors.AsType[*Error](err); ok && strings.HasPrefix(e.Field, "[") {
+				e.Field = "nodes" + e.Field
+			}
+			return nil, nil, err
+		}
+	}
+	return entries, list, nil
+}
+
+// decodeNodesKey decodes the entries of an inventory that is a mapping (doc, the document's node)
+// whose key "nodes" holds the list, and returns them with the list's node.
+func decodeNodesKey(data []byte, file string, doc *yaml.Node) ([]inventoryEntry, *yaml.Node, error) {
+	var v struct {
+		Nodes []inventoryEntry `yaml:"nodes"`
+	}
+	if _, err := yamlerr.Decode(data, &v); err != nil {
+		return nil, nil, yamlError(err, file)
+	}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value == "nodes" {
+			return v.Nodes, doc.Content[i+1], nil
+		}
+	}
+	return nil, nil, &Error{File: file, Line: doc.Line, Field: "nodes", Msg: "missing list of nodes"}
+}
+
 type inventoryBuilder struct {
 	file string
 	h    *topology.Hierarchy
@@ -251,53 +268,28 @@ func newInventoryBuilder(file string, h *topology.Hierarchy) *inventoryBuilder {
 	}}
 }
 
+// add checks one node of the inventory, found on line, against the nodes before it and adds it.
 func (b *inventoryBuilder) add(line int, name, mac, ip, pos, profile string) error {
-	bad := func(field, format string, args ...any) error {
-		return &Error{File: b.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
-	}
-	inv := b.inv
 	n := InventoryNode{Name: name, Profile: profile, Line: line}
-	if name == "" {
-		return bad("name", "missing node name")
+	if err := b.checkName(line, name); err != nil {
+		return err
 	}
-	if !validHostName(name) {
-		return bad("name", "%q is not a host name (letters, digits, '-', '.')", name)
-	}
-	if j, dup := inv.byName[name]; dup {
-		return bad("name", "%q already on line %d", name, inv.Nodes[j].Line)
-	}
-	if mac == "" {
-		return bad("mac", "missing MAC address")
-	}
-	hw, err := net.ParseMAC(mac)
-	if err != nil || len(hw) != 6 {
-		return bad("mac", "%q is not a MAC address like 52:54:00:12:34:56", mac)
+	hw, err := b.parseMAC(line, mac)
+	if err != nil {
+		return err
 	}
 	n.MAC = hw
-	if j, dup := inv.byMAC[macKey(hw)]; dup {
-		return bad("mac", "%s already belongs to %s (line %d)", hw, inv.Nodes[j].Name, inv.Nodes[j].Line)
-	}
-	if ip != "" {
-		a, err := netip.ParseAddr(ip)
-		if err != nil || !a.Is4() {
-			return bad("ip", "%q is not an IPv4 address", ip)
-		}
-		if j, dup := inv.byIP[a]; dup {
-			return bad("ip", "%s already belongs to %s (line %d)", a, inv.Nodes[j].Name, inv.Nodes[j].Line)
-		}
-		n.IP = a
+	if n.IP, err = b.parseIP(line, ip); err != nil {
+		return err
 	}
 	if pos == "" {
 		pos = name
 	}
-	idx, err := b.h.ParseNode(pos)
-	if err != nil {
-		return bad("node", "%v", err)
+	if n.Index, err = b.parsePosition(line, pos); err != nil {
+		return err
 	}
-	if j, dup := b.pos[idx]; dup {
-		return bad("node", "position %s already taken by %s (line %d)", pos, inv.Nodes[j].Name, inv.Nodes[j].Line)
-	}
-	n.Position, n.Index = pos, idx
+	n.Position = pos
+	inv := b.inv
 	k := len(inv.Nodes)
 	inv.Nodes = append(inv.Nodes, n)
 	inv.byName[name] = k
@@ -305,8 +297,70 @@ func (b *inventoryBuilder) add(line int, name, mac, ip, pos, profile string) err
 	if n.IP.IsValid() {
 		inv.byIP[n.IP] = k
 	}
-	b.pos[idx] = k
+	b.pos[n.Index] = k
 	return nil
+}
+
+// errAt is an error about field of the node on line.
+func (b *inventoryBuilder) errAt(line int, field, format string, args ...any) error {
+	return &Error{File: b.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// checkName checks that name is a host name no node before has.
+func (b *inventoryBuilder) checkName(line int, name string) error {
+	if name == "" {
+		return b.errAt(line, "name", "missing node name")
+	}
+	if !validHostName(name) {
+		return b.errAt(line, "name", "%q is not a host name (letters, digits, '-', '.')", name)
+	}
+	if j, dup := b.inv.byName[name]; dup {
+		return b.errAt(line, "name", "%q already on line %d", name, b.inv.Nodes[j].Line)
+	}
+	return nil
+}
+
+// parseMAC parses a node's Ethernet address, which no node before may have.
+func (b *inventoryBuilder) parseMAC(line int, mac string) (net.HardwareAddr, error) {
+	if mac == "" {
+		return nil, b.errAt(line, "mac", "missing MAC address")
+	}
+	hw, err := net.ParseMAC(mac)
+	if err != nil || len(hw) != 6 {
+		return nil, b.errAt(line, "mac", "%q is not a MAC address like 52:54:00:12:34:56", mac)
+	}
+	if j, dup := b.inv.byMAC[macKey(hw)]; dup {
+		return nil, b.errAt(line, "mac", "%s already belongs to %s (line %d)", hw, b.inv.Nodes[j].Name, b.inv.Nodes[j].Line)
+	}
+	return hw, nil
+}
+
+// parseIP parses a node's reserved IPv4 address, which no node before may have; "" gives none
+// (the zero Addr).
+func (b *inventoryBuilder) parseIP(line int, ip string) (netip.Addr, error) {
+	if ip == "" {
+		return netip.Addr{}, nil
+	}
+	a, err := netip.ParseAddr(ip)
+	if err != nil || !a.Is4() {
+		return netip.Addr{}, b.errAt(line, "ip", "%q is not an IPv4 address", ip)
+	}
+	if j, dup := b.inv.byIP[a]; dup {
+		return netip.Addr{}, b.errAt(line, "ip", "%s already belongs to %s (line %d)", a, b.inv.Nodes[j].Name, b.inv.Nodes[j].Line)
+	}
+	return a, nil
+}
+
+// parsePosition returns the topology index of a node's position, which no node before may hold.
+func (b *inventoryBuilder) parsePosition(line int, pos string) (int, error) {
+	idx, err := b.h.ParseNode(pos)
+	if err != nil {
+		return 0, b.errAt(line, "node", "%v", err)
+	}
+	if j, dup := b.pos[idx]; dup {
+		return 0, b.errAt(line, "node", "position %s already taken by %s (line %d)", pos, b.inv.Nodes[j].Name, b.inv.Nodes[j].Line)
+	}
+	return idx, nil
 }
 
 func (b *inventoryBuilder) done() (*Inventory, error) {
