@@ -139,43 +139,57 @@ func (w *pageWalk) node(p []byte, id int64, depth int) error {
 		return fmt.Errorf("page %d: truncated", id)
 	}
 	flags, count := ne.Uint16(p[8:]), int(ne.Uint16(p[10:]))
+	branch := flags == branchPageFlag
 	elem := leafElemLen
-	if flags == branchPageFlag {
+	if branch {
 		elem = branchElemLen
 	} else if flags != leafPageFlag {
 		return fmt.Errorf("page %d: type %#x is neither branch nor leaf", id, flags)
 	}
-	if pageHeaderLen+count*elem > len(p) || (flags == branchPageFlag && count == 0) {
+	if pageHeaderLen+count*elem > len(p) || (branch && count == 0) {
 		return fmt.Errorf("page %d: %d elements do not fit", id, count)
 	}
 	for i := range count {
 		e := pageHeaderLen + i*elem
-		if flags == branchPageFlag {
-			pos, ksize := int(ne.Uint32(p[e:])), int(ne.Uint32(p[e+4:]))
-			if e+pos+ksize > len(p) {
-				return fmt.Errorf("page %d: element %d runs past the page", id, i)
-			}
-			if err := w.tree(ne.Uint64(p[e+8:]), depth+1); err != nil {
-				return err
-			}
-			continue
+		var err error
+		if branch {
+			err = w.branchElem(p, id, i, e, depth)
+		} else {
+			err = w.leafElem(p, id, i, e, depth)
 		}
-		eflags, pos := ne.Uint32(p[e:]), int(ne.Uint32(p[e+4:]))
-		ksize, vsize := int(ne.Uint32(p[e+8:])), int(ne.Uint32(p[e+12:]))
-		end := e + pos + ksize + vsize
-		if end > len(p) || end < e {
-			return fmt.Errorf("page %d: element %d runs past the page", id, i)
-		}
-		if eflags&bucketLeafFlag == 0 {
-			continue
-		}
-		v := p[e+pos+ksize : end]
-		if len(v) < bucketHdrLen {
-			return fmt.Errorf("page %d: element %d: bucket header truncated", id, i)
-		}
-		if err := w.bucket(ne.Uint64(v), v[bucketHdrLen:], depth+1); err != nil {
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// branchElem checks element i of branch page p (id), at offset e, and walks the page it points to.
+func (w *pageWalk) branchElem(p []byte, id int64, i, e, depth int) error {
+	ne := binary.NativeEndian
+	pos, ksize := int(ne.Uint32(p[e:])), int(ne.Uint32(p[e+4:]))
+	if e+pos+ksize > len(p) {
+		return fmt.Errorf("page %d: element %d runs past the page", id, i)
+	}
+	return w.tree(ne.Uint64(p[e+8:]), depth+1)
+}
+
+// leafElem checks element i of leaf page p (id), at offset e, and walks the bucket it holds if
+// it is one.
+func (w *pageWalk) leafElem(p []byte, id int64, i, e, depth int) error {
+	ne := binary.NativeEndian
+	eflags, pos := ne.Uint32(p[e:]), int(ne.Uint32(p[e+4:]))
+	ksize, vsize := int(ne.Uint32(p[e+8:])), int(ne.Uint32(p[e+12:]))
+	end := e + pos + ksize + vsize
+	if end > len(p) || end < e {
+		return fmt.Errorf("page %d: element %d runs past the page", id, i)
+	}
+	if eflags&bucketLeafFlag == 0 {
+		return nil
+	}
+	v := p[e+pos+ksize : end]
+	if len(v) < bucketHdrLen {
+		return fmt.Errorf("page %d: element %d: bucket header truncated", id, i)
+	}
+	return w.bucket(ne.Uint64(v), v[bucketHdrLen:], depth+1)
 }

@@ -156,38 +156,19 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 // word (EvRebootDiscover, after bootctl node reboot) to start those nodes over. A tsize probe
 // changes nothing.
 func Next(cur State, ev Event) (State, bool) {
-	move := func(to State) (State, bool) { return to, to != cur }
-	forward := func(to State) (State, bool) {
-		if cur < to || cur == Failed {
-			return to, true
-		}
-		return cur, false
-	}
 	switch ev {
 	case EvDiscover, EvRebootDiscover:
-		switch cur {
-		case NBP:
-			return cur, false
-		case Kernel, Initrd:
-			return Booted, true
-		case Booted, Healthy:
-			if ev == EvDiscover {
-				return cur, false
-			}
-		}
-		// A DISCOVER before NBP is a retry; after boot (booted, healthy, failed) it is a reboot.
-		// Either way the attempt starts over.
-		return move(Discover)
+		return nextOnDiscover(cur, ev)
 	case EvOffer:
-		return forward(Offered)
+		return forward(cur, Offered)
 	case EvAck:
-		return forward(Bound)
+		return forward(cur, Bound)
 	case EvNBP, EvScript:
-		return forward(NBP)
+		return forward(cur, NBP)
 	case EvKernel:
-		return forward(Kernel)
+		return forward(cur, Kernel)
 	case EvInitrd:
-		return forward(Initrd)
+		return forward(cur, Initrd)
 	case EvProbe:
 		return cur, false
 	case EvTransferFailed:
@@ -195,11 +176,39 @@ func Next(cur State, ev Event) (State, bool) {
 			// A booted node's stray transfer says nothing about its boot.
 			return cur, false
 		}
-		return move(Failed)
+		return move(cur, Failed)
 	case EvHealthOK:
-		return move(Healthy)
+		return move(cur, Healthy)
 	case EvHealthFailed:
-		return move(Failed)
+		return move(cur, Failed)
+	}
+	return cur, false
+}
+
+// nextOnDiscover is Next for a DISCOVER (ev is EvDiscover or EvRebootDiscover).
+func nextOnDiscover(cur State, ev Event) (State, bool) {
+	switch cur {
+	case NBP:
+		return cur, false
+	case Kernel, Initrd:
+		return Booted, true
+	case Booted, Healthy:
+		if ev == EvDiscover {
+			return cur, false
+		}
+	}
+	// A DISCOVER before NBP is a retry; after boot (booted, healthy, failed) it is a reboot.
+	// Either way the attempt starts over.
+	return move(cur, Discover)
+}
+
+// move goes from cur to to, a change unless they are the same.
+func move(cur, to State) (State, bool) { return to, to != cur }
+
+// forward goes from cur to to if that is forward in boot order, or out of Failed.
+func forward(cur, to State) (State, bool) {
+	if cur < to || cur == Failed {
+		return to, true
 	}
 	return cur, false
 }

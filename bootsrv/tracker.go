@@ -533,6 +533,9 @@ func (t *Tracker) markLocked(name string, urgent bool, now time.Time) {
 // dhcpStage reports whether s is a state of the DHCP handshake, before any boot file.
 func dhcpStage(s State) bool { return s == Discover || s == Offered || s == Bound }
 
+// applyLocked applies event ev to node n: its state moves as Next says, with the attempt, times,
+// error and history that go with the move. It returns the transition and whether the state
+// changed.
 func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string) (Transition, bool) {
 	now := t.now().UTC()
 	if ev == EvDiscover && (n.RebootRequested || t.opts.ResetOnDiscover) {
@@ -548,25 +551,8 @@ func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string) (Transitio
 	if !changed {
 		return tr, false
 	}
-	if to == Discover && dhcpStage(n.State) {
-		// A DHCP retry before any boot file: the failed handshake's entries give way to this
-		// one (Attempt counts the retries), so that a node looping in DHCP keeps the history of
-		// its last real boot, and the entry that began the loop, instead of 32 copies of it.
-		k := len(n.History)
-		for k > 0 && dhcpStage(n.History[k-1].From) && dhcpStage(n.History[k-1].To) {
-			k--
-		}
-		n.History = n.History[:k]
-	}
 	if to == Discover {
-		// A new attempt: the previous attempt's timestamps no longer describe this boot.
-		n.Attempt++
-		if n.Times == nil {
-			n.Times = map[State]time.Time{}
-		}
-		clear(n.Times) // snapshots hold copies, never this map
-		n.Error = ""
-		n.RebootRequested = false
+		startAttempt(n)
 	}
 	if to == Failed {
 		n.Error = detail
@@ -580,6 +566,35 @@ func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string) (Transitio
 	if _, seen := n.Times[to]; !seen {
 		n.Times[to] = now
 	}
+	t.appendHistory(n, tr)
+	return tr, true
+}
+
+// startAttempt begins a new boot attempt of n, about to enter Discover from its current state.
+func startAttempt(n *NodeStatus) {
+	if dhcpStage(n.State) {
+		// A DHCP retry before any boot file: the failed handshake's entries give way to this
+		// one (Attempt counts the retries), so that a node looping in DHCP keeps the history of
+		// its last real boot, and the entry that began the loop, instead of 32 copies of it.
+		k := len(n.History)
+		for k > 0 && dhcpStage(n.History[k-1].From) && dhcpStage(n.History[k-1].To) {
+			k--
+		}
+		n.History = n.History[:k]
+	}
+	// The previous attempt's timestamps no longer describe this boot.
+	n.Attempt++
+	if n.Times == nil {
+		n.Times = map[State]time.Time{}
+	}
+	clear(n.Times) // snapshots hold copies, never this map
+	n.Error = ""
+	n.RebootRequested = false
+}
+
+// appendHistory appends tr to n's history, dropping the oldest entries beyond the configured
+// length.
+func (t *Tracker) appendHistory(n *NodeStatus, tr Transition) {
 	keep := t.opts.History
 	if keep <= 0 {
 		keep = historyLen
@@ -591,7 +606,6 @@ func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string) (Transitio
 		n.History = n.History[:copy(n.History, n.History[k:])]
 	}
 	n.History = append(n.History, tr)
-	return tr, true
 }
 
 // RequestReboot records that the operator asked for the node's reboot: its next DISCOVER starts a
