@@ -28,8 +28,37 @@ func appendStatusJSON(b []byte, n *NodeStatus) ([]byte, error) {
 	b = appendJSONString(b, n.Position)
 	b = append(b, `,"profile":`...)
 	b = appendJSONString(b, n.Profile)
-	var err error
-	if b, err = appendStateField(b, `,"state":`, n.State); err != nil {
+	b, err := appendProgress(b, n)
+	if err != nil {
+		return nil, err
+	}
+	if n.Health != nil {
+		if b, err = appendHealth(b, n.Health); err != nil {
+			return nil, err
+		}
+	}
+	if b, err = appendHistoryJSON(b, n.History); err != nil {
+		return nil, err
+	}
+	if n.HistoryDropped != 0 {
+		b = append(b, `,"history_dropped":`...)
+		b = strconv.AppendInt(b, int64(n.HistoryDropped), 10)
+	}
+	if n.RebootRequested {
+		b = append(b, `,"reboot_requested":true`...)
+	}
+	if n.Server != "" {
+		b = append(b, `,"server":`...)
+		b = appendJSONString(b, n.Server)
+	}
+	return append(b, '}'), nil
+}
+
+// appendProgress writes the fields of n's boot progress: state, since, attempt, times,
+// last_event, last_seen and error.
+func appendProgress(b []byte, n *NodeStatus) ([]byte, error) {
+	b, err := appendStateField(b, `,"state":`, n.State)
+	if err != nil {
 		return nil, err
 	}
 	b = append(b, `,"since":`...)
@@ -55,35 +84,25 @@ func appendStatusJSON(b []byte, n *NodeStatus) ([]byte, error) {
 		b = append(b, `,"error":`...)
 		b = appendJSONString(b, n.Error)
 	}
-	if n.Health != nil {
-		if b, err = appendHealth(b, n.Health); err != nil {
+	return b, nil
+}
+
+// appendHistoryJSON writes the history field, omitted when empty.
+func appendHistoryJSON(b []byte, h []Transition) ([]byte, error) {
+	if len(h) == 0 {
+		return b, nil
+	}
+	b = append(b, `,"history":[`...)
+	var err error
+	for i := range h {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, err = appendTransition(b, &h[i]); err != nil {
 			return nil, err
 		}
 	}
-	if len(n.History) > 0 {
-		b = append(b, `,"history":[`...)
-		for i := range n.History {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, err = appendTransition(b, &n.History[i]); err != nil {
-				return nil, err
-			}
-		}
-		b = append(b, ']')
-	}
-	if n.HistoryDropped != 0 {
-		b = append(b, `,"history_dropped":`...)
-		b = strconv.AppendInt(b, int64(n.HistoryDropped), 10)
-	}
-	if n.RebootRequested {
-		b = append(b, `,"reboot_requested":true`...)
-	}
-	if n.Server != "" {
-		b = append(b, `,"server":`...)
-		b = appendJSONString(b, n.Server)
-	}
-	return append(b, '}'), nil
+	return append(b, ']'), nil
 }
 
 func appendStateField(b []byte, key string, s State) ([]byte, error) {
@@ -202,23 +221,7 @@ func appendJSONString(b []byte, s string) []byte {
 				i++
 				continue
 			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
+			b = appendEscapedASCII(append(b, s[start:i]...), c)
 			i++
 			start = i
 			continue
@@ -242,4 +245,23 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// appendEscapedASCII writes the escape of ASCII character c as encoding/json writes it.
+func appendEscapedASCII(b []byte, c byte) []byte {
+	switch c {
+	case '"', '\\':
+		return append(b, '\\', c)
+	case '\b':
+		return append(b, '\\', 'b')
+	case '\f':
+		return append(b, '\\', 'f')
+	case '\n':
+		return append(b, '\\', 'n')
+	case '\r':
+		return append(b, '\\', 'r')
+	case '\t':
+		return append(b, '\\', 't')
+	}
+	return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 }
