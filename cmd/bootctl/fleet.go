@@ -314,20 +314,9 @@ func fleetStatusAction(c *cli.Context, e *env) error {
 // fleetStatus reads the current revision, the members and the takeovers, and applies the
 // ownership rule to the live set as every server does.
 func fleetStatus(ctx context.Context, cl *fleet.Client, eps []string) (*fleetStatusResult, error) {
-	cur, err := cl.Config(ctx)
-	if errors.Is(err, fleet.ErrNoConfig) {
+	cur, doc, m, err := readFleetRevision(ctx, cl, eps)
+	if err != nil {
 		return nil, err
-	}
-	if err != nil {
-		return nil, &fleetEtcdError{eps, err}
-	}
-	doc, err := bootsrv.DecodeFleetDoc(cur.Doc)
-	if err != nil {
-		return nil, fmt.Errorf("revision %d: %w", cur.Revision, err)
-	}
-	m, err := doc.Machine()
-	if err != nil {
-		return nil, fmt.Errorf("revision %d: %w", cur.Revision, err)
 	}
 	members, _, err := cl.Members(ctx)
 	if err != nil {
@@ -337,10 +326,8 @@ func fleetStatus(ctx context.Context, cl *fleet.Client, eps []string) (*fleetSta
 	if err != nil {
 		return nil, &fleetEtcdError{eps, err}
 	}
-	byName := map[string]fleet.Member{}
 	var live []string
 	for _, mb := range members {
-		byName[mb.Name] = mb
 		live = append(live, mb.Name)
 	}
 	own, err := doc.Ownership(m, live)
@@ -349,6 +336,46 @@ func fleetStatus(ctx context.Context, cl *fleet.Client, eps []string) (*fleetSta
 	}
 	st := &fleetStatusResult{Fleet: cl.Fleet(), Revision: cur.Revision, SHA256: cur.SHA256, Mapping: doc.Mapping,
 		Nodes: len(m.Inventory.Nodes), Unowned: own.Unowned, Takeovers: len(events), Recent: []fleetTakeover{}}
+	st.Servers, st.Live = fleetServerRows(ctx, cl, doc, own, members)
+	for _, ev := range events[max(0, len(events)-fleetRecentTakeovers):] {
+		tk := fleetTakeover{Seq: ev.Seq}
+		_ = json.Unmarshal(ev.Rec, &tk) // a record this bootctl cannot read still counts
+		tk.Seq = ev.Seq
+		st.Recent = append(st.Recent, tk)
+	}
+	return st, nil
+}
+
+// readFleetRevision reads the fleet's current revision and decodes its document and machine.
+func readFleetRevision(ctx context.Context, cl *fleet.Client, eps []string) (*fleet.ConfigRevision, *bootsrv.FleetDoc, *bootsrv.FleetMachine, error) {
+	cur, err := cl.Config(ctx)
+	if errors.Is(err, fleet.ErrNoConfig) {
+		return nil, nil, nil, err
+	}
+	if err != nil {
+		return nil, nil, nil, &fleetEtcdError{eps, err}
+	}
+	doc, err := bootsrv.DecodeFleetDoc(cur.Doc)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("revision %d: %w", cur.Revision, err)
+	}
+	m, err := doc.Machine()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("revision %d: %w", cur.Revision, err)
+	}
+	return &cur, doc, m, nil
+}
+
+// fleetServerRows returns a row per configured server (live with its lease, dead, or absent when
+// in failed_servers), then one per member that is not a configured server, and the number of
+// live configured servers.
+func fleetServerRows(ctx context.Context, cl *fleet.Client, doc *bootsrv.FleetDoc, own bootsrv.FleetOwnership, members []fleet.Member) ([]fleetServerStatus, int) {
+	byName := map[string]fleet.Member{}
+	for _, mb := range members {
+		byName[mb.Name] = mb
+	}
+	var rows []fleetServerStatus
+	live := 0
 	for i, s := range doc.Servers {
 		row := fleetServerStatus{Name: s.Name, Address: s.Address, Nodes: own.Nodes[i], State: fleetDead}
 		if mb, ok := byName[s.Name]; ok {
@@ -357,27 +384,21 @@ func fleetStatus(ctx context.Context, cl *fleet.Client, eps []string) (*fleetSta
 				row.LeaseLeft, row.LeaseTTL = left.Seconds(), ttl.Seconds()
 			}
 			delete(byName, s.Name)
-			st.Live++
+			live++
 		} else if slices.Contains(doc.FailedServers, i) {
 			row.State = fleetAbsent
 		}
-		st.Servers = append(st.Servers, row)
+		rows = append(rows, row)
 	}
 	for _, mb := range members {
 		if _, stranger := byName[mb.Name]; stranger {
 			row := fleetServerStatus{Name: mb.Name}
 			fillMember(&row, mb)
 			row.State = fleetStranger
-			st.Servers = append(st.Servers, row)
+			rows = append(rows, row)
 		}
 	}
-	for _, ev := range events[max(0, len(events)-fleetRecentTakeovers):] {
-		tk := fleetTakeover{Seq: ev.Seq}
-		_ = json.Unmarshal(ev.Rec, &tk) // a record this bootctl cannot read still counts
-		tk.Seq = ev.Seq
-		st.Recent = append(st.Recent, tk)
-	}
-	return st, nil
+	return rows, live
 }
 
 // fillMember sets a server's row from its membership. A member whose info does not say whether it

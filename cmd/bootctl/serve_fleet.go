@@ -95,65 +95,80 @@ type fleetMember struct {
 	reg   *prometheus.Registry
 
 	membership *fleet.Membership
+
+	// The boot server of the current revision (cur; nil before the first), while running: stop
+	// ends it and its Serve's result comes on done.
+	cur     *fleet.ConfigRevision
+	running bool
+	stop    func()
+	done    chan error
 }
 
+// run follows the fleet's configuration revisions until ctx ends or the boot server fails: it
+// starts a boot server for the first revision and replaces it with each new one that builds.
 func (m *fleetMember) run(ctx context.Context) error {
-	log := m.e.log
 	revs := m.fc.WatchConfig(ctx)
-	var cur *fleet.ConfigRevision
-	stop := func() {} // stops the running boot server (set with each start)
-	done := make(chan error, 1)
-	running := false
-	defer func() {
-		if running {
-			stop()
-			<-done
-		}
-		if m.membership != nil {
-			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			defer cancel()
-			if err := m.membership.Leave(lctx); err != nil {
-				log.Warn("leaving the fleet", zap.Error(err))
-			}
-		}
-	}()
-	log.Info("waiting for the fleet's configuration", zap.String("fleet", m.fc.Fleet()), zap.String("server", m.name))
+	m.done = make(chan error, 1)
+	defer m.shutdown(ctx)
+	m.e.log.Info("waiting for the fleet's configuration", zap.String("fleet", m.fc.Fleet()), zap.String("server", m.name))
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case err := <-done:
-			running = false
-			if err != nil {
-				return err
-			}
-			return nil
+		case err := <-m.done:
+			m.running = false
+			return err
 		case rev, ok := <-revs:
 			if !ok {
 				return nil
 			}
-			if cur != nil && rev.Revision == cur.Revision {
-				continue
+			if err := m.applyRevision(ctx, rev); err != nil {
+				return err
 			}
-			srv, err := m.prepare(ctx, rev)
-			if err != nil {
-				if cur == nil {
-					return err // nothing runs yet: the first revision must work here
-				}
-				log.Error("configuration revision not applied; the previous one keeps running", zap.Int64("revision", rev.Revision), zap.Error(err))
-				continue
-			}
-			if running {
-				log.Info("new configuration revision: restarting the boot server", zap.Int64("from", cur.Revision), zap.Int64("to", rev.Revision))
-				stop()
-				if err := <-done; err != nil {
-					log.Warn("stopping the previous boot server", zap.Error(err))
-				}
-			}
-			r := rev
-			cur = &r
-			stop = m.start(ctx, srv, done)
-			running = true
+		}
+	}
+}
+
+// applyRevision replaces the running boot server with one built from rev. A revision that does
+// not build here is an error only when nothing runs yet; else it is logged and the previous one
+// keeps running.
+func (m *fleetMember) applyRevision(ctx context.Context, rev fleet.ConfigRevision) error {
+	log := m.e.log
+	if m.cur != nil && rev.Revision == m.cur.Revision {
+		return nil
+	}
+	srv, err := m.prepare(ctx, rev)
+	if err != nil {
+		if m.cur == nil {
+			return err // nothing runs yet: the first revision must work here
+		}
+		log.Error("configuration revision not applied; the previous one keeps running", zap.Int64("revision", rev.Revision), zap.Error(err))
+		return nil
+	}
+	if m.running {
+		log.Info("new configuration revision: restarting the boot server", zap.Int64("from", m.cur.Revision), zap.Int64("to", rev.Revision))
+		m.stop()
+		if err := <-m.done; err != nil {
+			log.Warn("stopping the previous boot server", zap.Error(err))
+		}
+	}
+	m.cur = &rev
+	m.stop = m.start(ctx, srv, m.done)
+	m.running = true
+	return nil
+}
+
+// shutdown stops the running boot server and leaves the fleet.
+func (m *fleetMember) shutdown(ctx context.Context) {
+	if m.running {
+		m.stop()
+		<-m.done
+	}
+	if m.membership != nil {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		if err := m.membership.Leave(lctx); err != nil {
+			m.e.log.Warn("leaving the fleet", zap.Error(err))
 		}
 	}
 }

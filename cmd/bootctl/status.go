@@ -50,92 +50,118 @@ func statusCommand(e *env) *cli.Command {
 			outputFlag("table", "json", "yaml", "csv"),
 		},
 		Action: func(c *cli.Context) error {
-			format, err := outputFormat(c, "table", "json", "yaml", "csv")
+			q, err := parseStatusQuery(c)
 			if err != nil {
 				return err
 			}
-			if c.Int("watch") < 0 {
-				return badInput("--watch: %d is not a number of seconds", c.Int("watch"))
+			if q.watch == 0 {
+				return q.show(c.Context, e.stdout)
 			}
-			var only *bootsrv.State
-			if c.IsSet("state") {
-				st, err := bootsrv.ParseState(c.String("state"))
-				if err != nil {
-					return badInput("--state: %v", err)
-				}
-				only = &st
-			}
-			endpoints := splitList(c.String("etcd"))
-			if len(endpoints) == 0 && len(c.StringSlice("server")) == 0 {
-				return badInput("status: give --server URL (repeatable) or --etcd ENDPOINTS")
-			}
-			if len(endpoints) > 0 && len(c.StringSlice("server")) > 0 {
-				return badInput("status: --server and --etcd exclude each other")
-			}
-			var servers []string
-			for _, s := range c.StringSlice("server") {
-				u, err := url.Parse(s)
-				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-					return badInput("--server: %q is not an http:// URL", s)
-				}
-				servers = append(servers, strings.TrimSuffix(s, "/"))
-			}
-			hc := &http.Client{Timeout: c.Duration("timeout")}
-			show := func() error {
-				var res *statusResult
-				var err error
-				if len(endpoints) > 0 {
-					res, err = fetchFleetStatus(c.Context, endpoints, c.String("fleet"), only)
-				} else {
-					res, err = fetchStatus(c.Context, hc, servers, only)
-				}
-				if err != nil {
-					return err
-				}
-				switch format {
-				case "json", "yaml":
-					err = writeData(e.stdout, format, res)
-				case "csv":
-					err = writeStatusCSV(e.stdout, res)
-				default:
-					err = writeStatusTable(e.stdout, res)
-				}
-				if err != nil {
-					return err
-				}
-				if len(res.Unreachable) > 0 {
-					// The others' nodes are out; the exit status says the picture is partial.
-					return &unreachableError{failed: res.Unreachable}
-				}
-				return nil
-			}
-			watch := time.Duration(c.Int("watch")) * time.Second
-			if watch == 0 {
-				return show()
-			}
-			clear := format == "table" && isTerminal(e.stdout)
-			for {
-				if clear {
-					fmt.Fprint(e.stdout, "\x1b[H\x1b[2J")
-				}
-				if err := show(); err != nil {
-					if c.Context.Err() != nil {
-						return c.Context.Err() // interrupted: bootctl exits 130
-					}
-					// A server restarting is what one watches for: keep going.
-					e.log.Warn("status", zap.Error(err))
-					fmt.Fprintf(e.stdout, "%s: %v\n", time.Now().Format(time.TimeOnly), err)
-				}
-				if format == "table" && !clear {
-					fmt.Fprintln(e.stdout)
-				}
-				select {
-				case <-c.Context.Done():
-					return c.Context.Err() // interrupted: bootctl exits 130
-				case <-time.After(watch):
-				}
-			}
+			return q.watchLoop(c.Context, e)
 		},
+	}
+}
+
+// statusQuery is what `bootctl status` was asked: where to read, which nodes, how to show them.
+type statusQuery struct {
+	format    string
+	only      *bootsrv.State // nil: every state
+	endpoints []string       // --etcd; else servers
+	fleet     string
+	servers   []string
+	hc        *http.Client
+	watch     time.Duration // 0: once
+}
+
+// parseStatusQuery checks the flags of `bootctl status`.
+func parseStatusQuery(c *cli.Context) (*statusQuery, error) {
+	format, err := outputFormat(c, "table", "json", "yaml", "csv")
+	if err != nil {
+		return nil, err
+	}
+	if c.Int("watch") < 0 {
+		return nil, badInput("--watch: %d is not a number of seconds", c.Int("watch"))
+	}
+	q := &statusQuery{format: format, fleet: c.String("fleet"), endpoints: splitList(c.String("etcd")),
+		hc: &http.Client{Timeout: c.Duration("timeout")}, watch: time.Duration(c.Int("watch")) * time.Second}
+	if c.IsSet("state") {
+		st, err := bootsrv.ParseState(c.String("state"))
+		if err != nil {
+			return nil, badInput("--state: %v", err)
+		}
+		q.only = &st
+	}
+	if len(q.endpoints) == 0 && len(c.StringSlice("server")) == 0 {
+		return nil, badInput("status: give --server URL (repeatable) or --etcd ENDPOINTS")
+	}
+	if len(q.endpoints) > 0 && len(c.StringSlice("server")) > 0 {
+		return nil, badInput("status: --server and --etcd exclude each other")
+	}
+	for _, s := range c.StringSlice("server") {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, badInput("--server: %q is not an http:// URL", s)
+		}
+		q.servers = append(q.servers, strings.TrimSuffix(s, "/"))
+	}
+	return q, nil
+}
+
+// show reads the status once and writes it in the asked format. Servers that did not answer make
+// it an unreachableError after the others' nodes are written.
+func (q *statusQuery) show(ctx context.Context, w io.Writer) error {
+	var res *statusResult
+	var err error
+	if len(q.endpoints) > 0 {
+		res, err = fetchFleetStatus(ctx, q.endpoints, q.fleet, q.only)
+	} else {
+		res, err = fetchStatus(ctx, q.hc, q.servers, q.only)
+	}
+	if err != nil {
+		return err
+	}
+	switch q.format {
+	case "json", "yaml":
+		err = writeData(w, q.format, res)
+	case "csv":
+		err = writeStatusCSV(w, res)
+	default:
+		err = writeStatusTable(w, res)
+	}
+	if err != nil {
+		return err
+	}
+	if len(res.Unreachable) > 0 {
+		// The others' nodes are out; the exit status says the picture is partial.
+		return &unreachableError{failed: res.Unreachable}
+	}
+	return nil
+}
+
+// watchLoop shows the status every q.watch until ctx ends (bootctl then exits 130); a table on a
+// terminal is redrawn in place.
+func (q *statusQuery) watchLoop(ctx context.Context, e *env) error {
+	clear := q.format == "table" && isTerminal(e.stdout)
+	for {
+		if clear {
+			fmt.Fprint(e.stdout, "\x1b[H\x1b[2J")
+		}
+		if err := q.show(ctx, e.stdout); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err() // interrupted: bootctl exits 130
+			}
+			// A server restarting is what one watches for: keep going.
+			e.log.Warn("status", zap.Error(err))
+			fmt.Fprintf(e.stdout, "%s: %v\n", time.Now().Format(time.TimeOnly), err)
+		}
+		if q.format == "table" && !clear {
+			fmt.Fprintln(e.stdout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err() // interrupted: bootctl exits 130
+		case <-time.After(q.watch):
+		}
 	}
 }
 
@@ -186,7 +212,28 @@ func writeStatusCSV(w io.Writer, res *statusResult) error {
 	return writeCSV(w, rows)
 }
 
+// writeStatusTable writes the summary lines, then one row per node.
 func writeStatusTable(w io.Writer, res *statusResult) error {
+	writeStatusSummary(w, res)
+	if len(res.Nodes) == 0 {
+		return nil
+	}
+	t := newTable(w)
+	t.row("node", "server", "state", "since", "attempt", "ip", "mac", "position", "detail")
+	now := time.Now()
+	for _, n := range res.Nodes {
+		since := "-"
+		if !n.Since.IsZero() {
+			since = now.Sub(n.Since).Round(time.Second).String() + " ago"
+		}
+		t.row(n.Name, orDash(n.Server), n.State, since, n.Attempt, orDash(n.IP), n.MAC, n.Position, statusDetail(&n))
+	}
+	return t.flush()
+}
+
+// writeStatusSummary writes the lines above the nodes' table: the summary, the counts by state,
+// the fleet's live servers and the servers that did not answer, then a blank line.
+func writeStatusSummary(w io.Writer, res *statusResult) {
 	s := res.Summary
 	fmt.Fprintf(w, "%s: %d nodes, health %s (%d healthy, %d failed, %d booting, %d pending)", s.Server, s.Nodes,
 		s.Health.Status, s.Health.Healthy, s.Health.Failed, s.Health.Booting, s.Health.Pending)
@@ -212,36 +259,25 @@ func writeStatusTable(w io.Writer, res *statusResult) error {
 		fmt.Fprintf(w, "NOT ANSWERING: %s (%s)\n", u.URL, u.Error)
 	}
 	fmt.Fprintln(w)
-	if len(res.Nodes) == 0 {
-		return nil
+}
+
+// statusDetail is a node's detail column: its error, else its last transition's detail, cut to
+// 60 characters; "-" for none.
+func statusDetail(n *bootsrv.NodeStatus) string {
+	detail := n.Error
+	if detail == "" && len(n.History) > 0 {
+		detail = n.History[len(n.History)-1].Detail
 	}
-	t := newTable(w)
-	t.row("node", "server", "state", "since", "attempt", "ip", "mac", "position", "detail")
-	now := time.Now()
-	for _, n := range res.Nodes {
-		since := "-"
-		if !n.Since.IsZero() {
-			since = now.Sub(n.Since).Round(time.Second).String() + " ago"
-		}
-		detail := n.Error
-		if detail == "" && len(n.History) > 0 {
-			detail = n.History[len(n.History)-1].Detail
-		}
-		if len(detail) > 60 {
-			detail = detail[:57] + "..."
-		}
-		ip := n.IP
-		if ip == "" {
-			ip = "-"
-		}
-		if detail == "" {
-			detail = "-"
-		}
-		server := n.Server
-		if server == "" {
-			server = "-"
-		}
-		t.row(n.Name, server, n.State, since, n.Attempt, ip, n.MAC, n.Position, detail)
+	if len(detail) > 60 {
+		detail = detail[:57] + "..."
 	}
-	return t.flush()
+	return orDash(detail)
+}
+
+// orDash returns s, or "-" for an empty s, as table cells show nothing.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
