@@ -139,7 +139,9 @@ func (s *Server) instrument(label string, h http.HandlerFunc) http.Handler {
 			sw.code = http.StatusOK
 		}
 		s.httpm.requests.WithLabelValues(label, strconv.Itoa(sw.code)).Inc()
-		s.httpm.latency.WithLabelValues(label).Observe(time.Since(start).Seconds())
+		took := time.Since(start)
+		s.httpm.latency.WithLabelValues(label).Observe(took.Seconds())
+		s.logRequest(r, sw, took)
 	})
 }
 
@@ -191,7 +193,7 @@ func (s *Server) handleScript(w http.ResponseWriter, r *http.Request) {
 		c.TokenOK = true
 	}
 	if err := CheckNode(name, c); err != nil {
-		s.log.Info("iPXE script refused", zap.String("node", name), zap.String("from", r.RemoteAddr), zap.Error(err))
+		s.reqLog(r, name).Info("iPXE script refused", zap.Error(err))
 		refuse(w, err)
 		return
 	}
@@ -200,14 +202,14 @@ func (s *Server) handleScript(w http.ResponseWriter, r *http.Request) {
 	}
 	script, err := s.script(name, st.Profile)
 	if err != nil {
-		s.log.Error("rendering iPXE script", zap.String("node", name), zap.Error(err))
+		s.reqLog(r, name).Error("rendering iPXE script", zap.Error(err))
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	if _, err := w.Write(script); err == nil {
-		s.observe(name, EvScript, "GET "+r.URL.Path)
+		s.observe(s.reqLog(r, name), name, EvScript, "GET "+r.URL.Path)
 	}
 }
 
@@ -261,7 +263,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, f *os.File, e
 			return
 		}
 		// Among these: a symbolic link leading out of ipxe_dir or the image store (os.Root).
-		s.log.Warn("refusing a boot file", zap.String("path", path), zap.Error(err))
+		s.reqLog(r, "").Warn("refusing a boot file", zap.String("file", path), zap.Error(err))
 		http.NotFound(w, r)
 		return
 	}
@@ -323,15 +325,17 @@ func (s *Server) observeDownload(r *http.Request, ev Event, detail string, token
 		return
 	}
 	if token && !s.nodes.check(name, requestToken(r)) {
-		s.log.Debug("download without the node's token: not counted", zap.String("node", name), zap.String("detail", detail))
+		s.reqLog(r, name).Debug("download without the node's token: not counted", zap.String("detail", detail))
 		return
 	}
-	s.observe(name, ev, detail)
+	s.observe(s.reqLog(r, name), name, ev, detail)
 }
 
-func (s *Server) observe(name string, ev Event, detail string) {
+// observe applies a boot event to the named node; log is the logger of the request that showed
+// it, which names the node.
+func (s *Server) observe(log *zap.Logger, name string, ev Event, detail string) {
 	if _, _, err := s.tracker.Observe(name, ev, detail); err != nil {
-		s.log.Debug("event for a node not served here", zap.String("node", name), zap.Stringer("event", ev))
+		log.Debug("event for a node not served here", zap.Stringer("event", ev))
 	}
 }
 
@@ -353,7 +357,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	st, _ := s.tracker.Node(name)
 	if err := CheckNode(name, s.nodeCheck(r, name, st)); err != nil {
-		s.log.Info("health report refused", zap.String("node", name), zap.String("from", r.RemoteAddr), zap.Error(err))
+		s.reqLog(r, name).Info("health report refused", zap.Error(err))
 		refuse(w, err)
 		return
 	}
@@ -391,7 +395,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	// forget a healthy node that never reports again. When the store cannot be written (etcd
 	// down) the state stays in memory and is retried; the node has done its part either way.
 	if err := s.tracker.Flush(); err != nil {
-		s.log.Warn("saving a health report", zap.String("node", name), zap.Error(err))
+		s.reqLog(r, name).Warn("saving a health report", zap.Error(err))
 	}
 	writeJSONBody(w, http.StatusOK, HealthResponse{Node: name, State: state})
 }
@@ -407,7 +411,7 @@ type RebootResponse struct {
 // DHCP DISCOVER starts a new boot attempt even if it is booted or healthy.
 func (s *Server) handleReboot(w http.ResponseWriter, r *http.Request) {
 	if err := s.operatorAuth(r); err != nil {
-		s.log.Warn("operator request refused", zap.String("from", r.RemoteAddr), zap.String("path", r.URL.Path), zap.Error(err))
+		s.reqLog(r, "").Warn("operator request refused", zap.Error(err))
 		refuse(w, err)
 		return
 	}
@@ -422,9 +426,9 @@ func (s *Server) handleReboot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.tracker.Flush(); err != nil {
-		s.log.Warn("saving a reboot request", zap.String("node", name), zap.Error(err))
+		s.reqLog(r, name).Warn("saving a reboot request", zap.Error(err))
 	}
-	s.log.Info("reboot requested by the operator", zap.String("node", name), zap.Stringer("state", st.State))
+	s.reqLog(r, name).Info("reboot requested by the operator", zap.Stringer("state", st.State))
 	writeJSONBody(w, http.StatusOK, RebootResponse{Node: name, State: st.State, RebootRequested: true})
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/tftpd"
 	"github.com/insomniacslk/dhcp/dhcpv4"
+	"go.uber.org/zap"
 )
 
 // Reservations returns dhcpd's view of the authority: the MACs of this server's nodes with their
@@ -152,7 +153,7 @@ func (o tftpObserver) OnTransferDone(r tftpd.TransferResult) {
 	if r.Err != nil && r.Outcome.Failed() {
 		detail += ": " + r.Err.Error()
 	}
-	o.s.observe(name, ev, detail)
+	o.s.observe(o.s.log.WithLazy(zap.Stringer("remote", r.Remote), zap.String("node", name)), name, ev, detail)
 }
 
 // fileKind says which event delivering path (in the served FS) is: the kernel or initrd of a
