@@ -14,12 +14,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/bootfabric/bootfabric/dhcpd"
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/insomniacslk/dhcp/dhcpv4"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap/zaptest"
 )
@@ -123,7 +124,11 @@ func TestAttackCutDownload(t *testing.T) {
 		resp.Body.Close() // cut: the server's write fails
 	}
 	srv.CloseClientConnections()
-	time.Sleep(200 * time.Millisecond) // the handlers finish writing into closed connections
+	// The handlers finish writing into the closed connections; each request is counted once its
+	// handler has returned, after it has said what the download means for the node.
+	testfix.WaitFor(t, "both cut downloads handled", 5*time.Second, func() bool {
+		return testutil.ToFloat64(s.httpm.requests.WithLabelValues("/boot/{profile}/{file}", "200")) == 2
+	})
 	for _, name := range []string{"node00", "node01"} {
 		if n := nodeAt(t, s, name); n.State != Pending {
 			t.Errorf("%s after cut downloads: %v (%s)", name, n.State, n.Error)
@@ -257,21 +262,30 @@ func TestAttackIdleConnections(t *testing.T) {
 	}
 	// Those over the cap are closed at once: a read sees EOF well before the header timeout.
 	var wg sync.WaitGroup
-	var open atomic.Int32
+	var mu sync.Mutex
+	var held []net.Conn
 	for _, c := range conns {
 		wg.Go(func() {
 			c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
 			if _, err := c.Read(make([]byte, 1)); errors.Is(err, os.ErrDeadlineExceeded) {
-				open.Add(1)
+				mu.Lock()
+				held = append(held, c)
+				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	if open.Load() != 8 {
-		t.Errorf("%d of 40 idle connections held open, want 8", open.Load())
+	if len(held) != 8 {
+		t.Errorf("%d of 40 idle connections held open, want 8", len(held))
 	}
-	// The held ones are closed after the header timeout, and the server answers again.
-	time.Sleep(2 * time.Second)
+	// The held ones are closed after the header timeout (2 s from their accept): each read ends
+	// with the server's close, well before its own deadline. Then the server answers again.
+	for _, c := range held {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+			t.Errorf("a held idle connection: read %v, want EOF (closed after the header timeout)", err)
+		}
+	}
 	resp, err := http.Get("http://" + addr + "/healthz")
 	if err != nil {
 		t.Fatalf("after the idle connections: %v", err)

@@ -2,13 +2,11 @@ package bootsrv
 
 import (
 	"bytes"
-	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/bootfabric/bootfabric/images"
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"go.uber.org/zap/zaptest"
 )
 
@@ -28,52 +26,11 @@ func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	f := &fixture{dir: dir, cfgPath: filepath.Join(dir, "serve.yaml")}
-	rng := rand.New(rand.NewPCG(1, 2))
-	random := func(n int) []byte {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(rng.Uint32())
-		}
-		return b
-	}
-	f.kernel, f.initrd, f.nbp = random(3<<20+17), random(1<<20+5), random(70_001)
-	write := func(name string, data []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	st, err := images.Create(filepath.Join(dir, "images"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = st.Add(images.Profile{Name: "default", Kernel: "vmlinuz", Initrd: "initrd.img", Cmdline: "console=ttyS0"},
-		map[string]string{"vmlinuz": write("src/vmlinuz", f.kernel), "initrd.img": write("src/initrd.img", f.initrd)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	write("ipxe/undionly.kpxe", f.nbp)
-	write("ipxe/ipxe.efi", f.nbp)
+	b := testfix.BootDir(t, dir, testfix.BootSizes{Kernel: 3<<20 + 17, Initrd: 1<<20 + 5, NBP: 70_001, Seed: 1}, "console=ttyS0")
+	f.kernel, f.initrd, f.nbp = b.Kernel, b.Initrd, b.NBP
 	inv := strings.Replace(miniInventoryCSV(t), "10.0.0.10,", "127.0.0.1,", 1)
-	write("inventory.csv", []byte(inv))
-	write("serve.yaml", []byte(`# test boot server
-servers:
-  - {name: bs0, address: 127.0.0.1}
-topology: mini
-mapping: bcda
-inventory: inventory.csv
-images: images
-ipxe_dir: ipxe
-state_dir: state
-state_flush: 0s
-http: {listen: "127.0.0.1:0"}
-tftp: {listen: "127.0.0.1:0"}
-dhcp: {mode: "off"}
-`))
+	testfix.WriteFile(t, filepath.Join(dir, "inventory.csv"), []byte(inv))
+	testfix.WriteFile(t, f.cfgPath, []byte("# test boot server\n"+testfix.ServeYAML("0s", `{mode: "off"}`)))
 	return f
 }
 

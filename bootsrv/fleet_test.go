@@ -11,6 +11,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"go.uber.org/zap/zaptest"
 )
 
@@ -124,18 +125,6 @@ func ruleOwned(t *testing.T, s *Server, id int, dead []int) []string {
 	return out
 }
 
-func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > limit {
-			t.Fatalf("%s: not within %v", what, limit)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return time.Since(start)
-}
-
 // TestFleetTakeover runs four fleet servers on a real etcd: each answers exactly the rule's nodes;
 // a crashed server's nodes move to the survivors within the TTL plus 2 s, each resuming from the
 // dead server's record; the dead server's return reclaims its nodes except one mid-boot elsewhere,
@@ -149,7 +138,7 @@ func TestFleetTakeover(t *testing.T) {
 	}
 	for id, m := range ms {
 		want := ruleOwned(t, m.srv, id, nil)
-		waitFor(t, m.name+" owns its blocks", 10*time.Second, func() bool { return slices.Equal(m.tracked(), want) })
+		testfix.WaitFor(t, m.name+" owns its blocks", 10*time.Second, func() bool { return slices.Equal(m.tracked(), want) })
 	}
 
 	// bs1's first node is mid-boot (bound) when bs1 dies; its second is healthy.
@@ -169,7 +158,7 @@ func TestFleetTakeover(t *testing.T) {
 	bs1.crash(t)
 
 	survivors := []*fleetMember{ms[0], ms[2], ms[3]}
-	waitFor(t, "takeover of bs1's nodes", 2*time.Second+2*time.Second, func() bool {
+	testfix.WaitFor(t, "takeover of bs1's nodes", 2*time.Second+2*time.Second, func() bool {
 		for _, m := range survivors {
 			id := slices.IndexFunc(fleetServers(), func(e ServerEntry) bool { return e.Name == m.name })
 			if !slices.Equal(m.tracked(), ruleOwned(t, m.srv, id, []int{1})) {
@@ -203,7 +192,7 @@ func TestFleetTakeover(t *testing.T) {
 	}
 	// Each new owner records its takeover right after it starts answering: wait for all of them.
 	total := 0
-	waitFor(t, "takeover events", 5*time.Second, func() bool {
+	testfix.WaitFor(t, "takeover events", 5*time.Second, func() bool {
 		evs, err := ms[0].client.Events(context.Background(), "takeover")
 		if err != nil {
 			t.Fatal(err)
@@ -228,7 +217,7 @@ func TestFleetTakeover(t *testing.T) {
 	// bs1 returns: it reclaims its nodes but the one still mid-boot on h.
 	back := startFleetMember(t, f, ec.Endpoints, 1)
 	want := slices.DeleteFunc(slices.Clone(own1), func(n string) bool { return n == mid })
-	waitFor(t, "bs1 reclaims its idle nodes", 10*time.Second, func() bool { return slices.Equal(back.tracked(), want) })
+	testfix.WaitFor(t, "bs1 reclaims its idle nodes", 10*time.Second, func() bool { return slices.Equal(back.tracked(), want) })
 	if !slices.Contains(h.tracked(), mid) {
 		t.Fatalf("%s left %s mid-boot", h.name, mid)
 	}
@@ -237,14 +226,14 @@ func TestFleetTakeover(t *testing.T) {
 	if err := h.srv.Tracker().Flush(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "bs1 reclaims "+mid+" once healthy", 10*time.Second, func() bool { return slices.Equal(back.tracked(), own1) })
+	testfix.WaitFor(t, "bs1 reclaims "+mid+" once healthy", 10*time.Second, func() bool { return slices.Equal(back.tracked(), own1) })
 	if slices.Contains(h.tracked(), mid) {
 		t.Errorf("%s still holds %s", h.name, mid)
 	}
 
 	// etcd stops: every server is fenced within the TTL and answers only its home nodes.
 	ec.Member(0).Stop()
-	fenced := waitFor(t, "fencing", 2*time.Second+2*time.Second, func() bool {
+	fenced := testfix.WaitFor(t, "fencing", 2*time.Second+2*time.Second, func() bool {
 		for _, m := range []*fleetMember{ms[0], back} {
 			if v := m.srv.fleet.m.Load(); v == nil || v.Valid() {
 				return false
@@ -261,7 +250,7 @@ func TestFleetTakeover(t *testing.T) {
 		}
 	}
 	ec.Member(0).Restart()
-	waitFor(t, "membership valid again", 15*time.Second, func() bool {
+	testfix.WaitFor(t, "membership valid again", 15*time.Second, func() bool {
 		v := back.srv.fleet.m.Load()
 		return v != nil && v.Valid()
 	})
@@ -303,7 +292,7 @@ func TestFleetChaos(t *testing.T) {
 		}
 		return len(seen) == len(ms[0].srv.auth.Inventory().Nodes)
 	}
-	waitFor(t, "start", 10*time.Second, func() bool { return settled(-1) })
+	testfix.WaitFor(t, "start", 10*time.Second, func() bool { return settled(-1) })
 	rng := rand.New(rand.NewPCG(7, 11))
 	progress := map[string]State{}
 	for round := range 5 {
@@ -330,7 +319,7 @@ func TestFleetChaos(t *testing.T) {
 		}
 		victim := rng.IntN(len(ms))
 		ms[victim].crash(t)
-		waitFor(t, fmt.Sprintf("round %d: takeover of bs%d", round, victim), 8*time.Second, func() bool { return settled(victim) })
+		testfix.WaitFor(t, fmt.Sprintf("round %d: takeover of bs%d", round, victim), 8*time.Second, func() bool { return settled(victim) })
 		for _, m := range ms {
 			if m == ms[victim] {
 				continue
@@ -343,7 +332,7 @@ func TestFleetChaos(t *testing.T) {
 		}
 		ms[victim] = startFleetMember(t, f, ec.Endpoints, victim)
 		// Nodes mid-boot elsewhere stay there until healthy: finish them so the round settles.
-		waitFor(t, fmt.Sprintf("round %d: bs%d back", round, victim), 15*time.Second, func() bool {
+		testfix.WaitFor(t, fmt.Sprintf("round %d: bs%d back", round, victim), 15*time.Second, func() bool {
 			for _, m := range ms {
 				for _, name := range m.tracked() {
 					if st, _ := m.srv.Tracker().State(name); midBoot(st) {
@@ -365,14 +354,14 @@ func TestFleetWitness(t *testing.T) {
 	f := newFixture(t)
 	bs0 := startFleetMember(t, f, ec.Endpoints, 0)
 	bs1 := startFleetMember(t, f, ec.Endpoints, 1)
-	waitFor(t, "bs1 owns its blocks", 10*time.Second, func() bool {
+	testfix.WaitFor(t, "bs1 owns its blocks", 10*time.Second, func() bool {
 		return len(bs1.tracked()) > 0 && bs0.srv.HTTPAddr() != nil
 	})
 	home := bs1.srv.auth.Owned()[0]
 	peer := "http://" + bs0.srv.HTTPAddr().String()
 	bs1.srv.fleet.peers.Store(&[]string{peer})
 	bs1.client.Close() // bs1 alone loses etcd; bs0 stays a valid member
-	waitFor(t, "bs1 fenced and told by bs0", 5*time.Second, func() bool {
+	testfix.WaitFor(t, "bs1 fenced and told by bs0", 5*time.Second, func() bool {
 		return !bs1.srv.fleet.m.Load().Valid() && bs1.srv.fleet.peerValid.Load()
 	})
 	if _, ok := (fleetReservations{bs1.srv.fleet}).Lookup(home.MAC); ok {
@@ -380,7 +369,7 @@ func TestFleetWitness(t *testing.T) {
 	}
 	// etcd down for everyone: bs0 is fenced too, so bs1 hears no valid peer and answers again.
 	ec.Member(0).Stop()
-	waitFor(t, "no valid peer", 6*time.Second, func() bool { return !bs1.srv.fleet.peerValid.Load() })
+	testfix.WaitFor(t, "no valid peer", 6*time.Second, func() bool { return !bs1.srv.fleet.peerValid.Load() })
 	if _, ok := (fleetReservations{bs1.srv.fleet}).Lookup(home.MAC); !ok {
 		t.Errorf("with etcd down for all, bs1 does not answer its home node %s", home.Name)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/insomniacslk/dhcp/dhcpv4"
 )
 
@@ -42,7 +43,7 @@ func TestFleetPool(t *testing.T) {
 	_ = startFleetMemberEdit(t, f, ec.Endpoints, 3, pool)
 	// Unknown MACs are hashed over the live members each server sees: both must see all four
 	// (while their views differ, a MAC may get an offer from each; only one REQUEST can bind).
-	waitFor(t, "four live members seen by a and b", 10*time.Second, func() bool {
+	testfix.WaitFor(t, "four live members seen by a and b", 10*time.Second, func() bool {
 		for _, m := range []*fleetMember{a, b} {
 			if l := m.srv.fleet.liveIDs.Load(); l == nil || len(*l) != 4 {
 				return false
@@ -141,7 +142,7 @@ func TestFleetPool(t *testing.T) {
 
 	// etcd stops: once fenced, the pool allocates nothing.
 	ec.Member(0).Stop()
-	waitFor(t, "fenced", 5*time.Second, func() bool { return !a.srv.fleet.m.Load().Valid() })
+	testfix.WaitFor(t, "fenced", 5*time.Second, func() bool { return !a.srv.fleet.m.Load().Valid() })
 	if _, err := a.srv.addrPool.Offer(ctx, net.HardwareAddr{2, 0, 0, 0, 0, 10}, nil); err == nil {
 		t.Error("a fenced server offered a pool address")
 	} else {

@@ -7,14 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // flakyStore fails every Save while down, and records what it saved.
 type flakyStore struct {
-	mu    sync.Mutex
-	down  bool
-	saved map[string]State
+	mu     sync.Mutex
+	down   bool
+	failed int // saves refused while down
+	saved  map[string]State
 }
 
 func (s *flakyStore) Load() ([]NodeStatus, error) { return nil, nil }
@@ -22,6 +24,7 @@ func (s *flakyStore) Save(nodes []NodeStatus) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.down {
+		s.failed++
 		return errors.New("store unreachable")
 	}
 	for _, n := range nodes {
@@ -33,6 +36,7 @@ func (s *flakyStore) Delete([]string) error { return nil }
 func (s *flakyStore) Close() error          { return nil }
 
 func (s *flakyStore) set(down bool) { s.mu.Lock(); s.down = down; s.mu.Unlock() }
+func (s *flakyStore) failures() int { s.mu.Lock(); defer s.mu.Unlock(); return s.failed }
 func (s *flakyStore) state(name string) State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -56,7 +60,8 @@ func TestTrackerRetriesFailedSave(t *testing.T) {
 	if _, err := tr.Report("node00", Health{Status: "ok"}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // a few failed saves
+	// A few saves fail: the tracker tried, and the store refused, more than once.
+	testfix.WaitFor(t, "three failed saves", 5*time.Second, func() bool { return store.failures() >= 3 })
 	if got := store.state("node00"); got == Healthy {
 		t.Fatal("saved while the store was down")
 	}
