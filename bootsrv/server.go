@@ -119,8 +119,7 @@ func New(cfg *Config, opts Options) (_ *Server, err error) {
 	if err := s.newEndpoints(tracked, opts); err != nil {
 		return nil, err
 	}
-	srv := cfg.Servers[cfg.ServerID]
-	s.log.Info("boot server configured", zap.String("server", srv.Name), zap.Int("id", cfg.ServerID),
+	s.log.Info("boot server configured", zap.Int("id", cfg.ServerID), // the logger names the server
 		zap.Int("inventory", len(s.auth.Inventory().Nodes)), zap.Int("owned", len(s.auth.Owned())), zap.String("mapping", algo))
 	return s, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
+	"github.com/bootfabric/bootfabric/internal/testfix"
 )
 
 // fleetFiles writes a fleet file for two servers on loopback over the serve fixture's files.
@@ -109,7 +110,7 @@ func TestServeFleet(t *testing.T) {
 		errs   *strings.Builder
 	}
 	start := func(name, addr, images string) *member {
-		port := freePort(t)
+		port := testfix.FreePort(t)
 		mctx, mcancel := context.WithCancel(ctx)
 		m := &member{url: fmt.Sprintf("http://%s:%d", addr, port), cancel: mcancel, done: make(chan int, 1), errs: &strings.Builder{}}
 		go func() {

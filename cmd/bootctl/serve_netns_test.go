@@ -178,9 +178,6 @@ esac
 	if addrs, _ := inCli("ip", "-4", "addr", "show", p.cliIf); !strings.Contains(addrs, p.cliIP+"/24") {
 		t.Fatalf("client address not set:\n%s", addrs)
 	}
-	// An ACK reported before its DISCOVER waits 50 ms in bootsrv (see dhcpObserver); give it that
-	// time so that the bound timestamp lands before the NBP's.
-	time.Sleep(100 * time.Millisecond)
 	nbp := filepath.Join(f.dir, "nbp")
 	if out, err := inCli("curl", "-sS", "--tftp-blksize", "1468", "-o", nbp, "tftp://"+p.srvIP+"/undionly.kpxe"); err != nil {
 		t.Fatalf("curl tftp: %v\n%s", err, out)

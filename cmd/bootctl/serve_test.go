@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"github.com/pin/tftp/v3"
 	"go.uber.org/zap/zaptest"
@@ -31,24 +31,14 @@ func runBootctl(t *testing.T, ctx context.Context, args ...string) (int, string,
 	return code, out.String(), errb.String()
 }
 
+// randomFile writes n seeded random bytes to path (testfix.RandomFile) and returns them.
 func randomFile(t *testing.T, path string, n int, seed uint64) []byte {
 	t.Helper()
-	rng := rand.New(rand.NewPCG(seed, seed+1))
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return testfix.RandomFile(t, path, n, seed)
 }
 
-// serveFiles is a boot server's files: a store with profile "default" added with `bootctl image
-// add`, an iPXE directory, an inventory of four mini nodes (node00 has 127.0.0.1) and a config.
+// serveFiles is a boot server's files: a store with profile "default", an iPXE directory, an
+// inventory of four mini nodes (node00 has 127.0.0.1) and a config.
 type serveFiles struct {
 	dir, config         string
 	kernel, initrd, nbp []byte
@@ -58,35 +48,13 @@ func newServeFiles(t *testing.T, dhcpMode string) *serveFiles {
 	t.Helper()
 	dir := t.TempDir()
 	f := &serveFiles{dir: dir, config: filepath.Join(dir, "serve.yaml")}
-	f.kernel = randomFile(t, filepath.Join(dir, "src/vmlinuz"), 2<<20+3, 1)
-	f.initrd = randomFile(t, filepath.Join(dir, "src/initrd.img"), 1<<20+7, 2)
-	f.nbp = randomFile(t, filepath.Join(dir, "ipxe/undionly.kpxe"), 70_000, 3)
-	code, out, errs := runBootctl(t, context.Background(), "image", "add", "--store", filepath.Join(dir, "images"), "--name", "default",
-		"--kernel", filepath.Join(dir, "src/vmlinuz"), "--initrd", filepath.Join(dir, "src/initrd.img"), "--cmdline", "console=ttyS0 quiet")
-	if code != 0 {
-		t.Fatalf("image add: %d\n%s%s", code, out, errs)
-	}
+	b := testfix.BootDir(t, dir, testfix.BootSizes{Kernel: 2<<20 + 3, Initrd: 1<<20 + 7, NBP: 70_000, Seed: 1}, "console=ttyS0 quiet")
+	f.kernel, f.initrd, f.nbp = b.Kernel, b.Initrd, b.NBP
 	inv := "name,mac,ip,node\nnode00,52:54:00:00:00:00,127.0.0.1,s0-b0-n0\nnode01,52:54:00:00:00:01,127.0.0.11,s0-b0-n1\n" +
 		"node02,52:54:00:00:00:02,127.0.0.12,s0-b0-n2\nnode03,52:54:00:00:00:03,127.0.0.13,s0-b0-n3\n"
-	if err := os.WriteFile(filepath.Join(dir, "inventory.csv"), []byte(inv), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := fmt.Sprintf(`servers:
-  - {name: bs0, address: 127.0.0.1}
-topology: mini
-mapping: bcda
-inventory: inventory.csv
-images: images
-ipxe_dir: ipxe
-state_dir: state
-state_flush: 50ms
-http: {listen: "127.0.0.1:0"}
-tftp: {listen: "127.0.0.1:0"}
-dhcp: {mode: %s, listen: "127.0.0.1:0", subnet: 127.0.0.0/8, lease_time: 10m}
-`, dhcpMode)
-	if err := os.WriteFile(f.config, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testfix.WriteFile(t, filepath.Join(dir, "inventory.csv"), []byte(inv))
+	dhcp := fmt.Sprintf(`{mode: %s, listen: "127.0.0.1:0", subnet: 127.0.0.0/8, lease_time: 10m}`, dhcpMode)
+	testfix.WriteFile(t, f.config, []byte(testfix.ServeYAML("50ms", dhcp)))
 	return f
 }
 
@@ -101,31 +69,7 @@ func startServer(t *testing.T, f *serveFiles) (*bootsrv.Server, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := srv.Listen(ctx); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve: %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Error("server did not stop within 15 s")
-		}
-	}
-	t.Cleanup(stop)
-	return srv, stop
+	return srv, testfix.Serve(t, srv)
 }
 
 // dora runs DISCOVER/OFFER/REQUEST/ACK against a DHCP server on loopback with the dhcpv4 package
@@ -290,7 +234,12 @@ func TestServeLoopback(t *testing.T) {
 	waitState(t, srv, "node00", bootsrv.Bound)
 	// The UEFI tsize probe: RRQ with tsize, OACK, then ERROR 5 from the client. Not a failure.
 	tsizeProbe(t, srv.TFTPAddr().String(), "undionly.kpxe")
-	time.Sleep(100 * time.Millisecond)
+	// tftpd reports the probe once it has the client's ERROR, after the client returns: wait for
+	// the probe's event, then the state it left.
+	testfix.WaitFor(t, "the tsize probe recorded", 5*time.Second, func() bool {
+		n, _ := srv.Tracker().Node("node00")
+		return n.LastEvent == bootsrv.EvProbe
+	})
 	if n, _ := srv.Tracker().Node("node00"); n.State != bootsrv.Bound {
 		t.Errorf("after the tsize probe: %v (%s), want still bound", n.State, n.Error)
 	}
@@ -323,9 +272,9 @@ func TestServeLoopback(t *testing.T) {
 	doraAs(t, srv.DHCPAddrs()[0], mac, func() {}, base+"/ipxe/52:54:00:00:00:00",
 		dhcpv4.WithOption(dhcpv4.OptClassIdentifier("PXEClient:Arch:00000:UNDI:002001")),
 		dhcpv4.WithOption(dhcpv4.OptUserClass("iPXE")))
-	time.Sleep(100 * time.Millisecond) // the delayed ACK report of a node not in offered
-	if n, _ := srv.Tracker().Node("node00"); n.State != bootsrv.NBP || n.Attempt != 1 {
-		t.Errorf("after iPXE's DHCP: %v attempt %d, want nbp attempt 1", n.State, n.Attempt)
+	// dhcpd reports a request to the tracker before it sends the reply: the ACK is recorded.
+	if n, _ := srv.Tracker().Node("node00"); n.LastEvent != bootsrv.EvAck || n.State != bootsrv.NBP || n.Attempt != 1 {
+		t.Errorf("after iPXE's DHCP: last event %v, %v attempt %d, want ack, nbp attempt 1", n.LastEvent, n.State, n.Attempt)
 	}
 	script := string(httpGet(t, base+"/ipxe/52:54:00:00:00:00"))
 	m := regexp.MustCompile(`(?m)^kernel (\S+) .*bootfabric.health=(\S+)`).FindStringSubmatch(script)
@@ -396,9 +345,10 @@ func TestServeLoopback(t *testing.T) {
 	// A DISCOVER of the healthy node nobody asked for is only an event.
 	base2 := "http://" + srv2.HTTPAddr().String()
 	dora(t, srv2.DHCPAddrs()[0], mac, func() {})
-	time.Sleep(100 * time.Millisecond)
-	if n, _ := srv2.Tracker().Node("node00"); n.State != bootsrv.Healthy || n.Attempt != 1 {
-		t.Errorf("after an unasked DISCOVER: %v attempt %d, want healthy attempt 1", n.State, n.Attempt)
+	// The whole exchange is recorded before the ACK is sent (its event is the last): the state
+	// it left is final.
+	if n, _ := srv2.Tracker().Node("node00"); n.LastEvent != bootsrv.EvAck || n.State != bootsrv.Healthy || n.Attempt != 1 {
+		t.Errorf("after an unasked DISCOVER: last event %v, %v attempt %d, want ack, healthy attempt 1", n.LastEvent, n.State, n.Attempt)
 	}
 	// The operator asks for the reboot (bootctl node reboot); the next DISCOVER starts the boot
 	// over. A REQUEST right after the OFFER: the ACK may be reported before the DISCOVER (see
@@ -435,21 +385,11 @@ func waitState(t *testing.T, srv *bootsrv.Server, name string, want bootsrv.Stat
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // TestServeCommand runs `bootctl serve` with flag and environment overrides and stops it the way
 // SIGTERM does (main cancels the context).
 func TestServeCommand(t *testing.T) {
 	f := newServeFiles(t, "off")
-	port := freePort(t)
+	port := testfix.FreePort(t)
 	t.Setenv("BOOTCTL_TFTP", "off")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
