@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"github.com/bootfabric/bootfabric/internal/testenv"
-
 	"context"
 	"os"
 	"os/exec"
@@ -11,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/internal/testenv"
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/topology"
 	"go.uber.org/zap/zaptest"
 )
@@ -87,7 +87,9 @@ func TestClusterShaping(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = httpd.Process.Kill(); _ = httpd.Wait() })
-	time.Sleep(300 * time.Millisecond)
+	testfix.WaitFor(t, "busybox httpd listening", 10*time.Second, func() bool {
+		return exec.Command("ip", "netns", "exec", node.Namespace, "curl", "-s", "-o", "/dev/null", "--max-time", "1", "http://"+srv.IP+":8080/").Run() == nil
+	})
 	out = nsRun(t, node.Namespace, "curl", "-sS", "-o", "/dev/null", "--max-time", "30", "-w", "%{speed_download}", "http://"+srv.IP+":8080/f")
 	bps, err := strconv.ParseFloat(strings.TrimSpace(out), 64)
 	if err != nil {
