@@ -344,98 +344,160 @@ func fleetEtcdDown(t *testing.T, ctx context.Context, f *Fleet, fc *fleet.Client
 	case r := <-res:
 		t.Fatalf("boot ended before 4 nodes were bound: %v", r.err)
 	}
+	out := stopEtcd(etcd, 10*time.Second)
+	r := <-res
+	r.check(t)
+	out.checkBootGoesOn(t, r.boot)
+	fleetNoRetries(t, r.boot)
+	fleetOneAnswerer(t, f, r.boot.Start)
+	out.waitServersBack(t, ctx, f, fc)
+	out.checkRecordsHealthy(t, ctx, f, fc)
+	out.logFleetLines(t, f)
+	fleetSameServers(t, f, pids, out.down)
+}
+
+// etcdOutage is when every etcd member was stopped (down), started again (up) and answered again
+// (healthy), as wall times.
+type etcdOutage struct {
+	down, up, healthy time.Time
+}
+
+// stopEtcd stops every member of etcd for d, then restarts them all and waits until the cluster
+// answers.
+func stopEtcd(etcd *etcdtest.Cluster, d time.Duration) etcdOutage {
 	for _, m := range etcd.Members {
 		m.Stop()
 	}
-	downWall := time.Now()
-	time.Sleep(10 * time.Second)
-	upWall := time.Now()
+	var out etcdOutage
+	out.down = time.Now()
+	time.Sleep(d)
+	out.up = time.Now()
 	etcd.RestartAll()
-	healthyWall := time.Now()
-	r := <-res
-	r.check(t)
-	down, up := downWall.Sub(r.boot.Start).Seconds(), upWall.Sub(r.boot.Start).Seconds()
+	out.healthy = time.Now()
+	return out
+}
+
+// checkBootGoesOn checks that nodes kept booting while etcd was down: some bound once every
+// server was fenced, some fetched their kernel.
+func (o etcdOutage) checkBootGoesOn(t *testing.T, boot *FleetBoot) {
+	t.Helper()
+	down, up := o.down.Sub(boot.Start).Seconds(), o.up.Sub(boot.Start).Seconds()
 	// Fenced: from the last renewal before the outage plus TTL - margin, at most TTL after.
 	fenced := down + fleetTTL.Seconds()
 	counts := map[string]int{}
 	boundFenced := 0
-	for _, tl := range r.boot.Nodes {
+	for _, tl := range boot.Nodes {
 		for _, e := range tl.Events {
-			if e.At >= down && e.At <= up {
-				counts[e.Name]++
-				if e.Name == "bound" && e.At >= fenced {
-					boundFenced++
-				}
+			if e.At < down || e.At > up {
+				continue
+			}
+			counts[e.Name]++
+			if e.Name == "bound" && e.At >= fenced {
+				boundFenced++
 			}
 		}
 	}
 	t.Logf("etcd down from %.2f s to %.2f s after the batch start (healthy again %.2f s later); meanwhile %d nodes bound (%d while every server was fenced), %d fetched their kernel, %d reported healthy",
-		down, up, healthyWall.Sub(upWall).Seconds(), counts["bound"], boundFenced, counts["kernel"], counts["reported"])
+		down, up, o.healthy.Sub(o.up).Seconds(), counts["bound"], boundFenced, counts["kernel"], counts["reported"])
 	if boundFenced == 0 || counts["kernel"] == 0 {
 		t.Errorf("nodes did not keep booting while etcd was down: %v", counts)
 	}
-	fleetNoRetries(t, r.boot)
-	fleetOneAnswerer(t, f, r.boot.Start)
-	// Recovered: every server a live member in etcd again, and each one's latest word on its
-	// lease (since the outage began) says renewed or re-joined.
+}
+
+// waitServersBack waits (15 s at most) until every server is a live member in etcd again, and
+// each one's latest word on its lease (since the outage began) says renewed or re-joined.
+func (o etcdOutage) waitServersBack(t *testing.T, ctx context.Context, f *Fleet, fc *fleet.Client) {
+	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		members, merr := f.Members(ctx, fc)
-		var notBack []string
-		for _, s := range f.Servers {
-			var last string
-			for _, l := range f.LogLines(s.Name, "", downWall) {
-				switch l.Msg {
-				case "fleet lease renewal failed; retrying", "fleet lease lost (expired or revoked in etcd); re-joining", "fleet re-join failed; retrying",
-					"fleet lease renewed again", "fleet membership re-joined":
-					last = l.Msg
-				}
-			}
-			if last != "" && last != "fleet lease renewed again" && last != "fleet membership re-joined" {
-				notBack = append(notBack, s.Name+": "+last)
-			}
-		}
-		for _, s := range f.Servers {
-			if v, err := f.Metric(ctx, s.Name, "bootfabric_fleet_membership_valid"); err != nil || v != 1 {
-				notBack = append(notBack, fmt.Sprintf("%s: membership_valid %v (%v)", s.Name, v, err))
-			}
-		}
+		notBack := append(leaseNotBack(f, o.down), membershipNotValid(ctx, f)...)
 		if merr == nil && len(members) == len(f.Servers) && len(notBack) == 0 {
-			t.Logf("all %d servers live members, none fenced (checked %.1f s after etcd returned, when the boot had ended)", len(members), time.Since(upWall).Seconds())
-			break
+			t.Logf("all %d servers live members, none fenced (checked %.1f s after etcd returned, when the boot had ended)", len(members), time.Since(o.up).Seconds())
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Errorf("after etcd returned: members %v (%v); not back: %v", members, merr, notBack)
-			break
+			return
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	recs, err := f.WaitHealthy(ctx, fc, 20*time.Second)
-	if err != nil {
-		n := 0
-		for _, rec := range recs {
-			if rec.State.String() != "healthy" {
-				n++
-				t.Logf("etcd record %s: %s on %s since %s (last event %s at %s, attempt %d)", rec.Name, rec.State, rec.Server,
-					rec.Since.Format("15:04:05.000"), rec.LastEvent, rec.LastSeen.Format("15:04:05.000"), rec.Attempt)
-				for _, srv := range f.Servers {
-					for _, l := range f.LogLines(srv.Name, "", downWall) {
-						if l.Fields["node"] == rec.Name || strings.Contains(l.Msg, "sav") {
-							t.Logf("  %s %s %s %v", srv.Name, l.At.Format("15:04:05.000"), l.Msg, l.Fields)
-						}
-					}
-				}
+}
+
+// leaseNotBack names the servers whose latest log line about their lease since t says neither
+// renewed nor re-joined, with that line: "bs1: fleet re-join failed; retrying".
+func leaseNotBack(f *Fleet, since time.Time) []string {
+	var out []string
+	for _, s := range f.Servers {
+		var last string
+		for _, l := range f.LogLines(s.Name, "", since) {
+			switch l.Msg {
+			case "fleet lease renewal failed; retrying", "fleet lease lost (expired or revoked in etcd); re-joining", "fleet re-join failed; retrying",
+				"fleet lease renewed again", "fleet membership re-joined":
+				last = l.Msg
 			}
 		}
-		t.Errorf("etcd records after etcd returned: %v (%d of %d not healthy)", err, n, len(recs))
-	} else {
-		t.Logf("every node's etcd record healthy %.1f s after etcd returned", time.Since(upWall).Seconds())
+		if last != "" && last != "fleet lease renewed again" && last != "fleet membership re-joined" {
+			out = append(out, s.Name+": "+last)
+		}
 	}
+	return out
+}
+
+// membershipNotValid names the servers whose bootfabric_fleet_membership_valid metric is not 1.
+func membershipNotValid(ctx context.Context, f *Fleet) []string {
+	var out []string
+	for _, s := range f.Servers {
+		if v, err := f.Metric(ctx, s.Name, "bootfabric_fleet_membership_valid"); err != nil || v != 1 {
+			out = append(out, fmt.Sprintf("%s: membership_valid %v (%v)", s.Name, v, err))
+		}
+	}
+	return out
+}
+
+// checkRecordsHealthy waits (20 s at most) until every node's etcd record says healthy; else it
+// logs each other record with the servers' log lines about its node since the outage.
+func (o etcdOutage) checkRecordsHealthy(t *testing.T, ctx context.Context, f *Fleet, fc *fleet.Client) {
+	t.Helper()
+	recs, err := f.WaitHealthy(ctx, fc, 20*time.Second)
+	if err == nil {
+		t.Logf("every node's etcd record healthy %.1f s after etcd returned", time.Since(o.up).Seconds())
+		return
+	}
+	n := 0
+	for _, rec := range recs {
+		if rec.State.String() != "healthy" {
+			n++
+			o.logRecord(t, f, rec)
+		}
+	}
+	t.Errorf("etcd records after etcd returned: %v (%d of %d not healthy)", err, n, len(recs))
+}
+
+// logRecord logs a node's etcd record and the servers' log lines about it (or about saving
+// state) since the outage.
+func (o etcdOutage) logRecord(t *testing.T, f *Fleet, rec bootsrv.NodeStatus) {
+	t.Helper()
+	t.Logf("etcd record %s: %s on %s since %s (last event %s at %s, attempt %d)", rec.Name, rec.State, rec.Server,
+		rec.Since.Format("15:04:05.000"), rec.LastEvent, rec.LastSeen.Format("15:04:05.000"), rec.Attempt)
+	for _, srv := range f.Servers {
+		for _, l := range f.LogLines(srv.Name, "", o.down) {
+			if l.Fields["node"] == rec.Name || strings.Contains(l.Msg, "sav") {
+				t.Logf("  %s %s %s %v", srv.Name, l.At.Format("15:04:05.000"), l.Msg, l.Fields)
+			}
+		}
+	}
+}
+
+// logFleetLines logs, for the record, each server's fleet log lines since etcd went down (the
+// first and last 3 when there are more than 6).
+func (o etcdOutage) logFleetLines(t *testing.T, f *Fleet) {
+	t.Helper()
 	for _, s := range f.Servers {
 		var msgs []string
-		for _, l := range f.LogLines(s.Name, "", downWall) {
+		for _, l := range f.LogLines(s.Name, "", o.down) {
 			if strings.HasPrefix(l.Msg, "fleet ") && l.Msg != "fleet ownership" {
-				msgs = append(msgs, fmt.Sprintf("+%.1fs %s", l.At.Sub(downWall).Seconds(), l.Msg))
+				msgs = append(msgs, fmt.Sprintf("+%.1fs %s", l.At.Sub(o.down).Seconds(), l.Msg))
 			}
 		}
 		if len(msgs) > 6 {
@@ -443,7 +505,6 @@ func fleetEtcdDown(t *testing.T, ctx context.Context, f *Fleet, fc *fleet.Client
 		}
 		t.Logf("%s since etcd went down: %s", s.Name, strings.Join(msgs, "; "))
 	}
-	fleetSameServers(t, f, pids, downWall)
 }
 
 // etcdLeader returns the index of the cluster's leader, asking each member's status through
