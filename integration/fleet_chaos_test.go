@@ -79,7 +79,6 @@ func TestFleetChaos(t *testing.T) {
 // chaosRand returns the chaos test's random source, seeded from BOOTFABRIC_CHAOS_SEED when set
 // (else the clock), and logs the seed.
 func chaosRand(t *testing.T) *rand.Rand {
-	t.Helper()
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("BOOTFABRIC_CHAOS_SEED"); v != "" {
 		s, err := strconv.ParseUint(v, 10, 64)
@@ -106,7 +105,6 @@ type chaos struct {
 }
 
 func newChaos(t *testing.T, f *Fleet, fc *fleet.Client) *chaos {
-	t.Helper()
 	c := &chaos{f: f, fc: fc, owners: make([]*mapping.Assignment, len(f.Servers)), serverIdx: map[string]int{},
 		col: &chaosEvents{began: make(chan struct{})}, chk: newChaosChecker(f), kills: map[string][]time.Time{}}
 	algo, batch := fleetRule(t, f)
@@ -182,7 +180,6 @@ type chaosRound struct {
 // runRounds runs up to chaosRounds rounds while the boot lasts and the test has not failed, and
 // returns them with the boot's result.
 func (c *chaos) runRounds(t *testing.T, ctx context.Context, rng *rand.Rand, res <-chan fleetBootResult) ([]chaosRound, fleetBootResult) {
-	t.Helper()
 	var rounds []chaosRound
 	for k := 1; k <= chaosRounds && !t.Failed(); k++ {
 		rounds = append(rounds, c.round(t, ctx, k, rng))
@@ -199,7 +196,6 @@ func (c *chaos) runRounds(t *testing.T, ctx context.Context, rng *rand.Rand, res
 // the survivors' takeover and the answers to its nodes, restart it and wait until it is a member
 // again and the survivors released its nodes; then check the invariants so far.
 func (c *chaos) round(t *testing.T, ctx context.Context, k int, rng *rand.Rand) chaosRound {
-	t.Helper()
 	// A pause of 0.3-1.3 s between rounds (and before the first kill).
 	time.Sleep(time.Duration(300+rng.IntN(1000)) * time.Millisecond)
 	rd := chaosRound{victim: c.pickVictim(t, k, rng)}
@@ -223,7 +219,6 @@ func (c *chaos) round(t *testing.T, ctx context.Context, k int, rng *rand.Rand) 
 
 // pickVictim checks that every server is live and picks one at random.
 func (c *chaos) pickVictim(t *testing.T, k int, rng *rand.Rand) string {
-	t.Helper()
 	var live []string
 	for _, s := range c.f.Servers {
 		if c.f.Pid(s.Name) != 0 {
@@ -285,7 +280,6 @@ func (c *chaos) survivorsNotYet(victim string, since time.Time, done func(LogLin
 // 4 s), notes the takeover the survivors logged, then waits until the victim's mid-boot nodes
 // get their answers (bounded: 3 s more).
 func (c *chaos) waitTakeover(t *testing.T, k int, rd *chaosRound) {
-	t.Helper()
 	deadline := rd.kill.Add(chaosTTL + 4*time.Second)
 	for {
 		notYet := c.survivorsNotYet(rd.victim, rd.kill, func(l LogLine) bool { return slices.Contains(l.Dead(), rd.victim) })
@@ -350,7 +344,6 @@ func (c *chaos) answeredSince(t time.Time) (map[int]string, map[int]time.Time) {
 
 // waitReaped waits (5 s at most) until the killed victim's process is gone.
 func (c *chaos) waitReaped(t *testing.T, k int, victim string) {
-	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); c.f.Pid(victim) != 0; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("round %d: %s (killed) not reaped after 5 s", k, victim)
@@ -362,7 +355,6 @@ func (c *chaos) waitReaped(t *testing.T, k int, victim string) {
 // answered by the rule's new owners, counting them (answered, wrongOwner, notAsked) and noting
 // the first answer's time.
 func (c *chaos) checkMidAnswers(t *testing.T, k int, rd *chaosRound) {
-	t.Helper()
 	by, at := c.answeredSince(rd.kill)
 	for _, i := range rd.mid {
 		srv, ok := by[i]
@@ -384,7 +376,6 @@ func (c *chaos) checkMidAnswers(t *testing.T, k int, rd *chaosRound) {
 
 // restart starts the victim again and waits (10 s at most) until it is a member.
 func (c *chaos) restart(t *testing.T, ctx context.Context, k int, rd *chaosRound) {
-	t.Helper()
 	rd.restart = time.Now()
 	if err := c.f.StartServer(ctx, rd.victim); err != nil {
 		t.Fatalf("round %d: %v", k, err)
@@ -407,7 +398,6 @@ func (c *chaos) restart(t *testing.T, ctx context.Context, k int, rd *chaosRound
 // waitReleased waits (5 s at most) until every survivor's ownership since the restart counts no
 // server dead.
 func (c *chaos) waitReleased(t *testing.T, k int, rd *chaosRound) {
-	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		notYet := c.survivorsNotYet(rd.victim, rd.restart, func(l LogLine) bool { return len(l.Dead()) == 0 })
 		if len(notYet) == 0 {
@@ -423,7 +413,6 @@ func (c *chaos) waitReleased(t *testing.T, k int, rd *chaosRound) {
 
 // logRound logs what round k did, its times from the batch start.
 func (c *chaos) logRound(t *testing.T, k int, rd chaosRound) {
-	t.Helper()
 	_, start := c.col.snapshot()
 	since := func(at time.Time) float64 { return at.Sub(start).Seconds() }
 	var to []string
@@ -453,7 +442,6 @@ func (c *chaos) logRound(t *testing.T, k int, rd chaosRound) {
 
 // checkRoundsDuringBoot checks that every round ran, each kill while nodes were unfinished.
 func (c *chaos) checkRoundsDuringBoot(t *testing.T, rounds []chaosRound, boot *FleetBoot) {
-	t.Helper()
 	if len(rounds) < chaosRounds {
 		t.Errorf("only %d of %d rounds ran during the boot", len(rounds), chaosRounds)
 	}
@@ -467,7 +455,6 @@ func (c *chaos) checkRoundsDuringBoot(t *testing.T, rounds []chaosRound, boot *F
 // logBoot logs the boot: its batch, the host's load, the boot attempts per node and which
 // server finished how many nodes' boots.
 func (c *chaos) logBoot(t *testing.T, boot *FleetBoot) {
-	t.Helper()
 	attempts := map[int]int{}
 	for _, tl := range boot.Nodes {
 		attempts[tl.Count("dhcp")]++
@@ -506,7 +493,6 @@ func finishedBy(f *Fleet, boot *FleetBoot) []string {
 // checkEnd checks the end: every node's record healthy, the invariants over the whole boot, and
 // every server back on its own nodes (none is mid-boot any more).
 func (c *chaos) checkEnd(t *testing.T, ctx context.Context, boot *FleetBoot) {
-	t.Helper()
 	f := c.f
 	recs, err := f.WaitHealthy(ctx, c.fc, 20*time.Second)
 	if err != nil {
@@ -531,7 +517,6 @@ func (c *chaos) checkEnd(t *testing.T, ctx context.Context, boot *FleetBoot) {
 // logServerWarnings logs, for the record, how often the named server started and what it warned
 // about.
 func logServerWarnings(t *testing.T, f *Fleet, name string) {
-	t.Helper()
 	b, _ := os.ReadFile(f.LogPath(name))
 	warn := map[string]int{}
 	for _, line := range strings.Split(string(b), "\n") {
@@ -601,7 +586,6 @@ func (c *chaosChecker) check(t *testing.T, ctx context.Context, fc *fleet.Client
 // checkLeases checks the nodes' leases (their bound events): each node's address its own, no
 // address bound by two MACs. It returns how many nodes reported health.
 func (c *chaosChecker) checkLeases(t *testing.T, when string, evs []NodeEvent) (reported int) {
-	t.Helper()
 	f := c.f
 	byIP := map[string]string{}
 	for _, e := range evs {
@@ -626,7 +610,6 @@ func (c *chaosChecker) checkLeases(t *testing.T, when string, evs []NodeEvent) (
 // two MACs, no two servers answering one node within 1.5 s unless the first was killed in
 // between.
 func (c *chaosChecker) checkLoggedAnswers(t *testing.T, when string, ans []DHCPAnswer, kills map[string][]time.Time) {
-	t.Helper()
 	acked := map[string]string{}
 	for _, a := range ans {
 		if a.IP == "" || a.IP == "<nil>" {
@@ -649,7 +632,6 @@ func (c *chaosChecker) checkLoggedAnswers(t *testing.T, when string, ans []DHCPA
 // checkRecords checks the nodes' records in etcd: no address given to two MACs. It returns how
 // many say healthy.
 func (c *chaosChecker) checkRecords(t *testing.T, when string, recs []bootsrv.NodeStatus) (healthy int) {
-	t.Helper()
 	recIP := map[string]string{}
 	for _, r := range recs {
 		if r.State == bootsrv.Healthy {

@@ -63,7 +63,6 @@ type serverKill struct {
 
 // newServerKill plans the kill of server victimIdx: the rule's ownership before and after.
 func newServerKill(t *testing.T, f *Fleet, victimIdx int) *serverKill {
-	t.Helper()
 	k := &serverKill{f: f, victim: f.Servers[victimIdx].Name, victimIdx: victimIdx, victimIP: f.Servers[victimIdx].IP}
 	algo, batch := fleetRule(t, f)
 	var err error
@@ -111,7 +110,6 @@ func (h *halfMidKiller) onEvent(ev NodeEvent) {
 
 // bootAndKill boots every node on the ramp, killing the victim on the way (halfMidKiller).
 func (k *serverKill) bootAndKill(t *testing.T, ctx context.Context) {
-	t.Helper()
 	h := &halfMidKiller{k: k, mid: map[int]bool{}}
 	boot, err := k.f.BootFleet(ctx, FleetBootOptions{Delays: fleetDelays(len(k.f.Nodes), fleetRamp), Timeout: 2 * time.Minute, OnEvent: h.onEvent})
 	h.mu.Lock()
@@ -140,7 +138,6 @@ func (k *serverKill) doneAtKill(i int) bool {
 
 // logVictimNodes logs where each of the victim's nodes was when it died.
 func (k *serverKill) logVictimNodes(t *testing.T) {
-	t.Helper()
 	done, midBoot, notOn := 0, 0, 0
 	for _, i := range k.nodes {
 		if k.doneAtKill(i) {
@@ -159,7 +156,6 @@ func (k *serverKill) logVictimNodes(t *testing.T) {
 // DHCP ACK, seen as udhcpc's bound) from its new owner: the rule's owner answers, within TTL + 2 s
 // of the node's asking.
 func (k *serverKill) checkTakeover(t *testing.T) {
-	t.Helper()
 	ttl := fleetTTL.Seconds()
 	var lat []float64
 	var rows []string
@@ -188,7 +184,6 @@ func (k *serverKill) checkTakeover(t *testing.T) {
 // at most TTL + 2 s after the node asked. It returns the seconds from the kill to the answer and
 // the node's row for the log, or false when no answer came.
 func (k *serverKill) checkNodeTakeover(t *testing.T, i int) (float64, string, bool) {
-	t.Helper()
 	tl := &k.boot.Nodes[i]
 	b, ok := tl.First("bound", k.killAt)
 	if !ok {
@@ -221,7 +216,6 @@ func (k *serverKill) checkNodeTakeover(t *testing.T, i int) (float64, string, bo
 // checkTakeoverMetrics checks that the new owners' metrics count the takeover (and that /metrics
 // works on a fleet member).
 func (k *serverKill) checkTakeoverMetrics(t *testing.T, ctx context.Context) {
-	t.Helper()
 	moved := map[string]int{}
 	for _, i := range k.nodes {
 		moved[k.f.Servers[k.after.Server[i]].Name]++
@@ -241,7 +235,6 @@ func (k *serverKill) checkTakeoverMetrics(t *testing.T, ctx context.Context) {
 // checkAddresses checks that no address went to two MACs, every node's address is its own and
 // the dead server answered nobody after the kill.
 func (k *serverKill) checkAddresses(t *testing.T) {
-	t.Helper()
 	f := k.f
 	byIP := map[string]string{}
 	for i, tl := range k.boot.Nodes {
@@ -279,7 +272,6 @@ func firstBound(boot *FleetBoot) []float64 {
 // same cluster (and beside fabricsim.SimulateFailures, which the command must agree with within
 // 1 %): within 15 %.
 func (k *serverKill) comparePrediction(t *testing.T, ctx context.Context) {
-	t.Helper()
 	f, boot := k.f, k.boot
 	first := firstBound(boot)
 	// The round trip of an idle node to a live server, after the boot.

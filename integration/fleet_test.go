@@ -375,7 +375,6 @@ func stopEtcd(etcd *etcdtest.Cluster, d time.Duration) etcdOutage {
 // checkBootGoesOn checks that nodes kept booting while etcd was down: some bound once every
 // server was fenced, some fetched their kernel.
 func (o etcdOutage) checkBootGoesOn(t *testing.T, boot *FleetBoot) {
-	t.Helper()
 	down, up := o.down.Sub(boot.Start).Seconds(), o.up.Sub(boot.Start).Seconds()
 	// Fenced: from the last renewal before the outage plus TTL - margin, at most TTL after.
 	fenced := down + fleetTTL.Seconds()
@@ -402,7 +401,6 @@ func (o etcdOutage) checkBootGoesOn(t *testing.T, boot *FleetBoot) {
 // waitServersBack waits (15 s at most) until every server is a live member in etcd again, and
 // each one's latest word on its lease (since the outage began) says renewed or re-joined.
 func (o etcdOutage) waitServersBack(t *testing.T, ctx context.Context, f *Fleet, fc *fleet.Client) {
-	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		members, merr := f.Members(ctx, fc)
@@ -453,7 +451,6 @@ func membershipNotValid(ctx context.Context, f *Fleet) []string {
 // checkRecordsHealthy waits (20 s at most) until every node's etcd record says healthy; else it
 // logs each other record with the servers' log lines about its node since the outage.
 func (o etcdOutage) checkRecordsHealthy(t *testing.T, ctx context.Context, f *Fleet, fc *fleet.Client) {
-	t.Helper()
 	recs, err := f.WaitHealthy(ctx, fc, 20*time.Second)
 	if err == nil {
 		t.Logf("every node's etcd record healthy %.1f s after etcd returned", time.Since(o.up).Seconds())
@@ -472,7 +469,6 @@ func (o etcdOutage) checkRecordsHealthy(t *testing.T, ctx context.Context, f *Fl
 // logRecord logs a node's etcd record and the servers' log lines about it (or about saving
 // state) since the outage.
 func (o etcdOutage) logRecord(t *testing.T, f *Fleet, rec bootsrv.NodeStatus) {
-	t.Helper()
 	t.Logf("etcd record %s: %s on %s since %s (last event %s at %s, attempt %d)", rec.Name, rec.State, rec.Server,
 		rec.Since.Format("15:04:05.000"), rec.LastEvent, rec.LastSeen.Format("15:04:05.000"), rec.Attempt)
 	for _, srv := range f.Servers {
@@ -487,7 +483,6 @@ func (o etcdOutage) logRecord(t *testing.T, f *Fleet, rec bootsrv.NodeStatus) {
 // logFleetLines logs, for the record, each server's fleet log lines since etcd went down (the
 // first and last 3 when there are more than 6).
 func (o etcdOutage) logFleetLines(t *testing.T, f *Fleet) {
-	t.Helper()
 	for _, s := range f.Servers {
 		var msgs []string
 		for _, l := range f.LogLines(s.Name, "", o.down) {
