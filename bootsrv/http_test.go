@@ -27,107 +27,148 @@ func do(t *testing.T, h http.Handler, method, target, body, remote string) *http
 	return w
 }
 
+// handlerTest is TestHTTPHandlers' server: the fixture's files and node00's token. Its steps run
+// in order, each starting from the states the steps before it left.
+type handlerTest struct {
+	f   *fixture
+	s   *Server
+	h   http.Handler
+	tok string // node00's
+}
+
+// node00Addr is node00's address (the fixture's inventory gives it 127.0.0.1).
+const node00Addr = "127.0.0.1:40000"
+
+// TestHTTPHandlers boots node00 through the HTTP handlers (script, kernel, initrd, health
+// reports) and checks on the way what they refuse, the status API, the metrics and liveness.
 func TestHTTPHandlers(t *testing.T) {
 	f := newFixture(t)
 	s := f.server(t, func(c *Config) { c.HTTP.URL = "http://10.9.9.9:8080" })
-	h := s.Handler()
-	node := func(name string) NodeStatus {
-		n, ok := s.tracker.Node(name)
-		if !ok {
-			t.Fatalf("no node %s", name)
-		}
-		return n
+	ht := &handlerTest{f: f, s: s, h: s.Handler(), tok: s.nodes.token("node00")}
+	if len(ht.tok) != nodeTokenLen {
+		t.Fatalf("node00's token %q", ht.tok)
 	}
-	const local = "127.0.0.1:40000" // node00's address
-	tok := s.nodes.token("node00")
-	if len(tok) != nodeTokenLen {
-		t.Fatalf("node00's token %q", tok)
-	}
+	ht.script(t)
+	ht.scriptRefusals(t)
+	ht.kernelAndInitrd(t)
+	ht.bootRefusals(t)
+	ht.healthReports(t)
+	ht.statusAPI(t)
+	ht.failedReport(t)
+	ht.statusQueries(t)
+	ht.metricsAndLiveness(t)
+}
 
-	// iPXE script of node00 by MAC, in both notations.
+// codeCase is a request without a body and the status code it must get.
+type codeCase struct {
+	what, method, target, remote string
+	code                         int
+}
+
+// wantCodes sends each request and checks its status code.
+func (ht *handlerTest) wantCodes(t *testing.T, cases []codeCase) {
+	t.Helper()
+	for _, c := range cases {
+		if w := do(t, ht.h, c.method, c.target, "", c.remote); w.Code != c.code {
+			t.Errorf("%s: %d, want %d", c.what, w.Code, c.code)
+		}
+	}
+}
+
+// wantState checks the state of a node after what happened to it.
+func (ht *handlerTest) wantState(t *testing.T, node string, want State, after string) {
+	t.Helper()
+	if st := nodeAt(t, ht.s, node).State; st != want {
+		t.Errorf("%s after %s: %v, want %v", node, after, st, want)
+	}
+}
+
+// fetch GETs target from node00's address, with a Range header unless byteRange is empty, and
+// stops the test unless the answer has the status code.
+func (ht *handlerTest) fetch(t *testing.T, what, target, byteRange string, code int) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest("GET", target, nil)
+	req.RemoteAddr = node00Addr
+	if byteRange != "" {
+		req.Header.Set("Range", byteRange)
+	}
+	w := httptest.NewRecorder()
+	ht.h.ServeHTTP(w, req)
+	if w.Code != code {
+		t.Fatalf("%s: %d, want %d", what, w.Code, code)
+	}
+	return w
+}
+
+// script fetches node00's iPXE script by MAC, in both notations: it names the kernel, the initrd
+// and the health URL, each with node00's token, and the node moves to nbp.
+func (ht *handlerTest) script(t *testing.T) {
+	const url = "http://10.9.9.9:8080"
 	for _, mac := range []string{"52:54:00:00:00:00", "52-54-00-00-00-00"} {
-		w := do(t, h, "GET", "/ipxe/"+mac, "", local)
+		w := do(t, ht.h, "GET", "/ipxe/"+mac, "", node00Addr)
 		if w.Code != 200 {
 			t.Fatalf("GET /ipxe/%s: %d %s", mac, w.Code, w.Body)
 		}
-		for _, want := range []string{"#!ipxe", "kernel http://10.9.9.9:8080/boot/default/vmlinuz?token=" + tok + " ", "bootfabric.node=node00",
-			"bootfabric.health=http://10.9.9.9:8080/api/v1/nodes/node00/health?token=" + tok, "initrd http://10.9.9.9:8080/boot/default/initrd.img?token=" + tok + " "} {
+		for _, want := range []string{"#!ipxe", "kernel " + url + "/boot/default/vmlinuz?token=" + ht.tok + " ", "bootfabric.node=node00",
+			"bootfabric.health=" + url + "/api/v1/nodes/node00/health?token=" + ht.tok, "initrd " + url + "/boot/default/initrd.img?token=" + ht.tok + " "} {
 			if !strings.Contains(w.Body.String(), want) {
 				t.Errorf("script lacks %q:\n%s", want, w.Body)
 			}
 		}
 	}
-	if st := node("node00").State; st != NBP {
-		t.Errorf("after script: %v, want nbp", st)
-	}
-	if w := do(t, h, "GET", "/ipxe/52:54:00:00:00:00", "", "192.0.2.1:1"); w.Code != http.StatusForbidden || strings.Contains(w.Body.String(), tok) {
+	ht.wantState(t, "node00", NBP, "its script")
+}
+
+// scriptRefusals: node00's script is not given to another address (nor its token), an unknown
+// MAC has none and a malformed one is a bad request.
+func (ht *handlerTest) scriptRefusals(t *testing.T) {
+	if w := do(t, ht.h, "GET", "/ipxe/52:54:00:00:00:00", "", "192.0.2.1:1"); w.Code != http.StatusForbidden || strings.Contains(w.Body.String(), ht.tok) {
 		t.Errorf("node00's script from another address: %d %s", w.Code, w.Body)
 	}
-	if w := do(t, h, "GET", "/ipxe/52:54:00:00:00:ff", "", ""); w.Code != 404 {
-		t.Errorf("unknown MAC: %d", w.Code)
-	}
-	if w := do(t, h, "GET", "/ipxe/nonsense", "", ""); w.Code != 400 {
-		t.Errorf("bad MAC: %d", w.Code)
-	}
+	ht.wantCodes(t, []codeCase{
+		{"unknown MAC", "GET", "/ipxe/52:54:00:00:00:ff", "", http.StatusNotFound},
+		{"bad MAC", "GET", "/ipxe/nonsense", "", http.StatusBadRequest},
+	})
+}
 
-	// Kernel: whole, then a range; the state follows the node with the request's address and
-	// token, and only a whole delivery counts.
-	w := do(t, h, "GET", "/boot/default/vmlinuz", "", local)
-	if w.Code != 200 {
-		t.Fatalf("kernel without token: %d", w.Code)
-	}
-	if st := node("node00").State; st != NBP {
-		t.Errorf("after a kernel download without the token: %v", st)
-	}
-	w = do(t, h, "GET", "/boot/default/vmlinuz?token="+tok, "", local)
-	if w.Code != 200 {
-		t.Fatalf("kernel: %d", w.Code)
-	}
-	mustEqualBytes(t, "kernel", w.Body.Bytes(), f.kernel)
-	if st := node("node00").State; st != Kernel {
-		t.Errorf("after kernel: %v", st)
-	}
-	req := httptest.NewRequest("GET", "/boot/default/initrd.img?token="+tok, nil)
-	req.Header.Set("Range", "bytes=100-199")
-	req.RemoteAddr = local
-	rw := httptest.NewRecorder()
-	h.ServeHTTP(rw, req)
-	if rw.Code != http.StatusPartialContent {
-		t.Fatalf("range: %d", rw.Code)
-	}
-	mustEqualBytes(t, "initrd range", rw.Body.Bytes(), f.initrd[100:200])
-	if st := node("node00").State; st != Kernel {
-		t.Errorf("after an initrd range: %v, want kernel still", st)
-	}
-	if w := do(t, h, "GET", "/boot/default/initrd.img?token="+tok, "", local); w.Code != 200 {
-		t.Fatalf("initrd: %d", w.Code)
-	}
-	if st := node("node00").State; st != Initrd {
-		t.Errorf("after initrd: %v", st)
-	}
-	if w := do(t, h, "HEAD", "/boot/default/vmlinuz", "", local); w.Code != 200 || w.Header().Get("Content-Length") != fmt.Sprint(len(f.kernel)) {
+// kernelAndInitrd fetches the kernel whole, without then with the token, and the initrd, a range
+// then whole: the state follows the node with the request's address and token, and only a whole
+// delivery counts. HEAD gives the kernel's length.
+func (ht *handlerTest) kernelAndInitrd(t *testing.T) {
+	ht.fetch(t, "kernel without token", "/boot/default/vmlinuz", "", http.StatusOK)
+	ht.wantState(t, "node00", NBP, "a kernel download without the token")
+	w := ht.fetch(t, "kernel", "/boot/default/vmlinuz?token="+ht.tok, "", http.StatusOK)
+	mustEqualBytes(t, "kernel", w.Body.Bytes(), ht.f.kernel)
+	ht.wantState(t, "node00", Kernel, "the kernel")
+	w = ht.fetch(t, "initrd range", "/boot/default/initrd.img?token="+ht.tok, "bytes=100-199", http.StatusPartialContent)
+	mustEqualBytes(t, "initrd range", w.Body.Bytes(), ht.f.initrd[100:200])
+	ht.wantState(t, "node00", Kernel, "an initrd range")
+	ht.fetch(t, "initrd", "/boot/default/initrd.img?token="+ht.tok, "", http.StatusOK)
+	ht.wantState(t, "node00", Initrd, "the initrd")
+	if w := do(t, ht.h, "HEAD", "/boot/default/vmlinuz", "", node00Addr); w.Code != 200 || w.Header().Get("Content-Length") != fmt.Sprint(len(ht.f.kernel)) {
 		t.Errorf("HEAD: %d %v", w.Code, w.Header())
 	}
-	// Naming another node (the old ?node=) from another address moves nothing.
-	do(t, h, "GET", "/boot/default/vmlinuz?node=node01&token="+s.nodes.token("node01"), "", "192.0.2.1:1")
-	if st := node("node01").State; st != Pending {
-		t.Errorf("node01 after a kernel fetched from another address: %v", st)
-	}
-	if w := do(t, h, "GET", "/boot/default/missing", "", ""); w.Code != 404 {
-		t.Errorf("missing file: %d", w.Code)
-	}
-	if w := do(t, h, "GET", "/boot/nope/vmlinuz", "", ""); w.Code != 404 {
-		t.Errorf("missing profile: %d", w.Code)
-	}
-	if w := do(t, h, "GET", "/boot/default/..%2f..%2fmanifest.json", "", ""); w.Code != 404 {
-		t.Errorf("escape: %d", w.Code)
-	}
-	if w := do(t, h, "GET", "/ipxe/bin/ipxe.efi", "", ""); w.Code != 200 || w.Body.Len() != len(f.nbp) {
+}
+
+// bootRefusals: naming another node (the old ?node=) from another address moves nothing; missing
+// files and profiles and a path out of the store are not found; the iPXE binaries are served.
+func (ht *handlerTest) bootRefusals(t *testing.T) {
+	do(t, ht.h, "GET", "/boot/default/vmlinuz?node=node01&token="+ht.s.nodes.token("node01"), "", "192.0.2.1:1")
+	ht.wantState(t, "node01", Pending, "a kernel fetched from another address")
+	ht.wantCodes(t, []codeCase{
+		{"missing file", "GET", "/boot/default/missing", "", http.StatusNotFound},
+		{"missing profile", "GET", "/boot/nope/vmlinuz", "", http.StatusNotFound},
+		{"escape", "GET", "/boot/default/..%2f..%2fmanifest.json", "", http.StatusNotFound},
+	})
+	if w := do(t, ht.h, "GET", "/ipxe/bin/ipxe.efi", "", ""); w.Code != 200 || w.Body.Len() != len(ht.f.nbp) {
 		t.Errorf("ipxe.efi over HTTP: %d, %d bytes", w.Code, w.Body.Len())
 	}
+}
 
-	// Health reports.
-	healthTests := []struct {
+// healthReports posts health reports with node00's token from its address: one is taken (node00
+// is healthy), the others are refused with a JSON error naming why (node02 stays pending).
+func (ht *handlerTest) healthReports(t *testing.T) {
+	for _, tc := range []struct {
 		name, node, body string
 		code             int
 		wantErr          string
@@ -141,9 +182,8 @@ func TestHTTPHandlers(t *testing.T) {
 		{"two values", "node00", `{"status":"ok"}{"status":"ok"}`, 400, "more than one JSON value"},
 		{"too large", "node00", `{"status":"ok","details":"` + strings.Repeat("x", DefaultMaxReportBytes) + `"}`, 413, "larger than"},
 		{"other node", "node02", `{"status":"failed","details":{"disk":"missing"}}`, 401, "token"},
-	}
-	for _, tc := range healthTests {
-		w := do(t, h, "POST", "/api/v1/nodes/"+tc.node+"/health?token="+tok, tc.body, local)
+	} {
+		w := do(t, ht.h, "POST", "/api/v1/nodes/"+tc.node+"/health?token="+ht.tok, tc.body, node00Addr)
 		if w.Code != tc.code || !strings.Contains(w.Body.String(), tc.wantErr) {
 			t.Errorf("%s: %d %s; want %d with %q", tc.name, w.Code, w.Body, tc.code, tc.wantErr)
 		}
@@ -151,15 +191,17 @@ func TestHTTPHandlers(t *testing.T) {
 			t.Errorf("%s: content type %q", tc.name, ct)
 		}
 	}
-	if n := node("node00"); n.State != Healthy || n.Health == nil || string(n.Health.Details) != `"all good"` {
+	if n := nodeAt(t, ht.s, "node00"); n.State != Healthy || n.Health == nil || string(n.Health.Details) != `"all good"` {
 		t.Errorf("node00 after health: %+v", n)
 	}
-	if n := node("node02"); n.State != Pending {
+	if n := nodeAt(t, ht.s, "node02"); n.State != Pending {
 		t.Errorf("node02 after a report with node00's token: %+v", n)
 	}
+}
 
-	// Status API.
-	w = do(t, h, "GET", "/api/v1/nodes", "", "")
+// statusAPI lists the nodes, all (node00 with its timestamps) then the healthy ones.
+func (ht *handlerTest) statusAPI(t *testing.T) {
+	w := do(t, ht.h, "GET", "/api/v1/nodes", "", "")
 	var nodes NodesResponse
 	if err := json.Unmarshal(w.Body.Bytes(), &nodes); err != nil || len(nodes.Nodes) != 32 || nodes.Server != "bs0" {
 		t.Fatalf("nodes: %v %d %s", err, len(nodes.Nodes), w.Body.String()[:200])
@@ -167,25 +209,34 @@ func TestHTTPHandlers(t *testing.T) {
 	if nodes.Nodes[0].Times[Healthy].IsZero() || nodes.Nodes[0].Times[NBP].IsZero() {
 		t.Errorf("node00 timestamps: %v", nodes.Nodes[0].Times)
 	}
-	w = do(t, h, "GET", "/api/v1/nodes?state=healthy", "", "")
-	json.Unmarshal(w.Body.Bytes(), &nodes)
-	if len(nodes.Nodes) != 1 || nodes.Nodes[0].Name != "node00" {
-		t.Errorf("healthy nodes: %+v", nodes.Nodes)
+	w = do(t, ht.h, "GET", "/api/v1/nodes?state=healthy", "", "")
+	var healthy NodesResponse
+	if err := json.Unmarshal(w.Body.Bytes(), &healthy); err != nil {
+		t.Fatalf("healthy nodes: %v %s", err, w.Body)
 	}
-	// A report from a booted node can fail it; the state follows.
-	if w := do(t, h, "POST", "/api/v1/nodes/node00/health?token="+tok, `{"status":"failed","details":{"disk":"missing"}}`, local); w.Code != 200 {
+	if len(healthy.Nodes) != 1 || healthy.Nodes[0].Name != "node00" {
+		t.Errorf("healthy nodes: %+v", healthy.Nodes)
+	}
+}
+
+// failedReport: a report from a booted node can fail it; the state follows.
+func (ht *handlerTest) failedReport(t *testing.T) {
+	if w := do(t, ht.h, "POST", "/api/v1/nodes/node00/health?token="+ht.tok, `{"status":"failed","details":{"disk":"missing"}}`, node00Addr); w.Code != 200 {
 		t.Fatalf("failed report: %d %s", w.Code, w.Body)
 	}
-	if n := node("node00"); n.State != Failed || !strings.Contains(n.Error, "missing") {
+	if n := nodeAt(t, ht.s, "node00"); n.State != Failed || !strings.Contains(n.Error, "missing") {
 		t.Errorf("node00 after failed report: %+v", n)
 	}
-	if w := do(t, h, "GET", "/api/v1/nodes?state=sleepy", "", ""); w.Code != 400 {
-		t.Errorf("bad state filter: %d", w.Code)
-	}
-	if w := do(t, h, "GET", "/api/v1/nodes/node01", "", ""); w.Code != 200 || !strings.Contains(w.Body.String(), `"state": "pending"`) {
+}
+
+// statusQueries: a bad state filter is refused, one node is given by name, and the summary counts
+// node00 failed and the others pending.
+func (ht *handlerTest) statusQueries(t *testing.T) {
+	ht.wantCodes(t, []codeCase{{"bad state filter", "GET", "/api/v1/nodes?state=sleepy", "", http.StatusBadRequest}})
+	if w := do(t, ht.h, "GET", "/api/v1/nodes/node01", "", ""); w.Code != 200 || !strings.Contains(w.Body.String(), `"state": "pending"`) {
 		t.Errorf("one node: %d %s", w.Code, w.Body)
 	}
-	w = do(t, h, "GET", "/api/v1/summary", "", "")
+	w := do(t, ht.h, "GET", "/api/v1/summary", "", "")
 	var sum Summary
 	if err := json.Unmarshal(w.Body.Bytes(), &sum); err != nil {
 		t.Fatal(err)
@@ -193,21 +244,22 @@ func TestHTTPHandlers(t *testing.T) {
 	if sum.Nodes != 32 || sum.States[Failed] != 1 || sum.States[Pending] != 31 || sum.Health.Status != HealthDegraded {
 		t.Errorf("summary: %+v", sum)
 	}
+}
 
-	// Metrics and liveness.
-	w = do(t, h, "GET", "/metrics", "", "")
+// metricsAndLiveness: the metrics count what the steps before did; /healthz answers; the API
+// refuses a method it does not have.
+func (ht *handlerTest) metricsAndLiveness(t *testing.T) {
+	w := do(t, ht.h, "GET", "/metrics", "", "")
 	for _, want := range []string{`bootfabric_boot_nodes{state="failed"} 1`, `bootfabric_http_requests_total{code="200",route="/boot/{profile}/{file}"}`,
 		`bootfabric_boot_health_reports_total{status="ok"} 1`, "bootfabric_tftp_active_transfers", "go_goroutines"} {
 		if !strings.Contains(w.Body.String(), want) {
 			t.Errorf("metrics lack %q", want)
 		}
 	}
-	if w := do(t, h, "GET", "/healthz", "", ""); w.Code != 200 || w.Body.String() != "ok\n" {
+	if w := do(t, ht.h, "GET", "/healthz", "", ""); w.Code != 200 || w.Body.String() != "ok\n" {
 		t.Errorf("healthz: %d %q", w.Code, w.Body)
 	}
-	if w := do(t, h, "DELETE", "/api/v1/nodes", "", ""); w.Code != http.StatusMethodNotAllowed {
-		t.Errorf("DELETE: %d", w.Code)
-	}
+	ht.wantCodes(t, []codeCase{{"DELETE", "DELETE", "/api/v1/nodes", "", http.StatusMethodNotAllowed}})
 }
 
 func TestHealthMisdirected(t *testing.T) {
