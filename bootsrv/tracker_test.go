@@ -35,20 +35,43 @@ func testNodes(t testing.TB, n int) []*InventoryNode {
 	return out
 }
 
+// TestTrackerRestart: a tracker records a boot (node00 healthy, node01 failed) in its store; a new
+// tracker on the same store sees the same states; a DISCOVER restarts a healthy node's boot only
+// once a reboot was asked for; an inventory change drops or restarts what no longer matches.
 func TestTrackerRestart(t *testing.T) {
-	dir := t.TempDir()
-	store, err := OpenStore(dir)
+	store, err := OpenStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
 	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)}
 	nodes := testNodes(t, 3)
-	reg := prometheus.NewRegistry()
-	tr, err := NewTracker(nodes, "default", TrackerOptions{Store: store, Flush: 0, Now: clock.now, Registerer: reg})
+	tr, err := NewTracker(nodes, "default", TrackerOptions{Store: store, Flush: 0, Now: clock.now, Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	bootNode00Node01(t, tr)
+	before := tr.Nodes()
+	checkBootRecords(t, before)
+
+	// Restart: a new tracker on the same store sees the same states.
+	tr2, err := NewTracker(nodes, "default", TrackerOptions{Store: store, Now: clock.now, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, tr2.Nodes()); diff != "" {
+		t.Errorf("after restart (-before +after):\n%s", diff)
+	}
+	if got := testutil.ToFloat64(tr2.gauge.WithLabelValues("failed")); got != 1 {
+		t.Errorf("failed gauge after restart = %v", got)
+	}
+	checkRebootRequest(t, tr2)
+	checkInventoryChange(t, tr2, store, nodes)
+}
+
+// bootNode00Node01 boots node00 to healthy and fails node01's transfer; an unknown node and an
+// unknown health status are refused; the gauges count one healthy and one pending node.
+func bootNode00Node01(t *testing.T, tr *Tracker) {
 	for _, ev := range []Event{EvDiscover, EvOffer, EvAck, EvProbe, EvNBP, EvScript, EvKernel, EvInitrd, EvDiscover} {
 		if _, _, err := tr.Observe("node00", ev, ev.String()); err != nil {
 			t.Fatal(err)
@@ -71,8 +94,13 @@ func TestTrackerRestart(t *testing.T) {
 	if got := testutil.ToFloat64(tr.gauge.WithLabelValues("pending")); got != 1 {
 		t.Errorf("pending gauge = %v", got)
 	}
-	before := tr.Nodes()
-	n0 := before[0]
+}
+
+// checkBootRecords checks what bootNode00Node01 left: node00 healthy in its first attempt with
+// its report and a timestamp for each state, later for each later state; node01 failed with the
+// transfer's error.
+func checkBootRecords(t *testing.T, nodes []NodeStatus) {
+	n0 := nodes[0]
 	if n0.State != Healthy || n0.Attempt != 1 || len(n0.Times) != 8 || n0.Health == nil || string(n0.Health.Details) != `{"load":0.1}` {
 		t.Errorf("node00 = %+v", n0)
 	}
@@ -81,42 +109,34 @@ func TestTrackerRestart(t *testing.T) {
 			t.Errorf("entered %v at %v, not after %v at %v", s, n0.Times[s], prev, n0.Times[prev])
 		}
 	}
-	if before[1].State != Failed || before[1].Error != "tftp ipxe.efi: timeout" {
-		t.Errorf("node01 = %+v", before[1])
+	if nodes[1].State != Failed || nodes[1].Error != "tftp ipxe.efi: timeout" {
+		t.Errorf("node01 = %+v", nodes[1])
 	}
+}
 
-	// Restart: a new tracker on the same store sees the same states.
-	tr2, err := NewTracker(nodes, "default", TrackerOptions{Store: store, Now: clock.now, Registerer: prometheus.NewRegistry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	after := tr2.Nodes()
-	if diff := cmp.Diff(before, after); diff != "" {
-		t.Errorf("after restart (-before +after):\n%s", diff)
-	}
-	if got := testutil.ToFloat64(tr2.gauge.WithLabelValues("failed")); got != 1 {
-		t.Errorf("failed gauge after restart = %v", got)
-	}
-	// A DISCOVER of the healthy node is only an event; once the operator asked for a reboot it
-	// starts a new attempt with fresh timestamps, and the request is spent.
-	tr2.Observe("node00", EvDiscover, "")
-	if n, _ := tr2.Node("node00"); n.State != Healthy || n.LastEvent != EvDiscover {
+// checkRebootRequest: a DISCOVER of the healthy node is only an event; once the operator asked
+// for a reboot it starts a new attempt with fresh timestamps, and the request is spent.
+func checkRebootRequest(t *testing.T, tr *Tracker) {
+	tr.Observe("node00", EvDiscover, "")
+	if n, _ := tr.Node("node00"); n.State != Healthy || n.LastEvent != EvDiscover {
 		t.Errorf("after a DISCOVER nobody asked for: %+v", n)
 	}
-	if _, err := tr2.RequestReboot("node00"); err != nil {
+	if _, err := tr.RequestReboot("node00"); err != nil {
 		t.Fatal(err)
 	}
-	tr2.Observe("node00", EvDiscover, "")
-	n, _ := tr2.Node("node00")
-	if n.State != Discover || n.Attempt != 2 || len(n.Times) != 1 || n.RebootRequested {
+	tr.Observe("node00", EvDiscover, "")
+	if n, _ := tr.Node("node00"); n.State != Discover || n.Attempt != 2 || len(n.Times) != 1 || n.RebootRequested {
 		t.Errorf("after reboot: %+v", n)
 	}
+}
 
-	// A node whose MAC changed in the inventory starts afresh; an unowned one is dropped.
+// checkInventoryChange flushes tr and opens a tracker on an inventory where node00's MAC changed
+// and node02 is gone: node00 starts afresh, node01 keeps its state, node02's record is dropped.
+func checkInventoryChange(t *testing.T, tr *Tracker, store *Store, nodes []*InventoryNode) {
 	changed := *nodes[0]
 	changed.MAC = append([]byte(nil), nodes[0].MAC...)
 	changed.MAC[5] = 0xee
-	tr2.Flush()
+	tr.Flush()
 	tr3, err := NewTracker([]*InventoryNode{&changed, nodes[1]}, "default", TrackerOptions{Store: store})
 	if err != nil {
 		t.Fatal(err)
