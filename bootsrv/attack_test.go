@@ -354,75 +354,121 @@ func TestAttackZeroLengthStateFile(t *testing.T) {
 // (for every page in use, bbolt's own page map says which), never a panic; --recover keeps the file
 // aside and restores what it can read.
 func TestAttackCorruptStatePage(t *testing.T) {
-	src := t.TempDir()
-	writeStateRecords(t, src, 200)
-	orig, err := os.ReadFile(filepath.Join(src, StateFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	used := usedPages(t, filepath.Join(src, StateFile))
-	const page = 4096
-	target := 5 // offset 20480, or the first page in use after it
-	for !used[target] && target*page < len(orig) {
-		target++
-	}
-	meta, err := soundMeta(orig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sf := newSoundStateFile(t)
 	detected := 0
-	for id := 2; id < int(meta.high); id++ { // the pages past the high-water mark hold nothing
-		if id == 2 || id%4 == 0 || used[id] || id == target {
-		} else {
-			continue // a sample of the free pages is enough
-		}
-		dir := t.TempDir()
-		path := filepath.Join(dir, StateFile)
-		data := slices.Clone(orig)
-		for i := id * page; i < id*page+64; i++ {
-			data[i] = 0xff
-		}
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		st, err := OpenStore(dir)
-		if err == nil {
-			st.Close()
-			if used[id] {
-				t.Errorf("page %d (in use) corrupted: opened without a word", id)
-			}
+	for _, id := range sf.pagesToCorrupt() {
+		dir := sf.corruptCopy(t, id)
+		if !sf.openRefused(t, dir, id) {
 			continue
 		}
 		detected++
-		var de *DamagedError
-		if !errors.As(err, &de) || de.Path != path || !strings.Contains(err.Error(), "--recover") || strings.Contains(err.Error(), "\n") {
-			t.Fatalf("page %d corrupted: %v", id, err)
+		if id == sf.target {
+			checkRecoverPage(t, dir, id)
 		}
-		if id != target {
-			continue
-		}
-		rec, err := RecoverStore(dir, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rec.Damaged != path+".damaged-20260102T030405Z" || rec.Recovered+rec.Lost > 200 {
-			t.Errorf("recovery %+v", rec)
-		}
-		if _, err := os.Stat(rec.Damaged); err != nil {
-			t.Errorf("damaged copy: %v", err)
-		}
-		st, err = OpenStore(dir)
-		if err != nil {
-			t.Fatalf("after --recover: %v", err)
-		}
-		got, err := st.Load()
-		st.Close()
-		if err != nil || len(got) != rec.Recovered {
-			t.Errorf("after --recover: %d records (%v), recovery said %d", len(got), err, rec.Recovered)
-		}
-		t.Logf("page %d corrupted: recovered %d of 200 records, %d lost", id, rec.Recovered, rec.Lost)
 	}
-	t.Logf("%d of %d pages in use; %d corruptions detected", len(used), meta.high, detected)
+	t.Logf("%d of %d pages in use; %d corruptions detected", len(sf.used), sf.high, detected)
+}
+
+// stateFilePage is the page size of the state files the tests write (bbolt's default).
+const stateFilePage = 4096
+
+// soundStateFile is a state file of 200 records, sound, as TestAttackCorruptStatePage corrupts it
+// page by page.
+type soundStateFile struct {
+	data   []byte
+	used   map[int]bool // the pages in use (branch or leaf), by bbolt's page map
+	high   int          // the high-water mark: the pages past it hold nothing
+	target int          // the page --recover is tried on: offset 20480's, or the first in use after it
+}
+
+func newSoundStateFile(t *testing.T) *soundStateFile {
+	src := t.TempDir()
+	writeStateRecords(t, src, 200)
+	data, err := os.ReadFile(filepath.Join(src, StateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf := &soundStateFile{data: data, used: usedPages(t, filepath.Join(src, StateFile)), target: 20480 / stateFilePage}
+	for !sf.used[sf.target] && sf.target*stateFilePage < len(data) {
+		sf.target++
+	}
+	meta, err := soundMeta(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf.high = int(meta.high)
+	return sf
+}
+
+// pagesToCorrupt lists the pages below the high-water mark that are in use, the target, the
+// first page and a sample of the free ones (every fourth).
+func (sf *soundStateFile) pagesToCorrupt() []int {
+	var ids []int
+	for id := 2; id < sf.high; id++ {
+		if id == 2 || id%4 == 0 || sf.used[id] || id == sf.target {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// corruptCopy writes, in a directory of its own, the state file with the first 64 bytes of page
+// id overwritten, and returns the directory.
+func (sf *soundStateFile) corruptCopy(t *testing.T, id int) string {
+	dir := t.TempDir()
+	data := slices.Clone(sf.data)
+	for i := id * stateFilePage; i < id*stateFilePage+64; i++ {
+		data[i] = 0xff
+	}
+	if err := os.WriteFile(filepath.Join(dir, StateFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// openRefused opens the store in dir, whose page id is corrupt, and says whether it was refused:
+// a page in use must be; the refusal is one line, a DamagedError naming the file and --recover.
+func (sf *soundStateFile) openRefused(t *testing.T, dir string, id int) bool {
+	st, err := OpenStore(dir)
+	if err == nil {
+		st.Close()
+		if sf.used[id] {
+			t.Errorf("page %d (in use) corrupted: opened without a word", id)
+		}
+		return false
+	}
+	var de *DamagedError
+	if !errors.As(err, &de) || de.Path != filepath.Join(dir, StateFile) || !strings.Contains(err.Error(), "--recover") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("page %d corrupted: %v", id, err)
+	}
+	return true
+}
+
+// checkRecoverPage recovers the store in dir, whose page id is corrupt: the damaged file is kept
+// aside under a name with the time, and the store opens again with as many records as the
+// recovery says it restored (of the 200).
+func checkRecoverPage(t *testing.T, dir string, id int) {
+	path := filepath.Join(dir, StateFile)
+	rec, err := RecoverStore(dir, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Damaged != path+".damaged-20260102T030405Z" || rec.Recovered+rec.Lost > 200 {
+		t.Errorf("recovery %+v", rec)
+	}
+	if _, err := os.Stat(rec.Damaged); err != nil {
+		t.Errorf("damaged copy: %v", err)
+	}
+	st, err := OpenStore(dir)
+	if err != nil {
+		t.Fatalf("after --recover: %v", err)
+	}
+	got, err := st.Load()
+	st.Close()
+	if err != nil || len(got) != rec.Recovered {
+		t.Errorf("after --recover: %d records (%v), recovery said %d", len(got), err, rec.Recovered)
+	}
+	t.Logf("page %d corrupted: recovered %d of 200 records, %d lost", id, rec.Recovered, rec.Lost)
 }
 
 // usedPages returns the pages of a bbolt file that are branch or leaf pages in use (not free), by
