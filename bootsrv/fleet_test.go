@@ -15,6 +15,10 @@ import (
 	"go.uber.org/zap/zaptest"
 )
 
+// fleetTestTTL is the lease TTL of the fleet members of the tests (startFleetMember's): short, so
+// that a crashed member's nodes are taken over, and a cut-off member fenced, within seconds.
+const fleetTestTTL = 2 * time.Second
+
 // fleetMember is one in-process fleet server of a test: its own etcd client, so that closing the
 // client without leaving stands for a crash (its lease then expires after the TTL).
 type fleetMember struct {
@@ -51,13 +55,13 @@ func startFleetMemberEdit(t *testing.T, f *fixture, endpoints []string, id int, 
 	})
 	// The test holds the membership (as serve --etcd does), so that a crash can leave it
 	// unrevoked: the server never leaves on its own.
-	ms, err := c.Join(ctx, cfg.Servers[id].Name, []byte(`{"url":"","address":"`+cfg.Servers[id].Address+`","active":true}`), 2*time.Second)
+	ms, err := c.Join(ctx, cfg.Servers[id].Name, []byte(`{"url":"","address":"`+cfg.Servers[id].Address+`","active":true}`), fleetTestTTL)
 	if err != nil {
 		cancel()
 		c.Close()
 		t.Fatal(err)
 	}
-	s, err := New(cfg, Options{Logger: zaptest.NewLogger(t).Named(cfg.Servers[id].Name), Fleet: &FleetOptions{Client: c, TTL: 2 * time.Second, Reconcile: 100 * time.Millisecond, Membership: ms}})
+	s, err := New(cfg, Options{Logger: zaptest.NewLogger(t).Named(cfg.Servers[id].Name), Fleet: &FleetOptions{Client: c, TTL: fleetTestTTL, Reconcile: 100 * time.Millisecond, Membership: ms}})
 	if err != nil {
 		cancel()
 		c.Close()
@@ -130,36 +134,76 @@ func ruleOwned(t *testing.T, s *Server, id int, dead []int) []string {
 // dead server's record; the dead server's return reclaims its nodes except one mid-boot elsewhere,
 // which follows once healthy; with etcd stopped, servers keep answering their home nodes.
 func TestFleetTakeover(t *testing.T) {
-	ec := etcdtest.Start(t, etcdtest.Options{Members: 1})
-	f := newFixture(t)
-	var ms []*fleetMember
+	ft := startTakeoverFleet(t)
+	ft.crashBs1MidBoot(t)
+	ft.checkResumed(t)
+	ft.checkTakeoverEvents(t)
+	ft.bs1Returns(t)
+	ft.etcdStops(t)
+}
+
+// takeoverFleet is TestFleetTakeover's fleet: etcd and the four members; once bs1 crashed, its
+// nodes (mid was mid-boot, done healthy) and the survivor that took mid (midHolder); once bs1 is
+// back, its new member (back).
+type takeoverFleet struct {
+	ec        *etcdtest.Cluster
+	f         *fixture
+	ms        []*fleetMember
+	own1      []string
+	mid, done string
+	midHolder *fleetMember
+	back      *fleetMember
+}
+
+// startTakeoverFleet starts etcd and four fleet members and waits until each owns the rule's
+// nodes.
+func startTakeoverFleet(t *testing.T) *takeoverFleet {
+	ft := &takeoverFleet{ec: etcdtest.Start(t, etcdtest.Options{Members: 1}), f: newFixture(t)}
 	for id := range 4 {
-		ms = append(ms, startFleetMember(t, f, ec.Endpoints, id))
+		ft.ms = append(ft.ms, startFleetMember(t, ft.f, ft.ec.Endpoints, id))
 	}
-	for id, m := range ms {
+	for id, m := range ft.ms {
 		want := ruleOwned(t, m.srv, id, nil)
 		testfix.WaitFor(t, m.name+" owns its blocks", 10*time.Second, func() bool { return slices.Equal(m.tracked(), want) })
 	}
+	return ft
+}
 
-	// bs1's first node is mid-boot (bound) when bs1 dies; its second is healthy.
-	bs1 := ms[1]
-	own1 := bs1.tracked()
-	mid, done := own1[0], own1[1]
-	for _, ev := range []Event{EvDiscover, EvOffer, EvAck} {
-		bs1.srv.Tracker().Observe(mid, ev, "test")
+// survivors are the members other than bs1.
+func (ft *takeoverFleet) survivors() []*fleetMember {
+	return []*fleetMember{ft.ms[0], ft.ms[2], ft.ms[3]}
+}
+
+// holder returns the survivor that answers node name, or nil.
+func (ft *takeoverFleet) holder(name string) *fleetMember {
+	for _, m := range ft.survivors() {
+		if slices.Contains(m.tracked(), name) {
+			return m
+		}
 	}
-	bs1.srv.Tracker().Observe(done, EvDiscover, "test")
-	bs1.srv.Tracker().Report(done, Health{Status: "ok"})
-	bs1.srv.Tracker().Observe(done, EvHealthOK, "test")
+	return nil
+}
+
+// crashBs1MidBoot crashes bs1 with its first node mid-boot (bound) and its second healthy, and
+// waits until the survivors answer what the rule gives them with bs1 dead: within the TTL plus 2 s.
+func (ft *takeoverFleet) crashBs1MidBoot(t *testing.T) {
+	bs1 := ft.ms[1]
+	ft.own1 = bs1.tracked()
+	ft.mid, ft.done = ft.own1[0], ft.own1[1]
+	for _, ev := range []Event{EvDiscover, EvOffer, EvAck} {
+		bs1.srv.Tracker().Observe(ft.mid, ev, "test")
+	}
+	bs1.srv.Tracker().Observe(ft.done, EvDiscover, "test")
+	bs1.srv.Tracker().Report(ft.done, Health{Status: "ok"})
+	bs1.srv.Tracker().Observe(ft.done, EvHealthOK, "test")
 	if err := bs1.srv.Tracker().Flush(); err != nil {
 		t.Fatal(err)
 	}
 	crashed := time.Now()
 	bs1.crash(t)
 
-	survivors := []*fleetMember{ms[0], ms[2], ms[3]}
-	testfix.WaitFor(t, "takeover of bs1's nodes", 2*time.Second+2*time.Second, func() bool {
-		for _, m := range survivors {
+	testfix.WaitFor(t, "takeover of bs1's nodes", fleetTestTTL+2*time.Second, func() bool {
+		for _, m := range ft.survivors() {
 			id := slices.IndexFunc(fleetServers(), func(e ServerEntry) bool { return e.Name == m.name })
 			if !slices.Equal(m.tracked(), ruleOwned(t, m.srv, id, []int{1})) {
 				return false
@@ -168,32 +212,33 @@ func TestFleetTakeover(t *testing.T) {
 		return true
 	})
 	took := time.Since(crashed)
-	if took > 2*time.Second+2*time.Second {
+	if took > fleetTestTTL+2*time.Second {
 		t.Errorf("takeover %.2f s after the crash, more than TTL + 2 s", took.Seconds())
 	}
-	t.Logf("bs1's %d nodes taken over %.2f s after the crash (TTL 2 s)", len(own1), took.Seconds())
-	holder := func(name string) *fleetMember {
-		for _, m := range survivors {
-			if slices.Contains(m.tracked(), name) {
-				return m
-			}
-		}
-		return nil
+	t.Logf("bs1's %d nodes taken over %.2f s after the crash (TTL 2 s)", len(ft.own1), took.Seconds())
+}
+
+// checkResumed: the survivors resumed bs1's nodes from its records, the mid-boot one bound and
+// the other healthy.
+func (ft *takeoverFleet) checkResumed(t *testing.T) {
+	ft.midHolder = ft.holder(ft.mid)
+	if ft.midHolder == nil {
+		t.Fatalf("nobody holds %s after the takeover", ft.mid)
 	}
-	h := holder(mid)
-	if h == nil {
-		t.Fatalf("nobody holds %s after the takeover", mid)
+	if st, _ := ft.midHolder.srv.Tracker().State(ft.mid); st != Bound {
+		t.Errorf("%s on %s resumed in %v, want bound (its record at bs1)", ft.mid, ft.midHolder.name, st)
 	}
-	if st, _ := h.srv.Tracker().State(mid); st != Bound {
-		t.Errorf("%s on %s resumed in %v, want bound (its record at bs1)", mid, h.name, st)
+	if st, _ := ft.holder(ft.done).srv.Tracker().State(ft.done); st != Healthy {
+		t.Errorf("%s resumed in %v, want healthy", ft.done, st)
 	}
-	if st, _ := holder(done).srv.Tracker().State(done); st != Healthy {
-		t.Errorf("%s resumed in %v, want healthy", done, st)
-	}
-	// Each new owner records its takeover right after it starts answering: wait for all of them.
+}
+
+// checkTakeoverEvents: each new owner records its takeover right after it starts answering; once
+// all have, the events, all from bs1, count bs1's nodes.
+func (ft *takeoverFleet) checkTakeoverEvents(t *testing.T) {
 	total := 0
 	testfix.WaitFor(t, "takeover events", 5*time.Second, func() bool {
-		evs, err := ms[0].client.Events(context.Background(), "takeover")
+		evs, err := ft.ms[0].client.Events(context.Background(), "takeover")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,33 +253,40 @@ func TestFleetTakeover(t *testing.T) {
 			}
 			total += te.Nodes
 		}
-		return total >= len(own1)
+		return total >= len(ft.own1)
 	})
-	if total != len(own1) {
-		t.Errorf("takeover events count %d nodes, want %d", total, len(own1))
+	if total != len(ft.own1) {
+		t.Errorf("takeover events count %d nodes, want %d", total, len(ft.own1))
 	}
+}
 
-	// bs1 returns: it reclaims its nodes but the one still mid-boot on h.
-	back := startFleetMember(t, f, ec.Endpoints, 1)
-	want := slices.DeleteFunc(slices.Clone(own1), func(n string) bool { return n == mid })
-	testfix.WaitFor(t, "bs1 reclaims its idle nodes", 10*time.Second, func() bool { return slices.Equal(back.tracked(), want) })
+// bs1Returns restarts bs1: it reclaims its nodes but the one still mid-boot on its holder; once
+// that boot ends there, bs1 takes the node back too.
+func (ft *takeoverFleet) bs1Returns(t *testing.T) {
+	ft.back = startFleetMember(t, ft.f, ft.ec.Endpoints, 1)
+	h, mid := ft.midHolder, ft.mid
+	want := slices.DeleteFunc(slices.Clone(ft.own1), func(n string) bool { return n == mid })
+	testfix.WaitFor(t, "bs1 reclaims its idle nodes", 10*time.Second, func() bool { return slices.Equal(ft.back.tracked(), want) })
 	if !slices.Contains(h.tracked(), mid) {
 		t.Fatalf("%s left %s mid-boot", h.name, mid)
 	}
-	// The boot ends on h; then bs1 takes the node back.
 	h.srv.Tracker().Report(mid, Health{Status: "ok"})
 	if err := h.srv.Tracker().Flush(); err != nil {
 		t.Fatal(err)
 	}
-	testfix.WaitFor(t, "bs1 reclaims "+mid+" once healthy", 10*time.Second, func() bool { return slices.Equal(back.tracked(), own1) })
+	testfix.WaitFor(t, "bs1 reclaims "+mid+" once healthy", 10*time.Second, func() bool { return slices.Equal(ft.back.tracked(), ft.own1) })
 	if slices.Contains(h.tracked(), mid) {
 		t.Errorf("%s still holds %s", h.name, mid)
 	}
+}
 
-	// etcd stops: every server is fenced within the TTL and answers only its home nodes.
-	ec.Member(0).Stop()
-	fenced := testfix.WaitFor(t, "fencing", 2*time.Second+2*time.Second, func() bool {
-		for _, m := range []*fleetMember{ms[0], back} {
+// etcdStops stops etcd: every server is fenced within the TTL plus 2 s and answers only its home
+// nodes; once etcd is back, so is the membership.
+func (ft *takeoverFleet) etcdStops(t *testing.T) {
+	checked := []*fleetMember{ft.ms[0], ft.back}
+	ft.ec.Member(0).Stop()
+	fenced := testfix.WaitFor(t, "fencing", fleetTestTTL+2*time.Second, func() bool {
+		for _, m := range checked {
 			if v := m.srv.fleet.m.Load(); v == nil || v.Valid() {
 				return false
 			}
@@ -242,16 +294,16 @@ func TestFleetTakeover(t *testing.T) {
 		return true
 	})
 	t.Logf("fenced %.2f s after etcd stopped", fenced.Seconds())
-	for _, m := range []*fleetMember{ms[0], back} {
+	for _, m := range checked {
 		for _, n := range m.srv.auth.Owned() {
 			if _, ok := (fleetReservations{m.srv.fleet}).Lookup(n.MAC); !ok {
 				t.Errorf("%s fenced does not answer its home node %s", m.name, n.Name)
 			}
 		}
 	}
-	ec.Member(0).Restart()
+	ft.ec.Member(0).Restart()
 	testfix.WaitFor(t, "membership valid again", 15*time.Second, func() bool {
-		v := back.srv.fleet.m.Load()
+		v := ft.back.srv.fleet.m.Load()
 		return v != nil && v.Valid()
 	})
 }
