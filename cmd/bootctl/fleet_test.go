@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -30,7 +30,7 @@ dhcp:
   subnet: 10.0.0.0/24
 `
 
-// testFleetInventory lists n nodes, four per board from s0-b0 on: with bcda and two servers, bs0
+// applyFleetInventory lists n nodes, four per board from s0-b0 on: with bcda and two servers, bs0
 // owns boards 0, 2, ... and bs1 boards 1, 3, ...
 func applyFleetInventory(n int) string {
 	var sb strings.Builder
@@ -41,13 +41,13 @@ func applyFleetInventory(n int) string {
 	return sb.String()
 }
 
-// fleetFiles writes a fleet file, its inventory of n nodes and a store with profile default, and
+// applyFleetFiles writes a fleet file, its inventory of n nodes and a store with profile default, and
 // returns the fleet file's path.
 func applyFleetFiles(t *testing.T, n int) string {
 	t.Helper()
 	dir := t.TempDir()
 	kernel := filepath.Join(dir, "src", "vmlinuz")
-	randomFile(t, kernel, 5000, 1)
+	testfix.RandomFile(t, kernel, 5000, 1)
 	st, err := images.Create(filepath.Join(dir, "images"))
 	if err != nil {
 		t.Fatal(err)
@@ -55,16 +55,8 @@ func applyFleetFiles(t *testing.T, n int) string {
 	if _, err := st.Add(images.Profile{Name: "default", Kernel: "vmlinuz"}, map[string]string{"vmlinuz": kernel}); err != nil {
 		t.Fatal(err)
 	}
-	writeFleetFile(t, filepath.Join(dir, "inventory.csv"), applyFleetInventory(n))
-	return writeFleetFile(t, filepath.Join(dir, "fleet.yaml"), applyFleetYAML)
-}
-
-func writeFleetFile(t *testing.T, path, text string) string {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	testfix.WriteFile(t, filepath.Join(dir, "inventory.csv"), []byte(applyFleetInventory(n)))
+	return testfix.WriteFile(t, filepath.Join(dir, "fleet.yaml"), []byte(applyFleetYAML))
 }
 
 func decodeJSONOut[T any](t *testing.T, out string) T {
@@ -108,7 +100,7 @@ func TestFleetApplyOffline(t *testing.T) {
 		code int
 		want string // in stderr
 	}{
-		{"per-server field", []string{"-f", writeFleetFile(t, filepath.Join(filepath.Dir(file), "ps.yaml"), perServer), "--dry-run"}, 2,
+		{"per-server field", []string{"-f", testfix.WriteFile(t, filepath.Join(filepath.Dir(file), "ps.yaml"), []byte(perServer)), "--dry-run"}, 2,
 			filepath.Join(filepath.Dir(file), "ps.yaml") + ":5: server_id: per-server setting; give it to bootctl serve"},
 		{"no etcd", []string{"-f", file}, 2, "--etcd: required"},
 		{"bad fleet name", []string{"-f", file, "--dry-run", "--fleet", "A/B"}, 2, `--fleet: fleet name "A/B"`},
@@ -125,111 +117,150 @@ func TestFleetApplyOffline(t *testing.T) {
 	}
 }
 
+// TestFleetApplyStatusEtcd applies a fleet file to a real etcd and reads it back with fleet status:
+// before any apply, with no member, with bs1 live after a takeover; a changed inventory is a new
+// revision, a bad one is refused and leaves the revision; a revision this bootctl cannot read and
+// an empty fleet are each named as such.
 func TestFleetApplyStatusEtcd(t *testing.T) {
 	cluster := etcdtest.Start(t, etcdtest.Options{Members: 1})
-	etcd := strings.Join(cluster.Endpoints, ",")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	file := applyFleetFiles(t, 8)
+	fe := &fleetEtcd{ctx: ctx, cluster: cluster, etcd: strings.Join(cluster.Endpoints, ","), file: applyFleetFiles(t, 8)}
 
 	// Nothing applied yet: status says so.
-	code, _, errs := runBootctl(t, ctx, "fleet", "status", "--etcd", etcd)
+	code, _, errs := runBootctl(t, ctx, "fleet", "status", "--etcd", fe.etcd)
 	if code != 1 || !strings.Contains(errs, "fleet default: fleet has no configuration (run bootctl fleet apply)") {
 		t.Errorf("status before apply: %d %q", code, errs)
 	}
+	fe.applyTwice(t)
+	fe.statusNoMember(t)
+	fe.statusBs1Live(t)
+	fe.applyAddedNode(t)
+	fe.applyBadInventory(t)
+	fe.unreadableRevision(t)
+	// Another fleet in the same etcd is empty.
+	if code, _, errs := runBootctl(t, ctx, "fleet", "status", "--etcd", fe.etcd, "--fleet", "other"); code != 1 || !strings.Contains(errs, "fleet other: fleet has no configuration") {
+		t.Errorf("other fleet: %d %q", code, errs)
+	}
+}
 
-	code, out, errs := runBootctl(t, ctx, "fleet", "apply", "-f", file, "--etcd", etcd, "-o", "json")
-	if code != 0 {
-		t.Fatalf("apply: %d\n%s", code, errs)
-	}
-	first := decodeJSONOut[fleetApplyResult](t, out)
-	if first.Revision <= 0 || !first.Changed || first.Nodes != 8 {
-		t.Errorf("apply: %+v", first)
-	}
-	// The same file again writes nothing.
-	code, out, _ = runBootctl(t, ctx, "fleet", "apply", "-f", file, "--etcd", etcd)
-	t.Logf("fleet apply:\n%s", out)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("revision %d unchanged", first.Revision)) {
-		t.Errorf("apply again: %d\n%s", code, out)
-	}
+// fleetEtcd is TestFleetApplyStatusEtcd's etcd and fleet file, and what its steps leave for the
+// next: the first and second applies, the status expected, and bs1's etcd client.
+type fleetEtcd struct {
+	ctx     context.Context
+	cluster *etcdtest.Cluster
+	etcd    string // the endpoints, as --etcd takes them
+	file    string // the fleet file
 
-	// No member has joined: every server is dead and nobody owns a node.
-	code, out, errs = runBootctl(t, ctx, "fleet", "status", "--etcd", etcd, "-o", "json")
+	first, second fleetApplyResult
+	want          fleetStatusResult
+	bs1           *fleet.Client
+}
+
+// inventory is the path of the fleet file's inventory.
+func (fe *fleetEtcd) inventory() string { return filepath.Join(filepath.Dir(fe.file), "inventory.csv") }
+
+// status runs fleet status -o json with args and decodes it; the test stops unless it exits 0.
+func (fe *fleetEtcd) status(t *testing.T, args ...string) fleetStatusResult {
+	t.Helper()
+	code, out, errs := runBootctl(t, fe.ctx, append([]string{"fleet", "status", "--etcd", fe.etcd, "-o", "json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("status: %d\n%s", code, errs)
 	}
-	st := decodeJSONOut[fleetStatusResult](t, out)
-	want := fleetStatusResult{Fleet: "default", Revision: first.Revision, SHA256: first.SHA256, Mapping: "bcda", Nodes: 8, Live: 0, Unowned: 8,
-		Servers: []fleetServerStatus{{Name: "bs0", Address: "10.0.0.1", State: "dead"}, {Name: "bs1", Address: "10.0.0.2", State: "dead"}},
-		Recent:  []fleetTakeover{}}
-	if diff := cmp.Diff(want, st); diff != "" {
-		t.Errorf("status (-want +got):\n%s", diff)
-	}
-	code, out, _ = runBootctl(t, ctx, "fleet", "status", "--etcd", etcd)
+	return decodeJSONOut[fleetStatusResult](t, out)
+}
+
+// wantTable runs fleet status as a table and checks it exits 0 with each of the lines.
+func (fe *fleetEtcd) wantTable(t *testing.T, lines ...string) {
+	t.Helper()
+	code, out, _ := runBootctl(t, fe.ctx, "fleet", "status", "--etcd", fe.etcd)
 	t.Logf("fleet status:\n%s", out)
-	for _, w := range []string{"0 of 2 servers live", "no live server owns 8 of the 8 nodes", "bs0  10.0.0.1   dead      0    -       -", "takeovers: 0"} {
+	for _, w := range lines {
 		if code != 0 || !strings.Contains(out, w) {
 			t.Errorf("status table: want %q in\n%s", w, out)
 		}
 	}
+}
 
-	// bs1 joins and takes bs0's nodes over: status shows it live with all the nodes, and the takeover.
-	cl, err := fleet.Open(ctx, fleet.Options{Endpoints: cluster.Endpoints, Fleet: "default"})
+// applyTwice applies the fleet file: a new revision of 8 nodes; the same file again writes nothing.
+func (fe *fleetEtcd) applyTwice(t *testing.T) {
+	code, out, errs := runBootctl(t, fe.ctx, "fleet", "apply", "-f", fe.file, "--etcd", fe.etcd, "-o", "json")
+	if code != 0 {
+		t.Fatalf("apply: %d\n%s", code, errs)
+	}
+	fe.first = decodeJSONOut[fleetApplyResult](t, out)
+	if fe.first.Revision <= 0 || !fe.first.Changed || fe.first.Nodes != 8 {
+		t.Errorf("apply: %+v", fe.first)
+	}
+	code, out, _ = runBootctl(t, fe.ctx, "fleet", "apply", "-f", fe.file, "--etcd", fe.etcd)
+	t.Logf("fleet apply:\n%s", out)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("revision %d unchanged", fe.first.Revision)) {
+		t.Errorf("apply again: %d\n%s", code, out)
+	}
+}
+
+// statusNoMember: no member has joined, so every server is dead and nobody owns a node.
+func (fe *fleetEtcd) statusNoMember(t *testing.T) {
+	fe.want = fleetStatusResult{Fleet: "default", Revision: fe.first.Revision, SHA256: fe.first.SHA256, Mapping: "bcda", Nodes: 8, Live: 0, Unowned: 8,
+		Servers: []fleetServerStatus{{Name: "bs0", Address: "10.0.0.1", State: "dead"}, {Name: "bs1", Address: "10.0.0.2", State: "dead"}},
+		Recent:  []fleetTakeover{}}
+	if diff := cmp.Diff(fe.want, fe.status(t)); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	fe.wantTable(t, "0 of 2 servers live", "no live server owns 8 of the 8 nodes", "bs0  10.0.0.1   dead      0    -       -", "takeovers: 0")
+}
+
+// statusBs1Live: bs1 joins and takes bs0's nodes over; status shows it live with all the nodes
+// and its lease, and the takeover.
+func (fe *fleetEtcd) statusBs1Live(t *testing.T) {
+	cl, err := fleet.Open(fe.ctx, fleet.Options{Endpoints: fe.cluster.Endpoints, Fleet: "default"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
+	t.Cleanup(func() { cl.Close() })
+	fe.bs1 = cl
 	info, _ := json.Marshal(bootsrv.MemberInfo{URL: "http://10.0.0.2:8080", Address: "10.0.0.2", Active: true})
-	mb, err := cl.Join(ctx, "bs1", info, 0)
+	mb, err := cl.Join(fe.ctx, "bs1", info, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mb.Leave(context.Background())
+	t.Cleanup(func() { mb.Leave(context.Background()) })
 	at := time.Date(2026, 11, 24, 5, 0, 0, 0, time.UTC)
 	// As the servers record a takeover (bootsrv's TakeoverEvent).
 	ev, _ := json.Marshal(map[string]any{"from": "bs0", "to": "bs1", "nodes": 4, "mid_boot": 2, "at": at})
-	if _, err := cl.AppendEvent(ctx, "takeover", ev); err != nil {
+	if _, err := cl.AppendEvent(fe.ctx, "takeover", ev); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errs = runBootctl(t, ctx, "fleet", "status", "--etcd", etcd, "-o", "json")
-	if code != 0 {
-		t.Fatalf("status: %d\n%s", code, errs)
-	}
-	st = decodeJSONOut[fleetStatusResult](t, out)
-	want.Live, want.Unowned, want.Takeovers = 1, 0, 1
-	want.Servers[1] = fleetServerStatus{Name: "bs1", Address: "10.0.0.2", State: "live", Nodes: 8, URL: "http://10.0.0.2:8080",
+	st := fe.status(t)
+	fe.want.Live, fe.want.Unowned, fe.want.Takeovers = 1, 0, 1
+	fe.want.Servers[1] = fleetServerStatus{Name: "bs1", Address: "10.0.0.2", State: "live", Nodes: 8, URL: "http://10.0.0.2:8080",
 		Lease: fmt.Sprintf("%x", mb.LeaseID())}
-	want.Recent = []fleetTakeover{{Seq: 1, TakeoverEvent: bootsrv.TakeoverEvent{From: "bs0", To: "bs1", Nodes: 4, MidBoot: 2, At: at}}}
-	if diff := cmp.Diff(want, st, cmpopts.IgnoreFields(fleetServerStatus{}, "Joined", "LeaseLeft", "LeaseTTL")); diff != "" {
+	fe.want.Recent = []fleetTakeover{{Seq: 1, TakeoverEvent: bootsrv.TakeoverEvent{From: "bs0", To: "bs1", Nodes: 4, MidBoot: 2, At: at}}}
+	if diff := cmp.Diff(fe.want, st, cmpopts.IgnoreFields(fleetServerStatus{}, "Joined", "LeaseLeft", "LeaseTTL")); diff != "" {
 		t.Errorf("status with bs1 (-want +got):\n%s", diff)
 	}
 	// The lease's age: granted the member's TTL (3 s, whole seconds), with some of it left.
 	if l := st.Servers[1]; l.LeaseTTL != 3 || l.LeaseLeft <= 0 || l.LeaseLeft > 3 {
 		t.Errorf("bs1's lease: %v s left of %v s, want some left of 3 s", l.LeaseLeft, l.LeaseTTL)
 	}
-	if st.Servers[1].Joined <= first.Revision {
-		t.Errorf("bs1 joined at revision %d, before the configuration (%d)", st.Servers[1].Joined, first.Revision)
+	if st.Servers[1].Joined <= fe.first.Revision {
+		t.Errorf("bs1 joined at revision %d, before the configuration (%d)", st.Servers[1].Joined, fe.first.Revision)
 	}
-	code, out, _ = runBootctl(t, ctx, "fleet", "status", "--etcd", etcd)
-	t.Logf("fleet status:\n%s", out)
-	for _, w := range []string{"1 of 2 servers live", "live      8  http://10.0.0.2:8080", "takeovers: 1", "2026-11-24T05:00:00Z   bs0  bs1      4         2"} {
-		if code != 0 || !strings.Contains(out, w) {
-			t.Errorf("status table: want %q in\n%s", w, out)
-		}
-	}
+	fe.wantTable(t, "1 of 2 servers live", "live      8  http://10.0.0.2:8080", "takeovers: 1", "2026-11-24T05:00:00Z   bs0  bs1      4         2")
+}
 
-	// An added node is a new revision.
-	inv := filepath.Join(filepath.Dir(file), "inventory.csv")
-	writeFleetFile(t, inv, applyFleetInventory(9))
-	code, out, errs = runBootctl(t, ctx, "fleet", "apply", "-f", file, "--etcd", etcd, "-o", "json")
+// applyAddedNode: an added node is a new revision, stored with the new node and hash.
+func (fe *fleetEtcd) applyAddedNode(t *testing.T) {
+	testfix.WriteFile(t, fe.inventory(), []byte(applyFleetInventory(9)))
+	code, out, errs := runBootctl(t, fe.ctx, "fleet", "apply", "-f", fe.file, "--etcd", fe.etcd, "-o", "json")
 	if code != 0 {
 		t.Fatalf("apply 9 nodes: %d\n%s", code, errs)
 	}
-	second := decodeJSONOut[fleetApplyResult](t, out)
-	if second.Revision <= first.Revision || !second.Changed || second.Nodes != 9 || second.SHA256 == first.SHA256 {
-		t.Errorf("second apply: %+v after %+v", second, first)
+	fe.second = decodeJSONOut[fleetApplyResult](t, out)
+	if fe.second.Revision <= fe.first.Revision || !fe.second.Changed || fe.second.Nodes != 9 || fe.second.SHA256 == fe.first.SHA256 {
+		t.Errorf("second apply: %+v after %+v", fe.second, fe.first)
 	}
-	cur, err := cl.Config(ctx)
+	cur, err := fe.bs1.Config(fe.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,38 +268,39 @@ func TestFleetApplyStatusEtcd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cur.Revision != second.Revision || doc.Hash() != second.SHA256 || !strings.Contains(doc.Inventory.Text, "n8,") {
-		t.Errorf("stored revision %d sha256 %s, want %d %s with n8", cur.Revision, doc.Hash(), second.Revision, second.SHA256)
+	if cur.Revision != fe.second.Revision || doc.Hash() != fe.second.SHA256 || !strings.Contains(doc.Inventory.Text, "n8,") {
+		t.Errorf("stored revision %d sha256 %s, want %d %s with n8", cur.Revision, doc.Hash(), fe.second.Revision, fe.second.SHA256)
 	}
+}
 
-	// A bad file exits 2 naming the line, and the revision stays.
-	writeFleetFile(t, inv, strings.Replace(applyFleetInventory(10), "52:54:00:00:02:09", "52:54:00:00:02:zz", 1))
-	code, out, errs = runBootctl(t, ctx, "fleet", "apply", "-f", file, "--etcd", etcd)
+// applyBadInventory: a bad inventory exits 2 naming its line, and the revision stays.
+func (fe *fleetEtcd) applyBadInventory(t *testing.T) {
+	inv := fe.inventory()
+	testfix.WriteFile(t, inv, []byte(strings.Replace(applyFleetInventory(10), "52:54:00:00:02:09", "52:54:00:00:02:zz", 1)))
+	code, out, errs := runBootctl(t, fe.ctx, "fleet", "apply", "-f", fe.file, "--etcd", fe.etcd)
 	if code != 2 || !strings.HasPrefix(errs, "bootctl fleet apply: "+inv+":11: mac: ") || strings.Count(strings.TrimSpace(errs), "\n") > 0 || out != "" {
 		t.Errorf("bad apply: %d, stderr %q, stdout %q", code, errs, out)
 	}
-	if cur, err := cl.Config(ctx); err != nil || cur.Revision != second.Revision {
-		t.Errorf("revision after a refused apply: %d, %v; want %d", cur.Revision, err, second.Revision)
+	if cur, err := fe.bs1.Config(fe.ctx); err != nil || cur.Revision != fe.second.Revision {
+		t.Errorf("revision after a refused apply: %d, %v; want %d", cur.Revision, err, fe.second.Revision)
 	}
+}
 
-	// A revision this bootctl cannot read is named as such, not as an etcd failure.
-	raw, err := fleet.Open(ctx, fleet.Options{Endpoints: cluster.Endpoints, Fleet: "raw"})
+// unreadableRevision: a revision this bootctl cannot read (fleet "raw") is named as such, not as
+// an etcd failure.
+func (fe *fleetEtcd) unreadableRevision(t *testing.T) {
+	raw, err := fleet.Open(fe.ctx, fleet.Options{Endpoints: fe.cluster.Endpoints, Fleet: "raw"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer raw.Close()
-	rev, err := raw.ApplyConfig(ctx, []byte(`{"version": 99}`))
+	t.Cleanup(func() { raw.Close() })
+	rev, err := raw.ApplyConfig(fe.ctx, []byte(`{"version": 99}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, _, errs = runBootctl(t, ctx, "fleet", "status", "--etcd", etcd, "--fleet", "raw")
+	code, _, errs := runBootctl(t, fe.ctx, "fleet", "status", "--etcd", fe.etcd, "--fleet", "raw")
 	if want := fmt.Sprintf("bootctl fleet status: revision %d: fleet configuration: version 99, this bootctl reads 1\n", rev); code != 1 || errs != want {
 		t.Errorf("unreadable revision: %d %q, want %q", code, errs, want)
-	}
-
-	// Another fleet in the same etcd is empty.
-	if code, _, errs := runBootctl(t, ctx, "fleet", "status", "--etcd", etcd, "--fleet", "other"); code != 1 || !strings.Contains(errs, "fleet other: fleet has no configuration") {
-		t.Errorf("other fleet: %d %q", code, errs)
 	}
 }
 
