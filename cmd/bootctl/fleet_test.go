@@ -41,8 +41,8 @@ func applyFleetInventory(n int) string {
 	return sb.String()
 }
 
-// applyFleetFiles writes a fleet file, its inventory of n nodes and a store with profile default, and
-// returns the fleet file's path.
+// applyFleetFiles writes a fleet file, its inventory of n nodes and a store with profile default,
+// and returns the fleet file's path.
 func applyFleetFiles(t *testing.T, n int) string {
 	t.Helper()
 	dir := t.TempDir()
