@@ -224,77 +224,118 @@ func findNode(t *testing.T, res statusResult, name string) bootsrv.NodeStatus {
 func TestServeLoopback(t *testing.T) {
 	f := newServeFiles(t, "reservation")
 	srv, stop := startServer(t, f)
-	base := "http://" + srv.HTTPAddr().String()
 	mac, _ := net.ParseMAC("52:54:00:00:00:00")
+	lb := &loopbackBoot{f: f, srv: srv, base: "http://" + srv.HTTPAddr().String(), mac: mac}
+	lb.dhcp(t)
+	lb.tftpProbeAndRefused(t)
+	lb.tftpNBP(t)
+	lb.ipxeDHCP(t)
+	lb.httpBoot(t)
+	n := lb.checkStatus(t)
 
-	ip := dora(t, srv.DHCPAddrs()[0], mac, func() {})
+	// Restart on the same state directory.
+	stop()
+	srv2, _ := startServer(t, f)
+	lb2 := &loopbackBoot{f: f, srv: srv2, base: "http://" + srv2.HTTPAddr().String(), mac: mac}
+	lb2.checkRestarted(t, n)
+	lb2.reboot(t)
+}
+
+// loopbackBoot is TestServeLoopback's server and node00's MAC.
+type loopbackBoot struct {
+	f    *serveFiles
+	srv  *bootsrv.Server
+	base string // the server's URL
+	mac  net.HardwareAddr
+}
+
+// node00 returns node00's status at the server now.
+func (lb *loopbackBoot) node00() bootsrv.NodeStatus {
+	n, _ := lb.srv.Tracker().Node("node00")
+	return n
+}
+
+// dhcp: node00's PXE DISCOVER gets its reserved address and the node is bound.
+func (lb *loopbackBoot) dhcp(t *testing.T) {
+	ip := dora(t, lb.srv.DHCPAddrs()[0], lb.mac, func() {})
 	if !ip.Equal(net.IPv4(127, 0, 0, 1)) {
 		t.Errorf("DHCP gave %v, want the reserved 127.0.0.1", ip)
 	}
-	waitState(t, srv, "node00", bootsrv.Bound)
+	waitState(t, lb.srv, "node00", bootsrv.Bound)
+}
+
+// tftpProbeAndRefused: neither UEFI's tsize probe nor a request for a missing boot file moves the
+// node; each is recorded.
+func (lb *loopbackBoot) tftpProbeAndRefused(t *testing.T) {
 	// The UEFI tsize probe: RRQ with tsize, OACK, then ERROR 5 from the client. Not a failure.
-	tsizeProbe(t, srv.TFTPAddr().String(), "undionly.kpxe")
+	tsizeProbe(t, lb.srv.TFTPAddr().String(), "undionly.kpxe")
 	// tftpd reports the probe once it has the client's ERROR, after the client returns: wait for
 	// the probe's event, then the state it left.
-	testfix.WaitFor(t, "the tsize probe recorded", 5*time.Second, func() bool {
-		n, _ := srv.Tracker().Node("node00")
-		return n.LastEvent == bootsrv.EvProbe
-	})
-	if n, _ := srv.Tracker().Node("node00"); n.State != bootsrv.Bound {
+	testfix.WaitFor(t, "the tsize probe recorded", 5*time.Second, func() bool { return lb.node00().LastEvent == bootsrv.EvProbe })
+	if n := lb.node00(); n.State != bootsrv.Bound {
 		t.Errorf("after the tsize probe: %v (%s), want still bound", n.State, n.Error)
 	}
 	// A request for a missing boot file is recorded and moves nothing: anyone can send one from
 	// the node's address (issue 13).
-	c, _ := tftp.NewClient(srv.TFTPAddr().String())
+	c, _ := tftp.NewClient(lb.srv.TFTPAddr().String())
 	if _, err := c.Receive("missing.efi", "octet"); err == nil {
 		t.Error("missing.efi fetched")
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		n, _ := srv.Tracker().Node("node00")
-		if n.LastEvent == bootsrv.EvTransferRefused {
-			if n.State != bootsrv.Bound {
-				t.Errorf("after a request for a missing file: %v, want still bound", n.State)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the refused request was not recorded: last event %v", n.LastEvent)
-		}
+	var n bootsrv.NodeStatus
+	testfix.WaitFor(t, "the refused request recorded", 5*time.Second, func() bool {
+		n = lb.node00()
+		return n.LastEvent == bootsrv.EvTransferRefused
+	})
+	if n.State != bootsrv.Bound {
+		t.Errorf("after a request for a missing file: %v, want still bound", n.State)
 	}
-	got := tftpGet(t, srv.TFTPAddr().String(), "undionly.kpxe")
-	if !bytes.Equal(got, f.nbp) {
-		t.Fatalf("NBP over TFTP differs: %d bytes, want %d", len(got), len(f.nbp))
+}
+
+// tftpNBP fetches the NBP over TFTP: the node moves to nbp.
+func (lb *loopbackBoot) tftpNBP(t *testing.T) {
+	got := tftpGet(t, lb.srv.TFTPAddr().String(), "undionly.kpxe")
+	if !bytes.Equal(got, lb.f.nbp) {
+		t.Fatalf("NBP over TFTP differs: %d bytes, want %d", len(got), len(lb.f.nbp))
 	}
 	// tftpd reports a transfer when the server has seen the last ACK, which may be just after the
 	// client returns.
-	waitState(t, srv, "node00", bootsrv.NBP)
-	// iPXE, loaded, asks for an address again and is given its script's URL; the boot stays at nbp.
-	doraAs(t, srv.DHCPAddrs()[0], mac, func() {}, base+"/ipxe/52:54:00:00:00:00",
+	waitState(t, lb.srv, "node00", bootsrv.NBP)
+}
+
+// ipxeDHCP: iPXE, loaded, asks for an address again and is given its script's URL; the boot
+// stays at nbp.
+func (lb *loopbackBoot) ipxeDHCP(t *testing.T) {
+	doraAs(t, lb.srv.DHCPAddrs()[0], lb.mac, func() {}, lb.base+"/ipxe/52:54:00:00:00:00",
 		dhcpv4.WithOption(dhcpv4.OptClassIdentifier("PXEClient:Arch:00000:UNDI:002001")),
 		dhcpv4.WithOption(dhcpv4.OptUserClass("iPXE")))
 	// dhcpd reports a request to the tracker before it sends the reply: the ACK is recorded.
-	if n, _ := srv.Tracker().Node("node00"); n.LastEvent != bootsrv.EvAck || n.State != bootsrv.NBP || n.Attempt != 1 {
+	if n := lb.node00(); n.LastEvent != bootsrv.EvAck || n.State != bootsrv.NBP || n.Attempt != 1 {
 		t.Errorf("after iPXE's DHCP: last event %v, %v attempt %d, want ack, nbp attempt 1", n.LastEvent, n.State, n.Attempt)
 	}
-	script := string(httpGet(t, base+"/ipxe/52:54:00:00:00:00"))
+}
+
+// httpBoot does what node00's iPXE script says: fetch the kernel and the initrd (also over TFTP,
+// as some firmware does), then post a health report.
+func (lb *loopbackBoot) httpBoot(t *testing.T) {
+	script := string(httpGet(t, lb.base+"/ipxe/52:54:00:00:00:00"))
 	m := regexp.MustCompile(`(?m)^kernel (\S+) .*bootfabric.health=(\S+)`).FindStringSubmatch(script)
 	if m == nil {
 		t.Fatalf("script has no kernel line:\n%s", script)
 	}
-	if !strings.HasPrefix(m[1], base+"/boot/default/vmlinuz") {
+	if !strings.HasPrefix(m[1], lb.base+"/boot/default/vmlinuz") {
 		t.Errorf("kernel URL %s", m[1])
 	}
-	if got := httpGet(t, m[1]); !bytes.Equal(got, f.kernel) {
+	if got := httpGet(t, m[1]); !bytes.Equal(got, lb.f.kernel) {
 		t.Fatal("kernel over HTTP differs")
 	}
 	im := regexp.MustCompile(`(?m)^initrd (\S+)`).FindStringSubmatch(script)
 	if im == nil {
 		t.Fatalf("script has no initrd line:\n%s", script)
 	}
-	if got := httpGet(t, im[1]); !bytes.Equal(got, f.initrd) {
+	if got := httpGet(t, im[1]); !bytes.Equal(got, lb.f.initrd) {
 		t.Fatal("initrd over HTTP differs")
 	}
-	if got := tftpGet(t, srv.TFTPAddr().String(), "boot/default/initrd.img"); !bytes.Equal(got, f.initrd) {
+	if got := tftpGet(t, lb.srv.TFTPAddr().String(), "boot/default/initrd.img"); !bytes.Equal(got, lb.f.initrd) {
 		t.Fatal("initrd over TFTP differs")
 	}
 	resp, err := http.Post(m[2], "application/json", strings.NewReader(`{"status":"ok","details":{"uptime":3}}`))
@@ -305,8 +346,12 @@ func TestServeLoopback(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("health: %s", resp.Status)
 	}
+}
 
-	res := statusJSON(t, base)
+// checkStatus: `bootctl status` (JSON and table) and the metrics show node00 healthy with a
+// timestamp for every state, the others pending. It returns node00's status.
+func (lb *loopbackBoot) checkStatus(t *testing.T) bootsrv.NodeStatus {
+	res := statusJSON(t, lb.base)
 	n := findNode(t, res, "node00")
 	if n.State != bootsrv.Healthy {
 		t.Errorf("node00 is %v, want healthy; history %+v", n.State, n.History)
@@ -322,67 +367,72 @@ func TestServeLoopback(t *testing.T) {
 	if res.Nodes[len(res.Nodes)-1].Name != "node00" {
 		t.Errorf("nodes not grouped by state: last is %s", res.Nodes[len(res.Nodes)-1].Name)
 	}
-	metrics := string(httpGet(t, base+"/metrics"))
+	metrics := string(httpGet(t, lb.base+"/metrics"))
 	for _, want := range []string{`bootfabric_dhcp_packets_total{outcome="acked",type="REQUEST"} 2`,
 		`bootfabric_tftp_transfers_total{outcome="ok"} 2`, `bootfabric_boot_nodes{state="healthy"} 1`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %q", want)
 		}
 	}
-	code, table, _ := runBootctl(t, context.Background(), "status", "--server", base)
+	code, table, _ := runBootctl(t, context.Background(), "status", "--server", lb.base)
 	if code != 0 || !strings.Contains(table, "health booting (1 healthy, 0 failed, 0 booting, 3 pending)") || !strings.Contains(table, "node00") {
 		t.Errorf("status table (%d):\n%s", code, table)
 	}
+	return n
+}
 
-	// Restart on the same state directory.
-	stop()
-	srv2, _ := startServer(t, f)
-	res2 := statusJSON(t, "http://"+srv2.HTTPAddr().String())
-	n2 := findNode(t, res2, "node00")
-	if n2.State != bootsrv.Healthy || !n2.Times[bootsrv.Discover].Equal(n.Times[bootsrv.Discover]) || n2.Health == nil {
-		t.Errorf("after restart node00 = %+v\nbefore %+v", n2, n)
+// checkRestarted: the restarted server has node00 as it was before (healthy, same discover time,
+// its report); a DISCOVER of the healthy node nobody asked for is only an event.
+func (lb *loopbackBoot) checkRestarted(t *testing.T, before bootsrv.NodeStatus) {
+	n2 := findNode(t, statusJSON(t, lb.base), "node00")
+	if n2.State != bootsrv.Healthy || !n2.Times[bootsrv.Discover].Equal(before.Times[bootsrv.Discover]) || n2.Health == nil {
+		t.Errorf("after restart node00 = %+v\nbefore %+v", n2, before)
 	}
-	// A DISCOVER of the healthy node nobody asked for is only an event.
-	base2 := "http://" + srv2.HTTPAddr().String()
-	dora(t, srv2.DHCPAddrs()[0], mac, func() {})
+	dora(t, lb.srv.DHCPAddrs()[0], lb.mac, func() {})
 	// The whole exchange is recorded before the ACK is sent (its event is the last): the state
 	// it left is final.
-	if n, _ := srv2.Tracker().Node("node00"); n.LastEvent != bootsrv.EvAck || n.State != bootsrv.Healthy || n.Attempt != 1 {
+	if n := lb.node00(); n.LastEvent != bootsrv.EvAck || n.State != bootsrv.Healthy || n.Attempt != 1 {
 		t.Errorf("after an unasked DISCOVER: last event %v, %v attempt %d, want ack, healthy attempt 1", n.LastEvent, n.State, n.Attempt)
 	}
-	// The operator asks for the reboot (bootctl node reboot); the next DISCOVER starts the boot
-	// over. A REQUEST right after the OFFER: the ACK may be reported before the DISCOVER (see
-	// bootsrv's dhcpObserver); the states must still come out in order.
-	tokFile := filepath.Join(f.dir, "state", bootsrv.OperatorTokenFile)
-	wrong := filepath.Join(t.TempDir(), "wrong.token")
-	os.WriteFile(wrong, []byte("0123456789abcdef0123456789abcdef\n"), 0o600)
-	if code, _, errs := runBootctl(t, context.Background(), "node", "reboot", "node00", "--server", base2, "--token-file", wrong); code != 1 || !strings.Contains(errs, "401") {
+}
+
+// reboot: the operator asks for node00's reboot (bootctl node reboot, refused with a wrong
+// token); the next DISCOVER starts the boot over. A REQUEST right after the OFFER: the ACK may be
+// reported before the DISCOVER (see bootsrv's dhcpObserver); the states must still come out in
+// order.
+func (lb *loopbackBoot) reboot(t *testing.T) {
+	tokFile := filepath.Join(lb.f.dir, "state", bootsrv.OperatorTokenFile)
+	wrong := testfix.WriteFile(t, filepath.Join(t.TempDir(), "wrong.token"), []byte("0123456789abcdef0123456789abcdef\n"))
+	if code, _, errs := runBootctl(t, context.Background(), "node", "reboot", "node00", "--server", lb.base, "--token-file", wrong); code != 1 || !strings.Contains(errs, "401") {
 		t.Errorf("reboot with the wrong token: %d %s", code, errs)
 	}
-	code, out, errs := runBootctl(t, context.Background(), "node", "reboot", "node00", "--server", base2, "--token-file", tokFile, "--output", "json")
+	code, out, errs := runBootctl(t, context.Background(), "node", "reboot", "node00", "--server", lb.base, "--token-file", tokFile, "--output", "json")
 	if code != 0 || !strings.Contains(out, `"reboot_requested": true`) {
 		t.Fatalf("node reboot: %d %s %s", code, out, errs)
 	}
-	dora(t, srv2.DHCPAddrs()[0], mac, func() {})
-	if n := waitState(t, srv2, "node00", bootsrv.Bound); n.Attempt != 2 {
+	dora(t, lb.srv.DHCPAddrs()[0], lb.mac, func() {})
+	if n := waitState(t, lb.srv, "node00", bootsrv.Bound); n.Attempt != 2 {
 		t.Errorf("after reboot: attempt %d, want 2", n.Attempt)
 	}
 }
 
-// waitState waits up to 5 s for a node to reach a state.
+// waitState waits up to 5 s for a node to reach a state and returns its status then; on time out
+// the test stops, with the node's history in the log.
 func waitState(t *testing.T, srv *bootsrv.Server, name string, want bootsrv.State) bootsrv.NodeStatus {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		n, _ := srv.Tracker().Node(name)
-		if n.State == want {
-			return n
+	var n bootsrv.NodeStatus
+	reached := false
+	defer func() {
+		if !reached {
+			t.Logf("%s is %v, want %v; history %+v", name, n.State, want, n.History)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s is %v after 5 s, want %v; history %+v", name, n.State, want, n.History)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	}()
+	testfix.WaitFor(t, fmt.Sprintf("%s %v", name, want), 5*time.Second, func() bool {
+		n, _ = srv.Tracker().Node(name)
+		return n.State == want
+	})
+	reached = true
+	return n
 }
 
 // TestServeCommand runs `bootctl serve` with flag and environment overrides and stops it the way
