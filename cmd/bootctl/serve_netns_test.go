@@ -1,9 +1,6 @@
 package main
 
 import (
-	"github.com/bootfabric/bootfabric/internal/testenv"
-	"regexp"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,12 +9,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/internal/testenv"
+	"github.com/bootfabric/bootfabric/internal/testfix"
 )
 
 // netnsPair is a server and a client network namespace joined by a veth pair.
@@ -28,51 +28,31 @@ type netnsPair struct {
 	prefix       string // the /24's first three bytes and a dot
 }
 
-func needRoot(t *testing.T, cmds ...string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		testenv.Skip(t, "needs root for network namespaces")
-	}
-	for _, c := range cmds {
-		if _, err := exec.LookPath(c); err != nil {
-			testenv.Skip(t, "needs %s (Debian packages iproute2, busybox-static, curl; see scripts/apt-packages.txt)", c)
-		}
-	}
-}
-
-func sh(t *testing.T, name string, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-// newNetnsPair creates the namespaces and the link, removed in t.Cleanup even when the test fails.
+// newNetnsPair creates the namespaces (testfix.Netns: removed with their links when the test
+// ends, passed or failed) and the link, the client's end with node00's MAC.
 func newNetnsPair(t *testing.T) *netnsPair {
 	t.Helper()
-	id := fmt.Sprintf("%d%03d", os.Getpid()%100000, rand.IntN(1000))
-	p := &netnsPair{srv: "bfs" + id, cli: "bfc" + id, srvIf: "bfs" + id, cliIf: "bfc" + id}
-	net3 := 16 + rand.IntN(200)
-	p.prefix = fmt.Sprintf("10.213.%d.", net3)
+	p := &netnsPair{srv: testfix.Netns(t, "bfs"), cli: testfix.Netns(t, "bfc")}
+	p.srvIf, p.cliIf = p.srv, p.cli
+	p.prefix = fmt.Sprintf("10.213.%d.", 16+rand.IntN(200))
 	p.srvIP, p.cliIP = p.prefix+"1", p.prefix+"10"
-	t.Cleanup(func() {
-		exec.Command("ip", "netns", "del", p.srv).Run()
-		exec.Command("ip", "netns", "del", p.cli).Run()
-	})
-	sh(t, "ip", "netns", "add", p.srv)
-	sh(t, "ip", "netns", "add", p.cli)
-	sh(t, "ip", "-n", p.srv, "link", "add", p.srvIf, "type", "veth", "peer", "name", p.cliIf, "netns", p.cli)
-	sh(t, "ip", "-n", p.srv, "addr", "add", p.srvIP+"/24", "dev", p.srvIf)
-	sh(t, "ip", "-n", p.srv, "link", "set", p.srvIf, "up")
-	sh(t, "ip", "-n", p.srv, "link", "set", "lo", "up")
-	sh(t, "ip", "-n", p.cli, "link", "set", p.cliIf, "address", "52:54:00:00:00:00")
-	sh(t, "ip", "-n", p.cli, "link", "set", p.cliIf, "up")
-	sh(t, "ip", "-n", p.cli, "link", "set", "lo", "up")
+	testfix.IP(t, p.srv, "link", "add", p.srvIf, "type", "veth", "peer", "name", p.cliIf, "netns", p.cli)
+	testfix.IP(t, p.srv, "addr", "add", p.srvIP+"/24", "dev", p.srvIf)
+	testfix.IP(t, p.srv, "link", "set", p.srvIf, "up")
+	testfix.IP(t, p.srv, "link", "set", "lo", "up")
+	testfix.IP(t, p.cli, "link", "set", p.cliIf, "address", "52:54:00:00:00:00")
+	testfix.IP(t, p.cli, "link", "set", p.cliIf, "up")
+	testfix.IP(t, p.cli, "link", "set", "lo", "up")
 	return p
+}
+
+// inCli runs a command in the client namespace, for at most 30 s, and returns its combined
+// output.
+func (p *netnsPair) inCli(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", p.cli}, args...)...).CombinedOutput()
+	return string(out), err
 }
 
 // buildBootctl builds the bootctl binary into a temporary directory.
@@ -92,13 +72,32 @@ func buildBootctl(t *testing.T) string {
 // busybox udhcpc gets the reserved address, curl fetches the NBP over tftp:// and posts health, and
 // the node ends healthy in `bootctl status`. Then SIGTERM stops the server gracefully.
 func TestServeNetns(t *testing.T) {
-	needRoot(t, "ip", "busybox", "curl", "go")
+	testenv.NeedRoot(t, "to create network namespaces")
+	testenv.NeedTool(t, "busybox", "busybox-static")
+	testenv.NeedTool(t, "curl", "curl")
+	if _, err := exec.LookPath("go"); err != nil {
+		testenv.Skip(t, "needs the go command, to build bootctl")
+	}
 	bin := buildBootctl(t)
 	p := newNetnsPair(t)
 	f := newServeFiles(t, "reservation")
+	writeNetnsServeFiles(t, f, p)
+	serve := startServeInNetns(t, bin, p, f.config)
+	p.udhcpc(t, f.dir)
+	p.bootOverCurl(t, f)
+	checkNetnsStatus(t, bin, p.srv)
+
+	// SIGTERM: graceful stop, exit status 0, states saved.
+	serve.sigterm(t)
+	checkSavedHealthy(t, filepath.Join(f.dir, "state"))
+}
+
+// writeNetnsServeFiles writes the inventory (node00 at the client's address) and a configuration
+// serving DHCP on the server's end of the link, HTTP on :8080 and TFTP on :69.
+func writeNetnsServeFiles(t *testing.T, f *serveFiles, p *netnsPair) {
 	inv := fmt.Sprintf("name,mac,ip,node\nnode00,52:54:00:00:00:00,%s,s0-b0-n0\nnode01,52:54:00:00:00:01,%s,s0-b0-n1\n",
 		p.cliIP, p.prefix+"11")
-	os.WriteFile(filepath.Join(f.dir, "inventory.csv"), []byte(inv), 0o644)
+	testfix.WriteFile(t, filepath.Join(f.dir, "inventory.csv"), []byte(inv))
 	cfg := fmt.Sprintf(`servers:
   - {name: bs0, address: %s}
 topology: mini
@@ -114,79 +113,108 @@ dhcp:
   subnet: %s/24
   lease_time: 10m
 `, p.srvIP, p.srvIf, p.prefix+"0")
-	os.WriteFile(f.config, []byte(cfg), 0o644)
+	testfix.WriteFile(t, f.config, []byte(cfg))
+}
 
-	var serveOut bytes.Buffer
-	serve := exec.Command("ip", "netns", "exec", p.srv, bin, "--log-level", "debug", "serve", "--config", f.config)
-	serve.Stdout, serve.Stderr = &serveOut, &serveOut
-	if err := serve.Start(); err != nil {
+// netnsServe is `bootctl serve` running in a namespace: the process, its exit once it has
+// exited, and its output.
+type netnsServe struct {
+	cmd    *exec.Cmd
+	exited chan error
+	out    bytes.Buffer
+}
+
+// startServeInNetns starts `bootctl serve` with config in p's server namespace (killed when the
+// test ends unless it has exited; its output is logged if the test failed) and waits for its HTTP
+// endpoint, checking meanwhile that the client namespace can be entered.
+func startServeInNetns(t *testing.T, bin string, p *netnsPair, config string) *netnsServe {
+	s := &netnsServe{exited: make(chan error, 1)}
+	s.cmd = exec.Command("ip", "netns", "exec", p.srv, bin, "--log-level", "debug", "serve", "--config", config)
+	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
+	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- serve.Wait() }()
+	go func() { s.exited <- s.cmd.Wait() }()
 	t.Cleanup(func() {
-		if serve.ProcessState == nil {
-			serve.Process.Kill()
-			<-exited
+		if s.cmd.ProcessState == nil {
+			s.cmd.Process.Kill()
+			<-s.exited
 		}
 		if t.Failed() {
-			t.Logf("bootctl serve output:\n%s", serveOut.String())
+			t.Logf("bootctl serve output:\n%s", s.out.String())
 		}
 	})
-	inCli := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", p.cli}, args...)...).CombinedOutput()
-		return string(out), err
-	}
 	// Wait for the HTTP endpoint (the last one Serve starts is not ordered, so this is a fair probe).
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := inCli("true"); err != nil {
+	testfix.WaitFor(t, "bootctl serve up", 20*time.Second, func() bool {
+		if _, err := p.inCli("true"); err != nil {
 			t.Fatal(err)
 		}
 		out, err := exec.Command("ip", "netns", "exec", p.srv, "curl", "-sf", "http://127.0.0.1:8080/healthz").CombinedOutput()
 		if err == nil && strings.TrimSpace(string(out)) == "ok" {
-			break
+			return true
 		}
 		select {
-		case err := <-exited:
+		case err := <-s.exited:
 			t.Fatalf("serve exited: %v", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("bootctl serve not up within 20 s")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return false
+	})
+	return s
+}
 
-	script := filepath.Join(f.dir, "udhcpc.sh")
-	leaseFile := filepath.Join(f.dir, "lease")
-	os.WriteFile(script, []byte(`#!/bin/sh
+// sigterm stops the server with SIGTERM: it must exit with status 0 within 15 s.
+func (s *netnsServe) sigterm(t *testing.T) {
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-s.exited:
+		if err != nil {
+			t.Errorf("serve after SIGTERM: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop within 15 s of SIGTERM")
+	}
+}
+
+// udhcpc runs busybox udhcpc in the client namespace, with a script that sets the address it is
+// given: the reserved one, set on the client's link.
+func (p *netnsPair) udhcpc(t *testing.T, dir string) {
+	script := filepath.Join(dir, "udhcpc.sh")
+	leaseFile := filepath.Join(dir, "lease")
+	err := os.WriteFile(script, []byte(`#!/bin/sh
 case "$1" in
 deconfig) ip addr flush dev "$interface"; ip link set "$interface" up ;;
 bound|renew) ip addr flush dev "$interface"; ip addr add "$ip/$mask" dev "$interface"; echo "$ip $hostname $siaddr" > `+leaseFile+` ;;
 esac
 `), 0o755)
-	if out, err := inCli("busybox", "udhcpc", "-i", p.cliIf, "-f", "-q", "-n", "-t", "5", "-T", "1", "-s", script); err != nil {
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := p.inCli("busybox", "udhcpc", "-i", p.cliIf, "-f", "-q", "-n", "-t", "5", "-T", "1", "-s", script); err != nil {
 		t.Fatalf("udhcpc: %v\n%s", err, out)
 	}
 	lease, _ := os.ReadFile(leaseFile)
 	if fields := strings.Fields(string(lease)); len(fields) < 1 || fields[0] != p.cliIP {
 		t.Fatalf("udhcpc lease %q, want address %s", lease, p.cliIP)
 	}
-	if addrs, _ := inCli("ip", "-4", "addr", "show", p.cliIf); !strings.Contains(addrs, p.cliIP+"/24") {
+	if addrs, _ := p.inCli("ip", "-4", "addr", "show", p.cliIf); !strings.Contains(addrs, p.cliIP+"/24") {
 		t.Fatalf("client address not set:\n%s", addrs)
 	}
+}
+
+// bootOverCurl boots node00 from the client namespace with curl: the NBP over tftp://, then the
+// node's script, fetched from its address, for the health URL with its token, and a health report.
+func (p *netnsPair) bootOverCurl(t *testing.T, f *serveFiles) {
 	nbp := filepath.Join(f.dir, "nbp")
-	if out, err := inCli("curl", "-sS", "--tftp-blksize", "1468", "-o", nbp, "tftp://"+p.srvIP+"/undionly.kpxe"); err != nil {
+	if out, err := p.inCli("curl", "-sS", "--tftp-blksize", "1468", "-o", nbp, "tftp://"+p.srvIP+"/undionly.kpxe"); err != nil {
 		t.Fatalf("curl tftp: %v\n%s", err, out)
 	}
 	if got, _ := os.ReadFile(nbp); !bytes.Equal(got, f.nbp) {
 		t.Fatalf("NBP over tftp:// differs (%d bytes, want %d)", len(got), len(f.nbp))
 	}
-	// The node's script, fetched from its address, gives the health URL with the node's token.
-	script, err := inCli("curl", "-sSf", "http://"+p.srvIP+":8080/ipxe/52:54:00:00:00:00")
+	script, err := p.inCli("curl", "-sSf", "http://"+p.srvIP+":8080/ipxe/52:54:00:00:00:00")
 	if err != nil {
 		t.Fatalf("curl script: %v\n%s", err, script)
 	}
@@ -194,11 +222,16 @@ esac
 	if hm == nil {
 		t.Fatalf("script has no health URL:\n%s", script)
 	}
-	if out, err := inCli("curl", "-sSf", "-X", "POST", "-H", "Content-Type: application/json", "-d", `{"status":"ok","details":"netns"}`,
+	if out, err := p.inCli("curl", "-sSf", "-X", "POST", "-H", "Content-Type: application/json", "-d", `{"status":"ok","details":"netns"}`,
 		hm[1]); err != nil {
 		t.Fatalf("curl health: %v\n%s", err, out)
 	}
-	out, err := exec.Command("ip", "netns", "exec", p.srv, bin, "status", "--server", "http://127.0.0.1:8080", "--output", "json").CombinedOutput()
+}
+
+// checkNetnsStatus runs `bootctl status` in the server's namespace ns: node00 is healthy and
+// went through every state of its boot.
+func checkNetnsStatus(t *testing.T, bin, ns string) {
+	out, err := exec.Command("ip", "netns", "exec", ns, bin, "status", "--server", "http://127.0.0.1:8080", "--output", "json").CombinedOutput()
 	if err != nil {
 		t.Fatalf("status: %v\n%s", err, out)
 	}
@@ -215,20 +248,11 @@ esac
 			t.Errorf("node00 never entered %v: %v", st, n.Times)
 		}
 	}
+}
 
-	// SIGTERM: graceful stop, exit status 0, states saved.
-	if err := serve.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("serve after SIGTERM: %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("serve did not stop within 15 s of SIGTERM")
-	}
-	store, err := bootsrv.OpenStore(filepath.Join(f.dir, "state"))
+// checkSavedHealthy: the server saved node00's state, healthy, in its state directory dir.
+func checkSavedHealthy(t *testing.T, dir string) {
+	store, err := bootsrv.OpenStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
