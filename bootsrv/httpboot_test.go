@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bootfabric/bootfabric/internal/testfix"
 )
 
 // TestUEFIHTTPBootFetch fetches the EFI application the way EDK II's HTTP boot client
@@ -74,13 +76,8 @@ func TestUEFIHTTPBootFetch(t *testing.T) {
 	}
 	// The server records the delivery once the last byte is written, which may be after the
 	// client has read it.
-	n := state()
-	for deadline := time.Now().Add(2 * time.Second); n.State != NBP && time.Now().Before(deadline); n = state() {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if n.State != NBP {
-		t.Fatalf("after GET: %v, want nbp", n.State)
-	}
+	var n NodeStatus
+	testfix.WaitFor(t, "nbp after GET", 2*time.Second, func() bool { n = state(); return n.State == NBP })
 	if last := n.History[len(n.History)-1]; last.To != NBP || last.Detail != "http ipxe.efi" {
 		t.Errorf("last transition %+v, want to nbp with detail %q (the first file over HTTP)", last, "http ipxe.efi")
 	}

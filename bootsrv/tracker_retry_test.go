@@ -66,11 +66,5 @@ func TestTrackerRetriesFailedSave(t *testing.T) {
 		t.Fatal("saved while the store was down")
 	}
 	store.set(false)
-	deadline := time.Now().Add(2 * time.Second)
-	for store.state("node00") != Healthy {
-		if time.Now().After(deadline) {
-			t.Fatal("the change made while the store was down was never saved")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testfix.WaitFor(t, "the change made while the store was down saved", 2*time.Second, func() bool { return store.state("node00") == Healthy })
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -169,17 +170,10 @@ func TestTrackerBatchedFlush(t *testing.T) {
 	go func() { done <- tr.Run(ctx) }()
 	tr.Observe("node00", EvDiscover, "")
 	// Written within the flush interval, without stopping.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testfix.WaitFor(t, "node00's discover saved", 5*time.Second, func() bool {
 		saved, err := store.Load()
-		if err == nil && len(saved) == 2 && byName(saved)["node00"].State == Discover {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("state not saved within 5 s: %v %v", saved, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil && len(saved) == 2 && byName(saved)["node00"].State == Discover
+	})
 	tr.Observe("node01", EvDiscover, "")
 	cancel()
 	if err := <-done; err != nil {

@@ -132,16 +132,18 @@ func TestServeFleet(t *testing.T) {
 	}
 	waitNodes := func(m *member, want []string) {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
 		var got []string
-		for time.Now().Before(deadline) {
-			got, _ = nodesOf(m.url)
-			if slices.Equal(got, want) {
-				return
+		answered := false
+		defer func() {
+			if !answered {
+				t.Logf("%s answers %v, want %v\n%s", m.url, got, want, m.errs.String())
 			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Fatalf("%s answers %v, want %v\n%s", m.url, got, want, m.errs.String())
+		}()
+		testfix.WaitFor(t, fmt.Sprintf("%s answers %v", m.url, want), 15*time.Second, func() bool {
+			got, _ = nodesOf(m.url)
+			return slices.Equal(got, want)
+		})
+		answered = true
 	}
 	bs0 := start("bs0", "127.0.0.1", filepath.Join(f.dir, "images"))
 	waitNodes(bs0, []string{"node00", "node01", "node02", "node03"}) // bs1 not up: dead, bs0 has all

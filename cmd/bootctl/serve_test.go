@@ -449,23 +449,19 @@ func TestServeCommand(t *testing.T) {
 		done <- run(ctx, []string{"bootctl", "serve", "--config", f.config, "--http", fmt.Sprintf("127.0.0.1:%d", port)}, &out, &errb)
 	}()
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testfix.WaitFor(t, "bootctl serve up", 10*time.Second, func() bool {
 		resp, err := http.Get(url + "/healthz")
 		if err == nil {
 			resp.Body.Close()
-			break
+			return true
 		}
 		select {
 		case code := <-done:
 			t.Fatalf("serve exited with %d: %s", code, errb.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server not up within 10 s: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
 	res := statusJSON(t, url)
 	if res.Summary.Nodes != 4 {
 		t.Errorf("summary %+v", res.Summary)
