@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/images"
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -67,32 +68,21 @@ func newFleetFixture(t testing.TB) *fleetFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeTestFile(t, f.topo, string(topo))
-	writeTestFile(t, f.inv, fleetInventory(8))
-	writeTestFile(t, f.fleet, fleetYAML)
+	testfix.WriteFile(t, f.topo, topo)
+	testfix.WriteFile(t, f.inv, []byte(fleetInventory(8)))
+	testfix.WriteFile(t, f.fleet, []byte(fleetYAML))
 	st, err := images.Create(filepath.Join(dir, "images"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"default", "rescue"} {
-		k := writeTestFile(t, filepath.Join(dir, "src", name, "vmlinuz"), "kernel of "+name)
-		i := writeTestFile(t, filepath.Join(dir, "src", name, "initrd.img"), "initrd of "+name)
+		k := testfix.WriteFile(t, filepath.Join(dir, "src", name, "vmlinuz"), []byte("kernel of "+name))
+		i := testfix.WriteFile(t, filepath.Join(dir, "src", name, "initrd.img"), []byte("initrd of "+name))
 		if _, err := st.Add(images.Profile{Name: name, Kernel: "vmlinuz", Initrd: "initrd.img"}, map[string]string{"vmlinuz": k, "initrd.img": i}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return f
-}
-
-func writeTestFile(t testing.TB, path, text string) string {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // lineOf returns the 1-based line of the first line of text containing sub.
@@ -219,9 +209,9 @@ func TestLoadFleetFileErrors(t *testing.T) {
 			}
 			fl, topo, inv := read(f.fleet), read(f.topo), read(f.inv)
 			tt.edit(&fl, &topo, &inv)
-			writeTestFile(t, f.fleet, fl)
-			writeTestFile(t, f.topo, topo)
-			writeTestFile(t, f.inv, inv)
+			testfix.WriteFile(t, f.fleet, []byte(fl))
+			testfix.WriteFile(t, f.topo, []byte(topo))
+			testfix.WriteFile(t, f.inv, []byte(inv))
 			want := strings.NewReplacer("%F", f.fleet, "%T", f.topo, "%I", f.inv).Replace(tt.want)
 			if tt.line != nil {
 				want = strings.ReplaceAll(want, "%L", fmt.Sprint(tt.line(fl, topo, inv)))
@@ -243,7 +233,7 @@ func TestLoadFleetFileErrors(t *testing.T) {
 func TestFleetDocPoolAndPresetRoundTrip(t *testing.T) {
 	f := newFleetFixture(t)
 	fl := strings.Replace(fleetYAML, "machine.yaml", "mini", 1) + "  pool: {range: 10.0.0.100-10.0.0.199, lease: 10m, unknown: true}\nfailed_servers: [0]\n"
-	writeTestFile(t, f.fleet, fl)
+	testfix.WriteFile(t, f.fleet, []byte(fl))
 	doc, err := LoadFleetFile(f.fleet)
 	if err != nil {
 		t.Fatal(err)
