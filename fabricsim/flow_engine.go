@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/bootfabric/bootfabric/internal/heapq"
 )
 
 // The event engine of Simulate. Max-min sharing gives every flow of a group (same shared channels,
@@ -36,133 +38,61 @@ type classEntry struct {
 	gen    uint32
 }
 
-type classHeap []classEntry
-
-func (h classHeap) less(i, j int) bool {
-	return h[i].target < h[j].target || (h[i].target == h[j].target && h[i].class < h[j].class)
+// before orders a group's classes by target, ties by slot.
+func (a classEntry) before(b classEntry) bool {
+	return a.target < b.target || (a.target == b.target && a.class < b.class)
 }
 
-func (h *classHeap) push(e classEntry) {
-	*h = append(*h, e)
-	s := *h
-	for i := len(s) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !s.less(i, p) {
-			break
-		}
-		s[i], s[p] = s[p], s[i]
-		i = p
-	}
+// groupEntry is a group in the sim's heap, keyed by when its next class finishes.
+type groupEntry struct {
+	key   float64
+	group int32
 }
 
-func (h *classHeap) pop() {
-	s := *h
-	n := len(s) - 1
-	s[0] = s[n]
-	s = s[:n]
-	*h = s
-	for i := 0; ; {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		j := l
-		if r := l + 1; r < n && s.less(r, l) {
-			j = r
-		}
-		if !s.less(j, i) {
-			return
-		}
-		s[i], s[j] = s[j], s[i]
-		i = j
-	}
+func (a groupEntry) before(b groupEntry) bool {
+	return a.key < b.key || (a.key == b.key && a.group < b.group)
 }
 
-// groupHeap is an indexed min-heap of groups by the time their next class finishes.
+// groupHeap is an indexed min-heap of groups by the time their next class finishes: a group's key
+// changes whenever its rate does, so the heap keeps each group's position (pos, -1 if absent).
 type groupHeap struct {
-	ids []int32
-	key []float64 // by group
-	pos []int32   // by group: index in ids, -1 if absent
-}
-
-func (h *groupHeap) less(i, j int) bool {
-	a, b := h.ids[i], h.ids[j]
-	return h.key[a] < h.key[b] || (h.key[a] == h.key[b] && a < b)
-}
-
-func (h *groupHeap) swap(i, j int) {
-	h.ids[i], h.ids[j] = h.ids[j], h.ids[i]
-	h.pos[h.ids[i]], h.pos[h.ids[j]] = int32(i), int32(j)
-}
-
-func (h *groupHeap) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !h.less(i, p) {
-			return
-		}
-		h.swap(i, p)
-		i = p
-	}
-}
-
-func (h *groupHeap) down(i int) {
-	n := len(h.ids)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		j := l
-		if r := l + 1; r < n && h.less(r, l) {
-			j = r
-		}
-		if !h.less(j, i) {
-			return
-		}
-		h.swap(i, j)
-		i = j
-	}
+	h   heapq.Heap[groupEntry]
+	pos []int32 // by group
 }
 
 // set gives group g the key k (+Inf: out of the heap).
 func (h *groupHeap) set(g int32, k float64) {
+	if h.h.Less == nil {
+		h.h = heapq.New(groupEntry.before)
+		h.h.OnMove = func(e groupEntry, i int) { h.pos[e.group] = int32(i) }
+	}
 	for int(g) >= len(h.pos) {
 		h.pos = append(h.pos, -1)
-		h.key = append(h.key, math.Inf(1))
 	}
 	i := h.pos[g]
-	if math.IsInf(k, 1) {
-		if i < 0 {
-			return
+	switch {
+	case math.IsInf(k, 1):
+		if i >= 0 {
+			h.h.Remove(int(i))
+			h.pos[g] = -1
 		}
-		last := len(h.ids) - 1
-		h.swap(int(i), last)
-		h.ids = h.ids[:last]
-		h.pos[g], h.key[g] = -1, k
-		if int(i) < last {
-			h.down(int(i))
-			h.up(int(i))
-		}
-		return
+	case i < 0:
+		h.h.Push(groupEntry{key: k, group: g})
+	default:
+		h.h.Set(int(i), groupEntry{key: k, group: g})
 	}
-	h.key[g] = k
-	if i < 0 {
-		h.ids = append(h.ids, g)
-		h.pos[g] = int32(len(h.ids) - 1)
-		h.up(len(h.ids) - 1)
-		return
-	}
-	h.down(int(i))
-	h.up(int(i))
 }
 
+// min is the earliest key (+Inf if the heap is empty).
 func (h *groupHeap) min() float64 {
-	if len(h.ids) == 0 {
+	if h.h.Len() == 0 {
 		return math.Inf(1)
 	}
-	return h.key[h.ids[0]]
+	return h.h.Top().key
 }
+
+// first is the group with the earliest key; the heap must not be empty.
+func (h *groupHeap) first() int32 { return h.h.Top().group }
 
 // progressAt is group g's progress per flow (Mb) at now.
 func (g *flowGroup) progressAt(now float64) float64 { return g.p0 + g.rate*(now-g.t0) }
@@ -177,13 +107,13 @@ func (g *flowGroup) settleLabel(now float64) {
 
 // nextFinish is when the group's first class finishes at its current rate.
 func (s *sim) nextFinish(g *flowGroup) float64 {
-	for len(g.heap) > 0 && s.classes[g.heap[0].class].gen != g.heap[0].gen {
-		g.heap.pop()
+	for g.heap.Len() > 0 && s.classes[g.heap.Top().class].gen != g.heap.Top().gen {
+		g.heap.Pop()
 	}
-	if len(g.heap) == 0 || !(g.rate > 0) {
+	if g.heap.Len() == 0 || !(g.rate > 0) {
 		return math.Inf(1)
 	}
-	return g.t0 + (g.heap[0].target-g.p0)/g.rate
+	return g.t0 + (g.heap.Top().target-g.p0)/g.rate
 }
 
 // touch takes group g's throughput out of the running totals before it changes (see record).
@@ -217,7 +147,7 @@ func (s *sim) join(c int32, now float64) {
 	cl.target = p + s.fileMb[cl.file]
 	g.settleLabel(now)
 	cl.snap = append(cl.snap[:0], g.btime...)
-	g.heap.push(classEntry{target: cl.target, class: c, gen: cl.gen})
+	g.heap.Push(classEntry{target: cl.target, class: c, gen: cl.gen})
 	g.weight += cl.weight
 	m := float64(len(cl.members))
 	g.members += m
@@ -310,19 +240,19 @@ func (s *sim) freeClass(c int32) {
 // to starters.
 func (s *sim) finishDue(now, tol float64, starters []int32) []int32 {
 	for s.heap.min() <= tol {
-		gi := s.heap.ids[0]
+		gi := s.heap.first()
 		g := &s.groups[gi]
-		for len(g.heap) > 0 {
-			e := g.heap[0]
+		for g.heap.Len() > 0 {
+			e := g.heap.Top()
 			cl := &s.classes[e.class]
 			if cl.gen != e.gen {
-				g.heap.pop()
+				g.heap.Pop()
 				continue
 			}
 			if g.t0+(e.target-g.p0)/g.rate > tol {
 				break
 			}
-			g.heap.pop()
+			g.heap.Pop()
 			s.leave(e.class, cl.members, now)
 			s.mbDone += s.fileMb[cl.file] * float64(len(cl.members))
 			for _, i := range cl.members {
@@ -571,7 +501,7 @@ func (s *sim) certify(now float64) error {
 	var path []int32
 	for _, gi := range s.activeG {
 		g := &s.groups[gi]
-		for _, e := range g.heap {
+		for _, e := range g.heap.Items() {
 			cl := &s.classes[e.class]
 			if cl.gen != e.gen || cl.weight == 0 {
 				continue

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/bootfabric/bootfabric/internal/heapq"
 )
 
 // maxMinInput is one weighted max-min problem: classes of identical flows, each class k holding
@@ -37,7 +39,7 @@ type maxMin struct {
 	touched []int32
 	order   []int32 // classes with a finite limit, by limit
 	frozen  []bool
-	heap    levelHeap
+	heap    heapq.Heap[levelEntry] // channel saturation levels
 }
 
 func (m *maxMin) grow(channels, classes int) {
@@ -58,9 +60,17 @@ func (m *maxMin) grow(channels, classes int) {
 
 // solve fills m.rate and m.bound for in.
 func (m *maxMin) solve(in *maxMinInput) error {
-	k := len(in.weight)
-	m.grow(len(in.capacity), k)
+	m.grow(len(in.capacity), len(in.weight))
 	defer m.reset()
+	m.index(in)
+	m.initLevels()
+	return m.fill(in)
+}
+
+// index lists each channel's classes (users[off[c] : off[c]+cnt[c]]) and the classes with a
+// limit, by limit, and resets the classes' outcome.
+func (m *maxMin) index(in *maxMinInput) {
+	k := len(in.weight)
 	m.order = m.order[:0]
 	total := 0
 	for i := 0; i < k; i++ {
@@ -96,33 +106,31 @@ func (m *maxMin) solve(in *maxMinInput) error {
 			m.cnt[c]++
 		}
 	}
-	m.heap = m.heap[:0]
-	for _, c := range m.touched {
-		m.heap = append(m.heap, levelEntry{level: m.left[c] / m.wsum[c], ch: c, ver: m.ver[c]})
-	}
-	m.heap.init()
 	slices.SortFunc(m.order, func(a, b int32) int {
 		if r := cmp.Compare(in.limit[a], in.limit[b]); r != 0 {
 			return r
 		}
 		return cmp.Compare(a, b)
 	})
-	next := 0 // into m.order
-	unfrozen := k
-	freeze := func(i int32, r float64, by int32) {
-		m.frozen[i], m.rate[i], m.bound[i] = true, r, by
-		unfrozen--
-		w := in.weight[i]
-		for _, c := range in.paths[i] {
-			m.left[c] -= w * r
-			m.wsum[c] -= w
-			m.ver[c]++
-			if m.wsum[c] > 0 && c != by {
-				m.heap.push(levelEntry{level: max(m.left[c], 0) / m.wsum[c], ch: c, ver: m.ver[c]})
-			}
-		}
+}
+
+// initLevels fills the heap with every channel's saturation level.
+func (m *maxMin) initLevels() {
+	if m.heap.Less == nil {
+		m.heap = heapq.New(levelEntry.less)
 	}
-	for unfrozen > 0 {
+	m.heap.Clear()
+	for _, c := range m.touched {
+		m.heap.Append(levelEntry{level: m.left[c] / m.wsum[c], ch: c, ver: m.ver[c]})
+	}
+	m.heap.Heapify()
+}
+
+// fill raises the rates of the unfrozen classes together; at each step the lower of the next
+// limit and the next channel saturation freezes the classes it binds.
+func (m *maxMin) fill(in *maxMinInput) error {
+	next := 0 // into m.order
+	for unfrozen := len(in.weight); unfrozen > 0; {
 		for next < len(m.order) && m.frozen[m.order[next]] {
 			next++
 		}
@@ -130,28 +138,51 @@ func (m *maxMin) solve(in *maxMinInput) error {
 		if next < len(m.order) {
 			limit = in.limit[m.order[next]]
 		}
-		for len(m.heap) > 0 && (m.heap[0].ver != m.ver[m.heap[0].ch] || m.wsum[m.heap[0].ch] <= 0) {
-			m.heap.pop()
-		}
-		level := math.Inf(1)
-		if len(m.heap) > 0 {
-			level = m.heap[0].level
-		}
+		level := m.nextLevel()
 		switch {
 		case math.IsInf(limit, 1) && math.IsInf(level, 1):
 			return fmt.Errorf("max-min: %d flow classes have neither a channel nor a limit", unfrozen)
 		case limit <= level:
-			freeze(m.order[next], limit, -1)
+			m.freeze(in, m.order[next], limit, -1)
+			unfrozen--
 		default:
-			c := m.heap.pop().ch
+			c := m.heap.Pop().ch
 			for _, i := range m.users[m.off[c] : m.off[c]+m.cnt[c]] {
 				if !m.frozen[i] {
-					freeze(i, max(level, 0), c)
+					m.freeze(in, i, max(level, 0), c)
+					unfrozen--
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// nextLevel drops stale heap entries and returns the lowest saturation level (+Inf: none).
+func (m *maxMin) nextLevel() float64 {
+	for m.heap.Len() > 0 {
+		top := m.heap.Top()
+		if top.ver == m.ver[top.ch] && m.wsum[top.ch] > 0 {
+			return top.level
+		}
+		m.heap.Pop()
+	}
+	return math.Inf(1)
+}
+
+// freeze sets class i's rate r, bound by channel by (-1: its limit), and takes it out of its
+// channels' remaining capacity and weight; their levels change, so they are pushed again.
+func (m *maxMin) freeze(in *maxMinInput, i int32, r float64, by int32) {
+	m.frozen[i], m.rate[i], m.bound[i] = true, r, by
+	w := in.weight[i]
+	for _, c := range in.paths[i] {
+		m.left[c] -= w * r
+		m.wsum[c] -= w
+		m.ver[c]++
+		if m.wsum[c] > 0 && c != by {
+			m.heap.Push(levelEntry{level: max(m.left[c], 0) / m.wsum[c], ch: c, ver: m.ver[c]})
+		}
+	}
 }
 
 func (m *maxMin) reset() {
@@ -169,58 +200,4 @@ type levelEntry struct {
 
 func (a levelEntry) less(b levelEntry) bool {
 	return a.level < b.level || (a.level == b.level && a.ch < b.ch)
-}
-
-// levelHeap is a binary min-heap of channel saturation levels.
-type levelHeap []levelEntry
-
-func (h levelHeap) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-}
-
-func (h *levelHeap) push(e levelEntry) {
-	*h = append(*h, e)
-	s := *h
-	i := len(s) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !s[i].less(s[p]) {
-			break
-		}
-		s[i], s[p] = s[p], s[i]
-		i = p
-	}
-}
-
-func (h *levelHeap) pop() levelEntry {
-	s := *h
-	top := s[0]
-	n := len(s) - 1
-	s[0] = s[n]
-	*h = s[:n]
-	if n > 0 {
-		(*h).down(0)
-	}
-	return top
-}
-
-func (h levelHeap) down(i int) {
-	n := len(h)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		j := l
-		if r := l + 1; r < n && h[r].less(h[l]) {
-			j = r
-		}
-		if !h[j].less(h[i]) {
-			return
-		}
-		h[i], h[j] = h[j], h[i]
-		i = j
-	}
 }

@@ -3,6 +3,8 @@ package fabricsim
 import (
 	"fmt"
 	"math"
+
+	"github.com/bootfabric/bootfabric/internal/heapq"
 )
 
 // hsMsg is a reduction message: its holder has the partial data, whose ids are the path.
@@ -37,58 +39,17 @@ type hsEvent struct {
 	dead int    // detection of this node's death (msg == nil)
 }
 
-// hsEventHeap is a binary min-heap by (t, seq); typed rather than container/heap so that a push
-// does not box the event.
-type hsEventHeap []hsEvent
-
-func (h hsEventHeap) less(i, j int) bool {
-	if h[i].t != h[j].t {
-		return h[i].t < h[j].t
+// hsEventBefore orders the master's events by time, then by the order they were made in.
+func hsEventBefore(a, b hsEvent) bool {
+	if a.t != b.t {
+		return a.t < b.t
 	}
-	return h[i].seq < h[j].seq
-}
-
-func (h *hsEventHeap) push(e hsEvent) {
-	*h = append(*h, e)
-	a := *h
-	for i := len(a) - 1; i > 0; {
-		up := (i - 1) / 2
-		if !a.less(i, up) {
-			break
-		}
-		a[i], a[up] = a[up], a[i]
-		i = up
-	}
-}
-
-func (h *hsEventHeap) pop() hsEvent {
-	a := *h
-	e := a[0]
-	last := len(a) - 1
-	a[0] = a[last]
-	a = a[:last]
-	for i := 0; ; {
-		l := 2*i + 1
-		if l >= len(a) {
-			break
-		}
-		m := l
-		if r := l + 1; r < len(a) && a.less(r, l) {
-			m = r
-		}
-		if !a.less(m, i) {
-			break
-		}
-		a[i], a[m] = a[m], a[i]
-		i = m
-	}
-	*h = a
-	return e
+	return a.seq < b.seq
 }
 
 type hsTaskSim struct {
 	w         *hsWorld
-	events    hsEventHeap
+	events    heapq.Heap[hsEvent]
 	seq       int
 	queue     []*hsMsg // the master's FIFO
 	busy      []float64
@@ -108,7 +69,7 @@ type hsTaskSim struct {
 
 func (s *hsTaskSim) push(t float64, m *hsMsg, dead int) {
 	s.seq++
-	s.events.push(hsEvent{t: t, seq: s.seq, msg: m, dead: dead})
+	s.events.Push(hsEvent{t: t, seq: s.seq, msg: m, dead: dead})
 }
 
 // hsTask runs the task-parallel reduction as a discrete-event simulation. Deaths are known in
@@ -118,7 +79,7 @@ func hsTask(w *hsWorld) (HealthResult, error) {
 	p := w.p
 	c := w.cfg
 	s := &hsTaskSim{
-		w: w, busy: make([]float64, p), lastTask: make([]float64, p), knownDead: make([]bool, p),
+		w: w, events: heapq.New(hsEventBefore), busy: make([]float64, p), lastTask: make([]float64, p), knownDead: make([]bool, p),
 		stalled: map[int][]*hsTaskRun{}, lostPosts: map[int][]*hsMsg{}, copies: make([][]hsCopy, p),
 		holds: map[int][]int{}, lost: make([]bool, p), lostBy: map[int][]int{},
 	}
@@ -150,11 +111,11 @@ func hsTask(w *hsWorld) (HealthResult, error) {
 	}
 	// Every record is recovered at most once per death, and each step handles one message.
 	limit := 8*p + 8*p*len(w.faults) + 1000
-	for steps := 0; len(s.events) > 0; steps++ {
+	for steps := 0; s.events.Len() > 0; steps++ {
 		if steps > limit {
 			return HealthResult{}, fmt.Errorf("health task reduction: no end after %d events (model bug)", steps)
 		}
-		e := s.events.pop()
+		e := s.events.Pop()
 		var done *hsMsg
 		if e.msg != nil {
 			done = s.arrive(e.msg, e.t)
