@@ -233,7 +233,30 @@ func simulateAll(ctx context.Context, g *topology.Graph, r topology.Router, a *m
 
 func (s *sim) chLabel(c int32) uint16 { return s.chLab[c] }
 
+// setup builds everything the run needs: channels and labels, every position's route, the
+// interned paths and profiles, and the per-position and per-channel state.
 func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
+	s.setupChannels(r)
+	if err := s.checkBatch(a); err != nil {
+		return err
+	}
+	if s.fail != nil {
+		if err := s.fail.init(s, a); err != nil {
+			return err
+		}
+	}
+	if err := s.setupRoutes(r, a); err != nil {
+		return err
+	}
+	s.foldPrivate()
+	s.internPaths()
+	s.allocState()
+	return nil
+}
+
+// setupChannels sets each channel's capacity and label (server caps are virtual channels after
+// the graph's, labelled "server"), the labels' display ranks and the files' sizes in Mb.
+func (s *sim) setupChannels(r topology.Router) {
 	g, cfg := s.g, s.cfg
 	s.numCh = g.NumChannels()
 	nVirt := 0
@@ -268,7 +291,12 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 	for _, f := range cfg.Files {
 		s.fileMb = append(s.fileMb, f.Bytes*8/1e6)
 	}
+}
 
+// checkBatch rejects an assignment for another machine, batch nodes out of range or listed
+// twice, and nodes without a boot server.
+func (s *sim) checkBatch(a *mapping.Assignment) error {
+	g := s.g
 	if len(a.Server) != len(g.Nodes()) {
 		return fmt.Errorf("assignment has %d nodes, machine %s has %d", len(a.Server), g.Name, len(g.Nodes()))
 	}
@@ -285,21 +313,29 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 			return fmt.Errorf("node %s has no boot server", g.VertexName(g.Nodes()[node]))
 		}
 	}
-	if s.fail != nil {
-		if err := s.fail.init(s, a); err != nil {
-			return err
-		}
-	}
+	return nil
+}
+
+// mcRoutes is what setupRoutes gathers about the multicast trees: whether a tree's channels
+// have been counted once, and the latency to each tree's farthest member.
+type mcRoutes struct {
+	counted []bool
+	lat     []float64
+}
+
+// setupRoutes routes every position from its server, counts the booting nodes on each channel
+// and sets each position's RTT. A position served by a multicast tree takes the tree's channels,
+// counted once per tree, and the pace of its farthest member.
+func (s *sim) setupRoutes(r topology.Router, a *mapping.Assignment) error {
+	g := s.g
 	s.routeStart = make([]int32, s.np+1)
 	s.routeCh = make([]int32, 0, s.np*6)
 	s.rtt = make([]float64, s.np)
 	s.users = make([]int32, len(s.capacity))
 	s.mcNode = make([]bool, s.np)
-	var mcCounted []bool
-	var mcLat []float64
+	var mc mcRoutes
 	if s.mc != nil {
-		mcCounted = make([]bool, len(g.Servers()))
-		mcLat = make([]float64, len(g.Servers()))
+		mc = mcRoutes{counted: make([]bool, len(g.Servers())), lat: make([]float64, len(g.Servers()))}
 	}
 	var buf []topology.Channel
 	for i := 0; i < s.np; i++ {
@@ -319,56 +355,61 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 		if len(buf) == 0 {
 			return fmt.Errorf("node %s: empty route from its server", g.VertexName(g.Nodes()[node]))
 		}
-		lat := 0.0
-		for _, c := range buf {
-			lat += g.Link(c.Link()).LatencyUS
-		}
-		if s.mc != nil && s.mc.Channels[srv] != nil {
-			// A tree carries one copy per channel however many members it serves.
-			s.mcNode[i] = true
-			mcLat[srv] = max(mcLat[srv], lat)
-			for _, c := range s.mc.Channels[srv] {
-				s.routeCh = append(s.routeCh, int32(c))
-				if !mcCounted[srv] {
-					s.users[c]++
-				}
-			}
-			mcCounted[srv] = true
-		} else {
-			for _, c := range buf {
-				s.routeCh = append(s.routeCh, int32(c))
-				s.users[c]++
-			}
-		}
-		if nVirt > 0 {
-			c := int32(s.numCh) + srv
-			s.routeCh = append(s.routeCh, c)
-			s.users[c]++
-		}
-		s.routeStart[i+1] = int32(len(s.routeCh))
-		s.rtt[i] = 2*lat*1e-6 + cfg.ServerSeconds
-		if cfg.RTTSeconds > 0 {
-			s.rtt[i] = cfg.RTTSeconds
-		}
+		s.addRoute(i, srv, buf, &mc)
 	}
 	if s.fail != nil {
 		s.fail.countUsers(s)
 	}
-	if s.mc != nil && cfg.RTTSeconds <= 0 {
+	if s.mc != nil && s.cfg.RTTSeconds <= 0 {
 		// A tree's members share its pace: that of its farthest member.
 		for i, node := range s.batch {
 			if s.mcNode[i] {
-				s.rtt[i] = 2*mcLat[a.Server[node]]*1e-6 + cfg.ServerSeconds
+				s.rtt[i] = 2*mc.lat[a.Server[node]]*1e-6 + s.cfg.ServerSeconds
 			}
 		}
 	}
+	return nil
+}
 
-	// Private channels (one booting node) fold into the node's cap; so do, in the incremental
-	// mode, shared channels that can never be saturated (see flow_engine.go). The others form the
-	// node's path, interned; the segment labels of all the route's channels, interned, form its
-	// profile (for the utilisation series).
-	s.nodePath = make([]int32, s.np)
-	s.nodeProf = make([]int32, s.np)
+// addRoute appends position i's channels (route, from server srv) to routeCh, counts their
+// users and sets its RTT.
+func (s *sim) addRoute(i int, srv int32, route []topology.Channel, mc *mcRoutes) {
+	lat := 0.0
+	for _, c := range route {
+		lat += s.g.Link(c.Link()).LatencyUS
+	}
+	if s.mc != nil && s.mc.Channels[srv] != nil {
+		// A tree carries one copy per channel however many members it serves.
+		s.mcNode[i] = true
+		mc.lat[srv] = max(mc.lat[srv], lat)
+		for _, c := range s.mc.Channels[srv] {
+			s.routeCh = append(s.routeCh, int32(c))
+			if !mc.counted[srv] {
+				s.users[c]++
+			}
+		}
+		mc.counted[srv] = true
+	} else {
+		for _, c := range route {
+			s.routeCh = append(s.routeCh, int32(c))
+			s.users[c]++
+		}
+	}
+	if s.numCh < len(s.capacity) {
+		c := int32(s.numCh) + srv // the server cap
+		s.routeCh = append(s.routeCh, c)
+		s.users[c]++
+	}
+	s.routeStart[i+1] = int32(len(s.routeCh))
+	s.rtt[i] = 2*lat*1e-6 + s.cfg.ServerSeconds
+	if s.cfg.RTTSeconds > 0 {
+		s.rtt[i] = s.cfg.RTTSeconds
+	}
+}
+
+// foldPrivate folds each position's private channels (one booting node) into its cap: the
+// smallest capacity among them, ties to the label shown first.
+func (s *sim) foldPrivate() {
 	s.privCap = make([]float64, s.np)
 	s.privLabel = make([]uint16, s.np)
 	for i := 0; i < s.np; i++ {
@@ -384,6 +425,15 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 		}
 		s.privCap[i], s.privLabel[i] = pc, pl
 	}
+}
+
+// internPaths gives every position its path and profile, interned. The path is its route's
+// channels that take part in the sharing (in the incremental mode not those that can never be
+// saturated, see flow_engine.go; all of a multicast tree's); the profile is the segment labels of
+// all its route's channels, sorted (for the utilisation series).
+func (s *sim) internPaths() {
+	s.nodePath = make([]int32, s.np)
+	s.nodeProf = make([]int32, s.np)
 	shares := s.sharingChannels()
 	pathIndex := map[string]int32{}
 	mcPathIndex := map[string]int32{}
@@ -419,7 +469,11 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 		}
 		s.nodeProf[i] = pid
 	}
+}
 
+// allocState sizes the segments' capacities and the run's per-position, per-node, per-channel
+// and per-path state.
+func (s *sim) allocState() {
 	s.segCap = make([]float64, s.nSeg)
 	s.segChans = make([]int, s.nSeg)
 	for c := 0; c < s.numCh; c++ {
@@ -458,7 +512,6 @@ func (s *sim) setup(r topology.Router, a *mapping.Assignment) error {
 	if s.mc != nil {
 		s.mcBytes = make([]float64, s.numCh)
 	}
-	return nil
 }
 
 // int32Key and uint16Key view a slice's bytes as a string for map lookups; the map keeps only
@@ -634,27 +687,99 @@ func (s *sim) newClass(k classKey, lim float64, ll uint16) int32 {
 	return c
 }
 
+// run processes the events in time order until every node is done: first files starting (on
+// arrival after DHCP, or restarts after a failure), classes finishing, servers failing.
 func (s *sim) run(ctx context.Context) error {
-	cfg := s.cfg
-	// Batch positions by the time their first file starts.
-	order := make([]int32, s.n)
-	startAt := func(i int32) float64 {
-		if cfg.Arrivals == nil {
-			return cfg.DHCPSeconds
-		}
-		return cfg.Arrivals[i] + cfg.DHCPSeconds
-	}
-	for i := range order {
-		order[i] = int32(i)
-	}
+	q := s.arrivalQueue()
 	fs := s.fail
+	group := map[classKey]int32{}
+	var starters []int32
+	now := 0.0
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		tStart, tEnd, tFail := q.peek(), s.heap.min(), math.Inf(1)
+		if fs != nil {
+			tStart = min(tStart, fs.nextStart(s.cfg.DHCPSeconds))
+			tFail = fs.nextFail()
+		}
+		if math.IsInf(tStart, 1) && math.IsInf(tEnd, 1) {
+			break
+		}
+		now = min(tStart, tEnd, tFail)
+		if step := s.cfg.TimeStep; step > 0 {
+			now = gridUp(now, step)
+		}
+		var err error
+		if starters, err = s.event(now, q, group, starters[:0]); err != nil {
+			return err
+		}
+	}
+	if len(s.activeG) > 0 {
+		return fmt.Errorf("%d flow groups stalled at %.6g s", len(s.activeG), now)
+	}
 	if fs != nil {
-		// Each node's first incarnation that starts; restarts join through fs.queue.
-		startAt = func(p int32) float64 { return fs.arr[p] + cfg.DHCPSeconds }
-		copy(order, fs.first)
-		slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(fs.arr[a], fs.arr[b]) })
-	} else if cfg.Arrivals != nil {
-		slices.SortStableFunc(order, func(a, b int32) int {
+		// Failures after the last node finished change nothing; they are only counted.
+		fs.failAll(s, math.Inf(1))
+	}
+	s.record(now, true)
+	if s.cfg.Progress != nil {
+		s.cfg.Progress(s.progress(now))
+	}
+	return nil
+}
+
+// event processes everything due at now: the classes that finish, the nodes whose next file
+// (or first, or a restart's) starts, the failures, then re-solves the sharing. starters is a
+// buffer, returned for reuse.
+func (s *sim) event(now float64, q *arrivals, group map[classKey]int32, starters []int32) ([]int32, error) {
+	starters = s.finishDue(now, now+eventTolerance*max(1, now), starters)
+	starters = q.popDue(now, starters)
+	if s.fail != nil {
+		starters = s.fail.popStarts(starters, now, s.cfg.DHCPSeconds)
+	}
+	s.start(now, starters, group)
+	if s.fail != nil {
+		s.fail.failAll(s, now)
+	}
+	if err := s.resolve(now); err != nil {
+		return starters, err
+	}
+	s.record(now, false)
+	s.stats.Events++
+	if s.cfg.Progress != nil && s.stats.Events%progressEvery == 0 {
+		s.cfg.Progress(s.progress(now))
+	}
+	return starters, nil
+}
+
+// arrivals is the queue of batch positions by the time their first file starts.
+type arrivals struct {
+	order  []int32
+	at     func(int32) float64 // when position p's first file starts
+	next   int
+	killed []bool // with failures: the incarnations that never start (nil without)
+}
+
+// arrivalQueue orders the batch positions by the time their first file starts: DHCP after their
+// arrival or, with failures, after that of each node's first incarnation that starts (restarts
+// join through failState.queue).
+func (s *sim) arrivalQueue() *arrivals {
+	cfg := s.cfg
+	q := &arrivals{order: make([]int32, s.n)}
+	for i := range q.order {
+		q.order[i] = int32(i)
+	}
+	switch fs := s.fail; {
+	case fs != nil:
+		q.at = func(p int32) float64 { return fs.arr[p] + cfg.DHCPSeconds }
+		q.killed = fs.killed
+		copy(q.order, fs.first)
+		slices.SortStableFunc(q.order, func(a, b int32) int { return cmp.Compare(fs.arr[a], fs.arr[b]) })
+	case cfg.Arrivals != nil:
+		q.at = func(i int32) float64 { return cfg.Arrivals[i] + cfg.DHCPSeconds }
+		slices.SortStableFunc(q.order, func(a, b int32) int {
 			switch ta, tb := cfg.Arrivals[a], cfg.Arrivals[b]; {
 			case ta < tb:
 				return -1
@@ -663,72 +788,33 @@ func (s *sim) run(ctx context.Context) error {
 			}
 			return 0
 		})
+	default:
+		q.at = func(int32) float64 { return cfg.DHCPSeconds }
 	}
-	group := map[classKey]int32{}
-	var starters []int32
-	next := 0
-	now := 0.0
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		tStart, tEnd := math.Inf(1), s.heap.min()
-		if fs != nil {
-			for next < s.n && fs.killed[order[next]] {
-				next++
-			}
-		}
-		if next < s.n {
-			tStart = startAt(order[next])
-		}
-		tFail := math.Inf(1)
-		if fs != nil {
-			tStart = min(tStart, fs.nextStart(cfg.DHCPSeconds))
-			tFail = fs.nextFail()
-		}
-		if math.IsInf(tStart, 1) && math.IsInf(tEnd, 1) {
-			if len(s.activeG) > 0 {
-				return fmt.Errorf("%d flow groups stalled at %.6g s", len(s.activeG), now)
-			}
-			if fs != nil {
-				// Failures after the last node finished change nothing; they are only counted.
-				fs.failAll(s, math.Inf(1))
-			}
-			break
-		}
-		t := min(tStart, tEnd, tFail)
-		if q := cfg.TimeStep; q > 0 {
-			t = gridUp(t, q)
-		}
-		now = t
-		starters = s.finishDue(now, t+eventTolerance*max(1, t), starters[:0])
-		for next < s.n && startAt(order[next]) <= now {
-			if fs == nil || !fs.killed[order[next]] {
-				starters = append(starters, order[next])
-			}
-			next++
-		}
-		if fs != nil {
-			starters = fs.popStarts(starters, now, cfg.DHCPSeconds)
-		}
-		s.start(now, starters, group)
-		if fs != nil {
-			fs.failAll(s, now)
-		}
-		if err := s.resolve(now); err != nil {
-			return err
-		}
-		s.record(now, false)
-		s.stats.Events++
-		if cfg.Progress != nil && s.stats.Events%progressEvery == 0 {
-			cfg.Progress(s.progress(now))
-		}
+	return q
+}
+
+// peek returns when the next position's first file starts (+Inf: none left), skipping the
+// incarnations killed before they started.
+func (q *arrivals) peek() float64 {
+	for q.killed != nil && q.next < len(q.order) && q.killed[q.order[q.next]] {
+		q.next++
 	}
-	s.record(now, true)
-	if cfg.Progress != nil {
-		cfg.Progress(s.progress(now))
+	if q.next < len(q.order) {
+		return q.at(q.order[q.next])
 	}
-	return nil
+	return math.Inf(1)
+}
+
+// popDue appends the positions whose first file starts by now to starters.
+func (q *arrivals) popDue(now float64, starters []int32) []int32 {
+	for q.next < len(q.order) && q.at(q.order[q.next]) <= now {
+		if q.killed == nil || !q.killed[q.order[q.next]] {
+			starters = append(starters, q.order[q.next])
+		}
+		q.next++
+	}
+	return starters
 }
 
 // progress is what FlowConfig.Progress is told at now: the finished files' megabits plus what
@@ -782,33 +868,53 @@ func (s *sim) record(now float64, end bool) {
 	}
 }
 
+// result gathers the run's outcome: every node's, the distributions, the bytes on each segment
+// and the busiest links, the bottleneck attribution and the utilisation series.
 func (s *sim) result(a *mapping.Assignment) *FlowResult {
-	g, cfg := s.g, s.cfg
+	cfg := s.cfg
 	res := &FlowResult{Nodes: s.n, Files: slices.Clone(cfg.Files), Stats: s.stats}
 	if res.Files == nil {
 		res.Files = []File{}
 	}
 	res.Stats.Paths = len(s.pathCh)
 	res.Stats.Groups = len(s.groups)
+	boundCount := s.nodeResults(a, res)
+	bytes := s.channelBytes()
+	segBytes := make([]float64, s.nSeg)
+	for c := 0; c < s.numCh; c++ {
+		if s.users[c] > 0 {
+			segBytes[s.chLabel(int32(c))] += bytes[c]
+		}
+	}
+	res.TopLinks = s.topLinks(bytes)
+	shown := s.segmentUsage(res, segBytes, boundCount)
+	res.Bottlenecks = []BottleneckShare{}
+	for _, l := range s.byRank(s.nLabels) {
+		if boundCount[l] > 0 {
+			res.Bottlenecks = append(res.Bottlenecks, BottleneckShare{Limit: s.labels[l], Nodes: boundCount[l]})
+		}
+	}
+	res.Utilisation = s.seriesResult(shown)
+	if s.fail != nil {
+		res.Failure = s.fail.summary(s)
+	}
+	return res
+}
 
-	// Node outcomes and bottleneck attribution.
+// nodeResults fills every node's outcome, the servers used and the completion and duration
+// distributions, and returns how many nodes each label bounded.
+func (s *sim) nodeResults(a *mapping.Assignment, res *FlowResult) []int {
+	g, cfg := s.g, s.cfg
 	serverName := make([]string, len(g.Servers()))
 	usedServer := make([]bool, len(g.Servers()))
 	boundCount := make([]int, s.nLabels)
 	res.NodeResults = make([]NodeResult, s.n)
 	comp := make([]float64, s.n)
 	dur := make([]float64, s.n)
-	var one [1]int32
 	var buf []int32
 	for i, node := range s.batch {
-		// The positions of the node's boot: the batch's own, or with failures each incarnation
-		// that started, the last one finishing.
-		one[0] = int32(i)
-		ps := one[:]
-		if s.fail != nil {
-			buf = s.fail.used(buf[:0], i)
-			ps = buf
-		}
+		buf = s.incarnations(i, buf)
+		ps := buf
 		last := int(ps[len(ps)-1])
 		var srv int32
 		for _, p := range ps {
@@ -839,10 +945,23 @@ func (s *sim) result(a *mapping.Assignment) *FlowResult {
 	res.Completion = distribution(comp)
 	res.Duration = distribution(dur)
 	res.BatchSeconds = res.Completion.Max
+	return boundCount
+}
 
-	// Bytes: every node's whole boot crosses every channel of its route.
+// incarnations returns the positions of batch node i's boot in buf: its own, or with failures
+// each incarnation that started, the last one finishing.
+func (s *sim) incarnations(i int, buf []int32) []int32 {
+	if s.fail != nil {
+		return s.fail.used(buf[:0], i)
+	}
+	return append(buf[:0], int32(i))
+}
+
+// channelBytes returns the bytes each graph channel carried: every node's whole boot crosses
+// every channel of its route.
+func (s *sim) channelBytes() []float64 {
 	var total float64
-	for _, f := range cfg.Files {
+	for _, f := range s.cfg.Files {
 		total += f.Bytes
 	}
 	bytes := make([]float64, s.numCh)
@@ -865,22 +984,19 @@ func (s *sim) result(a *mapping.Assignment) *FlowResult {
 			}
 		}
 	}
-	segBytes := make([]float64, s.nSeg)
-	ntop := cfg.TopLinks
+	return bytes
+}
+
+// topLinks returns the cfg.TopLinks (default 10, negative: none) busiest used channels by bytes,
+// ties to the lower channel.
+func (s *sim) topLinks(bytes []float64) []LinkUsage {
+	ntop := s.cfg.TopLinks
 	if ntop == 0 {
 		ntop = 10
 	}
 	var top []int32
-	for c := 0; c < s.numCh; c++ {
-		if s.users[c] == 0 {
-			continue
-		}
-		segBytes[s.chLabel(int32(c))] += bytes[c]
-		if ntop <= 0 {
-			continue
-		}
-		// Keep the ntop largest, ties to the lower channel.
-		if len(top) == ntop && bytes[c] <= bytes[top[ntop-1]] {
+	for c := 0; c < s.numCh && ntop > 0; c++ {
+		if s.users[c] == 0 || (len(top) == ntop && bytes[c] <= bytes[top[ntop-1]]) {
 			continue
 		}
 		j, _ := slices.BinarySearchFunc(top, int32(c), func(x, c int32) int {
@@ -897,20 +1013,21 @@ func (s *sim) result(a *mapping.Assignment) *FlowResult {
 			top = top[:ntop]
 		}
 	}
-	res.TopLinks = []LinkUsage{}
+	g := s.g
+	out := []LinkUsage{}
 	for _, c := range top {
 		ch := topology.Channel(c)
-		res.TopLinks = append(res.TopLinks, LinkUsage{From: g.VertexName(g.ChannelFrom(ch)), To: g.VertexName(g.ChannelTo(ch)),
+		out = append(out, LinkUsage{From: g.VertexName(g.ChannelFrom(ch)), To: g.VertexName(g.ChannelTo(ch)),
 			Segment: s.labels[s.chLabel(c)], CapacityMbps: s.capacity[c], Bytes: bytes[c]})
 	}
+	return out
+}
 
-	order := make([]int, s.nSeg)
-	for l := range order {
-		order[l] = l
-	}
-	slices.SortFunc(order, func(a, b int) int { return s.rank[a] - s.rank[b] })
+// segmentUsage fills the usage of every segment that has used channels, in display order, and
+// returns those segments.
+func (s *sim) segmentUsage(res *FlowResult, segBytes []float64, boundCount []int) []int {
 	var shown []int
-	for _, seg := range order {
+	for _, seg := range s.byRank(s.nSeg) {
 		if s.segChans[seg] == 0 {
 			continue
 		}
@@ -920,22 +1037,17 @@ func (s *sim) result(a *mapping.Assignment) *FlowResult {
 		u.PeakUtilisation = u.PeakMbps / u.CapacityMbps
 		res.Segments = append(res.Segments, u)
 	}
-	res.Bottlenecks = []BottleneckShare{}
-	labelOrder := make([]int, s.nLabels)
-	for l := range labelOrder {
-		labelOrder[l] = l
+	return shown
+}
+
+// byRank returns the labels 0..n-1 in display order.
+func (s *sim) byRank(n int) []int {
+	order := make([]int, n)
+	for l := range order {
+		order[l] = l
 	}
-	slices.SortFunc(labelOrder, func(a, b int) int { return s.rank[a] - s.rank[b] })
-	for _, l := range labelOrder {
-		if boundCount[l] > 0 {
-			res.Bottlenecks = append(res.Bottlenecks, BottleneckShare{Limit: s.labels[l], Nodes: boundCount[l]})
-		}
-	}
-	res.Utilisation = s.seriesResult(shown)
-	if s.fail != nil {
-		res.Failure = s.fail.summary(s)
-	}
-	return res
+	slices.SortFunc(order, func(a, b int) int { return s.rank[a] - s.rank[b] })
+	return order
 }
 
 // seriesResult turns the recorded steps into the per-segment series of the segments shown.
