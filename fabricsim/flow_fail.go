@@ -232,14 +232,45 @@ func (f *failState) nodeServer(s *sim, p int) (int, int32) {
 
 // init builds every node's chain of incarnations and sets s.np.
 func (f *failState) init(s *sim, a *mapping.Assignment) error {
-	fp, g := f.plan, s.g
-	ns := len(g.Servers())
-	if err := fp.check(ns); err != nil {
+	ns := len(s.g.Servers())
+	if err := f.plan.check(ns); err != nil {
 		return err
 	}
 	if a.NumServers != ns {
-		return fmt.Errorf("assignment is for %d servers, machine %s has %d", a.NumServers, g.Name, ns)
+		return fmt.Errorf("assignment is for %d servers, machine %s has %d", a.NumServers, s.g.Name, ns)
 	}
+	f.orderFailures(s.g)
+	own := &ownersCache{f: f, s: s, a: a, remapped: make([]*mapping.Assignment, len(f.order)+1)}
+	n := s.n
+	f.node = make([]int32, n, n+n/8)
+	f.server = make([]int32, n, n+n/8)
+	f.arr = make([]float64, n, n+n/8)
+	f.next = make([]int32, n, n+n/8)
+	f.skip = make([]bool, n, n+n/8)
+	f.first = make([]int32, n)
+	f.cur = make([]int32, n)
+	for i, node := range s.batch {
+		f.node[i], f.server[i] = int32(i), a.Server[node]
+		if s.cfg.Arrivals != nil {
+			f.arr[i] = s.cfg.Arrivals[i]
+		}
+		if err := f.chain(i, node, own); err != nil {
+			return err
+		}
+		f.first[i] = f.advance(int32(i))
+		f.cur[i] = f.first[i]
+	}
+	s.np = len(f.node)
+	f.killed = make([]bool, s.np)
+	f.moved = make([]float64, s.np)
+	return nil
+}
+
+// orderFailures sets each server's failure time and puts the failures in order (by time, then
+// server), each with its takeover row.
+func (f *failState) orderFailures(g *topology.Graph) {
+	fp := f.plan
+	ns := len(g.Servers())
 	f.failAt = make([]float64, ns)
 	f.fidx = make([]int, ns)
 	for i := range f.failAt {
@@ -262,93 +293,99 @@ func (f *failState) init(s *sim, a *mapping.Assignment) error {
 			DetectedSeconds: fl.Seconds + fp.DetectSeconds}
 		f.owners[j] = make([]int, ns)
 	}
+}
 
-	// Owners under the first k failures by time, for the k that some restart needs.
-	remapped := make([]*mapping.Assignment, len(f.order)+1)
-	ownerAt := func(r float64) (*mapping.Assignment, error) {
-		k := 0
-		for k < len(f.order) && f.take[k].FailSeconds+fp.DetectSeconds <= r {
-			k++
+// chain appends batch index i's (machine node node) incarnations after its first: while the
+// server of the last one fails, the node restarts on its new owner once the failure is detected
+// (or when it arrives, if later; the failed incarnation then never started).
+func (f *failState) chain(i, node int, own *ownersCache) error {
+	for p := i; ; {
+		tf := f.failAt[f.server[p]]
+		if math.IsInf(tf, 1) {
+			f.next[p] = -1
+			return nil
 		}
-		if remapped[k] == nil {
-			dead := make([]bool, ns)
-			for _, j := range f.order[:k] {
-				dead[fp.Failures[j].Server] = true
-			}
-			var out *mapping.Assignment
-			var err error
-			if fp.Owners != nil {
-				out, err = fp.Owners(dead)
-			} else {
-				down := slices.Clone(dead)
-				for s, ab := range fp.Absent {
-					down[s] = down[s] || ab
-				}
-				out, _, err = mapping.Remap(a, g.Hierarchy(), down)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("owners after %d failures: %w", k, err)
-			}
-			if len(out.Server) != len(a.Server) {
-				return nil, fmt.Errorf("owners after %d failures: %d nodes, want %d", k, len(out.Server), len(a.Server))
-			}
-			for _, node := range s.batch {
-				if o := out.Server[node]; o < 0 || int(o) >= ns || dead[o] || int(o) < len(fp.Absent) && fp.Absent[o] {
-					return nil, fmt.Errorf("owners after %d failures: node %s has server %d", k, g.VertexName(g.Nodes()[node]), o)
-				}
-			}
-			remapped[k] = out
+		r := tf + f.plan.DetectSeconds
+		if tf <= f.arr[p] {
+			f.skip[p] = true
+			r = max(r, f.arr[p])
 		}
-		return remapped[k], nil
+		a, err := own.at(r)
+		if err != nil {
+			return err
+		}
+		q := len(f.node)
+		if q > math.MaxInt32-1 {
+			return fmt.Errorf("too many restarts")
+		}
+		f.next[p] = int32(q)
+		f.node = append(f.node, int32(i))
+		f.server = append(f.server, a.Server[node])
+		f.arr = append(f.arr, r)
+		f.next = append(f.next, -1)
+		f.skip = append(f.skip, false)
+		p = q
 	}
+}
 
-	n := s.n
-	f.node = make([]int32, n, n+n/8)
-	f.server = make([]int32, n, n+n/8)
-	f.arr = make([]float64, n, n+n/8)
-	f.next = make([]int32, n, n+n/8)
-	f.skip = make([]bool, n, n+n/8)
-	f.first = make([]int32, n)
-	f.cur = make([]int32, n)
-	for i, node := range s.batch {
-		f.node[i], f.server[i] = int32(i), a.Server[node]
-		if s.cfg.Arrivals != nil {
-			f.arr[i] = s.cfg.Arrivals[i]
-		}
-		for p := i; ; {
-			tf := f.failAt[f.server[p]]
-			if math.IsInf(tf, 1) {
-				f.next[p] = -1
-				break
-			}
-			r := tf + fp.DetectSeconds
-			if tf <= f.arr[p] {
-				f.skip[p] = true
-				r = max(r, f.arr[p])
-			}
-			own, err := ownerAt(r)
-			if err != nil {
-				return err
-			}
-			q := len(f.node)
-			if q > math.MaxInt32-1 {
-				return fmt.Errorf("too many restarts")
-			}
-			f.next[p] = int32(q)
-			f.node = append(f.node, int32(i))
-			f.server = append(f.server, own.Server[node])
-			f.arr = append(f.arr, r)
-			f.next = append(f.next, -1)
-			f.skip = append(f.skip, false)
-			p = q
-		}
-		f.first[i] = f.advance(int32(i))
-		f.cur[i] = f.first[i]
+// ownersCache computes the owners under the first k failures by time, for the k that some restart
+// needs, once each.
+type ownersCache struct {
+	f        *failState
+	s        *sim
+	a        *mapping.Assignment // the owners without failures
+	remapped []*mapping.Assignment
+}
+
+// at returns the owners at time r: under the failures detected by then.
+func (o *ownersCache) at(r float64) (*mapping.Assignment, error) {
+	f := o.f
+	k := 0
+	for k < len(f.order) && f.take[k].FailSeconds+f.plan.DetectSeconds <= r {
+		k++
 	}
-	s.np = len(f.node)
-	f.killed = make([]bool, s.np)
-	f.moved = make([]float64, s.np)
-	return nil
+	if o.remapped[k] == nil {
+		out, err := o.compute(k)
+		if err != nil {
+			return nil, fmt.Errorf("owners after %d failures: %w", k, err)
+		}
+		o.remapped[k] = out
+	}
+	return o.remapped[k], nil
+}
+
+// compute asks the plan's Owners (or mapping.Remap) for the owners under the first k failures
+// and checks that every batch node has a live server.
+func (o *ownersCache) compute(k int) (*mapping.Assignment, error) {
+	fp, g := o.f.plan, o.s.g
+	ns := len(g.Servers())
+	dead := make([]bool, ns)
+	for _, j := range o.f.order[:k] {
+		dead[fp.Failures[j].Server] = true
+	}
+	var out *mapping.Assignment
+	var err error
+	if fp.Owners != nil {
+		out, err = fp.Owners(dead)
+	} else {
+		down := slices.Clone(dead)
+		for s, ab := range fp.Absent {
+			down[s] = down[s] || ab
+		}
+		out, _, err = mapping.Remap(o.a, g.Hierarchy(), down)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(out.Server) != len(o.a.Server) {
+		return nil, fmt.Errorf("%d nodes, want %d", len(out.Server), len(o.a.Server))
+	}
+	for _, node := range o.s.batch {
+		if srv := out.Server[node]; srv < 0 || int(srv) >= ns || dead[srv] || int(srv) < len(fp.Absent) && fp.Absent[srv] {
+			return nil, fmt.Errorf("node %s has server %d", g.VertexName(g.Nodes()[node]), srv)
+		}
+	}
+	return out, nil
 }
 
 // advance returns the first incarnation from p that starts, counting the skipped ones as taken
@@ -460,13 +497,18 @@ func (f *failState) failOne(s *sim, j int, now float64) {
 		f.queue = append(f.queue, q)
 	}
 	slices.SortFunc(f.queue[f.qhead:], func(x, y int32) int { return cmp.Or(cmp.Compare(f.arr[x], f.arr[y]), cmp.Compare(x, y)) })
-	if len(hit) == 0 {
-		return
+	if len(hit) > 0 {
+		f.dropKilled(s, classes, now)
 	}
-	// Each hit class keeps its survivors; its killed members leave it with the time they spent
-	// under each limit so far, and what they had fetched.
+}
+
+// dropKilled takes the killed members out of the classes they were in: each class keeps its
+// survivors; its killed members leave it with the time they spent under each limit so far, and
+// what they had fetched.
+func (f *failState) dropKilled(s *sim, classes []int32, now float64) {
 	slices.Sort(classes)
 	classes = slices.Compact(classes)
+	nf := len(s.cfg.Files)
 	prefix := make([]float64, nf+1)
 	for k, fl := range s.cfg.Files {
 		prefix[k+1] = prefix[k] + fl.Bytes

@@ -636,17 +636,7 @@ func (s *sim) start(t float64, starters []int32, group map[classKey]int32) {
 		s.stats.Flows++
 	}
 	for _, c := range newC {
-		cl := &s.classes[c]
-		cl.weight = float64(len(cl.members))
-		if s.pathMC[cl.path] {
-			cl.weight = 1 // one copy down the tree for all its members
-			for _, ch := range s.pathCh[cl.path] {
-				if int(ch) < s.numCh {
-					s.mcBytes[ch] += s.cfg.Files[cl.file].Bytes
-				}
-			}
-		}
-		s.join(c, t)
+		s.joinNew(c, t)
 	}
 	// Delete this event's keys only: clearing a map that once grew large costs its size.
 	for _, c := range mapped {
@@ -654,6 +644,21 @@ func (s *sim) start(t float64, starters []int32, group map[classKey]int32) {
 		delete(group, classKey{path: cl.path, profile: cl.profile, file: cl.file, limit: math.Float64bits(cl.limit)})
 	}
 	s.mapped, s.newC = mapped, newC
+}
+
+// joinNew weighs new class c, now that its members are in, and joins it to its group at t.
+func (s *sim) joinNew(c int32, t float64) {
+	cl := &s.classes[c]
+	cl.weight = float64(len(cl.members))
+	if s.pathMC[cl.path] {
+		cl.weight = 1 // one copy down the tree for all its members
+		for _, ch := range s.pathCh[cl.path] {
+			if int(ch) < s.numCh {
+				s.mcBytes[ch] += s.cfg.Files[cl.file].Bytes
+			}
+		}
+	}
+	s.join(c, t)
 }
 
 // newClass makes an empty class for key k in a recycled slot if there is one.
