@@ -217,15 +217,25 @@ func (c *FlowConfig) check(n int) error {
 			return fmt.Errorf("%s must be a non-negative number, got %v", v.name, v.v)
 		}
 	}
-	uses := func(p Protocol) bool {
-		for _, f := range c.Files {
-			if f.Protocol == p && f.Bytes > 0 {
-				return true
-			}
-		}
-		return false
+	if err := c.checkProtocols(); err != nil {
+		return err
 	}
-	if uses(TFTP) {
+	return c.checkArrivals(n)
+}
+
+// uses reports whether some file with data goes over protocol p.
+func (c *FlowConfig) uses(p Protocol) bool {
+	for _, f := range c.Files {
+		if f.Protocol == p && f.Bytes > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// checkProtocols validates the parameters of the protocols the files use.
+func (c *FlowConfig) checkProtocols() error {
+	if c.uses(TFTP) {
 		// RFC 2348 and RFC 7440 ranges.
 		if c.TFTPBlockSize < 8 || c.TFTPBlockSize > 65464 {
 			return fmt.Errorf("TFTP block size must be 8..65464 bytes, got %d", c.TFTPBlockSize)
@@ -234,17 +244,23 @@ func (c *FlowConfig) check(n int) error {
 			return fmt.Errorf("TFTP window size must be 1..65535 blocks, got %d", c.TFTPWindowSize)
 		}
 	}
-	if uses(HTTP) && !(c.HTTPWindowBytes > 0) {
+	if c.uses(HTTP) && !(c.HTTPWindowBytes > 0) {
 		return fmt.Errorf("HTTP window must be positive, got %v", c.HTTPWindowBytes)
 	}
-	if c.Arrivals != nil {
-		if len(c.Arrivals) != n {
-			return fmt.Errorf("arrivals: %d times for %d nodes", len(c.Arrivals), n)
-		}
-		for i, t := range c.Arrivals {
-			if !finite(t) || t < 0 {
-				return fmt.Errorf("arrivals: time %v of batch node %d must be a non-negative number of seconds", t, i)
-			}
+	return nil
+}
+
+// checkArrivals validates the arrival times, if any, of a batch of n nodes.
+func (c *FlowConfig) checkArrivals(n int) error {
+	if c.Arrivals == nil {
+		return nil
+	}
+	if len(c.Arrivals) != n {
+		return fmt.Errorf("arrivals: %d times for %d nodes", len(c.Arrivals), n)
+	}
+	for i, t := range c.Arrivals {
+		if !finite(t) || t < 0 {
+			return fmt.Errorf("arrivals: time %v of batch node %d must be a non-negative number of seconds", t, i)
 		}
 	}
 	return nil

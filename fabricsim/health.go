@@ -41,6 +41,7 @@ package fabricsim
 //     lost then.
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -258,6 +259,14 @@ func (c *HealthConfig) check() error {
 	if !hsFinite(c.FailedFraction) || c.FailedFraction < 0 || c.FailedFraction > 1 {
 		return fmt.Errorf("health: failed fraction must be in [0,1], got %v", c.FailedFraction)
 	}
+	if err := c.checkStragglers(); err != nil {
+		return err
+	}
+	return c.checkFaults()
+}
+
+// checkStragglers validates c.Stragglers.
+func (c *HealthConfig) checkStragglers() error {
 	s := c.Stragglers
 	if !hsFinite(s.Fraction) || s.Fraction < 0 || s.Fraction > 1 {
 		return fmt.Errorf("health: straggler fraction must be in [0,1], got %v", s.Fraction)
@@ -273,6 +282,11 @@ func (c *HealthConfig) check() error {
 			return fmt.Errorf("health: straggler node %d is not in 0..%d", n, c.Nodes-1)
 		}
 	}
+	return nil
+}
+
+// checkFaults validates the fault count or plan, and the ping period that detects them.
+func (c *HealthConfig) checkFaults() error {
 	if c.Faults < 0 {
 		return fmt.Errorf("health: fault count must be non-negative, got %d", c.Faults)
 	}
@@ -557,18 +571,25 @@ func ParseHealthStragglers(s string) (HealthStragglers, error) {
 		return bad("fraction must be a number in [0,1]")
 	}
 	st.Fraction = f
-	lo, hi, ranged := strings.Cut(parts[1], "-")
-	sd, err := strconv.ParseFloat(lo, 64)
-	if err != nil || !hsFinite(sd) || sd < 1 {
-		return bad("slowdown must be a number >= 1")
-	}
-	st.Slowdown = sd
-	if ranged {
-		mx, err := strconv.ParseFloat(hi, 64)
-		if err != nil || !hsFinite(mx) || mx < sd {
-			return bad("slowdown range must be MIN-MAX with 1 <= MIN <= MAX")
-		}
-		st.MinSlowdown, st.Slowdown = sd, mx
+	if st.MinSlowdown, st.Slowdown, err = parseSlowdown(parts[1]); err != nil {
+		return bad(err.Error())
 	}
 	return st, nil
+}
+
+// parseSlowdown reads SLOWDOWN (minimum 0: every straggler that much slower) or MIN-MAX.
+func parseSlowdown(s string) (minimum, maximum float64, err error) {
+	lo, hi, ranged := strings.Cut(s, "-")
+	sd, err := strconv.ParseFloat(lo, 64)
+	if err != nil || !hsFinite(sd) || sd < 1 {
+		return 0, 0, errors.New("slowdown must be a number >= 1")
+	}
+	if !ranged {
+		return 0, sd, nil
+	}
+	mx, err := strconv.ParseFloat(hi, 64)
+	if err != nil || !hsFinite(mx) || mx < sd {
+		return 0, 0, errors.New("slowdown range must be MIN-MAX with 1 <= MIN <= MAX")
+	}
+	return sd, mx, nil
 }

@@ -91,18 +91,23 @@ func Plan(in PlanInput) ([]PlanRow, error) {
 				in.Progress(len(rows), len(in.Batches)*len(in.Algos))
 			}
 		}
-		for _, r := range rows[first:] {
-			if r.Algo != "scda" {
-				continue
-			}
-			for j := first; j < len(rows); j++ {
-				if r.BandwidthMbps > 0 {
-					rows[j].SpeedupVsSCDA = rows[j].BandwidthMbps / r.BandwidthMbps
-				}
+		setSpeedups(rows[first:])
+	}
+	return rows, nil
+}
+
+// setSpeedups sets each row's bandwidth over scda's, if scda is among the rows (one batch's).
+func setSpeedups(rows []PlanRow) {
+	for _, r := range rows {
+		if r.Algo != "scda" {
+			continue
+		}
+		for j := range rows {
+			if r.BandwidthMbps > 0 {
+				rows[j].SpeedupVsSCDA = rows[j].BandwidthMbps / r.BandwidthMbps
 			}
 		}
 	}
-	return rows, nil
 }
 
 // Assignment is the mapping of every plan row for algo and batch: mapping.AssignOwners with the
