@@ -140,7 +140,7 @@ func TestReportBadInput(t *testing.T) {
 // --image-size, so the two never drift apart (same fabricsim configuration, same ownership rule).
 func TestReportHeadlineMatchesSimulate(t *testing.T) {
 	// simulate's default --files is fabricsim's default boot, which the report runs.
-	files, err := simParseFiles(simDefaultFiles, fabricsim.TFTP)
+	files, err := fabricsim.ParseFiles(simDefaultFiles, fabricsim.TFTP)
 	if err != nil || !slices.Equal(files, fabricsim.DefaultFiles(fabricsim.TFTP)) {
 		t.Errorf("--files default %q parses to %+v (%v), fabricsim.DefaultFiles is %+v", simDefaultFiles, files, err, fabricsim.DefaultFiles(fabricsim.TFTP))
 	}

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -27,15 +27,48 @@ const simDefaultFiles = "nbp=70KB:tftp,kernel=10MB,initrd=40MB"
 
 func simulateCommand(e *env) *cli.Command {
 	formats := []string{"table", "json", "yaml", "csv"}
+	return &cli.Command{
+		Name:  "simulate",
+		Usage: "simulate boots flow by flow: max-min sharing, protocol caps, per-node completion times",
+		Description: "Every (node, file) is a flow from the node's boot server; flows share links by max-min\n" +
+			"fairness and are re-shared whenever one starts or ends. Without --algo: bcda; without --batch:\n" +
+			"the whole machine. Several algorithms or batches give one summary row each.",
+		Flags: append(simMachineFlags(), simFlags(formats)...),
+		Action: func(c *cli.Context) error {
+			format, err := outputFormat(c, formats...)
+			if err != nil {
+				return err
+			}
+			job, err := readSimJob(c)
+			if err != nil {
+				return err
+			}
+			runs, err := job.runAll(c, e)
+			if err != nil {
+				return err
+			}
+			return simWrite(e.stdout, format, job, runs)
+		},
+	}
+}
+
+// simMachineFlags are plan's machine flags with simulate's defaults: one mapping (bcda), the
+// whole machine.
+func simMachineFlags() []cli.Flag {
 	shared := machineFlags()
-	// Simulate's defaults differ from plan's: one mapping (bcda), the whole machine.
 	for _, f := range shared {
 		if sf, ok := f.(*cli.StringFlag); ok && (sf.Name == "algo" || sf.Name == "batch") {
 			sf.Value = map[string]string{"algo": "bcda", "batch": "all"}[sf.Name]
 			sf.Usage = strings.Replace(sf.Usage, " (default: the paper's ladder)", "", 1)
 		}
 	}
-	flags := append(shared,
+	return shared
+}
+
+// simFlags are simulate's own flags: the boot, the health aggregation, delivery and failures.
+func simFlags(formats []string) []cli.Flag {
+	defHealth := (time.Duration(fabricsim.DefaultHealthSeconds * 1e9)).String()
+	return []cli.Flag{
 		&cli.StringFlag{Name: "arrival", Value: "all", Usage: "power-on times: all (at 0), ramp:N (N nodes per second in batch order), or a FILE of lines 'NODE SECONDS'"},
 		&cli.StringFlag{Name: "files", Value: simDefaultFiles, Usage: "files each node fetches in order: NAME=SIZE[:tftp|http|none],... (without a protocol: --protocol); --image-size alone means nbp + one image of that size"},
 		&cli.StringFlag{Name: "protocol", Value: "tftp", Usage: "delivery of files without their own protocol: tftp, http (or none: no protocol cap)"},
@@ -45,8 +78,8 @@ func simulateCommand(e *env) *cli.Command {
 		&cli.DurationFlag{Name: "rtt", Usage: "round-trip time for every node (default: 2 x the route's latencies + --server-time)"},
 		&cli.DurationFlag{Name: "server-time", Value: time.Duration(fabricsim.DefaultServerSeconds * 1e9), Usage: "server processing time per exchange, added to the round trip"},
 		&cli.DurationFlag{Name: "dhcp", Value: time.Duration(fabricsim.DefaultDHCPSeconds * 1e9), Usage: "duration of the DHCP exchange before the first file"},
-		&cli.StringFlag{Name: "health", Value: (time.Duration(fabricsim.DefaultHealthSeconds * 1e9)).String(), Usage: "duration of the health report after the last file, or binomial|task: also simulate the health aggregation over the batch's nodes after the boot"},
-		&cli.DurationFlag{Name: "health-time", Usage: "duration of the health report after the last file when --health names an aggregation (default " + (time.Duration(fabricsim.DefaultHealthSeconds * 1e9)).String() + ")"},
+		&cli.StringFlag{Name: "health", Value: defHealth, Usage: "duration of the health report after the last file, or binomial|task: also simulate the health aggregation over the batch's nodes after the boot"},
+		&cli.DurationFlag{Name: "health-time", Usage: "duration of the health report after the last file when --health names an aggregation (default " + defHealth + ")"},
 		&cli.IntFlag{Name: "faults", Usage: "health aggregation: nodes (other than the root) that die at random times during it"},
 		&cli.StringFlag{Name: "stragglers", Usage: "health aggregation: slow nodes, FRACTION:SLOWDOWN or FRACTION:MIN-MAX, optionally :net (e.g. 0.1:1-20)"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "health aggregation: seed of faults, stragglers and failed health checks"},
@@ -58,145 +91,188 @@ func simulateCommand(e *env) *cli.Command {
 		&cli.StringSliceFlag{Name: "fail", Usage: "a boot server fails during the boot: SERVER@TIME (bs3@12s, 3@12; repeatable or comma-separated); its unfinished nodes boot again from DHCP on their new owners after --detect, beside the run without failures"},
 		&cli.DurationFlag{Name: "detect", Value: time.Duration(fabricsim.DefaultDetectSeconds * 1e9), Usage: "with --fail: time from a failure to the takeover of the server's nodes (the fleet's etcd lease TTL)"},
 		outputFlag(formats...),
-	)
-	return &cli.Command{
-		Name:  "simulate",
-		Usage: "simulate boots flow by flow: max-min sharing, protocol caps, per-node completion times",
-		Description: "Every (node, file) is a flow from the node's boot server; flows share links by max-min\n" +
-			"fairness and are re-shared whenever one starts or ends. Without --algo: bcda; without --batch:\n" +
-			"the whole machine. Several algorithms or batches give one summary row each.",
-		Flags: flags,
-		Action: func(c *cli.Context) error {
-			format, err := outputFormat(c, formats...)
-			if err != nil {
-				return err
-			}
-			arrival := c.String("arrival")
-			arrivalFile := arrival != "all" && !strings.HasPrefix(arrival, "ramp:")
-			// readMachineInput takes an unset --batch for plan's ladder.
-			if !c.IsSet("batch") && !arrivalFile {
-				if err := c.Set("batch", "all"); err != nil {
-					return err
-				}
-			}
-			in, err := readMachineInput(c)
-			if err != nil {
-				return err
-			}
-			cfg, err := simConfig(c)
-			if err != nil {
-				return err
-			}
-			opt, err := simOptions(c)
-			if err != nil {
-				return err
-			}
-			g, h := in.Graph, in.Graph.Hierarchy()
-			var listed map[int]float64
-			if arrivalFile {
-				if listed, err = simReadArrivals(arrival, h); err != nil {
-					return asBadInput(err)
-				}
-				if !c.IsSet("batch") {
-					nodes := make([]int, 0, len(listed))
-					for n := range listed {
-						nodes = append(nodes, n)
-					}
-					slices.Sort(nodes)
-					in.Batches = []topology.Batch{{Label: "nodes of " + arrival, Nodes: nodes}}
-				} else if len(in.Batches) != 1 {
-					return badInput("--arrival %s: a list of arrivals needs exactly one batch, got %d", arrival, len(in.Batches))
-				}
-			}
-			if err := opt.checkBatches(in.Batches); err != nil {
-				return err
-			}
-			fails, err := simFailures(c, g, in)
-			if err != nil {
-				return err
-			}
-			if fails != nil && opt.multicast {
-				return badInput("--fail: server failures are simulated with unicast delivery only, not with --delivery multicast")
-			}
-			if opt.multicast {
-				if opt.hops, err = routing.NewHopTable(g, 0); err != nil {
-					return asBadInput(err)
-				}
-			}
-			var runs []simRun
-			for _, b := range in.Batches {
-				health, err := opt.simulateHealth(b)
-				if err != nil {
-					return err
-				}
-				for _, algo := range in.Algos {
-					run := cfg
-					if run.Arrivals, err = simArrivals(arrival, listed, b, g); err != nil {
-						return err
-					}
-					a, _, err := mapping.AssignOwners(g, algo, b.Nodes, in.Failed, in.Dead)
-					if err != nil {
-						return asBadInput(err)
-					}
-					run.Progress = simProgress(e, "simulate "+algo.Name+" "+b.Label)
-					var res *fabricsim.FlowResult
-					if fails != nil {
-						res, err = fabricsim.SimulateFailures(c.Context, g, nil, a, b.Nodes, run, fails.plan(g, algo, b, in))
-					} else {
-						res, err = fabricsim.Simulate(c.Context, g, nil, a, b.Nodes, run)
-					}
-					if run.Progress != nil {
-						run.Progress(fabricsim.Progress{Done: -1})
-					}
-					if err != nil {
-						if c.Context.Err() != nil {
-							return err
-						}
-						return asBadInput(err)
-					}
-					e.log.Debug("simulated", zap.String("batch", b.Label), zap.String("algo", algo.Name),
-						zap.Int("events", res.Stats.Events), zap.Int("classes", res.Stats.Classes))
-					uni := simRun{Batch: b.Label, Algo: algo.Name, Result: res, Health: health}
-					if !opt.multicast {
-						runs = append(runs, uni)
-						continue
-					}
-					uni.Delivery = "unicast"
-					mc, err := fabricsim.BuildMulticastTrees(g, opt.hops, a, b.Nodes, opt.mcast)
-					if err != nil {
-						return asBadInput(err)
-					}
-					mres, err := fabricsim.SimulateMulticast(c.Context, g, nil, a, b.Nodes, run, mc)
-					if err != nil {
-						if c.Context.Err() != nil {
-							return err
-						}
-						return asBadInput(err)
-					}
-					runs = append(runs, uni, simRun{Batch: b.Label, Algo: algo.Name, Delivery: "multicast", Mcast: string(opt.mcast),
-						Result: mres, Health: health, Speedup: res.BatchSeconds / mres.BatchSeconds})
-				}
-			}
-			switch format {
-			case "json", "yaml":
-				for i := range runs {
-					if runs[i].Health != nil {
-						runs[i].Health = runs[i].Health.forJSON(opt.healthNodes)
-					}
-				}
-				return writeData(e.stdout, format, simJSON{Topology: g.Name, Nodes: len(g.Nodes()), Servers: len(g.Servers()), Runs: runs})
-			case "csv":
-				return simWriteCSV(e.stdout, runs)
-			}
-			if err := simWriteTable(e.stdout, g, runs); err != nil {
-				return err
-			}
-			if err := simWriteFailures(e.stdout, runs); err != nil {
-				return err
-			}
-			return simWriteHealth(e.stdout, runs)
-		},
 	}
+}
+
+// simJob is what simulate's flags ask for, read and checked before anything runs.
+type simJob struct {
+	in      *machineInput
+	cfg     fabricsim.FlowConfig
+	opt     *simOpts
+	arrival string          // --arrival
+	listed  map[int]float64 // an arrival file's times by node (nil without one)
+	fails   *simFails       // nil without --fail
+}
+
+// readSimJob reads and checks every flag, in the order their errors are reported.
+func readSimJob(c *cli.Context) (*simJob, error) {
+	job := &simJob{arrival: c.String("arrival")}
+	arrivalFile := job.arrival != "all" && !strings.HasPrefix(job.arrival, "ramp:")
+	// readMachineInput takes an unset --batch for plan's ladder.
+	if !c.IsSet("batch") && !arrivalFile {
+		if err := c.Set("batch", "all"); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if job.in, err = readMachineInput(c); err != nil {
+		return nil, err
+	}
+	if job.cfg, err = simConfig(c); err != nil {
+		return nil, err
+	}
+	if job.opt, err = simOptions(c); err != nil {
+		return nil, err
+	}
+	if arrivalFile {
+		if err := job.readArrivalFile(c.IsSet("batch")); err != nil {
+			return nil, err
+		}
+	}
+	if err := job.opt.checkBatches(job.in.Batches); err != nil {
+		return nil, err
+	}
+	if job.fails, err = simFailures(c, job.in.Graph, job.in); err != nil {
+		return nil, err
+	}
+	return job, job.prepareMulticast()
+}
+
+// prepareMulticast refuses failures with multicast delivery and builds the hop table the
+// multicast trees are built from.
+func (job *simJob) prepareMulticast() error {
+	if !job.opt.multicast {
+		return nil
+	}
+	if job.fails != nil {
+		return badInput("--fail: server failures are simulated with unicast delivery only, not with --delivery multicast")
+	}
+	var err error
+	if job.opt.hops, err = routing.NewHopTable(job.in.Graph, 0); err != nil {
+		return asBadInput(err)
+	}
+	return nil
+}
+
+// readArrivalFile reads the --arrival file; without --batch (batchSet) its nodes are the batch,
+// else the batch must be one.
+func (job *simJob) readArrivalFile(batchSet bool) error {
+	var err error
+	if job.listed, err = simReadArrivals(job.arrival, job.in.Graph.Hierarchy()); err != nil {
+		return asBadInput(err)
+	}
+	if batchSet {
+		if len(job.in.Batches) != 1 {
+			return badInput("--arrival %s: a list of arrivals needs exactly one batch, got %d", job.arrival, len(job.in.Batches))
+		}
+		return nil
+	}
+	nodes := make([]int, 0, len(job.listed))
+	for n := range job.listed {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	job.in.Batches = []topology.Batch{{Label: "nodes of " + job.arrival, Nodes: nodes}}
+	return nil
+}
+
+// runAll simulates every batch under every algorithm, batches outermost; each batch's health
+// aggregation is simulated once.
+func (job *simJob) runAll(c *cli.Context, e *env) ([]simRun, error) {
+	var runs []simRun
+	for _, b := range job.in.Batches {
+		health, err := job.opt.simulateHealth(b)
+		if err != nil {
+			return nil, err
+		}
+		for _, algo := range job.in.Algos {
+			r, err := job.run(c.Context, e, b, algo)
+			if err != nil {
+				return nil, err
+			}
+			for i := range r {
+				r[i].Health = health
+			}
+			runs = append(runs, r...)
+		}
+	}
+	return runs, nil
+}
+
+// run simulates batch b under algo: one run, or with --delivery multicast the unicast run and
+// the multicast one.
+func (job *simJob) run(ctx context.Context, e *env, b topology.Batch, algo mapping.Algo) ([]simRun, error) {
+	g, in := job.in.Graph, job.in
+	cfg := job.cfg
+	var err error
+	if cfg.Arrivals, err = simArrivals(job.arrival, job.listed, b, g); err != nil {
+		return nil, err
+	}
+	a, _, err := mapping.AssignOwners(g, algo, b.Nodes, in.Failed, in.Dead)
+	if err != nil {
+		return nil, asBadInput(err)
+	}
+	cfg.Progress = simProgress(e, "simulate "+algo.Name+" "+b.Label)
+	var res *fabricsim.FlowResult
+	if job.fails != nil {
+		res, err = fabricsim.SimulateFailures(ctx, g, nil, a, b.Nodes, cfg, job.fails.plan(g, algo, b, in))
+	} else {
+		res, err = fabricsim.Simulate(ctx, g, nil, a, b.Nodes, cfg)
+	}
+	if cfg.Progress != nil {
+		cfg.Progress(fabricsim.Progress{Done: -1})
+	}
+	if err != nil {
+		return nil, simError(ctx, err)
+	}
+	e.log.Debug("simulated", zap.String("batch", b.Label), zap.String("algo", algo.Name),
+		zap.Int("events", res.Stats.Events), zap.Int("classes", res.Stats.Classes))
+	uni := simRun{Batch: b.Label, Algo: algo.Name, Result: res}
+	if !job.opt.multicast {
+		return []simRun{uni}, nil
+	}
+	uni.Delivery = "unicast"
+	mc, err := fabricsim.BuildMulticastTrees(g, job.opt.hops, a, b.Nodes, job.opt.mcast)
+	if err != nil {
+		return nil, asBadInput(err)
+	}
+	mres, err := fabricsim.SimulateMulticast(ctx, g, nil, a, b.Nodes, cfg, mc)
+	if err != nil {
+		return nil, simError(ctx, err)
+	}
+	return []simRun{uni, {Batch: b.Label, Algo: algo.Name, Delivery: "multicast", Mcast: string(job.opt.mcast),
+		Result: mres, Speedup: res.BatchSeconds / mres.BatchSeconds}}, nil
+}
+
+// simError is a simulation's error: the cancellation as it is, anything else bad input.
+func simError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	return asBadInput(err)
+}
+
+// simWrite prints the runs in format.
+func simWrite(w io.Writer, format string, job *simJob, runs []simRun) error {
+	g := job.in.Graph
+	switch format {
+	case "json", "yaml":
+		for i := range runs {
+			if runs[i].Health != nil {
+				runs[i].Health = runs[i].Health.forJSON(job.opt.healthNodes)
+			}
+		}
+		return writeData(w, format, simJSON{Topology: g.Name, Nodes: len(g.Nodes()), Servers: len(g.Servers()), Runs: runs})
+	case "csv":
+		return simWriteCSV(w, runs)
+	}
+	if err := simWriteTable(w, g, runs); err != nil {
+		return err
+	}
+	if err := simWriteFailures(w, runs); err != nil {
+		return err
+	}
+	return simWriteHealth(w, runs)
 }
 
 type simRun struct {
@@ -229,91 +305,81 @@ func simConfig(c *cli.Context) (fabricsim.FlowConfig, error) {
 	if c.IsSet("image-size") && !c.IsSet("files") {
 		spec = "nbp=70KB:tftp,image=" + c.String("image-size")
 	}
-	if cfg.Files, err = simParseFiles(spec, proto); err != nil {
+	if cfg.Files, err = fabricsim.ParseFiles(spec, proto); err != nil {
 		return cfg, badInput("--files: %w", err)
 	}
 	cfg.TFTPBlockSize, cfg.TFTPWindowSize = c.Int("blksize"), c.Int("windowsize")
 	if cfg.HTTPWindowBytes, err = units.ParseSize(c.String("http-window")); err != nil {
 		return cfg, badInput("--http-window: %w", err)
 	}
+	if err := simDurations(c, &cfg); err != nil {
+		return cfg, err
+	}
+	if cfg.TimeStep, err = simTimeStep(c.String("time-step")); err != nil {
+		return cfg, err
+	}
+	cfg.ServerCapMbps = c.Float64("server-cap")
+	if !(cfg.ServerCapMbps >= 0) {
+		return cfg, badInput("--server-cap: %v must be 0 (none) or a positive rate in Mb/s", cfg.ServerCapMbps)
+	}
+	return cfg, simCheckTFTP(&cfg)
+}
+
+// simCheckTFTP checks the TFTP parameters when a file uses TFTP, so that they are reported as
+// flags rather than by the simulator.
+func simCheckTFTP(cfg *fabricsim.FlowConfig) error {
+	for _, f := range cfg.Files {
+		if f.Protocol == fabricsim.TFTP && (cfg.TFTPBlockSize < 8 || cfg.TFTPBlockSize > 65464) {
+			return badInput("--blksize: %d is not 8..65464 bytes", cfg.TFTPBlockSize)
+		}
+		if f.Protocol == fabricsim.TFTP && (cfg.TFTPWindowSize < 1 || cfg.TFTPWindowSize > 65535) {
+			return badInput("--windowsize: %d is not 1..65535 blocks", cfg.TFTPWindowSize)
+		}
+	}
+	return nil
+}
+
+// simDurations reads --rtt, --server-time, --dhcp and the health report time: --health-time, or
+// --health when it is a duration rather than the name of an aggregation (see simOptions).
+func simDurations(c *cli.Context, cfg *fabricsim.FlowConfig) error {
 	for _, d := range []struct {
 		flag string
 		dst  *float64
 	}{{"rtt", &cfg.RTTSeconds}, {"server-time", &cfg.ServerSeconds}, {"dhcp", &cfg.DHCPSeconds}, {"health-time", &cfg.HealthSeconds}} {
 		if d.flag == "health-time" && !c.IsSet("health-time") {
-			// --health is a duration or the name of an aggregation (see simOptions).
 			hv := c.String("health")
 			if _, err := fabricsim.ParseHealthAlgorithm(hv); err == nil {
 				continue
 			}
 			v, err := time.ParseDuration(hv)
 			if err != nil || v < 0 {
-				return cfg, badInput("--health: %q is not binomial, task or a non-negative duration like 100ms", hv)
+				return badInput("--health: %q is not binomial, task or a non-negative duration like 100ms", hv)
 			}
 			*d.dst = v.Seconds()
 			continue
 		}
 		v := c.Duration(d.flag)
 		if v < 0 {
-			return cfg, badInput("--%s: %v must not be negative", d.flag, v)
+			return badInput("--%s: %v must not be negative", d.flag, v)
 		}
 		*d.dst = v.Seconds()
 	}
-	switch step := c.String("time-step"); step {
+	return nil
+}
+
+// simTimeStep reads --time-step in seconds.
+func simTimeStep(step string) (float64, error) {
+	switch step {
 	case "auto", "0":
 		// Exact: the incremental solver makes an exact ramp cheap, so the 10 ms grid that auto
 		// meant for spread arrivals is no longer needed.
-	default:
-		d, err := time.ParseDuration(step)
-		if err != nil || d < 0 {
-			return cfg, badInput("--time-step: %q is not auto, 0 or a non-negative duration like 10ms", step)
-		}
-		cfg.TimeStep = d.Seconds()
+		return 0, nil
 	}
-	cfg.ServerCapMbps = c.Float64("server-cap")
-	if !(cfg.ServerCapMbps >= 0) {
-		return cfg, badInput("--server-cap: %v must be 0 (none) or a positive rate in Mb/s", cfg.ServerCapMbps)
+	d, err := time.ParseDuration(step)
+	if err != nil || d < 0 {
+		return 0, badInput("--time-step: %q is not auto, 0 or a non-negative duration like 10ms", step)
 	}
-	// Check the protocol parameters now, so that they are reported as flags.
-	for _, f := range cfg.Files {
-		if f.Protocol == fabricsim.TFTP && (cfg.TFTPBlockSize < 8 || cfg.TFTPBlockSize > 65464) {
-			return cfg, badInput("--blksize: %d is not 8..65464 bytes", cfg.TFTPBlockSize)
-		}
-		if f.Protocol == fabricsim.TFTP && (cfg.TFTPWindowSize < 1 || cfg.TFTPWindowSize > 65535) {
-			return cfg, badInput("--windowsize: %d is not 1..65535 blocks", cfg.TFTPWindowSize)
-		}
-	}
-	return cfg, nil
-}
-
-// simParseFiles parses NAME=SIZE[:PROTO],...; files without a protocol use proto.
-func simParseFiles(spec string, proto fabricsim.Protocol) ([]fabricsim.File, error) {
-	var out []fabricsim.File
-	for _, item := range strings.Split(spec, ",") {
-		item = strings.TrimSpace(item)
-		name, rest, ok := strings.Cut(item, "=")
-		if !ok || name == "" {
-			return nil, fmt.Errorf("%q: want NAME=SIZE[:PROTOCOL], e.g. kernel=10MB:http", item)
-		}
-		size, p, hasProto := strings.Cut(rest, ":")
-		f := fabricsim.File{Name: name, Protocol: proto}
-		var err error
-		if f.Bytes, err = units.ParseSize(size); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		if hasProto {
-			if f.Protocol, err = fabricsim.ParseProtocol(p); err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
-			}
-		}
-		for _, o := range out {
-			if o.Name == name {
-				return nil, fmt.Errorf("file %q named twice", name)
-			}
-		}
-		out = append(out, f)
-	}
-	return out, nil
+	return d.Seconds(), nil
 }
 
 // simArrivals returns the arrival times of batch b's nodes for the --arrival value.
@@ -350,8 +416,7 @@ func simArrivals(arrival string, listed map[int]float64, b topology.Batch, g *to
 	return arr, nil
 }
 
-// simReadArrivals reads lines "NODE SECONDS" (or NODE,SECONDS; SECONDS may also be a duration
-// such as 1.5s or 300ms); # starts a comment.
+// simReadArrivals reads the --arrival file (see fabricsim.ReadArrivals).
 func simReadArrivals(path string, h *topology.Hierarchy) (map[int]float64, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -361,46 +426,7 @@ func simReadArrivals(path string, h *topology.Hierarchy) (map[int]float64, error
 		return nil, fmt.Errorf("--arrival: %w", err)
 	}
 	defer f.Close()
-	out := map[int]float64{}
-	sc := bufio.NewScanner(f)
-	line := 0
-	for sc.Scan() {
-		line++
-		text, _, _ := strings.Cut(sc.Text(), "#")
-		fields := strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
-		if len(fields) == 0 {
-			continue
-		}
-		if len(fields) != 2 {
-			return nil, fmt.Errorf("%s:%d: want NODE SECONDS, got %q", path, line, strings.TrimSpace(text))
-		}
-		n, err := h.ParseNode(fields[0])
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: unknown node: %w", path, line, err)
-		}
-		t, err := strconv.ParseFloat(fields[1], 64)
-		if err != nil {
-			d, derr := time.ParseDuration(fields[1])
-			if derr != nil {
-				return nil, fmt.Errorf("%s:%d: time %q: want seconds or a duration like 1.5s", path, line, fields[1])
-			}
-			t = d.Seconds()
-		}
-		if !(t >= 0) || t > 1e9 {
-			return nil, fmt.Errorf("%s:%d: time %q must be a non-negative number of seconds", path, line, fields[1])
-		}
-		if _, dup := out[n]; dup {
-			return nil, fmt.Errorf("%s:%d: node %s listed twice", path, line, fields[0])
-		}
-		out[n] = t
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no arrivals", path)
-	}
-	return out, nil
+	return fabricsim.ReadArrivals(f, path, h)
 }
 
 // simProgress returns the simulator's progress callback, drawing a bar of the megabytes the nodes
@@ -476,31 +502,10 @@ func simMainBottleneck(r *fabricsim.FlowResult) string {
 	return fmt.Sprintf("%s (%d)", best.Limit, best.Nodes)
 }
 
+// simWriteTable prints one summary row per run, or a single run in full.
 func simWriteTable(w io.Writer, g *topology.Graph, runs []simRun) error {
 	if len(runs) != 1 {
-		fmt.Fprintf(w, "%s: %d nodes, %d boot servers; completion times in seconds\n", g.Name, len(g.Nodes()), len(g.Servers()))
-		t := newTable(w)
-		if runs[0].Delivery != "" {
-			t.row("batch", "nodes", "algo", "delivery", "min", "p50", "p90", "p99", "max", "speedup", "bottleneck (nodes)")
-			for _, r := range runs {
-				d := r.Result.Completion
-				del, speed := r.Delivery, "-"
-				if r.Mcast != "" {
-					del += " (" + r.Mcast + ")"
-					speed = "x" + fmtFloat(r.Speedup, 2)
-				}
-				t.row(r.Batch, r.Result.Nodes, r.Algo, del, fmtFloat(d.Min, 3), fmtFloat(d.P50, 3), fmtFloat(d.P90, 3), fmtFloat(d.P99, 3),
-					fmtFloat(d.Max, 3), speed, simMainBottleneck(r.Result))
-			}
-			return t.flush()
-		}
-		t.row("batch", "nodes", "algo", "min", "p50", "p90", "p99", "max", "bottleneck (nodes)")
-		for _, r := range runs {
-			d := r.Result.Completion
-			t.row(r.Batch, r.Result.Nodes, r.Algo, fmtFloat(d.Min, 3), fmtFloat(d.P50, 3), fmtFloat(d.P90, 3), fmtFloat(d.P99, 3),
-				fmtFloat(d.Max, 3), simMainBottleneck(r.Result))
-		}
-		return t.flush()
+		return simWriteSummary(w, g, runs)
 	}
 	r := runs[0]
 	res := r.Result
@@ -523,18 +528,7 @@ func simWriteTable(w io.Writer, g *topology.Graph, runs []simRun) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	t = newTable(w)
-	t.row("segment", "channels", "capacity Mb/s", "traffic", "peak Mb/s", "peak util", "bottleneck of")
-	for _, s := range res.Segments {
-		t.row(s.Name, s.Channels, fmtFloat(s.CapacityMbps, 0), units.FormatBytes(s.Bytes), fmtFloat(s.PeakMbps, 1),
-			fmtFloat(100*s.PeakUtilisation, 1)+"%", s.BottleneckNodes)
-	}
-	for _, b := range res.Bottlenecks {
-		if !slices.ContainsFunc(res.Segments, func(s fabricsim.SegmentUsage) bool { return s.Name == b.Limit }) {
-			t.row(b.Limit+" cap", "-", "-", "-", "-", "-", b.Nodes)
-		}
-	}
-	if err := t.flush(); err != nil {
+	if err := simWriteSegments(w, res); err != nil {
 		return err
 	}
 	if len(res.TopLinks) > 0 {
@@ -547,6 +541,51 @@ func simWriteTable(w io.Writer, g *topology.Graph, runs []simRun) error {
 		return t.flush()
 	}
 	return nil
+}
+
+// simWriteSummary prints one row per run: its completion distribution and main bottleneck (and
+// with --delivery multicast, the delivery and the speedup over unicast).
+func simWriteSummary(w io.Writer, g *topology.Graph, runs []simRun) error {
+	fmt.Fprintf(w, "%s: %d nodes, %d boot servers; completion times in seconds\n", g.Name, len(g.Nodes()), len(g.Servers()))
+	t := newTable(w)
+	if runs[0].Delivery != "" {
+		t.row("batch", "nodes", "algo", "delivery", "min", "p50", "p90", "p99", "max", "speedup", "bottleneck (nodes)")
+		for _, r := range runs {
+			d := r.Result.Completion
+			del, speed := r.Delivery, "-"
+			if r.Mcast != "" {
+				del += " (" + r.Mcast + ")"
+				speed = "x" + fmtFloat(r.Speedup, 2)
+			}
+			t.row(r.Batch, r.Result.Nodes, r.Algo, del, fmtFloat(d.Min, 3), fmtFloat(d.P50, 3), fmtFloat(d.P90, 3), fmtFloat(d.P99, 3),
+				fmtFloat(d.Max, 3), speed, simMainBottleneck(r.Result))
+		}
+		return t.flush()
+	}
+	t.row("batch", "nodes", "algo", "min", "p50", "p90", "p99", "max", "bottleneck (nodes)")
+	for _, r := range runs {
+		d := r.Result.Completion
+		t.row(r.Batch, r.Result.Nodes, r.Algo, fmtFloat(d.Min, 3), fmtFloat(d.P50, 3), fmtFloat(d.P90, 3), fmtFloat(d.P99, 3),
+			fmtFloat(d.Max, 3), simMainBottleneck(r.Result))
+	}
+	return t.flush()
+}
+
+// simWriteSegments prints each segment's load and the nodes it bounded, then the caps that
+// bounded nodes.
+func simWriteSegments(w io.Writer, res *fabricsim.FlowResult) error {
+	t := newTable(w)
+	t.row("segment", "channels", "capacity Mb/s", "traffic", "peak Mb/s", "peak util", "bottleneck of")
+	for _, s := range res.Segments {
+		t.row(s.Name, s.Channels, fmtFloat(s.CapacityMbps, 0), units.FormatBytes(s.Bytes), fmtFloat(s.PeakMbps, 1),
+			fmtFloat(100*s.PeakUtilisation, 1)+"%", s.BottleneckNodes)
+	}
+	for _, b := range res.Bottlenecks {
+		if !slices.ContainsFunc(res.Segments, func(s fabricsim.SegmentUsage) bool { return s.Name == b.Limit }) {
+			t.row(b.Limit+" cap", "-", "-", "-", "-", "-", b.Nodes)
+		}
+	}
+	return t.flush()
 }
 
 // simOpts are simulate's delivery and health-aggregation options.
@@ -704,47 +743,58 @@ func simFailures(c *cli.Context, g *topology.Graph, in *machineInput) (*simFails
 		return nil, badInput("--detect: %v must not be negative", d)
 	}
 	servers := len(g.Servers())
-	isSet := func(v []bool, s int) bool { return s < len(v) && v[s] }
 	out := &simFails{detect: d.Seconds()}
 	down := 0
 	for s := 0; s < servers; s++ {
-		if isSet(in.Failed, s) || isSet(in.Dead, s) {
+		if simIsSet(in.Failed, s) || simIsSet(in.Dead, s) {
 			down++
 		}
 	}
 	seen := make([]bool, servers)
 	for _, item := range items {
 		item = strings.TrimSpace(item)
-		name, at, ok := strings.Cut(item, "@")
-		if !ok {
-			return nil, badInput("--fail %q: want SERVER@TIME, e.g. bs3@12s", item)
-		}
-		srv, err := simServer(g, strings.TrimSpace(name))
+		f, err := simParseFailure(g, in, item, seen)
 		if err != nil {
-			return nil, badInput("--fail %q: %w", item, err)
+			return nil, err
 		}
-		t, err := simSeconds(strings.TrimSpace(at))
-		if err != nil {
-			return nil, badInput("--fail %q: %w", item, err)
-		}
-		sname := g.VertexName(g.Servers()[srv])
-		switch {
-		case seen[srv]:
-			return nil, badInput("--fail %q: %s fails twice", item, sname)
-		case isSet(in.Failed, srv):
-			return nil, badInput("--fail %q: %s is down from the start (--failed-servers)", item, sname)
-		case isSet(in.Dead, srv):
-			return nil, badInput("--fail %q: %s is down from the start (--failed-during-boot)", item, sname)
-		}
-		seen[srv] = true
+		seen[f.Server] = true
 		down++
-		out.failures = append(out.failures, fabricsim.ServerFailure{Server: srv, Seconds: t})
+		out.failures = append(out.failures, f)
 	}
 	if down == servers {
 		return nil, badInput("--fail: all %d boot servers would be down (%d fail, %d down from the start); at least one must stay up",
 			servers, len(out.failures), servers-len(out.failures))
 	}
 	return out, nil
+}
+
+func simIsSet(v []bool, s int) bool { return s < len(v) && v[s] }
+
+// simParseFailure parses one --fail item, SERVER@TIME, of a server up from the start that has not
+// failed yet (seen).
+func simParseFailure(g *topology.Graph, in *machineInput, item string, seen []bool) (fabricsim.ServerFailure, error) {
+	name, at, ok := strings.Cut(item, "@")
+	if !ok {
+		return fabricsim.ServerFailure{}, badInput("--fail %q: want SERVER@TIME, e.g. bs3@12s", item)
+	}
+	srv, err := simServer(g, strings.TrimSpace(name))
+	if err != nil {
+		return fabricsim.ServerFailure{}, badInput("--fail %q: %w", item, err)
+	}
+	t, err := simSeconds(strings.TrimSpace(at))
+	if err != nil {
+		return fabricsim.ServerFailure{}, badInput("--fail %q: %w", item, err)
+	}
+	sname := g.VertexName(g.Servers()[srv])
+	switch {
+	case seen[srv]:
+		return fabricsim.ServerFailure{}, badInput("--fail %q: %s fails twice", item, sname)
+	case simIsSet(in.Failed, srv):
+		return fabricsim.ServerFailure{}, badInput("--fail %q: %s is down from the start (--failed-servers)", item, sname)
+	case simIsSet(in.Dead, srv):
+		return fabricsim.ServerFailure{}, badInput("--fail %q: %s is down from the start (--failed-during-boot)", item, sname)
+	}
+	return fabricsim.ServerFailure{Server: srv, Seconds: t}, nil
 }
 
 // simServer parses a boot server: its name (bs3), or its index (3).

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bootfabric/bootfabric/fabricsim"
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/topology"
 )
@@ -115,26 +114,6 @@ func TestSimulateDeterministicJSON(t *testing.T) {
 	if a != b || len(a) < 1000 {
 		t.Fatalf("two runs differ (or are empty: %d bytes)", len(a))
 	}
-}
-
-// FuzzSimParseFiles: --files never panics and what it accepts is a usable list of files.
-func FuzzSimParseFiles(f *testing.F) {
-	for _, s := range []string{simDefaultFiles, "image=50MB", "k=1.5MiB:http,i=2GB:none", "a=", "=1MB", "a=1MB:", "a=1MB,a=2MB"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, spec string) {
-		files, err := simParseFiles(spec, fabricsim.TFTP)
-		if err != nil {
-			return
-		}
-		seen := map[string]bool{}
-		for _, fl := range files {
-			if fl.Name == "" || seen[fl.Name] || !(fl.Bytes > 0) || fl.Protocol > fabricsim.Uncapped {
-				t.Fatalf("%q: accepted bad file %+v", spec, fl)
-			}
-			seen[fl.Name] = true
-		}
-	})
 }
 
 func TestSimulateFailBadInput(t *testing.T) {
