@@ -2,6 +2,7 @@ package fabricsim
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -61,44 +62,126 @@ func TestHealthBadConfig(t *testing.T) {
 	}
 }
 
+func hsJSON(t *testing.T, r HealthResult) string {
+	t.Helper()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func TestHealthDeterministic(t *testing.T) {
 	for _, alg := range HealthAlgorithms() {
 		c := DefaultHealthConfig(alg, 500)
 		c.Faults, c.Seed, c.FailedFraction = 3, 42, 0.05
 		c.Stragglers = HealthStragglers{Fraction: 0.1, Slowdown: 8, MinSlowdown: 2}
-		a, _ := json.Marshal(hsSim(t, c))
-		b, _ := json.Marshal(hsSim(t, c))
-		if string(a) != string(b) {
+		a := hsJSON(t, hsSim(t, c))
+		if b := hsJSON(t, hsSim(t, c)); a != b {
 			t.Fatalf("%s: two runs with one seed differ", alg)
 		}
 		c.Seed = 43
-		if d, _ := json.Marshal(hsSim(t, c)); string(d) == string(a) {
+		if d := hsJSON(t, hsSim(t, c)); d == a {
 			t.Fatalf("%s: another seed gives the same run", alg)
 		}
 	}
 }
 
+// hsPaperIdle is the paper's cost of an idle reduction over p = 2^L nodes, written out here
+// apart from the implementation: L lockstep rounds; in round k (k = 0..L-1) every partial is
+// n_k = 2^k records (sparse) or p records (dense) of R bytes, and a round costs a + n_k·b +
+// n_k·g for the binomial tree (send and fold), plus 2θ + 2λ for the task algorithm (the task
+// to the executor and the merged message back to the master, each sent and queued). The task
+// algorithm ends with the end broadcast, (a + 4b)·L, and its simulation adds θ + λ for the
+// first posts, which the formula leaves out.
+func hsPaperIdle(c HealthConfig) (sim, reference float64) {
+	L := 0
+	for 1<<L < c.Nodes {
+		L++
+	}
+	for k := 0; k < L; k++ {
+		n := float64(int(1)<<k) * c.RecordBytes
+		if c.Payload == HealthDense {
+			n = float64(c.Nodes) * c.RecordBytes
+		}
+		reference += c.Latency + n*c.TransferPerByte + n*c.CombinePerByte
+		if c.Algorithm == HealthTask {
+			reference += 2*c.MessageTime + 2*c.QueueTime
+		}
+	}
+	if c.Algorithm == HealthBinomial {
+		return reference, reference
+	}
+	reference += (c.Latency + 4*c.TransferPerByte) * float64(L)
+	return reference + c.MessageTime + c.QueueTime, reference
+}
+
 // On an idle cluster both reductions run in lockstep rounds, so the simulation must reproduce
-// the paper's formulas exactly (task: plus θ+λ for the first post).
+// the paper's formulas exactly. The expected times are worked out by hand from the defaults
+// (a = 5 us, b = 0.8 ns/B, g = 0.5 ns/B, θ = 2 us, λ = 5 us, R = 64 B, so a record costs
+// 64 x 1.3 = 83.2 ns to send and fold), and checked against hsPaperIdle too.
 func TestHealthIdleMatchesPaperFormula(t *testing.T) {
-	for _, p := range []int{1, 2, 64, 1024} {
+	const us = 1e-6
+	for _, tc := range []struct {
+		p        int
+		payload  HealthPayload
+		alg      HealthAlgorithm
+		sim, ref float64 // microseconds
+	}{
+		// One node: nothing to reduce; the task root still posts to the master (θ + λ = 7).
+		{1, HealthSparse, HealthBinomial, 0, 0},
+		{1, HealthDense, HealthTask, 7, 0},
+		// p = 2, one round of one record (sparse) or two (dense): 5 + 0.0832; 5 + 0.1664.
+		{2, HealthSparse, HealthBinomial, 5.0832, 5.0832},
+		{2, HealthDense, HealthBinomial, 5.1664, 5.1664},
+		// task: 5.0832 + 14 (2θ + 2λ) + 5.0032 (a + 4b, the end broadcast) = 24.0864, and the
+		// simulation 7 more.
+		{2, HealthSparse, HealthTask, 31.0864, 24.0864},
+		{2, HealthDense, HealthTask, 31.1696, 24.1696},
+		// p = 64, 6 rounds: binomial sparse 6 x 5 + 63 records x 0.0832 = 35.2416; dense
+		// 6 x (5 + 64 x 0.0832) = 61.9488.
+		{64, HealthSparse, HealthBinomial, 35.2416, 35.2416},
+		{64, HealthDense, HealthBinomial, 61.9488, 61.9488},
+		// task: binomial + 6 x 14 + 6 x 5.0032 (broadcast) = binomial + 114.0192; + 7.
+		{64, HealthSparse, HealthTask, 156.2608, 149.2608},
+		{64, HealthDense, HealthTask, 182.968, 175.968},
+		// p = 1024, 10 rounds: sparse 50 + 1023 x 0.0832 = 135.1136; dense 10 x (5 + 85.1968)
+		// = 901.968; task + 10 x 14 + 10 x 5.0032 = + 190.032, + 7 for the simulation.
+		{1024, HealthSparse, HealthBinomial, 135.1136, 135.1136},
+		{1024, HealthDense, HealthBinomial, 901.968, 901.968},
+		{1024, HealthSparse, HealthTask, 332.1456, 325.1456},
+		{1024, HealthDense, HealthTask, 1099, 1092},
+	} {
+		c := DefaultHealthConfig(tc.alg, tc.p)
+		c.Payload, c.FailedFraction = tc.payload, 0.1
+		name := fmt.Sprintf("%s p=%d %s", tc.alg, tc.p, tc.payload)
+		if sim, ref := hsPaperIdle(c); !hsNear(sim, tc.sim*us) || !hsNear(ref, tc.ref*us) {
+			t.Fatalf("%s: formula gives %.6f / %.6f us, worked by hand %.6f / %.6f us", name, sim/us, ref/us, tc.sim, tc.ref)
+		}
+		r := hsSim(t, c)
+		if !hsNear(r.CompletionSeconds, tc.sim*us) {
+			t.Errorf("%s: simulated %.6f us, want %.6f us", name, r.CompletionSeconds/us, tc.sim)
+		}
+		if !hsNear(r.ReferenceSeconds, tc.ref*us) {
+			t.Errorf("%s: reference %.6f us, want %.6f us", name, r.ReferenceSeconds/us, tc.ref)
+		}
+		if !r.Complete || !r.Accounted {
+			t.Errorf("%s: complete=%v accounted=%v", name, r.Complete, r.Accounted)
+		}
+		if r.Tasks != tc.p-1 {
+			t.Errorf("%s: %d folds, want %d", name, r.Tasks, tc.p-1)
+		}
+	}
+	// More powers of two against the formula.
+	for _, p := range []int{4, 8, 256, 4096} {
 		for _, pay := range []HealthPayload{HealthSparse, HealthDense} {
 			for _, alg := range HealthAlgorithms() {
 				c := DefaultHealthConfig(alg, p)
-				c.Payload, c.FailedFraction = pay, 0.1
-				r := hsSim(t, c)
-				want := r.ReferenceSeconds
-				if alg == HealthTask {
-					want += c.MessageTime + c.QueueTime
-				}
-				if !hsNear(r.CompletionSeconds, want) {
-					t.Errorf("%s p=%d %s: %.9f s, formula gives %.9f s", alg, p, pay, r.CompletionSeconds, want)
-				}
-				if !r.Complete || !r.Accounted {
-					t.Errorf("%s p=%d %s: complete=%v accounted=%v", alg, p, pay, r.Complete, r.Accounted)
-				}
-				if r.Tasks != p-1 {
-					t.Errorf("%s p=%d %s: %d folds, want %d", alg, p, pay, r.Tasks, p-1)
+				c.Payload = pay
+				sim, ref := hsPaperIdle(c)
+				if r := hsSim(t, c); !hsNear(r.CompletionSeconds, sim) || !hsNear(r.ReferenceSeconds, ref) {
+					t.Errorf("%s p=%d %s: simulated %.6f us (reference %.6f), formula %.6f us (%.6f)", alg, p, pay,
+						r.CompletionSeconds/us, r.ReferenceSeconds/us, sim/us, ref/us)
 				}
 			}
 		}
@@ -408,6 +491,9 @@ func TestHealthBinomialDeadInnerNode(t *testing.T) {
 		c.FaultPlan = []HealthFault{{Node: 8}}
 		r := hsSim(t, c)
 		hsCheckAccounting(t, c, r)
+		if len(r.Faults) != 1 {
+			t.Fatalf("reparent=%v: faults %+v, want node 8's", tc.reparent, r.Faults)
+		}
 		var unreach []int
 		for _, e := range r.Summary.Entries() {
 			if e.Status == HealthUnreachable {
