@@ -30,41 +30,23 @@ import (
 // mode (FlowConfig.reference) keeps every shared channel and re-solves all groups at every event,
 // as the simulator did before; the tests check that both agree.
 
-// classEntry is a class in its group's heap; entries of a class that ended (gen moved on) are
-// dropped when they reach the top.
-type classEntry struct {
-	target float64
-	class  int32
-	gen    uint32
-}
+// A group's heap holds its classes by target, ties by class slot (Tie), each with the slot's
+// generation (Value) when pushed: entries of a class that ended (gen moved on) are dropped when
+// they reach the top.
+type classHeap = heapq.Heap[uint32]
 
-// before orders a group's classes by target, ties by slot.
-func (a classEntry) before(b classEntry) bool {
-	return a.target < b.target || (a.target == b.target && a.class < b.class)
-}
-
-// groupEntry is a group in the sim's heap, keyed by when its next class finishes.
-type groupEntry struct {
-	key   float64
-	group int32
-}
-
-func (a groupEntry) before(b groupEntry) bool {
-	return a.key < b.key || (a.key == b.key && a.group < b.group)
-}
-
-// groupHeap is an indexed min-heap of groups by the time their next class finishes: a group's key
-// changes whenever its rate does, so the heap keeps each group's position (pos, -1 if absent).
+// groupHeap is an indexed min-heap of groups (Tie) by the time their next class finishes (Key):
+// a group's key changes whenever its rate does, so the heap keeps each group's position (pos, -1
+// if absent).
 type groupHeap struct {
-	h   heapq.Heap[groupEntry]
+	h   heapq.Heap[struct{}]
 	pos []int32 // by group
 }
 
 // set gives group g the key k (+Inf: out of the heap).
 func (h *groupHeap) set(g int32, k float64) {
-	if h.h.Less == nil {
-		h.h = heapq.New(groupEntry.before)
-		h.h.OnMove = func(e groupEntry, i int) { h.pos[e.group] = int32(i) }
+	if h.h.OnMove == nil {
+		h.h.OnMove = func(e *heapq.Item[struct{}], i int) { h.pos[e.Tie] = int32(i) }
 	}
 	for int(g) >= len(h.pos) {
 		h.pos = append(h.pos, -1)
@@ -77,9 +59,9 @@ func (h *groupHeap) set(g int32, k float64) {
 			h.pos[g] = -1
 		}
 	case i < 0:
-		h.h.Push(groupEntry{key: k, group: g})
+		h.h.Push(heapq.Item[struct{}]{Key: k, Tie: int64(g)})
 	default:
-		h.h.Set(int(i), groupEntry{key: k, group: g})
+		h.h.Set(int(i), heapq.Item[struct{}]{Key: k, Tie: int64(g)})
 	}
 }
 
@@ -88,11 +70,11 @@ func (h *groupHeap) min() float64 {
 	if h.h.Len() == 0 {
 		return math.Inf(1)
 	}
-	return h.h.Top().key
+	return h.h.Top().Key
 }
 
 // first is the group with the earliest key; the heap must not be empty.
-func (h *groupHeap) first() int32 { return h.h.Top().group }
+func (h *groupHeap) first() int32 { return int32(h.h.Top().Tie) }
 
 // progressAt is group g's progress per flow (Mb) at now.
 func (g *flowGroup) progressAt(now float64) float64 { return g.p0 + g.rate*(now-g.t0) }
@@ -107,13 +89,16 @@ func (g *flowGroup) settleLabel(now float64) {
 
 // nextFinish is when the group's first class finishes at its current rate.
 func (s *sim) nextFinish(g *flowGroup) float64 {
-	for g.heap.Len() > 0 && s.classes[g.heap.Top().class].gen != g.heap.Top().gen {
+	for g.heap.Len() > 0 {
+		if e := g.heap.Top(); s.classes[e.Tie].gen == e.Value {
+			break
+		}
 		g.heap.Pop()
 	}
 	if g.heap.Len() == 0 || !(g.rate > 0) {
 		return math.Inf(1)
 	}
-	return g.t0 + (g.heap.Top().target-g.p0)/g.rate
+	return g.t0 + (g.heap.Top().Key-g.p0)/g.rate
 }
 
 // touch takes group g's throughput out of the running totals before it changes (see record).
@@ -147,7 +132,7 @@ func (s *sim) join(c int32, now float64) {
 	cl.target = p + s.fileMb[cl.file]
 	g.settleLabel(now)
 	cl.snap = append(cl.snap[:0], g.btime...)
-	g.heap.Push(classEntry{target: cl.target, class: c, gen: cl.gen})
+	g.heap.Push(heapq.Item[uint32]{Key: cl.target, Tie: int64(c), Value: cl.gen})
 	g.weight += cl.weight
 	m := float64(len(cl.members))
 	g.members += m
@@ -243,24 +228,25 @@ func (s *sim) finishDue(now, tol float64, starters []int32) []int32 {
 		gi := s.heap.first()
 		g := &s.groups[gi]
 		for g.heap.Len() > 0 {
-			e := g.heap.Top()
-			cl := &s.classes[e.class]
-			if cl.gen != e.gen {
+			e := *g.heap.Top()
+			c := int32(e.Tie)
+			cl := &s.classes[c]
+			if cl.gen != e.Value {
 				g.heap.Pop()
 				continue
 			}
-			if g.t0+(e.target-g.p0)/g.rate > tol {
+			if g.t0+(e.Key-g.p0)/g.rate > tol {
 				break
 			}
 			g.heap.Pop()
-			s.leave(e.class, cl.members, now)
+			s.leave(c, cl.members, now)
 			s.mbDone += s.fileMb[cl.file] * float64(len(cl.members))
 			for _, i := range cl.members {
 				s.fileNext[i]++
 				s.posClass[i] = -1
 				starters = append(starters, i)
 			}
-			s.freeClass(e.class)
+			s.freeClass(c)
 			g = &s.groups[gi]
 		}
 		s.heap.set(gi, s.nextFinish(g))
@@ -502,8 +488,8 @@ func (s *sim) certify(now float64) error {
 	for _, gi := range s.activeG {
 		g := &s.groups[gi]
 		for _, e := range g.heap.Items() {
-			cl := &s.classes[e.class]
-			if cl.gen != e.gen || cl.weight == 0 {
+			cl := &s.classes[e.Tie]
+			if cl.gen != e.Value || cl.weight == 0 {
 				continue
 			}
 			clear(index)

@@ -39,7 +39,9 @@ type maxMin struct {
 	touched []int32
 	order   []int32 // classes with a finite limit, by limit
 	frozen  []bool
-	heap    heapq.Heap[levelEntry] // channel saturation levels
+	// heap holds the channels by saturation level, then channel; the value is the channel's
+	// version when pushed (an entry with an older one is stale).
+	heap heapq.Heap[uint32]
 }
 
 func (m *maxMin) grow(channels, classes int) {
@@ -116,12 +118,9 @@ func (m *maxMin) index(in *maxMinInput) {
 
 // initLevels fills the heap with every channel's saturation level.
 func (m *maxMin) initLevels() {
-	if m.heap.Less == nil {
-		m.heap = heapq.New(levelEntry.less)
-	}
 	m.heap.Clear()
 	for _, c := range m.touched {
-		m.heap.Append(levelEntry{level: m.left[c] / m.wsum[c], ch: c, ver: m.ver[c]})
+		m.heap.Append(heapq.Item[uint32]{Key: m.left[c] / m.wsum[c], Tie: int64(c), Value: m.ver[c]})
 	}
 	m.heap.Heapify()
 }
@@ -146,7 +145,7 @@ func (m *maxMin) fill(in *maxMinInput) error {
 			m.freeze(in, m.order[next], limit, -1)
 			unfrozen--
 		default:
-			c := m.heap.Pop().ch
+			c := int32(m.heap.Pop().Tie)
 			for _, i := range m.users[m.off[c] : m.off[c]+m.cnt[c]] {
 				if !m.frozen[i] {
 					m.freeze(in, i, max(level, 0), c)
@@ -162,8 +161,8 @@ func (m *maxMin) fill(in *maxMinInput) error {
 func (m *maxMin) nextLevel() float64 {
 	for m.heap.Len() > 0 {
 		top := m.heap.Top()
-		if top.ver == m.ver[top.ch] && m.wsum[top.ch] > 0 {
-			return top.level
+		if c := top.Tie; top.Value == m.ver[c] && m.wsum[c] > 0 {
+			return top.Key
 		}
 		m.heap.Pop()
 	}
@@ -180,7 +179,7 @@ func (m *maxMin) freeze(in *maxMinInput, i int32, r float64, by int32) {
 		m.wsum[c] -= w
 		m.ver[c]++
 		if m.wsum[c] > 0 && c != by {
-			m.heap.Push(levelEntry{level: max(m.left[c], 0) / m.wsum[c], ch: c, ver: m.ver[c]})
+			m.heap.Push(heapq.Item[uint32]{Key: max(m.left[c], 0) / m.wsum[c], Tie: int64(c), Value: m.ver[c]})
 		}
 	}
 }
@@ -190,14 +189,4 @@ func (m *maxMin) reset() {
 		m.cnt[c], m.wsum[c], m.left[c] = 0, 0, 0
 	}
 	m.touched = m.touched[:0]
-}
-
-type levelEntry struct {
-	level float64
-	ch    int32
-	ver   uint32
-}
-
-func (a levelEntry) less(b levelEntry) bool {
-	return a.level < b.level || (a.level == b.level && a.ch < b.ch)
 }

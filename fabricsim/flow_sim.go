@@ -8,7 +8,6 @@ import (
 	"slices"
 	"unsafe"
 
-	"github.com/bootfabric/bootfabric/internal/heapq"
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/topology"
 )
@@ -71,7 +70,7 @@ type flowGroup struct {
 	vec []float64
 	// heap holds the classes by target; members and joined are the count of member nodes and
 	// the sum of their progress at joining (for Progress).
-	heap            heapq.Heap[classEntry]
+	heap            classHeap
 	members, joined float64
 	apos            int32 // index in sim.activeG
 	mark            uint32
@@ -670,7 +669,7 @@ func (s *sim) newClass(k classKey, lim float64, ll uint16) int32 {
 		if gi, found = s.groupIdx[gk]; !found {
 			gi = int32(len(s.groups))
 			s.groupIdx[gk] = gi
-			s.groups = append(s.groups, flowGroup{path: k.path, limit: lim, limitLabel: ll, apos: -1, heap: heapq.New(classEntry.before),
+			s.groups = append(s.groups, flowGroup{path: k.path, limit: lim, limitLabel: ll, apos: -1,
 				btime: make([]float64, s.nLabels), vec: make([]float64, s.nSeg)})
 			if s.pathGroup[k.path] < 0 {
 				s.pathGroup[k.path] = gi

@@ -32,19 +32,11 @@ type hsCopy struct {
 	at   float64 // when the copy exists
 }
 
+// hsEvent is what happens at the master; the event heap orders events by time, then by the
+// order they were made in.
 type hsEvent struct {
-	t    float64
-	seq  int
 	msg  *hsMsg // arrival at the master, or
 	dead int    // detection of this node's death (msg == nil)
-}
-
-// hsEventBefore orders the master's events by time, then by the order they were made in.
-func hsEventBefore(a, b hsEvent) bool {
-	if a.t != b.t {
-		return a.t < b.t
-	}
-	return a.seq < b.seq
 }
 
 type hsTaskSim struct {
@@ -69,7 +61,7 @@ type hsTaskSim struct {
 
 func (s *hsTaskSim) push(t float64, m *hsMsg, dead int) {
 	s.seq++
-	s.events.Push(hsEvent{t: t, seq: s.seq, msg: m, dead: dead})
+	s.events.Push(heapq.Item[hsEvent]{Key: t, Tie: int64(s.seq), Value: hsEvent{msg: m, dead: dead}})
 }
 
 // hsTask runs the task-parallel reduction as a discrete-event simulation. Deaths are known in
@@ -79,7 +71,7 @@ func hsTask(w *hsWorld) (HealthResult, error) {
 	p := w.p
 	c := w.cfg
 	s := &hsTaskSim{
-		w: w, events: heapq.New(hsEventBefore), busy: make([]float64, p), lastTask: make([]float64, p), knownDead: make([]bool, p),
+		w: w, busy: make([]float64, p), lastTask: make([]float64, p), knownDead: make([]bool, p),
 		stalled: map[int][]*hsTaskRun{}, lostPosts: map[int][]*hsMsg{}, copies: make([][]hsCopy, p),
 		holds: map[int][]int{}, lost: make([]bool, p), lostBy: map[int][]int{},
 	}
@@ -115,15 +107,16 @@ func hsTask(w *hsWorld) (HealthResult, error) {
 		if steps > limit {
 			return HealthResult{}, fmt.Errorf("health task reduction: no end after %d events (model bug)", steps)
 		}
-		e := s.events.Pop()
+		it := s.events.Pop()
+		e, t := it.Value, it.Key
 		var done *hsMsg
 		if e.msg != nil {
-			done = s.arrive(e.msg, e.t)
+			done = s.arrive(e.msg, t)
 		} else {
-			done = s.detected(e.dead, e.t)
+			done = s.detected(e.dead, t)
 		}
 		if done != nil {
-			return s.finish(done, e.t), nil
+			return s.finish(done, t), nil
 		}
 	}
 	return HealthResult{}, fmt.Errorf("health task reduction: stalled with %d messages queued and %d records lost (model bug)",
