@@ -215,8 +215,8 @@ func TestIndexed(t *testing.T) {
 
 func TestPushDoesNotAllocate(t *testing.T) {
 	type event struct {
-		p    *int
-		dead int
+		p *int
+		n int
 	}
 	var h Heap[event]
 	for i := range 64 {
@@ -226,7 +226,7 @@ func TestPushDoesNotAllocate(t *testing.T) {
 	v := 1
 	allocs := testing.AllocsPerRun(100, func() {
 		for i := range 64 {
-			h.Push(Item[event]{Key: float64(64 - i), Tie: int64(i), Value: event{p: &v}})
+			h.Push(Item[event]{Key: float64(64 - i), Tie: int64(i), Value: event{p: &v, n: i}})
 		}
 		for h.Len() > 0 {
 			h.Pop()
