@@ -59,9 +59,9 @@ func (h *groupHeap) set(g int32, k float64) {
 			h.pos[g] = -1
 		}
 	case i < 0:
-		h.h.Push(heapq.Item[struct{}]{Key: k, Tie: int64(g)})
+		h.h.Push(heapq.Item[struct{}]{Key: k, Tie: g})
 	default:
-		h.h.Set(int(i), heapq.Item[struct{}]{Key: k, Tie: int64(g)})
+		h.h.Set(int(i), heapq.Item[struct{}]{Key: k, Tie: g})
 	}
 }
 
@@ -74,7 +74,7 @@ func (h *groupHeap) min() float64 {
 }
 
 // first is the group with the earliest key; the heap must not be empty.
-func (h *groupHeap) first() int32 { return int32(h.h.Top().Tie) }
+func (h *groupHeap) first() int32 { return h.h.Top().Tie }
 
 // progressAt is group g's progress per flow (Mb) at now.
 func (g *flowGroup) progressAt(now float64) float64 { return g.p0 + g.rate*(now-g.t0) }
@@ -132,7 +132,7 @@ func (s *sim) join(c int32, now float64) {
 	cl.target = p + s.fileMb[cl.file]
 	g.settleLabel(now)
 	cl.snap = append(cl.snap[:0], g.btime...)
-	g.heap.Push(heapq.Item[uint32]{Key: cl.target, Tie: int64(c), Value: cl.gen})
+	g.heap.Push(heapq.Item[uint32]{Key: cl.target, Tie: c, Value: cl.gen})
 	g.weight += cl.weight
 	m := float64(len(cl.members))
 	g.members += m
@@ -229,7 +229,7 @@ func (s *sim) finishDue(now, tol float64, starters []int32) []int32 {
 		g := &s.groups[gi]
 		for g.heap.Len() > 0 {
 			e := *g.heap.Top()
-			c := int32(e.Tie)
+			c := e.Tie
 			cl := &s.classes[c]
 			if cl.gen != e.Value {
 				g.heap.Pop()

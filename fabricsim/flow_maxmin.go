@@ -120,7 +120,7 @@ func (m *maxMin) index(in *maxMinInput) {
 func (m *maxMin) initLevels() {
 	m.heap.Clear()
 	for _, c := range m.touched {
-		m.heap.Append(heapq.Item[uint32]{Key: m.left[c] / m.wsum[c], Tie: int64(c), Value: m.ver[c]})
+		m.heap.Append(heapq.Item[uint32]{Key: m.left[c] / m.wsum[c], Tie: c, Value: m.ver[c]})
 	}
 	m.heap.Heapify()
 }
@@ -145,7 +145,7 @@ func (m *maxMin) fill(in *maxMinInput) error {
 			m.freeze(in, m.order[next], limit, -1)
 			unfrozen--
 		default:
-			c := int32(m.heap.Pop().Tie)
+			c := m.heap.Pop().Tie
 			for _, i := range m.users[m.off[c] : m.off[c]+m.cnt[c]] {
 				if !m.frozen[i] {
 					m.freeze(in, i, max(level, 0), c)
@@ -179,7 +179,7 @@ func (m *maxMin) freeze(in *maxMinInput, i int32, r float64, by int32) {
 		m.wsum[c] -= w
 		m.ver[c]++
 		if m.wsum[c] > 0 && c != by {
-			m.heap.Push(heapq.Item[uint32]{Key: max(m.left[c], 0) / m.wsum[c], Tie: int64(c), Value: m.ver[c]})
+			m.heap.Push(heapq.Item[uint32]{Key: max(m.left[c], 0) / m.wsum[c], Tie: c, Value: m.ver[c]})
 		}
 	}
 }

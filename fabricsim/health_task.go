@@ -42,7 +42,7 @@ type hsEvent struct {
 type hsTaskSim struct {
 	w         *hsWorld
 	events    heapq.Heap[hsEvent]
-	seq       int
+	seq       int32    // events made, their order among events at one time
 	queue     []*hsMsg // the master's FIFO
 	busy      []float64
 	lastTask  []float64 // last task pace, as the master knows it
@@ -61,7 +61,7 @@ type hsTaskSim struct {
 
 func (s *hsTaskSim) push(t float64, m *hsMsg, dead int) {
 	s.seq++
-	s.events.Push(heapq.Item[hsEvent]{Key: t, Tie: int64(s.seq), Value: hsEvent{msg: m, dead: dead}})
+	s.events.Push(heapq.Item[hsEvent]{Key: t, Tie: s.seq, Value: hsEvent{msg: m, dead: dead}})
 }
 
 // hsTask runs the task-parallel reduction as a discrete-event simulation. Deaths are known in
@@ -106,6 +106,10 @@ func hsTask(w *hsWorld) (HealthResult, error) {
 	for steps := 0; s.events.Len() > 0; steps++ {
 		if steps > limit {
 			return HealthResult{}, fmt.Errorf("health task reduction: no end after %d events (model bug)", steps)
+		}
+		if s.seq > math.MaxInt32/2 {
+			// A step makes a few events; the sequence numbers that order them are 31 bits.
+			return HealthResult{}, fmt.Errorf("health task reduction: more than %d events", math.MaxInt32/2)
 		}
 		it := s.events.Pop()
 		e, t := it.Value, it.Key

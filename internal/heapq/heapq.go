@@ -5,11 +5,12 @@
 // Why not container/heap: its Push and Pop take and return any, so every push of a struct value
 // boxes it (an allocation), and every comparison is a call through an interface. Why not a
 // generic heap with a less function: the compiler cannot inline a call through a function value
-// (nor a method of a type parameter), and the fabric simulator's full re-solve spent 15-20 %
-// more CPU with one than with its hand-written heaps (BenchmarkFlowSunwayRamp/full-step0.01).
-// Here the order is fixed, (Key, Tie), so the comparison is inlined and the heap runs as fast
-// as the hand-written ones it replaced; the payload is a type parameter, stored in place, so a
-// push allocates only when the slice grows.
+// (nor a method of a type parameter); with one, the fabric simulator's full re-solve
+// (fabricsim's BenchmarkFlowSunwayRamp/full-step0.01) took 15-20 % more CPU than with its
+// hand-written heaps. Here the order is fixed, (Key, Tie), so the comparison inlines; the
+// payload is a type parameter stored in place, so a push allocates only when the slice grows;
+// Tie is 32 bits so that an item with a 32-bit value is 16 bytes, as the hand-written entries
+// were. BenchmarkHeap compares it with a hand-written heap in the same run.
 //
 // An optional OnMove callback tells the caller where each item lands, which is what an indexed
 // heap (decrease-key, removal of an item by its identity) needs; without it the heap keeps no
@@ -17,10 +18,10 @@
 package heapq
 
 // Item is a heap entry: Key orders the items (least first), Tie orders items of equal keys
-// (least first), Value is the caller's. Keys must not be NaN.
+// (least first; an ID or a sequence number), Value is the caller's. Keys must not be NaN.
 type Item[T any] struct {
 	Key   float64
-	Tie   int64
+	Tie   int32
 	Value T
 }
 
@@ -125,31 +126,40 @@ func (h *Heap[T]) moved(i int) {
 	}
 }
 
+// The sifting loops work on a local copy of the slice and of OnMove: through h, every store
+// into the items would make the compiler load both again (the store might change them).
+
 // up moves the item at i towards the root while it is less than its parent, shifting the
 // parents down into the hole rather than swapping (one write per level).
 func (h *Heap[T]) up(i int) {
-	x := h.items[i]
+	s, onMove := h.items, h.OnMove
+	x := s[i]
 	j := i
 	for j > 0 {
 		p := (j - 1) / 2
-		if !x.before(&h.items[p]) {
+		if !x.before(&s[p]) {
 			break
 		}
-		h.items[j] = h.items[p]
-		h.moved(j)
+		s[j] = s[p]
+		if onMove != nil {
+			onMove(&s[j], j)
+		}
 		j = p
 	}
 	if j != i {
-		h.items[j] = x
-		h.moved(j)
+		s[j] = x
+		if onMove != nil {
+			onMove(&s[j], j)
+		}
 	}
 }
 
 // down moves the item at i towards the leaves while a child is less, shifting the lesser child
 // up into the hole.
 func (h *Heap[T]) down(i int) {
-	n := len(h.items)
-	x := h.items[i]
+	s, onMove := h.items, h.OnMove
+	n := len(s)
+	x := s[i]
 	j := i
 	for {
 		l := 2*j + 1
@@ -157,19 +167,23 @@ func (h *Heap[T]) down(i int) {
 			break
 		}
 		c := l
-		if r := l + 1; r < n && h.items[r].before(&h.items[l]) {
+		if r := l + 1; r < n && s[r].before(&s[l]) {
 			c = r
 		}
-		if !h.items[c].before(&x) {
+		if !s[c].before(&x) {
 			break
 		}
-		h.items[j] = h.items[c]
-		h.moved(j)
+		s[j] = s[c]
+		if onMove != nil {
+			onMove(&s[j], j)
+		}
 		j = c
 	}
 	if j != i {
-		h.items[j] = x
-		h.moved(j)
+		s[j] = x
+		if onMove != nil {
+			onMove(&s[j], j)
+		}
 	}
 }
 
@@ -178,7 +192,8 @@ func (h *Heap[T]) down(i int) {
 // comparisons per level) the hole goes down along the lesser children to a leaf (one per
 // level) and x then moves up from there, usually not at all (Floyd's bottom-up heap).
 func (h *Heap[T]) sinkTop(x Item[T]) {
-	n := len(h.items)
+	s, onMove := h.items, h.OnMove
+	n := len(s)
 	j := 0
 	for {
 		l := 2*j + 1
@@ -186,14 +201,18 @@ func (h *Heap[T]) sinkTop(x Item[T]) {
 			break
 		}
 		c := l
-		if r := l + 1; r < n && h.items[r].before(&h.items[l]) {
+		if r := l + 1; r < n && s[r].before(&s[l]) {
 			c = r
 		}
-		h.items[j] = h.items[c]
-		h.moved(j)
+		s[j] = s[c]
+		if onMove != nil {
+			onMove(&s[j], j)
+		}
 		j = c
 	}
-	h.items[j] = x
-	h.moved(j)
+	s[j] = x
+	if onMove != nil {
+		onMove(&s[j], j)
+	}
 	h.up(j)
 }

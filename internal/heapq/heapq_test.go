@@ -120,7 +120,7 @@ func newIndexed(n int) *indexed {
 
 // set gives id the key k, adding it if absent.
 func (x *indexed) set(id int, k float64) {
-	it := Item[struct{}]{Key: k, Tie: int64(id)}
+	it := Item[struct{}]{Key: k, Tie: int32(id)}
 	if x.pos[id] < 0 {
 		x.h.Push(it)
 		return
@@ -131,7 +131,7 @@ func (x *indexed) set(id int, k float64) {
 func (x *indexed) remove(t *testing.T, id int) {
 	t.Helper()
 	if i := x.pos[id]; i >= 0 {
-		if got := x.h.Remove(i); got.Tie != int64(id) {
+		if got := x.h.Remove(i); got.Tie != int32(id) {
 			t.Fatalf("removed %d at %d, want %d", got.Tie, i, id)
 		}
 		x.pos[id] = -1
@@ -226,7 +226,7 @@ func TestPushDoesNotAllocate(t *testing.T) {
 	v := 1
 	allocs := testing.AllocsPerRun(100, func() {
 		for i := range 64 {
-			h.Push(Item[event]{Key: float64(64 - i), Tie: int64(i), Value: event{p: &v, n: i}})
+			h.Push(Item[event]{Key: float64(64 - i), Tie: int32(i), Value: event{p: &v, n: i}})
 		}
 		for h.Len() > 0 {
 			h.Pop()
