@@ -18,7 +18,6 @@ package routing
 // which take the first such switch: the paper's "-new" variants are the rotating ones).
 
 import (
-	"container/heap"
 	"fmt"
 	"math"
 	"runtime"
@@ -26,6 +25,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/bootfabric/bootfabric/internal/heapq"
 	"github.com/bootfabric/bootfabric/topology"
 )
 
@@ -349,7 +349,9 @@ type mcState struct {
 	dij  []int64
 	pred []int32 // adjacency position of the link to the predecessor
 	done []int32
-	pq   sssHeap
+	// pq holds switches (Tie) by distance (Key): distances are whole numbers far below 2^53, so
+	// float64 keys order them exactly, and ties go to the lower switch index as before.
+	pq heapq.Heap[struct{}]
 }
 
 // RouteMulticast builds the trees of groups, in order, with algorithm alg on the hop table's graph.
@@ -521,20 +523,21 @@ func (st *mcState) sssp(gi int32, m *mcGroup, root int32) McastTree {
 		st.dij[i], st.pred[i] = math.MaxInt64, -1
 	}
 	st.dij[root] = 0
-	st.pq = append(st.pq[:0], sssItem{0, root})
+	st.pq.Clear()
+	st.pq.Push(heapq.Item[struct{}]{Key: 0, Tie: root})
 	for st.pq.Len() > 0 {
-		it := heap.Pop(&st.pq).(sssItem)
-		u := it.v
-		if st.done[u] == gi+1 || it.d > st.dij[u] {
+		it := st.pq.Pop()
+		u, d := it.Tie, int64(it.Key)
+		if st.done[u] == gi+1 || d > st.dij[u] {
 			continue
 		}
 		st.done[u] = gi + 1
 		for j := h.adjStart[u]; j < h.adjStart[u+1]; j++ {
 			w := h.adjNb[j]
-			nd := it.d + sssBase + int64(st.efi[h.adjLink[j]])
+			nd := d + sssBase + int64(st.efi[h.adjLink[j]])
 			if nd < st.dij[w] {
 				st.dij[w], st.pred[w] = nd, j
-				heap.Push(&st.pq, sssItem{nd, w})
+				st.pq.Push(heapq.Item[struct{}]{Key: float64(nd), Tie: w})
 			}
 		}
 	}
@@ -558,26 +561,6 @@ func (st *mcState) sssp(gi int32, m *mcGroup, root int32) McastTree {
 func (st *mcState) owner(j int32) int32 {
 	s, _ := slices.BinarySearch(st.h.adjStart, j+1)
 	return int32(s - 1)
-}
-
-type sssItem struct {
-	d int64
-	v int32
-}
-
-type sssHeap []sssItem
-
-func (q sssHeap) Len() int { return len(q) }
-func (q sssHeap) Less(i, j int) bool {
-	return q[i].d < q[j].d || (q[i].d == q[j].d && q[i].v < q[j].v)
-}
-func (q sssHeap) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *sssHeap) Push(x any)   { *q = append(*q, x.(sssItem)) }
-func (q *sssHeap) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return x
 }
 
 // CheckTree verifies a tree of group grp: its links form a tree (connected, no cycle) holding
