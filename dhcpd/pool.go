@@ -690,7 +690,10 @@ func (p *Pool) countLeases() map[string]int {
 	return c
 }
 
-// expiryHeap orders the range's records by expiry, then address.
+// expiryHeap orders the range's records by expiry, then address. It stays on container/heap, not
+// internal/heapq: its key is Unix nanoseconds, which a float64 key would round to 256 ns, so the
+// "earliest expiry is still ahead" test could look at the wrong record; and it is off the hot path
+// (a push per lease written, not per packet).
 type expiryHeap []expiryEntry
 
 type expiryEntry struct {
