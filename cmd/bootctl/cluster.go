@@ -122,14 +122,21 @@ func clusterBootCommand(e *env) *cli.Command {
 	}
 }
 
+// openCluster reads the output format and opens the running cluster the flags name.
+func openCluster(e *env, c *cli.Context) (format string, cl *integration.Cluster, err error) {
+	if format, err = outputFormat(c, "table", "json", "yaml"); err != nil {
+		return "", nil, err
+	}
+	if cl, err = integration.Open(c.String("state-dir"), c.String("name"), e.log); err != nil {
+		return "", nil, asBadInput(err)
+	}
+	return format, cl, nil
+}
+
 func clusterBootAction(e *env, c *cli.Context) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
+	format, cl, err := openCluster(e, c)
 	if err != nil {
 		return err
-	}
-	cl, err := integration.Open(c.String("state-dir"), c.String("name"), e.log)
-	if err != nil {
-		return asBadInput(err)
 	}
 	switch c.String("kind") {
 	case "qemu":
@@ -170,13 +177,9 @@ func clusterStatusCommand(e *env) *cli.Command {
 }
 
 func clusterStatusAction(e *env, c *cli.Context) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
+	format, cl, err := openCluster(e, c)
 	if err != nil {
 		return err
-	}
-	cl, err := integration.Open(c.String("state-dir"), c.String("name"), e.log)
-	if err != nil {
-		return asBadInput(err)
 	}
 	sums, err := cl.Summaries(c.Context)
 	if err != nil {
