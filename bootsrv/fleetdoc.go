@@ -72,8 +72,9 @@ type FleetFile struct {
 
 // FleetTFTP is the fleet-wide part of tftp: (the listen address is each server's).
 type FleetTFTP struct {
-	MaxBlockSize int `json:"max_block_size,omitempty"`
-	MaxTransfers int `json:"max_transfers,omitempty"`
+	MaxBlockSize          int `json:"max_block_size,omitempty"`
+	MaxTransfers          int `json:"max_transfers,omitempty"`
+	MaxTransfersPerClient int `json:"max_transfers_per_client,omitempty"`
 }
 
 // FleetDHCP is the fleet-wide part of dhcp: (listen address and interfaces are each server's).
@@ -111,6 +112,7 @@ type LocalSettings struct {
 	HTTPListen string   // http.listen
 	URL        string   // http.url
 	TFTPListen string   // tftp.listen ("off" turns TFTP off)
+	TFTPRoot   string   // tftp.root: a local directory served read-only over TFTP ("": none)
 	DHCPListen string   // dhcp.listen
 	Interfaces []string // dhcp.interfaces
 }
@@ -129,7 +131,7 @@ type MemberInfo struct {
 
 // perServerFields are the YAML settings a fleet file refuses: each server has its own.
 var perServerFields = []string{
-	"server_id", "state_dir", "ipxe_dir", "http.listen", "http.url", "tftp.listen", "dhcp.listen", "dhcp.interfaces",
+	"server_id", "state_dir", "ipxe_dir", "http.listen", "http.url", "tftp.listen", "tftp.root", "dhcp.listen", "dhcp.interfaces",
 }
 
 // LoadFleetFile reads a fleet file (fleet.yaml): a boot server's YAML without the per-server
@@ -316,7 +318,8 @@ func fleetDocOf(c *Config) *FleetDoc {
 		Mapping:       c.Mapping,
 		Profile:       c.Profile,
 		StateFlush:    time.Duration(*c.StateFlush).String(),
-		TFTP:          FleetTFTP{MaxBlockSize: c.TFTP.MaxBlockSize, MaxTransfers: c.TFTP.MaxTransfers},
+		TFTP: FleetTFTP{MaxBlockSize: c.TFTP.MaxBlockSize, MaxTransfers: c.TFTP.MaxTransfers,
+			MaxTransfersPerClient: c.TFTP.MaxTransfersPerClient},
 		DHCP: FleetDHCP{
 			Mode: c.DHCP.Mode, Subnet: c.DHCP.Subnet, Router: c.DHCP.Router, DNS: slices.Clone(c.DHCP.DNS),
 			Domain: c.DHCP.Domain, LeaseTime: time.Duration(c.DHCP.LeaseTime).String(), Workers: c.DHCP.Workers,
@@ -602,7 +605,8 @@ func (d *FleetDoc) config(id int, local LocalSettings) (*Config, error) {
 		Profile:       d.Profile,
 		StateDir:      local.StateDir,
 		HTTP:          HTTPConfig{Listen: local.HTTPListen, URL: local.URL},
-		TFTP:          TFTPConfig{Listen: local.TFTPListen, MaxBlockSize: d.TFTP.MaxBlockSize, MaxTransfers: d.TFTP.MaxTransfers},
+		TFTP: TFTPConfig{Listen: local.TFTPListen, Root: local.TFTPRoot, MaxBlockSize: d.TFTP.MaxBlockSize,
+			MaxTransfers: d.TFTP.MaxTransfers, MaxTransfersPerClient: d.TFTP.MaxTransfersPerClient},
 		DHCP: DHCPConfig{
 			Mode: d.DHCP.Mode, Interfaces: slices.Clone(local.Interfaces), Listen: local.DHCPListen,
 			Subnet: d.DHCP.Subnet, Router: d.DHCP.Router, DNS: slices.Clone(d.DHCP.DNS), Domain: d.DHCP.Domain,

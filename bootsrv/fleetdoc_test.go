@@ -171,6 +171,8 @@ func TestLoadFleetFileErrors(t *testing.T) {
 			func(fl, _, _ string) int { return lineOf(t, fl, "':67'") }},
 		{"ipxe_dir", func(fl, _, _ *string) { *fl += "ipxe_dir: /x\n" }, "%F:%L: ipxe_dir: per-server setting",
 			func(fl, _, _ string) int { return lineOf(t, fl, "ipxe_dir") }},
+		{"tftp.root", func(fl, _, _ *string) { *fl = strings.Replace(*fl, "tftp:\n", "tftp:\n  root: /srv/tftp\n", 1) }, "%F:%L: tftp.root: per-server setting",
+			func(fl, _, _ string) int { return lineOf(t, fl, "root: /srv/tftp") }},
 		{"unknown field", func(fl, _, _ *string) { *fl += "colour: red\n" }, `%F:%L: unknown field "colour"`,
 			func(fl, _, _ string) int { return lineOf(t, fl, "colour") }},
 		{"bad address", func(fl, _, _ *string) { *fl = strings.Replace(*fl, "10.0.0.2}", "10.0.0.x}", 1) }, "%F:4: servers[1].address: \"10.0.0.x\" is not an IPv4 address", nil},
@@ -323,9 +325,9 @@ func TestFleetDocMaterialize(t *testing.T) {
 				DHCP: DHCPConfig{Listen: ":67"}}
 		}},
 		{"bs1", LocalSettings{StateDir: "st", Images: "im", IPXEDir: "/ipxe", HTTPListen: "127.0.0.1:8080", URL: "http://bs1.test:8080/",
-			TFTPListen: "off", DHCPListen: "10.0.0.2:67", Interfaces: []string{"eth1"}}, func(dir string) *Config {
+			TFTPListen: "off", TFTPRoot: "/srv/tftp", DHCPListen: "10.0.0.2:67", Interfaces: []string{"eth1"}}, func(dir string) *Config {
 			return &Config{ServerID: 1, Images: "im", StateDir: "st", IPXEDir: "/ipxe",
-				HTTP: HTTPConfig{Listen: "127.0.0.1:8080", URL: "http://bs1.test:8080"}, TFTP: TFTPConfig{Listen: "off", MaxBlockSize: 1468},
+				HTTP: HTTPConfig{Listen: "127.0.0.1:8080", URL: "http://bs1.test:8080"}, TFTP: TFTPConfig{Listen: "off", Root: "/srv/tftp", MaxBlockSize: 1468},
 				DHCP: DHCPConfig{Listen: "10.0.0.2:67", Interfaces: []string{"eth1"}}}
 		}},
 	}
@@ -505,5 +507,27 @@ func TestBlobRoute(t *testing.T) {
 	}
 	if !dst.HasBlob(kernel.SHA256, kernel.Size) {
 		t.Error("fetched blob missing")
+	}
+}
+
+// TestFleetTFTPPerClientLimit: tftp.max_transfers_per_client travels from the fleet file through
+// etcd's document to every server's configuration (it was dropped on the way).
+func TestFleetTFTPPerClientLimit(t *testing.T) {
+	f := newFleetFixture(t)
+	text := strings.Replace(fleetYAML, "tftp:\n", "tftp:\n  max_transfers_per_client: 3\n", 1)
+	testfix.WriteFile(t, f.fleet, []byte(text))
+	doc, err := LoadFleetFile(f.fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.TFTP.MaxTransfersPerClient; got != 3 {
+		t.Fatalf("document: max_transfers_per_client = %d, want 3", got)
+	}
+	cfg, err := doc.Materialize(t.TempDir(), "bs0", LocalSettings{StateDir: t.TempDir(), Images: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.TFTP.MaxTransfersPerClient; got != 3 {
+		t.Fatalf("materialized: max_transfers_per_client = %d, want 3", got)
 	}
 }

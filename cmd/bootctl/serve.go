@@ -25,6 +25,8 @@ var serveOverrides = []struct {
 		func(c *bootsrv.Config, v string) { c.HTTP.URL = v }},
 	{"tftp", "BOOTCTL_TFTP", "TFTP listen address or off (tftp.listen)",
 		func(c *bootsrv.Config, v string) { c.TFTP.Listen = v }},
+	{"tftp-root", "BOOTCTL_TFTP_ROOT", "directory served read-only over TFTP for names the profile store and ipxe_dir do not have (tftp.root)",
+		func(c *bootsrv.Config, v string) { c.TFTP.Root = v }},
 	{"dhcp", "BOOTCTL_DHCP", "DHCP mode: reservation, proxy or off (dhcp.mode)",
 		func(c *bootsrv.Config, v string) { c.DHCP.Mode = v }},
 	{"dhcp-listen", "BOOTCTL_DHCP_LISTEN", "DHCP listen address (dhcp.listen)",

@@ -61,7 +61,7 @@ func serveFleet(e *env, c *cli.Context) error {
 		"http": func(v string) { local.HTTPListen = v }, "url": func(v string) { local.URL = v },
 		"tftp": func(v string) { local.TFTPListen = v }, "dhcp-listen": func(v string) { local.DHCPListen = v },
 		"images": func(v string) { local.Images = v }, "ipxe-dir": func(v string) { local.IPXEDir = v },
-		"state-dir": func(v string) { local.StateDir = v },
+		"state-dir": func(v string) { local.StateDir = v }, "tftp-root": func(v string) { local.TFTPRoot = v },
 	} {
 		if c.IsSet(flag) {
 			set(c.String(flag))
