@@ -109,8 +109,9 @@ func (h *Heap[T]) Remove(i int) Item[T] {
 
 // Fix restores the order after the key or tie of the item at index i changed.
 func (h *Heap[T]) Fix(i int) {
-	h.down(i)
-	h.up(i)
+	if !h.down(i) {
+		h.up(i)
+	}
 }
 
 // Set replaces the item at index i by x and restores the order.
@@ -123,6 +124,14 @@ func (h *Heap[T]) Set(i int, x Item[T]) {
 func (h *Heap[T]) moved(i int) {
 	if h.OnMove != nil {
 		h.OnMove(&h.items[i], i)
+	}
+}
+
+// place stores x at index j of s and tells onMove, if any.
+func place[T any](s []Item[T], j int, x Item[T], onMove func(*Item[T], int)) {
+	s[j] = x
+	if onMove != nil {
+		onMove(&s[j], j)
 	}
 }
 
@@ -140,23 +149,17 @@ func (h *Heap[T]) up(i int) {
 		if !x.before(&s[p]) {
 			break
 		}
-		s[j] = s[p]
-		if onMove != nil {
-			onMove(&s[j], j)
-		}
+		place(s, j, s[p], onMove)
 		j = p
 	}
 	if j != i {
-		s[j] = x
-		if onMove != nil {
-			onMove(&s[j], j)
-		}
+		place(s, j, x, onMove)
 	}
 }
 
 // down moves the item at i towards the leaves while a child is less, shifting the lesser child
-// up into the hole.
-func (h *Heap[T]) down(i int) {
+// up into the hole; it reports whether the item moved.
+func (h *Heap[T]) down(i int) bool {
 	s, onMove := h.items, h.OnMove
 	n := len(s)
 	x := s[i]
@@ -173,18 +176,13 @@ func (h *Heap[T]) down(i int) {
 		if !s[c].before(&x) {
 			break
 		}
-		s[j] = s[c]
-		if onMove != nil {
-			onMove(&s[j], j)
-		}
+		place(s, j, s[c], onMove)
 		j = c
 	}
 	if j != i {
-		s[j] = x
-		if onMove != nil {
-			onMove(&s[j], j)
-		}
+		place(s, j, x, onMove)
 	}
+	return j != i
 }
 
 // sinkTop puts x, the former last item, in place of the root that Pop took. The last item
@@ -204,15 +202,9 @@ func (h *Heap[T]) sinkTop(x Item[T]) {
 		if r := l + 1; r < n && s[r].before(&s[l]) {
 			c = r
 		}
-		s[j] = s[c]
-		if onMove != nil {
-			onMove(&s[j], j)
-		}
+		place(s, j, s[c], onMove)
 		j = c
 	}
-	s[j] = x
-	if onMove != nil {
-		onMove(&s[j], j)
-	}
+	place(s, j, x, onMove)
 	h.up(j)
 }
