@@ -100,9 +100,7 @@ func (h *Heap[T]) Remove(i int) Item[T] {
 	h.items[last] = Item[T]{}
 	h.items = h.items[:last]
 	if i < last {
-		h.items[i] = y
-		h.moved(i)
-		h.Fix(i)
+		h.Set(i, y)
 	}
 	return x
 }
