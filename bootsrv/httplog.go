@@ -1,6 +1,7 @@
 package bootsrv
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -37,7 +38,7 @@ type httpRequest struct {
 func (h httpRequest) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	enc.AddString("remote", h.r.RemoteAddr)
 	enc.AddString("method", h.r.Method)
-	enc.AddString("path", h.r.URL.Path)
+	enc.AddString("path", clipPath(h.r.URL.Path))
 	node, mac := h.s.requestNode(h.r, h.node)
 	if node != "" {
 		enc.AddString("node", node)
@@ -78,4 +79,16 @@ func (s *Server) requestNode(r *http.Request, node string) (name, mac string) {
 		return node, n.MAC.String()
 	}
 	return node, ""
+}
+
+// maxLoggedPath bounds the path a log line repeats: a client may send up to the 64 KiB header
+// limit of it, on lines (refusals) it can provoke at will.
+const maxLoggedPath = 256
+
+// clipPath returns p cut to maxLoggedPath bytes, saying how long it was when it cuts.
+func clipPath(p string) string {
+	if len(p) <= maxLoggedPath {
+		return p
+	}
+	return fmt.Sprintf("%s...(%d bytes)", p[:maxLoggedPath], len(p))
 }

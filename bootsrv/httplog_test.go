@@ -1,6 +1,7 @@
 package bootsrv
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -67,6 +68,18 @@ func TestHTTPLogFields(t *testing.T) {
 		}
 		if d := cmp.Diff(append(tc.lines, "HTTP request"), got); d != "" {
 			t.Errorf("%s %s from %s: lines (-want +got):\n%s", tc.method, tc.target, tc.remote, d)
+		}
+	}
+}
+
+func TestClipLoggedPath(t *testing.T) {
+	long := "/ipxe/" + strings.Repeat("x", maxLoggedPath)
+	for _, c := range []struct{ in, want string }{
+		{"/ipxe/52:54:00:00:00:01", "/ipxe/52:54:00:00:00:01"},
+		{long, long[:maxLoggedPath] + "...(262 bytes)"},
+	} {
+		if got := clipPath(c.in); got != c.want {
+			t.Errorf("clipPath(%d bytes) = %q, want %q", len(c.in), got, c.want)
 		}
 	}
 }

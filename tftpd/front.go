@@ -89,7 +89,9 @@ func (f *front) dispatch(b []byte, from netip.AddrPort, oob []byte) bool {
 		s.startTransfer(req, from, f.local(oob))
 	case opWRQ:
 		s.m.transfers.WithLabelValues(string(OutcomeRefused)).Inc()
-		s.logRequest(zap.InfoLevel, "tftp write refused", s.writeRequestLog(b, from))
+		if ce := s.log.Check(zap.InfoLevel, "tftp write refused"); ce != nil {
+			ce.Write(s.writeRequestLog(b, from).fields()...) // parsed only when the line is written
+		}
 		f.WriteToUDPAddrPort(errorPacket(errCodeAccess, errWrite.Error()), from)
 	default:
 		// ACKs, DATA and ERRORs for no transfer, and garbage: no answer, so

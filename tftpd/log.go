@@ -1,6 +1,7 @@
 package tftpd
 
 import (
+	"fmt"
 	"net/netip"
 
 	"go.uber.org/zap"
@@ -33,10 +34,10 @@ func (l requestLog) fields(extra ...zap.Field) []zap.Field {
 	f := make([]zap.Field, 0, 5+len(extra))
 	f = append(f, zap.Stringer("remote", l.remote))
 	if l.filename != "" || l.req != nil {
-		f = append(f, zap.String("filename", l.filename))
+		f = append(f, zap.String("filename", clip(l.filename)))
 	}
 	if l.req != nil {
-		f = append(f, zap.String("mode", l.req.mode), zap.String("options", l.req.optionString()))
+		f = append(f, zap.String("mode", clip(l.req.mode)), zap.String("options", clip(l.req.optionString())))
 	}
 	if l.nodeName != nil {
 		if name, ok := l.nodeName(l.remote.Addr()); ok {
@@ -51,4 +52,16 @@ func (s *Server) logRequest(level zapcore.Level, msg string, l requestLog, extra
 	if ce := s.log.Check(level, msg); ce != nil {
 		ce.Write(l.fields(extra...)...)
 	}
+}
+
+// maxLoggedText bounds what a log line repeats of a client's words (file name, mode, options): a
+// request may carry up to a datagram of them, and a line per spoofed datagram should not.
+const maxLoggedText = 256
+
+// clip returns s cut to maxLoggedText bytes, saying how long it was when it cuts.
+func clip(s string) string {
+	if len(s) <= maxLoggedText {
+		return s
+	}
+	return fmt.Sprintf("%s...(%d bytes)", s[:maxLoggedText], len(s))
 }

@@ -130,3 +130,16 @@ func waitLog(t *testing.T, logs *observer.ObservedLogs, msg string, skip int) ob
 	t.Fatalf("no log line %q within 5 s", msg)
 	return observer.LoggedEntry{}
 }
+
+func TestClipLoggedText(t *testing.T) {
+	long := strings.Repeat("a", maxLoggedText+10)
+	for _, c := range []struct{ in, want string }{
+		{"pxelinux.0", "pxelinux.0"},
+		{long[:maxLoggedText], long[:maxLoggedText]},
+		{long, long[:maxLoggedText] + "...(266 bytes)"},
+	} {
+		if got := clip(c.in); got != c.want {
+			t.Errorf("clip(%d bytes) = %q, want %q", len(c.in), got, c.want)
+		}
+	}
+}

@@ -72,7 +72,11 @@ func parseRequest(b []byte, want int) (request, error) {
 		return request{}, errors.New("datagram shorter than an opcode")
 	}
 	if op := int(b[0])<<8 | int(b[1]); op != want {
-		return request{}, fmt.Errorf("opcode %d is not %s", op, map[int]string{opRRQ: "RRQ", opWRQ: "WRQ"}[want])
+		name := "RRQ"
+		if want == opWRQ {
+			name = "WRQ"
+		}
+		return request{}, fmt.Errorf("opcode %d is not %s", op, name)
 	}
 	if len(b) > maxRequestDatagram {
 		return request{}, fmt.Errorf("request of %d bytes, limit %d", len(b), maxRequestDatagram)
