@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"testing/fstest"
+
+	"github.com/bootfabric/bootfabric/internal/testfix"
 )
 
 // BenchmarkFetch8MB fetches an 8 MB file over loopback at blksize 1468:
@@ -13,7 +15,7 @@ import (
 // firmware asks for) and 16. bench/tftp/run.sh measures real clients and
 // the concurrent case beside tftpd-hpa.
 func BenchmarkFetch8MB(b *testing.B) {
-	data := randomBytes(8_000_000, 99)
+	data := testfix.RandomBytes(8_000_000, 99)
 	sum := sha256.Sum256(data)
 	for _, tc := range []struct {
 		name  string

@@ -1,8 +1,6 @@
 package tftpd
 
 import (
-	"github.com/bootfabric/bootfabric/internal/testenv"
-
 	"context"
 	"crypto/sha256"
 	"net"
@@ -13,6 +11,9 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/bootfabric/bootfabric/internal/testenv"
+	"github.com/bootfabric/bootfabric/internal/testfix"
 )
 
 // Tests with TFTP clients nobody here wrote: curl (tftp://) and atftp,
@@ -39,9 +40,9 @@ func runTool(t *testing.T, name string, args ...string) {
 
 func externalFixture(t *testing.T) (*testServer, map[string][32]byte) {
 	files := map[string][]byte{
-		"undionly.kpxe":        randomBytes(68_000, 21),
-		"boot/default/vmlinuz": randomBytes(4_000_000, 22),
-		"exact":                randomBytes(1468*10, 23),
+		"undionly.kpxe":        testfix.RandomBytes(68_000, 21),
+		"boot/default/vmlinuz": testfix.RandomBytes(4_000_000, 22),
+		"exact":                testfix.RandomBytes(1468*10, 23),
 	}
 	root := fstest.MapFS{}
 	sums := map[string][32]byte{}

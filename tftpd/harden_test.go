@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/bootfabric/bootfabric/internal/testfix"
 )
 
 // The tests in this file replay the attacks of a hostile host on the boot
@@ -58,7 +60,7 @@ func waitActive(t *testing.T, s *Server, want int, d time.Duration) {
 // is above the server's ceiling, and the transfer gives up on the server's
 // own schedule.
 func TestAttackClientTimeout(t *testing.T) {
-	data := randomBytes(100_000, 31)
+	data := testfix.RandomBytes(100_000, 31)
 	for _, window := range []string{"1", "4"} {
 		t.Run("windowsize "+window, func(t *testing.T) {
 			ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}, Timeout: 100 * time.Millisecond, Retries: 2})
@@ -89,7 +91,7 @@ func TestAttackClientTimeout(t *testing.T) {
 // the server would resend keeps a transfer alive forever; MaxTransferTime
 // ends it.
 func TestAttackSlowClient(t *testing.T) {
-	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: randomBytes(1_000_000, 32)}},
+	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: testfix.RandomBytes(1_000_000, 32)}},
 		Timeout: 300 * time.Millisecond, Retries: 2, MaxTransferTime: 700 * time.Millisecond})
 	rc, first := rawRRQ(t, ts.addr, "f")
 	if binary.BigEndian.Uint16(first) != opDATA {
@@ -120,7 +122,7 @@ func TestAttackSlowClient(t *testing.T) {
 // TestAttackSlotsPerClient: one host opening many silent transfers takes
 // at most its share of the slots; another host is still served.
 func TestAttackSlotsPerClient(t *testing.T) {
-	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: randomBytes(100_000, 33)}},
+	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: testfix.RandomBytes(100_000, 33)}},
 		MaxTransfers: 8, MaxTransfersPerClient: 3, Timeout: 2 * time.Second, Retries: 5})
 	var busy int
 	for range 8 {
@@ -154,7 +156,7 @@ func TestAttackClientGone(t *testing.T) {
 	} {
 		t.Run(tc.name+" closed port", func(t *testing.T) {
 			gate := make(chan struct{})
-			root := gatedFS{fstest.MapFS{"f": {Data: randomBytes(100_000, 34)}}, gate}
+			root := gatedFS{fstest.MapFS{"f": {Data: testfix.RandomBytes(100_000, 34)}}, gate}
 			ts := startServer(t, Config{Root: root, Timeout: 3 * time.Second, Retries: 5})
 			// The request's socket is closed before the server answers
 			// (it is held in Open until then): the answer meets a closed
@@ -169,7 +171,7 @@ func TestAttackClientGone(t *testing.T) {
 			}
 		})
 		t.Run(tc.name+" error", func(t *testing.T) {
-			ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: randomBytes(100_000, 34)}}, Timeout: 3 * time.Second, Retries: 5})
+			ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: testfix.RandomBytes(100_000, 34)}}, Timeout: 3 * time.Second, Retries: 5})
 			rc, first := rawRRQ(t, ts.addr, "f", tc.opts...)
 			parseOACK(t, first)
 			rc.send(t, rawError(0, "bye"))
@@ -192,7 +194,7 @@ func (g gatedFS) Open(name string) (fs.File, error) {
 // TestAttackShutdown: stopping the server while transfers wait on clients
 // with long timeouts (theirs or the server's) returns within 2 s.
 func TestAttackShutdown(t *testing.T) {
-	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: randomBytes(1_000_000, 35)}},
+	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: testfix.RandomBytes(1_000_000, 35)}},
 		Timeout: 20 * time.Second, Retries: 5, MaxClientTimeout: 30 * time.Second, MaxTransfersPerClient: 32})
 	for i := range 20 {
 		opts := []string{"blksize", "1468", "timeout", "30"}
@@ -215,7 +217,7 @@ func TestAttackShutdown(t *testing.T) {
 // options, too many options, a mode other than octet or netascii) get a
 // TFTP ERROR and never a transfer.
 func TestAttackStrictParser(t *testing.T) {
-	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: randomBytes(10_000, 36)}}})
+	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: testfix.RandomBytes(10_000, 36)}}})
 	many := []string{}
 	for i := range 17 {
 		many = append(many, fmt.Sprintf("x%d", i), "1")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/internal/testenv"
+	"github.com/bootfabric/bootfabric/internal/testfix"
 )
 
 // rawFetchLockStep receives a file lock-step after an OACK (or from DATA 1
@@ -45,7 +46,7 @@ func rawFetchLockStep(t *testing.T, rc *rawClient, first []byte, blksize int, du
 // TestLockStepDuplicateACK: a duplicate ACK is not answered with a resend
 // (Sorcerer's Apprentice): every block arrives exactly once.
 func TestLockStepDuplicateACK(t *testing.T) {
-	data := randomBytes(20*512+11, 41)
+	data := testfix.RandomBytes(20*512+11, 41)
 	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}, Timeout: 2 * time.Second})
 	rc, first := rawRRQ(t, ts.addr, "f")
 	got := rawFetchLockStep(t, rc, first, 512, 5) // rawFetchLockStep fails on a block out of order
@@ -63,7 +64,7 @@ func TestLockStepDuplicateACK(t *testing.T) {
 
 // TestLockStepRollover: block numbers wrap at 65536 (66,000 blocks of 8).
 func TestLockStepRollover(t *testing.T) {
-	data := randomBytes(66_000*8+3, 42)
+	data := testfix.RandomBytes(66_000*8+3, 42)
 	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}})
 	rc, first := rawRRQ(t, ts.addr, "f", "blksize", "8")
 	got := rawFetchLockStep(t, rc, first, 8, 0)
@@ -75,7 +76,7 @@ func TestLockStepRollover(t *testing.T) {
 // TestLockStepThroughPoller: with every lock-step thread taken, a
 // lock-step transfer runs in the windowed sender with a window of one.
 func TestLockStepThroughPoller(t *testing.T) {
-	data := randomBytes(100_000, 43)
+	data := testfix.RandomBytes(100_000, 43)
 	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}})
 	for range cap(ts.srv.threads) { // no thread free
 		ts.srv.threads <- struct{}{}
@@ -96,7 +97,7 @@ func TestLockStepIPv6(t *testing.T) {
 	} else {
 		c.Close()
 	}
-	data := randomBytes(300_000, 44)
+	data := testfix.RandomBytes(300_000, 44)
 	ts := startServerOn(t, Config{Root: fstest.MapFS{"f": {Data: data}}}, "[::1]:0")
 	got, _, err := fetch(ts.addr, "f", 1468, true)
 	if err != nil || !bytes.Equal(got, data) {

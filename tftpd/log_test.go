@@ -9,6 +9,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -21,7 +22,7 @@ import (
 // datagram.
 func TestRequestLogFields(t *testing.T) {
 	core, logs := observer.New(zap.DebugLevel)
-	data := randomBytes(3000, 5)
+	data := testfix.RandomBytes(3000, 5)
 	nodeName := func(a netip.Addr) (string, bool) {
 		if a == netip.MustParseAddr("127.0.0.1") {
 			return "node-7", true

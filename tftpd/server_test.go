@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/google/go-cmp/cmp"
 	"github.com/pin/tftp/v3"
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,15 +60,6 @@ func (r *recorder) next(t *testing.T) TransferResult {
 		t.Fatal("no transfer finished within 10s")
 		return TransferResult{}
 	}
-}
-
-func randomBytes(n int, seed uint64) []byte {
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	return b
 }
 
 type testServer struct {
@@ -267,9 +258,9 @@ func TestClassify(t *testing.T) {
 
 func TestFetchLoopback(t *testing.T) {
 	files := map[string][]byte{
-		"undionly.kpxe":        randomBytes(70_123, 1),
-		"boot/default/vmlinuz": randomBytes(3_000_000, 2),
-		"exact":                randomBytes(1468*4, 3), // ends with an empty DATA block
+		"undionly.kpxe":        testfix.RandomBytes(70_123, 1),
+		"boot/default/vmlinuz": testfix.RandomBytes(3_000_000, 2),
+		"exact":                testfix.RandomBytes(1468*4, 3), // ends with an empty DATA block
 		"empty":                {},
 	}
 	root := fstest.MapFS{}
@@ -451,7 +442,7 @@ func rawError(code uint16, msg string) []byte {
 // windowsize 4. The first is a probe, the second a complete windowed
 // transfer.
 func TestUEFITsizeProbe(t *testing.T) {
-	data := randomBytes(1_000_003, 7)
+	data := testfix.RandomBytes(1_000_003, 7)
 	ts := startServer(t, Config{Root: fstest.MapFS{"ipxe.efi": {Data: data}}})
 
 	for _, code := range []uint16{8, 5} { // EDK2 sends 8 (request denied); some firmware 5
@@ -490,7 +481,7 @@ func TestUEFITsizeProbe(t *testing.T) {
 // TestBusyRefused holds the only transfer slot with a client that never
 // acknowledges, and checks that the next request is refused at once.
 func TestBusyRefused(t *testing.T) {
-	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: randomBytes(10_000, 3)}}, MaxTransfers: 1, Timeout: 300 * time.Millisecond, Retries: 2})
+	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: testfix.RandomBytes(10_000, 3)}}, MaxTransfers: 1, Timeout: 300 * time.Millisecond, Retries: 2})
 	_, first := rawRRQ(t, ts.addr, "f", "blksize", "1468")
 	parseOACK(t, first) // the slot is now taken until the server gives up
 	startRefused := time.Now()
@@ -585,7 +576,7 @@ func must(t *testing.T, err error) {
 }
 
 func TestShutdownStopsTransfers(t *testing.T) {
-	ts := startServer(t, Config{Root: fstest.MapFS{"big": {Data: randomBytes(50_000_000, 4)}}, Timeout: 200 * time.Millisecond, Retries: 2})
+	ts := startServer(t, Config{Root: fstest.MapFS{"big": {Data: testfix.RandomBytes(50_000_000, 4)}}, Timeout: 200 * time.Millisecond, Retries: 2})
 	errc := make(chan error, 1)
 	go func() {
 		_, _, err := fetch(ts.addr, "big", 512, false)
@@ -617,7 +608,7 @@ func TestConcurrentFetches(t *testing.T) {
 	files := fstest.MapFS{}
 	sums := map[string][32]byte{}
 	for i := range 8 {
-		b := randomBytes(200_000+i*1000, uint64(10+i))
+		b := testfix.RandomBytes(200_000+i*1000, uint64(10+i))
 		name := fmt.Sprintf("f%d", i)
 		files[name] = &fstest.MapFile{Data: b}
 		sums[name] = sha256.Sum256(b)
@@ -650,7 +641,7 @@ func TestConcurrentFetches(t *testing.T) {
 // TestAnticipate checks the opt-in burst mode with the pin/tftp client and
 // with the UEFI probe sequence.
 func TestAnticipate(t *testing.T) {
-	data := randomBytes(2_000_000, 9)
+	data := testfix.RandomBytes(2_000_000, 9)
 	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}, Anticipate: 8})
 	got, size, err := fetch(ts.addr, "f", 1468, true)
 	if err != nil {
@@ -673,7 +664,7 @@ func TestAnticipate(t *testing.T) {
 // TestRetransmissionCounted withholds one ACK so the server sends a block
 // again, and checks the result and the metric count it.
 func TestRetransmissionCounted(t *testing.T) {
-	data := randomBytes(3*1468+100, 5)
+	data := testfix.RandomBytes(3*1468+100, 5)
 	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}, Timeout: 300 * time.Millisecond, Retries: 3})
 	rc, first := rawRRQ(t, ts.addr, "f", "blksize", "1468")
 	if diff := cmp.Diff(map[string]string{"blksize": "1468"}, parseOACK(t, first)); diff != "" {

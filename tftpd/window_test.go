@@ -12,6 +12,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -171,7 +172,7 @@ func TestNegotiate(t *testing.T) {
 // acknowledges the last block it has in order and the server must go on
 // from there. Every byte must arrive, and the resends be counted.
 func TestWindowedLoss(t *testing.T) {
-	data := randomBytes(100*1468+77, 21)
+	data := testfix.RandomBytes(100*1468+77, 21)
 	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}})
 	for _, tc := range []struct {
 		name string
@@ -205,7 +206,7 @@ func TestWindowedLoss(t *testing.T) {
 // TestWindowedTimeout withholds one window's ACK: the server must send the
 // window again after its timeout, then carry on.
 func TestWindowedTimeout(t *testing.T) {
-	data := randomBytes(40*1024+5, 22)
+	data := testfix.RandomBytes(40*1024+5, 22)
 	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}, Timeout: 200 * time.Millisecond, Retries: 3})
 	rc, first := rawRRQ(t, ts.addr, "f", "blksize", "1024", "windowsize", "4")
 	parseOACK(t, first)
@@ -225,7 +226,7 @@ func TestWindowedTimeout(t *testing.T) {
 
 // TestWindowedRollover sends more than 65535 blocks, so block numbers wrap.
 func TestWindowedRollover(t *testing.T) {
-	data := randomBytes(70_000*8+3, 23) // 70,001 blocks of 8 bytes
+	data := testfix.RandomBytes(70_000*8+3, 23) // 70,001 blocks of 8 bytes
 	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}})
 	rc, first := rawRRQ(t, ts.addr, "f", "blksize", "8", "windowsize", "64", "tsize", "0")
 	if diff := cmp.Diff(map[string]string{"blksize": "8", "windowsize": "64", "tsize": fmt.Sprint(len(data))}, parseOACK(t, first)); diff != "" {
@@ -243,7 +244,7 @@ func TestWindowedRollover(t *testing.T) {
 // TestWindowedRefusals: a windowed request for a missing file, a bad path,
 // or beyond the transfer limit gets an ERROR with the right code.
 func TestWindowedRefusals(t *testing.T) {
-	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: randomBytes(100_000, 24)}}, MaxTransfers: 1, Timeout: 300 * time.Millisecond, Retries: 2})
+	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: testfix.RandomBytes(100_000, 24)}}, MaxTransfers: 1, Timeout: 300 * time.Millisecond, Retries: 2})
 	for _, tc := range []struct {
 		name string
 		code uint16
@@ -276,7 +277,7 @@ func TestWindowedRefusals(t *testing.T) {
 // TestWindowedClientAbort: an ERROR from the client mid-transfer ends it as
 // aborted (not a probe), and the server sends nothing more.
 func TestWindowedClientAbort(t *testing.T) {
-	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: randomBytes(100_000, 25)}}})
+	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: testfix.RandomBytes(100_000, 25)}}})
 	rc, first := rawRRQ(t, ts.addr, "f", "blksize", "1000", "windowsize", "2")
 	parseOACK(t, first)
 	rc.send(t, []byte{0, 4, 0, 0})
@@ -308,7 +309,7 @@ func TestWindowedClientAbort(t *testing.T) {
 
 // TestWindowedShutdown: stopping the server ends a windowed transfer.
 func TestWindowedShutdown(t *testing.T) {
-	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: randomBytes(1_000_000, 26)}}, Timeout: 200 * time.Millisecond, Retries: 2})
+	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: testfix.RandomBytes(1_000_000, 26)}}, Timeout: 200 * time.Millisecond, Retries: 2})
 	rc, first := rawRRQ(t, ts.addr, "f", "windowsize", "4")
 	parseOACK(t, first)
 	rc.send(t, []byte{0, 4, 0, 0}) // then never acknowledge a window
@@ -345,7 +346,7 @@ func TestWindowedAnswersFromRequestAddress(t *testing.T) {
 }
 
 func TestWindowedEmptyAndExactFiles(t *testing.T) {
-	files := fstest.MapFS{"empty": {Data: nil}, "exact": {Data: randomBytes(4*512, 27)}}
+	files := fstest.MapFS{"empty": {Data: nil}, "exact": {Data: testfix.RandomBytes(4*512, 27)}}
 	ts := startServer(t, Config{Root: files})
 	for name, f := range files {
 		rc, first := rawRRQ(t, ts.addr, name, "windowsize", "4", "tsize", "0")
