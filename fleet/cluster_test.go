@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/bootfabric/bootfabric/internal/testfix"
 )
 
 // retry runs f until it succeeds or timeout passes (then it fails the test), and returns how many
@@ -103,7 +105,7 @@ func TestThreeMembers(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("watch: v2 not delivered within 10 s")
 	}
-	waitFor(t, 10*time.Second, "lease renewed after the kill", func() bool { return m.Stats().Renewals > before+2 && m.Valid() })
+	testfix.WaitFor(t, "lease renewed after the kill", 10*time.Second, func() bool { return m.Stats().Renewals > before+2 && m.Valid() })
 	close(stop)
 	t.Logf("membership not Valid for %v in total around the kill; renewals %+v", <-invalid, m.Stats())
 	ms, _, err := obs.Members(ctx)
@@ -214,7 +216,7 @@ func TestPartition(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("Lost not closed within 15 s of the endpoint's return")
 	}
-	waitFor(t, 10*time.Second, "re-joined", func() bool { return m.Valid() && m.LeaseID() != lease })
+	testfix.WaitFor(t, "re-joined", 10*time.Second, func() bool { return m.Valid() && m.LeaseID() != lease })
 	waitMembers([]string{"bs0"})
 	if st := m.Stats(); st.Rejoins != 1 {
 		t.Errorf("stats %+v, want one re-join", st)

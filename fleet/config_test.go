@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/bootfabric/bootfabric/internal/testfix"
 )
 
 func TestConfigApplyRead(t *testing.T) {
@@ -81,7 +83,7 @@ func TestWatchConfig(t *testing.T) {
 	e.Member(0).Stop()
 	e.Member(0).Restart()
 	var rev3 int64
-	waitFor(t, 10*time.Second, "apply after restart", func() bool {
+	testfix.WaitFor(t, "apply after restart", 10*time.Second, func() bool {
 		rev3, err = c.ApplyConfig(ctx, []byte("v3"))
 		return err == nil
 	})
@@ -95,7 +97,7 @@ func TestWatchConfig(t *testing.T) {
 	ch2 := c.WatchConfig(wctx)
 	time.Sleep(200 * time.Millisecond) // the goroutine is blocked delivering v4
 	cancel()
-	waitFor(t, 5*time.Second, "watch closed after cancel", func() bool {
+	testfix.WaitFor(t, "watch closed after cancel", 5*time.Second, func() bool {
 		select {
 		case _, ok := <-ch2:
 			return !ok

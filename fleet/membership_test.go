@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/bootfabric/bootfabric/internal/testfix"
 )
 
 func names(ms []Member) []string {
@@ -151,7 +153,7 @@ func TestFencing(t *testing.T) {
 
 	stopped := time.Now()
 	e.Member(0).Stop()
-	invalid := waitFor(t, ttl, "Valid false with etcd stopped", func() bool { return !m.Valid() })
+	invalid := testfix.WaitFor(t, "Valid false with etcd stopped", ttl, func() bool { return !m.Valid() })
 	st := m.Stats()
 	sinceRenewal := time.Since(st.LastRenewal)
 	t.Logf("Valid false %v after etcd stopped, %v after the last renewal was sent (ttl %v, margin %v)",
@@ -169,7 +171,7 @@ func TestFencing(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // etcd stays down a while longer
 	t.Logf("etcd down for %v", time.Since(stopped).Round(time.Millisecond))
 	e.Member(0).Restart()
-	back := waitFor(t, 15*time.Second, "Valid again after etcd restart", m.Valid)
+	back := testfix.WaitFor(t, "Valid again after etcd restart", 15*time.Second, m.Valid)
 	t.Logf("Valid again %v after etcd was healthy; stats %+v", back.Round(time.Millisecond), m.Stats())
 	if m.Stats().RenewalFailures == 0 {
 		t.Error("no renewal failure counted")
@@ -214,7 +216,7 @@ func TestRejoin(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Lost not closed within 5 s of the revoke")
 	}
-	waitFor(t, 5*time.Second, "re-joined", func() bool { return m.Valid() && m.LeaseID() != old })
+	testfix.WaitFor(t, "re-joined", 5*time.Second, func() bool { return m.Valid() && m.LeaseID() != old })
 	ms, _, err := c.Members(ctx)
 	if err != nil || len(ms) != 1 || ms[0].LeaseID != m.LeaseID() {
 		t.Fatalf("Members after re-join = %+v, %v", ms, err)

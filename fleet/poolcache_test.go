@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/bootfabric/bootfabric/internal/testfix"
 )
 
 // TestPoolCache: two servers' caches pick the same free address for two MACs (offers are local);
@@ -43,7 +45,7 @@ func TestPoolCache(t *testing.T) {
 		t.Fatalf("b took %v for %s after a took it for %s: %v, want ErrAddressTaken", ip2, m2, m1, err)
 	}
 	// b's cache learns through the watch: it no longer offers ip1 to anyone but m1.
-	waitFor(t, 5*time.Second, "b's cache sees a's lease", func() bool {
+	testfix.WaitFor(t, "b's cache sees a's lease", 5*time.Second, func() bool {
 		ip, err := cb.Pick(m2, pool, none)
 		return err == nil && ip != ip1
 	})
@@ -58,7 +60,7 @@ func TestPoolCache(t *testing.T) {
 	if err := cb.Take(ctx, m2, other, exp); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "a sees both leases", func() bool {
+	testfix.WaitFor(t, "a sees both leases", 5*time.Second, func() bool {
 		_, err := ca.Pick(m3, pool, none)
 		return errors.Is(err, ErrPoolExhausted)
 	})
