@@ -432,10 +432,7 @@ func writeFleetStatus(e *env, st *fleetStatusResult) error {
 	t := newTable(e.stdout)
 	t.row("SERVER", "ADDRESS", "STATE", "NODES", "URL", "JOINED", "LEASE")
 	for _, s := range st.Servers {
-		url, joined, lease := s.URL, "-", "-"
-		if url == "" {
-			url = "-"
-		}
+		url, joined, lease := orDash(s.URL), "-", "-"
 		if s.Joined > 0 {
 			joined = "rev " + strconv.FormatInt(s.Joined, 10)
 		}

@@ -259,17 +259,9 @@ func writeImageTable(e *env, list []images.Profile) error {
 	t.row("profile", "kernel", "initrd", "files", "MB", "sha256 (kernel)", "cmdline")
 	for _, p := range list {
 		s := summarizeProfile(p)
-		initrd := p.Initrd
-		if initrd == "" {
-			initrd = "-"
-		}
 		names := p.FileNames()
 		sort.Strings(names)
-		cmd := p.Cmdline
-		if cmd == "" {
-			cmd = "-"
-		}
-		t.row(p.Name, p.Kernel, initrd, len(names), fmtFloat(float64(s.Bytes)/1e6, 1), p.Files[p.Kernel].SHA256[:12], cmd)
+		t.row(p.Name, p.Kernel, orDash(p.Initrd), len(names), fmtFloat(float64(s.Bytes)/1e6, 1), p.Files[p.Kernel].SHA256[:12], orDash(p.Cmdline))
 	}
 	return t.flush()
 }
