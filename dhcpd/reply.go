@@ -36,7 +36,9 @@ type ReplyParams struct {
 // reply in turn: first the ones every reply has (replyChain), then the ones of
 // the client's boot class (bootChain). Unlike coredhcp's plugins, a modifier
 // keeps no configuration of its own in package variables: everything it
-// needs comes in its argument.
+// needs comes in its argument. The boot class (p.Boot.Kind) decides which
+// BootChoice fields are used: option 60 only for PXE, HTTP boot and iPXE,
+// option 175 only for iPXE, as Classify sets them.
 func BuildReply(req *dhcpv4.DHCPv4, p ReplyParams) (*dhcpv4.DHCPv4, error) {
 	if req == nil {
 		return nil, errors.New("dhcpd: build reply: nil request")
