@@ -45,7 +45,7 @@ const (
 	OutcomeExhausted   Outcome = "exhausted"    // pool full
 	OutcomeError       Outcome = "error"        // internal error (lease store, reply build)
 	OutcomeMalformed   Outcome = "malformed"    // unparsable packet (server only)
-	OutcomeDuplicate   Outcome = "duplicate"    // retransmit of an in-flight (MAC, xid, type)
+	OutcomeDuplicate   Outcome = "duplicate"    // retransmit of a (MAC, xid, type) still waiting in the queue
 	OutcomeQueueFull   Outcome = "queue_full"   // dropped: worker queue full
 	OutcomeSendFailed  Outcome = "send_failed"  // reply built but not sent
 )

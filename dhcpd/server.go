@@ -120,8 +120,13 @@ type Server struct {
 	mu    sync.Mutex
 	conns []*listener
 
-	inflightMu sync.Mutex
-	inflight   map[dedupKey]struct{}
+	// queuedMu guards queued: the requests waiting in the queue for a worker. A retransmit of one
+	// of them is dropped (the copy in the queue will be answered); once a worker takes a request,
+	// its retransmits are queued and answered again, as RFC 2131 servers answer retransmits, so a
+	// reply lost on the way (a full shaped queue, a descheduled client) costs the client one
+	// retransmit interval, never its lease.
+	queuedMu sync.Mutex
+	queued   map[dedupKey]struct{}
 
 	ifMu    sync.Mutex
 	ifAddrs map[int]ifAddr
@@ -197,7 +202,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	return &Server{
 		cfg: cfg, handler: NewHandler(cfg), log: cfg.Logger, m: m,
-		inflight: map[dedupKey]struct{}{}, ifAddrs: map[int]ifAddr{},
+		queued: map[dedupKey]struct{}{}, ifAddrs: map[int]ifAddr{},
 	}, nil
 }
 
@@ -316,6 +321,7 @@ func (s *Server) Serve(ctx context.Context) error {
 			defer workers.Done()
 			for j := range queue {
 				s.m.queue.Dec()
+				s.dequeued(j.key)
 				s.work(wctx, j)
 			}
 		}()
@@ -391,7 +397,8 @@ func (s *Server) read(ctx context.Context, l *listener, queue chan<- job) error 
 }
 
 // enqueue parses one datagram and hands it to a worker unless it is
-// malformed, a duplicate of an in-flight request, or the queue is full.
+// malformed, a retransmit of a request still waiting in the queue, or the
+// queue is full.
 func (s *Server) enqueue(b []byte, cm *ipv4.ControlMessage, peer net.Addr, l *listener, start time.Time, queue chan<- job) {
 	req, err := parse(b)
 	if err != nil {
@@ -408,21 +415,21 @@ func (s *Server) enqueue(b []byte, cm *ipv4.ControlMessage, peer net.Addr, l *li
 	copy(j.key.mac[:], req.ClientHWAddr)
 	j.key.xid, j.key.mt = req.TransactionID, req.MessageType()
 
-	s.inflightMu.Lock()
-	if _, dup := s.inflight[j.key]; dup {
-		s.inflightMu.Unlock()
+	s.queuedMu.Lock()
+	if _, dup := s.queued[j.key]; dup {
+		s.queuedMu.Unlock()
 		s.count(req, OutcomeDuplicate)
 		s.m.drops.WithLabelValues(string(OutcomeDuplicate)).Inc()
 		return
 	}
-	s.inflight[j.key] = struct{}{}
-	s.inflightMu.Unlock()
+	s.queued[j.key] = struct{}{}
+	s.queuedMu.Unlock()
 
 	select {
 	case queue <- j:
 		s.m.queue.Inc()
 	default:
-		s.done(j.key)
+		s.dequeued(j.key)
 		s.count(req, OutcomeQueueFull)
 		s.m.drops.WithLabelValues(string(OutcomeQueueFull)).Inc()
 	}
@@ -452,10 +459,11 @@ func parse(b []byte) (req *dhcpv4.DHCPv4, err error) {
 	return req, nil
 }
 
-func (s *Server) done(k dedupKey) {
-	s.inflightMu.Lock()
-	delete(s.inflight, k)
-	s.inflightMu.Unlock()
+// dequeued forgets that request k waits in the queue: a worker has it (or the queue refused it).
+func (s *Server) dequeued(k dedupKey) {
+	s.queuedMu.Lock()
+	delete(s.queued, k)
+	s.queuedMu.Unlock()
 }
 
 func (s *Server) count(req *dhcpv4.DHCPv4, o Outcome) {
@@ -464,7 +472,6 @@ func (s *Server) count(req *dhcpv4.DHCPv4, o Outcome) {
 
 // work handles one request on a worker.
 func (s *Server) work(ctx context.Context, j job) {
-	defer s.done(j.key)
 	defer func() {
 		if r := recover(); r != nil {
 			s.count(j.req, OutcomeError)

@@ -269,8 +269,10 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}
 }
 
-// TestDedup checks that a retransmit of an in-flight (MAC, xid, type) is
-// dropped, that a new type or xid is not, and that a full queue drops.
+// TestDedup checks that a retransmit of a (MAC, xid, type) still in the
+// queue is dropped, that a new type or xid is not, that a retransmit is
+// queued again as soon as a worker has taken the first copy (its answer may
+// be lost), and that a full queue drops.
 func TestDedup(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	s, err := New(Config{QueueSize: 3, Registerer: reg})
@@ -283,7 +285,7 @@ func TestDedup(t *testing.T) {
 
 	d1 := discover(t)
 	send(d1)
-	send(d1) // retransmit while in flight: dropped
+	send(d1) // retransmit while the first copy waits: dropped
 	r1 := request(t, testMAC, dhcpv4.MessageTypeRequest, dhcpv4.WithTransactionID(d1.TransactionID))
 	send(r1) // same xid, other type: queued
 	d2 := discover(t)
@@ -294,14 +296,79 @@ func TestDedup(t *testing.T) {
 		t.Fatalf("queue has %d jobs, want 3", len(queue))
 	}
 	j := <-queue
-	s.done(j.key) // handled: a later retransmit is accepted again
+	s.dequeued(j.key) // a worker took it: a retransmit is queued although the first is not answered yet
 	send(d1)
 	if len(queue) != 3 {
-		t.Errorf("after done, retransmit not queued (queue %d)", len(queue))
+		t.Errorf("after a worker took the first copy, its retransmit was not queued (queue %d)", len(queue))
 	}
 	m, _ := newMetrics(reg)
 	got := []float64{testutil.ToFloat64(m.drops.WithLabelValues("duplicate")), testutil.ToFloat64(m.drops.WithLabelValues("queue_full"))}
 	if diff := cmp.Diff([]float64{1, 1}, got); diff != "" {
 		t.Errorf("drops [duplicate queue_full] (-want +got):\n%s", diff)
+	}
+}
+
+// blockingObserver holds the worker that handles the first request until release is closed: a
+// reply that is slow to leave, as under a storm.
+type blockingObserver struct {
+	once    sync.Once
+	started chan struct{}
+	release chan struct{}
+}
+
+func (o *blockingObserver) OnDHCP(net.HardwareAddr, dhcpv4.MessageType, Outcome, net.IP) {
+	first := false
+	o.once.Do(func() { first = true })
+	if first {
+		close(o.started)
+		<-o.release
+	}
+}
+
+// TestRetransmitWhileHandled checks that a retransmit arriving while a worker is still handling the
+// first copy is answered too (the first answer may be the one that gets lost), with the same offer.
+func TestRetransmitWhileHandled(t *testing.T) {
+	obs := &blockingObserver{started: make(chan struct{}), release: make(chan struct{})}
+	reg := prometheus.NewRegistry()
+	_, addr := startServer(t, Config{Reservations: StaticReservations{macKey(testMAC): testRes}, Observer: obs, Registerer: reg})
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	d := discover(t)
+	for i := 0; i < 2; i++ {
+		if _, err := conn.WriteTo(d.ToBytes(), addr); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			select {
+			case <-obs.started:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the first DISCOVER was not handled")
+			}
+		}
+	}
+	close(obs.release)
+	var got []string
+	buf := make([]byte, 1500)
+	for len(got) < 2 {
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, _, err := conn.ReadFrom(buf)
+		if err != nil {
+			t.Fatalf("after %d replies: %v", len(got), err)
+		}
+		r, err := dhcpv4.FromBytes(buf[:n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r.MessageType().String()+" "+r.YourIPAddr.String())
+	}
+	if diff := cmp.Diff([]string{"OFFER 10.0.0.17", "OFFER 10.0.0.17"}, got); diff != "" {
+		t.Errorf("replies (-want +got):\n%s", diff)
+	}
+	m, _ := newMetrics(reg)
+	if d := testutil.ToFloat64(m.drops.WithLabelValues("duplicate")); d != 0 {
+		t.Errorf("%v retransmits dropped as duplicates", d)
 	}
 }
