@@ -172,6 +172,9 @@ func up(ctx context.Context, spec Spec, log *zap.Logger, run runner) (c *Cluster
 		}
 	}()
 	start := time.Now()
+	if err := c.hostLimits(ctx); err != nil {
+		return c, err
+	}
 	if err := c.addNamespaces(ctx); err != nil {
 		return c, err
 	}
@@ -190,6 +193,56 @@ func up(ctx context.Context, spec Spec, log *zap.Logger, run runner) (c *Cluster
 	}
 	log.Info("cluster up", zap.String("name", spec.Name), zap.Int("namespaces", len(c.ns)), zap.Int("links", g.NumLinks()), zap.Duration("took", time.Since(start)))
 	return c, nil
+}
+
+// hostLimits raises the host's limits that a cluster of this size needs. They are the host's,
+// shared by every namespace (a namespace cannot set its own), so they are raised, never lowered,
+// and left raised: another cluster may be running.
+//
+//   - The neighbour table: each node resolves the boot servers it talks to and each server the nodes
+//     it answers, about 2 entries a node and up to 4 with a fleet's takeovers, while a fresh
+//     machine's gc_thresh3 is 1024. Past it the kernel drops packets ("neighbor table overflow");
+//     past gc_thresh2 it evicts entries still in use.
+//   - The receive backlog: a veth hands what it sends to the receiving CPU's one backlog queue, and a
+//     switch floods each broadcast (a DISCOVER, an ARP request) to every port at once. With a fresh
+//     machine's net.core.netdev_max_backlog of 1000, a 500-node DHCP storm lost hundreds of thousands
+//     of packets there (the second column of /proc/net/softnet_stat), DHCP answers and TFTP blocks
+//     among them, while the emulated links had room (issue 24).
+func (c *Cluster) hostLimits(ctx context.Context) error {
+	need := 4*len(c.Nodes) + 1024
+	for _, lim := range []struct {
+		key  string
+		want int
+	}{
+		{"net.ipv4.neigh.default.gc_thresh3", 2 * need},
+		{"net.ipv4.neigh.default.gc_thresh2", need},
+		{"net.core.netdev_max_backlog", max(10000, 20*len(c.Nodes))},
+	} {
+		if err := c.raiseSysctl(ctx, lim.key, lim.want); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// raiseSysctl sets the host's sysctl key to want when it is lower.
+func (c *Cluster) raiseSysctl(ctx context.Context, key string, want int) error {
+	out, err := c.run.Run(ctx, "sysctl", "-n", key)
+	if err != nil {
+		return err
+	}
+	have, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		return fmt.Errorf("sysctl %s: %q is not a number", key, out)
+	}
+	if have >= want {
+		return nil
+	}
+	if _, err := c.run.Run(ctx, "sysctl", "-q", "-w", fmt.Sprintf("%s=%d", key, want)); err != nil {
+		return err
+	}
+	c.log.Info("raised a host limit for the cluster", zap.String("sysctl", key), zap.Int("from", have), zap.Int("to", want))
+	return nil
 }
 
 // checkNoLeftover refuses a cluster whose state file (path) or namespaces exist already.

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
 
 	"github.com/bootfabric/bootfabric/internal/testfix"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // The tests in this file replay the attacks of a hostile host on the boot
@@ -256,5 +258,59 @@ func TestNetascii(t *testing.T) {
 	rc.send(t, []byte{0, 4, 0, 1})
 	if res := ts.rec.next(t); res.Outcome != OutcomeOK {
 		t.Fatalf("outcome %s (%v)", res.Outcome, res.Err)
+	}
+}
+
+// TestRepeatedRequest replays curl's answer to a lost OACK: the same read request again from the
+// same port while the first transfer runs. The server must not start a second transfer (the client
+// follows the first; the second's ERROR when it gave up would end the client's good transfer).
+func TestRepeatedRequest(t *testing.T) {
+	data := testfix.RandomBytes(3*512+7, 3)
+	// A timeout the transfer cannot reach on a loaded machine: the first transfer must still run
+	// when the request comes again.
+	ts := startServer(t, Config{Root: fstest.MapFS{"nbp": {Data: data}}, Timeout: 5 * time.Second, Retries: 3})
+	rc, oack := rawRRQ(t, ts.addr, "nbp", "tsize", "0")
+	if got := parseOACK(t, oack)["tsize"]; got != strconv.Itoa(len(data)) {
+		t.Fatalf("OACK tsize %q", got)
+	}
+	srv, err := net.ResolveUDPAddr("udp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkt := append([]byte{0, 1}, "nbp\x00octet\x00tsize\x000\x00"...)
+	if _, err := rc.c.WriteToUDP(pkt, srv); err != nil { // the request again, from the same port
+		t.Fatal(err)
+	}
+	first := rc.tid
+	var got []byte
+	rc.send(t, []byte{0, 4, 0, 0}) // ACK of the OACK
+	for block := uint16(1); ; block++ {
+		p := rc.read(t)
+		if rc.tid.String() != first.String() {
+			t.Fatalf("block %d: a datagram from %v, a second transfer (the first is %v): % x", block, rc.tid, first, p[:min(len(p), 20)])
+		}
+		if binary.BigEndian.Uint16(p) != 3 || binary.BigEndian.Uint16(p[2:]) != block {
+			t.Fatalf("want DATA %d, got % x", block, p[:min(len(p), 20)])
+		}
+		got = append(got, p[4:]...)
+		rc.send(t, []byte{0, 4, byte(block >> 8), byte(block)})
+		if len(p) < 4+512 {
+			break
+		}
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("got %d bytes, want %d", len(got), len(data))
+	}
+	if r := ts.rec.next(t); r.Outcome != OutcomeOK {
+		t.Errorf("transfer %v: %v", r.Outcome, r.Err)
+	}
+	// Nothing more arrives: no second transfer's OACK or ERROR (a second transfer sends its OACK
+	// at once).
+	rc.c.SetReadDeadline(time.Now().Add(time.Second))
+	if n, from, err := rc.c.ReadFromUDP(rc.buf); err == nil {
+		t.Errorf("after the transfer, % x from %v", rc.buf[:min(n, 40)], from)
+	}
+	if n := testutil.ToFloat64(ts.srv.m.repeated); n != 1 {
+		t.Errorf("repeated requests counted %v, want 1", n)
 	}
 }

@@ -17,6 +17,7 @@ type metrics struct {
 	retransmits prometheus.Counter
 	active      prometheus.Gauge
 	badRequests prometheus.Counter
+	repeated    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -46,9 +47,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "bootfabric", Subsystem: "tftp", Name: "bad_requests_total",
 			Help: "Datagrams on the TFTP port that could not start a transfer (malformed or unexpected).",
 		}),
+		repeated: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "bootfabric", Subsystem: "tftp", Name: "repeated_requests_total",
+			Help: "Read requests from a client port whose transfer is running (a retransmitted request): not started twice.",
+		}),
 	}
 	if err := errors.Join(promreg.Register(reg, &m.transfers), promreg.Register(reg, &m.duration), promreg.Register(reg, &m.bytes),
-		promreg.Register(reg, &m.retransmits), promreg.Register(reg, &m.active), promreg.Register(reg, &m.badRequests)); err != nil {
+		promreg.Register(reg, &m.retransmits), promreg.Register(reg, &m.active), promreg.Register(reg, &m.badRequests),
+		promreg.Register(reg, &m.repeated)); err != nil {
 		return nil, fmt.Errorf("tftpd: %w", err)
 	}
 	return m, nil

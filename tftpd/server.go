@@ -128,6 +128,7 @@ type Server struct {
 	stats   map[netip.AddrPort]*tftp.TransferStats // running pin/tftp transfers; filled by the library hook
 	clients map[netip.Addr]int                     // running transfers per client address
 	conns   map[*net.UDPConn]struct{}              // sockets of running transfers of our own (see stop)
+	peers   map[netip.AddrPort]struct{}            // client ports (TIDs) with a transfer of our own running
 
 	transfers sync.WaitGroup // transfers of our own (see front)
 }
@@ -154,6 +155,7 @@ func New(cfg Config) (*Server, error) {
 		perClient:        cfg.MaxTransfersPerClient,
 		clients:          make(map[netip.Addr]int),
 		conns:            make(map[*net.UDPConn]struct{}),
+		peers:            make(map[netip.AddrPort]struct{}),
 		obs:              cfg.Observer,
 		log:              cfg.Logger,
 		nodeName:         cfg.NodeName,

@@ -21,19 +21,50 @@ var errGone = errors.New("client went away")
 const readAhead = 256 << 10
 
 // startTransfer runs a read transfer for req in its own goroutine, unless
-// the server is stopping. local is the address the request came to (the
-// zero Addr: any).
+// the server is stopping or the client's port has a transfer running.
+// local is the address the request came to (the zero Addr: any).
+//
+// A client whose OACK or first block was lost sends its request again from
+// the same port (curl after 12 s). A second transfer to that port would
+// never be acknowledged (the client follows the first), and when it gave up
+// its ERROR would end the client's good transfer: in a 500-node storm that
+// failed curl with exit 71 (issue 24). The running transfer resends what
+// was lost on its own.
 func (s *Server) startTransfer(req request, remote netip.AddrPort, local netip.Addr) {
 	select {
 	case <-s.stopping:
 		return
 	default:
 	}
+	if !s.claimPeer(remote) {
+		s.m.repeated.Inc()
+		s.logRequest(zap.DebugLevel, "tftp request repeated while its transfer runs; ignored", s.requestLog(remote, req.filename, &req))
+		return
+	}
 	s.transfers.Add(1)
 	go func() {
 		defer s.transfers.Done()
+		defer s.releasePeer(remote)
 		s.serveTransfer(req, remote, local)
 	}()
+}
+
+// claimPeer records a transfer to client port remote; false when one runs
+// already.
+func (s *Server) claimPeer(remote netip.AddrPort) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.peers[remote]; ok {
+		return false
+	}
+	s.peers[remote] = struct{}{}
+	return true
+}
+
+func (s *Server) releasePeer(remote netip.AddrPort) {
+	s.mu.Lock()
+	delete(s.peers, remote)
+	s.mu.Unlock()
 }
 
 // serveTransfer answers one read request: RFC 7440 windows when the client
