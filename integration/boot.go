@@ -137,9 +137,9 @@ type Timeline struct {
 const nodeScript = "set -e\n" + waitAtGate + `out=$(mktemp)
 export BF_OUT="$out"
 udhcpc -i eth0 -f -q -n -t 20 -T 3 -A 1 -V PXEClient:Arch:00000:UNDI:002001 -x 0x5d:0000 -s "$BF_UDHCPC_SCRIPT" >/dev/null
-read -r SIADDR BOOTFILE < "$out"
+read -r ACKED SIADDR BOOTFILE < "$out"
 rm -f "$out"
-echo "bound $(ts) $SIADDR"
+echo "bound $ACKED $SIADDR"
 curl -sSf --max-time 600 -o /dev/null --tftp-blksize 1468 "tftp://$SIADDR/$BOOTFILE"
 echo "nbp $(ts)"
 mac=$(cat /sys/class/net/eth0/address)
@@ -155,14 +155,15 @@ curl -sSf --max-time 30 -o /dev/null -H 'Content-Type: application/json' -d '{"s
 echo "reported $(ts)"
 `
 
-// udhcpcScript is udhcpc's event script: on bound it configures the address and records the
-// next-server and boot file for the node script.
+// udhcpcScript is udhcpc's event script: on bound it records when the ACK came (the node's "bound"
+// time), the next-server and the boot file for the node script, and configures the address.
 const udhcpcScript = `#!/bin/sh
 case "$1" in
 bound|renew)
+	acked=$(date +%s.%N)
 	ip addr flush dev "$interface"
 	ip addr add "$ip/$mask" dev "$interface"
-	echo "$siaddr $boot_file" > "$BF_OUT"
+	echo "$acked $siaddr $boot_file" > "$BF_OUT"
 	;;
 esac
 exit 0

@@ -33,8 +33,10 @@ type Spec struct {
 	StateDir string
 }
 
-// MaxNamespaces bounds a cluster so that a large machine cannot exhaust the host.
-const MaxNamespaces = 600
+// MaxNamespaces bounds a cluster so that a large machine cannot exhaust the host; a 1,000-node
+// storm with its servers and switches (TestStorm1000) fits. Each node costs a namespace, a veth pair
+// and, while it boots, a few processes.
+const MaxNamespaces = 1500
 
 // Endpoint is a node or boot server of a running cluster.
 type Endpoint struct {

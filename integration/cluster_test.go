@@ -121,7 +121,7 @@ func TestSpecErrors(t *testing.T) {
 	}{
 		{Spec{Name: "Bad-Name", Machine: m, Scale: 0.1}, "cluster name"},
 		{Spec{Name: "ok", Machine: m, Scale: 0}, "scale"},
-		{Spec{Name: "ok", Machine: big, Scale: 0.1}, "limited to 600"},
+		{Spec{Name: "ok", Machine: big, Scale: 0.1}, "limited to 1500"},
 	} {
 		_, err := up(context.Background(), tc.spec, zaptest.NewLogger(t), execRunner{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

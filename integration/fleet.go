@@ -426,9 +426,9 @@ while [ "$attempt" -lt "$BF_ATTEMPTS" ]; do
 	echo "dhcp $(ts) $attempt"
 	out=$(mktemp)
 	BF_OUT="$out" udhcpc -i eth0 -f -q -n -t 60 -T 1 -A 1 -V PXEClient:Arch:00000:UNDI:002001 -x 0x5d:0000 -s "$BF_UDHCPC_SCRIPT" >/dev/null 2>&1 || { echo "fail $(ts) dhcp $?"; rm -f "$out"; continue; }
-	read -r SIADDR YIADDR BOOTFILE < "$out" || true
+	read -r ACKED SIADDR YIADDR BOOTFILE < "$out" || true
 	rm -f "$out"
-	echo "bound $(ts) $SIADDR $YIADDR"
+	echo "bound $ACKED $SIADDR $YIADDR"
 	curl -sSf --max-time 4 -o /dev/null --tftp-blksize 1468 "tftp://$SIADDR/$BOOTFILE" || { echo "fail $(ts) nbp $?"; continue; }
 	echo "nbp $(ts)"
 	script=$(curl -sSf --max-time 10 "http://$SIADDR/ipxe/$mac") || { echo "fail $(ts) script $?"; continue; }
@@ -447,14 +447,16 @@ echo "giveup $(ts)"
 exit 1
 `
 
-// fleetUdhcpcScript is udhcpc's event script: on bound it configures the address and records the
-// next-server, the address and the boot file.
+// fleetUdhcpcScript is udhcpc's event script: on bound it records when the ACK came (the node's
+// "bound" time: printed after udhcpc exits, on a loaded host it came up to a second later), the
+// next-server, the address and the boot file, and configures the address.
 const fleetUdhcpcScript = `#!/bin/sh
 case "$1" in
 bound|renew)
+	acked=$(date +%s.%N)
 	ip addr flush dev "$interface"
 	ip addr add "$ip/$mask" dev "$interface"
-	echo "$siaddr $ip $boot_file" > "$BF_OUT"
+	echo "$acked $siaddr $ip $boot_file" > "$BF_OUT"
 	;;
 esac
 exit 0
