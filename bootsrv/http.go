@@ -273,13 +273,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, f *os.File, e
 		http.NotFound(w, r)
 		return
 	}
-	if h := r.Header.Get("Range"); h != "" {
-		if v := CoalesceRanges(h, fi.Size(), s.cfg.HTTP.MaxRanges); v != "" {
-			r.Header.Set("Range", v)
-		} else {
-			r.Header.Del("Range")
-		}
-	}
+	s.limitRanges(r, fi.Size())
 	sw, _ := w.(*statusWriter)
 	http.ServeContent(w, r, filepath.Base(path), fi.ModTime(), f)
 	if sw == nil {
@@ -292,6 +286,20 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, f *os.File, e
 			detail = fmt.Sprintf("http %s: sent %d of %d bytes", path, sw.bytes, fi.Size())
 		}
 		s.observeDownload(r, got, detail, token)
+	}
+}
+
+// limitRanges rewrites r's Range header for a file of size bytes before http.ServeContent sees it
+// (CoalesceRanges): every route that serves a file goes through it.
+func (s *Server) limitRanges(r *http.Request, size int64) {
+	h := r.Header.Get("Range")
+	if h == "" {
+		return
+	}
+	if v := CoalesceRanges(h, size, s.cfg.HTTP.MaxRanges); v != "" {
+		r.Header.Set("Range", v)
+	} else {
+		r.Header.Del("Range")
 	}
 }
 
@@ -492,5 +500,6 @@ func (s *Server) handleBlob(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("ETag", `"`+r.PathValue("sum")+`"`) // the name is the content
+	s.limitRanges(r, fi.Size())
 	http.ServeContent(w, r, "", fi.ModTime(), f)
 }
