@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -557,6 +558,16 @@ func TestAttackSymlinkOutOfRoots(t *testing.T) {
 		if w.Code == 200 || strings.Contains(w.Body.String(), "not for the boot network") {
 			t.Errorf("%s through a symlink out of its root: %d %q", target, w.Code, w.Body)
 		}
+	}
+	// TFTP serves s.fsys: the same links are refused there (issue 25 item 8: TFTP served the
+	// link in ipxe_dir that HTTP refused).
+	for _, name := range []string{"ipxe.efi", "boot/default/vmlinuz"} {
+		if b, err := fs.ReadFile(s.fsys, name); err == nil || strings.Contains(string(b), "not for the boot network") {
+			t.Errorf("TFTP's %s through a symlink out of its root: %q, %v", name, b, err)
+		}
+	}
+	if b, err := fs.ReadFile(s.fsys, "undionly.kpxe"); err != nil || len(b) != len(f.nbp) {
+		t.Errorf("TFTP's undionly.kpxe: %d bytes, %v", len(b), err)
 	}
 	// Files inside the roots are still served.
 	if w := do(t, h, "GET", "/ipxe/bin/undionly.kpxe", "", attacker); w.Code != 200 || w.Body.Len() != len(f.nbp) {

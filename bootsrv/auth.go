@@ -236,7 +236,7 @@ func (s *Server) openAuth(ipxe images.IPXE) error {
 		return fmt.Errorf("%s: %w", s.cfg.file, err)
 	}
 	if out := s.files.outside(); len(out) > 0 {
-		s.log.Warn("iPXE binaries leading out of ipxe_dir to a file of another name are not served over HTTP (copy them into it)",
+		s.log.Warn("iPXE binaries leading out of ipxe_dir to a file of another name are not served, over TFTP or HTTP (copy them into it)",
 			zap.String("ipxe_dir", s.files.ipxeDir), zap.Strings("files", out))
 	}
 	return nil

@@ -83,8 +83,8 @@ func (c *confinedFiles) Close() error {
 	return errors.Join(errs...)
 }
 
-// binary opens an iPXE binary of ipxe_dir by its name.
-func (c *confinedFiles) binary(name string) (*os.File, error) {
+// Binary opens an iPXE binary of ipxe_dir by its name (images.Opener: TFTP opens it this way too).
+func (c *confinedFiles) Binary(name string) (*os.File, error) {
 	if !c.bins[name] {
 		return nil, fs.ErrNotExist
 	}
@@ -100,11 +100,11 @@ func (c *confinedFiles) bootFile(profile, file string) (*os.File, error) {
 	if err != nil {
 		return nil, fs.ErrNotExist
 	}
-	return c.storePath(p)
+	return c.Blob(p)
 }
 
-// storePath opens a path of the image store given in full.
-func (c *confinedFiles) storePath(p string) (*os.File, error) {
+// Blob opens a path of the image store given in full (images.Opener).
+func (c *confinedFiles) Blob(p string) (*os.File, error) {
 	rel, err := filepath.Rel(c.storeDir, p)
 	if err != nil || !filepath.IsLocal(rel) {
 		return nil, fs.ErrNotExist

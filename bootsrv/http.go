@@ -233,7 +233,7 @@ func (s *Server) script(name, profile string) ([]byte, error) {
 // cannot carry a token, so the delivery counts by the node's address alone.
 func (s *Server) handleBinary(w http.ResponseWriter, r *http.Request) {
 	file := r.PathValue("file")
-	f, err := s.files.binary(file)
+	f, err := s.files.Binary(file)
 	s.serveFile(w, r, f, err, file, EvNBP, false)
 }
 
@@ -487,7 +487,7 @@ func (s *Server) handleBlob(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	f, err := s.files.storePath(path)
+	f, err := s.files.Blob(path)
 	if err != nil {
 		http.Error(w, "cannot open blob "+r.PathValue("sum"), http.StatusNotFound)
 		return

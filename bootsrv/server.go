@@ -189,10 +189,12 @@ func (s *Server) openImages() (err error) {
 	if err != nil {
 		return fmt.Errorf("%s: ipxe_dir: %w", cfg.file, err)
 	}
-	s.fsys = s.images.FS(ipxe)
 	if err := s.openAuth(ipxe); err != nil {
 		return err
 	}
+	// TFTP opens through the same confined handles as HTTP: a link in ipxe_dir to another file, or
+	// one planted in the store, is refused by both.
+	s.fsys = s.images.FSOpening(ipxe, s.files)
 	if _, err := s.images.Get(cfg.Profile); err != nil {
 		s.files.Close()
 		return fmt.Errorf("%s: profile %q is not in the image store %s (bootctl image list --store %s): %w", cfg.file, cfg.Profile, cfg.Images, cfg.Images, err)

@@ -19,17 +19,29 @@ import (
 // later appear without a new FS. Paths are only ever mapped to blob paths
 // and located binaries, never joined onto a directory, so no name can
 // reach anything else.
-func (s *Store) FS(ipxe IPXE) fs.FS {
+func (s *Store) FS(ipxe IPXE) fs.FS { return s.FSOpening(ipxe, nil) }
+
+// Opener opens the files of the served tree: an iPXE binary by its name, a profile's file by its
+// blob's path in the store. A server passes one that confines both (an os.Root on ipxe_dir and on
+// the store), so that TFTP and HTTP refuse the same symbolic links.
+type Opener interface {
+	Binary(name string) (*os.File, error)
+	Blob(path string) (*os.File, error)
+}
+
+// FSOpening is FS with the files opened by open; nil opens the located paths as they are.
+func (s *Store) FSOpening(ipxe IPXE, open Opener) fs.FS {
 	bins := map[string]string{}
 	for k, v := range ipxe.Files {
 		bins[k] = v
 	}
-	return &serveFS{s: s, bins: bins}
+	return &serveFS{s: s, bins: bins, open: open}
 }
 
 type serveFS struct {
 	s    *Store
 	bins map[string]string
+	open Opener // nil: os.Open of the located path
 }
 
 func (f *serveFS) Open(name string) (fs.File, error) {
@@ -46,6 +58,9 @@ func (f *serveFS) Open(name string) (fs.File, error) {
 		p, ok := f.bins[name]
 		if !ok {
 			return nil, notExist
+		}
+		if f.open != nil {
+			return wrapNamed(f.open.Binary(name))(name)
 		}
 		return openNamed(p, name)
 	case parts[0] != "boot":
@@ -99,6 +114,9 @@ func (f *serveFS) openProfile(parts []string, notExist error) (fs.File, error) {
 		if !ok {
 			return nil, notExist
 		}
+		if f.open != nil {
+			return wrapNamed(f.open.Blob(f.s.blobPath(b.SHA256)))(parts[1])
+		}
 		return openNamed(f.s.blobPath(b.SHA256), parts[1])
 	}
 	return nil, notExist
@@ -114,11 +132,17 @@ type namedFile struct {
 }
 
 func openNamed(path, name string) (fs.File, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: unwrapPathErr(err)}
+	return wrapNamed(os.Open(path))(name)
+}
+
+// wrapNamed turns an opened file (or the error opening it) into the served file of that name.
+func wrapNamed(f *os.File, err error) func(name string) (fs.File, error) {
+	return func(name string) (fs.File, error) {
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: unwrapPathErr(err)}
+		}
+		return namedFile{f, name}, nil
 	}
-	return namedFile{f, name}, nil
 }
 
 func unwrapPathErr(err error) error {
