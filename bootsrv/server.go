@@ -269,14 +269,27 @@ func (s *Server) newTFTP(opts Options) error {
 	var err error
 	s.tftp, err = tftpd.New(tftpd.Config{
 		Root: root, MaxBlockSize: cfg.TFTP.MaxBlockSize, MaxTransfers: cfg.TFTP.MaxTransfers,
-		MaxTransfersPerClient: cfg.TFTP.MaxTransfersPerClient,
-		Observer:              tftpObserver{s}, Registerer: s.reg, Logger: s.log.Named("tftp"), Now: opts.Now,
+		MaxTransfersPerClient: cfg.TFTP.MaxTransfersPerClient, Known: s.tftpKnown(),
+		Observer: tftpObserver{s}, Registerer: s.reg, Logger: s.log.Named("tftp"), Now: opts.Now,
 		NodeName: s.tracker.NameByIP, // "node" on every TFTP log line
 	})
 	if err != nil {
 		s.closeTFTPRoot()
 	}
 	return err
+}
+
+// tftpKnown says which TFTP clients are nodes, for the slots kept for them: in reservation mode
+// this server gives every node its address, so an address it does not know is no node of its.
+// In proxy mode the addresses come from another DHCP server, and every address counts as a node's.
+func (s *Server) tftpKnown() func(netip.Addr) bool {
+	if s.cfg.DHCP.Mode != DHCPReservation {
+		return nil
+	}
+	return func(a netip.Addr) bool {
+		_, ok := s.tracker.NameByIP(a)
+		return ok
+	}
 }
 
 // closeTFTPRoot releases tftp.root's directory handle.

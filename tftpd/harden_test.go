@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -312,5 +313,33 @@ func TestRepeatedRequest(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(ts.srv.m.repeated); n != 1 {
 		t.Errorf("repeated requests counted %v, want 1", n)
+	}
+}
+
+// TestAttackManyAddresses: one host with 33 addresses took every slot, 16 per address (issue 25).
+// Addresses that are no node of the server share MaxUnknownTransfers; a node still gets a slot.
+func TestAttackManyAddresses(t *testing.T) {
+	node := netip.MustParseAddr("127.0.0.2")
+	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: testfix.RandomBytes(100_000, 34)}},
+		MaxTransfers: 8, MaxTransfersPerClient: 3, MaxUnknownTransfers: 2, Timeout: 2 * time.Second, Retries: 5,
+		Known: func(a netip.Addr) bool { return a == node }})
+	busy := 0
+	for i := 3; i <= 10; i++ {
+		rc := sendRRQ(t, ts.addr, fmt.Sprintf("127.0.0.%d", i), "octet", "f", "blksize", "1468", "windowsize", "4")
+		if p := rc.read(t); binary.BigEndian.Uint16(p) == opERROR {
+			if !bytes.Contains(p, []byte("busy")) {
+				t.Fatalf("refusal %q does not say busy", p)
+			}
+			busy++
+		}
+	}
+	if busy != 6 {
+		t.Fatalf("%d of 8 requests from 8 unknown addresses refused, want 6 (2 for all of them)", busy)
+	}
+	for range 3 {
+		c := sendRRQ(t, ts.addr, node.String(), "octet", "f", "windowsize", "4")
+		if p := c.read(t); binary.BigEndian.Uint16(p) != opOACK {
+			t.Fatalf("the node got %q, want an OACK", p)
+		}
 	}
 }

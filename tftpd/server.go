@@ -71,6 +71,15 @@ type Config struct {
 	// MaxTransfersPerClient bounds the transfers one client address may
 	// run at once, so that one host cannot take every slot. Default 16.
 	MaxTransfersPerClient int
+	// Known says whether a client address is one of the server's nodes
+	// (a boot server knows them from DHCP and its inventory). Addresses it
+	// does not know share MaxUnknownTransfers slots, so that one host with
+	// many addresses cannot take the slots the nodes need. Nil: every
+	// address is known.
+	Known func(addr netip.Addr) bool
+	// MaxUnknownTransfers bounds the transfers of all the addresses Known
+	// does not know together. Default MaxTransfers/4 (at least 1).
+	MaxUnknownTransfers int
 	// Anticipate, when 2 or more, makes the server send that many DATA
 	// blocks before waiting for their ACKs on transfers that did not ask
 	// for windowsize (pin/tftp's SetAnticipate, at most 60). It is not
@@ -113,6 +122,8 @@ type Server struct {
 	maxClientTimeout time.Duration
 	maxTransferTime  time.Duration
 	perClient        int
+	known            func(netip.Addr) bool
+	maxUnknown       int
 	obs              Observer
 	log              *zap.Logger
 	nodeName         func(netip.Addr) (string, bool)
@@ -127,6 +138,7 @@ type Server struct {
 	mu      sync.Mutex
 	stats   map[netip.AddrPort]*tftp.TransferStats // running pin/tftp transfers; filled by the library hook
 	clients map[netip.Addr]int                     // running transfers per client address
+	unknown int                                    // running transfers of addresses Known does not know
 	conns   map[*net.UDPConn]struct{}              // sockets of running transfers of our own (see stop)
 	peers   map[netip.AddrPort]struct{}            // client ports (TIDs) with a transfer of our own running
 
@@ -153,6 +165,8 @@ func New(cfg Config) (*Server, error) {
 		maxClientTimeout: cfg.MaxClientTimeout,
 		maxTransferTime:  cfg.MaxTransferTime,
 		perClient:        cfg.MaxTransfersPerClient,
+		known:            cfg.Known,
+		maxUnknown:       cfg.MaxUnknownTransfers,
 		clients:          make(map[netip.Addr]int),
 		conns:            make(map[*net.UDPConn]struct{}),
 		peers:            make(map[netip.AddrPort]struct{}),
@@ -223,6 +237,12 @@ func limitDefaults(cfg *Config) error {
 	}
 	if cfg.MaxTransfersPerClient == 0 {
 		cfg.MaxTransfersPerClient = DefaultMaxTransfersPerClient
+	}
+	if cfg.MaxUnknownTransfers < 0 {
+		return fmt.Errorf("tftpd: Config.MaxUnknownTransfers %d is negative", cfg.MaxUnknownTransfers)
+	}
+	if cfg.MaxUnknownTransfers == 0 {
+		cfg.MaxUnknownTransfers = max(cfg.MaxTransfers/4, 1)
 	}
 	return nil
 }
@@ -377,11 +397,12 @@ func (s *Server) serveRead(rl requestLog, send func(r io.Reader, size int64) (se
 		return err
 	}
 
-	if err := s.acquire(remote.Addr()); err != nil {
+	unknown, err := s.acquire(remote.Addr())
+	if err != nil {
 		s.obs.OnTransferStart(res.TransferInfo)
 		return finish(OutcomeRefused, err)
 	}
-	defer s.release(remote.Addr())
+	defer s.release(remote.Addr(), unknown)
 	s.m.active.Inc()
 	defer s.m.active.Dec()
 
@@ -418,27 +439,41 @@ func (s *Server) serveRead(rl requestLog, send func(r io.Reader, size int64) (se
 	return nil
 }
 
-// acquire takes a transfer slot for a client, or says why not.
-func (s *Server) acquire(client netip.Addr) error {
+// acquire takes a transfer slot for a client, or says why not; unknown says whether it counts
+// among the addresses Known does not know (release needs it: Known may change its answer).
+func (s *Server) acquire(client netip.Addr) (unknown bool, err error) {
 	select {
 	case s.slots <- struct{}{}:
 	default:
-		return fmt.Errorf("%w: %d transfers running, limit reached; retry later", errBusy, cap(s.slots))
+		return false, fmt.Errorf("%w: %d transfers running, limit reached; retry later", errBusy, cap(s.slots))
 	}
+	// Known is asked outside mu: a boot server's takes its own lock.
+	unknown = s.known != nil && !s.known(client)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if n := s.clients[client]; n >= s.perClient {
 		<-s.slots
-		return fmt.Errorf("%w: %d transfers from %s running, per-client limit reached; retry later", errBusy, n, client)
+		return false, fmt.Errorf("%w: %d transfers from %s running, per-client limit reached; retry later", errBusy, n, client)
+	}
+	if unknown && s.unknown >= s.maxUnknown {
+		<-s.slots
+		return false, fmt.Errorf("%w: %d transfers from addresses that are no node of this server running, their limit reached; retry later", errBusy, s.unknown)
 	}
 	s.clients[client]++
-	return nil
+	if unknown {
+		s.unknown++
+	}
+	return unknown, nil
 }
 
-func (s *Server) release(client netip.Addr) {
+// release gives back client's slot; unknown is what acquire found.
+func (s *Server) release(client netip.Addr, unknown bool) {
 	s.mu.Lock()
 	if s.clients[client]--; s.clients[client] <= 0 {
 		delete(s.clients, client)
+	}
+	if unknown {
+		s.unknown--
 	}
 	s.mu.Unlock()
 	<-s.slots
