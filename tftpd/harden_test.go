@@ -283,6 +283,9 @@ func TestRepeatedRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := rc.tid
+	// The transfer cannot end before its OACK is acknowledged: wait until the server has seen the
+	// repeated request, else a fast transfer could be over before the request port reads it.
+	testfix.WaitFor(t, "the repeated request counted", 5*time.Second, func() bool { return testutil.ToFloat64(ts.srv.m.repeated) == 1 })
 	var got []byte
 	rc.send(t, []byte{0, 4, 0, 0}) // ACK of the OACK
 	for block := uint16(1); ; block++ {
