@@ -52,8 +52,8 @@ func TestAttackHealthFromAnyAddress(t *testing.T) {
 	}{
 		{"no token, other host", "/api/v1/nodes/node00/health", attacker, http.StatusUnauthorized},
 		{"no token, node's address", "/api/v1/nodes/node00/health", "127.0.0.1:1", http.StatusUnauthorized},
-		{"another node's token", "/api/v1/nodes/node00/health?token=" + s.nodes.token("node01"), "127.0.0.1:1", http.StatusUnauthorized},
-		{"right token, other host", "/api/v1/nodes/node00/health?token=" + s.nodes.token("node00"), attacker, http.StatusForbidden},
+		{"another node's token", "/api/v1/nodes/node00/health?token=" + nodeToken(s, "node01"), "127.0.0.1:1", http.StatusUnauthorized},
+		{"right token, other host", "/api/v1/nodes/node00/health?token=" + nodeToken(s, "node00"), attacker, http.StatusForbidden},
 		{"no token, node01", "/api/v1/nodes/node01/health", attacker, http.StatusUnauthorized},
 	} {
 		w := do(t, h, "POST", tc.target, `{"status":"failed"}`, tc.remote)
@@ -69,7 +69,7 @@ func TestAttackHealthFromAnyAddress(t *testing.T) {
 	// The node itself, with its token from its own address, is heard (Bearer works as ?token=).
 	req := httptest.NewRequest("POST", "/api/v1/nodes/node00/health", strings.NewReader(`{"status":"ok"}`))
 	req.RemoteAddr = "127.0.0.1:1"
-	req.Header.Set("Authorization", "Bearer "+s.nodes.token("node00"))
+	req.Header.Set("Authorization", "Bearer "+attemptToken(t, s, "node00"))
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	if w.Code != 200 || nodeAt(t, s, "node00").State != Healthy {
@@ -90,7 +90,7 @@ func TestAttackOneByteRange(t *testing.T) {
 		h.ServeHTTP(w, req)
 		return w.Code
 	}
-	tok := s.nodes.token("node00")
+	tok := nodeToken(s, "node00")
 	for _, tc := range []struct{ target, remote string }{
 		{"/boot/default/initrd.img?node=node01", attacker},
 		{"/boot/default/initrd.img?node=node00", "127.0.0.1:1"},
@@ -143,7 +143,7 @@ func TestAttackScriptTheft(t *testing.T) {
 	f := newFixture(t)
 	s := f.server(t, nil)
 	w := do(t, s.Handler(), "GET", "/ipxe/52:54:00:00:00:00", "", attacker)
-	if w.Code != http.StatusForbidden || strings.Contains(w.Body.String(), s.nodes.token("node00")) {
+	if w.Code != http.StatusForbidden || strings.Contains(w.Body.String(), nodeToken(s, "node00")) {
 		t.Errorf("script to another host: %d %s", w.Code, w.Body)
 	}
 	if n := nodeAt(t, s, "node00"); n.State != Pending {
@@ -311,15 +311,19 @@ func TestAttackIdleConnections(t *testing.T) {
 func TestAttackHealthGrowth(t *testing.T) {
 	s := newFixture(t).server(t, func(c *Config) { c.Health.History = 8 })
 	h := s.Handler()
-	target := "/api/v1/nodes/node00/health?token=" + s.nodes.token("node00")
 	details := strings.Repeat("x", DefaultMaxReportBytes-100)
 	for i := range 40 {
+		// A report spends its attempt's token: each is one boot attempt of its own.
+		s.tracker.Observe("node00", EvRebootDiscover, "test: a new boot attempt")
+		target := "/api/v1/nodes/node00/health?token=" + nodeToken(s, "node00")
 		status := []string{"ok", "failed"}[i%2]
 		w := do(t, h, "POST", target, `{"status":"`+status+`","details":"`+details+`"}`, "127.0.0.1:1")
 		if w.Code != 200 {
 			t.Fatalf("report %d: %d %s", i, w.Code, w.Body)
 		}
 	}
+	s.tracker.Observe("node00", EvRebootDiscover, "test: a new boot attempt")
+	target := "/api/v1/nodes/node00/health?token=" + nodeToken(s, "node00")
 	if w := do(t, h, "POST", target, `{"status":"ok","details":"`+strings.Repeat("x", DefaultMaxReportBytes)+`"}`, "127.0.0.1:1"); w.Code != http.StatusRequestEntityTooLarge {
 		t.Errorf("oversized report: %d", w.Code)
 	}
@@ -328,8 +332,9 @@ func TestAttackHealthGrowth(t *testing.T) {
 	if len(rec) > 2*DefaultMaxReportBytes+8*(maxDetailLen+200) {
 		t.Errorf("node00's record is %d bytes after 40 reports", len(rec))
 	}
-	if len(n.History) != 8 || n.HistoryDropped != 32 {
-		t.Errorf("history %d kept, %d dropped; want 8 and 32", len(n.History), n.HistoryDropped)
+	// 81 transitions: each attempt's start and its report, and the last attempt's start.
+	if len(n.History) != 8 || n.HistoryDropped != 73 {
+		t.Errorf("history %d kept, %d dropped; want 8 and 73", len(n.History), n.HistoryDropped)
 	}
 }
 
@@ -587,4 +592,60 @@ func TestAttackSymlinkOutOfRoots(t *testing.T) {
 	if w := do(t, s2.Handler(), "GET", "/ipxe/bin/ipxe.efi", "", attacker); w.Code == 200 {
 		t.Errorf("ipxe.efi linked to another name: %d", w.Code)
 	}
+}
+
+// TestAttackTokenOfIdleNode is issue 25's point 4: with DHCP answered here, a host that put a
+// powered-off node's address on its interface fetched the node's script, and with its token moved
+// the node from pending to healthy. Tokens now belong to one boot attempt, which only the node's
+// DHCP exchange starts and its health report spends: the script of a node in no attempt carries a
+// token that opens nothing, and a token stays worthless once its attempt was reported.
+func TestAttackTokenOfIdleNode(t *testing.T) {
+	s := newFixture(t).server(t, func(c *Config) { c.HTTP.URL = "http://127.0.0.1:8080" })
+	// As with DHCP answered here (the fixture's addresses span no one subnet to configure): only
+	// the handlers run, which read the mode.
+	s.cfg.DHCP.Mode = DHCPReservation
+	h := s.Handler()
+	report := func(tok, status string) int {
+		return do(t, h, "POST", "/api/v1/nodes/node00/health?token="+tok, `{"status":"`+status+`"}`, "127.0.0.1:1").Code
+	}
+	// Powered off: the script is served to the address (iPXE must boot even when the attempt
+	// is not known here), but its token opens nothing.
+	w := do(t, h, "GET", "/ipxe/52:54:00:00:00:00", "", "127.0.0.1:1")
+	if w.Code != http.StatusOK {
+		t.Fatalf("script of an idle node to its address: %d %s", w.Code, w.Body)
+	}
+	stolen := scriptToken(t, w.Body.String())
+	if code := report(stolen, "ok"); code != http.StatusConflict {
+		t.Errorf("report with the token of a node in no attempt: %d, want 409", code)
+	}
+	if n := nodeAt(t, s, "node00"); n.State == Healthy {
+		t.Errorf("node00 healthy without booting: %v", n.State)
+	}
+	// The real boot: a DHCP exchange starts attempt 1; the script now carries its token.
+	s.tracker.Observe("node00", EvDiscover, "DHCPDISCOVER")
+	w = do(t, h, "GET", "/ipxe/52:54:00:00:00:00", "", "127.0.0.1:1")
+	tok := scriptToken(t, w.Body.String())
+	if tok == stolen {
+		t.Fatal("the attempt's token is the idle node's")
+	}
+	if code := report(stolen, "failed"); code != http.StatusUnauthorized {
+		t.Errorf("report with the idle node's token during the attempt: %d, want 401", code)
+	}
+	if code := report(tok, "ok"); code != http.StatusOK {
+		t.Errorf("the node's own report: %d", code)
+	}
+	// Spent: the booted node's token, taken from it now, cannot fail it.
+	if code := report(tok, "failed"); code != http.StatusConflict || nodeAt(t, s, "node00").State != Healthy {
+		t.Errorf("second report with the spent token: %d, node %v", code, nodeAt(t, s, "node00").State)
+	}
+}
+
+// scriptToken returns the token an iPXE script carries.
+func scriptToken(t *testing.T, script string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(script, "token=")
+	if !ok || len(rest) < nodeTokenLen {
+		t.Fatalf("no token in the script:\n%q", script)
+	}
+	return rest[:nodeTokenLen]
 }

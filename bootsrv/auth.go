@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,24 +39,57 @@ type nodeAuth struct {
 	secret []byte
 }
 
-// token returns the node's token: HMAC-SHA256 of its name under the secret, so that the server
-// keeps no per-node state and every restart (or every server sharing the secret file) agrees.
-func (a nodeAuth) token(name string) string {
+// token returns the node's token for one boot attempt: HMAC-SHA256 of its name and the attempt's
+// number under the secret, so that the server keeps no per-node secret and every restart (or every
+// server of a fleet, which derive the secret from the fleet secret) agrees. The node learns it from
+// its iPXE script in that attempt and spends it on the attempt's health report (attemptOpen): a
+// token taken from a node that is down or already booted opens nothing.
+func (a nodeAuth) token(name string, attempt int) string {
+	return a.mac("bootfabric node token", name+"\x00"+strconv.Itoa(attempt))
+}
+
+// addressToken is the {token} of a proxy-mode node's script URL: it proves that this server's
+// DHCP answer reached the node's MAC, which lets the script fetch name the node's address. It
+// opens no attempt and is no node token.
+func (a nodeAuth) addressToken(name string) string {
+	return a.mac("bootfabric node address token", name)
+}
+
+func (a nodeAuth) mac(domain, msg string) string {
 	if a.secret == nil {
 		return ""
 	}
 	m := hmac.New(sha256.New, a.secret)
-	m.Write([]byte("bootfabric node token\x00"))
-	m.Write([]byte(name))
+	m.Write([]byte(domain + "\x00" + msg))
 	return hex.EncodeToString(m.Sum(nil))[:nodeTokenLen]
 }
 
-// check reports whether tok is the node's token (always true when authentication is off).
-func (a nodeAuth) check(name, tok string) bool {
+// check reports whether tok is the node's token for the attempt (always true when authentication
+// is off).
+func (a nodeAuth) check(name string, attempt int, tok string) bool {
+	return a.equal(a.token(name, attempt), tok)
+}
+
+func (a nodeAuth) equal(want, tok string) bool {
 	if a.secret == nil {
 		return true
 	}
-	return subtle.ConstantTimeCompare([]byte(a.token(name)), []byte(tok)) == 1
+	return subtle.ConstantTimeCompare([]byte(want), []byte(tok)) == 1
+}
+
+// attemptOpen says whether a node in status st is in a boot attempt whose health report is still
+// to come: one that a DHCP exchange started (or, with DHCP off, a script fetch), not failed, and
+// not reported yet.
+func attemptOpen(st NodeStatus) bool {
+	return st.Attempt > 0 && !st.Reported && st.State != Pending && st.State != Failed
+}
+
+// fleetNodeSecret derives a fleet's node secret from its fleet secret (the witness's MACs use
+// the fleet secret under another domain).
+func fleetNodeSecret(fleetSecret []byte) []byte {
+	m := hmac.New(sha256.New, fleetSecret)
+	m.Write([]byte("bootfabric fleet node secret"))
+	return m.Sum(nil)
 }
 
 // readSecret reads a secret or token file, creating it with a random value (mode 0600) when it does
@@ -179,7 +213,7 @@ func CheckNode(name string, c NodeCheck) error {
 // nodeCheck gathers what CheckNode needs about a request for the named node.
 func (s *Server) nodeCheck(r *http.Request, name string, st NodeStatus) NodeCheck {
 	return NodeCheck{
-		From: remoteAddr(r), NodeIP: st.IP, TokenOK: s.nodes.check(name, requestToken(r)),
+		From: remoteAddr(r), NodeIP: st.IP, TokenOK: s.nodes.check(name, st.Attempt, requestToken(r)),
 		AuthOn: s.nodes.secret != nil, NeedAddr: s.cfg.DHCP.Mode != DHCPProxy,
 	}
 }
@@ -192,7 +226,8 @@ func (s *Server) operatorAuth(r *http.Request) error {
 	}
 	v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(v)), s.operatorToken) != 1 {
-		return &authError{http.StatusUnauthorized, fmt.Sprintf("operator requests need Authorization: Bearer with the token of %s", s.cfg.HTTP.OperatorTokenFile)}
+		// The message names the setting, not the file: a client must not learn the server's paths.
+		return &authError{http.StatusUnauthorized, "operator token required: send Authorization: Bearer <token>, the token of the server's http.operator_token_file"}
 	}
 	return nil
 }
@@ -248,7 +283,7 @@ func (s *Server) proxyToken(mac net.HardwareAddr) string {
 	if !ok {
 		return ""
 	}
-	return s.nodes.token(name)
+	return s.nodes.addressToken(name)
 }
 
 // httpServer is the HTTP server with the timeouts of the configuration.

@@ -108,10 +108,42 @@ func TestSecretFiles(t *testing.T) {
 		t.Errorf("short secret: %v", err)
 	}
 	n := nodeAuth{secret: a}
-	if n.token("node00") == n.token("node01") || len(n.token("node00")) != nodeTokenLen || !n.check("node00", n.token("node00")) || n.check("node00", "") {
-		t.Error("node tokens")
+	tok := n.token("node00", 1)
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"same node, same attempt", n.check("node00", 1, tok)},
+		{"same node, next attempt", !n.check("node00", 2, tok)},
+		{"other node", !n.check("node01", 1, tok)},
+		{"empty", !n.check("node00", 1, "")},
+		{"address token is no node token", !n.check("node00", 1, n.addressToken("node00"))},
+		{"length", len(tok) == nodeTokenLen},
+		{"auth off", (nodeAuth{}).token("x", 1) == "" && (nodeAuth{}).check("x", 1, "")},
+	} {
+		if !tc.ok {
+			t.Errorf("node tokens: %s", tc.name)
+		}
 	}
-	if (nodeAuth{}).token("x") != "" || !(nodeAuth{}).check("x", "") {
-		t.Error("auth off")
+}
+
+// attemptToken returns the token of the node's current boot attempt, starting one first (as its
+// DHCP DISCOVER would) unless one is open.
+func attemptToken(t testing.TB, s *Server, name string) string {
+	t.Helper()
+	if st, ok := s.tracker.Node(name); !ok {
+		t.Fatalf("no node %s", name)
+	} else if !attemptOpen(st) {
+		if _, _, err := s.tracker.Observe(name, EvDiscover, "test: a boot attempt"); err != nil {
+			t.Fatal(err)
+		}
 	}
+	st, _ := s.tracker.Node(name)
+	return s.nodes.token(name, st.Attempt)
+}
+
+// nodeToken returns the token of the node's current attempt, changing nothing.
+func nodeToken(s *Server, name string) string {
+	st, _ := s.tracker.Node(name)
+	return s.nodes.token(name, st.Attempt)
 }

@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,13 +59,19 @@ func startFleetMemberEdit(t *testing.T, f *fixture, endpoints []string, id int, 
 	})
 	// The test holds the membership (as serve --etcd does), so that a crash can leave it
 	// unrevoked: the server never leaves on its own.
-	ms, err := c.Join(ctx, cfg.Servers[id].Name, []byte(`{"url":"","address":"`+cfg.Servers[id].Address+`","active":true}`), fleetTestTTL)
+	// A fixed HTTP port is the member's URL, so that its peers can ask it as a witness.
+	url := ""
+	if _, port, _ := net.SplitHostPort(cfg.HTTP.Listen); port != "" && port != "0" {
+		url = "http://" + cfg.HTTP.Listen
+	}
+	info, _ := json.Marshal(MemberInfo{URL: url, Address: cfg.Servers[id].Address, Active: true})
+	ms, err := c.Join(ctx, cfg.Servers[id].Name, info, fleetTestTTL)
 	if err != nil {
 		cancel()
 		c.Close()
 		t.Fatal(err)
 	}
-	s, err := New(cfg, Options{Logger: zaptest.NewLogger(t).Named(cfg.Servers[id].Name), Fleet: &FleetOptions{Client: c, TTL: fleetTestTTL, Reconcile: 100 * time.Millisecond, Membership: ms}})
+	s, err := New(cfg, Options{Logger: zaptest.NewLogger(t).Named(cfg.Servers[id].Name), Fleet: &FleetOptions{Client: c, TTL: fleetTestTTL, Reconcile: 100 * time.Millisecond, Membership: ms, FleetSecret: testFleetSecret}})
 	if err != nil {
 		cancel()
 		c.Close()
@@ -398,9 +408,13 @@ func TestFleetChaos(t *testing.T) {
 	}
 }
 
-// TestFleetWitness: a server cut off from etcd alone (its client gone, the others fine) is fenced
-// and, told by a peer over HTTP that the peer is still a valid member, stops answering even its
-// home nodes; with etcd down for all, no peer is valid and home nodes are answered.
+// testFleetSecret is the fleet secret of the tests' fleets.
+var testFleetSecret = []byte("0123456789abcdef0123456789abcdef")
+
+// TestFleetWitness: a server cut off from etcd alone (its client gone, the others fine) is fenced;
+// an answer in a peer's name that does not prove itself with the fleet secret (a host on the boot
+// network) does not silence it; the real peer, still a valid member, does: it stops answering even
+// its home nodes. With etcd down for all, no peer is valid and home nodes are answered.
 func TestFleetWitness(t *testing.T) {
 	ec := etcdtest.Start(t, etcdtest.Options{Members: 1})
 	f := newFixture(t)
@@ -410,12 +424,29 @@ func TestFleetWitness(t *testing.T) {
 		return len(bs1.tracked()) > 0 && bs0.srv.HTTPAddr() != nil
 	})
 	home := bs1.srv.auth.Owned()[0]
-	peer := "http://" + bs0.srv.HTTPAddr().String()
-	bs1.srv.fleet.peers.Store(&[]string{peer})
+	// The spoofer answers as bs0 would, with a MAC under another key, or none, or an old nonce.
+	var spoofed atomic.Int64
+	spoofer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := MembershipView{Server: "bs0", Valid: true, Nonce: r.URL.Query().Get("nonce")}
+		switch spoofed.Add(1) % 3 {
+		case 0:
+			v.MAC = witnessMAC([]byte("not the fleet's fleet secret, 32b"), "test", v)
+		case 1:
+			v.Nonce, v.MAC = "00", witnessMAC(testFleetSecret, "test", MembershipView{Server: "bs0", Valid: true, Nonce: "00"})
+		}
+		json.NewEncoder(w).Encode(v)
+	}))
+	defer spoofer.Close()
+	bs1.srv.fleet.peers.Store(&[]witnessPeer{{"bs0", spoofer.URL}})
 	bs1.client.Close() // bs1 alone loses etcd; bs0 stays a valid member
-	testfix.WaitFor(t, "bs1 fenced and told by bs0", 5*time.Second, func() bool {
-		return !bs1.srv.fleet.m.Load().Valid() && bs1.srv.fleet.peerValid.Load()
+	testfix.WaitFor(t, "bs1 fenced and asking the spoofer", 5*time.Second, func() bool {
+		return !bs1.srv.fleet.m.Load().Valid() && spoofed.Load() >= 6
 	})
+	if _, ok := (fleetReservations{bs1.srv.fleet}).Lookup(home.MAC); !ok || bs1.srv.fleet.peerValid.Load() {
+		t.Errorf("a spoofed witness answer silenced bs1 (answers its home node %s: %v)", home.Name, ok)
+	}
+	bs1.srv.fleet.peers.Store(&[]witnessPeer{{"bs0", "http://" + bs0.srv.HTTPAddr().String()}})
+	testfix.WaitFor(t, "bs1 told by bs0", 5*time.Second, func() bool { return bs1.srv.fleet.peerValid.Load() })
 	if _, ok := (fleetReservations{bs1.srv.fleet}).Lookup(home.MAC); ok {
 		t.Errorf("bs1, cut off alone, still answers its home node %s", home.Name)
 	}

@@ -45,6 +45,12 @@ type FleetOptions struct {
 	TTL time.Duration
 	// Reconcile is how often deferred reclaims and kept nodes are re-checked. Default 500 ms.
 	Reconcile time.Duration
+	// FleetSecret is the secret every server of the fleet holds, at least MinFleetSecret bytes.
+	// It authenticates the witness's answers (fleetwitness.go) and, with node_auth on, derives
+	// the node tokens in place of the node secret file, so that a node's token holds at
+	// whichever server answers it. Without it a fenced server asks no peer and answers its home
+	// nodes until its lease is known to be lost.
+	FleetSecret []byte
 	// Membership, when set, is the caller's: the server acts under it and neither joins nor
 	// leaves (so that a process reloading its configuration stays a member throughout). Nil: the
 	// server joins when it starts serving and leaves when it stops.
@@ -62,8 +68,10 @@ type fleetRuntime struct {
 	homeRes   dhcpd.StaticReservations                 // the home nodes, answered while fenced
 	pending   atomic.Bool                              // deferred or kept nodes wait for a re-check
 	liveIDs   atomic.Pointer[[]int]                    // live servers by index (unknown MACs' owners)
-	peers     atomic.Pointer[[]string]                 // the other members' URLs, for the witness (fleetwitness.go)
+	peers     atomic.Pointer[[]witnessPeer]            // the other members, for the witness (fleetwitness.go)
 	peerValid atomic.Bool                              // while fenced: a peer says it is a valid member
+	term      atomic.Uint64                            // the membership term cur was computed under
+	lease     atomic.Int64                             // the lease cur was computed under
 
 	mu   sync.Mutex // serialises reconcile
 	dead []string   // as last applied, for logs
@@ -80,6 +88,9 @@ func newFleetRuntime(s *Server, o FleetOptions) (*fleetRuntime, error) {
 	}
 	if o.TTL == 0 {
 		o.TTL = fleet.DefaultTTL
+	}
+	if n := len(o.FleetSecret); n > 0 && n < MinFleetSecret {
+		return nil, fmt.Errorf("fleet: fleet secret of %d bytes, want at least %d", n, MinFleetSecret)
 	}
 	if o.Reconcile == 0 {
 		o.Reconcile = 500 * time.Millisecond
@@ -119,8 +130,10 @@ func newFleetRuntime(s *Server, o FleetOptions) (*fleetRuntime, error) {
 }
 
 // fleetReservations is DHCP's view of a fleet server's ownership: nothing before the server has
-// joined; while fenced, its home nodes, or nothing when a peer says it is still a valid member
-// (this server is the one cut off: fleetwitness.go); else the current ownership.
+// joined; the current ownership while the membership is valid in the term it was computed under;
+// nothing once the lease was lost (the others may have taken the nodes over), until a reconcile
+// under the new lease; else, fenced, its home nodes, or nothing when a peer says it is still a
+// valid member (this server is the one cut off: fleetwitness.go).
 type fleetReservations struct{ f *fleetRuntime }
 
 // Lookup implements dhcpd.Reservations.
@@ -129,13 +142,28 @@ func (r fleetReservations) Lookup(mac net.HardwareAddr) (dhcpd.Reservation, bool
 	if m == nil {
 		return dhcpd.Reservation{}, false
 	}
-	if !m.Valid() {
-		if r.f.peerValid.Load() {
-			return dhcpd.Reservation{}, false // cut off alone: the others act for the fleet
-		}
-		return r.f.homeRes.Lookup(mac)
+	valid, term := m.Valid(), m.Term()
+	switch {
+	case valid && term == r.f.term.Load():
+		return (*r.f.curRes.Load()).Lookup(mac)
+	case m.LeaseID() != r.f.lease.Load() || leaseLost(m):
+		return dhcpd.Reservation{}, false // a new lease: the fleet went on without this server
+	case r.f.peerValid.Load():
+		return dhcpd.Reservation{}, false // cut off alone: the others act for the fleet
 	}
-	return (*r.f.curRes.Load()).Lookup(mac)
+	// Fenced, or valid again on the same lease before the next reconcile: nobody can have
+	// taken a node over while the lease lived, so the home nodes are still this server's.
+	return r.f.homeRes.Lookup(mac)
+}
+
+// leaseLost says whether m's current lease is known to be gone.
+func leaseLost(m *fleet.Membership) bool {
+	select {
+	case <-m.Lost():
+		return true
+	default:
+		return false
+	}
 }
 
 // joinFleet makes the server a member, publishing its URL and address (or takes the caller's
@@ -176,6 +204,8 @@ func (s *Server) runFleet(ctx context.Context) error {
 	members := f.opts.Client.WatchMembers(ctx)
 	tick := time.NewTicker(f.opts.Reconcile)
 	defer tick.Stop()
+	termTick := time.NewTicker(termCheck)
+	defer termTick.Stop()
 	var live []fleet.Member
 	seen := false
 	for {
@@ -187,18 +217,35 @@ func (s *Server) runFleet(ctx context.Context) error {
 				return nil
 			}
 			live, seen = ms, true
-			peers := peerURLs(s.cfg.Servers[s.cfg.ServerID].Name, ms)
+			peers := peersOf(s.cfg.Servers[s.cfg.ServerID].Name, ms)
 			f.peers.Store(&peers)
 		case <-tick.C:
 			if !seen || !f.pending.Load() {
 				continue
 			}
+		case <-termTick.C:
+			m := f.m.Load()
+			if !seen || m == nil || !m.Valid() || m.Term() == f.term.Load() {
+				continue
+			}
+			// Valid again after a lapse: the watch may not have caught up with what changed
+			// meanwhile, so read the live set afresh before answering beyond the home nodes.
+			ms, _, err := f.opts.Client.Members(ctx)
+			if err != nil {
+				s.log.Warn("fleet members after a lapse of the membership", zap.Error(err))
+				continue
+			}
+			live = ms
 		}
 		if err := s.reconcile(ctx, live); err != nil {
 			s.log.Warn("fleet ownership", zap.Error(err))
 		}
 	}
 }
+
+// termCheck is how often the fleet loop looks for a new membership term: until it has reconciled
+// under the new term, the server answers at most its home nodes.
+const termCheck = 100 * time.Millisecond
 
 // keepFor bounds how long a server keeps a node it lost to a live server after the node's last
 // event: a boot that went quiet (its record resumed from a dead server, say, whose last write was
@@ -259,11 +306,14 @@ func (s *Server) liveIDs(v fleetView) []int {
 
 // ownershipPlan is what the ownership rule makes of this server's nodes in one reconcile.
 type ownershipPlan struct {
-	final    []*InventoryNode      // the nodes this server answers from now on
-	deferred int                   // nodes gained by the rule, left to a live holder for now
-	kept     int                   // nodes lost by the rule, kept here until their boot ends
-	handoff  map[string]string     // tracked nodes released now -> their new owner
-	stale    map[string]NodeStatus // untracked nodes whose record still names this server
+	final    []*InventoryNode  // the nodes this server answers from now on
+	deferred int               // nodes gained by the rule, left to a live holder for now
+	kept     int               // nodes lost by the rule, kept here until their boot ends
+	handoff  map[string]string // tracked nodes released now -> their new owner
+	// displaced are tracked nodes this server owns that another live server holds: released
+	// without a handoff, their unsaved changes dropped.
+	displaced []string
+	stale     map[string]NodeStatus // untracked nodes whose record still names this server
 }
 
 // planOwnership applies the ownership rule au to every inventory node, given the nodes' records
@@ -291,6 +341,12 @@ func (s *Server) planOwnership(au *Authority, v fleetView, recs map[string]NodeS
 				continue
 			}
 			p.final = append(p.final, n)
+		case owner == s.cfg.ServerID && hasRec && v.heldByOtherLive(r):
+			// Owned and tracked, but another live server holds it: it took the node over
+			// while this server was cut off from the fleet. Leave it there as above, and
+			// drop what this server did meanwhile rather than overwrite the holder's record.
+			p.deferred++
+			p.displaced = append(p.displaced, n.Name)
 		case owner == s.cfg.ServerID:
 			p.final = append(p.final, n)
 		case tracked && s.keepWhileBooting(n.Name, st, ownerName, v):
@@ -339,9 +395,11 @@ func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
 	f := s.fleet
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if m := f.m.Load(); m == nil || !m.Valid() {
+	m := f.m.Load()
+	if m == nil || !m.Valid() {
 		return nil // fenced: this view may be stale; take nothing over
 	}
+	term, lease := m.Term(), m.LeaseID()
 	v := s.viewOf(members)
 	a, err := Assignment(s.hier, s.cfg.Mapping, len(s.cfg.Servers), s.cfg.FailedServers, v.dead)
 	if err != nil {
@@ -365,6 +423,8 @@ func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
 	f.liveIDs.Store(&liveIDs)
 	f.cur.Store(au)
 	f.curRes.Store(&res)
+	f.term.Store(term)
+	f.lease.Store(lease)
 	// Re-check soon while nodes wait for a handoff, a boot to end, or a handoff to be written.
 	f.pending.Store(p.deferred > 0 || p.kept > 0 || len(p.stale) > 0 || len(p.handoff) > 0 && saveErr != nil)
 	f.owned.Set(float64(len(p.final)))
@@ -386,6 +446,11 @@ func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
 func (s *Server) applyOwnership(p ownershipPlan, recs map[string]NodeStatus) (added, removed []string, saveErr error) {
 	for name, to := range p.handoff {
 		s.tracker.SetServer(name, to)
+	}
+	if len(p.displaced) > 0 {
+		s.tracker.Discard(p.displaced)
+		s.log.Warn("nodes taken over while this server was cut off from the fleet stay with their holder until their boot ends",
+			zap.Int("nodes", len(p.displaced)), zap.Strings("first", p.displaced[:min(len(p.displaced), 5)]))
 	}
 	added, removed, saveErr = s.tracker.Retrack(p.final, recs)
 	if saveErr != nil {

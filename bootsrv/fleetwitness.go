@@ -2,9 +2,14 @@ package bootsrv
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -18,36 +23,72 @@ import (
 // nodes on, whether their membership is valid. If one says yes, this server is the one cut
 // off and answers nothing; if none says yes (none answers, or all are fenced too), etcd is
 // down for all and it keeps answering its home nodes.
+//
+// Anyone on the boot network could answer in a peer's name, and a false yes silences a server.
+// So every question carries a fresh random nonce, and an answer counts only with an HMAC-SHA256,
+// under the fleet secret that every server holds, of the fleet, the peer's name, its
+// answer and that nonce: an answer cannot be forged without the key, nor replayed.
 
 // witnessEvery is how often a fenced server asks its peers. Fencing starts TTL - margin after
 // the last renewal and a takeover TTL after it at the earliest, so the margin (at least 0.5 s)
 // leaves time for a couple of rounds.
 const witnessEvery = 200 * time.Millisecond
 
-// MembershipView is what GET /api/v1/fleet/membership answers: whether this server acts for
-// the fleet now.
+// MinFleetSecret is the shortest fleet secret accepted: an HMAC key of at least the hash's size.
+const MinFleetSecret = 32
+
+// maxNonce bounds the nonce a question may carry (hex).
+const maxNonce = 64
+
+// MembershipView is what GET /api/v1/fleet/membership?nonce=HEX answers: whether this server acts
+// for the fleet now, and the proof that this server said so (MAC, hex; empty without a key).
 type MembershipView struct {
 	Server string `json:"server"`
 	Valid  bool   `json:"valid"`
+	Nonce  string `json:"nonce,omitempty"`
+	MAC    string `json:"mac,omitempty"`
 }
 
-func (s *Server) handleMembership(w http.ResponseWriter, _ *http.Request) {
+// witnessMAC is the proof of an answer under key.
+func witnessMAC(key []byte, fleetName string, v MembershipView) string {
+	h := hmac.New(sha256.New, key)
+	valid := "0"
+	if v.Valid {
+		valid = "1"
+	}
+	io.WriteString(h, "bootfabric witness\x00"+fleetName+"\x00"+v.Server+"\x00"+valid+"\x00"+v.Nonce)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func (s *Server) handleMembership(w http.ResponseWriter, r *http.Request) {
 	v := MembershipView{Server: s.cfg.Servers[s.cfg.ServerID].Name}
-	if s.fleet != nil {
-		if m := s.fleet.m.Load(); m != nil {
-			v.Valid = m.Valid()
-		}
+	if s.fleet == nil {
+		writeJSONBody(w, http.StatusOK, v)
+		return
+	}
+	if m := s.fleet.m.Load(); m != nil {
+		v.Valid = m.Valid()
+	}
+	if v.Nonce = r.URL.Query().Get("nonce"); len(v.Nonce) > maxNonce {
+		apiError(w, http.StatusBadRequest, "nonce: over %d characters", maxNonce)
+		return
+	}
+	if key := s.fleet.opts.FleetSecret; len(key) > 0 {
+		v.MAC = witnessMAC(key, s.fleet.opts.Client.Fleet(), v)
 	}
 	writeJSONBody(w, http.StatusOK, v)
 }
 
-// peerURLs returns the base URLs of the other members, from their member records.
-func peerURLs(me string, members []fleet.Member) []string {
-	var out []string
+// witnessPeer is a peer to ask: its name and base URL.
+type witnessPeer struct{ name, url string }
+
+// peersOf returns the other members that published a URL, from their member records.
+func peersOf(me string, members []fleet.Member) []witnessPeer {
+	var out []witnessPeer
 	for _, mb := range members {
 		var info MemberInfo
 		if mb.Name != me && json.Unmarshal(mb.Info, &info) == nil && info.URL != "" {
-			out = append(out, info.URL)
+			out = append(out, witnessPeer{mb.Name, info.URL})
 		}
 	}
 	return out
@@ -55,8 +96,12 @@ func peerURLs(me string, members []fleet.Member) []string {
 
 // runWitness asks the peers, every witnessEvery while this server is fenced, whether any of them
 // is a valid member, and records the answer in f.peerValid (false while this server is valid).
+// Without a fleet secret nobody is asked: an unauthenticated yes could come from anyone.
 func (s *Server) runWitness(ctx context.Context) {
 	f := s.fleet
+	if len(f.opts.FleetSecret) == 0 {
+		return
+	}
 	hc := &http.Client{Timeout: witnessEvery}
 	tick := time.NewTicker(witnessEvery)
 	defer tick.Stop()
@@ -71,23 +116,27 @@ func (s *Server) runWitness(ctx context.Context) {
 			f.peerValid.Store(false)
 			continue
 		}
-		var peers []string
+		var peers []witnessPeer
 		if p := f.peers.Load(); p != nil {
 			peers = *p
 		}
-		f.peerValid.Store(anyPeerValid(ctx, hc, peers))
+		f.peerValid.Store(anyPeerValid(ctx, hc, f.opts.FleetSecret, f.opts.Client.Fleet(), peers))
 	}
 }
 
-// anyPeerValid asks every peer at once and reports whether one says its membership is valid.
-func anyPeerValid(ctx context.Context, hc *http.Client, peers []string) bool {
+// anyPeerValid asks every peer at once and reports whether one proves that its membership is
+// valid.
+func anyPeerValid(ctx context.Context, hc *http.Client, key []byte, fleetName string, peers []witnessPeer) bool {
+	var nonce [16]byte
+	rand.Read(nonce[:])
+	q := url.Values{"nonce": {hex.EncodeToString(nonce[:])}}.Encode()
 	var wg sync.WaitGroup
 	found := make(chan bool, len(peers))
 	for _, p := range peers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, p+"/api/v1/fleet/membership", nil)
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/api/v1/fleet/membership?"+q, nil)
 			if err != nil {
 				return
 			}
@@ -97,7 +146,12 @@ func anyPeerValid(ctx context.Context, hc *http.Client, peers []string) bool {
 			}
 			defer resp.Body.Close()
 			var v MembershipView
-			if resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&v) == nil && v.Valid {
+			if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&v) != nil {
+				return
+			}
+			ok := v.Valid && v.Server == p.name && v.Nonce == hex.EncodeToString(nonce[:]) &&
+				hmac.Equal([]byte(v.MAC), []byte(witnessMAC(key, fleetName, v)))
+			if ok {
 				found <- true
 			}
 		}()

@@ -34,7 +34,7 @@ func FuzzHTTPAPI(f *testing.F) {
 	}
 	f.Cleanup(func() { s.Close() })
 	h := s.Handler()
-	tok := s.nodes.token("node00")
+	tok := attemptToken(f, s, "node00")
 	for _, seed := range []struct{ method, path, body, rng, auth string }{
 		{"GET", "/ipxe/52:54:00:00:00:00", "", "", ""},
 		{"GET", "/ipxe/52-54-00-00-00-01?token=" + tok, "", "", ""},

@@ -181,6 +181,11 @@ func (s *Server) handleScript(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("no node with MAC %s is served by this boot server", mac), http.StatusNotFound)
 		return
 	}
+	if s.cfg.DHCP.Mode == DHCPOff {
+		// No DHCP exchange here starts an attempt: the script fetch, from the node's
+		// address, is the first sign of one.
+		s.tracker.OpenAttempt(name)
+	}
 	st, _ := s.tracker.Node(name)
 	c := s.nodeCheck(r, name, st)
 	learn := s.cfg.DHCP.Mode == DHCPProxy && !s.inventoryAddr(name)
@@ -188,6 +193,7 @@ func (s *Server) handleScript(w http.ResponseWriter, r *http.Request) {
 		// Proxy mode: another server gives the address, which may change from boot to boot; a
 		// script fetch with the token of the DHCP boot file URL shows where the node is now.
 		c.NodeIP = ""
+		c.TokenOK = s.nodes.equal(s.nodes.addressToken(name), requestToken(r))
 	} else {
 		// The script is how the node learns its token: its address is the proof.
 		c.TokenOK = true
@@ -200,7 +206,7 @@ func (s *Server) handleScript(w http.ResponseWriter, r *http.Request) {
 	if learn {
 		s.tracker.LearnIP(name, c.From)
 	}
-	script, err := s.script(name, st.Profile)
+	script, err := s.script(name, st)
 	if err != nil {
 		s.reqLog(r, name).Error("rendering iPXE script", zap.Error(err))
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -208,19 +214,22 @@ func (s *Server) handleScript(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	if _, err := w.Write(script); err == nil {
+	// A node in no open attempt still gets its script (it must boot, and the token opens
+	// nothing), but the fetch moves nothing: else a host holding an idle node's address would
+	// put it past the DHCP exchange that starts its real attempt.
+	if _, err := w.Write(script); err == nil && (s.cfg.DHCP.Mode == DHCPOff || attemptOpen(st)) {
 		s.observe(s.reqLog(r, name), name, EvScript, "GET "+r.URL.Path)
 	}
 }
 
-// script renders the iPXE script of a node.
-func (s *Server) script(name, profile string) ([]byte, error) {
-	p, err := s.images.Get(profile)
+// script renders the iPXE script of a node, with the token of its current boot attempt.
+func (s *Server) script(name string, st NodeStatus) ([]byte, error) {
+	p, err := s.images.Get(st.Profile)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", name, err)
 	}
 	health := s.baseURL + "/api/v1/nodes/" + name + "/health"
-	tok := s.nodes.token(name)
+	tok := s.nodes.token(name, st.Attempt)
 	if tok != "" {
 		health += "?token=" + tok
 	}
@@ -332,7 +341,7 @@ func (s *Server) observeDownload(r *http.Request, ev Event, detail string, token
 	if !ok {
 		return
 	}
-	if token && !s.nodes.check(name, requestToken(r)) {
+	if st, _ := s.tracker.Node(name); token && !s.nodes.check(name, st.Attempt, requestToken(r)) {
 		s.reqLog(r, name).Debug("download without the node's token: not counted", zap.String("detail", detail))
 		return
 	}
@@ -369,6 +378,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		refuse(w, err)
 		return
 	}
+
 	limit := int64(s.cfg.Health.MaxReportBytes)
 	var rep HealthReport
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
@@ -392,6 +402,15 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	if rep.Status != "ok" && rep.Status != "failed" {
 		apiError(w, http.StatusBadRequest, `status %q: want "ok" or "failed"`, rep.Status)
+		return
+	}
+	if !attemptOpen(st) && s.nodes.secret != nil {
+		msg := fmt.Sprintf("node %s: boot attempt %d takes no report (%s): a new attempt, with a new token, starts with the node's next DHCP request", name, st.Attempt, st.State)
+		if st.Reported {
+			msg = fmt.Sprintf("node %s: boot attempt %d was reported already; its token is spent", name, st.Attempt)
+		}
+		s.reqLog(r, name).Info("health report refused", zap.String("reason", msg))
+		apiError(w, http.StatusConflict, "%s", msg)
 		return
 	}
 	state, err := s.tracker.Report(name, Health{Status: rep.Status, Details: rep.Details})

@@ -44,7 +44,7 @@ const node00Addr = "127.0.0.1:40000"
 func TestHTTPHandlers(t *testing.T) {
 	f := newFixture(t)
 	s := f.server(t, func(c *Config) { c.HTTP.URL = "http://10.9.9.9:8080" })
-	ht := &handlerTest{f: f, s: s, h: s.Handler(), tok: s.nodes.token("node00")}
+	ht := &handlerTest{f: f, s: s, h: s.Handler(), tok: attemptToken(t, s, "node00")}
 	if len(ht.tok) != nodeTokenLen {
 		t.Fatalf("node00's token %q", ht.tok)
 	}
@@ -153,7 +153,7 @@ func (ht *handlerTest) kernelAndInitrd(t *testing.T) {
 // bootRefusals: naming another node (the old ?node=) from another address moves nothing; missing
 // files and profiles and a path out of the store are not found; the iPXE binaries are served.
 func (ht *handlerTest) bootRefusals(t *testing.T) {
-	do(t, ht.h, "GET", "/boot/default/vmlinuz?node=node01&token="+ht.s.nodes.token("node01"), "", "192.0.2.1:1")
+	do(t, ht.h, "GET", "/boot/default/vmlinuz?node=node01&token="+nodeToken(ht.s, "node01"), "", "192.0.2.1:1")
 	ht.wantState(t, "node01", Pending, "a kernel fetched from another address")
 	ht.wantCodes(t, []codeCase{
 		{"missing file", "GET", "/boot/default/missing", "", http.StatusNotFound},
@@ -219,8 +219,14 @@ func (ht *handlerTest) statusAPI(t *testing.T) {
 	}
 }
 
-// failedReport: a report from a booted node can fail it; the state follows.
+// failedReport: the attempt reported already takes no second report; in the next attempt, a
+// report can fail the node and the state follows.
 func (ht *handlerTest) failedReport(t *testing.T) {
+	if w := do(t, ht.h, "POST", "/api/v1/nodes/node00/health?token="+ht.tok, `{"status":"failed"}`, node00Addr); w.Code != http.StatusConflict {
+		t.Errorf("second report of one attempt: %d %s, want 409", w.Code, w.Body)
+	}
+	ht.s.tracker.Observe("node00", EvRebootDiscover, "test: the next boot attempt")
+	ht.tok = nodeToken(ht.s, "node00")
 	if w := do(t, ht.h, "POST", "/api/v1/nodes/node00/health?token="+ht.tok, `{"status":"failed","details":{"disk":"missing"}}`, node00Addr); w.Code != 200 {
 		t.Fatalf("failed report: %d %s", w.Code, w.Body)
 	}
@@ -296,7 +302,7 @@ func FuzzHealthReport(f *testing.F) {
 	}
 	f.Cleanup(func() { s.Close() })
 	h := s.Handler()
-	target := "/api/v1/nodes/node00/health?token=" + s.nodes.token("node00")
+	target := "/api/v1/nodes/node00/health?token=" + attemptToken(f, s, "node00")
 	f.Fuzz(func(t *testing.T, body string) {
 		req := httptest.NewRequest("POST", target, strings.NewReader(body))
 		req.RemoteAddr = "127.0.0.1:40000"
@@ -322,14 +328,14 @@ func TestLearnIPFromScript(t *testing.T) {
 	}
 	s := f.server(t, func(c *Config) { c.HTTP.URL = "http://10.9.9.9:8080"; c.DHCP.Mode = DHCPProxy })
 	h := s.Handler()
-	tok := s.nodes.token("node01")
+	tok := s.nodes.addressToken("node01")
 	if w := do(t, h, "GET", "/ipxe/52:54:00:00:00:01", "", "192.0.2.66:1000"); w.Code != http.StatusUnauthorized {
 		t.Fatalf("script without the token: %d", w.Code)
 	}
 	if w := do(t, h, "GET", "/ipxe/52:54:00:00:00:01?token="+tok, "", "192.0.2.77:1000"); w.Code != 200 {
 		t.Fatalf("script: %d", w.Code)
 	}
-	do(t, h, "GET", "/boot/default/vmlinuz?token="+tok, "", "192.0.2.77:1001")
+	do(t, h, "GET", "/boot/default/vmlinuz?token="+nodeToken(s, "node01"), "", "192.0.2.77:1001")
 	if n, _ := s.tracker.Node("node01"); n.State != Kernel || n.IP != "192.0.2.77" {
 		t.Errorf("node01: %v at %q", n.State, n.IP)
 	}

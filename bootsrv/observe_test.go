@@ -82,7 +82,7 @@ func TestDHCPConfig(t *testing.T) {
 	if r, ok := c.Reservations.Lookup(mac); !ok || r.Name != "node03" {
 		t.Errorf("reservation of node03: %+v %v", r, ok)
 	}
-	if got := c.Boot.Token(mac); got != s.nodes.token("node03") || got == "" {
+	if got := c.Boot.Token(mac); got != s.nodes.addressToken("node03") || got == "" {
 		t.Errorf("proxy token of node03: %q", got)
 	}
 	// What iPXE is given: its script's URL with the node's token.
@@ -91,7 +91,7 @@ func TestDHCPConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	bc := dhcpd.Classify(req, c.Boot, c.ServerIP, "node03")
-	if want := "http://boot.example:8080/ipxe/52:54:00:00:00:03?token=" + s.nodes.token("node03"); bc.BootFile != want {
+	if want := "http://boot.example:8080/ipxe/52:54:00:00:00:03?token=" + s.nodes.addressToken("node03"); bc.BootFile != want {
 		t.Errorf("iPXE boot file %q, want %q", bc.BootFile, want)
 	}
 }

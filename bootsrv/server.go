@@ -214,6 +214,11 @@ func (s *Server) openStore(opts Options) (tracked []*InventoryNode, err error) {
 		}
 		s.store, tracked = s.fleet.store, nil // the fleet's records; nodes come with ownership
 		s.res = fleetReservations{s.fleet}
+		if key := opts.Fleet.FleetSecret; len(key) > 0 && s.nodes.secret != nil {
+			// Every server of the fleet derives the same node tokens, so that a node taken
+			// over mid-boot reports to its new owner with the token of its script.
+			s.nodes = nodeAuth{secret: fleetNodeSecret(key)}
+		}
 		return tracked, nil
 	}
 	if opts.RecoverState {

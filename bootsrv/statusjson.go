@@ -51,6 +51,9 @@ func appendStatusJSON(b []byte, n *NodeStatus) ([]byte, error) {
 		b = append(b, `,"server":`...)
 		b = appendJSONString(b, n.Server)
 	}
+	if n.Reported {
+		b = append(b, `,"reported":true`...)
+	}
 	return append(b, '}'), nil
 }
 

@@ -61,6 +61,7 @@ func randomStatus(r *rand.Rand) NodeStatus {
 		n.HistoryDropped = r.IntN(1000)
 	}
 	n.RebootRequested = r.IntN(4) == 0
+	n.Reported = r.IntN(3) == 0
 	return n
 }
 
@@ -147,7 +148,7 @@ func TestStatusJSONKnowsEveryField(t *testing.T) {
 	for _, c := range []struct {
 		v    any
 		want int
-	}{{NodeStatus{}, 17}, {Health{}, 3}, {Transition{}, 5}} {
+	}{{NodeStatus{}, 18}, {Health{}, 3}, {Transition{}, 5}} {
 		if got := reflect.TypeOf(c.v).NumField(); got != c.want {
 			t.Errorf("%T has %d fields, appendStatusJSON writes %d: teach it (and randomStatus) the new ones", c.v, got, c.want)
 		}

@@ -46,6 +46,8 @@ type NodeStatus struct {
 	RebootRequested bool `json:"reboot_requested,omitempty"`
 	// Server is the boot server that holds the node now (in a fleet, the one answering it).
 	Server string `json:"server,omitempty"`
+	// Reported says the current attempt's health report came: the attempt's token is spent.
+	Reported bool `json:"reported,omitempty"`
 }
 
 // Health is a node's latest health report.
@@ -250,7 +252,7 @@ func (t *Tracker) addLocked(n *InventoryNode, saved map[string]NodeStatus) bool 
 		// Own copies of the map and the slice: applyLocked changes both in place.
 		st.State, st.Since, st.Attempt, st.Times = s.State, s.Since, s.Attempt, maps.Clone(s.Times)
 		st.LastEvent, st.LastSeen, st.Error, st.Health, st.History = s.LastEvent, s.LastSeen, s.Error, s.Health, slices.Clone(s.History)
-		st.HistoryDropped, st.RebootRequested = s.HistoryDropped, s.RebootRequested
+		st.HistoryDropped, st.RebootRequested, st.Reported = s.HistoryDropped, s.RebootRequested, s.Reported
 		st.Server = s.Server
 		if st.Times == nil {
 			st.Times = map[State]time.Time{}
@@ -281,6 +283,17 @@ func (t *Tracker) SetServer(name, server string) {
 	if n, ok := t.nodes[name]; ok && n.Server != server {
 		n.Server = server
 		t.markLocked(name, true, time.Time{})
+	}
+}
+
+// Discard drops the unsaved changes of the named nodes: another server holds them now (this one
+// was cut off from the fleet), and its record, not this server's stale one, is the truth.
+func (t *Tracker) Discard(names []string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, name := range names {
+		delete(t.dirty, name)
+		delete(t.lazy, name)
 	}
 }
 
@@ -387,7 +400,7 @@ func (t *Tracker) ObserveDHCP(mac net.HardwareAddr, evs []Event, ip netip.Addr, 
 	changed := false
 	var last Transition
 	for _, ev := range evs {
-		if ev == EvAck && ip.IsValid() {
+		if ev == EvAck && ip.IsValid() && !addressSettled(n) {
 			t.learnIPLocked(n, ip)
 		}
 		if tr, ch := t.applyLocked(n, ev, detail); ch {
@@ -424,6 +437,14 @@ func (t *Tracker) NameByIP(ip netip.Addr) (string, bool) {
 	defer t.mu.Unlock()
 	name, ok := t.byIP[ip.Unmap()]
 	return name, ok
+}
+
+// addressSettled says whether n's address stays what it is whatever DHCP acknowledges now: its
+// attempt went past the DHCP exchange (it fetched boot files from that address, or booted, or
+// reported), so a later ACK to another address is another client with its MAC (the booted
+// system, or a host spoofing it), and only a new attempt (the operator's reboot) moves it.
+func addressSettled(n *NodeStatus) bool {
+	return n.IP != "" && n.State >= NBP && n.State != Failed
 }
 
 // LearnIP records the address a node was given (by DHCP), so that its TFTP and HTTP requests can
@@ -497,6 +518,7 @@ func (t *Tracker) Report(name string, h Health) (State, error) {
 	}
 	h.At = h.At.UTC()
 	n.Health = &h
+	n.Reported = true
 	t.markLocked(n.Name, true, t.now())
 	detail := ""
 	if ev == EvHealthFailed {
@@ -590,6 +612,7 @@ func startAttempt(n *NodeStatus) {
 	clear(n.Times) // snapshots hold copies, never this map
 	n.Error = ""
 	n.RebootRequested = false
+	n.Reported = false
 }
 
 // appendHistory appends tr to n's history, dropping the oldest entries beyond the configured
@@ -606,6 +629,20 @@ func (t *Tracker) appendHistory(n *NodeStatus, tr Transition) {
 		n.History = n.History[:copy(n.History, n.History[k:])]
 	}
 	n.History = append(n.History, tr)
+}
+
+// OpenAttempt starts a new boot attempt of the named node unless one is open (attemptOpen),
+// without a state change: with DHCP off, a script fetch is the first sign of a boot.
+func (t *Tracker) OpenAttempt(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok := t.nodes[name]
+	if !ok || attemptOpen(*n) {
+		return
+	}
+	n.Attempt++
+	n.Reported = false
+	t.markLocked(name, true, time.Time{})
 }
 
 // RequestReboot records that the operator asked for the node's reboot: its next DISCOVER starts a

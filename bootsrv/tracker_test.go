@@ -274,3 +274,40 @@ func TestSummarize(t *testing.T) {
 		}
 	}
 }
+
+// TestAddressSettled is issue 25's point 3 at the tracker: in pool mode a spoofed REQUEST with a
+// booted node's MAC was acknowledged at another address and moved the node's recorded address,
+// and with it the node's identity. An ACK moves the address only while the attempt has not gone
+// past its DHCP exchange; the operator's reboot starts an attempt that may move it again.
+func TestAddressSettled(t *testing.T) {
+	n := testNodes(t, 1)[0]
+	node := *n
+	node.IP = netip.Addr{} // pool mode: the address comes from DHCP
+	tr, err := NewTracker([]*InventoryNode{&node}, "default", TrackerOptions{Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second, third := netip.MustParseAddr("10.1.0.5"), netip.MustParseAddr("10.1.0.66"), netip.MustParseAddr("10.1.0.7")
+	for _, step := range []struct {
+		what   string
+		do     func()
+		wantIP netip.Addr
+	}{
+		{"first ACK", func() { tr.ObserveDHCP(node.MAC, []Event{EvDiscover, EvOffer, EvAck}, first, "") }, first},
+		{"iPXE fetched its script", func() { tr.Observe(node.Name, EvScript, "") }, first},
+		{"ACK elsewhere mid-boot", func() { tr.ObserveDHCP(node.MAC, []Event{EvAck}, second, "") }, first},
+		{"healthy", func() { tr.Report(node.Name, Health{Status: "ok"}) }, first},
+		{"ACK elsewhere when healthy", func() { tr.ObserveDHCP(node.MAC, []Event{EvDiscover, EvOffer, EvAck}, second, "") }, first},
+		{"operator's reboot", func() { tr.RequestReboot(node.Name) }, first},
+		{"ACK in the new attempt", func() { tr.ObserveDHCP(node.MAC, []Event{EvDiscover, EvOffer, EvAck}, third, "") }, third},
+	} {
+		step.do()
+		st, _ := tr.Node(node.Name)
+		if got, _ := tr.NameByIP(step.wantIP); st.IP != step.wantIP.String() || got != node.Name {
+			t.Errorf("%s: node at %q (by address %v: %q), want %v", step.what, st.IP, step.wantIP, got, step.wantIP)
+		}
+	}
+	if got, ok := tr.NameByIP(second); ok {
+		t.Errorf("the spoofed address names %s", got)
+	}
+}

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"slices"
@@ -36,6 +37,16 @@ type Options struct {
 	// Registerer receives the client's Prometheus collectors (nil: not registered). Clients
 	// sharing a registry share the collectors.
 	Registerer prometheus.Registerer
+
+	// TLS, when not nil, makes the client talk TLS to every endpoint (give them as host:port or
+	// https://host:port): the CA that signed the members' certificates and, for an etcd with
+	// --client-cert-auth, this client's certificate, whose common name is its etcd user once
+	// authentication is enabled. LoadTLS builds it from files. nil: plain connections.
+	TLS *tls.Config
+	// Username and Password authenticate as an etcd user (both or neither; ReadSecretFile reads
+	// a password file). They take precedence over a certificate's common name. Over a plain
+	// connection the password crosses the network in clear: use them with TLS.
+	Username, Password string
 }
 
 // Client is one process's connection to a fleet's keys in etcd. It is safe for concurrent use.
@@ -56,6 +67,9 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 	}
 	if len(opts.Endpoints) == 0 {
 		return nil, errors.New("fleet: no etcd endpoints (give --etcd host:port,...)")
+	}
+	if err := checkSecurity(opts); err != nil {
+		return nil, err
 	}
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = 3 * time.Second
@@ -88,8 +102,11 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 			Backoff:           grpcbackoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
 			MinConnectTimeout: time.Second,
 		})},
-		Logger:  opts.Log.Named("etcd-client").WithOptions(zap.IncreaseLevel(zap.WarnLevel)),
-		Context: context.WithoutCancel(ctx),
+		Logger:   opts.Log.Named("etcd-client").WithOptions(zap.IncreaseLevel(zap.WarnLevel)),
+		Context:  context.WithoutCancel(ctx),
+		TLS:      opts.TLS,
+		Username: opts.Username,
+		Password: opts.Password,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd at %s: %w", strings.Join(opts.Endpoints, ","), err)
@@ -100,6 +117,25 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// checkSecurity refuses options the etcd client would follow silently in a way not meant: a user
+// without a password (the client would not authenticate at all), and an http:// endpoint with TLS
+// (the client would dial it in clear).
+func checkSecurity(opts Options) error {
+	if (opts.Username == "") != (opts.Password == "") {
+		return errors.New("fleet: etcd user and password go together: give both or neither")
+	}
+	if opts.TLS == nil {
+		return nil
+	}
+	for _, ep := range opts.Endpoints {
+		if strings.HasPrefix(ep, "http://") {
+			return fmt.Errorf("fleet: etcd endpoint %s is plain http, but TLS is configured: give https://%s or %s",
+				ep, strings.TrimPrefix(ep, "http://"), strings.TrimPrefix(ep, "http://"))
+		}
+	}
+	return nil
 }
 
 // probe asks every endpoint for its status, all at once, and succeeds when one answers.
@@ -113,6 +149,10 @@ func (c *Client) probe(ctx context.Context) error {
 			pctx, cancel := context.WithTimeout(ctx, c.opts.DialTimeout)
 			defer cancel()
 			if _, err := c.cli.Status(pctx, ep); err != nil {
+				// The etcd client reports a refused TLS handshake as a timeout: say why.
+				if terr := diagnoseTLS(ctx, ep, c.opts.TLS, c.opts.DialTimeout); terr != nil {
+					err = terr
+				}
 				errs[i] = fmt.Errorf("etcd at %s unreachable: %w", ep, err)
 				c.log.Warn("etcd endpoint unreachable", zap.String("endpoint", ep), zap.Error(err))
 			}
@@ -121,6 +161,10 @@ func (c *Client) probe(ctx context.Context) error {
 	wg.Wait()
 	if slices.Contains(errs, nil) {
 		return nil
+	}
+	var terr *tlsError
+	if errors.As(errors.Join(errs...), &terr) {
+		return errors.Join(errs...) // the TLS problem says what to do
 	}
 	return fmt.Errorf("%w (is etcd running there? check --etcd and the firewall)", errors.Join(errs...))
 }

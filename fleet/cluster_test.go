@@ -37,7 +37,7 @@ func TestThreeMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	lease := m.LeaseID()
-	if _, err := c.ApplyConfig(ctx, []byte("v1")); err != nil {
+	if _, err := c.ApplyConfig(ctx, []byte("v1"), testKey); err != nil {
 		t.Fatal(err)
 	}
 	cfgs := obs.WatchConfig(ctx)
@@ -96,7 +96,7 @@ func TestThreeMembers(t *testing.T) {
 		}
 		return err
 	})
-	retry(t, 5*time.Second, "apply", func() error { _, err := c.ApplyConfig(ctx, []byte("v2")); return err })
+	retry(t, 5*time.Second, "apply", func() error { _, err := c.ApplyConfig(ctx, []byte("v2"), testKey); return err })
 	select {
 	case cr := <-cfgs:
 		if string(cr.Doc) != "v2" {
@@ -124,7 +124,7 @@ func TestWatchCompacted(t *testing.T) {
 	away := open(t, e.Endpoints[:1]) // knows only member 0
 	w := open(t, e.Endpoints[1:])
 	ctx := ctxFor(t, 60*time.Second)
-	if _, err := w.ApplyConfig(ctx, []byte("v1")); err != nil {
+	if _, err := w.ApplyConfig(ctx, []byte("v1"), testKey); err != nil {
 		t.Fatal(err)
 	}
 	cfgs := away.WatchConfig(ctx)
@@ -134,7 +134,7 @@ func TestWatchCompacted(t *testing.T) {
 	e.Member(0).Stop()
 	var last int64
 	for _, doc := range []string{"v2", "v3"} {
-		rev, err := w.ApplyConfig(ctx, []byte(doc))
+		rev, err := w.ApplyConfig(ctx, []byte(doc), testKey)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -22,8 +24,16 @@ const MaxConfigSize = 1 << 20
 // hostile value cannot make every server inflate gigabytes.
 const maxConfigDoc = 256 << 20
 
-// configMagic starts every stored configuration value: the format's name and version.
-const configMagic = "bfc1"
+// Every stored configuration value starts with its format's name and version: bfc2 is signed
+// (signing.go), bfc1 is the unsigned format of earlier versions, read only to be refused clearly.
+const (
+	configMagic         = "bfc2"
+	configMagicUnsigned = "bfc1"
+)
+
+// configHeader is the length of a bfc2 value's fixed part: magic, sha256 of the document, serial,
+// signing key's id, signature.
+const configHeader = len(configMagic) + sha256.Size + 8 + 8 + ed25519.SignatureSize
 
 var (
 	// ErrNoConfig is returned when the fleet has no configuration yet.
@@ -37,22 +47,43 @@ type ConfigRevision struct {
 	Doc      []byte // the document as applied
 	SHA256   string // hex sha256 of Doc
 	Revision int64  // etcd revision of the write: increases with every new configuration
+	// Serial is the signed sequence number: it grows with every revision the operator applies,
+	// so a server can refuse an older revision written back (signing.go).
+	Serial uint64
+	// KeyID names the key that signed the revision (KeyID); Signature is the signature, empty
+	// for an unsigned revision. Verify checks them.
+	KeyID     string
+	Signature []byte
+
+	fleet string // the fleet it was read from: part of what is signed
 }
 
-// ApplyConfig stores doc as the fleet's configuration and returns its revision. A document equal
-// to the stored one is not written again: its revision is returned, so applying the same file
-// twice does not make every server reload.
-func (c *Client) ApplyConfig(ctx context.Context, doc []byte) (int64, error) {
-	sum := sha256.Sum256(doc)
-	val, err := encodeConfig(doc, sum)
-	if err != nil {
-		return 0, err
+// ApplyConfig signs doc with key and stores it as the fleet's configuration, returning its etcd
+// revision. A document equal to the stored one, stored under a signature of this key, is not
+// written again: its revision is returned, so applying the same file twice does not make every
+// server reload.
+func (c *Client) ApplyConfig(ctx context.Context, doc []byte, key ed25519.PrivateKey) (int64, error) {
+	if len(key) != ed25519.PrivateKeySize {
+		return 0, errors.New("apply config: no signing key")
 	}
+	pub := key.Public().(ed25519.PublicKey)
+	sum := sha256.Sum256(doc)
+	// The serial is the time of the apply, or one more than the stored revision's when the
+	// operator's clock is behind it; a stored serial counts only when this key signed it, so
+	// that a forged value cannot push the serials to their end.
+	serial := uint64(c.opts.Now().UnixNano())
 	cur, err := c.Config(ctx)
 	switch {
-	case err == nil && cur.SHA256 == hex.EncodeToString(sum[:]):
-		return cur.Revision, nil
+	case err == nil && cur.Verify([]ed25519.PublicKey{pub}) == nil:
+		if cur.SHA256 == hex.EncodeToString(sum[:]) {
+			return cur.Revision, nil
+		}
+		serial = max(serial, cur.Serial+1)
 	case err != nil && !errors.Is(err, ErrNoConfig):
+		return 0, err
+	}
+	val, err := encodeConfig(doc, sum, c.fleet, serial, key)
+	if err != nil {
 		return 0, err
 	}
 	var resp *clientv3.PutResponse
@@ -79,7 +110,7 @@ func (c *Client) Config(ctx context.Context) (ConfigRevision, error) {
 	if len(resp.Kvs) == 0 {
 		return ConfigRevision{}, ErrNoConfig
 	}
-	return decodeConfig(resp.Kvs[0])
+	return decodeConfig(c.fleet, resp.Kvs[0])
 }
 
 // WatchConfig delivers the current configuration (when there is one) and then every new one, in
@@ -94,7 +125,7 @@ func (c *Client) WatchConfig(ctx context.Context) <-chan ConfigRevision {
 		if kv.ModRevision <= last {
 			return true
 		}
-		cr, err := decodeConfig(kv)
+		cr, err := decodeConfig(c.fleet, kv)
 		if err != nil {
 			c.log.Sugar().Errorf("fleet %s: skipping configuration revision %d: %v", c.fleet, kv.ModRevision, err)
 			return true
@@ -126,12 +157,16 @@ func (c *Client) WatchConfig(ctx context.Context) <-chan ConfigRevision {
 	return ch
 }
 
-// encodeConfig makes the stored value: magic, sha256 of the document, gzip of the document.
-// gzip with no name and no time is deterministic, so equal documents give equal values.
-func encodeConfig(doc []byte, sum [32]byte) ([]byte, error) {
+// encodeConfig makes the stored value: magic, sha256 of the document, serial, the signing key's
+// id and the signature (signing.go), gzip of the document.
+func encodeConfig(doc []byte, sum [32]byte, fleet string, serial uint64, key ed25519.PrivateKey) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.WriteString(configMagic)
 	buf.Write(sum[:])
+	buf.Write(binary.BigEndian.AppendUint64(nil, serial))
+	id, _ := hex.DecodeString(KeyID(key.Public().(ed25519.PublicKey)))
+	buf.Write(id)
+	buf.Write(ed25519.Sign(key, signedMessage(fleet, serial, sum[:])))
 	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
 	if err != nil {
 		return nil, err
@@ -148,14 +183,26 @@ func encodeConfig(doc []byte, sum [32]byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// decodeConfig checks and inflates a stored configuration.
-func decodeConfig(kv *mvccpb.KeyValue) (ConfigRevision, error) {
+// decodeConfig checks and inflates a stored configuration; the signature is Verify's business. An
+// unsigned (bfc1) value decodes with no signature, so that the refusal can say so.
+func decodeConfig(fleet string, kv *mvccpb.KeyValue) (ConfigRevision, error) {
 	v := kv.Value
-	if len(v) < len(configMagic)+sha256.Size || string(v[:len(configMagic)]) != configMagic {
+	cr := ConfigRevision{Revision: kv.ModRevision, fleet: fleet}
+	var want, body []byte
+	switch {
+	case len(v) >= configHeader && string(v[:len(configMagic)]) == configMagic:
+		h := v[len(configMagic):]
+		want, h = h[:sha256.Size], h[sha256.Size:]
+		cr.Serial, h = binary.BigEndian.Uint64(h[:8]), h[8:]
+		cr.KeyID, h = hex.EncodeToString(h[:8]), h[8:]
+		cr.Signature = bytes.Clone(h[:ed25519.SignatureSize])
+		body = v[configHeader:]
+	case len(v) >= len(configMagicUnsigned)+sha256.Size && string(v[:len(configMagicUnsigned)]) == configMagicUnsigned:
+		want, body = v[len(configMagicUnsigned):len(configMagicUnsigned)+sha256.Size], v[len(configMagicUnsigned)+sha256.Size:]
+	default:
 		return ConfigRevision{}, fmt.Errorf("configuration at revision %d: not a %s value", kv.ModRevision, configMagic)
 	}
-	want := v[len(configMagic) : len(configMagic)+sha256.Size]
-	zr, err := gzip.NewReader(bytes.NewReader(v[len(configMagic)+sha256.Size:]))
+	zr, err := gzip.NewReader(bytes.NewReader(body))
 	if err != nil {
 		return ConfigRevision{}, fmt.Errorf("configuration at revision %d: %w", kv.ModRevision, err)
 	}
@@ -170,5 +217,6 @@ func decodeConfig(kv *mvccpb.KeyValue) (ConfigRevision, error) {
 	if !bytes.Equal(sum[:], want) {
 		return ConfigRevision{}, fmt.Errorf("configuration at revision %d: sha256 mismatch (corrupt value)", kv.ModRevision)
 	}
-	return ConfigRevision{Doc: doc, SHA256: hex.EncodeToString(sum[:]), Revision: kv.ModRevision}, nil
+	cr.Doc, cr.SHA256 = doc, hex.EncodeToString(sum[:])
+	return cr, nil
 }

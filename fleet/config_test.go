@@ -28,7 +28,7 @@ func TestConfigApplyRead(t *testing.T) {
 		{"changed", "servers: [bs0, bs1]\n", true},
 		{"back", "servers: [bs0]\n", true},
 	} {
-		rev, err := c.ApplyConfig(ctx, []byte(tc.doc))
+		rev, err := c.ApplyConfig(ctx, []byte(tc.doc), testKey)
 		if err != nil {
 			t.Fatalf("%s: ApplyConfig: %v", tc.name, err)
 		}
@@ -53,7 +53,7 @@ func TestWatchConfig(t *testing.T) {
 	e := startEtcd(t, 1)
 	c := open(t, e.Endpoints)
 	ctx := ctxFor(t, 40*time.Second)
-	rev1, err := c.ApplyConfig(ctx, []byte("v1"))
+	rev1, err := c.ApplyConfig(ctx, []byte("v1"), testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestWatchConfig(t *testing.T) {
 	if cr := next("current"); string(cr.Doc) != "v1" || cr.Revision != rev1 {
 		t.Fatalf("first delivery %q rev %d, want v1 rev %d", cr.Doc, cr.Revision, rev1)
 	}
-	rev2, _ := c.ApplyConfig(ctx, []byte("v2"))
+	rev2, _ := c.ApplyConfig(ctx, []byte("v2"), testKey)
 	if cr := next("new"); string(cr.Doc) != "v2" || cr.Revision != rev2 {
 		t.Fatalf("delivery %q rev %d, want v2 rev %d", cr.Doc, cr.Revision, rev2)
 	}
@@ -84,7 +84,7 @@ func TestWatchConfig(t *testing.T) {
 	e.Member(0).Restart()
 	var rev3 int64
 	testfix.WaitFor(t, "apply after restart", 10*time.Second, func() bool {
-		rev3, err = c.ApplyConfig(ctx, []byte("v3"))
+		rev3, err = c.ApplyConfig(ctx, []byte("v3"), testKey)
 		return err == nil
 	})
 	if cr := next("after restart"); string(cr.Doc) != "v3" || cr.Revision != rev3 {

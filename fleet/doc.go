@@ -11,7 +11,7 @@
 // Everything of fleet F lives under one prefix, /bootfabric/F/ (F matches [a-z0-9-]{1,63}), so
 // that one etcd serves several fleets, and `etcdctl get --prefix /bootfabric/F/` shows all of one:
 //
-//	/bootfabric/F/config                 the configuration: "bfc1" | sha256(doc) | gzip(doc)
+//	/bootfabric/F/config                 the configuration: "bfc2" | sha256(doc) | serial | key id | ed25519 signature | gzip(doc)
 //	/bootfabric/F/members/NAME           a live server's info, attached to its etcd lease
 //	/bootfabric/F/records/KIND/NAME      node records of one kind (boot states, ...)
 //	/bootfabric/F/addr/IP                an address lease: {"mac":..,"expires":..}
@@ -48,6 +48,25 @@
 //     concurrency across the fleet. With etcd unreachable no address is allocated at all.
 //   - Every request is bounded by Options.RequestTimeout; watches resume from the last revision
 //     they delivered after an error, and start from a fresh read after a compaction.
+//
+// # etcd as a trusted store
+//
+// Whoever can write a fleet's keys can rewrite the fleet, so etcd should run with TLS, client
+// certificates (--client-cert-auth) and authentication on. Options.TLS (LoadTLS builds it from
+// files) and Options.Username/Password (ReadSecretFile) connect that way; a client certificate's
+// common name is its etcd user. SetupAuth gives each server a user with least privilege: it reads
+// the whole fleet but writes only its own member key and the shared records/, addr/, mac/, events/
+// and eventseq/ keys, never the configuration nor another server's member key; the operator's user
+// may write the whole fleet. The order is SetupAuth (as root, or before authentication is on),
+// EnableAuth, then the servers and the operator connect as their users (AuthRoles lists the roles).
+//
+// What etcd 3.4 checks, and what it does not: a lease is revoked (Membership.Leave) only by a
+// user that may write every key attached to it, and a key is put with a lease only by a user that
+// may write the lease's keys, so a server can neither revoke nor borrow another's lease. But
+// granting, renewing and reading leases is not checked at all: any client with a certificate the
+// CA signed, whatever its user, can keep another server's lease alive by its id, delaying that
+// server's takeover after it died. Client certificates are therefore to be issued only to the
+// fleet's servers and operators.
 //
 // The package holds no package-level mutable state; the clock (Options.Now), the logger and the
 // Prometheus registerer are passed in.

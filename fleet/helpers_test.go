@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
 	"strings"
 	"sync"
 	"testing"
@@ -67,3 +69,6 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// testKey signs the tests' configurations.
+var testKey = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))

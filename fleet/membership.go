@@ -51,6 +51,7 @@ type Membership struct {
 	lastRenew  time.Time     // send time of the last successful renewal or grant
 	lost       chan struct{} // closed when the current lease is gone
 	left       bool
+	term       uint64 // see Term
 
 	renewals, failures, rejoins atomic.Int64
 
@@ -138,6 +139,9 @@ func (m *Membership) join(ctx context.Context) error {
 // renewedLocked records a renewal (or grant) whose request was sent at sent and that etcd
 // answered with ttl seconds: the lease lasts at least until sent + ttl wherever it is kept.
 func (m *Membership) renewedLocked(sent time.Time, ttlSeconds int64) {
+	if !m.c.opts.Now().Before(m.validUntil) {
+		m.term++ // Valid was false until now (or this is a new lease)
+	}
 	ttl := min(time.Duration(ttlSeconds)*time.Second, m.ttl)
 	until := sent.Add(ttl - m.margin)
 	if until.After(m.validUntil) {
@@ -255,6 +259,16 @@ func (m *Membership) Valid() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return !m.left && m.c.opts.Now().Before(m.validUntil)
+}
+
+// Term numbers the unbroken stretches of validity: it grows whenever Valid turns true again (a
+// renewal that came after validity had lapsed, or a new lease after a lost one). A decision made
+// from what the fleet looked like under one term (which server owns which node) must be made
+// again under the next: the fleet may have changed meanwhile, unseen.
+func (m *Membership) Term() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.term
 }
 
 // ValidUntil is the instant Valid turns false unless a renewal succeeds before it.

@@ -150,6 +150,10 @@ func TestFencing(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(700 * time.Millisecond)
+	term := m.Term()
+	if term != 1 {
+		t.Errorf("term %d after the join and renewals on time, want 1", term)
+	}
 
 	stopped := time.Now()
 	e.Member(0).Stop()
@@ -173,6 +177,9 @@ func TestFencing(t *testing.T) {
 	e.Member(0).Restart()
 	back := testfix.WaitFor(t, "Valid again after etcd restart", 15*time.Second, m.Valid)
 	t.Logf("Valid again %v after etcd was healthy; stats %+v", back.Round(time.Millisecond), m.Stats())
+	if m.Term() != term+1 {
+		t.Errorf("term %d after validity lapsed and came back, want %d", m.Term(), term+1)
+	}
 	if m.Stats().RenewalFailures == 0 {
 		t.Error("no renewal failure counted")
 	}
@@ -207,7 +214,7 @@ func TestRejoin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, lost := m.LeaseID(), m.Lost()
+	old, lost, term := m.LeaseID(), m.Lost(), m.Term()
 	if _, err := c.cli.Revoke(ctx, clientv3.LeaseID(old)); err != nil {
 		t.Fatal(err)
 	}
@@ -220,6 +227,9 @@ func TestRejoin(t *testing.T) {
 	ms, _, err := c.Members(ctx)
 	if err != nil || len(ms) != 1 || ms[0].LeaseID != m.LeaseID() {
 		t.Fatalf("Members after re-join = %+v, %v", ms, err)
+	}
+	if m.Term() != term+1 {
+		t.Errorf("term %d under the new lease, want %d", m.Term(), term+1)
 	}
 	if st := m.Stats(); st.Rejoins != 1 {
 		t.Errorf("stats %+v, want 1 re-join", st)

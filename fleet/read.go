@@ -2,10 +2,12 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -48,7 +50,25 @@ func (c *Client) getPrefix(ctx context.Context, op, prefix string) ([]*mvccpb.Ke
 
 // wrap names the operation and the endpoints in an etcd error, and says what to do.
 func (c *Client) wrap(op string, err error) error {
-	return fmt.Errorf("fleet %s: %s: etcd at %v: %w (check that etcd is up and reachable)", c.fleet, op, c.opts.Endpoints, err)
+	hint := "check that etcd is up and reachable"
+	switch {
+	case errors.Is(err, rpctypes.ErrPermissionDenied):
+		hint = fmt.Sprintf("etcd's authentication is on and %s may not do this: see its roles (bootctl fleet auth)", c.user())
+	case errors.Is(err, rpctypes.ErrUserEmpty), errors.Is(err, rpctypes.ErrInvalidAuthToken), errors.Is(err, rpctypes.ErrAuthFailed):
+		hint = "etcd's authentication is on: connect with a client certificate or a user and password"
+	}
+	return fmt.Errorf("fleet %s: %s: etcd at %v: %w (%s)", c.fleet, op, c.opts.Endpoints, err, hint)
+}
+
+// user names the etcd user the client connects as, as far as it knows.
+func (c *Client) user() string {
+	switch {
+	case c.opts.Username != "":
+		return "user " + c.opts.Username
+	case c.opts.TLS != nil && len(c.opts.TLS.Certificates) > 0 && c.opts.TLS.Certificates[0].Leaf != nil:
+		return "user " + c.opts.TLS.Certificates[0].Leaf.Subject.CommonName + " (the certificate's common name)"
+	}
+	return "this client's user"
 }
 
 // backoff returns the wait before retry n (from 0): 100 ms doubling to 2 s.

@@ -107,11 +107,7 @@ type FleetOptions struct {
 // Fleet is a cluster's running fleet of boot servers.
 type Fleet struct {
 	*Cluster
-	Opt FleetOptions
-	// Applied says how the configuration was stored: "bootctl fleet apply" or, when the binary
-	// has no fleet command, the fleet client from the test.
-	Applied string
-
+	Opt  FleetOptions
 	mu   sync.Mutex
 	pids map[string]int // running server processes by server name
 }
@@ -137,6 +133,9 @@ func (c *Cluster) StartFleet(ctx context.Context, opt FleetOptions) (*Fleet, err
 		return nil, err
 	}
 	f := &Fleet{Cluster: c, Opt: opt, pids: map[string]int{}}
+	if err := f.writeSigningKey(); err != nil {
+		return nil, err
+	}
 	if err := f.apply(ctx, fleetFile); err != nil {
 		return nil, err
 	}
@@ -198,29 +197,28 @@ func (f *Fleet) startAll(ctx context.Context) error {
 	return nil
 }
 
-// apply stores the fleet file as the fleet's configuration: with `bootctl fleet apply`, or with
-// the fleet client when the binary has no fleet command yet.
+// writeSigningKey makes the fleet's keys as bootctl fleet keygen does: DIR/operator.key signs the
+// configuration, the servers trust DIR/operator.key.pub and share DIR/operator.key.secret.
+func (f *Fleet) writeSigningKey() error {
+	priv, pub, err := fleet.GenerateSigningKey(nil)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(f.signingKey(), priv, 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(f.signingKey()+".secret", fleet.GenerateFleetSecret(), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(f.signingKey()+".pub", pub, 0o644)
+}
+
+func (f *Fleet) signingKey() string { return filepath.Join(f.dir(), "operator.key") }
+
+// apply stores the fleet file as the fleet's configuration with `bootctl fleet apply`.
 func (f *Fleet) apply(ctx context.Context, fleetFile string) error {
-	if _, err := f.run.Run(ctx, f.Opt.Bootctl, "fleet", "apply", "--help"); err == nil {
-		f.Applied = "bootctl fleet apply"
-		_, err := f.run.Run(ctx, f.Opt.Bootctl, "fleet", "apply", "-f", fleetFile, "--etcd", strings.Join(f.Opt.Etcd, ","), "--fleet", f.Opt.Fleet)
-		return err
-	}
-	f.Applied = "fleet.Client.ApplyConfig"
-	doc, err := bootsrv.LoadFleetFile(fleetFile)
-	if err != nil {
-		return err
-	}
-	enc, err := doc.Encode()
-	if err != nil {
-		return err
-	}
-	fc, err := f.Client(ctx)
-	if err != nil {
-		return err
-	}
-	defer fc.Close()
-	_, err = fc.ApplyConfig(ctx, enc)
+	_, err := f.run.Run(ctx, f.Opt.Bootctl, "fleet", "apply", "-f", fleetFile, "--etcd", strings.Join(f.Opt.Etcd, ","),
+		"--fleet", f.Opt.Fleet, "--sign-key", f.signingKey())
 	return err
 }
 
@@ -264,6 +262,7 @@ func (f *Fleet) StartServer(ctx context.Context, name string) error {
 	// `ip netns exec` execs the command: the pid is bootctl's own, so SIGKILL reaches the server.
 	cmd := exec.Command("ip", "netns", "exec", s.Namespace, f.Opt.Bootctl, "--log-level", f.Opt.LogLevel, "serve",
 		"--etcd", strings.Join(f.Opt.Etcd, ","), "--name", name, "--fleet", f.Opt.Fleet, "--lease-ttl", f.Opt.TTL.String(),
+		"--config-key", f.signingKey()+".pub", "--fleet-secret", f.signingKey()+".secret",
 		"--http", ":80", "--tftp", ":69", "--interface", "eth0", "--ipxe-dir", ipxeDir,
 		"--state-dir", filepath.Join(dir, "state-"+name), "--images", filepath.Join(dir, "images-"+name))
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -475,6 +474,10 @@ func (c *Cluster) BootFleet(ctx context.Context, opt FleetBootOptions) (*FleetBo
 	res := &FleetBoot{Nodes: make([]FleetTimeline, len(nodes))}
 	for k, i := range nodes {
 		res.Nodes[k] = FleetTimeline{Node: c.Nodes[i].Name}
+	}
+	// As for one server: a booted node's new attempt (and its token) takes the operator's word.
+	if err := c.announceReboots(ctx, nodes); err != nil {
+		return nil, err
 	}
 	cpu, err := c.runBatch(ctx, nodes, opt.Timeout, nodeBatch{
 		script: fleetNodeScript, udhcpc: fleetUdhcpcScript, udhcpcFile: "udhcpc-fleet.script",

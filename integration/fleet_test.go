@@ -142,7 +142,7 @@ func fleetSetupSpec(t *testing.T, ctx context.Context, spec fleetSpec) (*Fleet, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fc.Close() })
-	t.Logf("fleet of %d servers up (configuration by %s) at %.1f s; etcd %v", len(c.Servers), f.Applied, time.Since(began).Seconds(), etcd.Endpoints)
+	t.Logf("fleet of %d servers up at %.1f s; etcd %v", len(c.Servers), time.Since(began).Seconds(), etcd.Endpoints)
 	return f, fc, etcd
 }
 

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,20 +43,32 @@ func fleetCommand(e *env) *cli.Command {
 				Name: "apply",
 				Usage: "check a fleet file as every server would and store it in etcd as the fleet's new configuration " +
 					"revision (the servers pick it up without a restart); a bad file is refused with file:line and nothing is written",
-				Flags: []cli.Flag{
+				Flags: append([]cli.Flag{
 					&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Required: true,
 						Usage: "fleet file: a boot server's YAML without its per-server settings; images: names the store whose profiles are published"},
 					fleetEtcdFlag(), fleetNameFlag(),
+					&cli.StringFlag{Name: "sign-key", EnvVars: []string{"BOOTCTL_SIGN_KEY"},
+						Usage: "the operator's private key (bootctl fleet keygen): servers apply only revisions signed by a key they trust (serve --config-key)"},
 					&cli.BoolFlag{Name: "dry-run", Usage: "check the file and show the revision; do not contact etcd"},
 					outputFlag("table", "json", "yaml"),
-				},
+				}, etcdSecurityFlags()...),
 				Action: func(c *cli.Context) error { return fleetApply(c, e) },
+			},
+			{
+				Name: "keygen",
+				Usage: "make a fleet's keys: FILE (private, mode 600) signs revisions (fleet apply --sign-key) and stays with the operator; " +
+					"FILE.pub (serve --config-key) and FILE.secret (mode 600, serve --fleet-secret) go to every server",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "out", Required: true, Usage: "private key file to create; FILE.pub and FILE.secret beside it"},
+					outputFlag("table", "json", "yaml"),
+				},
+				Action: func(c *cli.Context) error { return fleetKeygen(c, e) },
 			},
 			{
 				Name: "status",
 				Usage: "show the servers of the fleet's current revision: liveness, the nodes each owns now " +
 					"(by the ownership rule, from the live members), and the takeovers so far",
-				Flags:  []cli.Flag{fleetEtcdFlag(), fleetNameFlag(), outputFlag("table", "json", "yaml")},
+				Flags:  append([]cli.Flag{fleetEtcdFlag(), fleetNameFlag(), outputFlag("table", "json", "yaml")}, etcdSecurityFlags()...),
 				Action: func(c *cli.Context) error { return fleetStatusAction(c, e) },
 			},
 		},
@@ -106,7 +121,11 @@ func openFleet(c *cli.Context) (*fleet.Client, []string, error) {
 	}
 	// No client log: its warnings (an endpoint unreachable) would repeat the error on more lines,
 	// and a one-shot command has nothing else to say.
-	cl, err := fleet.Open(c.Context, fleet.Options{Endpoints: eps, Fleet: c.String("fleet"), Log: zap.NewNop()})
+	cl, err := openFleetSecure(c.Context, c, fleet.Options{Endpoints: eps, Fleet: c.String("fleet"), Log: zap.NewNop()})
+	var bad *badInputError
+	if errors.As(err, &bad) {
+		return nil, nil, err
+	}
 	if err != nil {
 		return nil, nil, &fleetEtcdError{eps, err}
 	}
@@ -135,7 +154,8 @@ type fleetApplyResult struct {
 	Revision int64             `json:"revision,omitempty"` // etcd revision of the configuration
 	Changed  bool              `json:"changed"`            // false: the same document was stored already
 	SHA256   string            `json:"sha256"`
-	Bytes    int               `json:"bytes"` // the document, uncompressed
+	Key      string            `json:"key,omitempty"` // the signing key's id (fleet.KeyID)
+	Bytes    int               `json:"bytes"`         // the document, uncompressed
 	Nodes    int               `json:"nodes"`
 	Mapping  string            `json:"mapping"`
 	Servers  []fleetServerRow  `json:"servers"`
@@ -146,6 +166,15 @@ func fleetApply(c *cli.Context, e *env) error {
 	format, err := outputFormat(c, "table", "json", "yaml")
 	if err != nil {
 		return err
+	}
+	var key ed25519.PrivateKey
+	switch {
+	case c.String("sign-key") != "":
+		if key, err = fleet.LoadSigningKey(c.String("sign-key")); err != nil {
+			return badInput("--sign-key: %w", err)
+		}
+	case !c.Bool("dry-run"):
+		return badInput("--sign-key: required: the operator's private key that signs the revision (make one with bootctl fleet keygen)")
 	}
 	doc, err := bootsrv.LoadFleetFile(c.String("file"))
 	if err != nil {
@@ -160,6 +189,9 @@ func fleetApply(c *cli.Context, e *env) error {
 		return asBadInput(err)
 	}
 	res.Fleet, res.DryRun = c.String("fleet"), c.Bool("dry-run")
+	if key != nil {
+		res.Key = fleet.KeyID(key.Public().(ed25519.PublicKey))
+	}
 	if err := fleet.ValidFleetName(res.Fleet); err != nil {
 		return badInput("--fleet: %w", err)
 	}
@@ -173,13 +205,13 @@ func fleetApply(c *cli.Context, e *env) error {
 		if err != nil && !errors.Is(err, fleet.ErrNoConfig) {
 			return &fleetEtcdError{eps, err}
 		}
-		res.Changed = err != nil || cur.SHA256 != res.SHA256
-		if res.Revision, err = cl.ApplyConfig(c.Context, enc); err != nil {
+		if res.Revision, err = cl.ApplyConfig(c.Context, enc, key); err != nil {
 			if errors.Is(err, fleet.ErrConfigTooLarge) {
 				return badInput("%s: %w", c.String("file"), err)
 			}
 			return &fleetEtcdError{eps, err}
 		}
+		res.Changed = res.Revision != cur.Revision
 	}
 	if format != "table" {
 		return writeData(e.stdout, format, res)
@@ -217,7 +249,7 @@ func writeFleetApply(e *env, r *fleetApplyResult) error {
 	case r.DryRun:
 		fmt.Fprintf(e.stdout, "fleet %s: dry run, nothing written; sha256 %s (%d bytes)\n", r.Fleet, r.SHA256, r.Bytes)
 	case r.Changed:
-		fmt.Fprintf(e.stdout, "fleet %s: revision %d applied; sha256 %s (%d bytes)\n", r.Fleet, r.Revision, r.SHA256, r.Bytes)
+		fmt.Fprintf(e.stdout, "fleet %s: revision %d applied, signed by key %s; sha256 %s (%d bytes)\n", r.Fleet, r.Revision, r.Key, r.SHA256, r.Bytes)
 	default:
 		fmt.Fprintf(e.stdout, "fleet %s: revision %d unchanged (the same configuration is stored); sha256 %s\n", r.Fleet, r.Revision, r.SHA256)
 	}
@@ -466,4 +498,63 @@ func fleetPlural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// fleetKeygenResult is what `fleet keygen` reports.
+type fleetKeygenResult struct {
+	Private string `json:"private"`
+	Public  string `json:"public"`
+	Secret  string `json:"secret"`
+	Key     string `json:"key"` // fleet.KeyID of the public key
+}
+
+// fleetKeygen writes a new signing key pair. It never replaces a file: a lost private key would
+// lock the operator out of every server that trusts it.
+func fleetKeygen(c *cli.Context, e *env) error {
+	format, err := outputFormat(c, "table", "json", "yaml")
+	if err != nil {
+		return err
+	}
+	res := fleetKeygenResult{Private: c.String("out"), Public: c.String("out") + ".pub", Secret: c.String("out") + ".secret"}
+	priv, pub, err := fleet.GenerateSigningKey(nil)
+	if err != nil {
+		return err
+	}
+	keys, err := fleet.ParseTrustedKeys(pub)
+	if err != nil {
+		return err
+	}
+	res.Key = fleet.KeyID(keys[0])
+	for _, f := range []struct {
+		path string
+		data []byte
+		mode os.FileMode
+	}{{res.Private, priv, 0o600}, {res.Public, pub, 0o644}, {res.Secret, fleet.GenerateFleetSecret(), 0o600}} {
+		if err := writeNewFile(f.path, f.data, f.mode); err != nil {
+			if errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrNotExist) {
+				return badInput("--out: %w", err)
+			}
+			return err
+		}
+	}
+	if format != "table" {
+		return writeData(e.stdout, format, res)
+	}
+	_, err = fmt.Fprintf(e.stdout, "key %s: private %s (keep it off the servers); to every server: %s (serve --config-key) and %s (serve --fleet-secret)\n",
+		res.Key, res.Private, res.Public, res.Secret)
+	return err
+}
+
+// writeNewFile creates path with data and mode, failing if it exists.
+func writeNewFile(path string, data []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	return f.Close()
 }

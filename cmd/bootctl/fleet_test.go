@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,6 +60,17 @@ func applyFleetFiles(t *testing.T, n int) string {
 	return testfix.WriteFile(t, filepath.Join(dir, "fleet.yaml"), []byte(applyFleetYAML))
 }
 
+// operatorKey makes a signing key pair with fleet keygen and returns the private key's path; the
+// public key is PATH.pub.
+func operatorKey(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "operator.key")
+	if code, _, errs := runBootctl(t, context.Background(), "fleet", "keygen", "--out", p); code != 0 {
+		t.Fatalf("fleet keygen: %d %s", code, errs)
+	}
+	return p
+}
+
 func decodeJSONOut[T any](t *testing.T, out string) T {
 	t.Helper()
 	var v T
@@ -93,6 +105,11 @@ func TestFleetApplyOffline(t *testing.T) {
 		}
 	}
 
+	key := operatorKey(t)
+	openKey := filepath.Join(t.TempDir(), "open.key")
+	if data, err := os.ReadFile(key); err != nil || os.WriteFile(openKey, data, 0o644) != nil {
+		t.Fatal(err)
+	}
 	perServer := strings.Replace(applyFleetYAML, "topology:", "server_id: 1\ntopology:", 1)
 	tests := []struct {
 		name string
@@ -102,7 +119,11 @@ func TestFleetApplyOffline(t *testing.T) {
 	}{
 		{"per-server field", []string{"-f", testfix.WriteFile(t, filepath.Join(filepath.Dir(file), "ps.yaml"), []byte(perServer)), "--dry-run"}, 2,
 			filepath.Join(filepath.Dir(file), "ps.yaml") + ":5: server_id: per-server setting; give it to bootctl serve"},
-		{"no etcd", []string{"-f", file}, 2, "--etcd: required"},
+		{"no etcd", []string{"-f", file, "--sign-key", key}, 2, "--etcd: required"},
+		{"no signing key", []string{"-f", file, "--etcd", "127.0.0.1:1"}, 2, "--sign-key: required"},
+		{"signing key readable by others", []string{"-f", file, "--etcd", "127.0.0.1:1", "--sign-key", openKey}, 2,
+			"--sign-key: signing key " + openKey + ": mode 0644 lets others read it"},
+		{"public key to sign", []string{"-f", file, "--etcd", "127.0.0.1:1", "--sign-key", key + ".pub"}, 2, "--sign-key: signing key " + key + ".pub: mode 0644"},
 		{"bad fleet name", []string{"-f", file, "--dry-run", "--fleet", "A/B"}, 2, `--fleet: fleet name "A/B"`},
 		{"missing file", []string{"-f", file + ".gone", "--dry-run"}, 2, "no such file"},
 		{"no file", []string{"--dry-run"}, 2, "file"},
@@ -125,7 +146,7 @@ func TestFleetApplyStatusEtcd(t *testing.T) {
 	cluster := etcdtest.Start(t, etcdtest.Options{Members: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	fe := &fleetEtcd{ctx: ctx, cluster: cluster, etcd: strings.Join(cluster.Endpoints, ","), file: applyFleetFiles(t, 8)}
+	fe := &fleetEtcd{ctx: ctx, cluster: cluster, etcd: strings.Join(cluster.Endpoints, ","), file: applyFleetFiles(t, 8), key: operatorKey(t)}
 
 	// Nothing applied yet: status says so.
 	code, _, errs := runBootctl(t, ctx, "fleet", "status", "--etcd", fe.etcd)
@@ -151,6 +172,7 @@ type fleetEtcd struct {
 	cluster *etcdtest.Cluster
 	etcd    string // the endpoints, as --etcd takes them
 	file    string // the fleet file
+	key     string // the operator's signing key (KEY.pub: its public key)
 
 	first, second fleetApplyResult
 	want          fleetStatusResult
@@ -184,7 +206,7 @@ func (fe *fleetEtcd) wantTable(t *testing.T, lines ...string) {
 
 // applyTwice applies the fleet file: a new revision of 8 nodes; the same file again writes nothing.
 func (fe *fleetEtcd) applyTwice(t *testing.T) {
-	code, out, errs := runBootctl(t, fe.ctx, "fleet", "apply", "-f", fe.file, "--etcd", fe.etcd, "-o", "json")
+	code, out, errs := runBootctl(t, fe.ctx, "fleet", "apply", "-f", fe.file, "--etcd", fe.etcd, "--sign-key", fe.key, "-o", "json")
 	if code != 0 {
 		t.Fatalf("apply: %d\n%s", code, errs)
 	}
@@ -192,7 +214,7 @@ func (fe *fleetEtcd) applyTwice(t *testing.T) {
 	if fe.first.Revision <= 0 || !fe.first.Changed || fe.first.Nodes != 8 {
 		t.Errorf("apply: %+v", fe.first)
 	}
-	code, out, _ = runBootctl(t, fe.ctx, "fleet", "apply", "-f", fe.file, "--etcd", fe.etcd)
+	code, out, _ = runBootctl(t, fe.ctx, "fleet", "apply", "-f", fe.file, "--etcd", fe.etcd, "--sign-key", fe.key)
 	t.Logf("fleet apply:\n%s", out)
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("revision %d unchanged", fe.first.Revision)) {
 		t.Errorf("apply again: %d\n%s", code, out)
@@ -252,7 +274,7 @@ func (fe *fleetEtcd) statusBs1Live(t *testing.T) {
 // applyAddedNode: an added node is a new revision, stored with the new node and hash.
 func (fe *fleetEtcd) applyAddedNode(t *testing.T) {
 	testfix.WriteFile(t, fe.inventory(), []byte(applyFleetInventory(9)))
-	code, out, errs := runBootctl(t, fe.ctx, "fleet", "apply", "-f", fe.file, "--etcd", fe.etcd, "-o", "json")
+	code, out, errs := runBootctl(t, fe.ctx, "fleet", "apply", "-f", fe.file, "--etcd", fe.etcd, "--sign-key", fe.key, "-o", "json")
 	if code != 0 {
 		t.Fatalf("apply 9 nodes: %d\n%s", code, errs)
 	}
@@ -277,7 +299,7 @@ func (fe *fleetEtcd) applyAddedNode(t *testing.T) {
 func (fe *fleetEtcd) applyBadInventory(t *testing.T) {
 	inv := fe.inventory()
 	testfix.WriteFile(t, inv, []byte(strings.Replace(applyFleetInventory(10), "52:54:00:00:02:09", "52:54:00:00:02:zz", 1)))
-	code, out, errs := runBootctl(t, fe.ctx, "fleet", "apply", "-f", fe.file, "--etcd", fe.etcd)
+	code, out, errs := runBootctl(t, fe.ctx, "fleet", "apply", "-f", fe.file, "--etcd", fe.etcd, "--sign-key", fe.key)
 	if code != 2 || !strings.HasPrefix(errs, "bootctl fleet apply: "+inv+":11: mac: ") || strings.Count(strings.TrimSpace(errs), "\n") > 0 || out != "" {
 		t.Errorf("bad apply: %d, stderr %q, stdout %q", code, errs, out)
 	}
@@ -294,7 +316,11 @@ func (fe *fleetEtcd) unreadableRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { raw.Close() })
-	rev, err := raw.ApplyConfig(fe.ctx, []byte(`{"version": 99}`))
+	key, err := fleet.LoadSigningKey(fe.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := raw.ApplyConfig(fe.ctx, []byte(`{"version": 99}`), key)
 	if err != nil {
 		t.Fatal(err)
 	}

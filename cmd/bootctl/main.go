@@ -127,7 +127,7 @@ func commands(e *env) []*cli.Command {
 		planCommand(e),
 		topologyCommand(e),
 		serveCommand(e),
-		fleetCommand(e),
+		fleetCommandWithAuth(e), // fleet_auth.go adds its subcommand
 		statusCommand(e),
 		nodeCommand(e),
 		imageCommand(e),

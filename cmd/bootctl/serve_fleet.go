@@ -21,14 +21,19 @@ import (
 
 // fleetServeFlags are serve's flags for a fleet member: everything else comes from etcd.
 func fleetServeFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{Name: "etcd", EnvVars: []string{"BOOTCTL_ETCD"},
 			Usage: "run as a member of a fleet: its etcd endpoints, comma-separated (then --config is not used)"},
 		&cli.StringFlag{Name: "name", EnvVars: []string{"BOOTCTL_NAME"}, Usage: "with --etcd: this server's name in the fleet's servers"},
 		&cli.StringFlag{Name: "fleet", Value: "default", EnvVars: []string{"BOOTCTL_FLEET"}, Usage: "with --etcd: the fleet's name"},
 		&cli.DurationFlag{Name: "lease-ttl", Value: fleet.DefaultTTL, EnvVars: []string{"BOOTCTL_LEASE_TTL"},
 			Usage: "with --etcd: membership lease; a dead server's nodes move after about this long"},
-	}
+		&cli.StringFlag{Name: "config-key", EnvVars: []string{"BOOTCTL_CONFIG_KEY"},
+			Usage: "with --etcd: the public keys (PEM, the .pub of bootctl fleet keygen) whose signatures make a configuration revision trusted; others are refused"},
+		&cli.StringFlag{Name: "fleet-secret", EnvVars: []string{"BOOTCTL_FLEET_SECRET"},
+			Usage: "with --etcd: the secret every server of the fleet shares (the .secret of bootctl fleet keygen, mode 600): it derives the node tokens, " +
+				"and a server cut off from etcd believes only peers that prove themselves with it"},
+	}, etcdSecurityFlags()...)
 }
 
 // fleetDefaults are a fleet member's local settings when no flag gives them.
@@ -56,6 +61,20 @@ func serveFleet(e *env, c *cli.Context) error {
 	if err := fleet.ValidFleetName(c.String("fleet")); err != nil {
 		return badInput("--fleet: %v", err)
 	}
+	if c.String("config-key") == "" {
+		return badInput("--config-key: a fleet member needs the operator's public key: it applies only configuration revisions signed by it (bootctl fleet keygen)")
+	}
+	trusted, err := fleet.LoadTrustedKeys(c.String("config-key"))
+	if err != nil {
+		return badInput("--config-key: %w", err)
+	}
+	if c.String("fleet-secret") == "" {
+		return badInput("--fleet-secret: a fleet member needs the secret the fleet's servers share (bootctl fleet keygen writes it beside the signing key)")
+	}
+	secret, err := fleet.LoadFleetSecret(c.String("fleet-secret"))
+	if err != nil {
+		return badInput("--fleet-secret: %w", err)
+	}
 	local := fleetDefaults()
 	for flag, set := range map[string]func(string){
 		"http": func(v string) { local.HTTPListen = v }, "url": func(v string) { local.URL = v },
@@ -76,12 +95,16 @@ func serveFleet(e *env, c *cli.Context) error {
 		local.Interfaces = c.StringSlice("interface")
 	}
 	clientReg := prometheus.NewRegistry()
-	fc, err := fleet.Open(ctx, fleet.Options{Endpoints: endpoints, Fleet: c.String("fleet"), Log: e.log.Named("etcd"), Registerer: clientReg})
+	fc, err := openFleetSecure(ctx, c, fleet.Options{Endpoints: endpoints, Fleet: c.String("fleet"), Log: e.log.Named("etcd"), Registerer: clientReg})
 	if err != nil {
 		return err
 	}
 	defer fc.Close()
-	m := &fleetMember{e: e, fc: fc, name: name, local: local, ttl: c.Duration("lease-ttl"), reg: clientReg}
+	trust, err := fleet.OpenTrust(trusted, filepath.Join(local.StateDir, "fleet-applied.json"))
+	if err != nil {
+		return err
+	}
+	m := &fleetMember{e: e, fc: fc, name: name, local: local, ttl: c.Duration("lease-ttl"), reg: clientReg, trust: trust, secret: secret}
 	return m.run(ctx)
 }
 
@@ -95,6 +118,13 @@ type fleetMember struct {
 	reg   *prometheus.Registry
 
 	membership *fleet.Membership
+	trust      *fleet.Trust // which revisions may be applied: signed, and not older than the last
+	secret     []byte       // the fleet secret (bootsrv.FleetOptions.FleetSecret)
+
+	// A revision that could not be applied for a reason that may pass (a peer restarting while
+	// its blobs are fetched) is tried again after retryWait, which doubles up to maxRetryWait.
+	retry     *fleet.ConfigRevision
+	retryWait time.Duration
 
 	// The boot server of the current revision (cur; nil before the first), while running: stop
 	// ends it and its Serve's result comes on done.
@@ -104,6 +134,12 @@ type fleetMember struct {
 	done    chan error
 }
 
+// Retry bounds for a revision that could not be applied.
+const (
+	minRetryWait = time.Second
+	maxRetryWait = 30 * time.Second
+)
+
 // run follows the fleet's configuration revisions until ctx ends or the boot server fails: it
 // starts a boot server for the first revision and replaces it with each new one that builds.
 func (m *fleetMember) run(ctx context.Context) error {
@@ -111,39 +147,61 @@ func (m *fleetMember) run(ctx context.Context) error {
 	m.done = make(chan error, 1)
 	defer m.shutdown(ctx)
 	m.e.log.Info("waiting for the fleet's configuration", zap.String("fleet", m.fc.Fleet()), zap.String("server", m.name))
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
 	for {
+		var rev fleet.ConfigRevision
 		select {
 		case <-ctx.Done():
 			return nil
 		case err := <-m.done:
 			m.running = false
 			return err
-		case rev, ok := <-revs:
+		case r, ok := <-revs:
 			if !ok {
 				return nil
 			}
-			if err := m.applyRevision(ctx, rev); err != nil {
-				return err
-			}
+			rev, m.retry, m.retryWait = r, nil, 0
+			retry.Stop()
+		case <-retry.C:
+			rev, m.retry = *m.retry, nil
+		}
+		if err := m.applyRevision(ctx, rev); err != nil {
+			return err
+		}
+		if m.retry != nil {
+			retry.Reset(m.retryWait)
 		}
 	}
 }
 
-// applyRevision replaces the running boot server with one built from rev. A revision that does
-// not build here is an error only when nothing runs yet; else it is logged and the previous one
-// keeps running.
+// applyRevision replaces the running boot server with one built from rev. A revision not signed
+// by a trusted key, or older than one applied before, is refused and logged. A revision that does
+// not build here is logged and tried again later (m.retry), the previous one running meanwhile;
+// it is an error only when nothing runs yet and the cause is this server's own flags.
 func (m *fleetMember) applyRevision(ctx context.Context, rev fleet.ConfigRevision) error {
 	log := m.e.log
 	if m.cur != nil && rev.Revision == m.cur.Revision {
 		return nil
 	}
+	if err := m.trust.Check(rev); err != nil {
+		log.Error("configuration revision refused", zap.Int64("revision", rev.Revision), zap.Error(err), zap.Bool("serving", m.running))
+		return nil
+	}
 	srv, err := m.prepare(ctx, rev)
 	if err != nil {
-		if m.cur == nil {
-			return err // nothing runs yet: the first revision must work here
+		var bad *badInputError
+		if m.cur == nil && errors.As(err, &bad) {
+			return err // this server's flags do not fit the fleet: nothing to wait for
 		}
-		log.Error("configuration revision not applied; the previous one keeps running", zap.Int64("revision", rev.Revision), zap.Error(err))
+		m.retry, m.retryWait = &rev, min(max(2*m.retryWait, minRetryWait), maxRetryWait)
+		log.Error("configuration revision not applied; trying again", zap.Int64("revision", rev.Revision), zap.Error(err),
+			zap.Duration("retry_in", m.retryWait), zap.Bool("previous_running", m.running))
 		return nil
+	}
+	if err := m.trust.Record(rev); err != nil {
+		return fmt.Errorf("recording the configuration revision applied: %w", err)
 	}
 	if m.running {
 		log.Info("new configuration revision: restarting the boot server", zap.Int64("from", m.cur.Revision), zap.Int64("to", rev.Revision))
@@ -212,7 +270,7 @@ func (m *fleetMember) prepare(ctx context.Context, rev fleet.ConfigRevision) (*b
 	}
 	srv, err := bootsrv.New(cfg, bootsrv.Options{
 		Logger: m.e.log, Gatherer: m.reg,
-		Fleet: &bootsrv.FleetOptions{Client: m.fc, TTL: m.ttl, Membership: m.membership},
+		Fleet: &bootsrv.FleetOptions{Client: m.fc, TTL: m.ttl, Membership: m.membership, FleetSecret: m.secret},
 	})
 	if err != nil {
 		return nil, configError(err)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
 	"github.com/bootfabric/bootfabric/internal/testfix"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // fleetFiles writes a fleet file for two servers on loopback over the serve fixture's files.
@@ -66,8 +68,8 @@ func nodesOf(url string) ([]string, error) {
 	return out, nil
 }
 
-// TestServeFleet runs two `bootctl serve --etcd` members: the second has no image files and fetches
-// them from the first by sha256; the nodes are split between them by the rule; a new revision
+// TestServeFleet runs two `bootctl serve --etcd` members: the first to start has no image files and
+// fetches them by sha256 from the second once it is up; the nodes are split between them by the rule; a new revision
 // (one more node) is picked up without a restart; a bad fleet file never reaches them; and when one
 // stops, the other answers every node.
 func TestServeFleet(t *testing.T) {
@@ -77,7 +79,12 @@ func TestServeFleet(t *testing.T) {
 	fleetFile := fleetFiles(t, f, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	apply := func(path string) fleet.ConfigRevision {
+	keyFile := operatorKey(t)
+	key, err := fleet.LoadSigningKey(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply := func(path string, key ed25519.PrivateKey) fleet.ConfigRevision {
 		t.Helper()
 		doc, err := bootsrv.LoadFleetFile(path)
 		if err != nil {
@@ -92,7 +99,7 @@ func TestServeFleet(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		if _, err := c.ApplyConfig(ctx, enc); err != nil {
+		if _, err := c.ApplyConfig(ctx, enc, key); err != nil {
 			t.Fatal(err)
 		}
 		rev, err := c.Config(ctx)
@@ -101,7 +108,9 @@ func TestServeFleet(t *testing.T) {
 		}
 		return rev
 	}
-	apply(fleetFile)
+	apply(fleetFile, key)
+	etcdRaw := rawEtcd(t, ec.Endpoints)
+	firstValue := etcdRaw.get(ctx, fleet.Root+"t/config")
 
 	type member struct {
 		url    string
@@ -114,7 +123,7 @@ func TestServeFleet(t *testing.T) {
 		mctx, mcancel := context.WithCancel(ctx)
 		m := &member{url: fmt.Sprintf("http://%s:%d", addr, port), cancel: mcancel, done: make(chan int, 1), errs: &strings.Builder{}}
 		go func() {
-			code, _, errs := runBootctl(t, mctx, "serve", "--etcd", etcd, "--fleet", "t", "--name", name, "--lease-ttl", "2s",
+			code, _, errs := runBootctl(t, mctx, "serve", "--etcd", etcd, "--fleet", "t", "--name", name, "--lease-ttl", "2s", "--config-key", keyFile+".pub", "--fleet-secret", keyFile+".secret",
 				"--http", fmt.Sprintf("%s:%d", addr, port), "--tftp", "off", "--state-dir", filepath.Join(t.TempDir(), "state"),
 				"--images", images, "--ipxe-dir", filepath.Join(f.dir, "ipxe"), "--log-level", "warn")
 			m.errs.WriteString(errs)
@@ -145,11 +154,12 @@ func TestServeFleet(t *testing.T) {
 		})
 		answered = true
 	}
-	bs0 := start("bs0", "127.0.0.1", filepath.Join(f.dir, "images"))
-	waitNodes(bs0, []string{"node00", "node01", "node02", "node03"}) // bs1 not up: dead, bs0 has all
-	// bs1 starts with an empty store: it fetches the profile's blobs from bs0.
+	// bs1 starts first, with an empty store: it cannot fetch the profile's blobs from anyone until
+	// bs0 is up, and tries again until it can.
 	bs1Images := filepath.Join(t.TempDir(), "images")
 	bs1 := start("bs1", "127.0.0.2", bs1Images)
+	time.Sleep(1500 * time.Millisecond)
+	bs0 := start("bs0", "127.0.0.1", filepath.Join(f.dir, "images"))
 	// ncda over two servers: node n of the mini machine goes to server n mod 2.
 	waitNodes(bs1, []string{"node01", "node03"})
 	waitNodes(bs0, []string{"node00", "node02"})
@@ -165,9 +175,23 @@ func TestServeFleet(t *testing.T) {
 
 	// A new revision with one more node reaches both without a restart.
 	fleetFiles(t, f, "node04,52:54:00:00:00:04,127.0.0.14,s0-b1-n0\n")
-	apply(fleetFile)
+	apply(fleetFile, key)
 	waitNodes(bs0, []string{"node00", "node02", "node04"})
 	waitNodes(bs1, []string{"node01", "node03"})
+
+	// Write access to etcd is not enough: a revision signed by another key, and the first
+	// revision's value written back, are refused and the servers keep the revision they run.
+	fleetFiles(t, f, "node04,52:54:00:00:00:04,127.0.0.14,s0-b1-n0\nnode06,52:54:00:00:00:06,127.0.0.16,s0-b1-n2\n")
+	forger := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{3}, ed25519.SeedSize))
+	apply(fleetFile, forger)
+	etcdRaw.put(ctx, fleet.Root+"t/config", firstValue)
+	never := time.Now().Add(2 * time.Second)
+	for time.Now().Before(never) {
+		if got, _ := nodesOf(bs0.url); slices.Contains(got, "node06") || !slices.Contains(got, "node04") {
+			t.Fatalf("bs0 applied a forged or rolled-back revision: it answers %v", got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 
 	// A bad fleet file is refused by fleet apply's validation and never stored.
 	bad := filepath.Join(f.dir, "bad.yaml")
@@ -188,4 +212,44 @@ func TestServeFleet(t *testing.T) {
 		t.Fatal("bs1 did not stop")
 	}
 	waitNodes(bs0, []string{"node00", "node01", "node02", "node03", "node04"})
+	bs0.cancel()
+	<-bs0.done
+	if !strings.Contains(bs1.errs.String(), "configuration revision not applied; trying again") {
+		t.Errorf("bs1 did not have to try the first revision again:\n%s", bs1.errs.String())
+	}
+	for _, want := range []string{"not signed by a trusted key", "older than one applied before"} {
+		if !strings.Contains(bs0.errs.String(), "configuration revision refused") || !strings.Contains(bs0.errs.String(), want) {
+			t.Errorf("bs0's log does not say a revision was refused as %q:\n%s", want, bs0.errs.String())
+		}
+	}
+	bs0.done <- 0
+}
+
+// rawClient reads and writes etcd keys as anyone with access to etcd could.
+type rawClient struct {
+	t   *testing.T
+	cli *clientv3.Client
+}
+
+func rawEtcd(t *testing.T, endpoints []string) rawClient {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return rawClient{t, cli}
+}
+
+func (r rawClient) get(ctx context.Context, key string) []byte {
+	resp, err := r.cli.Get(ctx, key)
+	if err != nil || len(resp.Kvs) != 1 {
+		r.t.Fatalf("get %s: %v", key, err)
+	}
+	return resp.Kvs[0].Value
+}
+
+func (r rawClient) put(ctx context.Context, key string, value []byte) {
+	if _, err := r.cli.Put(ctx, key, string(value)); err != nil {
+		r.t.Fatal(err)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 )
@@ -38,7 +39,7 @@ func statusCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:  "status",
 		Usage: "show the boot state of every node of one or more boot servers, and their aggregated health",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "server", Aliases: []string{"s"}, EnvVars: []string{"BOOTCTL_SERVER"},
 				Usage: "boot server HTTP URL, e.g. http://10.0.0.1:8080; repeat to aggregate several servers"},
 			&cli.StringFlag{Name: "etcd", EnvVars: []string{"BOOTCTL_ETCD"},
@@ -48,7 +49,7 @@ func statusCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "state", Usage: "show only the nodes in this state"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "timeout of each request"},
 			outputFlag("table", "json", "yaml", "csv"),
-		},
+		}, etcdSecurityFlags()...),
 		Action: func(c *cli.Context) error {
 			q, err := parseStatusQuery(c)
 			if err != nil {
@@ -68,6 +69,7 @@ type statusQuery struct {
 	only      *bootsrv.State // nil: every state
 	endpoints []string       // --etcd; else servers
 	fleet     string
+	etcd      fleet.Options // with --etcd: TLS and user (etcdSecurity)
 	servers   []string
 	hc        *http.Client
 	watch     time.Duration // 0: once
@@ -97,6 +99,12 @@ func parseStatusQuery(c *cli.Context) (*statusQuery, error) {
 	if len(q.endpoints) > 0 && len(c.StringSlice("server")) > 0 {
 		return nil, badInput("status: --server and --etcd exclude each other")
 	}
+	if len(q.endpoints) > 0 {
+		if q.etcd, err = etcdSecurity(c); err != nil {
+			return nil, err
+		}
+		q.etcd.Endpoints, q.etcd.Fleet = q.endpoints, q.fleet
+	}
 	for _, s := range c.StringSlice("server") {
 		u, err := url.Parse(s)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -113,7 +121,7 @@ func (q *statusQuery) show(ctx context.Context, w io.Writer) error {
 	var res *statusResult
 	var err error
 	if len(q.endpoints) > 0 {
-		res, err = fetchFleetStatus(ctx, q.endpoints, q.fleet, q.only)
+		res, err = fetchFleetStatus(ctx, q.etcd, q.only)
 	} else {
 		res, err = fetchStatus(ctx, q.hc, q.servers, q.only)
 	}

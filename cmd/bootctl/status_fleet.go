@@ -18,10 +18,11 @@ type fleetMemberView struct {
 	URL  string `json:"url,omitempty"`
 }
 
-// fetchFleetStatus reads every node's record of a fleet from etcd in one call: the nodes of every
-// server, live or dead, grouped by the server that holds them.
-func fetchFleetStatus(ctx context.Context, endpoints []string, fleetName string, only *bootsrv.State) (*statusResult, error) {
-	c, err := fleet.Open(ctx, fleet.Options{Endpoints: endpoints, Fleet: fleetName})
+// fetchFleetStatus reads every node's record of a fleet (opts: its etcd, name, TLS and user) from
+// etcd in one call: the nodes of every server, live or dead, grouped by the server that holds them.
+func fetchFleetStatus(ctx context.Context, opts fleet.Options, only *bootsrv.State) (*statusResult, error) {
+	fleetName := opts.Fleet
+	c, err := fleet.Open(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

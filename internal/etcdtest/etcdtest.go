@@ -4,12 +4,19 @@
 // killed when the test ends, pass or fail, and nothing else is ever signalled: each member runs in a
 // process group of its own, and only those groups are killed.
 //
+// With Options.TLS the members serve clients over https only and require a client certificate
+// signed by the cluster's own CA (--client-cert-auth): Cluster.CAFile and Cluster.ClientCert give a
+// client what it needs, and the certificate's common name is the etcd user once authentication is
+// enabled. Peers stay plain http on loopback.
+//
 // etcd 3.4 has no --unsafe-no-fsync; the speedups used are the ones it has: a low snapshot count and
 // fast first elections.
 package etcdtest
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
@@ -32,6 +39,10 @@ type Options struct {
 	// ClientHost is the address the members serve clients on (default 127.0.0.1): another
 	// address of this host, e.g. one that network namespaces reach. Peers stay on loopback.
 	ClientHost string
+	// TLS serves clients over https with client certificates required (--client-cert-auth),
+	// from a CA made for the cluster: see Cluster.CAFile and Cluster.ClientCert. Endpoints stay
+	// host:port, which an etcd client given a TLS configuration dials with TLS.
+	TLS bool
 }
 
 // Cluster is a running etcd cluster.
@@ -40,10 +51,16 @@ type Cluster struct {
 	Endpoints []string
 	// Members are the per-member handles.
 	Members []*Member
+	// CAFile is the PEM file of the CA that signed the members' and the client certificates
+	// (Options.TLS; empty otherwise).
+	CAFile string
 
 	tb      testing.TB
 	timeout time.Duration
-	host    string // ClientHost
+	host    string       // ClientHost
+	ca      *testCA      // Options.TLS; nil otherwise
+	tlsArgs []string     // etcd's flags for TLS on the client URLs
+	hc      *http.Client // for /health: with a client certificate under TLS
 }
 
 // Start starts an etcd cluster and waits until every member reports healthy. A missing etcd
@@ -66,8 +83,13 @@ func Start(tb testing.TB, opts Options) *Cluster {
 	// TempDir first: cleanups run last-registered first, so the members are killed before
 	// their data directories are removed.
 	dir := tb.TempDir()
-	c := &Cluster{tb: tb, timeout: opts.HealthTimeout, host: opts.ClientHost}
+	c := &Cluster{tb: tb, timeout: opts.HealthTimeout, host: opts.ClientHost, hc: &http.Client{Timeout: time.Second}}
 	tb.Cleanup(c.cleanup)
+	if opts.TLS {
+		if err := c.setupTLS(filepath.Join(dir, "tls")); err != nil {
+			tb.Fatalf("etcdtest: TLS: %v", err)
+		}
+	}
 
 	// A port found free may be taken before etcd binds it; a member that dies at once is
 	// retried on new ports, a few times.
@@ -108,8 +130,8 @@ func (c *Cluster) start(bin, dir string, attempt, n int) error {
 		m.args = []string{
 			"--name", m.Name,
 			"--data-dir", filepath.Join(m.dir, "data"),
-			"--listen-client-urls", "http://" + m.Endpoint,
-			"--advertise-client-urls", "http://" + m.Endpoint,
+			"--listen-client-urls", c.scheme() + "://" + m.Endpoint,
+			"--advertise-client-urls", c.scheme() + "://" + m.Endpoint,
 			"--listen-peer-urls", m.PeerURL,
 			"--initial-advertise-peer-urls", m.PeerURL,
 			"--initial-cluster", strings.Join(initial, ","),
@@ -119,6 +141,7 @@ func (c *Cluster) start(bin, dir string, attempt, n int) error {
 			"--logger", "zap",
 			"--log-outputs", "stderr",
 		}
+		m.args = append(m.args, c.tlsArgs...)
 		if err := os.MkdirAll(m.dir, 0o755); err != nil {
 			return err
 		}
@@ -168,10 +191,9 @@ func (c *Cluster) RestartAll() {
 // waitHealthy polls each member's /health until it says true, a member exits or the timeout.
 func (c *Cluster) waitHealthy(ms ...*Member) error {
 	deadline := time.Now().Add(c.timeout)
-	hc := &http.Client{Timeout: time.Second}
 	for _, m := range ms {
 		for {
-			ok, err := m.healthy(hc)
+			ok, err := m.healthy()
 			if ok {
 				break
 			}
@@ -187,9 +209,43 @@ func (c *Cluster) waitHealthy(ms ...*Member) error {
 	return nil
 }
 
+// setupTLS makes the cluster's CA in dir, the members' server certificate (for 127.0.0.1 and
+// ClientHost; also a client certificate, as etcd 3.4's gRPC gateway dials its own member with it)
+// and the health checker's client certificate.
+func (c *Cluster) setupTLS(dir string) error {
+	ca, err := newTestCA(dir)
+	if err != nil {
+		return err
+	}
+	both := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+	certFile, keyFile, err := ca.issueFiles("server", "etcdtest member", both, "127.0.0.1", "localhost", c.host)
+	if err != nil {
+		return err
+	}
+	health, _, _, err := ca.issue("etcdtest health", []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth})
+	if err != nil {
+		return err
+	}
+	c.ca, c.CAFile = ca, ca.file()
+	c.tlsArgs = []string{"--client-cert-auth", "--trusted-ca-file", ca.file(), "--cert-file", certFile, "--key-file", keyFile}
+	c.hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: ca.pool(), Certificates: []tls.Certificate{health}, MinVersion: tls.VersionTLS12,
+	}}
+	return nil
+}
+
+// scheme is the members' client URL scheme.
+func (c *Cluster) scheme() string {
+	if c.ca != nil {
+		return "https"
+	}
+	return "http"
+}
+
 // cleanup kills every member and, when the test failed, logs the end of each member's log.
 func (c *Cluster) cleanup() {
 	c.killAll()
+	c.hc.CloseIdleConnections()
 	if c.tb.Failed() {
 		for _, m := range c.Members {
 			c.tb.Logf("etcdtest: member %s log (end):\n%s", m.Name, m.logTail(30))

@@ -2,7 +2,6 @@ package etcdtest
 
 import (
 	"net"
-	"net/http"
 	"testing"
 	"time"
 )
@@ -16,7 +15,6 @@ func TestStart(t *testing.T) {
 			if len(c.Endpoints) != n || len(c.Members) != n {
 				t.Fatalf("%d endpoints, %d members, want %d", len(c.Endpoints), len(c.Members), n)
 			}
-			hc := &http.Client{Timeout: time.Second}
 			m := c.Member(0)
 			m.Kill()
 			if m.Running() {
@@ -26,7 +24,7 @@ func TestStart(t *testing.T) {
 				t.Fatal("killed member still accepts connections")
 			}
 			m.Restart()
-			if ok, err := m.healthy(hc); !ok {
+			if ok, err := m.healthy(); !ok {
 				t.Fatalf("restarted member unhealthy: %v", err)
 			}
 			m.Stop()

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,9 +120,9 @@ func (m *Member) signal(sig syscall.Signal) {
 	}
 }
 
-// healthy asks the member's /health endpoint.
-func (m *Member) healthy(hc *http.Client) (bool, error) {
-	resp, err := hc.Get("http://" + m.Endpoint + "/health")
+// healthy asks the member's /health endpoint (over https with a client certificate under TLS).
+func (m *Member) healthy() (bool, error) {
+	resp, err := m.cluster.hc.Get(m.cluster.scheme() + "://" + m.Endpoint + "/health")
 	if err != nil {
 		return false, err
 	}

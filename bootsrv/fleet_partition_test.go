@@ -1,0 +1,243 @@
+package bootsrv
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bootfabric/bootfabric/internal/etcdtest"
+	"github.com/bootfabric/bootfabric/internal/testfix"
+)
+
+// cutProxy forwards TCP connections to one address until it is cut: then it closes every
+// connection and refuses new ones until healed, as a route that drops a host's packets would.
+type cutProxy struct {
+	l      net.Listener
+	target string
+
+	mu    sync.Mutex
+	cut   bool
+	conns map[net.Conn]bool
+}
+
+func startCutProxy(t *testing.T, target string) *cutProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{l: l, target: target, conns: map[net.Conn]bool{}}
+	go p.accept()
+	t.Cleanup(func() { l.Close(); p.setCut(true) })
+	return p
+}
+
+func (p *cutProxy) addr() string { return p.l.Addr().String() }
+
+func (p *cutProxy) accept() {
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		go p.forward(c)
+	}
+}
+
+func (p *cutProxy) forward(c net.Conn) {
+	up, err := net.DialTimeout("tcp", p.target, time.Second)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	if p.cut {
+		p.mu.Unlock()
+		c.Close()
+		up.Close()
+		return
+	}
+	p.conns[c], p.conns[up] = true, true
+	p.mu.Unlock()
+	pipe := func(dst, src net.Conn) {
+		io.Copy(dst, src)
+		dst.Close()
+		src.Close()
+	}
+	go pipe(up, c)
+	pipe(c, up)
+}
+
+// setCut cuts (true: every connection closed, new ones refused) or heals the proxy.
+func (p *cutProxy) setCut(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if cut {
+		for c := range p.conns {
+			c.Close()
+		}
+		clear(p.conns)
+	}
+}
+
+// answerWatch checks, every few milliseconds, that no node is answered by two servers of a fleet
+// (their DHCP view: fleetReservations), and keeps the first violations.
+type answerWatch struct {
+	stop chan struct{}
+	done chan struct{}
+	bad  []string
+}
+
+func watchAnswers(ms []*fleetMember) *answerWatch {
+	w := &answerWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	nodes := ms[0].srv.auth.Inventory().Nodes
+	go func() {
+		defer close(w.done)
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			for i := range nodes {
+				var by []string
+				for _, m := range ms {
+					if _, ok := (fleetReservations{m.srv.fleet}).Lookup(nodes[i].MAC); ok {
+						by = append(by, m.name)
+					}
+				}
+				if len(by) > 1 && len(w.bad) < 10 {
+					w.bad = append(w.bad, fmt.Sprintf("%s: %s answered by %v", time.Now().Format("15:04:05.000"), nodes[i].Name, by))
+				}
+			}
+		}
+	}()
+	return w
+}
+
+func (w *answerWatch) end() []string {
+	close(w.stop)
+	<-w.done
+	return w.bad
+}
+
+// TestFleetPartition is issue 25's partition: bs1 of four is cut off from etcd for longer than its
+// lease, twice, while some of its nodes are mid-boot. The others take its nodes over; when bs1
+// reaches etcd again it recomputes ownership before answering anything beyond its home nodes, and
+// leaves the nodes that booted on elsewhere with their holders until their boot ends. At no moment
+// does any node have two servers answering it.
+func TestFleetPartition(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: two partitions longer than the lease take about 20 s")
+	}
+	ec := etcdtest.Start(t, etcdtest.Options{Members: 1})
+	f := newFixture(t)
+	px := startCutProxy(t, ec.Endpoints[0])
+	ms := make([]*fleetMember, 4)
+	for id := range ms {
+		eps := ec.Endpoints
+		if id == 1 {
+			eps = []string{px.addr()}
+		}
+		ms[id] = startFleetMemberEdit(t, f, eps, id, func(c *Config) { c.HTTP.Listen = fmt.Sprintf("127.0.0.1:%d", testfix.FreePort(t)) })
+	}
+	testfix.WaitFor(t, "every server answers its blocks", 10*time.Second, func() bool {
+		for id, m := range ms {
+			if !slices.Equal(m.tracked(), ruleOwned(t, m.srv, id, nil)) {
+				return false
+			}
+		}
+		return true
+	})
+	own1 := ms[1].tracked()
+	half := len(own1) / 2
+	w := watchAnswers(ms)
+	for round, mid := range [][]string{own1[:half], own1[half:]} {
+		ft := partitionRound{t: t, ms: ms, px: px, own1: own1, mid: mid}
+		ft.run(round)
+	}
+	if bad := w.end(); len(bad) > 0 {
+		t.Errorf("nodes answered by two servers at once:\n%v", bad)
+	}
+}
+
+// partitionRound is one partition of TestFleetPartition.
+type partitionRound struct {
+	t    *testing.T
+	ms   []*fleetMember
+	px   *cutProxy
+	own1 []string // bs1's blocks
+	mid  []string // bs1's nodes mid-boot during this round
+}
+
+func (r partitionRound) run(round int) {
+	t, bs1 := r.t, r.ms[1]
+	for _, n := range r.mid {
+		bs1.srv.Tracker().Observe(n, EvDiscover, "partition test")
+	}
+	if err := bs1.srv.Tracker().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r.px.setCut(true)
+	took := testfix.WaitFor(t, fmt.Sprintf("round %d: the others take bs1's nodes over", round), 10*time.Second, func() bool {
+		return r.heldByOthers(r.own1) == len(r.own1)
+	})
+	// The boot goes on at the holders while bs1 is away: each mid-boot node gets an offer.
+	for _, m := range r.others() {
+		for _, n := range m.tracked() {
+			if slices.Contains(r.mid, n) {
+				m.srv.Tracker().Observe(n, EvOffer, "partition test")
+			}
+		}
+		if err := m.srv.Tracker().Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.px.setCut(false)
+	back := testfix.WaitFor(t, fmt.Sprintf("round %d: bs1 back with its idle nodes", round), 15*time.Second, func() bool {
+		want := slices.DeleteFunc(slices.Clone(r.own1), func(n string) bool { return slices.Contains(r.mid, n) })
+		return slices.Equal(bs1.tracked(), want) && r.heldByOthers(r.mid) == len(r.mid)
+	})
+	// The boots end where they went on; then bs1 takes those nodes back too.
+	for _, m := range r.others() {
+		for _, n := range m.tracked() {
+			if slices.Contains(r.mid, n) {
+				m.srv.Tracker().Report(n, Health{Status: "ok"})
+			}
+		}
+		if err := m.srv.Tracker().Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testfix.WaitFor(t, fmt.Sprintf("round %d: bs1 answers all its nodes again", round), 10*time.Second, func() bool {
+		return slices.Equal(bs1.tracked(), r.own1) && r.heldByOthers(r.own1) == 0
+	})
+	for _, n := range r.mid {
+		if st, _ := bs1.srv.Tracker().State(n); st != Healthy {
+			t.Errorf("round %d: %s is %v at bs1 after its boot ended elsewhere, want healthy", round, n, st)
+		}
+	}
+	t.Logf("round %d: taken over %.1f s after the cut; bs1 back %.1f s after the heal", round, took.Seconds(), back.Seconds())
+}
+
+func (r partitionRound) others() []*fleetMember {
+	return []*fleetMember{r.ms[0], r.ms[2], r.ms[3]}
+}
+
+// heldByOthers counts the nodes of names that a server other than bs1 tracks.
+func (r partitionRound) heldByOthers(names []string) int {
+	n := 0
+	for _, m := range r.others() {
+		for _, name := range m.tracked() {
+			if slices.Contains(names, name) {
+				n++
+			}
+		}
+	}
+	return n
+}

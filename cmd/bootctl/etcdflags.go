@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"github.com/bootfabric/bootfabric/fleet"
+	"github.com/urfave/cli/v2"
+)
+
+// etcdSecurityFlags are the flags of every command that talks to a fleet's etcd about TLS and the
+// etcd user: a client certificate (whose common name is the etcd user once etcd's authentication
+// is on), or a user and its password.
+func etcdSecurityFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "etcd-ca", EnvVars: []string{"BOOTCTL_ETCD_CA"},
+			Usage: "CA certificate (PEM) that signed etcd's certificates: talk TLS to etcd"},
+		&cli.StringFlag{Name: "etcd-cert", EnvVars: []string{"BOOTCTL_ETCD_CERT"},
+			Usage: "client certificate (PEM) for etcd's --client-cert-auth; its common name is the etcd user (with --etcd-key)"},
+		&cli.StringFlag{Name: "etcd-key", EnvVars: []string{"BOOTCTL_ETCD_KEY"},
+			Usage: "private key (PEM) of --etcd-cert; only its owner may read it (mode 600)"},
+		&cli.StringFlag{Name: "etcd-user", EnvVars: []string{"BOOTCTL_ETCD_USER"},
+			Usage: "etcd user to authenticate as by password (with --etcd-password-file), instead of the certificate's common name"},
+		&cli.StringFlag{Name: "etcd-password-file", EnvVars: []string{"BOOTCTL_ETCD_PASSWORD_FILE"},
+			Usage: "file holding --etcd-user's password (mode 600; one trailing newline is ignored)"},
+	}
+}
+
+// etcdSecurity returns the fleet options that etcdSecurityFlags give (TLS, Username and
+// Password; the others unset), or a bad-input error that names the flag at fault.
+func etcdSecurity(c *cli.Context) (fleet.Options, error) {
+	var opts fleet.Options
+	ca, cert, key := c.String("etcd-ca"), c.String("etcd-cert"), c.String("etcd-key")
+	switch {
+	case cert != "" && key == "":
+		return opts, badInput("--etcd-key: required with --etcd-cert (the certificate's private key)")
+	case key != "" && cert == "":
+		return opts, badInput("--etcd-cert: required with --etcd-key (the key's certificate)")
+	}
+	if ca != "" || cert != "" {
+		cfg, err := fleet.LoadTLS(ca, cert, key)
+		if err != nil {
+			flag := "--etcd-ca, --etcd-cert, --etcd-key"
+			var fe *fleet.FileError
+			for _, f := range []struct{ name, path string }{{"--etcd-ca", ca}, {"--etcd-cert", cert}, {"--etcd-key", key}} {
+				if errors.As(err, &fe) && fe.Path == f.path {
+					flag = f.name
+					break
+				}
+			}
+			return opts, badInput("%s: %w", flag, err)
+		}
+		opts.TLS = cfg
+	}
+	user, pwFile := c.String("etcd-user"), c.String("etcd-password-file")
+	switch {
+	case user != "" && pwFile == "":
+		return opts, badInput("--etcd-password-file: required with --etcd-user (the file holding its password)")
+	case pwFile != "" && user == "":
+		return opts, badInput("--etcd-user: required with --etcd-password-file (the user whose password it holds)")
+	case user != "":
+		pw, err := fleet.ReadSecretFile(pwFile)
+		if err != nil {
+			return opts, badInput("--etcd-password-file: %w", err)
+		}
+		opts.Username, opts.Password = user, pw
+	}
+	return opts, nil
+}
+
+// openFleetSecure is fleet.Open with the TLS and user of etcdSecurityFlags added to opts. A flag
+// that is wrong is a bad-input error naming it; etcd's own failures are Open's errors.
+func openFleetSecure(ctx context.Context, c *cli.Context, opts fleet.Options) (*fleet.Client, error) {
+	sec, err := etcdSecurity(c)
+	if err != nil {
+		return nil, err
+	}
+	opts.TLS, opts.Username, opts.Password = sec.TLS, sec.Username, sec.Password
+	return fleet.Open(ctx, opts)
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/bootfabric/bootfabric/fleet"
+	"github.com/urfave/cli/v2"
+)
+
+// fleetAuthCommand is `bootctl fleet auth`: the fleet's etcd users and least-privilege roles.
+func fleetAuthCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name: "auth",
+		Usage: "make the fleet's etcd users and roles: each server may write only its own member key and the shared " +
+			"records, addresses and events, the operator the whole fleet; run as etcd's root (a certificate with common name root, " +
+			"or --etcd-user root), then once more with --enable to turn etcd's authentication on",
+		Description: "Users authenticate by their client certificate's common name (etcd --client-cert-auth): a server's\n" +
+			"certificate is issued for its name (bs1), the operator's for --operator. Running it again changes\n" +
+			"nothing; with more --servers it adds them. The user given by --etcd-user, when created here, gets the\n" +
+			"password of --etcd-password-file (so root may be created with a password before --enable).",
+		Flags: append([]cli.Flag{
+			fleetEtcdFlag(), fleetNameFlag(),
+			&cli.StringSliceFlag{Name: "servers", Usage: "the fleet's servers, comma-separated: one etcd user each, named as in the fleet file"},
+			&cli.StringFlag{Name: "operator", Usage: "the operator's etcd user: it applies configurations and reads the status"},
+			&cli.BoolFlag{Name: "enable", Usage: "then turn etcd's authentication on (for every fleet of this etcd): from then on every request needs a user"},
+			outputFlag("table", "json", "yaml"),
+		}, etcdSecurityFlags()...),
+		Action: func(c *cli.Context) error { return fleetAuth(c, e) },
+	}
+}
+
+// fleetCommandWithAuth is the fleet command with its auth subcommand.
+func fleetCommandWithAuth(e *env) *cli.Command {
+	cmd := fleetCommand(e)
+	cmd.Subcommands = append(cmd.Subcommands, fleetAuthCommand(e))
+	return cmd
+}
+
+// fleetAuthResult is what `fleet auth` reports.
+type fleetAuthResult struct {
+	Fleet string           `json:"fleet"`
+	Roles []fleet.AuthRole `json:"roles"`
+	// Enabled: --enable turned etcd's authentication on (or it was on already).
+	Enabled bool `json:"auth_enabled"`
+}
+
+func fleetAuth(c *cli.Context, e *env) error {
+	format, err := outputFormat(c, "table", "json", "yaml")
+	if err != nil {
+		return err
+	}
+	name := c.String("fleet")
+	if err := fleet.ValidFleetName(name); err != nil {
+		return badInput("--fleet: %w", err)
+	}
+	var servers []string
+	for _, s := range c.StringSlice("servers") {
+		servers = append(servers, splitList(s)...)
+	}
+	operator := c.String("operator")
+	if len(servers) == 0 && operator == "" {
+		return badInput("fleet auth: give --servers, --operator or both: the etcd users to set up")
+	}
+	if len(servers) > 0 {
+		if _, err := fleet.AuthRoles(name, servers, ""); err != nil {
+			return badInput("--servers: %w", err)
+		}
+	}
+	roles, err := fleet.AuthRoles(name, servers, operator)
+	if err != nil {
+		return badInput("--operator: %w", err)
+	}
+	cl, eps, err := openFleet(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var passwords []fleet.UserPassword
+	if sec, err := etcdSecurity(c); err == nil && sec.Username != "" {
+		passwords = append(passwords, fleet.UserPassword{User: sec.Username, Password: sec.Password})
+	}
+	if err := cl.SetupAuth(c.Context, servers, operator, passwords...); err != nil {
+		return &fleetEtcdError{eps, err}
+	}
+	res := fleetAuthResult{Fleet: name, Roles: roles}
+	if c.Bool("enable") {
+		if err := cl.EnableAuth(c.Context); err != nil {
+			return &fleetEtcdError{eps, err}
+		}
+		res.Enabled = true
+	}
+	if format != "table" {
+		return writeData(e.stdout, format, res)
+	}
+	return writeFleetAuth(e, res)
+}
+
+func writeFleetAuth(e *env, r fleetAuthResult) error {
+	prefix := fleet.Root + r.Fleet + "/"
+	fmt.Fprintf(e.stdout, "fleet %s: %s and their roles set up; keys below are under %s\n", r.Fleet, fleetPlural(len(r.Roles), "etcd user"), prefix)
+	if r.Enabled {
+		fmt.Fprintln(e.stdout, "etcd's authentication is on: every request needs a user (certificate common name, or user and password)")
+	} else {
+		fmt.Fprintln(e.stdout, "etcd's authentication is not turned on by this run: run again with --enable once root can connect")
+	}
+	fmt.Fprintln(e.stdout)
+	t := newTable(e.stdout)
+	t.row("USER", "ROLE", "READ", "READ AND WRITE")
+	for _, role := range r.Roles {
+		var read, write []string
+		for _, p := range role.Perms {
+			k := strings.TrimPrefix(p.Key, prefix)
+			if p.Prefix {
+				k += "*"
+			}
+			if p.Write {
+				write = append(write, k)
+			} else {
+				read = append(read, k)
+			}
+		}
+		t.row(role.User, role.Name, orDash(strings.Join(read, " ")), orDash(strings.Join(write, " ")))
+	}
+	return t.flush()
+}
