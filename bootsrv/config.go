@@ -191,8 +191,16 @@ type PoolConfig struct {
 	Lease Duration `yaml:"lease"`
 	// Unknown answers MACs that are not in the inventory from the pool. Each such MAC is answered
 	// by one live server (not in failed_servers), chosen by a hash of the MAC, so unknown clients
-	// get one offer, not one per server. Default false: only inventory nodes are answered.
+	// get one offer, not one per server. They hold together at most the addresses left once every
+	// inventory node that may use the pool has one (this server's nodes without an ip of its
+	// part; in a fleet every node without an ip, of the whole range), so that however many of them
+	// come an inventory node always finds an address. Default false: only inventory nodes are
+	// answered.
 	Unknown bool `yaml:"unknown"`
+	// UnknownMax caps further what MACs outside the inventory may hold together (it needs
+	// Unknown). Servers sharing this file split it as they split the range; a fleet applies it to
+	// the whole range. 0: no cap besides the room kept for the inventory.
+	UnknownMax int `yaml:"unknown_max"`
 }
 
 // Pool limits.
@@ -569,6 +577,12 @@ func (c *Config) validatePool() error {
 	if p.Lease < MinPoolLease || p.Lease > MaxPoolLease {
 		return fieldError("dhcp.pool.lease", "%v is not between 1m and 7d", time.Duration(p.Lease))
 	}
+	if p.UnknownMax < 0 {
+		return fieldError("dhcp.pool.unknown_max", "%d is negative (0: no cap)", p.UnknownMax)
+	}
+	if p.UnknownMax > 0 && !p.Unknown {
+		return fieldError("dhcp.pool.unknown_max", "needs dhcp.pool.unknown: true (it caps what MACs outside the inventory hold)")
+	}
 	return nil
 }
 
@@ -638,6 +652,20 @@ func (c *Config) PoolRange() (first, last netip.Addr) {
 	lo, hi := u32(f), u32(l)
 	n, k, id := hi-lo+1, uint64(len(c.Servers)), uint64(c.ServerID)
 	return addr4(lo + n*id/k), addr4(lo + n*(id+1)/k - 1)
+}
+
+// unknownMax returns this server's part of dhcp.pool.unknown_max (split as PoolRange splits the
+// range; the whole of it in a fleet), or -1 when it is not set.
+func (c *Config) unknownMax(fleet bool) int {
+	m := c.DHCP.Pool.UnknownMax
+	if m <= 0 {
+		return -1
+	}
+	if fleet {
+		return m
+	}
+	k, id := len(c.Servers), c.ServerID
+	return m*(id+1)/k - m*id/k
 }
 
 // poolBounds returns the whole dhcp.pool.range (every server's part). It needs a validated

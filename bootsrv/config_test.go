@@ -95,7 +95,7 @@ func TestConfigErrors(t *testing.T) {
 		{"pool lease too long", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.100-10.0.0.199\n    lease: 8d\n", "c.yaml:18: dhcp.pool.lease: 192h0m0s is not between 1m and 7d"},
 		{"pool lease default too long", "dhcp:\n  subnet: 10.0.0.0/24\n  lease_time: 30d\n  pool: {range: 10.0.0.100-10.0.0.199}\n", "c.yaml:15: dhcp.pool.lease: 720h0m0s is not between 1m and 7d"},
 		{"pool lease not a duration", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.100-10.0.0.199\n    lease: 1w\n", "c.yaml:18: dhcp.pool.lease: \"1w\" is not a duration like 200ms, 1h or 7d"},
-		{"pool unknown field", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.100-10.0.0.199\n    size: 100\n", `c.yaml:18: dhcp.pool: unknown field "size" (fields here: range, lease, unknown)`},
+		{"pool unknown field", "dhcp:\n  subnet: 10.0.0.0/24\n  router: 10.0.0.254\n  dns: [10.0.0.253]\n  pool:\n    range: 10.0.0.100-10.0.0.199\n    size: 100\n", `c.yaml:18: dhcp.pool: unknown field "size" (fields here: range, lease, unknown, unknown_max)`},
 	}
 	base := `servers:
   - address: 10.0.0.1

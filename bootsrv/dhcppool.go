@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"time"
@@ -33,31 +34,94 @@ func (s *Server) openPool(now func() time.Time) error {
 		}
 	}
 	if s.fleet != nil {
-		// A fleet shares the whole range: etcd transactions keep each address to one MAC.
-		first, last := s.cfg.poolBounds()
-		start, _ := s.cfg.PoolRange()
-		if now == nil {
-			now = time.Now
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		s.stopPool = cancel // the pool's watch lives as long as the server
-		s.addrPool = &fleetPool{c: s.fleet.opts.Client, cache: s.fleet.opts.Client.WatchPool(ctx, fleetOfferHold),
-			member: s.fleet.m.Load, first: first, last: last, start: start, lease: time.Duration(pc.Lease), now: now}
-		s.log.Info("dhcp pool in etcd", zap.Stringer("first", first), zap.Stringer("last", last), zap.Duration("lease", time.Duration(pc.Lease)))
+		s.openFleetPool(pc, now)
 		return nil
 	}
 	first, last := s.cfg.PoolRange()
 	path := filepath.Join(s.cfg.StateDir, PoolFile)
-	p, err := dhcpd.OpenPool(path, first.AsSlice(), last.AsSlice(), dhcpd.PoolOptions{
-		LeaseTime: time.Duration(pc.Lease), Now: now, Registerer: s.reg,
-	})
+	opts := dhcpd.PoolOptions{LeaseTime: time.Duration(pc.Lease), Now: now, Registerer: s.reg}
+	share := -1
+	if pc.Unknown {
+		// This server's nodes without an ip: its part of the range is theirs.
+		share = s.unknownShare(first, last, withoutIP(s.auth.Owned()), s.cfg.unknownMax(false))
+		opts.Limited, opts.LimitedMax = s.outsideInventory, share
+	}
+	p, err := dhcpd.OpenPool(path, first.AsSlice(), last.AsSlice(), opts)
 	if err != nil {
 		return fmt.Errorf("dhcp.pool: %w", err)
 	}
 	s.pool, s.addrPool = p, p
 	s.log.Info("dhcp pool open", zap.Stringer("first", first), zap.Stringer("last", last),
-		zap.Duration("lease", time.Duration(pc.Lease)), zap.Bool("unknown", pc.Unknown), zap.String("leases", path))
+		zap.Duration("lease", time.Duration(pc.Lease)), zap.Bool("unknown", pc.Unknown), zap.Int("unknown_share", share), zap.String("leases", path))
 	return nil
+}
+
+// openFleetPool opens a fleet server's pool: the whole range, shared through etcd, whose
+// transactions keep each address to one MAC.
+func (s *Server) openFleetPool(pc *PoolConfig, now func() time.Time) {
+	first, last := s.cfg.poolBounds()
+	start, _ := s.cfg.PoolRange()
+	if now == nil {
+		now = time.Now
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopPool = cancel // the pool's watch lives as long as the server
+	fp := &fleetPool{c: s.fleet.opts.Client, cache: s.fleet.opts.Client.WatchPool(ctx, fleetOfferHold),
+		member: s.fleet.m.Load, first: first, last: last, start: start, lease: time.Duration(pc.Lease), now: now}
+	share := -1
+	if pc.Unknown {
+		// Every inventory node without an ip may come to this server (ownership moves with
+		// the members), and all of them share the whole range.
+		nodes := s.auth.Inventory().Nodes
+		all := make([]*InventoryNode, len(nodes))
+		for i := range nodes {
+			all[i] = &nodes[i]
+		}
+		share = s.unknownShare(first, last, withoutIP(all), s.cfg.unknownMax(true))
+		fp.unknown = s.outsideInventory
+		if share > 0 {
+			fp.unknownLast = addr4(u32(first) + uint64(share) - 1)
+		}
+	}
+	s.addrPool = fp
+	s.log.Info("dhcp pool in etcd", zap.Stringer("first", first), zap.Stringer("last", last), zap.Duration("lease", time.Duration(pc.Lease)),
+		zap.Bool("unknown", pc.Unknown), zap.Int("unknown_share", share))
+}
+
+// withoutIP counts the nodes the inventory gives no address.
+func withoutIP(nodes []*InventoryNode) int {
+	n := 0
+	for _, node := range nodes {
+		if !node.IP.IsValid() {
+			n++
+		}
+	}
+	return n
+}
+
+// unknownShare returns how many addresses of first..last MACs outside the inventory may hold
+// together: what is left once each of the need inventory nodes that may take a pool address (those
+// without an ip) has one, so that however many unknown MACs come every inventory node finds an
+// address; at most ceiling (dhcp.pool.unknown_max) unless it is negative. It warns when nothing is
+// left.
+func (s *Server) unknownShare(first, last netip.Addr, need, ceiling int) int {
+	size := int(u32(last) - u32(first) + 1)
+	share := max(size-need, 0)
+	if ceiling >= 0 {
+		share = min(share, ceiling)
+	}
+	if share == 0 {
+		s.log.Warn("dhcp.pool.unknown is on but no pool address is left for MACs outside the inventory: they get none",
+			zap.Int("pool_size", size), zap.Int("inventory_nodes_without_ip", need), zap.Int("unknown_max", s.cfg.DHCP.Pool.UnknownMax))
+	}
+	return share
+}
+
+// outsideInventory reports whether mac is not in the inventory: the pool limits such MACs to
+// their share (unknownShare).
+func (s *Server) outsideInventory(mac net.HardwareAddr) bool {
+	_, known := s.auth.Inventory().ByMAC(mac)
+	return !known
 }
 
 // closePool closes the pool's lease file (nil without a pool).

@@ -39,7 +39,8 @@ func TestNetnsPoolUdhcpc(t *testing.T) {
 		c := f.config(t, func(c *Config) {
 			c.Servers = []ServerEntry{{Name: "bs0", Address: "10.78.0.1"}}
 			c.DHCP = DHCPConfig{Mode: DHCPReservation, Interfaces: []string{"eth0"}, Listen: ":67", Subnet: "10.78.0.0/24",
-				Pool: &PoolConfig{Range: "10.78.0.100-10.78.0.120", Lease: Duration(10 * time.Minute), Unknown: true}}
+				// 41 addresses: 31 kept for the inventory's nodes without an ip, 10 for unknown MACs.
+				Pool: &PoolConfig{Range: "10.78.0.100-10.78.0.140", Lease: Duration(10 * time.Minute), Unknown: true}}
 		})
 		s, err := New(c, Options{Logger: zaptest.NewLogger(t)})
 		if err != nil {

@@ -43,7 +43,8 @@ func poolServer(t *testing.T, f *fixture, unknown bool) (*Server, *net.UDPAddr, 
 	t.Helper()
 	c := f.config(t, func(c *Config) {
 		c.DHCP = DHCPConfig{Mode: DHCPReservation, Listen: "127.0.0.1:0", Subnet: "127.0.0.0/8",
-			Pool: &PoolConfig{Range: "127.0.1.10-127.0.1.20", Lease: Duration(10 * time.Minute), Unknown: unknown}}
+			// 41 addresses: 31 kept for the inventory's nodes without an ip, 10 for unknown MACs.
+			Pool: &PoolConfig{Range: "127.0.1.10-127.0.1.50", Lease: Duration(10 * time.Minute), Unknown: unknown}}
 	})
 	s, err := New(c, Options{Logger: zaptest.NewLogger(t)})
 	if err != nil {

@@ -99,6 +99,9 @@ type FleetPool struct {
 	Range   string `json:"range"`
 	Lease   string `json:"lease,omitempty"`
 	Unknown bool   `json:"unknown,omitempty"`
+	// UnknownMax is dhcp.pool.unknown_max (omitted when 0, so that revisions without it read as
+	// before).
+	UnknownMax int `json:"unknown_max,omitempty"`
 }
 
 // LocalSettings are what one server of a fleet decides for itself: the settings a fleet file
@@ -331,7 +334,7 @@ func fleetDocOf(c *Config) *FleetDoc {
 		d.Servers = append(d.Servers, FleetServer(s))
 	}
 	if p := c.DHCP.Pool; p != nil {
-		d.DHCP.Pool = &FleetPool{Range: p.Range, Lease: time.Duration(p.Lease).String(), Unknown: p.Unknown}
+		d.DHCP.Pool = &FleetPool{Range: p.Range, Lease: time.Duration(p.Lease).String(), Unknown: p.Unknown, UnknownMax: p.UnknownMax}
 	}
 	return d
 }
@@ -621,7 +624,7 @@ func (d *FleetDoc) config(id int, local LocalSettings) (*Config, error) {
 		c.Servers = append(c.Servers, ServerEntry(s))
 	}
 	if p := d.DHCP.Pool; p != nil {
-		c.DHCP.Pool = &PoolConfig{Range: p.Range, Unknown: p.Unknown}
+		c.DHCP.Pool = &PoolConfig{Range: p.Range, Unknown: p.Unknown, UnknownMax: p.UnknownMax}
 		if p.Lease != "" {
 			pl, err := time.ParseDuration(p.Lease)
 			if err != nil {

@@ -234,7 +234,7 @@ func TestLoadFleetFileErrors(t *testing.T) {
 
 func TestFleetDocPoolAndPresetRoundTrip(t *testing.T) {
 	f := newFleetFixture(t)
-	fl := strings.Replace(fleetYAML, "machine.yaml", "mini", 1) + "  pool: {range: 10.0.0.100-10.0.0.199, lease: 10m, unknown: true}\nfailed_servers: [0]\n"
+	fl := strings.Replace(fleetYAML, "machine.yaml", "mini", 1) + "  pool: {range: 10.0.0.100-10.0.0.199, lease: 10m, unknown: true, unknown_max: 7}\nfailed_servers: [0]\n"
 	testfix.WriteFile(t, f.fleet, []byte(fl))
 	doc, err := LoadFleetFile(f.fleet)
 	if err != nil {
@@ -243,7 +243,7 @@ func TestFleetDocPoolAndPresetRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(FleetFile{Preset: "mini"}, doc.Topology); diff != "" {
 		t.Errorf("topology (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(&FleetPool{Range: "10.0.0.100-10.0.0.199", Lease: "10m0s", Unknown: true}, doc.DHCP.Pool); diff != "" {
+	if diff := cmp.Diff(&FleetPool{Range: "10.0.0.100-10.0.0.199", Lease: "10m0s", Unknown: true, UnknownMax: 7}, doc.DHCP.Pool); diff != "" {
 		t.Errorf("pool (-want +got):\n%s", diff)
 	}
 	enc, err := doc.Encode()
@@ -268,7 +268,8 @@ func TestFleetDocPoolAndPresetRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Topology != "mini" || c.DHCP.Pool == nil || c.DHCP.Pool.Lease != Duration(10*time.Minute) || !c.DHCP.Pool.Unknown {
+	if c.Topology != "mini" || c.DHCP.Pool == nil || c.DHCP.Pool.Lease != Duration(10*time.Minute) || !c.DHCP.Pool.Unknown ||
+		c.DHCP.Pool.UnknownMax != 7 || c.unknownMax(true) != 7 {
 		t.Errorf("config %+v pool %+v", c, c.DHCP.Pool)
 	}
 }

@@ -34,6 +34,13 @@ type fleetPool struct {
 	start netip.Addr
 	lease time.Duration
 	now   func() time.Time
+	// unknown says which MACs are outside the inventory (nil: none reach the pool). They take
+	// addresses only from first..unknownLast (invalid: none), the first unknownShare addresses of
+	// the range; inventory nodes take the rest first, then any free address. A part of the range,
+	// not a count, because it holds across the fleet without coordination: etcd already keeps each
+	// address to one MAC, so the unknown MACs of all servers together never hold more than it.
+	unknown     func(net.HardwareAddr) bool
+	unknownLast netip.Addr
 }
 
 var _ dhcpd.AddressPool = (*fleetPool)(nil)
@@ -69,7 +76,22 @@ func (p *fleetPool) Offer(ctx context.Context, mac net.HardwareAddr, requested n
 	if err := p.cache.Wait(wctx); err != nil {
 		return nil, err
 	}
-	a, err := p.cache.Pick(mac.String(), fleet.PoolRange{First: p.first, Last: p.last, Start: p.start}, addrOf(requested))
+	var a netip.Addr
+	var err error
+	switch {
+	case p.unknown == nil:
+		a, err = p.cache.Pick(mac.String(), p.whole(), addrOf(requested))
+	case p.unknown(mac):
+		if !p.unknownLast.IsValid() {
+			return nil, fmt.Errorf("%w: no pool address is left for MACs outside the inventory", dhcpd.ErrPoolShare)
+		}
+		a, err = p.cache.Pick(mac.String(), fleet.PoolRange{First: p.first, Last: p.unknownLast, Start: p.start}, addrOf(requested))
+		if errors.Is(err, fleet.ErrPoolExhausted) {
+			return nil, fmt.Errorf("%w: %v", dhcpd.ErrPoolShare, err)
+		}
+	default:
+		a, err = p.pickKnown(mac.String(), addrOf(requested))
+	}
 	if errors.Is(err, fleet.ErrPoolExhausted) {
 		return nil, fmt.Errorf("%w: %v", dhcpd.ErrPoolExhausted, err)
 	}
@@ -79,12 +101,46 @@ func (p *fleetPool) Offer(ctx context.Context, mac net.HardwareAddr, requested n
 	return a.AsSlice(), nil
 }
 
+// whole is the pool's range for Pick.
+func (p *fleetPool) whole() fleet.PoolRange {
+	return fleet.PoolRange{First: p.first, Last: p.last, Start: p.start}
+}
+
+// pickKnown picks for an inventory node while unknown MACs use the pool: the address it holds
+// anywhere in the range, else a free one past the unknown MACs' part (which it would shrink),
+// else any free one.
+func (p *fleetPool) pickKnown(mac string, requested netip.Addr) (netip.Addr, error) {
+	if own, ok := p.cache.Lease(mac); ok && p.inRange(own) {
+		return p.cache.Pick(mac, p.whole(), requested)
+	}
+	rest := p.first
+	if p.unknownLast.IsValid() {
+		rest = p.unknownLast.Next()
+	}
+	if p.inRange(rest) {
+		start := p.start
+		if start.Less(rest) {
+			start = rest
+		}
+		a, err := p.cache.Pick(mac, fleet.PoolRange{First: rest, Last: p.last, Start: start}, requested)
+		if !errors.Is(err, fleet.ErrPoolExhausted) {
+			return a, err
+		}
+	}
+	return p.cache.Pick(mac, p.whole(), requested)
+}
+
 // CommitLease implements dhcpd.AddressPool: the lease is renewed to its full time in etcd before
 // the ACK; an address another MAC holds is refused.
 func (p *fleetPool) CommitLease(ctx context.Context, mac net.HardwareAddr, ip net.IP) (time.Duration, error) {
 	a := addrOf(ip)
 	if !p.inRange(a) {
 		return 0, dhcpd.ErrNotInPool
+	}
+	if p.unknown != nil && p.unknown(mac) && (!p.unknownLast.IsValid() || p.unknownLast.Less(a)) {
+		// Outside the unknown MACs' part, even a lease the MAC holds (taken before the part
+		// shrank): the NAK sends it back to DISCOVER, which offers one inside.
+		return 0, fmt.Errorf("%w: %s is outside the pool's part for MACs outside the inventory", dhcpd.ErrPoolShare, a)
 	}
 	if err := p.valid(); err != nil {
 		return 0, err
@@ -108,6 +164,12 @@ func (p *fleetPool) CommitLease(ctx context.Context, mac net.HardwareAddr, ip ne
 		return 0, err
 	}
 	return p.lease, nil
+}
+
+// Holds implements dhcpd.AddressPool, from the pool's cache.
+func (p *fleetPool) Holds(_ context.Context, mac net.HardwareAddr, ip net.IP) (bool, error) {
+	until, ok := p.cache.Holds(mac.String(), addrOf(ip))
+	return ok && until.After(p.now()), nil
 }
 
 // Release implements dhcpd.AddressPool.

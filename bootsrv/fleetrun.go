@@ -190,17 +190,9 @@ func (s *Server) joinFleet(ctx context.Context) error {
 // runFleet follows the live set until ctx ends, re-applying the ownership rule on every change
 // and, while nodes are deferred or kept, every Reconcile interval. It leaves the fleet on return.
 func (s *Server) runFleet(ctx context.Context) error {
-	f := s.fleet
-	defer func() {
-		if m := f.m.Load(); m != nil && f.opts.Membership == nil {
-			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			defer cancel()
-			if err := m.Leave(lctx); err != nil {
-				s.log.Warn("leaving the fleet", zap.Error(err))
-			}
-		}
-	}()
+	defer s.leaveFleet(ctx)
 	go s.runWitness(ctx)
+	f := s.fleet
 	members := f.opts.Client.WatchMembers(ctx)
 	tick := time.NewTicker(f.opts.Reconcile)
 	defer tick.Stop()
@@ -224,15 +216,8 @@ func (s *Server) runFleet(ctx context.Context) error {
 				continue
 			}
 		case <-termTick.C:
-			m := f.m.Load()
-			if !seen || m == nil || !m.Valid() || m.Term() == f.term.Load() {
-				continue
-			}
-			// Valid again after a lapse: the watch may not have caught up with what changed
-			// meanwhile, so read the live set afresh before answering beyond the home nodes.
-			ms, _, err := f.opts.Client.Members(ctx)
-			if err != nil {
-				s.log.Warn("fleet members after a lapse of the membership", zap.Error(err))
+			ms, ok := s.membersAfterLapse(ctx)
+			if !seen || !ok {
 				continue
 			}
 			live = ms
@@ -241,6 +226,35 @@ func (s *Server) runFleet(ctx context.Context) error {
 			s.log.Warn("fleet ownership", zap.Error(err))
 		}
 	}
+}
+
+// leaveFleet leaves the fleet unless the membership is the caller's.
+func (s *Server) leaveFleet(ctx context.Context) {
+	f := s.fleet
+	if m := f.m.Load(); m != nil && f.opts.Membership == nil {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		if err := m.Leave(lctx); err != nil {
+			s.log.Warn("leaving the fleet", zap.Error(err))
+		}
+	}
+}
+
+// membersAfterLapse reads the live set afresh when the membership is valid in a term the current
+// ownership was not computed under (valid again after a lapse: the watch may not have caught up
+// with what changed meanwhile). ok is false when there is nothing to do or the read failed.
+func (s *Server) membersAfterLapse(ctx context.Context) (_ []fleet.Member, ok bool) {
+	f := s.fleet
+	m := f.m.Load()
+	if m == nil || !m.Valid() || m.Term() == f.term.Load() {
+		return nil, false
+	}
+	ms, _, err := f.opts.Client.Members(ctx)
+	if err != nil {
+		s.log.Warn("fleet members after a lapse of the membership", zap.Error(err))
+		return nil, false
+	}
+	return ms, true
 }
 
 // termCheck is how often the fleet loop looks for a new membership term: until it has reconciled
@@ -324,31 +338,17 @@ func (s *Server) planOwnership(au *Authority, v fleetView, recs map[string]NodeS
 	for i := range inv.Nodes {
 		n := &inv.Nodes[i]
 		owner := au.Owner(n)
+		r, hasRec := recs[n.Name]
+		if owner == s.cfg.ServerID {
+			p.planOwned(n, s.tracker, hasRec && v.heldByOtherLive(r))
+			continue
+		}
 		ownerName := ""
 		if owner >= 0 {
 			ownerName = s.cfg.Servers[owner].Name
 		}
 		st, tracked := s.tracker.State(n.Name)
-		r, hasRec := recs[n.Name]
 		switch {
-		case owner == s.cfg.ServerID && !tracked:
-			// Gained. A node moves from one live server to another only once the holder has
-			// handed it off (its record names the new owner): the holder keeps a node mid-boot
-			// until the boot ends, and answers it until it has written the handoff, so the two
-			// never answer one node at once. A dead holder hands nothing off: take over at once.
-			if hasRec && v.heldByOtherLive(r) {
-				p.deferred++
-				continue
-			}
-			p.final = append(p.final, n)
-		case owner == s.cfg.ServerID && hasRec && v.heldByOtherLive(r):
-			// Owned and tracked, but another live server holds it: it took the node over
-			// while this server was cut off from the fleet. Leave it there as above, and
-			// drop what this server did meanwhile rather than overwrite the holder's record.
-			p.deferred++
-			p.displaced = append(p.displaced, n.Name)
-		case owner == s.cfg.ServerID:
-			p.final = append(p.final, n)
 		case tracked && s.keepWhileBooting(n.Name, st, ownerName, v):
 			// Lost to a live server while booting here: keep it until the boot ends.
 			p.kept++
@@ -363,6 +363,26 @@ func (s *Server) planOwnership(au *Authority, v fleetView, recs map[string]NodeS
 		}
 	}
 	return p
+}
+
+// planOwned plans a node the rule gives this server; heldElsewhere says that its record names
+// another live server as its holder.
+//
+// A node moves from one live server to another only once the holder has handed it off (its
+// record names the new owner): the holder keeps a node mid-boot until the boot ends, and answers
+// it until it has written the handoff, so the two never answer one node at once. A dead holder
+// hands nothing off: take over at once. A node tracked here that another live server holds was
+// taken over while this server was cut off from the fleet: leave it there too, and drop what
+// this server did meanwhile rather than overwrite the holder's record.
+func (p *ownershipPlan) planOwned(n *InventoryNode, t *Tracker, heldElsewhere bool) {
+	if !heldElsewhere {
+		p.final = append(p.final, n)
+		return
+	}
+	p.deferred++
+	if _, tracked := t.State(n.Name); tracked {
+		p.displaced = append(p.displaced, n.Name)
+	}
 }
 
 // heldByOtherLive says whether record r names another live server as the node's holder.

@@ -359,49 +359,18 @@ func (s *Server) observe(log *zap.Logger, name string, ev Event, detail string) 
 // handleHealth records a booted node's health report.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	if _, ok := s.tracker.Node(name); !ok {
-		if n, ok := s.auth.Inventory().ByName(name); ok {
-			o := s.Authority().Owner(n)
-			where := "no boot server"
-			if o >= 0 && o < len(s.cfg.Servers) {
-				where = fmt.Sprintf("boot server %s (%s)", s.cfg.Servers[o].Name, s.cfg.Servers[o].Address)
-			}
-			apiError(w, http.StatusMisdirectedRequest, "node %q is served by %s, not by this one", name, where)
-			return
-		}
-		apiError(w, http.StatusNotFound, "unknown node %q", name)
+	st, ok := s.tracker.Node(name)
+	if !ok {
+		s.notServedHere(w, name)
 		return
 	}
-	st, _ := s.tracker.Node(name)
 	if err := CheckNode(name, s.nodeCheck(r, name, st)); err != nil {
 		s.reqLog(r, name).Info("health report refused", zap.Error(err))
 		refuse(w, err)
 		return
 	}
-
-	limit := int64(s.cfg.Health.MaxReportBytes)
-	var rep HealthReport
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&rep); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			apiError(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes (health.max_report_bytes)", limit)
-			return
-		}
-		if errors.Is(err, io.EOF) {
-			apiError(w, http.StatusBadRequest, `empty body: want JSON like {"status": "ok", "details": "..."}`)
-			return
-		}
-		apiError(w, http.StatusBadRequest, `malformed body: %v; want JSON like {"status": "ok", "details": "..."}`, err)
-		return
-	}
-	if dec.More() {
-		apiError(w, http.StatusBadRequest, "malformed body: more than one JSON value")
-		return
-	}
-	if rep.Status != "ok" && rep.Status != "failed" {
-		apiError(w, http.StatusBadRequest, `status %q: want "ok" or "failed"`, rep.Status)
+	rep, ok := decodeHealthReport(w, r, int64(s.cfg.Health.MaxReportBytes))
+	if !ok {
 		return
 	}
 	if !attemptOpen(st) && s.nodes.secret != nil {
@@ -425,6 +394,50 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		s.reqLog(r, name).Warn("saving a health report", zap.Error(err))
 	}
 	writeJSONBody(w, http.StatusOK, HealthResponse{Node: name, State: state})
+}
+
+// notServedHere answers a request for a node this server does not track: 421 naming its server
+// when it is an inventory node, else 404.
+func (s *Server) notServedHere(w http.ResponseWriter, name string) {
+	n, ok := s.auth.Inventory().ByName(name)
+	if !ok {
+		apiError(w, http.StatusNotFound, "unknown node %q", name)
+		return
+	}
+	o := s.Authority().Owner(n)
+	where := "no boot server"
+	if o >= 0 && o < len(s.cfg.Servers) {
+		where = fmt.Sprintf("boot server %s (%s)", s.cfg.Servers[o].Name, s.cfg.Servers[o].Address)
+	}
+	apiError(w, http.StatusMisdirectedRequest, "node %q is served by %s, not by this one", name, where)
+}
+
+// decodeHealthReport reads a health report of at most limit bytes, or answers why it cannot.
+func decodeHealthReport(w http.ResponseWriter, r *http.Request, limit int64) (HealthReport, bool) {
+	var rep HealthReport
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			apiError(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes (health.max_report_bytes)", limit)
+		case errors.Is(err, io.EOF):
+			apiError(w, http.StatusBadRequest, `empty body: want JSON like {"status": "ok", "details": "..."}`)
+		default:
+			apiError(w, http.StatusBadRequest, `malformed body: %v; want JSON like {"status": "ok", "details": "..."}`, err)
+		}
+		return rep, false
+	}
+	if dec.More() {
+		apiError(w, http.StatusBadRequest, "malformed body: more than one JSON value")
+		return rep, false
+	}
+	if rep.Status != "ok" && rep.Status != "failed" {
+		apiError(w, http.StatusBadRequest, `status %q: want "ok" or "failed"`, rep.Status)
+		return rep, false
+	}
+	return rep, true
 }
 
 // RebootResponse answers an operator's reboot request.

@@ -123,6 +123,10 @@ func appendDHCPEvents(evs []Event, t dhcpv4.MessageType, out dhcpd.Outcome) []Ev
 			return append(evs, EvDiscover, EvOffer)
 		case dhcpd.OutcomeDuplicate, dhcpd.OutcomeNotOurs, dhcpd.OutcomeNotPXE, dhcpd.OutcomeSendFailed:
 			return evs
+		case dhcpd.OutcomeRefused:
+			// A spoofed relay's DISCOVER, or an unknown MAC past its share: no sign that a
+			// node boots (and none may move a node's state).
+			return evs
 		}
 		return append(evs, EvDiscover)
 	case dhcpv4.MessageTypeRequest:

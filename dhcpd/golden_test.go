@@ -75,7 +75,9 @@ func goldenScenarios() map[string][]goldenStep {
 	boot := Ingress{ServerIP: testServer, BootServer: true}
 	reqIP := func(ip net.IP) dhcpv4.Modifier { return dhcpv4.WithOption(dhcpv4.OptRequestedIPAddress(ip)) }
 	sid := dhcpv4.WithOption(dhcpv4.OptServerIdentifier(testServer))
-	relay := []dhcpv4.Modifier{giaddr(net.IPv4(10, 0, 0, 1)),
+	// The relay is the router (10.0.0.254): a relay at the server's own address
+	// (10.0.0.1) is refused since issue 25.
+	relay := []dhcpv4.Modifier{giaddr(net.IPv4(10, 0, 0, 254)),
 		dhcpv4.WithOption(dhcpv4.OptRelayAgentInfo(dhcpv4.OptGeneric(dhcpv4.GenericOptionCode(1), []byte("port7")))),
 		dhcpv4.WithOption(dhcpv4.OptClientIdentifier([]byte{1, 0x52, 0x54, 0, 0x12, 0x34, 0x56}))}
 	pooled := net.IPv4(10, 0, 1, 10)

@@ -41,6 +41,7 @@ const (
 	OutcomeOtherServer Outcome = "other_server" // REQUEST names another server id
 	OutcomeNotPXE      Outcome = "not_pxe"      // proxy mode, not a boot client
 	OutcomeOffNetwork  Outcome = "off_network"  // giaddr or an INFORM's ciaddr on none of our networks: silence
+	OutcomeRefused     Outcome = "refused"      // implausible, or past a limit: silence; Decision.Reason says why
 	OutcomeIgnored     Outcome = "ignored"      // message type or mode we do not answer
 	OutcomeExhausted   Outcome = "exhausted"    // pool full
 	OutcomeError       Outcome = "error"        // internal error (lease store, reply build)
@@ -58,6 +59,10 @@ type Ingress struct {
 	// BootServer is true when the request arrived on the proxyDHCP
 	// boot-server socket (port 4011) rather than the DHCP port.
 	BootServer bool
+	// Attached are the subnets of the server's own addresses (the Server
+	// fills it for relayed requests only). A relay never has its giaddr in
+	// one of them: clients there reach the server without a relay.
+	Attached []netip.Prefix
 }
 
 // Decision is the result of handling one request. Reply nil means silence.
@@ -68,8 +73,27 @@ type Decision struct {
 	IP net.IP
 	// Node is the client's name (its reservation's host name) when known: for logs.
 	Node string
-	Err  error
+	// Reason says why a request was refused (OutcomeRefused) or NAKed for a
+	// limit: the reason label of bootfabric_dhcp_refused_total. "" otherwise.
+	Reason string
+	Err    error
 }
+
+// Refusal reasons (Decision.Reason) besides "giaddr_" and "ciaddr_" followed
+// by what makes the address no host's (hostProblem, subnetEdge).
+const (
+	// ReasonGiaddrSelf: the giaddr is the server's own address.
+	ReasonGiaddrSelf = "giaddr_self"
+	// ReasonGiaddrAttached: the giaddr lies in a subnet the server is
+	// attached to (Ingress.Attached).
+	ReasonGiaddrAttached = "giaddr_attached"
+	// ReasonCiaddrNotLeased: an INFORM's ciaddr is neither the client's
+	// reserved address nor one it holds a pool lease on.
+	ReasonCiaddrNotLeased = "ciaddr_not_leased"
+	// ReasonPoolShare: a client the pool limits (PoolOptions.Limited) asked
+	// for an address while its kind already holds its whole share.
+	ReasonPoolShare = "pool_share"
+)
 
 // Handler makes the per-packet decisions; it owns no sockets. Safe for
 // concurrent use.
@@ -107,13 +131,104 @@ func (h *Handler) Handle(ctx context.Context, req *dhcpv4.DHCPv4, in Ingress) De
 	if req.OpCode != dhcpv4.OpcodeBootRequest || len(req.ClientHWAddr) == 0 {
 		return Decision{Outcome: OutcomeIgnored}
 	}
-	switch h.mode {
-	case ModeOff:
+	if h.mode == ModeOff {
 		return Decision{Outcome: OutcomeIgnored}
-	case ModeProxy:
+	}
+	// RFC 2131 4.1: a reply to a relayed request goes to giaddr, port 67. A
+	// giaddr no relay can have would make the server send to a host (or a
+	// whole subnet) that asked for nothing: refuse it whoever the client is.
+	if gi := req.GatewayIPAddr; !unspecified(gi) {
+		if reason := h.relayProblem(gi, in); reason != "" {
+			return Decision{Outcome: OutcomeRefused, Reason: reason, IP: gi}
+		}
+	}
+	if h.mode == ModeProxy {
 		return h.handleProxy(req, in)
 	}
 	return h.handleReservation(ctx, req, in)
+}
+
+// relayProblem says why gi cannot be a relay agent's address ("" when it
+// can): not one host's unicast address, the server's own, inside a subnet
+// the server is attached to, or the network or broadcast address of one of
+// the server's networks.
+func (h *Handler) relayProblem(gi net.IP, in Ingress) string {
+	a, _ := netip.AddrFromSlice(gi.To4())
+	if p := hostProblem(a); p != "" {
+		return "giaddr_" + p
+	}
+	if sip, ok := netip.AddrFromSlice(in.ServerIP.To4()); ok && sip == a {
+		return ReasonGiaddrSelf
+	}
+	for _, p := range in.Attached {
+		if p.Contains(a) {
+			return ReasonGiaddrAttached
+		}
+	}
+	for _, p := range h.networks {
+		if e := subnetEdge(a, p); e != "" {
+			return "giaddr_" + e
+		}
+	}
+	return ""
+}
+
+// hostProblem says why a cannot be one host's unicast IPv4 address ("" when
+// it can): unspecified, this network (0/8), limited broadcast, multicast,
+// loopback, link-local or reserved (240/4).
+func hostProblem(a netip.Addr) string {
+	switch {
+	case !a.Is4():
+		return "not_ipv4"
+	case a.IsUnspecified():
+		return "unspecified"
+	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return "broadcast"
+	case a.IsMulticast():
+		return "multicast"
+	case a.IsLoopback():
+		return "loopback"
+	case a.IsLinkLocalUnicast():
+		return "link_local"
+	case a.As4()[0] == 0:
+		return "this_network"
+	case a.As4()[0] >= 240:
+		return "reserved"
+	}
+	return ""
+}
+
+// subnetEdge says whether a is the network ("network_address") or the
+// broadcast address ("broadcast") of p, whose hosts exclude both (/30 and
+// wider); "" otherwise.
+func subnetEdge(a netip.Addr, p netip.Prefix) string {
+	if !p.Addr().Is4() || p.Bits() > 30 || !p.Contains(a) {
+		return ""
+	}
+	p = p.Masked()
+	if a == p.Addr() {
+		return "network_address"
+	}
+	b := p.Addr().As4()
+	host := uint32(1)<<(32-p.Bits()) - 1
+	last := (uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])) | host
+	if a == netip.AddrFrom4([4]byte{byte(last >> 24), byte(last >> 16), byte(last >> 8), byte(last)}) {
+		return "broadcast"
+	}
+	return ""
+}
+
+// resPrefix is the network of a reservation's address, when it has one.
+func resPrefix(res Reservation) (netip.Prefix, bool) {
+	a, ok := netip.AddrFromSlice(res.IP.To4())
+	if !ok || len(res.Mask) != net.IPv4len {
+		return netip.Prefix{}, false
+	}
+	ones, bits := res.Mask.Size()
+	if bits != 32 {
+		return netip.Prefix{}, false
+	}
+	return netip.PrefixFrom(a, ones).Masked(), true
 }
 
 // client is what the handler knows of a client in reservation mode.
@@ -157,8 +272,16 @@ func (h *Handler) handleReservation(ctx context.Context, req *dhcpv4.DHCPv4, in 
 	if !ok {
 		return Decision{Outcome: OutcomeNotOurs}
 	}
-	if gi := req.GatewayIPAddr; !unspecified(gi) && !h.onNetwork(gi, c.res) {
-		return Decision{Outcome: OutcomeOffNetwork, IP: gi}
+	if gi := req.GatewayIPAddr; !unspecified(gi) {
+		if !h.onNetwork(gi, c.res) {
+			return Decision{Outcome: OutcomeOffNetwork, IP: gi}
+		}
+		if p, ok := resPrefix(c.res); ok {
+			a, _ := netip.AddrFromSlice(gi.To4())
+			if e := subnetEdge(a, p); e != "" {
+				return Decision{Outcome: OutcomeRefused, Reason: "giaddr_" + e, IP: gi}
+			}
+		}
 	}
 	switch req.MessageType() {
 	case dhcpv4.MessageTypeDiscover:
@@ -168,7 +291,7 @@ func (h *Handler) handleReservation(ctx context.Context, req *dhcpv4.DHCPv4, in 
 	case dhcpv4.MessageTypeRelease, dhcpv4.MessageTypeDecline:
 		return h.release(ctx, req, c)
 	case dhcpv4.MessageTypeInform:
-		return h.inform(req, in, c)
+		return h.inform(ctx, req, in, c)
 	}
 	return Decision{Outcome: OutcomeIgnored}
 }
@@ -179,6 +302,9 @@ func (h *Handler) discover(ctx context.Context, req *dhcpv4.DHCPv4, in Ingress, 
 		ip, err := h.pool.Offer(ctx, c.mac, req.RequestedIPAddress())
 		if errors.Is(err, ErrPoolExhausted) {
 			return Decision{Outcome: OutcomeExhausted, Err: err}
+		}
+		if errors.Is(err, ErrPoolShare) {
+			return Decision{Outcome: OutcomeRefused, Reason: ReasonPoolShare}
 		}
 		if err != nil {
 			return Decision{Outcome: OutcomeError, Err: err}
@@ -220,6 +346,12 @@ func (h *Handler) requestPooled(ctx context.Context, req *dhcpv4.DHCPv4, in Ingr
 	switch {
 	case errors.Is(err, ErrNotOwned), errors.Is(err, ErrNotInPool):
 		return h.nak(req, in, want)
+	case errors.Is(err, ErrPoolShare):
+		// A NAK, not silence: the client starts again with a DISCOVER
+		// rather than retrying a REQUEST that cannot succeed.
+		d := h.nak(req, in, want)
+		d.Reason = ReasonPoolShare
+		return d
 	case err != nil:
 		return Decision{Outcome: OutcomeError, Err: err}
 	}
@@ -260,17 +392,50 @@ func (h *Handler) release(ctx context.Context, req *dhcpv4.DHCPv4, c client) Dec
 	return Decision{Outcome: out, IP: ip}
 }
 
-// inform answers a reserved client that has its address already with its
-// options, sent to ciaddr: only when ciaddr lies on one of our networks.
-func (h *Handler) inform(req *dhcpv4.DHCPv4, in Ingress, c client) Decision {
-	if !c.reserved {
-		return Decision{Outcome: OutcomeIgnored}
-	}
-	if ci := req.ClientIPAddr; unspecified(ci) || !h.onNetwork(ci, c.res) {
+// inform answers a client that has its address already with its options,
+// sent to ciaddr (RFC 2131 3.4): only when ciaddr is a host address of one
+// of our networks and the client's own, its reservation or a pool lease it
+// holds. Otherwise anyone could make the server send to any address there,
+// its broadcast address included.
+func (h *Handler) inform(ctx context.Context, req *dhcpv4.DHCPv4, in Ingress, c client) Decision {
+	ci := req.ClientIPAddr
+	if unspecified(ci) || !h.onNetwork(ci, c.res) {
 		return Decision{Outcome: OutcomeOffNetwork, IP: ci}
+	}
+	a, _ := netip.AddrFromSlice(ci.To4())
+	if p := hostProblem(a); p != "" {
+		return Decision{Outcome: OutcomeRefused, Reason: "ciaddr_" + p, IP: ci}
+	}
+	if e := h.edgeOfNetwork(a, c.res); e != "" {
+		return Decision{Outcome: OutcomeRefused, Reason: "ciaddr_" + e, IP: ci}
+	}
+	if c.pooled {
+		held, err := h.pool.Holds(ctx, c.mac, ci)
+		if err != nil {
+			return Decision{Outcome: OutcomeError, IP: ci, Err: err}
+		}
+		if !held {
+			return Decision{Outcome: OutcomeRefused, Reason: ReasonCiaddrNotLeased, IP: ci}
+		}
+	} else if !ci.Equal(c.res.IP) {
+		return Decision{Outcome: OutcomeRefused, Reason: ReasonCiaddrNotLeased, IP: ci}
 	}
 	c.res.IP = nil // RFC 2131 3.4: no yiaddr, no lease time
 	return h.reply(req, in, dhcpv4.MessageTypeAck, c.res, 0, OutcomeAcked)
+}
+
+// edgeOfNetwork says whether a is the network or broadcast address of one of
+// the server's networks or of the client's reserved address (see subnetEdge).
+func (h *Handler) edgeOfNetwork(a netip.Addr, res Reservation) string {
+	for _, p := range h.networks {
+		if e := subnetEdge(a, p); e != "" {
+			return e
+		}
+	}
+	if p, ok := resPrefix(res); ok {
+		return subnetEdge(a, p)
+	}
+	return ""
 }
 
 // onNetwork reports whether a lies in one of the server's networks or in

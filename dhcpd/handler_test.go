@@ -28,6 +28,7 @@ func request(t testing.TB, mac net.HardwareAddr, mt dhcpv4.MessageType, mods ...
 // summary is what the handler tests compare.
 type summary struct {
 	Outcome Outcome
+	Reason  string
 	Type    string // reply type, "" for silence
 	YIAddr  string
 	File    string
@@ -35,7 +36,7 @@ type summary struct {
 }
 
 func summarize(d Decision) summary {
-	s := summary{Outcome: d.Outcome}
+	s := summary{Outcome: d.Outcome, Reason: d.Reason}
 	if d.IP != nil {
 		s.IP = d.IP.String()
 	}
@@ -92,7 +93,7 @@ func TestHandleReservation(t *testing.T) {
 			summary{Outcome: OutcomeOffered, Type: "OFFER", YIAddr: "10.0.0.17", IP: "10.0.0.17"}},
 		// Issue 13: a relay packet whose giaddr is on none of the server's networks was
 		// answered (to that giaddr), and an INFORM was answered to any ciaddr.
-		{"relay on the node's network", Config{Reservations: res}, request(t, testMAC, dhcpv4.MessageTypeDiscover, giaddr(net.IPv4(10, 0, 0, 1))),
+		{"relay on the node's network", Config{Reservations: res}, request(t, testMAC, dhcpv4.MessageTypeDiscover, giaddr(net.IPv4(10, 0, 0, 254))),
 			summary{Outcome: OutcomeOffered, Type: "OFFER", YIAddr: "10.0.0.17", IP: "10.0.0.17"}},
 		{"relay on a configured network", Config{Reservations: res, Networks: []netip.Prefix{netip.MustParsePrefix("192.168.7.0/24")}},
 			request(t, testMAC, dhcpv4.MessageTypeDiscover, giaddr(net.IPv4(192, 168, 7, 1))),
@@ -102,8 +103,8 @@ func TestHandleReservation(t *testing.T) {
 			summary{Outcome: OutcomeOffNetwork, IP: "203.0.113.9"}},
 		{"relayed request off every network is silent", Config{Reservations: res}, request(t, testMAC, dhcpv4.MessageTypeRequest, reqIP(testRes.IP), giaddr(net.IPv4(10, 0, 1, 1))),
 			summary{Outcome: OutcomeOffNetwork, IP: "10.0.1.1"}},
-		{"pool relay needs a configured network", Config{Pool: openTestPool(t, filepath.Join(t.TempDir(), "l.db"), "10.0.0.10", "10.0.0.12", &fakeClock{})}, request(t, otherMAC, dhcpv4.MessageTypeDiscover, giaddr(net.IPv4(10, 0, 0, 1))),
-			summary{Outcome: OutcomeOffNetwork, IP: "10.0.0.1"}},
+		{"pool relay needs a configured network", Config{Pool: openTestPool(t, filepath.Join(t.TempDir(), "l.db"), "10.0.0.10", "10.0.0.12", &fakeClock{})}, request(t, otherMAC, dhcpv4.MessageTypeDiscover, giaddr(net.IPv4(10, 0, 0, 254))),
+			summary{Outcome: OutcomeOffNetwork, IP: "10.0.0.254"}},
 		{"inform from another address is silent", Config{Reservations: res}, request(t, testMAC, dhcpv4.MessageTypeInform, dhcpv4.WithClientIP(net.IPv4(198, 51, 100, 7))),
 			summary{Outcome: OutcomeOffNetwork, IP: "198.51.100.7"}},
 		{"inform without ciaddr is silent", Config{Reservations: res}, request(t, testMAC, dhcpv4.MessageTypeInform),

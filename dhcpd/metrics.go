@@ -17,6 +17,7 @@ type metrics struct {
 	// unicastFallbacks counts replies broadcast because the neighbour
 	// entry for a unicast could not be installed.
 	unicastFallbacks prometheus.Counter
+	refused          *prometheus.CounterVec // by Decision.Reason
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -46,6 +47,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "bootfabric", Subsystem: "dhcp", Name: "unicast_fallbacks_total",
 			Help: "Replies broadcast because the neighbour entry for unicast delivery could not be installed (needs CAP_NET_ADMIN).",
 		}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "bootfabric", Subsystem: "dhcp", Name: "refused_total",
+			Help: "DHCP requests refused, by reason: a giaddr no relay can have (giaddr_*: self, attached, broadcast, loopback...), " +
+				"an INFORM for an address that is not the client's (ciaddr_*), a client past its kind's share of the pool (pool_share).",
+		}, []string{"reason"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -53,6 +59,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	err := errors.Join(
 		promreg.Register(reg, &m.packets), promreg.Register(reg, &m.latency), promreg.Register(reg, &m.drops),
 		promreg.Register(reg, &m.queue), promreg.Register(reg, &m.replies), promreg.Register(reg, &m.unicastFallbacks),
+		promreg.Register(reg, &m.refused),
 	)
 	if err != nil {
 		return nil, err

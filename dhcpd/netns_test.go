@@ -5,28 +5,36 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bootfabric/bootfabric/internal/testenv"
 	"github.com/bootfabric/bootfabric/internal/testfix"
+	"github.com/google/go-cmp/cmp"
 	"github.com/insomniacslk/dhcp/dhcpv4"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 )
 
 // These tests build, in network namespaces, two boot servers (A 10.77.0.1,
 // B 10.77.0.2) and a client namespace joined by a bridge, then boot real
 // clients (busybox udhcpc, ISC dhclient, perfdhcp as a relay) against them.
-// They need root and the Debian packages udhcpc, isc-dhcp-client, kea-admin.
+// The relay link rl0 has an address on the servers' subnet (10.77.0.50) and
+// one on a subnet of relayed clients (10.78.0.50), which server A reaches
+// through it. They need root and the Debian packages udhcpc,
+// isc-dhcp-client, kea-admin.
 
 type nsEnv struct {
 	t          *testing.T
 	a, b, c    string // namespace names: server A, server B, clients
 	recA, recB *recorder
+	regA       *prometheus.Registry // server A's metrics
 	dir        string
 }
 
@@ -45,7 +53,7 @@ func newNSEnv(t *testing.T) *nsEnv {
 // newTopology builds the namespaces and links without servers.
 func newTopology(t *testing.T) *nsEnv {
 	e := &nsEnv{t: t, a: testfix.Netns(t, "bfA"), b: testfix.Netns(t, "bfB"), c: testfix.Netns(t, "bfC"),
-		recA: &recorder{}, recB: &recorder{}, dir: t.TempDir()}
+		recA: &recorder{}, recB: &recorder{}, regA: prometheus.NewRegistry(), dir: t.TempDir()}
 	ipc := func(args ...string) { testfix.IP(t, e.c, args...) }
 	ipc("link", "add", "br0", "type", "bridge")
 	ipc("link", "set", "br0", "up")
@@ -65,14 +73,16 @@ func newTopology(t *testing.T) *nsEnv {
 		ipc("link", "set", c, "up")
 	}
 	ipc("addr", "add", "10.77.0.50/24", "dev", "rl0")
+	ipc("addr", "add", "10.78.0.50/24", "dev", "rl0")
 	ipc("link", "set", "lo", "up")
+	testfix.IP(t, e.a, "route", "add", "10.78.0.0/24", "via", "10.77.0.50")
 	return e
 }
 
 func (e *nsEnv) startServers() {
 	relayRes := ReservationsFunc(func(m net.HardwareAddr) (Reservation, bool) {
 		if len(m) == 6 && m[0] == 0x00 && m[1] == 0x0c && m[2] == 0x01 {
-			return Reservation{IP: net.IPv4(10, 77, 100+m[4]%100, m[5]), Mask: net.CIDRMask(16, 32)}, true
+			return Reservation{IP: net.IPv4(10, 78, 100+m[4]%100, m[5]), Mask: net.CIDRMask(16, 32)}, true
 		}
 		return Reservation{}, false
 	})
@@ -83,12 +93,15 @@ func (e *nsEnv) startServers() {
 	resB := StaticReservations{
 		macKey(macB2): {Name: "node-b2", IP: net.IPv4(10, 77, 0, 102), Mask: net.CIDRMask(24, 32)},
 	}
-	e.serve(e.a, Config{ServerIP: net.IPv4(10, 77, 0, 1), Observer: e.recA, Reservations: ReservationsFunc(func(m net.HardwareAddr) (Reservation, bool) {
-		if r, ok := resA.Lookup(m); ok {
-			return r, true
-		}
-		return relayRes.Lookup(m)
-	})})
+	// Server A serves the subnet it is attached to, as bootsrv serves dhcp.subnet (Networks):
+	// a relay's giaddr there passed the network check before issue 25.
+	e.serve(e.a, Config{ServerIP: net.IPv4(10, 77, 0, 1), Observer: e.recA, Registerer: e.regA,
+		Networks: []netip.Prefix{netip.MustParsePrefix("10.77.0.0/24")}, Reservations: ReservationsFunc(func(m net.HardwareAddr) (Reservation, bool) {
+			if r, ok := resA.Lookup(m); ok {
+				return r, true
+			}
+			return relayRes.Lookup(m)
+		})})
 	e.serve(e.b, Config{ServerIP: net.IPv4(10, 77, 0, 2), Observer: e.recB, Reservations: resB})
 }
 
@@ -146,6 +159,7 @@ func TestNetnsClients(t *testing.T) {
 		{"udhcpc plain client from server B only", e.plainClient},
 		{"dhclient UEFI x64", e.dhclientUEFI},
 		{"perfdhcp through a relay", e.perfdhcpRelay},
+		{"a relay inside the server's own subnet is refused", e.relayInsideSubnet},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -271,16 +285,17 @@ initial-interval 1;
 	}
 }
 
-// perfdhcpRelay runs perfdhcp as a relay agent (giaddr 10.77.0.50) against server A: it
-// must acknowledge nearly every relayed REQUEST, and server B must see none of them.
+// perfdhcpRelay runs perfdhcp as a relay agent on the relayed clients' subnet (giaddr
+// 10.78.0.50) against server A: it must acknowledge nearly every relayed REQUEST, and server B
+// must see none of them.
 func (e *nsEnv) perfdhcpRelay(t *testing.T) {
 	if _, err := exec.LookPath("perfdhcp"); err != nil {
 		testenv.Skip(t, "needs perfdhcp (Debian package kea-admin)")
 	}
-	// perfdhcp acts as a relay: giaddr 10.77.0.50, replies come to port 67.
+	// perfdhcp acts as a relay: giaddr is its local address 10.78.0.50, replies come to port 67.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "ip", "netns", "exec", e.c, "perfdhcp", "-4", "-l", "rl0", "-r", "200", "-n", "300",
+	out, err := exec.CommandContext(ctx, "ip", "netns", "exec", e.c, "perfdhcp", "-4", "-l", "10.78.0.50", "-r", "200", "-n", "300",
 		"-R", "100", "-b", "mac=00:0c:01:02:00:00", "-W", "1000000", "10.77.0.1").CombinedOutput()
 	// perfdhcp exits 3 when packets were dropped; the numbers decide.
 	st := parsePerfdhcp(string(out))
@@ -305,6 +320,32 @@ func (e *nsEnv) perfdhcpRelay(t *testing.T) {
 			t.Errorf("server B saw relayed traffic addressed to A: %v", ev)
 			break
 		}
+	}
+}
+
+// relayInsideSubnet runs perfdhcp as a relay with giaddr 10.77.0.50, inside the subnet server A
+// is attached to: no relay can be there (its clients reach the server directly), so a reply to
+// "the relay" would go to whatever host has that address. Server A was answering it (issue 25);
+// it must refuse every request and count them.
+func (e *nsEnv) relayInsideSubnet(t *testing.T) {
+	if _, err := exec.LookPath("perfdhcp"); err != nil {
+		testenv.Skip(t, "needs perfdhcp (Debian package kea-admin)")
+	}
+	before := refusedCount(t, e.regA, "giaddr_attached")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ip", "netns", "exec", e.c, "perfdhcp", "-4", "-l", "10.77.0.50", "-r", "100", "-n", "20",
+		"-R", "20", "-b", "mac=00:0c:01:03:00:00", "-W", "1000000", "10.77.0.1").CombinedOutput()
+	st := parsePerfdhcp(string(out))
+	t.Logf("perfdhcp: %+v (err %v)", st, err)
+	if st.sent[0] == 0 {
+		t.Fatalf("perfdhcp sent nothing: %v\n%s", err, out)
+	}
+	if st.recv[0] != 0 {
+		t.Errorf("a relay inside the server's subnet got %d OFFERs for %d DISCOVERs", st.recv[0], st.sent[0])
+	}
+	if n := refusedCount(t, e.regA, "giaddr_attached") - before; n < float64(st.sent[0]) {
+		t.Errorf("refused{giaddr_attached} grew by %v for %d DISCOVERs", n, st.sent[0])
 	}
 }
 
@@ -413,3 +454,31 @@ func netnsChild() {
 
 // Make sure dhcpv4 is referenced even if subtests are skipped.
 var _ = dhcpv4.ClientPort
+
+// TestNetnsLocalPrefixes: the subnets the server is attached to are read through its socket, so
+// from the socket's namespace, one per address with that address's own mask (secondary and
+// labelled addresses included).
+func TestNetnsLocalPrefixes(t *testing.T) {
+	e := newTopology(t)
+	testfix.IP(t, e.a, "addr", "add", "192.168.9.1/28", "dev", "eth0")
+	testfix.IP(t, e.a, "addr", "add", "172.16.0.1/16", "dev", "eth0", "label", "eth0:1")
+	var conn net.PacketConn
+	if err := testfix.InNetns(e.a, func() (err error) { conn, err = net.ListenPacket("udp4", "0.0.0.0:0"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rc, err := conn.(*net.UDPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := localPrefixes(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(got, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
+	want := []netip.Prefix{netip.MustParsePrefix("10.77.0.0/24"), netip.MustParsePrefix("127.0.0.0/8"),
+		netip.MustParsePrefix("172.16.0.0/16"), netip.MustParsePrefix("192.168.9.0/28")}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
+		t.Errorf("local prefixes in %s (-want +got):\n%s", e.a, diff)
+	}
+}

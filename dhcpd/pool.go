@@ -27,6 +27,10 @@ var (
 	ErrNotOwned      = errors.New("dhcpd: address leased to another client")
 	ErrNotInPool     = errors.New("dhcpd: address outside the pool")
 	ErrPoolClosed    = errors.New("dhcpd: address pool closed")
+	// ErrPoolShare: a limited client (PoolOptions.Limited) asked for an
+	// address while the limited clients hold their whole share. Handlers
+	// stay silent to a DISCOVER and NAK a REQUEST.
+	ErrPoolShare = errors.New("dhcpd: address pool: the share of limited clients is full")
 )
 
 // LeaseState is the state of a lease.
@@ -71,6 +75,16 @@ type PoolOptions struct {
 	// Registerer receives the pool's metrics (exhaustion, leases by state,
 	// commits). Nil: the metrics are kept (Stats) but not registered.
 	Registerer prometheus.Registerer
+	// Limited, if set, names the clients that share at most LimitedMax
+	// addresses between them (offered or bound, unexpired); past that they
+	// get ErrPoolShare, while the other clients always find the room left.
+	// bootsrv limits the MACs outside its inventory so that they cannot
+	// take the addresses its inventory nodes need. It is called once per
+	// Offer and CommitLease, and for each lease when the pool opens; it must
+	// be fast and safe for concurrent use. Nil: no client is limited.
+	Limited func(mac net.HardwareAddr) bool
+	// LimitedMax is the limited clients' share; 0 or less: none.
+	LimitedMax int
 }
 
 // Pool is a dynamic address range whose leases live in a bbolt file.
@@ -122,6 +136,11 @@ type Pool struct {
 	dirty   map[uint32]struct{}
 	pending *commitBatch // the batch that dirty will be written in
 	closed  bool
+	// The addresses limited clients hold (PoolOptions.Limited), to the stamp
+	// of the record that counts, and their expiries (stale entries skipped):
+	// the share is checked in O(log n), not by a scan of the range.
+	limited    map[uint32]uint32
+	limitedExp expiryHeap
 
 	kick chan struct{} // wakes the writer; capacity 1
 	stop chan struct{} // closed by Close
@@ -132,6 +151,7 @@ type leaseRec struct {
 	mac     hwKey // zero for LeaseDeclined
 	expiry  int64 // Unix nanoseconds
 	state   LeaseState
+	limited bool   // the client is limited (PoolOptions.Limited); in memory only
 	gen     uint32 // stamp of this version
 	durable uint32 // stamp of the version last written to disk
 }
@@ -178,7 +198,7 @@ func OpenPool(path string, start, end net.IP, opts PoolOptions) (*Pool, error) {
 	}
 	p := &Pool{
 		db: db, start: s, end: e, opts: opts.withDefaults(),
-		byIP: map[uint32]leaseRec{}, byMAC: map[hwKey]uint32{}, next: s,
+		byIP: map[uint32]leaseRec{}, byMAC: map[hwKey]uint32{}, next: s, limited: map[uint32]uint32{},
 		dirty: map[uint32]struct{}{}, pending: newBatch(),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -243,12 +263,18 @@ func (p *Pool) loadLeases(tx *bolt.Tx) error {
 		if rec.state == LeaseOffered {
 			return nil // written by an older version; offers are not kept
 		}
-		p.byIP[ip] = rec
 		if rec.mac.n > 0 {
 			p.byMAC[rec.mac] = ip
+			rec.limited = p.isLimited(rec.mac.hw())
 		}
+		p.byIP[ip] = rec
 		return nil
 	})
+}
+
+// isLimited reports whether mac is a limited client (PoolOptions.Limited).
+func (p *Pool) isLimited(mac net.HardwareAddr) bool {
+	return p.opts.Limited != nil && p.opts.Limited(mac)
 }
 
 // indexRange counts the addresses of the range without a record and puts
@@ -259,6 +285,7 @@ func (p *Pool) indexRange() {
 		if p.inRange(ip) {
 			p.unused--
 			p.expiry = append(p.expiry, expiryEntry{at: r.expiry, ip: ip, gen: r.gen})
+			p.trackLocked(ip, r)
 		}
 	}
 	heap.Init(&p.expiry)
@@ -296,6 +323,9 @@ type AddressPool interface {
 	CommitLease(ctx context.Context, mac net.HardwareAddr, ip net.IP) (time.Duration, error)
 	Release(ctx context.Context, mac net.HardwareAddr, ip net.IP) error
 	Decline(ctx context.Context, mac net.HardwareAddr, ip net.IP) error
+	// Holds reports whether mac holds an unexpired bound lease on ip: a
+	// DHCPINFORM is answered for that address only.
+	Holds(ctx context.Context, mac net.HardwareAddr, ip net.IP) (bool, error)
 }
 
 var _ AddressPool = (*Pool)(nil)
@@ -311,7 +341,7 @@ func (p *Pool) Offer(ctx context.Context, mac net.HardwareAddr, requested net.IP
 		return nil, err
 	}
 	now := p.opts.Now().UnixNano()
-	key := keyOf(mac)
+	key, lim := keyOf(mac), p.isLimited(mac)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -323,16 +353,22 @@ func (p *Pool) Offer(ctx context.Context, mac net.HardwareAddr, requested net.IP
 		if rec.state == LeaseBound && rec.expiry > now {
 			return u2ip(ip), nil // a rebooting client: its lease stands
 		}
-		rec.state = LeaseOffered
+		if lim && p.shareFullLocked(key, now) {
+			return nil, ErrPoolShare
+		}
+		rec.state, rec.limited = LeaseOffered, lim
 		p.putLocked(ip, rec, now+int64(p.opts.OfferTime))
 		return u2ip(ip), nil
+	}
+	if lim && p.shareFullLocked(key, now) {
+		return nil, ErrPoolShare
 	}
 	ip, ok = p.pickLocked(requested, now)
 	if !ok {
 		p.m.exhausted.Inc()
 		return nil, ErrPoolExhausted
 	}
-	p.takeLocked(ip, key, LeaseOffered, now+int64(p.opts.OfferTime))
+	p.takeLocked(ip, key, lim, LeaseOffered, now+int64(p.opts.OfferTime))
 	return u2ip(ip), nil
 }
 
@@ -358,7 +394,7 @@ func (p *Pool) CommitLease(ctx context.Context, mac net.HardwareAddr, ip net.IP)
 	if !p.Contains(ip) {
 		return 0, ErrNotInPool
 	}
-	b, left, err := p.bind(ip2u(ip), keyOf(mac), p.opts.Now().UnixNano())
+	b, left, err := p.bind(ip2u(ip), keyOf(mac), p.isLimited(mac), p.opts.Now().UnixNano())
 	if err != nil {
 		return 0, err
 	}
@@ -374,10 +410,11 @@ func (p *Pool) CommitLease(ctx context.Context, mac net.HardwareAddr, ip net.IP)
 	}
 }
 
-// bind binds address u to the client key at now, in memory, and returns
-// the batch that writes it; or, when the client's lease on u is on disk
-// and less than half used, no batch and what is left of that lease.
-func (p *Pool) bind(u uint32, key hwKey, now int64) (*commitBatch, time.Duration, error) {
+// bind binds address u to the client key (limited: PoolOptions.Limited says
+// so) at now, in memory, and returns the batch that writes it; or, when the
+// client's lease on u is on disk and less than half used, no batch and what
+// is left of that lease.
+func (p *Pool) bind(u uint32, key hwKey, lim bool, now int64) (*commitBatch, time.Duration, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -390,15 +427,20 @@ func (p *Pool) bind(u uint32, key hwKey, now int64) (*commitBatch, time.Duration
 	if held && p.durableLease(rec, key, now) {
 		return nil, time.Duration(rec.expiry - now), nil
 	}
+	// A REQUEST may come without a DISCOVER (INIT-REBOOT): the share is
+	// checked here too, or a limited client could bind past it.
+	if lim && p.shareFullLocked(key, now) {
+		return nil, 0, ErrPoolShare
+	}
 	if old, ok := p.byMAC[key]; ok && old != u {
 		p.deleteLocked(old) // one address per client
 		p.markLocked(old)
 	}
 	if held && rec.mac == key {
-		rec.state = LeaseBound
+		rec.state, rec.limited = LeaseBound, lim
 		p.putLocked(u, rec, now+int64(p.opts.LeaseTime))
 	} else {
-		p.takeLocked(u, key, LeaseBound, now+int64(p.opts.LeaseTime))
+		p.takeLocked(u, key, lim, LeaseBound, now+int64(p.opts.LeaseTime))
 	}
 	return p.markLocked(u), 0, nil
 }
@@ -437,13 +479,32 @@ func (p *Pool) drop(ctx context.Context, mac net.HardwareAddr, ip net.IP, quaran
 	}
 	if quarantine {
 		p.deleteLocked(u)
-		p.takeLocked(u, hwKey{}, LeaseDeclined, now+int64(p.opts.LeaseTime))
+		p.takeLocked(u, hwKey{}, false, LeaseDeclined, now+int64(p.opts.LeaseTime))
 	} else {
 		rec.state = LeaseReleased
 		p.putLocked(u, rec, now)
 	}
 	p.markLocked(u) // written with the next batch; nobody waits for it
 	return nil
+}
+
+// Holds implements AddressPool: whether mac holds an unexpired bound lease
+// on ip.
+func (p *Pool) Holds(ctx context.Context, mac net.HardwareAddr, ip net.IP) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if !p.Contains(ip) {
+		return false, nil
+	}
+	now := p.opts.Now().UnixNano()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false, ErrPoolClosed
+	}
+	rec, held := p.byIP[ip2u(ip)]
+	return held && rec.mac == keyOf(mac) && rec.state == LeaseBound && rec.expiry > now, nil
 }
 
 // Leases returns a snapshot of all leases (offers included) sorted by address.
@@ -516,9 +577,9 @@ func (p *Pool) pickLocked(requested net.IP, now int64) (uint32, bool) {
 	return 0, false
 }
 
-// takeLocked gives ip to mac (zero: nobody, a quarantine), replacing whatever
-// record ip had.
-func (p *Pool) takeLocked(ip uint32, mac hwKey, st LeaseState, exp int64) {
+// takeLocked gives ip to mac (zero: nobody, a quarantine; lim: a limited
+// client), replacing whatever record ip had.
+func (p *Pool) takeLocked(ip uint32, mac hwKey, lim bool, st LeaseState, exp int64) {
 	p.deleteLocked(ip)
 	if mac.n > 0 {
 		p.byMAC[mac] = ip
@@ -526,7 +587,7 @@ func (p *Pool) takeLocked(ip uint32, mac hwKey, st LeaseState, exp int64) {
 	if p.inRange(ip) {
 		p.unused--
 	}
-	p.putLocked(ip, leaseRec{mac: mac, state: st}, exp)
+	p.putLocked(ip, leaseRec{mac: mac, state: st, limited: lim}, exp)
 }
 
 // deleteLocked removes ip's record, if any.
@@ -539,6 +600,7 @@ func (p *Pool) deleteLocked(ip uint32) {
 		delete(p.byMAC, old.mac)
 	}
 	delete(p.byIP, ip)
+	delete(p.limited, ip)
 	if p.inRange(ip) {
 		p.unused++
 	}
@@ -553,6 +615,7 @@ func (p *Pool) putLocked(ip uint32, r leaseRec, exp int64) {
 	if !p.inRange(ip) {
 		return
 	}
+	p.trackLocked(ip, r)
 	heap.Push(&p.expiry, expiryEntry{at: exp, ip: ip, gen: r.gen})
 	if len(p.expiry) > 2*len(p.byIP)+1024 {
 		// Too many stale entries (renewals push one each): rebuild.
@@ -564,6 +627,52 @@ func (p *Pool) putLocked(ip uint32, r leaseRec, exp int64) {
 		}
 		heap.Init(&p.expiry)
 	}
+}
+
+// trackLocked counts ip against the limited clients' share when r, its
+// current record, is a limited client's offer or lease, and stops counting
+// it otherwise. An expired record stops counting when limitedLocked reaches
+// its expiry.
+func (p *Pool) trackLocked(ip uint32, r leaseRec) {
+	if !r.limited || (r.state != LeaseOffered && r.state != LeaseBound) {
+		delete(p.limited, ip)
+		return
+	}
+	p.limited[ip] = r.gen
+	heap.Push(&p.limitedExp, expiryEntry{at: r.expiry, ip: ip, gen: r.gen})
+	if len(p.limitedExp) > 2*len(p.limited)+1024 {
+		// Too many stale entries (renewals push one each): rebuild.
+		p.limitedExp = p.limitedExp[:0]
+		for ip, gen := range p.limited {
+			p.limitedExp = append(p.limitedExp, expiryEntry{at: p.byIP[ip].expiry, ip: ip, gen: gen})
+		}
+		heap.Init(&p.limitedExp)
+	}
+}
+
+// limitedLocked returns how many addresses limited clients hold unexpired at
+// now, forgetting those that expired.
+func (p *Pool) limitedLocked(now int64) int {
+	for len(p.limitedExp) > 0 && p.limitedExp[0].at <= now {
+		e := heap.Pop(&p.limitedExp).(expiryEntry)
+		if gen, ok := p.limited[e.ip]; ok && gen == e.gen {
+			delete(p.limited, e.ip)
+		}
+	}
+	return len(p.limited)
+}
+
+// shareFullLocked reports whether the limited client key may not take an
+// address at now: it holds none that counts (one it holds it may keep, or
+// trade for another), and the limited clients hold LimitedMax.
+func (p *Pool) shareFullLocked(key hwKey, now int64) bool {
+	n := p.limitedLocked(now)
+	if ip, ok := p.byMAC[key]; ok {
+		if _, counted := p.limited[ip]; counted {
+			return false
+		}
+	}
+	return n >= p.opts.LimitedMax
 }
 
 // markLocked queues ip's current state for the writer and returns the batch

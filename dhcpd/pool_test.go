@@ -42,7 +42,7 @@ func openTestPool(t *testing.T, path string, first, last string, clk *fakeClock)
 // poolStep is one operation of a pool scenario, at a time after the start.
 type poolStep struct {
 	at   time.Duration
-	op   string // offer, commit, lease (CommitLease), release, decline, reopen, leases, stats
+	op   string // offer, commit, lease (CommitLease), holds, release, decline, reopen, leases, stats
 	mac  int
 	ip   string // requested (offer) or the address (commit, release, decline)
 	want string // the address, the error, or the listing
@@ -168,63 +168,86 @@ func TestPoolScenarios(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-			clk := &fakeClock{t0}
-			path := filepath.Join(t.TempDir(), "l.db")
-			p := openTestPool(t, path, tc.first, tc.last, clk)
-			defer func() { p.Close() }()
-			errText := func(err error) string {
-				if err != nil {
-					return err.Error()
-				}
-				return "ok"
-			}
-			var want, got []string
-			for _, s := range tc.steps {
-				clk.t = t0.Add(s.at)
-				var g string
-				switch s.op {
-				case "offer":
-					ip, err := p.Offer(ctx, mac(s.mac), net.ParseIP(s.ip))
-					g = errText(err)
-					if err == nil {
-						g = ip.String()
-					}
-				case "commit":
-					g = errText(p.Commit(ctx, mac(s.mac), net.ParseIP(s.ip)))
-				case "lease":
-					left, err := p.CommitLease(ctx, mac(s.mac), net.ParseIP(s.ip))
-					g = errText(err)
-					if err == nil {
-						g = left.String()
-					}
-				case "release":
-					g = errText(p.Release(ctx, mac(s.mac), net.ParseIP(s.ip)))
-				case "decline":
-					g = errText(p.Decline(ctx, mac(s.mac), net.ParseIP(s.ip)))
-				case "reopen":
-					if err := p.Close(); err != nil {
-						t.Fatal(err)
-					}
-					p = openTestPool(t, path, tc.first, tc.last, clk)
-				case "leases":
-					var ls []string
-					for _, l := range p.Leases() {
-						ls = append(ls, fmt.Sprintf("%v %v %s %v", l.IP, l.MAC, stateName[l.State], l.Expiry.Sub(clk.t)))
-					}
-					g = strings.Join(ls, "; ")
-				case "stats":
-					st := p.Stats()
-					g = fmt.Sprintf("exhausted %d, transactions %d, writes %d, cached %d", st.Exhausted, st.Transactions, st.Writes, st.Cached)
-				}
-				want = append(want, fmt.Sprintf("%v %s %d %s: %s", s.at, s.op, s.mac, s.ip, s.want))
-				got = append(got, fmt.Sprintf("%v %s %d %s: %s", s.at, s.op, s.mac, s.ip, g))
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("steps (-want +got):\n%s", diff)
-			}
+			runPoolSteps(t, tc.first, tc.last, PoolOptions{}, tc.steps)
 		})
+	}
+}
+
+// runPoolSteps opens a pool on first..last (LeaseTime 1 h, OfferTime 1 min, a fake clock, opts'
+// other fields) and checks each step's answer.
+func runPoolSteps(t *testing.T, first, last string, opts PoolOptions, steps []poolStep) {
+	t.Helper()
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := &fakeClock{t0}
+	path := filepath.Join(t.TempDir(), "l.db")
+	opts.LeaseTime, opts.OfferTime, opts.Now = time.Hour, time.Minute, clk.now
+	open := func() *Pool {
+		p, err := OpenPool(path, net.ParseIP(first), net.ParseIP(last), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := open()
+	defer func() { p.Close() }()
+	errText := func(err error) string {
+		if err != nil {
+			return err.Error()
+		}
+		return "ok"
+	}
+	var want, got []string
+	for _, s := range steps {
+		clk.t = t0.Add(s.at)
+		var g string
+		switch s.op {
+		case "offer":
+			ip, err := p.Offer(ctx, mac(s.mac), net.ParseIP(s.ip))
+			g = errText(err)
+			if err == nil {
+				g = ip.String()
+			}
+		case "commit":
+			g = errText(p.Commit(ctx, mac(s.mac), net.ParseIP(s.ip)))
+		case "lease":
+			left, err := p.CommitLease(ctx, mac(s.mac), net.ParseIP(s.ip))
+			g = errText(err)
+			if err == nil {
+				g = left.String()
+			}
+		case "holds":
+			held, err := p.Holds(ctx, mac(s.mac), net.ParseIP(s.ip))
+			g = errText(err)
+			if err == nil {
+				g = fmt.Sprint(held)
+			}
+		case "release":
+			g = errText(p.Release(ctx, mac(s.mac), net.ParseIP(s.ip)))
+		case "decline":
+			g = errText(p.Decline(ctx, mac(s.mac), net.ParseIP(s.ip)))
+		case "reopen":
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
+			p = open()
+		case "leases":
+			var ls []string
+			for _, l := range p.Leases() {
+				ls = append(ls, fmt.Sprintf("%v %v %s %v", l.IP, l.MAC, stateName[l.State], l.Expiry.Sub(clk.t)))
+			}
+			g = strings.Join(ls, "; ")
+		case "stats":
+			st := p.Stats()
+			g = fmt.Sprintf("exhausted %d, transactions %d, writes %d, cached %d", st.Exhausted, st.Transactions, st.Writes, st.Cached)
+		default:
+			t.Fatalf("unknown step %q", s.op)
+		}
+		want = append(want, fmt.Sprintf("%v %s %d %s: %s", s.at, s.op, s.mac, s.ip, s.want))
+		got = append(got, fmt.Sprintf("%v %s %d %s: %s", s.at, s.op, s.mac, s.ip, g))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
 	}
 }
 

@@ -84,7 +84,11 @@ type Config struct {
 	// in the network of the client's reserved address (IP and Mask), and an
 	// INFORM only when its ciaddr does (the reply goes to ciaddr): otherwise
 	// any host could make the server send to any address. Nil: only the
-	// reserved address's network.
+	// reserved address's network. Besides, a giaddr must be one host's
+	// address outside every subnet the server is attached to (a relay there
+	// is a spoofed one: clients there reach the server directly), and an
+	// INFORM's ciaddr the client's reserved address or pool lease; other
+	// requests are refused and counted (OutcomeRefused, Decision.Reason).
 	Networks []netip.Prefix
 	// LeaseTime is option 51. 0: the Pool's LeaseTime when a Pool is set,
 	// else 1 h.
@@ -137,6 +141,12 @@ type listener struct {
 	raw  net.PacketConn
 	rc   syscall.RawConn // for ioctls in the socket's network namespace
 	boot bool            // proxyDHCP boot-server socket (4011)
+
+	// The subnets of the socket's namespace's addresses (localPrefixes),
+	// asked at most once per ifCacheTTL.
+	attachedMu sync.Mutex
+	attached   []netip.Prefix
+	attachedAt time.Time
 }
 
 type ifAddr struct {
@@ -486,7 +496,14 @@ func (s *Server) work(ctx context.Context, j job) {
 		s.log.Warn("no IPv4 address to answer from", s.requestFields(j, Decision{})...)
 		return
 	}
-	d := s.handler.Handle(ctx, j.req, Ingress{ServerIP: sip, BootServer: j.l.boot})
+	in := Ingress{ServerIP: sip, BootServer: j.l.boot}
+	if !unspecified(j.req.GatewayIPAddr) {
+		in.Attached = s.attached(j.l) // only a relayed request needs them
+	}
+	d := s.handler.Handle(ctx, j.req, in)
+	if d.Reason != "" {
+		s.m.refused.WithLabelValues(d.Reason).Inc()
+	}
 	if d.Err != nil {
 		s.log.Warn("DHCP request failed", s.requestFields(j, d, zap.Error(d.Err))...)
 		s.m.drops.WithLabelValues(string(OutcomeError)).Inc()
@@ -494,33 +511,62 @@ func (s *Server) work(ctx context.Context, j job) {
 	if s.cfg.Observer != nil {
 		s.cfg.Observer.OnDHCP(j.req.ClientHWAddr, j.req.MessageType(), d.Outcome, d.IP)
 	}
-	if d.Reply != nil {
-		rt := RouteReply(j.req, d.Reply, Arrival{Peer: j.peer, IfIndex: j.ifidx, BootServer: j.l.boot}, s.cfg.ClientPort, s.cfg.RelayPort)
-		if rt.Delivery == DeliverUnicast {
-			rt = s.prepareUnicast(j.l, rt)
-		}
-		cm := &ipv4.ControlMessage{IfIndex: rt.IfIndex}
-		if rt.IfIndex != 0 {
-			cm.Src = sip
-		}
-		if _, err := j.l.pc.WriteTo(d.Reply.ToBytes(), cm, rt.Addr); err != nil {
-			if ce := s.log.Check(zap.DebugLevel, "sending DHCP reply failed"); ce != nil {
-				ce.Write(s.requestFields(j, d, zap.Stringer("to", rt.Addr), zap.String("delivery", string(rt.Delivery)), zap.Error(err))...)
-			}
-			s.count(j.req, OutcomeSendFailed)
-			s.m.drops.WithLabelValues(string(OutcomeSendFailed)).Inc()
-			if s.cfg.Observer != nil {
-				s.cfg.Observer.OnDHCP(j.req.ClientHWAddr, j.req.MessageType(), OutcomeSendFailed, d.IP)
-			}
-			return
-		}
-		s.m.replies.WithLabelValues(string(rt.Delivery)).Inc()
-		s.m.latency.Observe(time.Since(j.start).Seconds())
+	if d.Reply != nil && !s.send(j, d, sip) {
+		return
 	}
 	s.count(j.req, d.Outcome)
 	if ce := s.log.Check(zap.DebugLevel, "DHCP request"); ce != nil {
-		ce.Write(s.requestFields(j, d, zap.String("outcome", string(d.Outcome)), zap.Stringer("ip", d.IP), zap.Stringer("giaddr", j.req.GatewayIPAddr))...)
+		f := s.requestFields(j, d, zap.String("outcome", string(d.Outcome)), zap.Stringer("ip", d.IP), zap.Stringer("giaddr", j.req.GatewayIPAddr))
+		if d.Reason != "" {
+			f = append(f, zap.String("reason", d.Reason), zap.Stringer("ciaddr", j.req.ClientIPAddr), zap.Any("peer", j.peer))
+		}
+		ce.Write(f...)
 	}
+}
+
+// send sends d's reply to where RFC 2131 says it goes and reports whether it went; a failure is
+// counted and told to the observer.
+func (s *Server) send(j job, d Decision, sip net.IP) bool {
+	rt := RouteReply(j.req, d.Reply, Arrival{Peer: j.peer, IfIndex: j.ifidx, BootServer: j.l.boot}, s.cfg.ClientPort, s.cfg.RelayPort)
+	if rt.Delivery == DeliverUnicast {
+		rt = s.prepareUnicast(j.l, rt)
+	}
+	cm := &ipv4.ControlMessage{IfIndex: rt.IfIndex}
+	if rt.IfIndex != 0 {
+		cm.Src = sip
+	}
+	if _, err := j.l.pc.WriteTo(d.Reply.ToBytes(), cm, rt.Addr); err != nil {
+		if ce := s.log.Check(zap.DebugLevel, "sending DHCP reply failed"); ce != nil {
+			ce.Write(s.requestFields(j, d, zap.Stringer("to", rt.Addr), zap.String("delivery", string(rt.Delivery)), zap.Error(err))...)
+		}
+		s.count(j.req, OutcomeSendFailed)
+		s.m.drops.WithLabelValues(string(OutcomeSendFailed)).Inc()
+		if s.cfg.Observer != nil {
+			s.cfg.Observer.OnDHCP(j.req.ClientHWAddr, j.req.MessageType(), OutcomeSendFailed, d.IP)
+		}
+		return false
+	}
+	s.m.replies.WithLabelValues(string(rt.Delivery)).Inc()
+	s.m.latency.Observe(time.Since(j.start).Seconds())
+	return true
+}
+
+// attached returns the subnets the server is attached to in l's network
+// namespace, asked at most once per ifCacheTTL. When they cannot be read the
+// check is skipped (the other checks of a giaddr still apply) rather than
+// every relayed request refused.
+func (s *Server) attached(l *listener) []netip.Prefix {
+	l.attachedMu.Lock()
+	defer l.attachedMu.Unlock()
+	if !l.attachedAt.IsZero() && time.Since(l.attachedAt) < ifCacheTTL {
+		return l.attached
+	}
+	p, err := localPrefixes(l.rc)
+	if err != nil {
+		s.log.Debug("cannot list the server's addresses; relays inside its subnets are not recognised", zap.Error(err))
+	}
+	l.attached, l.attachedAt = p, time.Now()
+	return p
 }
 
 // requestFields are the fields every log line about request j carries, as an operator greps

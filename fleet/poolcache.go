@@ -144,6 +144,30 @@ func (p *PoolCache) Holds(mac string, ip netip.Addr) (time.Time, bool) {
 	return v.Expires, true
 }
 
+// Lease returns the address mac holds as the cache knows it, expired or not (false when it holds
+// none): a server that keeps some MACs to part of the range asks it before Pick, so that a MAC
+// holding an address elsewhere keeps it.
+func (p *PoolCache) Lease(mac string) (netip.Addr, bool) {
+	hw, err := canonicalMAC(mac)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	kv := p.macs[hw]
+	if kv == nil {
+		return netip.Addr{}, false
+	}
+	ip, err := netip.ParseAddr(string(kv.Value))
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	if a := p.addrs[ip]; a == nil || decodeAddr(a).MAC != hw {
+		return netip.Addr{}, false
+	}
+	return ip, true
+}
+
 // PoolRange is the part of the address space Pick draws from.
 type PoolRange struct {
 	First, Last netip.Addr // inclusive

@@ -68,4 +68,11 @@ func TestPoolCache(t *testing.T) {
 	if err != nil || len(leases) != 2 || leases[0].MAC == leases[1].MAC {
 		t.Errorf("leases %+v (%v)", leases, err)
 	}
+	// Lease: the address a MAC holds as the cache knows it; an offer is not one.
+	if ip, ok := ca.Lease(m1); !ok || ip != ip1 {
+		t.Errorf("Lease(m1) = %v, %v; want %v", ip, ok, ip1)
+	}
+	if ip, ok := ca.Lease(m3); ok {
+		t.Errorf("Lease(m3) = %v for a MAC that was only offered one", ip)
+	}
 }

@@ -124,26 +124,22 @@ func ParseTrustedKeys(data []byte) ([]ed25519.PublicKey, error) {
 }
 
 // readKeyFile reads a key file, refusing one that is too large and, when private, one that its
-// group or others may read.
+// group or others may read (readPrivateFile).
 func readKeyFile(what, path string, private bool) ([]byte, error) {
+	if private {
+		return readPrivateFile(what, path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fileErr(what, path, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if private && fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("%s %s: mode %04o lets others read it: chmod 600 %s", what, path, fi.Mode().Perm(), path)
-	}
 	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
 	if err != nil {
-		return nil, err
+		return nil, fileErr(what, path, err)
 	}
 	if len(data) > maxKeyFile {
-		return nil, fmt.Errorf("%s %s: over %d bytes", what, path, maxKeyFile)
+		return nil, fileErr(what, path, fmt.Errorf("over %d bytes", maxKeyFile))
 	}
 	return data, nil
 }

@@ -179,20 +179,7 @@ func diagnoseTLS(ctx context.Context, ep string, cfg *tls.Config, timeout time.D
 	}
 	conn := tls.Client(raw, cfg)
 	if err := conn.HandshakeContext(dctx); err != nil {
-		var unknownCA x509.UnknownAuthorityError
-		var wrongHost x509.HostnameError
-		var rec tls.RecordHeaderError
-		switch {
-		case errors.As(err, &unknownCA):
-			return &tlsError{"etcd's certificate is not signed by the CA given", err}
-		case errors.As(err, &wrongHost):
-			return &tlsError{"etcd's certificate is not for this address (connect by a name or address it holds)", err}
-		case errors.As(err, &rec):
-			return &tlsError{"etcd does not serve TLS here (give its endpoints without TLS, or enable TLS on it)", err}
-		case isAlert(err):
-			return certRefused(cfg, err)
-		}
-		return &tlsError{"TLS handshake", err}
+		return handshakeError(cfg, err)
 	}
 	// In TLS 1.3 the server checks the client's certificate after the handshake: a refusal comes
 	// as an alert on the first read. etcd sends nothing first, so a quiet connection is fine.
@@ -201,6 +188,24 @@ func diagnoseTLS(ctx context.Context, ep string, cfg *tls.Config, timeout time.D
 		return certRefused(cfg, err)
 	}
 	return nil
+}
+
+// handshakeError says what a failed TLS handshake with etcd means.
+func handshakeError(cfg *tls.Config, err error) error {
+	var unknownCA x509.UnknownAuthorityError
+	var wrongHost x509.HostnameError
+	var rec tls.RecordHeaderError
+	switch {
+	case errors.As(err, &unknownCA):
+		return &tlsError{"etcd's certificate is not signed by the CA given", err}
+	case errors.As(err, &wrongHost):
+		return &tlsError{"etcd's certificate is not for this address (connect by a name or address it holds)", err}
+	case errors.As(err, &rec):
+		return &tlsError{"etcd does not serve TLS here (give its endpoints without TLS, or enable TLS on it)", err}
+	case isAlert(err):
+		return certRefused(cfg, err)
+	}
+	return &tlsError{"TLS handshake", err}
 }
 
 // isAlert reports whether err is a TLS alert from the other side ("remote error: tls: ...").

@@ -102,6 +102,65 @@ type FleetOptions struct {
 	TTL time.Duration
 	// LogLevel is the servers' log level (default debug: every boot state change is logged).
 	LogLevel string
+	// EtcdTLS, when set, is an etcd that checks client certificates and users: StartFleet makes
+	// the fleet's users and roles (fleet auth, as root), turns authentication on, and every
+	// server and the operator then use a certificate of their own.
+	EtcdTLS *EtcdCerts
+}
+
+// EtcdCerts are the certificates of an etcd with TLS client authentication (etcdtest's TLS mode).
+type EtcdCerts struct {
+	CA string
+	// Cert returns the certificate and key files of the etcd user cn (the certificate's CN).
+	Cert func(cn string) (cert, key string)
+}
+
+// fleetOperator is the etcd user of the test's operator.
+const fleetOperator = "admin"
+
+// etcdFlags are the TLS flags of bootctl for etcd user cn, none without TLS.
+func (o FleetOptions) etcdFlags(cn string) []string {
+	if o.EtcdTLS == nil {
+		return nil
+	}
+	cert, key := o.EtcdTLS.Cert(cn)
+	return []string{"--etcd-ca", o.EtcdTLS.CA, "--etcd-cert", cert, "--etcd-key", key}
+}
+
+// etcdOptions are the fleet client options of etcd user cn.
+func (o FleetOptions) etcdOptions(cn string) (fleet.Options, error) {
+	opts := fleet.Options{Endpoints: o.Etcd, Fleet: o.Fleet}
+	if o.EtcdTLS != nil {
+		cert, key := o.EtcdTLS.Cert(cn)
+		tc, err := fleet.LoadTLS(o.EtcdTLS.CA, cert, key)
+		if err != nil {
+			return opts, err
+		}
+		opts.TLS = tc
+	}
+	return opts, nil
+}
+
+// setupAuth makes the fleet's etcd users and roles as root and turns authentication on.
+func (f *Fleet) setupAuth(ctx context.Context) error {
+	opts, err := f.Opt.etcdOptions(fleet.RootUser)
+	if err != nil {
+		return err
+	}
+	opts.Log = f.log.Named("fleet")
+	root, err := fleet.Open(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	var names []string
+	for _, s := range f.Servers {
+		names = append(names, s.Name)
+	}
+	if err := root.SetupAuth(ctx, names, fleetOperator); err != nil {
+		return err
+	}
+	return root.EnableAuth(ctx)
 }
 
 // Fleet is a cluster's running fleet of boot servers.
@@ -135,6 +194,11 @@ func (c *Cluster) StartFleet(ctx context.Context, opt FleetOptions) (*Fleet, err
 	f := &Fleet{Cluster: c, Opt: opt, pids: map[string]int{}}
 	if err := f.writeSigningKey(); err != nil {
 		return nil, err
+	}
+	if opt.EtcdTLS != nil {
+		if err := f.setupAuth(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if err := f.apply(ctx, fleetFile); err != nil {
 		return nil, err
@@ -217,14 +281,20 @@ func (f *Fleet) signingKey() string { return filepath.Join(f.dir(), "operator.ke
 
 // apply stores the fleet file as the fleet's configuration with `bootctl fleet apply`.
 func (f *Fleet) apply(ctx context.Context, fleetFile string) error {
-	_, err := f.run.Run(ctx, f.Opt.Bootctl, "fleet", "apply", "-f", fleetFile, "--etcd", strings.Join(f.Opt.Etcd, ","),
-		"--fleet", f.Opt.Fleet, "--sign-key", f.signingKey())
+	_, err := f.run.Run(ctx, append([]string{f.Opt.Bootctl, "fleet", "apply", "-f", fleetFile, "--etcd", strings.Join(f.Opt.Etcd, ","),
+		"--fleet", f.Opt.Fleet, "--sign-key", f.signingKey()}, f.Opt.etcdFlags(fleetOperator)...)...)
 	return err
 }
 
-// Client opens a fleet client on the fleet's etcd, for the test to read what the servers wrote.
+// Client opens a fleet client on the fleet's etcd (as the operator), for the test to read what the
+// servers wrote.
 func (f *Fleet) Client(ctx context.Context) (*fleet.Client, error) {
-	return fleet.Open(ctx, fleet.Options{Endpoints: f.Opt.Etcd, Fleet: f.Opt.Fleet, Log: f.log.Named("fleet")})
+	opts, err := f.Opt.etcdOptions(fleetOperator)
+	if err != nil {
+		return nil, err
+	}
+	opts.Log = f.log.Named("fleet")
+	return fleet.Open(ctx, opts)
 }
 
 // server returns the endpoint of the named server.
@@ -260,11 +330,12 @@ func (f *Fleet) StartServer(ctx context.Context, name string) error {
 	f.useBBR(ctx, s) // as for the single servers: short queues on the shaped links
 	ipxeDir := filepath.Dir(f.Opt.Files.NBP)
 	// `ip netns exec` execs the command: the pid is bootctl's own, so SIGKILL reaches the server.
-	cmd := exec.Command("ip", "netns", "exec", s.Namespace, f.Opt.Bootctl, "--log-level", f.Opt.LogLevel, "serve",
+	args := []string{"netns", "exec", s.Namespace, f.Opt.Bootctl, "--log-level", f.Opt.LogLevel, "serve",
 		"--etcd", strings.Join(f.Opt.Etcd, ","), "--name", name, "--fleet", f.Opt.Fleet, "--lease-ttl", f.Opt.TTL.String(),
-		"--config-key", f.signingKey()+".pub", "--fleet-secret", f.signingKey()+".secret",
+		"--config-key", f.signingKey() + ".pub", "--fleet-secret", f.signingKey() + ".secret",
 		"--http", ":80", "--tftp", ":69", "--interface", "eth0", "--ipxe-dir", ipxeDir,
-		"--state-dir", filepath.Join(dir, "state-"+name), "--images", filepath.Join(dir, "images-"+name))
+		"--state-dir", filepath.Join(dir, "state-"+name), "--images", filepath.Join(dir, "images-"+name)}
+	cmd := exec.Command("ip", append(args, f.Opt.etcdFlags(name)...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	err = cmd.Start()
 	logf.Close()

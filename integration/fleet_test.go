@@ -88,6 +88,8 @@ type fleetSpec struct {
 	Scale   float64
 	TTL     time.Duration
 	Files   BootFiles
+	// TLS runs etcd with client certificates and the fleet's users and roles (fleet auth).
+	TLS bool
 }
 
 // fleetSetup brings up the fleet cluster: fleetMachine's namespaces, the management bridge,
@@ -124,8 +126,12 @@ func fleetSetupSpec(t *testing.T, ctx context.Context, spec fleetSpec) (*Fleet, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	etcd := etcdtest.Start(t, etcdtest.Options{Members: 3, ClientHost: host.String()})
-	f, err := c.StartFleet(ctx, FleetOptions{Bootctl: bin, Mapping: "bcda", Files: spec.Files, Etcd: etcd.Endpoints, Fleet: "t", TTL: spec.TTL})
+	etcd := etcdtest.Start(t, etcdtest.Options{Members: 3, ClientHost: host.String(), TLS: spec.TLS})
+	opt := FleetOptions{Bootctl: bin, Mapping: "bcda", Files: spec.Files, Etcd: etcd.Endpoints, Fleet: "t", TTL: spec.TTL}
+	if spec.TLS {
+		opt.EtcdTLS = &EtcdCerts{CA: etcd.CAFile, Cert: func(cn string) (string, string) { return etcd.ClientCert(t, cn) }}
+	}
+	f, err := c.StartFleet(ctx, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

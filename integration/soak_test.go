@@ -76,7 +76,7 @@ func BenchmarkSoakUnderAttack(b *testing.B) {
 	}
 	b.ResetTimer()
 	alone := soakBoot(ctx, b, c, nodes, "alone")
-	h, err := newHostile(c, soakNodes)
+	h, err := newHostile(c, soakNodes, soakNodes)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -164,16 +164,20 @@ func soakBoot(ctx context.Context, b *testing.B, c *Cluster, nodes []int, what s
 }
 
 // hostile is a host of the boot network that is no node: one of the cluster's node namespaces,
-// given an address of its own, attacking the boot server in a loop.
+// given an address of its own, attacking the boot servers in a loop.
 type hostile struct {
-	c      *Cluster
-	ns     string
-	server string
-	n      map[string]*atomic.Int64
-	err    atomic.Value // the last error of an attack loop that could not run
+	c       *Cluster
+	ns      string
+	servers []string                                          // the addresses attacked, one per loop iteration in turn
+	victims int                                               // the nodes attacked are the cluster's first victims
+	more    []func(context.Context, *http.Client, *rand.Rand) // attack loops beyond run's own
+	n       map[string]*atomic.Int64
+	err     atomic.Value // the last error of an attack loop that could not run
 }
 
-func newHostile(c *Cluster, node int) (*hostile, error) {
+// newHostile makes node the hostile host, attacking the cluster's first victims nodes through
+// every boot server.
+func newHostile(c *Cluster, node, victims int) (*hostile, error) {
 	ns := c.Nodes[node].Namespace
 	pfx := mustPrefix(c.Servers[0].IP, c.PrefixLen)
 	addr := addrAt(pfx, 1<<(32-c.PrefixLen)-3) // near the top of the subnet, clear of the nodes
@@ -182,8 +186,11 @@ func newHostile(c *Cluster, node int) (*hostile, error) {
 			return nil, fmt.Errorf("hostile host: ip %v: %v: %s", args, err, out)
 		}
 	}
-	h := &hostile{c: c, ns: ns, server: c.Servers[0].IP, n: map[string]*atomic.Int64{}}
-	for _, k := range []string{"health", "range", "cut", "script", "discover", "ranges", "idle", "tftp"} {
+	h := &hostile{c: c, ns: ns, victims: victims, n: map[string]*atomic.Int64{}}
+	for _, s := range c.Servers {
+		h.servers = append(h.servers, s.IP)
+	}
+	for _, k := range hostileKinds {
 		h.n[k] = &atomic.Int64{}
 	}
 	return h, nil
@@ -191,7 +198,7 @@ func newHostile(c *Cluster, node int) (*hostile, error) {
 
 func (h *hostile) counts() string {
 	var parts []string
-	for _, k := range []string{"health", "range", "cut", "script", "discover", "ranges", "idle", "tftp"} {
+	for _, k := range hostileKinds {
 		parts = append(parts, fmt.Sprintf("%s %d", k, h.n[k].Load()))
 	}
 	return strings.Join(parts, ", ")
@@ -205,6 +212,7 @@ func (h *hostile) run(ctx context.Context, tftp bool) <-chan struct{} {
 	if tftp {
 		loops = append(loops, h.tftpAttacks)
 	}
+	loops = append(loops, h.more...)
 	for i, f := range loops {
 		wg.Go(func() { f(ctx, hc, rand.New(rand.NewPCG(uint64(i), 13))) })
 	}
@@ -213,18 +221,21 @@ func (h *hostile) run(ctx context.Context, tftp bool) <-chan struct{} {
 	return done
 }
 
-func (h *hostile) victim(rng *rand.Rand) Endpoint { return h.c.Nodes[rng.IntN(soakNodes)] }
+func (h *hostile) victim(rng *rand.Rand) Endpoint { return h.c.Nodes[rng.IntN(h.victims)] }
+
+// hostileKinds are the attacks counted.
+var hostileKinds = []string{"health", "range", "cut", "script", "discover", "ranges", "idle", "tftp", "tftp-addrs"}
 
 // httpAttacks cycles through the HTTP attacks of issue 13 item 1 and 4.
 func (h *hostile) httpAttacks(ctx context.Context, hc *http.Client, rng *rand.Rand) {
-	base := "http://" + h.server
 	var many strings.Builder
 	many.WriteString("bytes=")
 	for i := range 2000 {
 		fmt.Fprintf(&many, "%d-%d,", 2*i, 2*i)
 	}
 	ranges := strings.TrimSuffix(many.String(), ",")
-	for ctx.Err() == nil {
+	for k := 0; ctx.Err() == nil; k++ {
+		base := "http://" + h.servers[k%len(h.servers)]
 		v := h.victim(rng)
 		body := []string{`{"status":"failed","details":"hostile"}`, `{"status":"ok"}`}[rng.IntN(2)]
 		h.do(ctx, hc, "health", "POST", base+"/api/v1/nodes/"+v.Name+"/health", body, nil, -1)
@@ -281,7 +292,7 @@ func (h *hostile) idleConns(ctx context.Context, _ *http.Client, _ *rand.Rand) {
 		}
 		conns = kept
 		for len(conns) < 300 && ctx.Err() == nil {
-			c, err := dial(ctx, "tcp", h.server+":80")
+			c, err := dial(ctx, "tcp", h.servers[len(conns)%len(h.servers)]+":80")
 			if err != nil {
 				break
 			}
@@ -334,19 +345,28 @@ func (h *hostile) dhcpAttacks(ctx context.Context, _ *http.Client, rng *rand.Ran
 
 // tftpAttacks sends windowed read requests with timeout 255 from many ports, never acknowledging.
 func (h *hostile) tftpAttacks(ctx context.Context, _ *http.Client, _ *rand.Rand) {
+	h.holdTFTP(ctx, "tftp", []string{""}, 512)
+}
+
+// holdTFTP sends, every 5 s until ctx ends, perSource windowed read requests with timeout 255
+// from each source address ("": the host's own) to the servers in turn, each from a port of its
+// own, and never acknowledges; it counts them as kind.
+func (h *hostile) holdTFTP(ctx context.Context, kind string, sources []string, perSource int) {
 	rrq := []byte("\x00\x01undionly.kpxe\x00octet\x00windowsize\x0016\x00timeout\x00255\x00")
-	dst := &net.UDPAddr{IP: net.ParseIP(h.server), Port: 69}
 	for ctx.Err() == nil {
 		var conns []net.PacketConn
-		for range 512 {
-			var c net.PacketConn
-			if inNetns(h.ns, func() (err error) { c, err = net.ListenPacket("udp4", ":0"); return err }) != nil {
-				break
+		for _, src := range sources {
+			for k := range perSource {
+				dst := &net.UDPAddr{IP: net.ParseIP(h.servers[k%len(h.servers)]), Port: 69}
+				var c net.PacketConn
+				if inNetns(h.ns, func() (err error) { c, err = net.ListenPacket("udp4", src+":0"); return err }) != nil {
+					break
+				}
+				if _, err := c.WriteTo(rrq, dst); err == nil {
+					h.n[kind].Add(1)
+				}
+				conns = append(conns, c)
 			}
-			if _, err := c.WriteTo(rrq, dst); err == nil {
-				h.n["tftp"].Add(1)
-			}
-			conns = append(conns, c)
 		}
 		select {
 		case <-ctx.Done():
@@ -376,4 +396,24 @@ func broadcastControl(_, _ string, rc syscall.RawConn) error {
 		return err
 	}
 	return serr
+}
+
+// tftpManyAddrs is issue 25's point 6: the host puts addrs more addresses on its interface and
+// holds, from each, as many windowed transfers per server as one client may run (16), never
+// acknowledging: 33 addresses used to take all 512 slots of a server.
+func (h *hostile) tftpManyAddrs(addrs int) func(context.Context, *http.Client, *rand.Rand) {
+	return func(ctx context.Context, _ *http.Client, _ *rand.Rand) {
+		pfx := mustPrefix(h.servers[0], h.c.PrefixLen)
+		top := 1<<(32-h.c.PrefixLen) - 4
+		var srcs []string
+		for i := range addrs {
+			a := addrAt(pfx, top-i)
+			if out, err := exec.Command("ip", "-n", h.ns, "addr", "add", fmt.Sprintf("%s/32", a), "dev", "eth0").CombinedOutput(); err != nil {
+				h.err.Store(fmt.Errorf("tftp from many addresses: %v: %s", err, out))
+				return
+			}
+			srcs = append(srcs, a.String())
+		}
+		h.holdTFTP(ctx, "tftp-addrs", srcs, 16*len(h.servers))
+	}
 }

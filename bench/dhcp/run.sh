@@ -6,9 +6,12 @@
 # pool) and, when installed, ISC Kea (kea-dhcp4, memfile leases), in one run,
 # with the same perfdhcp parameters for every server.
 #
-# Topology: namespace S (server, 10.88.0.1/16 on s0) <-veth-> namespace C
-# (perfdhcp, 10.88.0.50/16 on c0). perfdhcp simulates a relay (giaddr =
-# 10.88.0.50), so every server answers to 10.88.0.50:67. The clients are the
+# Topology: namespace S (server, 10.88.0.1/32 on s0 and a route to the relay)
+# <-veth-> namespace C (perfdhcp, 10.88.0.50/16 on c0). perfdhcp simulates a
+# relay (giaddr = 10.88.0.50), so every server answers to 10.88.0.50:67; the
+# server has no subnet on s0, as behind a point-to-point link to the relay,
+# because dhcpd refuses a giaddr inside a subnet it is attached to (no relay
+# sits there: its clients reach the server directly). The clients are the
 # CLIENTS MACs 00:0c:01:00:00:00.. (perfdhcp -M); bootctl serve gets them as
 # an inventory of the sunway machine's first CLIENTS nodes, with addresses
 # from 10.88.100.0 in reservation mode and none in pool mode (range
@@ -99,10 +102,11 @@ ETCD_EP=127.0.0.1:23791
 ip netns add "$S"
 ip netns add "$C"
 ip -n "$C" link add c0 type veth peer name s0 netns "$S"
-ip -n "$S" addr add 10.88.0.1/16 dev s0
+ip -n "$S" addr add 10.88.0.1/32 dev s0
 ip -n "$C" addr add 10.88.0.50/16 dev c0
 for ns in "$S" "$C"; do ip -n "$ns" link set lo up; done
 ip -n "$S" link set s0 up
+ip -n "$S" route add 10.88.0.50/32 dev s0
 ip -n "$C" link set c0 up
 
 wait_port67() { # wait until something listens on UDP 67 in S
@@ -179,8 +183,11 @@ start_server() {
 			${PROFILE_DIR:+--cpu-profile "$PROFILE_DIR/$1-$(date +%s).prof"} 2>>"$TMP/$1.log" & ;;
 	fleet-reservation|fleet-pool)
 		start_etcd || return 1
-		ip netns exec "$S" "$TMP/bootctl" --log-level warn fleet apply -f "$TMP/$1.yaml" --etcd "$ETCD_EP" --fleet "$1" >/dev/null 2>>"$TMP/$1.log" || return 1
+		[ -f "$TMP/fleet.key" ] || "$TMP/bootctl" fleet keygen --out "$TMP/fleet.key" >/dev/null || return 1
+		ip netns exec "$S" "$TMP/bootctl" --log-level warn fleet apply -f "$TMP/$1.yaml" --etcd "$ETCD_EP" --fleet "$1" \
+			--sign-key "$TMP/fleet.key" >/dev/null 2>>"$TMP/$1.log" || return 1
 		nice -n "$NICE" ip netns exec "$S" "$TMP/bootctl" --log-level warn serve --etcd "$ETCD_EP" --fleet "$1" --name bs0 \
+			--config-key "$TMP/fleet.key.pub" --fleet-secret "$TMP/fleet.key.secret" \
 			--http 10.88.0.1:8080 --tftp off --interface s0 --images "$TMP/images" --state-dir "$TMP/fstate-$1" 2>>"$TMP/$1.log" & ;;
 	bench-reservation)
 		nice -n "$NICE" ip netns exec "$S" "$TMP/dhcpbench" -iface s0 -server-ip 10.88.0.1 2>>"$TMP/$1.log" & ;;

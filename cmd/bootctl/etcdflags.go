@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 
 	"github.com/bootfabric/bootfabric/fleet"
@@ -30,28 +31,11 @@ func etcdSecurityFlags() []cli.Flag {
 // Password; the others unset), or a bad-input error that names the flag at fault.
 func etcdSecurity(c *cli.Context) (fleet.Options, error) {
 	var opts fleet.Options
-	ca, cert, key := c.String("etcd-ca"), c.String("etcd-cert"), c.String("etcd-key")
-	switch {
-	case cert != "" && key == "":
-		return opts, badInput("--etcd-key: required with --etcd-cert (the certificate's private key)")
-	case key != "" && cert == "":
-		return opts, badInput("--etcd-cert: required with --etcd-key (the key's certificate)")
+	tc, err := etcdTLS(c.String("etcd-ca"), c.String("etcd-cert"), c.String("etcd-key"))
+	if err != nil {
+		return opts, err
 	}
-	if ca != "" || cert != "" {
-		cfg, err := fleet.LoadTLS(ca, cert, key)
-		if err != nil {
-			flag := "--etcd-ca, --etcd-cert, --etcd-key"
-			var fe *fleet.FileError
-			for _, f := range []struct{ name, path string }{{"--etcd-ca", ca}, {"--etcd-cert", cert}, {"--etcd-key", key}} {
-				if errors.As(err, &fe) && fe.Path == f.path {
-					flag = f.name
-					break
-				}
-			}
-			return opts, badInput("%s: %w", flag, err)
-		}
-		opts.TLS = cfg
-	}
+	opts.TLS = tc
 	user, pwFile := c.String("etcd-user"), c.String("etcd-password-file")
 	switch {
 	case user != "" && pwFile == "":
@@ -66,6 +50,32 @@ func etcdSecurity(c *cli.Context) (fleet.Options, error) {
 		opts.Username, opts.Password = user, pw
 	}
 	return opts, nil
+}
+
+// etcdTLS is the TLS configuration of --etcd-ca, --etcd-cert and --etcd-key (nil: plain), or a
+// bad-input error naming the flag of the file that is wrong.
+func etcdTLS(ca, cert, key string) (*tls.Config, error) {
+	switch {
+	case cert != "" && key == "":
+		return nil, badInput("--etcd-key: required with --etcd-cert (the certificate's private key)")
+	case key != "" && cert == "":
+		return nil, badInput("--etcd-cert: required with --etcd-key (the key's certificate)")
+	case ca == "" && cert == "":
+		return nil, nil
+	}
+	cfg, err := fleet.LoadTLS(ca, cert, key)
+	if err == nil {
+		return cfg, nil
+	}
+	flag := "--etcd-ca, --etcd-cert, --etcd-key"
+	var fe *fleet.FileError
+	for _, f := range []struct{ name, path string }{{"--etcd-ca", ca}, {"--etcd-cert", cert}, {"--etcd-key", key}} {
+		if errors.As(err, &fe) && fe.Path == f.path {
+			flag = f.name
+			break
+		}
+	}
+	return nil, badInput("%s: %w", flag, err)
 }
 
 // openFleetSecure is fleet.Open with the TLS and user of etcdSecurityFlags added to opts. A flag

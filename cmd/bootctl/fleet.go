@@ -64,6 +64,7 @@ func fleetCommand(e *env) *cli.Command {
 				},
 				Action: func(c *cli.Context) error { return fleetKeygen(c, e) },
 			},
+			fleetAuthCommand(e),
 			{
 				Name: "status",
 				Usage: "show the servers of the fleet's current revision: liveness, the nodes each owns now " +
@@ -167,14 +168,9 @@ func fleetApply(c *cli.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	var key ed25519.PrivateKey
-	switch {
-	case c.String("sign-key") != "":
-		if key, err = fleet.LoadSigningKey(c.String("sign-key")); err != nil {
-			return badInput("--sign-key: %w", err)
-		}
-	case !c.Bool("dry-run"):
-		return badInput("--sign-key: required: the operator's private key that signs the revision (make one with bootctl fleet keygen)")
+	key, err := signingKey(c)
+	if err != nil {
+		return err
 	}
 	doc, err := bootsrv.LoadFleetFile(c.String("file"))
 	if err != nil {
@@ -196,27 +192,51 @@ func fleetApply(c *cli.Context, e *env) error {
 		return badInput("--fleet: %w", err)
 	}
 	if !res.DryRun {
-		cl, eps, err := openFleet(c)
-		if err != nil {
+		if err := storeRevision(c, res, enc, key); err != nil {
 			return err
 		}
-		defer cl.Close()
-		cur, err := cl.Config(c.Context)
-		if err != nil && !errors.Is(err, fleet.ErrNoConfig) {
-			return &fleetEtcdError{eps, err}
-		}
-		if res.Revision, err = cl.ApplyConfig(c.Context, enc, key); err != nil {
-			if errors.Is(err, fleet.ErrConfigTooLarge) {
-				return badInput("%s: %w", c.String("file"), err)
-			}
-			return &fleetEtcdError{eps, err}
-		}
-		res.Changed = res.Revision != cur.Revision
 	}
 	if format != "table" {
 		return writeData(e.stdout, format, res)
 	}
 	return writeFleetApply(e, res)
+}
+
+// signingKey reads --sign-key, which every apply but a dry run needs.
+func signingKey(c *cli.Context) (ed25519.PrivateKey, error) {
+	switch {
+	case c.String("sign-key") != "":
+		key, err := fleet.LoadSigningKey(c.String("sign-key"))
+		if err != nil {
+			return nil, badInput("--sign-key: %w", err)
+		}
+		return key, nil
+	case !c.Bool("dry-run"):
+		return nil, badInput("--sign-key: required: the operator's private key that signs the revision (make one with bootctl fleet keygen)")
+	}
+	return nil, nil
+}
+
+// storeRevision signs enc with key and stores it as the fleet's configuration, noting in res the
+// revision and whether it changed.
+func storeRevision(c *cli.Context, res *fleetApplyResult, enc []byte, key ed25519.PrivateKey) error {
+	cl, eps, err := openFleet(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	cur, err := cl.Config(c.Context)
+	if err != nil && !errors.Is(err, fleet.ErrNoConfig) {
+		return &fleetEtcdError{eps, err}
+	}
+	if res.Revision, err = cl.ApplyConfig(c.Context, enc, key); err != nil {
+		if errors.Is(err, fleet.ErrConfigTooLarge) {
+			return badInput("%s: %w", c.String("file"), err)
+		}
+		return &fleetEtcdError{eps, err}
+	}
+	res.Changed = res.Revision != cur.Revision
+	return nil
 }
 
 // fleetSummary describes a revision: its servers with their share, nodes and profiles.

@@ -30,13 +30,6 @@ func fleetAuthCommand(e *env) *cli.Command {
 	}
 }
 
-// fleetCommandWithAuth is the fleet command with its auth subcommand.
-func fleetCommandWithAuth(e *env) *cli.Command {
-	cmd := fleetCommand(e)
-	cmd.Subcommands = append(cmd.Subcommands, fleetAuthCommand(e))
-	return cmd
-}
-
 // fleetAuthResult is what `fleet auth` reports.
 type fleetAuthResult struct {
 	Fleet string           `json:"fleet"`
@@ -45,31 +38,39 @@ type fleetAuthResult struct {
 	Enabled bool `json:"auth_enabled"`
 }
 
+// authRoles checks the flags of fleet auth and returns the roles it makes, or a bad-input error
+// naming the flag.
+func authRoles(name string, servers []string, operator string) ([]fleet.AuthRole, error) {
+	if err := fleet.ValidFleetName(name); err != nil {
+		return nil, badInput("--fleet: %w", err)
+	}
+	if len(servers) == 0 && operator == "" {
+		return nil, badInput("fleet auth: give --servers, --operator or both: the etcd users to set up")
+	}
+	if len(servers) > 0 {
+		if _, err := fleet.AuthRoles(name, servers, ""); err != nil {
+			return nil, badInput("--servers: %w", err)
+		}
+	}
+	roles, err := fleet.AuthRoles(name, servers, operator)
+	if err != nil {
+		return nil, badInput("--operator: %w", err)
+	}
+	return roles, nil
+}
+
 func fleetAuth(c *cli.Context, e *env) error {
 	format, err := outputFormat(c, "table", "json", "yaml")
 	if err != nil {
 		return err
 	}
-	name := c.String("fleet")
-	if err := fleet.ValidFleetName(name); err != nil {
-		return badInput("--fleet: %w", err)
-	}
-	var servers []string
+	name, servers, operator := c.String("fleet"), []string(nil), c.String("operator")
 	for _, s := range c.StringSlice("servers") {
 		servers = append(servers, splitList(s)...)
 	}
-	operator := c.String("operator")
-	if len(servers) == 0 && operator == "" {
-		return badInput("fleet auth: give --servers, --operator or both: the etcd users to set up")
-	}
-	if len(servers) > 0 {
-		if _, err := fleet.AuthRoles(name, servers, ""); err != nil {
-			return badInput("--servers: %w", err)
-		}
-	}
-	roles, err := fleet.AuthRoles(name, servers, operator)
+	roles, err := authRoles(name, servers, operator)
 	if err != nil {
-		return badInput("--operator: %w", err)
+		return err
 	}
 	cl, eps, err := openFleet(c)
 	if err != nil {

@@ -127,7 +127,7 @@ func commands(e *env) []*cli.Command {
 		planCommand(e),
 		topologyCommand(e),
 		serveCommand(e),
-		fleetCommandWithAuth(e), // fleet_auth.go adds its subcommand
+		fleetCommand(e),
 		statusCommand(e),
 		nodeCommand(e),
 		imageCommand(e),

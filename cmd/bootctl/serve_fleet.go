@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,19 +62,9 @@ func serveFleet(e *env, c *cli.Context) error {
 	if err := fleet.ValidFleetName(c.String("fleet")); err != nil {
 		return badInput("--fleet: %v", err)
 	}
-	if c.String("config-key") == "" {
-		return badInput("--config-key: a fleet member needs the operator's public key: it applies only configuration revisions signed by it (bootctl fleet keygen)")
-	}
-	trusted, err := fleet.LoadTrustedKeys(c.String("config-key"))
+	trusted, secret, err := fleetKeys(c)
 	if err != nil {
-		return badInput("--config-key: %w", err)
-	}
-	if c.String("fleet-secret") == "" {
-		return badInput("--fleet-secret: a fleet member needs the secret the fleet's servers share (bootctl fleet keygen writes it beside the signing key)")
-	}
-	secret, err := fleet.LoadFleetSecret(c.String("fleet-secret"))
-	if err != nil {
-		return badInput("--fleet-secret: %w", err)
+		return err
 	}
 	local := fleetDefaults()
 	for flag, set := range map[string]func(string){
@@ -106,6 +97,25 @@ func serveFleet(e *env, c *cli.Context) error {
 	}
 	m := &fleetMember{e: e, fc: fc, name: name, local: local, ttl: c.Duration("lease-ttl"), reg: clientReg, trust: trust, secret: secret}
 	return m.run(ctx)
+}
+
+// fleetKeys reads --config-key and --fleet-secret, which every fleet member needs.
+func fleetKeys(c *cli.Context) ([]ed25519.PublicKey, []byte, error) {
+	if c.String("config-key") == "" {
+		return nil, nil, badInput("--config-key: a fleet member needs the operator's public key: it applies only configuration revisions signed by it (bootctl fleet keygen)")
+	}
+	trusted, err := fleet.LoadTrustedKeys(c.String("config-key"))
+	if err != nil {
+		return nil, nil, badInput("--config-key: %w", err)
+	}
+	if c.String("fleet-secret") == "" {
+		return nil, nil, badInput("--fleet-secret: a fleet member needs the secret the fleet's servers share (bootctl fleet keygen writes it beside the signing key)")
+	}
+	secret, err := fleet.LoadFleetSecret(c.String("fleet-secret"))
+	if err != nil {
+		return nil, nil, badInput("--fleet-secret: %w", err)
+	}
+	return trusted, secret, nil
 }
 
 // fleetMember is one `bootctl serve --etcd` process.

@@ -93,26 +93,32 @@ func parseStatusQuery(c *cli.Context) (*statusQuery, error) {
 		}
 		q.only = &st
 	}
-	if len(q.endpoints) == 0 && len(c.StringSlice("server")) == 0 {
-		return nil, badInput("status: give --server URL (repeatable) or --etcd ENDPOINTS")
-	}
-	if len(q.endpoints) > 0 && len(c.StringSlice("server")) > 0 {
-		return nil, badInput("status: --server and --etcd exclude each other")
-	}
-	if len(q.endpoints) > 0 {
+	return q, q.where(c)
+}
+
+// where fills in where q reads the nodes: --server URLs or the fleet's etcd.
+func (q *statusQuery) where(c *cli.Context) error {
+	servers := c.StringSlice("server")
+	switch {
+	case len(q.endpoints) == 0 && len(servers) == 0:
+		return badInput("status: give --server URL (repeatable) or --etcd ENDPOINTS")
+	case len(q.endpoints) > 0 && len(servers) > 0:
+		return badInput("status: --server and --etcd exclude each other")
+	case len(q.endpoints) > 0:
+		var err error
 		if q.etcd, err = etcdSecurity(c); err != nil {
-			return nil, err
+			return err
 		}
 		q.etcd.Endpoints, q.etcd.Fleet = q.endpoints, q.fleet
 	}
-	for _, s := range c.StringSlice("server") {
+	for _, s := range servers {
 		u, err := url.Parse(s)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, badInput("--server: %q is not an http:// URL", s)
+			return badInput("--server: %q is not an http:// URL", s)
 		}
 		q.servers = append(q.servers, strings.TrimSuffix(s, "/"))
 	}
-	return q, nil
+	return nil
 }
 
 // show reads the status once and writes it in the asked format. Servers that did not answer make
