@@ -329,6 +329,7 @@ func TestLearnIPFromScript(t *testing.T) {
 	s := f.server(t, func(c *Config) { c.HTTP.URL = "http://10.9.9.9:8080"; c.DHCP.Mode = DHCPProxy })
 	h := s.Handler()
 	tok := s.nodes.addressToken("node01")
+	s.tracker.Observe("node01", EvDiscover, "proxy DHCP exchange") // as the proxyDHCP answer would
 	if w := do(t, h, "GET", "/ipxe/52:54:00:00:00:01", "", "192.0.2.66:1000"); w.Code != http.StatusUnauthorized {
 		t.Fatalf("script without the token: %d", w.Code)
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/bootfabric/bootfabric/internal/yamlerr"
@@ -36,9 +37,22 @@ type InventoryNode struct {
 	Index    int    `json:"index"`
 	// Profile is the boot profile; empty means the configured default.
 	Profile string `json:"profile,omitempty"`
+	// BMC is the node's out-of-band controller, when the inventory gives one.
+	BMC *NodeBMC `json:"bmc,omitempty"`
 	// Line is the node's line in the inventory file.
 	Line int `json:"-"`
 }
+
+// NodeBMC is how a node is powered: its controller's address, the driver that speaks to it
+// (package power) and the name of its login in the credentials file (never the login itself).
+type NodeBMC struct {
+	Address string `json:"address"`         // host or host:port
+	Driver  string `json:"driver"`          // ipmi, exec
+	Creds   string `json:"creds,omitempty"` // the credentials file's entry; "" is "default"
+}
+
+// BMCDrivers are the drivers an inventory may name (package power's).
+var BMCDrivers = []string{"ipmi", "exec"}
 
 // Inventory is the list of machines a boot server may be asked about, indexed by MAC, name and IP.
 type Inventory struct {
@@ -93,7 +107,7 @@ func LoadInventory(path string, h *topology.Hierarchy) (*Inventory, error) {
 }
 
 // inventory columns / keys.
-var inventoryFields = []string{"name", "mac", "ip", "node", "profile"}
+var inventoryFields = []string{"name", "mac", "ip", "node", "profile", "bmc", "bmc_driver", "bmc_creds"}
 
 // ParseInventoryCSV parses a CSV inventory. The first row names the columns: name, mac, ip, node
 // (alias position) and profile, in any order; name and mac are required. Lines starting with # are
@@ -147,7 +161,9 @@ func ParseInventoryCSV(data []byte, file string, h *topology.Hierarchy) (*Invent
 			}
 			return ""
 		}
-		if err := b.add(line, get("name"), get("mac"), get("ip"), get("node"), get("profile")); err != nil {
+		f := invFields{name: get("name"), mac: get("mac"), ip: get("ip"), pos: get("node"), profile: get("profile"),
+			bmc: get("bmc"), bmcDriver: get("bmc_driver"), bmcCreds: get("bmc_creds")}
+		if err := b.add(line, f); err != nil {
 			return nil, err
 		}
 	}
@@ -167,12 +183,15 @@ func csvError(err error, file string) error {
 // the file's words ("nodes[3]: unknown field \"mca\" (did you mean mac?)"), like every other YAML
 // file of the project.
 type inventoryEntry struct {
-	Name     string `yaml:"name"`
-	MAC      string `yaml:"mac"`
-	IP       string `yaml:"ip"`
-	Node     string `yaml:"node"`
-	Position string `yaml:"position"` // alias of node
-	Profile  string `yaml:"profile"`
+	Name      string `yaml:"name"`
+	MAC       string `yaml:"mac"`
+	IP        string `yaml:"ip"`
+	Node      string `yaml:"node"`
+	Position  string `yaml:"position"` // alias of node
+	Profile   string `yaml:"profile"`
+	BMC       string `yaml:"bmc"`
+	BMCDriver string `yaml:"bmc_driver"`
+	BMCCreds  string `yaml:"bmc_creds"`
 }
 
 // ParseInventoryYAML parses a YAML inventory: a list of nodes, or a mapping whose key "nodes" holds
@@ -189,8 +208,10 @@ func ParseInventoryYAML(data []byte, file string, h *topology.Hierarchy) (*Inven
 		if e.Node != "" && e.Position != "" {
 			return nil, &Error{File: file, Line: item.Line, Field: fmt.Sprintf("nodes[%d].position", i), Msg: "given with node, its alias: keep one"}
 		}
-		node := cmp.Or(e.Node, e.Position)
-		if err := b.add(item.Line, strings.TrimSpace(e.Name), strings.TrimSpace(e.MAC), strings.TrimSpace(e.IP), strings.TrimSpace(node), strings.TrimSpace(e.Profile)); err != nil {
+		t := strings.TrimSpace
+		f := invFields{name: t(e.Name), mac: t(e.MAC), ip: t(e.IP), pos: t(cmp.Or(e.Node, e.Position)), profile: t(e.Profile),
+			bmc: t(e.BMC), bmcDriver: t(e.BMCDriver), bmcCreds: t(e.BMCCreds)}
+		if err := b.add(item.Line, f); err != nil {
 			return nil, err
 		}
 	}
@@ -268,18 +289,28 @@ func newInventoryBuilder(file string, h *topology.Hierarchy) *inventoryBuilder {
 	}}
 }
 
+// invFields are one node's fields as written in the inventory.
+type invFields struct {
+	name, mac, ip, pos, profile string
+	bmc, bmcDriver, bmcCreds    string
+}
+
 // add checks one node of the inventory, found on line, against the nodes before it and adds it.
-func (b *inventoryBuilder) add(line int, name, mac, ip, pos, profile string) error {
-	n := InventoryNode{Name: name, Profile: profile, Line: line}
+func (b *inventoryBuilder) add(line int, f invFields) error {
+	name, pos := f.name, f.pos
+	n := InventoryNode{Name: name, Profile: f.profile, Line: line}
 	if err := b.checkName(line, name); err != nil {
 		return err
 	}
-	hw, err := b.parseMAC(line, mac)
+	hw, err := b.parseMAC(line, f.mac)
 	if err != nil {
 		return err
 	}
 	n.MAC = hw
-	if n.IP, err = b.parseIP(line, ip); err != nil {
+	if n.IP, err = b.parseIP(line, f.ip); err != nil {
+		return err
+	}
+	if n.BMC, err = b.parseBMC(line, f); err != nil {
 		return err
 	}
 	if pos == "" {
@@ -299,6 +330,35 @@ func (b *inventoryBuilder) add(line int, name, mac, ip, pos, profile string) err
 	}
 	b.pos[n.Index] = k
 	return nil
+}
+
+// parseBMC checks a node's controller: an address (host or host:port) with a known driver, or
+// nothing at all. A driver or credentials without an address are an error, not a silent "no BMC".
+func (b *inventoryBuilder) parseBMC(line int, f invFields) (*NodeBMC, error) {
+	if f.bmc == "" {
+		switch {
+		case f.bmcDriver != "":
+			return nil, b.errAt(line, "bmc", "missing: bmc_driver %q is given without the BMC's address", f.bmcDriver)
+		case f.bmcCreds != "":
+			return nil, b.errAt(line, "bmc", "missing: bmc_creds %q is given without the BMC's address", f.bmcCreds)
+		}
+		return nil, nil
+	}
+	host := f.bmc
+	if h, port, err := net.SplitHostPort(f.bmc); err == nil {
+		if p, perr := strconv.Atoi(port); perr != nil || p < 1 || p > 65535 {
+			return nil, b.errAt(line, "bmc", "%q: port %q is not 1-65535", f.bmc, port)
+		}
+		host = h
+	}
+	if host == "" || strings.ContainsAny(host, " /@[]") {
+		return nil, b.errAt(line, "bmc", "%q is not a host or host:port", f.bmc)
+	}
+	drv := cmp.Or(f.bmcDriver, "ipmi")
+	if !slices.Contains(BMCDrivers, drv) {
+		return nil, b.errAt(line, "bmc_driver", "%q is not a driver (drivers: %s)", f.bmcDriver, strings.Join(BMCDrivers, ", "))
+	}
+	return &NodeBMC{Address: f.bmc, Driver: drv, Creds: f.bmcCreds}, nil
 }
 
 // errAt is an error about field of the node on line.

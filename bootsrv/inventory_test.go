@@ -85,6 +85,27 @@ func TestParseInventoryYAML(t *testing.T) {
 	}
 }
 
+// TestInventoryBMC: the BMC columns, in CSV and YAML; a node without them has no BMC.
+func TestInventoryBMC(t *testing.T) {
+	h := miniHierarchy(t)
+	csvInv, err := ParseInventoryCSV([]byte("name,mac,bmc,bmc_driver,bmc_creds\ns0-b0-n0,52:54:00:00:00:01,10.1.0.1,,rack1\ns0-b0-n1,52:54:00:00:00:02,10.1.0.2:6230,exec,\ns0-b0-n2,52:54:00:00:00:03,,,\n"), "i.csv", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yamlInv, err := ParseInventoryYAML([]byte("- {name: s0-b0-n0, mac: '52:54:00:00:00:01', bmc: 10.1.0.1, bmc_creds: rack1}\n- {name: s0-b0-n1, mac: '52:54:00:00:00:02', bmc: '10.1.0.2:6230', bmc_driver: exec}\n- {name: s0-b0-n2, mac: '52:54:00:00:00:03'}\n"), "i.yaml", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*NodeBMC{{Address: "10.1.0.1", Driver: "ipmi", Creds: "rack1"}, {Address: "10.1.0.2:6230", Driver: "exec"}, nil}
+	for _, inv := range []*Inventory{csvInv, yamlInv} {
+		for i, n := range inv.Nodes {
+			if diff := cmp.Diff(want[i], n.BMC); diff != "" {
+				t.Errorf("%s: %s's BMC (-want +got):\n%s", inv.File, n.Name, diff)
+			}
+		}
+	}
+}
+
 func TestInventoryErrors(t *testing.T) {
 	h := miniHierarchy(t)
 	const hdr = "name,mac,ip,node\n"
@@ -108,7 +129,7 @@ func TestInventoryErrors(t *testing.T) {
 		{"i.csv", hdr + ",52:54:00:00:00:02,10.0.0.3,s0-b0-n0\n", "i.csv:2: name: missing node name"},
 		{"i.csv", hdr + "a b,52:54:00:00:00:02,10.0.0.3,s0-b0-n0\n", "i.csv:2: name: \"a b\" is not a host name"},
 		{"i.csv", hdr + "a,52:54:00:00:00:02\n", "i.csv:2: wrong number of fields"},
-		{"i.yaml", "- {name: a, mac: '52:54:00:00:00:01', colour: red}\n", `i.yaml:1: nodes[0]: unknown field "colour" (fields here: name, mac, ip, node, position, profile)`},
+		{"i.yaml", "- {name: a, mac: '52:54:00:00:00:01', colour: red}\n", `i.yaml:1: nodes[0]: unknown field "colour" (fields here: name, mac, ip, node, position, profile, bmc, bmc_driver, bmc_creds)`},
 		{"i.yaml", "- {name: a, mac: '52:54:00:00:00:01', node: s0-b0-n0}\n- {name: b, mac: '52:54:00:00:00:01', node: s0-b0-n1}\n", "i.yaml:2: mac: 52:54:00:00:00:01 already belongs to a (line 1)"},
 		{"i.yaml", "hosts: []\n", `i.yaml:1: unknown field "hosts" (fields here: nodes)`},
 		{"i.yaml", "nodes:\n  - name: a\n    mca: '52:54:00:00:00:01'\n", `i.yaml:3: nodes[0]: unknown field "mca" (did you mean mac?)`},
@@ -118,6 +139,11 @@ func TestInventoryErrors(t *testing.T) {
 		{"i.yaml", "- {name: [a], mac: x}\n", "i.yaml:1: nodes[0].name: want text, not a list"},
 		{"i.yaml", "- {name: a\n", "i.yaml:1: invalid YAML: did not find expected"},
 		{"i.yaml", "", "i.yaml: empty inventory"},
+		{"i.csv", "name,mac,bmc,bmc_driver\na,52:54:00:00:00:01,10.1.0.1,redfsh\n", `i.csv:2: bmc_driver: "redfsh" is not a driver (drivers: ipmi, exec)`},
+		{"i.csv", "name,mac,bmc,bmc_driver\na,52:54:00:00:00:01,,ipmi\n", `i.csv:2: bmc: missing: bmc_driver "ipmi" is given without the BMC's address`},
+		{"i.csv", "name,mac,bmc\na,52:54:00:00:00:01,10.1.0.1:99999\n", `i.csv:2: bmc: "10.1.0.1:99999": port "99999" is not 1-65535`},
+		{"i.csv", "name,mac,bmc\na,52:54:00:00:00:01,a b\n", `i.csv:2: bmc: "a b" is not a host or host:port`},
+		{"i.yaml", "- {name: a, mac: '52:54:00:00:00:01', bmc_creds: rack1}\n", `i.yaml:1: bmc: missing: bmc_creds "rack1"`},
 	}
 	for _, tc := range tests {
 		var err error

@@ -240,7 +240,7 @@ func (s *Server) newEndpoints(tracked []*InventoryNode, opts Options) (err error
 	s.tracker, err = NewTracker(tracked, cfg.Profile, TrackerOptions{
 		Store: s.store, Shared: s.fleet != nil, Flush: time.Duration(*cfg.StateFlush), Now: opts.Now, Registerer: s.reg,
 		Logger: s.log.Named("state"), Server: srv.Name, ServerID: cfg.ServerID,
-		ResetOnDiscover: cfg.ResetOnDiscover, History: cfg.Health.History,
+		ResetOnDiscover: cfg.ResetOnDiscover, History: cfg.Health.History, DHCPStartsBoots: cfg.DHCP.Mode != DHCPOff,
 	})
 	if err != nil {
 		return err

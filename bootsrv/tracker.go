@@ -135,6 +135,11 @@ type TrackerOptions struct {
 	ServerID int
 	// ResetOnDiscover lets any DISCOVER start a booted or healthy node over (reset_on_discover).
 	ResetOnDiscover bool
+	// DHCPStartsBoots says the server answers the nodes' DHCP, whose exchange starts each boot
+	// attempt: then a download, from a node in no attempt yet, moves nothing (the address
+	// alone would let another host open an attempt, and take its token); the node's next
+	// DISCOVER starts one.
+	DHCPStartsBoots bool
 	// History bounds each node's kept transitions. 0: 32.
 	History int
 }
@@ -568,6 +573,9 @@ func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string) (Transitio
 	}
 	n.LastEvent, n.LastSeen = ev, now
 	to, changed := Next(n.State, ev)
+	if changed && n.State == Pending && t.opts.DHCPStartsBoots && !dhcpEvent(ev) {
+		to, changed = Pending, false
+	}
 	t.markLocked(n.Name, changed && !dhcpStage(to), now)
 	tr := Transition{From: n.State, To: to, Event: ev, At: now, Detail: detail}
 	if !changed {
@@ -590,6 +598,16 @@ func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string) (Transitio
 	}
 	t.appendHistory(n, tr)
 	return tr, true
+}
+
+// dhcpEvent says whether ev comes from the DHCP exchange (or the health report, which a pending
+// node cannot make: attemptOpen refuses it first).
+func dhcpEvent(ev Event) bool {
+	switch ev {
+	case EvDiscover, EvRebootDiscover, EvOffer, EvAck, EvHealthOK, EvHealthFailed:
+		return true
+	}
+	return false
 }
 
 // startAttempt begins a new boot attempt of n, about to enter Discover from its current state.

@@ -311,3 +311,32 @@ func TestAddressSettled(t *testing.T) {
 		t.Errorf("the spoofed address names %s", got)
 	}
 }
+
+// TestDownloadsNeedAnAttempt: where the server answers DHCP, a download from a node in no attempt
+// (its address taken by another host, or its DHCP exchange lost in a crash) moves nothing, and its
+// next DISCOVER starts the attempt that the downloads then move on; with DHCP off the downloads
+// are the only sign of a boot and move the node.
+func TestDownloadsNeedAnAttempt(t *testing.T) {
+	for _, tc := range []struct {
+		dhcp bool
+		want []State // after NBP, kernel, DISCOVER, NBP
+	}{
+		{true, []State{Pending, Pending, Discover, NBP}},
+		{false, []State{NBP, Kernel, Booted, Booted}},
+	} {
+		n := testNodes(t, 1)[0]
+		tr, err := NewTracker([]*InventoryNode{n}, "default", TrackerOptions{Registerer: prometheus.NewRegistry(), DHCPStartsBoots: tc.dhcp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []State
+		for _, ev := range []Event{EvNBP, EvKernel, EvDiscover, EvNBP} {
+			tr.Observe(n.Name, ev, "")
+			st, _ := tr.State(n.Name)
+			got = append(got, st)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("DHCP answered here %v (-want +got):\n%s", tc.dhcp, diff)
+		}
+	}
+}

@@ -130,6 +130,7 @@ func commands(e *env) []*cli.Command {
 		fleetCommand(e),
 		statusCommand(e),
 		nodeCommand(e),
+		powerCommand(e),
 		imageCommand(e),
 		routeCommand(e),
 		reportCommand(e),

@@ -9,7 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
-	"time"
+
+	"github.com/bootfabric/bootfabric/internal/procgroup"
 )
 
 // Member is one etcd process of a Cluster. Its methods are safe for concurrent use.
@@ -105,19 +106,7 @@ func (m *Member) signal(sig syscall.Signal) {
 	if cmd == nil {
 		return
 	}
-	pgid := cmd.Process.Pid // Setpgid: the group's id is the leader's pid
-	select {
-	case <-done:
-		return
-	default:
-	}
-	syscall.Kill(-pgid, sig)
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		syscall.Kill(-pgid, syscall.SIGKILL)
-		<-done
-	}
+	procgroup.Stop(cmd.Process.Pid, done, sig) // Setpgid: the group's id is the leader's pid
 }
 
 // healthy asks the member's /health endpoint (over https with a client certificate under TLS).

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/nodeset"
+	"github.com/bootfabric/bootfabric/power"
+	"github.com/bootfabric/bootfabric/topology"
+	"github.com/urfave/cli/v2"
+	"gopkg.in/yaml.v3"
+)
+
+// powerCommand is `bootctl power on|off|cycle|status|pxe NODES`: out-of-band power through the
+// nodes' BMCs, as the inventory names them.
+func powerCommand(e *env) *cli.Command {
+	var subs []*cli.Command
+	for _, s := range []struct {
+		op    power.Op
+		usage string
+	}{
+		{power.OpOn, "power the nodes on"},
+		{power.OpOff, "power the nodes off at once (as the power button held down)"},
+		{power.OpCycle, "power the nodes off and on again (a node that is off is powered on)"},
+		{power.OpStatus, "show the nodes' power state"},
+		{power.OpPXE, "make the nodes' next boot, and only the next, a network boot (--mode legacy|uefi)"},
+	} {
+		subs = append(subs, &cli.Command{
+			Name: string(s.op), Usage: s.usage, ArgsUsage: "NODES",
+			Description: "NODES: names with ranges (node[001-128], s0-b[0-3]-n[0-7]), comma-separated, @FILE, or all.\n" +
+				"Each node's BMC comes from the inventory's bmc, bmc_driver and bmc_creds columns; its login from\n" +
+				"--credentials. Every node and BMC is checked before any is asked: a bad one powers nothing.",
+			Flags:  powerFlags(),
+			Action: func(c *cli.Context) error { return powerAction(e, c, s.op) },
+		})
+	}
+	return &cli.Command{Name: "power", Usage: "power nodes on, off or cycle them through their BMCs (IPMI, or a command per action)", Subcommands: subs}
+}
+
+func powerFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"BOOTCTL_CONFIG"},
+			Usage: "boot server configuration whose topology and inventory list the nodes (or --inventory with --topology)"},
+		&cli.StringFlag{Name: "inventory", Usage: "inventory file (CSV or YAML) with the bmc columns"},
+		&cli.StringFlag{Name: "topology", Usage: "the inventory's machine: a preset name or a machine file"},
+		&cli.StringFlag{Name: "credentials", EnvVars: []string{"BOOTCTL_BMC_CREDENTIALS"},
+			Usage: "BMC logins (YAML: NAME: {user: U, password: P}; mode 600), by the inventory's bmc_creds (default: default)"},
+		&cli.StringFlag{Name: "exec-templates", Usage: "command templates of the exec driver (YAML: on, off, cycle, status, pxe)"},
+		&cli.IntFlag{Name: "fan-out", Value: 50, Usage: "BMCs asked at once"},
+		&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "least time between two actions on one BMC"},
+		&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "time one node's action may take"},
+		&cli.StringFlag{Name: "mode", Value: string(power.Legacy), Usage: "pxe: the firmware, legacy or uefi"},
+		outputFlag("table", "json", "yaml"),
+	}
+}
+
+// powerResult is what a power command reports.
+type powerResult struct {
+	Op     power.Op       `json:"op"`
+	Nodes  int            `json:"nodes"`
+	Failed int            `json:"failed"`
+	Result []power.Result `json:"results"`
+}
+
+func powerAction(e *env, c *cli.Context, op power.Op) error {
+	format, err := outputFormat(c, "table", "json", "yaml")
+	if err != nil {
+		return err
+	}
+	opts, err := powerRunOptions(c)
+	if err != nil {
+		return err
+	}
+	targets, err := powerTargets(c)
+	if err != nil {
+		return err
+	}
+	bar := e.progressBar("power "+string(op), len(targets), "nodes")
+	opts.Progress = bar.Func()
+	res := powerResult{Op: op, Nodes: len(targets), Result: power.Run(c.Context, targets, op, opts)}
+	bar.Done()
+	for _, r := range res.Result {
+		if r.Class != "" {
+			res.Failed++
+		}
+	}
+	if format != "table" {
+		err = writeData(e.stdout, format, res)
+	} else {
+		err = writePowerTable(e, res)
+	}
+	if err == nil && res.Failed > 0 {
+		err = fmt.Errorf("power %s: %d of %d nodes failed", op, res.Failed, res.Nodes)
+	}
+	return err
+}
+
+func powerRunOptions(c *cli.Context) (power.RunOptions, error) {
+	o := power.RunOptions{FanOut: c.Int("fan-out"), MinInterval: c.Duration("interval"), Timeout: c.Duration("timeout"), Mode: power.BootMode(c.String("mode"))}
+	switch {
+	case o.FanOut < 1 || o.FanOut > 10000:
+		return o, badInput("--fan-out: %d: want 1 to 10000", o.FanOut)
+	case o.MinInterval < 0:
+		return o, badInput("--interval: %v is negative", o.MinInterval)
+	case o.Timeout <= 0:
+		return o, badInput("--timeout: %v: want a positive duration", o.Timeout)
+	case o.Mode != power.Legacy && o.Mode != power.UEFI:
+		return o, badInput("--mode: %q: want legacy or uefi", c.String("mode"))
+	}
+	return o, nil
+}
+
+// powerTargets resolves NODES to the nodes' controllers, checking everything before any BMC is
+// asked.
+func powerTargets(c *cli.Context) ([]power.Target, error) {
+	if c.NArg() != 1 {
+		return nil, badInput("power: give the NODES (ranges, comma lists, @FILE or all) as one argument (got %d)", c.NArg())
+	}
+	inv, err := powerInventory(c)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := selectNodes(inv, c.Args().First())
+	if err != nil {
+		return nil, err
+	}
+	if c.String("credentials") == "" {
+		return nil, badInput("--credentials: required: the BMC logins file (YAML, mode 600)")
+	}
+	creds, err := power.LoadCredentials(c.String("credentials"))
+	if err != nil {
+		return nil, badInput("--credentials: %w", err)
+	}
+	var templates *power.ExecTemplates
+	targets := make([]power.Target, 0, len(nodes))
+	for _, n := range nodes {
+		if n.BMC == nil {
+			return nil, badInput("%s:%d: node %s has no bmc: give its BMC's address in the inventory's bmc column", inv.File, n.Line, n.Name)
+		}
+		login, err := creds.Get(cmp.Or(n.BMC.Creds, "default"))
+		if err != nil {
+			return nil, badInput("%s:%d: node %s: %w", inv.File, n.Line, n.Name, err)
+		}
+		if n.BMC.Driver == "exec" && templates == nil {
+			if templates, err = loadExecTemplates(c.String("exec-templates")); err != nil {
+				return nil, err
+			}
+		}
+		ctl, err := controllerOf(n, login, templates, c.Duration("timeout"))
+		if err != nil {
+			return nil, badInput("%s:%d: node %s: %w", inv.File, n.Line, n.Name, err)
+		}
+		targets = append(targets, power.Target{Node: n.Name, BMC: n.BMC.Address, Controller: ctl})
+	}
+	return targets, nil
+}
+
+// controllerOf makes a node's controller by its inventory driver.
+func controllerOf(n *bootsrv.InventoryNode, login power.Credential, templates *power.ExecTemplates, timeout time.Duration) (power.Controller, error) {
+	switch n.BMC.Driver {
+	case "exec":
+		return power.NewExec(*templates, power.ExecVars{Node: n.Name, BMC: n.BMC.Address, User: login.User}, login.Password)
+	case "ipmi":
+		host, port := n.BMC.Address, 0
+		if h, p, err := net.SplitHostPort(n.BMC.Address); err == nil {
+			host = h
+			port, _ = strconv.Atoi(p)
+		}
+		return power.NewIPMI(power.IPMIConfig{Host: host, Port: port, Username: login.User, Password: login.Password, Timeout: min(timeout, 5*time.Second)})
+	}
+	return nil, fmt.Errorf("driver %q", n.BMC.Driver)
+}
+
+// loadExecTemplates reads --exec-templates.
+func loadExecTemplates(path string) (*power.ExecTemplates, error) {
+	if path == "" {
+		return nil, badInput("--exec-templates: required: a node's bmc_driver is exec")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, badInput("--exec-templates: %w", err)
+	}
+	var t power.ExecTemplates
+	if err := yaml.Unmarshal(data, &t); err != nil {
+		return nil, badInput("--exec-templates: %s: %v", path, err)
+	}
+	return &t, nil
+}
+
+// powerInventory loads the inventory of --config, or of --inventory with --topology.
+func powerInventory(c *cli.Context) (*bootsrv.Inventory, error) {
+	topo, invFile := c.String("topology"), c.String("inventory")
+	if cfgPath := c.String("config"); cfgPath != "" {
+		if topo != "" || invFile != "" {
+			return nil, badInput("--config: gives the topology and the inventory; drop --topology and --inventory")
+		}
+		cfg, err := bootsrv.LoadConfig(cfgPath)
+		if err != nil {
+			return nil, configError(err)
+		}
+		topo, invFile = cfg.Topology, cfg.Inventory
+	}
+	if invFile == "" || topo == "" {
+		return nil, badInput("power: give --config, or --inventory with --topology")
+	}
+	m, err := topology.Load(topo)
+	if err != nil {
+		return nil, badInput("--topology: %w", err)
+	}
+	g, err := m.Build()
+	if err != nil {
+		return nil, badInput("--topology %s: %w", topo, err)
+	}
+	inv, err := bootsrv.LoadInventory(invFile, g.Hierarchy())
+	if err != nil {
+		return nil, asBadInput(err)
+	}
+	return inv, nil
+}
+
+// selectNodes returns the inventory nodes an expression names ("all": every one), in its order.
+func selectNodes(inv *bootsrv.Inventory, expr string) ([]*bootsrv.InventoryNode, error) {
+	if expr == "all" {
+		out := make([]*bootsrv.InventoryNode, len(inv.Nodes))
+		for i := range inv.Nodes {
+			out[i] = &inv.Nodes[i]
+		}
+		return out, nil
+	}
+	names, err := nodeset.Expand(expr)
+	if err != nil {
+		return nil, badInput("NODES: %w", err)
+	}
+	if len(names) == 0 {
+		return nil, badInput("NODES: %q names no node", expr)
+	}
+	var unknown []string
+	out := make([]*bootsrv.InventoryNode, 0, len(names))
+	for _, name := range names {
+		n, ok := inv.ByName(name)
+		if !ok {
+			unknown = append(unknown, name)
+			continue
+		}
+		out = append(out, n)
+	}
+	if len(unknown) > 0 {
+		more := ""
+		if len(unknown) > 3 {
+			more = fmt.Sprintf(" and %d more", len(unknown)-3)
+			unknown = unknown[:3]
+		}
+		return nil, badInput("NODES: %s%s: not in the inventory %s", joinQuoted(unknown), more, inv.File)
+	}
+	return out, nil
+}
+
+func joinQuoted(names []string) string {
+	s := ""
+	for i, n := range names {
+		if i > 0 {
+			s += ", "
+		}
+		s += strconv.Quote(n)
+	}
+	return s
+}
+
+func writePowerTable(e *env, r powerResult) error {
+	t := newTable(e.stdout)
+	t.row("NODE", "BMC", "ACTION", "STATE", "RESULT")
+	for _, x := range r.Result {
+		result := "ok"
+		if x.Class != "" {
+			result = string(x.Class) + ": " + x.Error
+		}
+		t.row(x.Node, x.BMC, string(x.Op), cmp.Or(string(x.State), "-"), result)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(e.stdout, "\n%d of %d nodes done\n", r.Nodes-r.Failed, r.Nodes)
+	return err
+}

@@ -1,0 +1,558 @@
+// Package ipmisim starts a real IPMI BMC for tests: OpenIPMI's simulator ipmi_sim (Debian's
+// openipmi, /usr/bin/ipmi_sim), answering IPMI 1.5 and 2.0 (RMCP+, "lanplus") on 127.0.0.1 and a
+// free UDP port, with one administrator and the password the test chooses. The machine behind it
+// is a shell script (ipmi_sim's chassis_control program) that keeps the power state and the boot
+// device in files of the test's temporary directory and logs every call, so a test sees what a
+// client made the BMC do, not what the client believes it did.
+//
+// Each BMC has its own port, directory and process; several in one test are independent. Each
+// runs in a process group of its own, and only those groups are signalled: the BMC is killed in
+// tb.Cleanup, pass or fail, and nothing else is touched. A missing ipmi_sim skips the test, or
+// fails it in CI (see testenv).
+//
+// What ipmi_sim does, found by trying it (OpenIPMI 2.0.33):
+//   - It runs the chassis_control program through popen with the arguments written in lan.conf
+//     followed by "get PARAM..." or "set PARAM VALUE...", so the device (0x20) is part of the
+//     configured command, and the script's path is quoted there for the shell.
+//   - Power cycle is "set power 0" at once and "set power 1" from a one-second timer, whether the
+//     machine was on or off: a client sees the machine off for about a second (WaitPower).
+//   - Set System Boot Options parameter 5 passes only the device selector to the program
+//     ("set boot pxe"); the EFI, persistent and valid bits are dropped, and Get System Boot
+//     Options answers them as zero. Parameter 0 (set in progress) is refused with 0xCC.
+//   - Get Channel Cipher Suites goes unanswered (clients that ask, as ipmitool does without -C,
+//     wait for their timeout); cipher suite 3 works, 17 is refused in Open Session with a
+//     two-byte reply; Get Channel Authentication Capabilities is answered only in IPMI 1.5 framing.
+//   - It binds its UDP port with address reuse, so a second simulator on the same port starts
+//     without an error: Start checks that its process is the port's only owner.
+package ipmisim
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bootfabric/bootfabric/internal/procgroup"
+	"github.com/bootfabric/bootfabric/internal/testenv"
+)
+
+// Options configure Start.
+type Options struct {
+	// User is the administrator's name (default "admin"; at most 16 bytes, IPMI's limit).
+	User string
+	// Password is the administrator's password (default "ipmisim-secret"; at most 20 bytes).
+	Password string
+	// Power is the machine's power state at start: "on" or "off" (default).
+	Power string
+	// ReadyTimeout bounds the wait for the simulator to answer (default 30 s: ipmi_sim is up in
+	// milliseconds, but a loaded machine can stall it for seconds).
+	ReadyTimeout time.Duration
+}
+
+// Call is one run of the chassis control script by the simulator.
+type Call struct {
+	Time time.Time // when the script started
+	// Args are the script's arguments after the device: "get", "power" or "set", "boot", "pxe".
+	Args []string
+}
+
+// String is the call's arguments joined by spaces, as "set power 1".
+func (c Call) String() string { return strings.Join(c.Args, " ") }
+
+// BMC is a running simulator. Its methods are safe for concurrent use; those that fail the test
+// on an error must be called from the goroutine of the test that started the BMC, as t.Fatal.
+type BMC struct {
+	// Host and Port are the BMC's address (127.0.0.1 and a UDP port).
+	Host string
+	Port int
+	// User and Password are the administrator's credentials.
+	User, Password string
+	// Dir holds lan.conf, the command file, the chassis script, its state files and log, the
+	// simulator's state directory and its output (ipmi_sim.log).
+	Dir string
+
+	tb      testing.TB
+	bin     string
+	timeout time.Duration
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited
+}
+
+// Start starts a simulator and waits until it answers an RMCP presence ping. It fails the test
+// when the simulator does not come up; a missing ipmi_sim skips it (fails it in CI).
+func Start(tb testing.TB, opts Options) *BMC {
+	tb.Helper()
+	bin := testenv.NeedTool(tb, "ipmi_sim", "openipmi")
+	if opts.User == "" {
+		opts.User = "admin"
+	}
+	if opts.Password == "" {
+		opts.Password = "ipmisim-secret"
+	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = 30 * time.Second
+	}
+	switch {
+	case len(opts.User) > 16 || len(opts.Password) > 20:
+		tb.Fatalf("ipmisim: user %q or password longer than IPMI allows (16, 20 bytes)", opts.User)
+	case strings.ContainsAny(opts.User+opts.Password, "\"\\\n"):
+		// lan.conf quotes them; ipmi_sim's parser has no escapes.
+		tb.Fatalf("ipmisim: user or password with a quote, backslash or newline")
+	}
+	power := "0"
+	switch opts.Power {
+	case "", "off":
+	case "on":
+		power = "1"
+	default:
+		tb.Fatalf("ipmisim: Power %q, want on or off", opts.Power)
+	}
+
+	// TempDir first: cleanups run last-registered first, so the simulator is killed before its
+	// directory is removed.
+	dir := tb.TempDir()
+	if strings.ContainsAny(dir, "'\"\\\n") {
+		// The script's path is single-quoted inside a double-quoted lan.conf string.
+		tb.Fatalf("ipmisim: temporary directory %q has a quote or backslash", dir)
+	}
+	b := &BMC{
+		Host: "127.0.0.1", User: opts.User, Password: opts.Password, Dir: dir,
+		tb: tb, bin: bin, timeout: opts.ReadyTimeout,
+	}
+	tb.Cleanup(b.cleanup)
+	if err := b.writeFiles(power); err != nil {
+		tb.Fatalf("ipmisim: %v", err)
+	}
+
+	// A port found free may be taken before ipmi_sim binds it (and ipmi_sim binds with address
+	// reuse, so it would not even notice): a start that fails is retried on a new port.
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if b.Port, err = freeUDPPort(); err != nil {
+			break
+		}
+		if err = b.start(); err == nil {
+			return b
+		}
+		tb.Logf("ipmisim: attempt %d on port %d: %v", attempt+1, b.Port, err)
+		b.kill()
+	}
+	tb.Fatalf("ipmisim: cannot start ipmi_sim: %v\n%s", err, b.logTail(20))
+	return nil
+}
+
+// Addr is the BMC's address, host:port.
+func (b *BMC) Addr() string { return net.JoinHostPort(b.Host, strconv.Itoa(b.Port)) }
+
+// Power is the machine's power state as the chassis script keeps it: "on" or "off".
+func (b *BMC) Power() string {
+	b.tb.Helper()
+	switch v := b.readState("power"); v {
+	case "1":
+		return "on"
+	case "0":
+		return "off"
+	default:
+		b.tb.Fatalf("ipmisim: power state file holds %q", v)
+		return ""
+	}
+}
+
+// SetPower changes the machine's power state behind the BMC's back, as someone pressing its
+// button would: "on" or "off".
+func (b *BMC) SetPower(state string) {
+	b.tb.Helper()
+	v := map[string]string{"on": "1", "off": "0"}[state]
+	if v == "" {
+		b.tb.Fatalf("ipmisim: SetPower(%q), want on or off", state)
+	}
+	if err := writeAtomic(filepath.Join(b.Dir, "power"), v+"\n"); err != nil {
+		b.tb.Fatalf("ipmisim: %v", err)
+	}
+}
+
+// WaitPower waits until the power state is want ("on" or "off"), at most limit, and reports
+// whether it got there. ipmi_sim powers a cycled machine on again from a one-second timer.
+func (b *BMC) WaitPower(want string, limit time.Duration) bool {
+	b.tb.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		if b.Power() == want {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Boot is the boot device the BMC last passed to the machine: "none" (no override, the state at
+// start), "pxe", "default" (disk), "cdrom" or "bios".
+func (b *BMC) Boot() string {
+	b.tb.Helper()
+	return b.readState("boot")
+}
+
+// Calls returns the chassis script's calls so far, oldest first. A call is logged when the
+// script ends, so its effect on Power and Boot is visible once it is listed; Time is when it
+// started. The simulator calls the script on its own too (a "get power" at start, for one).
+func (b *BMC) Calls() []Call {
+	b.tb.Helper()
+	data, err := os.ReadFile(filepath.Join(b.Dir, "calls.log"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		b.tb.Fatalf("ipmisim: %v", err)
+	}
+	calls, err := parseCalls(data)
+	if err != nil {
+		b.tb.Fatalf("ipmisim: calls.log: %v", err)
+	}
+	return calls
+}
+
+// Running reports whether the simulator's process is running.
+func (b *BMC) Running() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cmd == nil {
+		return false
+	}
+	select {
+	case <-b.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Stop ends the simulator (SIGTERM, SIGKILL after 5 s) and waits for it: the BMC stops
+// answering, and the port is closed, so that a datagram sent to it draws an ICMP port
+// unreachable. The machine's state files stay.
+func (b *BMC) Stop() { b.signal(syscall.SIGTERM) }
+
+// Restart starts a stopped simulator again on the same port, state and credentials, as a BMC
+// that rebooted, and waits until it answers. Sessions opened before are gone.
+func (b *BMC) Restart() {
+	b.tb.Helper()
+	b.kill()
+	if err := b.start(); err != nil {
+		b.tb.Fatalf("ipmisim: restart on port %d: %v\n%s", b.Port, err, b.logTail(20))
+	}
+}
+
+// writeFiles writes the chassis script, its initial state, the command file and lan.conf.
+func (b *BMC) writeFiles(power string) error {
+	if err := os.Mkdir(filepath.Join(b.Dir, "state"), 0o755); err != nil {
+		return err
+	}
+	files := []struct {
+		name, text string
+		mode       os.FileMode
+	}{
+		{"chassis.sh", strings.ReplaceAll(chassisScript, "@DIR@", b.Dir), 0o755},
+		{"power", power + "\n", 0o644},
+		{"boot", "none\n", 0o644},
+		{"sim.cmds", simCommands, 0o644},
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(b.Dir, f.name), []byte(f.text), f.mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lanConf is the simulator's configuration for port. The port is only known per attempt.
+func (b *BMC) lanConf() string {
+	return fmt.Sprintf(`# Written by internal/ipmisim.
+name "bmc0"
+set_working_mc 0x20
+  startlan 1
+    addr %s %d
+    priv_limit admin
+    allowed_auths_callback none md2 md5 straight
+    allowed_auths_user none md2 md5 straight
+    allowed_auths_operator none md2 md5 straight
+    allowed_auths_admin none md2 md5 straight
+    guid a123456789abcdefa123456789abcdef
+    lan_config_program "/bin/true"
+  endlan
+  chassis_control "'%s' 0x20"
+  # User 1 is IPMI's anonymous user: disabled, so only the administrator gets in.
+  user 1 false "" "" user 10 none md2 md5 straight
+  user 2 true "%s" "%s" admin 10 none md2 md5 straight
+`, b.Host, b.Port, filepath.Join(b.Dir, "chassis.sh"), b.User, b.Password)
+}
+
+// start writes lan.conf for the current port, spawns the simulator and waits until it answers
+// and is the port's only owner.
+func (b *BMC) start() error {
+	conf := filepath.Join(b.Dir, "lan.conf")
+	if err := os.WriteFile(conf, []byte(b.lanConf()), 0o600); err != nil {
+		return err
+	}
+	if err := b.spawn(conf); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(b.timeout)
+	for {
+		err := ping(b.Addr(), 200*time.Millisecond)
+		if err == nil {
+			break
+		}
+		if !b.Running() {
+			return errors.New("ipmi_sim exited")
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no answer to an RMCP ping within %v: %w", b.timeout, err)
+		}
+	}
+	owners, err := udpSockets(b.Port)
+	if err != nil {
+		return err
+	}
+	if owners != 1 {
+		return fmt.Errorf("%d sockets bound to UDP port %d, want only this simulator's", owners, b.Port)
+	}
+	return nil
+}
+
+// spawn starts ipmi_sim in a new process group, its output appended to ipmi_sim.log. It is also
+// sent SIGKILL if the test binary dies (Pdeathsig).
+func (b *BMC) spawn(conf string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cmd != nil {
+		return errors.New("ipmi_sim already running")
+	}
+	logf, err := os.OpenFile(b.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	// -n: no console on stdin/stdout, which a test does not have.
+	cmd := exec.Command(b.bin, "-c", conf, "-f", filepath.Join(b.Dir, "sim.cmds"),
+		"-s", filepath.Join(b.Dir, "state"), "-n")
+	cmd.Dir = b.Dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start ipmi_sim: %w", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		logf.Close()
+		close(done)
+	}()
+	b.cmd, b.done = cmd, done
+	return nil
+}
+
+func (b *BMC) kill() { b.signal(syscall.SIGKILL) }
+
+// signal sends sig to the simulator's process group (its chassis scripts included) and waits for
+// the simulator to exit, sending SIGKILL after 5 s. Only the group this BMC started is signalled.
+func (b *BMC) signal(sig syscall.Signal) {
+	b.mu.Lock()
+	cmd, done := b.cmd, b.done
+	b.cmd, b.done = nil, nil
+	b.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	procgroup.Stop(cmd.Process.Pid, done, sig) // Setpgid: the group's id is the leader's pid
+}
+
+// cleanup kills the simulator and, when the test failed, logs its output and the script's calls.
+func (b *BMC) cleanup() {
+	b.kill()
+	if b.tb.Failed() {
+		calls, _ := os.ReadFile(filepath.Join(b.Dir, "calls.log"))
+		b.tb.Logf("ipmisim: BMC %s: ipmi_sim output (end):\n%s\nchassis calls:\n%s", b.Addr(), b.logTail(30), calls)
+	}
+}
+
+func (b *BMC) readState(name string) string {
+	b.tb.Helper()
+	data, err := os.ReadFile(filepath.Join(b.Dir, name))
+	if err != nil {
+		b.tb.Fatalf("ipmisim: %v", err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
+func (b *BMC) logPath() string { return filepath.Join(b.Dir, "ipmi_sim.log") }
+
+// logTail returns the last n lines of the simulator's output.
+func (b *BMC) logTail(n int) string {
+	data, err := os.ReadFile(b.logPath())
+	if err != nil {
+		return fmt.Sprintf("(no output: %v)", err)
+	}
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// parseCalls parses the script's log: one call a line, "SECONDS.NANOSECONDS DEVICE ARGS...".
+func parseCalls(data []byte) ([]Call, error) {
+	var calls []Call
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		f := strings.Fields(sc.Text())
+		if len(f) < 3 {
+			return nil, fmt.Errorf("line %d: %q: want time, device and operation", n, sc.Text())
+		}
+		sec, frac, _ := strings.Cut(f[0], ".")
+		s, err1 := strconv.ParseInt(sec, 10, 64)
+		ns, err2 := strconv.ParseInt((frac + "000000000")[:9], 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("line %d: time %q: %w", n, f[0], err)
+		}
+		// f[1] is the device from lan.conf (0x20), the same in every call.
+		calls = append(calls, Call{Time: time.Unix(s, ns), Args: f[2:]})
+	}
+	return calls, sc.Err()
+}
+
+// writeAtomic replaces path's contents by renaming a temporary file over it, so that the script
+// (run by the simulator at any moment) never reads a half-written state.
+func writeAtomic(path, text string) error {
+	tmp := path + ".tmp-go"
+	if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// freeUDPPort returns a UDP port of 127.0.0.1 that was free a moment ago.
+func freeUDPPort() (int, error) {
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free UDP port: %w", err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port, nil
+}
+
+// ping sends an RMCP/ASF presence ping to addr and waits up to wait for the pong (DMTF ASF 2.0
+// §3.2.4): the simulator answers it as soon as its LAN interface is up, without a session.
+func ping(addr string, wait time.Duration) error {
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	// RMCP header (version 6, reserved, sequence 0xff: no ACK, class 6: ASF), then the ASF
+	// message: IANA 4542 (ASF), type 0x80 (presence ping), tag, reserved, data length 0.
+	req := []byte{0x06, 0x00, 0xff, 0x06, 0x00, 0x00, 0x11, 0xbe, 0x80, 0x01, 0x00, 0x00}
+	if _, err := c.Write(req); err != nil {
+		return err
+	}
+	if err := c.SetReadDeadline(time.Now().Add(wait)); err != nil {
+		return err
+	}
+	buf := make([]byte, 512)
+	n, err := c.Read(buf)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			// Nothing bound yet: the ICMP error comes back at once; wait as for a lost answer.
+			time.Sleep(wait)
+		}
+		return err
+	}
+	if n < 9 || buf[3] != 0x06 || buf[8] != 0x40 {
+		return fmt.Errorf("not a presence pong: % x", buf[:n])
+	}
+	return nil
+}
+
+// udpSockets counts the IPv4 UDP sockets bound to port on 127.0.0.1 or the wildcard address, from
+// /proc/net/udp (this network namespace's).
+func udpSockets(port int) (int, error) {
+	data, err := os.ReadFile("/proc/net/udp")
+	if err != nil {
+		return 0, err
+	}
+	suffix := fmt.Sprintf(":%04X", port)
+	n := 0
+	for _, line := range strings.Split(string(data), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.HasSuffix(f[1], suffix) {
+			continue
+		}
+		if host := strings.TrimSuffix(f[1], suffix); host == "0100007F" || host == "00000000" {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// chassisScript is the machine behind the BMC: ipmi_sim's chassis_control program. @DIR@ is the
+// BMC's directory. ipmi_sim runs it through the shell as "SCRIPT 0x20 get PARAM..." or
+// "SCRIPT 0x20 set PARAM VALUE...", values double-quoted; a get prints "PARAM:VALUE" lines.
+const chassisScript = `#!/bin/sh
+# The machine behind an ipmisim BMC (internal/ipmisim): power and boot device kept in files,
+# every call logged with the time it started, for the test to compare with what the client asked.
+dir='@DIR@'
+# Logged on exit, so that a call in the log has had its effect on the state files.
+now=$(date +%s.%N)
+call="$*"
+trap 'echo "$now $call" >> "$dir/calls.log"' EXIT
+shift # the device, 0x20, from lan.conf
+op=$1
+shift
+# put NAME VALUE: replace a state file whole, so that a reader never sees it half-written.
+put() {
+	echo "$2" > "$dir/$1.tmp" && mv "$dir/$1.tmp" "$dir/$1"
+}
+case $op in
+get)
+	for p in "$@"; do
+		case $p in
+		power|boot) echo "$p:$(cat "$dir/$p")" ;;
+		*) echo "ipmisim: cannot get $p"; exit 1 ;;
+		esac
+	done
+	;;
+set)
+	while [ $# -ge 2 ]; do
+		case $1 in
+		power|boot) put "$1" "$2" ;;
+		reset) ;; # a reset pulse: the machine restarts, no state kept here changes
+		identify) ;;
+		*) echo "ipmisim: cannot set $1"; exit 1 ;;
+		esac
+		shift 2
+	done
+	;;
+*)
+	echo "ipmisim: unknown operation $op"
+	exit 1
+	;;
+esac
+`
+
+// simCommands set up the simulator's one management controller, the BMC at 0x20 (ipmi_sim_cmd(5)).
+const simCommands = `mc_setbmc 0x20
+mc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr
+mc_enable 0x20
+`

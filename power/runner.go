@@ -1,0 +1,176 @@
+package power
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Op is a power action on a node.
+type Op string
+
+// Power actions.
+const (
+	OpOn     Op = "on"
+	OpOff    Op = "off"
+	OpCycle  Op = "cycle"
+	OpStatus Op = "status"
+	OpPXE    Op = "pxe" // one-time network boot
+)
+
+// ParseOp returns the action named s.
+func ParseOp(s string) (Op, error) {
+	switch op := Op(s); op {
+	case OpOn, OpOff, OpCycle, OpStatus, OpPXE:
+		return op, nil
+	}
+	return "", fmt.Errorf("power action %q: want on, off, cycle, status or pxe", s)
+}
+
+// Target is a node to act on through its controller.
+type Target struct {
+	Node string
+	// BMC names the controller (its address): actions on one BMC are spaced by
+	// RunOptions.MinInterval, as several nodes may share one (a blade chassis).
+	BMC        string
+	Controller Controller
+}
+
+// Result is what one node's action came to. Same inputs, same result: no timings in it.
+type Result struct {
+	Node  string `json:"node"`
+	BMC   string `json:"bmc"`
+	Op    Op     `json:"op"`
+	State State  `json:"state,omitempty"` // the power state (status)
+	Class Class  `json:"class,omitempty"` // why it failed; "" when it did not
+	Error string `json:"error,omitempty"`
+}
+
+// RunOptions bound a run. Zero values take the defaults.
+type RunOptions struct {
+	// FanOut is how many controllers are asked at once (default 50, as Warewulf's power
+	// commands).
+	FanOut int
+	// MinInterval spaces two actions on one BMC (default 1 s; Ironic's min_command_interval
+	// is 5 s). Many BMCs refuse or drop commands that come faster.
+	MinInterval time.Duration
+	// Timeout bounds one node's action (default 30 s).
+	Timeout time.Duration
+	// Mode is the firmware of OpPXE (default legacy).
+	Mode BootMode
+	// Progress, when set, is called after each node with the count done so far.
+	Progress func(done, total int)
+}
+
+func (o *RunOptions) defaults() {
+	if o.FanOut <= 0 {
+		o.FanOut = 50
+	}
+	if o.MinInterval == 0 {
+		o.MinInterval = time.Second
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
+	}
+	if o.Mode == "" {
+		o.Mode = Legacy
+	}
+}
+
+// Run does op on every target, at most FanOut at once and each BMC's actions MinInterval apart,
+// and returns the results in the targets' order. A node whose action fails does not stop the
+// others; ctx ending stops the nodes not started yet, whose results say so.
+func Run(ctx context.Context, targets []Target, op Op, opts RunOptions) []Result {
+	opts.defaults()
+	res := make([]Result, len(targets))
+	pace := &bmcPacer{next: map[string]time.Time{}, gap: opts.MinInterval}
+	sem := make(chan struct{}, opts.FanOut)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	for i, t := range targets {
+		res[i] = Result{Node: t.Node, BMC: t.BMC, Op: op}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+				res[i].fill(do(ctx, pace, t, op, opts))
+			case <-ctx.Done():
+				res[i].fill("", &Error{Class: TimedOut, Op: string(op), Err: fmt.Errorf("not started: %w", ctx.Err())})
+			}
+			if opts.Progress != nil {
+				mu.Lock()
+				done++
+				opts.Progress(done, len(targets))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return res
+}
+
+func (r *Result) fill(st State, err error) {
+	r.State = st
+	if err != nil {
+		r.Class, r.Error = Classify(err), err.Error()
+	}
+}
+
+// do performs op on one target once its BMC may be asked again.
+func do(ctx context.Context, pace *bmcPacer, t Target, op Op, opts RunOptions) (State, error) {
+	if err := ctx.Err(); err != nil {
+		return "", &Error{Class: TimedOut, Op: string(op), Err: fmt.Errorf("not started: %w", err)}
+	}
+	if err := pace.wait(ctx, t.BMC); err != nil {
+		return "", &Error{Class: TimedOut, Op: string(op), Err: fmt.Errorf("waiting for the BMC: %w", err)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	c := t.Controller
+	switch op {
+	case OpOn:
+		return "", c.On(ctx)
+	case OpOff:
+		return "", c.Off(ctx)
+	case OpCycle:
+		return "", c.Cycle(ctx)
+	case OpStatus:
+		return c.Status(ctx)
+	case OpPXE:
+		return "", c.PXENext(ctx, opts.Mode)
+	}
+	return "", &Error{Class: Failed, Op: string(op), Err: fmt.Errorf("unknown action")}
+}
+
+// bmcPacer spaces the actions on each BMC by gap.
+type bmcPacer struct {
+	mu   sync.Mutex
+	next map[string]time.Time // when each BMC may be asked again
+	gap  time.Duration
+}
+
+// wait blocks until bmc may be asked, and books its next slot.
+func (p *bmcPacer) wait(ctx context.Context, bmc string) error {
+	p.mu.Lock()
+	now := time.Now()
+	at := now
+	if n := p.next[bmc]; n.After(now) {
+		at = n
+	}
+	p.next[bmc] = at.Add(p.gap)
+	p.mu.Unlock()
+	if d := at.Sub(now); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
