@@ -221,7 +221,7 @@ func (s *Server) nodeCheck(r *http.Request, name string, st NodeStatus) NodeChec
 // operatorAuth checks an operator request: from loopback unless http.operator_remote, and with
 // the bearer token of http.operator_token_file.
 func (s *Server) operatorAuth(r *http.Request) error {
-	if from := remoteAddr(r); !s.cfg.HTTP.OperatorRemote && !from.IsLoopback() {
+	if from := remoteAddr(r); !s.cfg.HTTP.OperatorRemote && !fromThisHost(r, from) {
 		return &authError{http.StatusForbidden, fmt.Sprintf("operator requests are accepted from this host only (request from %s; set http.operator_remote to allow others)", from)}
 	}
 	v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -230,6 +230,22 @@ func (s *Server) operatorAuth(r *http.Request) error {
 		return &authError{http.StatusUnauthorized, "operator token required: send Authorization: Bearer <token>, the token of the server's http.operator_token_file"}
 	}
 	return nil
+}
+
+// fromThisHost says whether a request came from the server's own host: over loopback, or to one
+// of the host's addresses from that same address (bootctl node reboot --server http://10.0.0.1
+// on the server itself). No other host can open a TCP connection whose source is the server's
+// address: the handshake's answer would never reach it.
+func fromThisHost(r *http.Request, from netip.Addr) bool {
+	if from.IsLoopback() {
+		return true
+	}
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return false
+	}
+	ap, err := netip.ParseAddrPort(local.String())
+	return err == nil && ap.Addr().Unmap() == from
 }
 
 // refuse answers a refused request with its status and a JSON error.

@@ -1,7 +1,10 @@
 package bootsrv
 
 import (
+	"context"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -146,4 +149,31 @@ func attemptToken(t testing.TB, s *Server, name string) string {
 func nodeToken(s *Server, name string) string {
 	st, _ := s.tracker.Node(name)
 	return s.nodes.token(name, st.Attempt)
+}
+
+// TestFromThisHost: an operator request from the server's host is accepted over loopback and to
+// one of the host's own addresses from that address (bootctl node reboot --server
+// http://ADDRESS on the server), and refused from any other address.
+func TestFromThisHost(t *testing.T) {
+	local := &net.TCPAddr{IP: net.ParseIP("10.0.0.1"), Port: 80}
+	for _, tc := range []struct {
+		remote string
+		local  net.Addr
+		want   bool
+	}{
+		{"127.0.0.1:5000", nil, true},
+		{"[::1]:5000", nil, true},
+		{"10.0.0.1:5000", local, true},
+		{"10.0.0.2:5000", local, false},
+		{"10.0.0.1:5000", nil, false}, // no local address known: not proven
+	} {
+		r := httptest.NewRequest("POST", "/api/v1/nodes/node00/reboot", nil)
+		if tc.local != nil {
+			r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, tc.local))
+		}
+		r.RemoteAddr = tc.remote
+		if got := fromThisHost(r, remoteAddr(r)); got != tc.want {
+			t.Errorf("from %s to %v: %v, want %v", tc.remote, tc.local, got, tc.want)
+		}
+	}
 }

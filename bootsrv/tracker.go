@@ -87,7 +87,8 @@ type Summary struct {
 }
 
 // HealthSummary aggregates the nodes' health. Status is healthy when every node is healthy,
-// degraded when any failed, pending when none has been seen, booting otherwise.
+// degraded when any failed, pending when none has been seen, booting when any is booting, and
+// partial when some are healthy and the others not seen yet.
 type HealthSummary struct {
 	Status  string `json:"status"`
 	Healthy int    `json:"healthy"`
@@ -110,6 +111,7 @@ const (
 	HealthDegraded = "degraded"
 	HealthBooting  = "booting"
 	HealthPending  = "pending"
+	HealthPartial  = "partial"
 )
 
 // ErrUnknownNode is returned for a node the tracker does not hold.
@@ -921,6 +923,8 @@ func Summarize(nodes []NodeStatus, server string, id int, now time.Time) Summary
 		s.Health.Status = HealthDegraded
 	case s.Health.Pending == s.Nodes:
 		s.Health.Status = HealthPending
+	case s.Health.Booting == 0:
+		s.Health.Status = HealthPartial // some healthy, the rest pending: nothing is booting
 	default:
 		s.Health.Status = HealthBooting
 	}

@@ -340,3 +340,32 @@ func TestDownloadsNeedAnAttempt(t *testing.T) {
 		}
 	}
 }
+
+// TestHealthStatus: the aggregate status of every mix of states ("booting" used to describe a
+// machine of which one node was healthy and the rest not yet seen, with nothing booting).
+func TestHealthStatus(t *testing.T) {
+	for _, tc := range []struct {
+		events [][]Event // per node, the events it saw
+		want   string
+	}{
+		{[][]Event{nil, nil}, HealthPending},
+		{[][]Event{{EvDiscover, EvHealthOK}, nil}, HealthPartial},
+		{[][]Event{{EvDiscover, EvHealthOK}, {EvDiscover}}, HealthBooting},
+		{[][]Event{{EvDiscover, EvHealthOK}, {EvDiscover, EvHealthOK}}, HealthHealthy},
+		{[][]Event{{EvDiscover, EvHealthFailed}, nil}, HealthDegraded},
+	} {
+		nodes := testNodes(t, len(tc.events))
+		tr, err := NewTracker(nodes, "default", TrackerOptions{Registerer: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, evs := range tc.events {
+			for _, ev := range evs {
+				tr.Observe(nodes[i].Name, ev, "")
+			}
+		}
+		if got := tr.Summary().Health.Status; got != tc.want {
+			t.Errorf("%v: %s, want %s", tc.events, got, tc.want)
+		}
+	}
+}

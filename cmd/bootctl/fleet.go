@@ -358,9 +358,15 @@ func fleetStatusAction(c *cli.Context, e *env) error {
 		return err
 	}
 	if format != "table" {
-		return writeData(e.stdout, format, st)
+		err = writeData(e.stdout, format, st)
+	} else {
+		err = writeFleetStatus(e, st)
 	}
-	return writeFleetStatus(e, st)
+	if err == nil && st.Live == 0 {
+		// As a health check, a fleet with no live server is down: exit 1, the report printed.
+		err = fmt.Errorf("fleet %s: none of its %d servers is live: no node is answered", st.Fleet, len(st.Servers))
+	}
+	return err
 }
 
 // fleetStatus reads the current revision, the members and the takeovers, and applies the

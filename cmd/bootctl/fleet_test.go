@@ -186,19 +186,26 @@ func (fe *fleetEtcd) inventory() string { return filepath.Join(filepath.Dir(fe.f
 func (fe *fleetEtcd) status(t *testing.T, args ...string) fleetStatusResult {
 	t.Helper()
 	code, out, errs := runBootctl(t, fe.ctx, append([]string{"fleet", "status", "--etcd", fe.etcd, "-o", "json"}, args...)...)
-	if code != 0 {
-		t.Fatalf("status: %d\n%s", code, errs)
+	st := decodeJSONOut[fleetStatusResult](t, out)
+	// A fleet with no live server is down: exit 1, with the report.
+	if wantCode := map[bool]int{true: 1, false: 0}[st.Live == 0]; code != wantCode || (code == 1) != strings.Contains(errs, "none of its") {
+		t.Fatalf("status: exit %d with %d live, want %d\n%s", code, st.Live, wantCode, errs)
 	}
-	return decodeJSONOut[fleetStatusResult](t, out)
+	return st
 }
 
-// wantTable runs fleet status as a table and checks it exits 0 with each of the lines.
+// wantTable runs fleet status as a table and checks it exits 0 (1 when no server is live, as
+// the table's first line then says) with each of the lines.
 func (fe *fleetEtcd) wantTable(t *testing.T, lines ...string) {
 	t.Helper()
 	code, out, _ := runBootctl(t, fe.ctx, "fleet", "status", "--etcd", fe.etcd)
 	t.Logf("fleet status:\n%s", out)
+	wantCode := 0
+	if strings.Contains(out, " 0 of ") {
+		wantCode = 1
+	}
 	for _, w := range lines {
-		if code != 0 || !strings.Contains(out, w) {
+		if code != wantCode || !strings.Contains(out, w) {
 			t.Errorf("status table: want %q in\n%s", w, out)
 		}
 	}

@@ -83,7 +83,13 @@ func (p planned) csv() [][]string {
 		for _, s := range p.segs {
 			rec = append(rec, fmtFloat(segMin(r, s), 4))
 		}
-		rec = append(rec, fmtFloat(r.BandwidthMbps, 4), strings.Join(r.Bottlenecks, " "), fmtFloat(r.BootSeconds, 4), fmtFloat(r.SpeedupVsSCDA, 4))
+		// No ratio (no scda row for the batch) is an empty field, as in report's CSV; the
+		// table shows "-".
+		ratio := ""
+		if r.SpeedupVsSCDA > 0 {
+			ratio = fmtFloat(r.SpeedupVsSCDA, 4)
+		}
+		rec = append(rec, fmtFloat(r.BandwidthMbps, 4), strings.Join(r.Bottlenecks, " "), fmtFloat(r.BootSeconds, 4), ratio)
 		if p.flow {
 			rec = append(rec, fmtFloat(r.FlowMbps, 4), fmtFloat(r.FlowSeconds, 4))
 		}

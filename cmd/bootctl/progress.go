@@ -1,7 +1,10 @@
 package main
 
 import (
+	"os"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/bootfabric/bootfabric/internal/progress"
 )
@@ -20,5 +23,9 @@ func (e *env) progressBar(label string, total int, unit string) *progress.Report
 	if !isTerminal(e.stderr) {
 		return nil
 	}
-	return progress.New(e.line, progress.Options{Label: label, Total: total, Unit: unit, Terminal: true, Delay: progressDelay})
+	cols := 0
+	if f, ok := e.stderr.(*os.File); ok {
+		cols, _, _ = term.GetSize(int(f.Fd()))
+	}
+	return progress.New(e.line, progress.Options{Label: label, Total: total, Unit: unit, Terminal: true, Delay: progressDelay, Columns: cols})
 }

@@ -101,9 +101,9 @@ func (q *statusQuery) where(c *cli.Context) error {
 	servers := c.StringSlice("server")
 	switch {
 	case len(q.endpoints) == 0 && len(servers) == 0:
-		return badInput("status: give --server URL (repeatable) or --etcd ENDPOINTS")
+		return badInput("give --server URL (repeatable) or --etcd ENDPOINTS: where the nodes are served")
 	case len(q.endpoints) > 0 && len(servers) > 0:
-		return badInput("status: --server and --etcd exclude each other")
+		return badInput("--server and --etcd exclude each other")
 	case len(q.endpoints) > 0:
 		var err error
 		if q.etcd, err = etcdSecurity(c); err != nil {

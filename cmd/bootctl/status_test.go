@@ -115,3 +115,20 @@ func healthURL(t *testing.T, base, mac string) string {
 	}
 	return base + u.RequestURI()
 }
+
+// TestStatusWhere: status without a place to read the nodes from, or with two, says so in one line
+// that names the command once ("bootctl status: status: give ..." before).
+func TestStatusWhere(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status"}, "bootctl status: give --server URL (repeatable) or --etcd ENDPOINTS: where the nodes are served\n"},
+		{[]string{"status", "--server", "http://127.0.0.1:1", "--etcd", "127.0.0.1:2"}, "bootctl status: --server and --etcd exclude each other\n"},
+	} {
+		code, _, errs := runBootctl(t, context.Background(), tc.args...)
+		if code != 2 || errs != tc.want {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errs, tc.want)
+		}
+	}
+}

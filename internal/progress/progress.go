@@ -41,6 +41,9 @@ type Options struct {
 	Delay time.Duration
 	// Width is the bar's width in characters (0: 24).
 	Width int
+	// Columns is the terminal's width (0: unknown). A longer line is cut to Columns-1
+	// characters: one that wrapped would leave a stale line behind at every redraw.
+	Columns int
 }
 
 // Reporter draws the progress of one piece of work. Its methods are safe for concurrent use, and
@@ -135,7 +138,18 @@ func (p *Reporter) draw(now time.Time, done int64) {
 	if p.over {
 		return
 	}
-	p.line.draw(p.text(now, done))
+	p.line.draw(fit(p.text(now, done), p.opt.Columns))
+}
+
+// fit cuts s to fewer than columns characters (nothing when columns is 0).
+func fit(s string, columns int) string {
+	if columns <= 1 {
+		return s
+	}
+	if r := []rune(s); len(r) >= columns {
+		return string(r[:columns-1])
+	}
+	return s
 }
 
 // text formats the progress line (without the carriage return and erase).

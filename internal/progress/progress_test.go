@@ -46,6 +46,15 @@ func TestReporter(t *testing.T) {
 			want: []string{"\rsim [====      ] 4/10 nodes  40%  0:02 ETA 0:03\033[K", "\r\033[K"},
 		},
 		{
+			name: "cut to the terminal's width: a wrapped line would stay behind",
+			opt:  Options{Label: "sim", Total: 10, Unit: "nodes", Terminal: true, Width: 10, Columns: 30},
+			steps: []step{
+				{after: 2 * time.Second, add: 4, set: -1},
+				{done: true},
+			},
+			want: []string{"\rsim [====      ] 4/10 nodes  \033[K", "\r\033[K"},
+		},
+		{
 			name: "redraws at most once per interval",
 			opt:  Options{Label: "r", Total: 100, Terminal: true, Width: 4},
 			steps: []step{
