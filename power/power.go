@@ -33,7 +33,7 @@ const (
 )
 
 // Controller switches one machine. Every method blocks until the controller has answered or ctx
-// ends. The zero value of none of the drivers is usable: make them with their constructors.
+// ends. No driver's zero value is usable: make them with their constructors (NewIPMI, NewExec).
 type Controller interface {
 	// On powers the machine on (nothing happens when it is on).
 	On(ctx context.Context) error
