@@ -128,6 +128,9 @@ type FlowConfig struct {
 	// Arrivals gives each batch node's power-on time in seconds (parallel to the batch); nil: all
 	// at 0.
 	Arrivals []float64
+	// Admit, when set, powers the nodes on as the simulation runs, from what has finished
+	// (Arrivals must be nil; not with server failures).
+	Admit Admitter
 	// TimeStep, when positive, rounds every event up to a multiple of it, so that arrivals and
 	// completions within one step share one re-allocation: arrivals are seen late and a flow that
 	// ends inside a step keeps its share to the step's end, so each event is off by less than one
@@ -252,6 +255,9 @@ func (c *FlowConfig) checkProtocols() error {
 
 // checkArrivals validates the arrival times, if any, of a batch of n nodes.
 func (c *FlowConfig) checkArrivals(n int) error {
+	if c.Admit != nil && c.Arrivals != nil {
+		return fmt.Errorf("arrivals: give either fixed arrival times or an admitter, not both")
+	}
 	if c.Arrivals == nil {
 		return nil
 	}

@@ -553,6 +553,9 @@ func (s *sim) batchIndex(i int32) int32 {
 // finishNode records the limit that bounded position i's node longest, now that it is done, and
 // recycles its per-label seconds.
 func (s *sim) finishNode(i int32) {
+	if s.adm != nil {
+		s.adm.finished = append(s.adm.finished, int(i))
+	}
 	b := s.batchIndex(i)
 	s.nodeBest[b] = -1
 	slot := s.totSlot[b]

@@ -156,7 +156,8 @@ type sim struct {
 	nodeBest  []int16
 	nodeBound []float64
 	doneN     int
-	mbDone    float64 // Mb of the files finished, over all nodes: for Progress
+	adm       *admitState // nil without FlowConfig.Admit
+	mbDone    float64     // Mb of the files finished, over all nodes: for Progress
 	lastMb    float64
 	mm        maxMin
 	in        maxMinInput
@@ -217,6 +218,12 @@ func simulateAll(ctx context.Context, g *topology.Graph, r topology.Router, a *m
 			return nil, fmt.Errorf("flow model: server failures are not simulated with multicast delivery")
 		}
 		s.fail = &failState{plan: fp}
+	}
+	if cfg.Admit != nil {
+		if fp != nil {
+			return nil, fmt.Errorf("flow model: server failures are not simulated with an admitter")
+		}
+		s.adm = newAdmitState(cfg.Admit, len(batch))
 	}
 	if mc != nil && len(mc.Channels) != len(g.Servers()) {
 		return nil, fmt.Errorf("flow model: %d multicast trees for %d boot servers", len(mc.Channels), len(g.Servers()))
@@ -708,6 +715,9 @@ func (s *sim) run(ctx context.Context) error {
 			tStart = min(tStart, fs.nextStart(s.cfg.DHCPSeconds))
 			tFail = fs.nextFail()
 		}
+		if s.adm != nil {
+			tStart = min(tStart, s.adm.next(s.cfg.DHCPSeconds))
+		}
 		if math.IsInf(tStart, 1) && math.IsInf(tEnd, 1) {
 			break
 		}
@@ -722,6 +732,11 @@ func (s *sim) run(ctx context.Context) error {
 	}
 	if len(s.activeG) > 0 {
 		return fmt.Errorf("%d flow groups stalled at %.6g s", len(s.activeG), now)
+	}
+	if s.adm != nil {
+		if n := s.adm.unadmitted(); n > 0 {
+			return fmt.Errorf("admitter: %d of %d nodes never powered on", n, s.n)
+		}
 	}
 	if fs != nil {
 		// Failures after the last node finished change nothing; they are only counted.
@@ -743,7 +758,16 @@ func (s *sim) event(now float64, q *arrivals, group map[classKey]int32, starters
 	if s.fail != nil {
 		starters = s.fail.popStarts(starters, now, s.cfg.DHCPSeconds)
 	}
+	if s.adm != nil {
+		starters = s.adm.popDue(now, s.cfg.DHCPSeconds, starters)
+	}
 	s.start(now, starters, group)
+	if s.adm != nil {
+		var err error
+		if starters, err = s.admitEvent(now, group, starters); err != nil {
+			return starters, err
+		}
+	}
 	if s.fail != nil {
 		s.fail.failAll(s, now)
 	}
@@ -771,6 +795,9 @@ type arrivals struct {
 // join through failState.queue).
 func (s *sim) arrivalQueue() *arrivals {
 	cfg := s.cfg
+	if s.adm != nil {
+		return &arrivals{} // the admitter's queue has them
+	}
 	q := &arrivals{order: make([]int32, s.n)}
 	for i := range q.order {
 		q.order[i] = int32(i)
@@ -935,8 +962,11 @@ func (s *sim) nodeResults(a *mapping.Assignment, res *FlowResult) []int {
 			}
 		}
 		arr := 0.0
-		if cfg.Arrivals != nil {
+		switch {
+		case cfg.Arrivals != nil:
 			arr = cfg.Arrivals[i]
+		case s.adm != nil:
+			arr = s.adm.at[i]
 		}
 		nr := NodeResult{Name: g.VertexName(g.Nodes()[node]), Server: serverName[srv], ArrivalSeconds: arr, DoneSeconds: s.done[last]}
 		if best := s.nodeBest[i]; best >= 0 {

@@ -131,6 +131,7 @@ func commands(e *env) []*cli.Command {
 		statusCommand(e),
 		nodeCommand(e),
 		powerCommand(e),
+		bootCommand(e),
 		imageCommand(e),
 		routeCommand(e),
 		reportCommand(e),

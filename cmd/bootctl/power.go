@@ -129,6 +129,12 @@ func powerTargets(c *cli.Context) ([]power.Target, error) {
 	if err != nil {
 		return nil, err
 	}
+	return nodeTargets(c, inv, nodes)
+}
+
+// nodeTargets makes the controllers of nodes of inv, checking every node's BMC, login and
+// driver before any is asked.
+func nodeTargets(c *cli.Context, inv *bootsrv.Inventory, nodes []*bootsrv.InventoryNode) ([]power.Target, error) {
 	if c.String("credentials") == "" {
 		return nil, badInput("--credentials: required: the BMC logins file (YAML, mode 600)")
 	}

@@ -106,12 +106,7 @@ func TestPowerBadInput(t *testing.T) {
 		{"bad mode", f.args("pxe", "s0-b0-n0", "--mode", "efi"), `--mode: "efi": want legacy or uefi`},
 		{"no nodes", []string{"power", "on", "--inventory", f.inv, "--topology", "mini", "--credentials", f.creds}, "missing argument: NODES"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			code, _, errs := runBootctl(t, ctx, tc.args...)
-			if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
-				t.Errorf("exit %d, stderr %q; want 2 and one line with %q", code, errs, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantBadInput(t, ctx, tc.args, tc.want) })
 	}
 	if c := f.calls(t); c != "" {
 		t.Errorf("a BMC was asked after bad input:\n%s", c)
@@ -166,5 +161,15 @@ func TestPowerIPMI(t *testing.T) {
 	}
 	if code, _, errs := run("off", "s0-b0-n0"); code != 0 || bmcs[0].Power() != "off" {
 		t.Errorf("off: %d %s, BMC says %s", code, errs, bmcs[0].Power())
+	}
+}
+
+// wantBadInput runs bootctl with args and checks that it refuses them as bad input: exit 2 and
+// one line naming want.
+func wantBadInput(t *testing.T, ctx context.Context, args []string, want string) {
+	t.Helper()
+	code, _, errs := runBootctl(t, ctx, args...)
+	if code != 2 || !strings.Contains(errs, want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+		t.Errorf("exit %d, stderr %q; want 2 and one line with %q", code, errs, want)
 	}
 }

@@ -57,6 +57,11 @@ type Options struct {
 	// ReadyTimeout bounds the wait for the simulator to answer (default 30 s: ipmi_sim is up in
 	// milliseconds, but a loaded machine can stall it for seconds).
 	ReadyTimeout time.Duration
+	// Machine, when set, is the machine itself: shell commands started in a session of their own
+	// (output to machine.log in Dir) when the BMC powers it on, and killed, the whole session,
+	// when it powers it off. The machine is on while they run: a VM that powers itself off is
+	// off. Power starts off. Without it, the power state is only a file.
+	Machine string
 }
 
 // Call is one run of the chassis control script by the simulator.
@@ -132,7 +137,7 @@ func Start(tb testing.TB, opts Options) *BMC {
 		tb: tb, bin: bin, timeout: opts.ReadyTimeout,
 	}
 	tb.Cleanup(b.cleanup)
-	if err := b.writeFiles(power); err != nil {
+	if err := b.writeFiles(power, opts.Machine); err != nil {
 		tb.Fatalf("ipmisim: %v", err)
 	}
 
@@ -159,6 +164,12 @@ func (b *BMC) Addr() string { return net.JoinHostPort(b.Host, strconv.Itoa(b.Por
 // Power is the machine's power state as the chassis script keeps it: "on" or "off".
 func (b *BMC) Power() string {
 	b.tb.Helper()
+	if b.hasMachine() {
+		if b.MachinePid() > 0 {
+			return "on"
+		}
+		return "off"
+	}
 	switch v := b.readState("power"); v {
 	case "1":
 		return "on"
@@ -168,6 +179,30 @@ func (b *BMC) Power() string {
 		b.tb.Fatalf("ipmisim: power state file holds %q", v)
 		return ""
 	}
+}
+
+func (b *BMC) hasMachine() bool {
+	_, err := os.Stat(filepath.Join(b.Dir, "machine.sh"))
+	return err == nil
+}
+
+// MachinePid is the running machine's process (its session's leader), or 0 when it is off or
+// there is no Machine.
+func (b *BMC) MachinePid() int {
+	data, err := os.ReadFile(filepath.Join(b.Dir, "machine.pid"))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	// A zombie (state Z, after the last ")") has exited.
+	if err != nil || strings.Contains(string(stat[bytes.LastIndexByte(stat, ')')+1:]), " Z ") {
+		return 0
+	}
+	return pid
 }
 
 // SetPower changes the machine's power state behind the BMC's back, as someone pressing its
@@ -255,10 +290,19 @@ func (b *BMC) Restart() {
 	}
 }
 
-// writeFiles writes the chassis script, its initial state, the command file and lan.conf.
-func (b *BMC) writeFiles(power string) error {
+// writeFiles writes the chassis script, its initial state, the command file, lan.conf and the
+// machine's script if there is one.
+func (b *BMC) writeFiles(power, machine string) error {
 	if err := os.Mkdir(filepath.Join(b.Dir, "state"), 0o755); err != nil {
 		return err
+	}
+	if machine != "" {
+		if power != "0" {
+			return errors.New("a Machine starts off")
+		}
+		if err := os.WriteFile(filepath.Join(b.Dir, "machine.sh"), []byte("#!/bin/sh\n"+machine+"\n"), 0o755); err != nil {
+			return err
+		}
 	}
 	files := []struct {
 		name, text string
@@ -382,6 +426,9 @@ func (b *BMC) signal(sig syscall.Signal) {
 // cleanup kills the simulator and, when the test failed, logs its output and the script's calls.
 func (b *BMC) cleanup() {
 	b.kill()
+	if pid := b.MachinePid(); pid > 0 {
+		_ = syscall.Kill(-pid, syscall.SIGKILL) // the machine's session: setsid made it its leader
+	}
 	if b.tb.Failed() {
 		calls, _ := os.ReadFile(filepath.Join(b.Dir, "calls.log"))
 		b.tb.Logf("ipmisim: BMC %s: ipmi_sim output (end):\n%s\nchassis calls:\n%s", b.Addr(), b.logTail(30), calls)
@@ -524,11 +571,26 @@ shift
 put() {
 	echo "$2" > "$dir/$1.tmp" && mv "$dir/$1.tmp" "$dir/$1"
 }
+# With a machine (machine.sh), power is whether it runs: started in a session of its own, its
+# output in a file (ipmi_sim reads this script's output until every writer closes it).
+running() {
+	pid=$(cat "$dir/machine.pid" 2>/dev/null) && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
+		! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null
+}
+machine() {
+	if [ "$1" = 1 ]; then
+		running || { setsid "$dir/machine.sh" >>"$dir/machine.log" 2>&1 </dev/null & echo $! > "$dir/machine.pid"; }
+	elif running; then
+		kill -KILL "-$pid" 2>/dev/null
+		rm -f "$dir/machine.pid"
+	fi
+}
 case $op in
 get)
 	for p in "$@"; do
 		case $p in
-		power|boot) echo "$p:$(cat "$dir/$p")" ;;
+		power) if [ -f "$dir/machine.sh" ]; then if running; then echo power:1; else echo power:0; fi; else echo "power:$(cat "$dir/power")"; fi ;;
+		boot) echo "$p:$(cat "$dir/$p")" ;;
 		*) echo "ipmisim: cannot get $p"; exit 1 ;;
 		esac
 	done
@@ -536,7 +598,8 @@ get)
 set)
 	while [ $# -ge 2 ]; do
 		case $1 in
-		power|boot) put "$1" "$2" ;;
+		power) put power "$2"; [ -f "$dir/machine.sh" ] && machine "$2" ;;
+		boot) put boot "$2" ;;
 		reset) ;; # a reset pulse: the machine restarts, no state kept here changes
 		identify) ;;
 		*) echo "ipmisim: cannot set $1"; exit 1 ;;

@@ -3,7 +3,12 @@ package ipmisim
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -219,4 +224,37 @@ func session(ctx context.Context, t *testing.T, bmc *BMC) *client.Client {
 		}
 	})
 	return c
+}
+
+// With a Machine, power on starts it and power off kills it; a machine that exits is off.
+func TestSimMachine(t *testing.T) {
+	bmc := Start(t, Options{Machine: `echo started; exec sleep 30`})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := session(ctx, t, bmc)
+	if powerIsOn(ctx, t, c) || bmc.Power() != "off" {
+		t.Fatal("machine on at start")
+	}
+	control(ctx, t, c, chassis.ChassisControlPowerUp)
+	if !bmc.WaitPower("on", 5*time.Second) || !powerIsOn(ctx, t, c) {
+		t.Fatal("machine not on after power up")
+	}
+	pid := bmc.MachinePid()
+	control(ctx, t, c, chassis.ChassisControlPowerDown)
+	if !bmc.WaitPower("off", 5*time.Second) || powerIsOn(ctx, t, c) {
+		t.Fatal("machine still on after power down")
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		if stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); !strings.Contains(string(stat), "zombie") {
+			t.Fatalf("machine process %d still runs after power down", pid)
+		}
+	}
+	// A machine that ends by itself is off.
+	if err := os.WriteFile(filepath.Join(bmc.Dir, "machine.sh"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	control(ctx, t, c, chassis.ChassisControlPowerUp)
+	if !bmc.WaitPower("off", 5*time.Second) || powerIsOn(ctx, t, c) {
+		t.Fatal("a machine that exited is on")
+	}
 }

@@ -1,0 +1,322 @@
+package bootrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/power"
+	"go.uber.org/zap"
+)
+
+// Live runs a controller against real machines: it powers nodes through their controllers,
+// watches their boots through the boot servers, and journals every change.
+type Live struct {
+	Controller *Controller
+	// Names and Power are by node, in the controller's order.
+	Names   []string
+	Power   []power.Target
+	Servers Servers
+	Journal *Journal
+	// Resumed holds each node's last journal entry of an earlier run (nil: a new run).
+	Resumed []*JournalEntry
+	// ControlFile, when set, is read at every poll: "pause", "resume" or "abort" written there
+	// by `bootctl boot pause|resume|abort` reach the run.
+	ControlFile string
+	Poll        time.Duration // default 1 s
+	PowerOpts   power.RunOptions
+	Log         *zap.Logger
+	Now         func() time.Time // default time.Now
+	// Progress, when set, is told after every poll how many nodes are healthy or failed.
+	Progress func(done, total int)
+
+	start    time.Time
+	baseline []int
+	seen     map[string]NodeState
+	control  string
+	results  chan Event
+	wg       sync.WaitGroup
+	bmc      bmcPacer
+	sem      chan struct{}
+}
+
+// Run drives the run until every node is healthy or failed, or ctx ends (the journal keeps
+// where it stopped). It returns the nodes' records.
+func (l *Live) Run(ctx context.Context) ([]NodeRecord, error) {
+	if err := l.init(ctx); err != nil {
+		return nil, err
+	}
+	defer l.wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := l.act(ctx, l.Controller.Start(l.now())); err != nil {
+		return nil, err
+	}
+	tick := time.NewTicker(l.Poll)
+	defer tick.Stop()
+	for !l.Controller.Done() {
+		var err error
+		select {
+		case <-ctx.Done():
+			return l.Controller.Records(), ctx.Err()
+		case ev := <-l.results:
+			err = l.act(ctx, l.Controller.Handle(l.now(), ev))
+		case <-tick.C:
+			err = l.poll(ctx)
+		}
+		if err != nil {
+			return l.Controller.Records(), err
+		}
+	}
+	return l.Controller.Records(), l.Journal.Sync()
+}
+
+func (l *Live) now() float64 { return l.Now().Sub(l.start).Seconds() }
+
+// init reads the servers once: a node healthy now is skipped (or, resumed, kept as the journal
+// has it), and every node's attempt count is the baseline its next boot is told apart by.
+func (l *Live) init(ctx context.Context) error {
+	if l.Now == nil {
+		l.Now = time.Now
+	}
+	if l.Poll <= 0 {
+		l.Poll = time.Second
+	}
+	if l.Log == nil {
+		l.Log = zap.NewNop()
+	}
+	l.start = l.Now()
+	l.results = make(chan Event, len(l.Names))
+	l.bmc = bmcPacer{next: map[string]time.Time{}, interval: l.PowerOpts.MinInterval}
+	l.sem = make(chan struct{}, max(1, l.PowerOpts.FanOut))
+	states, err := l.Servers.States(ctx)
+	if err != nil {
+		return err
+	}
+	l.seen = states
+	l.baseline = make([]int, len(l.Names))
+	for i, name := range l.Names {
+		st := states[name]
+		l.baseline[i] = st.Attempt
+		if err := l.restore(i, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restore sets node i as the journal left it; a node healthy on the servers and not in flight
+// in the journal is skipped.
+func (l *Live) restore(i int, st NodeState) error {
+	c := l.Controller
+	if l.Resumed != nil && l.Resumed[i] != nil {
+		e := l.Resumed[i]
+		l.baseline[i] = e.Baseline
+		r := e.Record
+		if r.Phase == Powering {
+			r.Phase = Firmware // its answer was lost with the run: the boot servers will tell
+		}
+		if p, ok := phaseOf(st.State); ok && st.Attempt > e.Baseline && p > r.Phase && r.Phase < Healthy {
+			r.Phase = p
+		}
+		if r.Phase != Queued {
+			return c.Restore(l.now(), i, r)
+		}
+	}
+	if st.State == bootsrv.Healthy {
+		c.Handle(l.now(), Event{Kind: Observed, Node: i, Phase: Healthy})
+	}
+	return nil
+}
+
+// poll reads the servers and the control file and tells the controller what changed.
+func (l *Live) poll(ctx context.Context) error {
+	if err := l.readControl(ctx); err != nil {
+		return err
+	}
+	states, err := l.Servers.States(ctx)
+	if err != nil {
+		l.Log.Warn("boot servers unreadable; trying again at the next poll", zap.Error(err))
+		return l.act(ctx, l.Controller.Handle(l.now(), Event{Kind: Tick}))
+	}
+	l.seen = states
+	recs := l.Controller.Records()
+	for i, name := range l.Names {
+		r := recs[i]
+		if r.Phase < Powering || r.Phase >= Healthy {
+			continue
+		}
+		st, ok := states[name]
+		p, known := phaseOf(st.State)
+		if !ok || !known || st.Attempt <= l.baseline[i] || p <= r.Phase && p != Failed {
+			continue
+		}
+		if err := l.act(ctx, l.Controller.Handle(l.now(), Event{Kind: Observed, Node: i, Phase: p})); err != nil {
+			return err
+		}
+	}
+	if err := l.act(ctx, l.Controller.Handle(l.now(), Event{Kind: Tick})); err != nil {
+		return err
+	}
+	if l.Progress != nil {
+		l.Progress(l.finished(), len(l.Names))
+	}
+	return nil
+}
+
+func (l *Live) finished() int {
+	n := 0
+	for _, r := range l.Controller.Records() {
+		if r.Phase >= Healthy {
+			n++
+		}
+	}
+	return n
+}
+
+// readControl passes a new word of the control file to the controller.
+func (l *Live) readControl(ctx context.Context) error {
+	if l.ControlFile == "" {
+		return nil
+	}
+	data, err := os.ReadFile(l.ControlFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("control file: %w", err)
+	}
+	word := strings.TrimSpace(string(data))
+	if word == l.control {
+		return nil
+	}
+	l.control = word
+	kind, ok := map[string]EventKind{"pause": Pause, "resume": Resume, "abort": Abort}[word]
+	if !ok {
+		l.Log.Warn("control file: unknown word; want pause, resume or abort", zap.String("word", word))
+		return nil
+	}
+	l.Log.Info("operator: "+word, zap.String("file", l.ControlFile))
+	return l.act(ctx, l.Controller.Handle(l.now(), Event{Kind: kind}))
+}
+
+// act carries out the controller's actions and journals every node they touch.
+func (l *Live) act(ctx context.Context, acts []Action) error {
+	recs := l.Controller.Records()
+	for _, a := range acts {
+		switch a.Kind {
+		case PowerOn, Cycle:
+			l.baseline[a.Node] = l.seen[l.Names[a.Node]].Attempt
+			l.Log.Info("powering on", zap.String("node", l.Names[a.Node]), zap.Int("attempt", a.Attempt), zap.Stringer("action", a.Kind))
+			l.powerOn(ctx, a.Node, a.Kind == Cycle)
+		case GiveUp:
+			l.Log.Warn("giving up on a node", zap.String("node", l.Names[a.Node]), zap.String("class", string(a.Class)), zap.Int("attempts", a.Attempt))
+		case Paused:
+			l.Log.Warn("admission paused", zap.String("reason", a.Reason))
+		}
+		if a.Kind <= GiveUp {
+			l.Journal.Add(JournalEntry{Node: a.Node, Record: recs[a.Node], Baseline: l.baseline[a.Node]})
+		}
+	}
+	return l.Journal.Sync()
+}
+
+// powerOn arms the node's reboot on its server, sets its next boot to the network and powers
+// it on (or cycles it), in the background within the fan-out and each BMC's pace; the answer
+// comes back as an event.
+func (l *Live) powerOn(ctx context.Context, i int, cycle bool) {
+	t := l.Power[i]
+	server := l.seen[l.Names[i]].Server
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		select {
+		case l.sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		defer func() { <-l.sem }()
+		if err := l.Servers.ArmReboot(ctx, t.Node, server); err != nil {
+			l.Log.Warn("arming the reboot", zap.String("node", t.Node), zap.Error(err))
+		}
+		err := l.bmc.wait(ctx, t.BMC)
+		if err == nil {
+			err = switchOn(ctx, t.Controller, cycle, l.PowerOpts)
+		}
+		ev := Event{Kind: PowerAnswered, Node: i}
+		if err != nil {
+			ev.Class = classOf(err)
+			l.Log.Warn("power-on failed", zap.String("node", t.Node), zap.String("class", string(ev.Class)), zap.Error(err))
+		}
+		select {
+		case l.results <- ev:
+		case <-ctx.Done():
+		}
+	}()
+}
+
+func switchOn(ctx context.Context, ctl power.Controller, cycle bool, opts power.RunOptions) error {
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	mode := opts.Mode
+	if mode == "" {
+		mode = power.Legacy
+	}
+	if err := ctl.PXENext(ctx, mode); err != nil {
+		return err
+	}
+	if cycle {
+		return ctl.Cycle(ctx)
+	}
+	return ctl.On(ctx)
+}
+
+// classOf maps a power error to the run's failure class.
+func classOf(err error) Class {
+	switch power.Classify(err) {
+	case power.Unreachable:
+		return BMCUnreachable
+	case power.AuthRefused:
+		return BMCAuth
+	case power.Busy:
+		return BMCBusy
+	case power.TimedOut:
+		return BMCTimeout
+	}
+	return BMCError
+}
+
+// bmcPacer spaces the actions on one BMC by interval.
+type bmcPacer struct {
+	mu       sync.Mutex
+	next     map[string]time.Time
+	interval time.Duration
+}
+
+func (p *bmcPacer) wait(ctx context.Context, bmc string) error {
+	p.mu.Lock()
+	now := time.Now()
+	at := p.next[bmc]
+	if at.Before(now) {
+		at = now
+	}
+	p.next[bmc] = at.Add(p.interval)
+	p.mu.Unlock()
+	if d := time.Until(at); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,199 @@
+package bootrun
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/power"
+)
+
+// fakeFleet is boot servers and machines in one: a machine powered on boots through the
+// server states in steps of tick, unless it is broken.
+type fakeFleet struct {
+	mu     sync.Mutex
+	states map[string]NodeState
+	armed  map[string]bool
+	ons    map[string][]time.Time
+	tick   time.Duration
+	broken map[string]bool
+}
+
+func (f *fakeFleet) States(context.Context) (map[string]NodeState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]NodeState, len(f.states))
+	for k, v := range f.states {
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (f *fakeFleet) ArmReboot(_ context.Context, name, _ string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.armed[name] = true
+	return nil
+}
+
+// boot plays node's boot after a power-on: a new attempt only if its reboot was armed or it is
+// not booted (as a boot server does).
+func (f *fakeFleet) boot(name string) {
+	f.mu.Lock()
+	f.ons[name] = append(f.ons[name], time.Now())
+	st := f.states[name]
+	if f.broken[name] || st.State >= bootsrv.Booted && !f.armed[name] {
+		f.mu.Unlock()
+		return
+	}
+	f.armed[name] = false
+	attempt := st.Attempt + 1
+	f.mu.Unlock()
+	go func() {
+		for _, s := range []bootsrv.State{bootsrv.Discover, bootsrv.Kernel, bootsrv.Initrd, bootsrv.Healthy} {
+			time.Sleep(f.tick)
+			f.mu.Lock()
+			f.states[name] = NodeState{State: s, Attempt: attempt}
+			f.mu.Unlock()
+		}
+	}()
+}
+
+type fakeBMC struct {
+	f    *fakeFleet
+	name string
+}
+
+func (b fakeBMC) On(context.Context) error                    { b.f.boot(b.name); return nil }
+func (b fakeBMC) Cycle(context.Context) error                 { b.f.boot(b.name); return nil }
+func (b fakeBMC) Off(context.Context) error                   { return nil }
+func (b fakeBMC) Status(context.Context) (power.State, error) { return power.On, nil }
+func (b fakeBMC) PXENext(context.Context, power.BootMode) error {
+	return nil
+}
+
+func liveRun(t *testing.T, f *fakeFleet, names []string, journal string, resume bool) *Live {
+	t.Helper()
+	nodes := make([]Node, len(names))
+	targets := make([]power.Target, len(names))
+	for i, n := range names {
+		nodes[i] = Node{Name: n, Resources: []int32{0}}
+		targets[i] = power.Target{Node: n, BMC: "bmc-" + n, Controller: fakeBMC{f, n}}
+	}
+	c, err := New(Config{Caps: []int{2}, Expect: Expect{Power: 1, Firmware: 0.2, Transfer: 0.2, Health: 0.2}, Factor: 2, Margin: 0.5, RetryDelay: 0.1, MaxAttempts: 2}, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Live{Controller: c, Names: names, Power: targets, Servers: f, Poll: 10 * time.Millisecond, PowerOpts: power.RunOptions{FanOut: 4}}
+	if resume {
+		l.Journal, l.Resumed, err = ResumeJournal(journal, names)
+	} else {
+		l.Journal, err = CreateJournal(journal, names)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Journal.Close() })
+	return l
+}
+
+// A live run boots every node at most two at a time, skips the healthy one, gives up on the
+// broken one; stopped midway and resumed from its journal, it powers no healthy node again.
+func TestLiveResume(t *testing.T) {
+	names := []string{"a", "b", "c", "d", "e", "f", "g"}
+	f := &fakeFleet{states: map[string]NodeState{"g": {State: bootsrv.Healthy, Attempt: 3}}, armed: map[string]bool{},
+		ons: map[string][]time.Time{}, tick: 20 * time.Millisecond, broken: map[string]bool{"f": true}}
+	for _, n := range names[:6] {
+		f.states[n] = NodeState{State: bootsrv.Pending}
+	}
+	journal := filepath.Join(t.TempDir(), "run.journal")
+	ctx, cancel := context.WithCancel(context.Background())
+	l := liveRun(t, f, names, journal, false)
+	go func() {
+		for {
+			time.Sleep(5 * time.Millisecond)
+			if st, _ := f.States(ctx); st["a"].State == bootsrv.Healthy {
+				cancel()
+				return
+			}
+		}
+	}()
+	if _, err := l.Run(ctx); err == nil {
+		t.Fatal("the first run was not stopped")
+	}
+	l.Journal.Close()
+	recs, err := liveRun(t, f, names, journal, true).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		want := map[string]Phase{"f": Failed}[r.Name]
+		if want == Queued {
+			want = Healthy
+		}
+		if r.Phase != want || r.Name == "g" && !r.Skipped || r.Name == "f" && r.Class != NoDHCP {
+			t.Errorf("node %+v", r)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range names {
+		want := map[string]int{"f": 2, "g": 0}[n]
+		if n != "f" && n != "g" {
+			want = 1
+		}
+		if len(f.ons[n]) != want {
+			t.Errorf("node %s powered on %d times, want %d", n, len(f.ons[n]), want)
+		}
+	}
+}
+
+func TestJournalDamage(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "j")
+	j, err := CreateJournal(path, []string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Add(JournalEntry{Node: 1, Record: NodeRecord{Name: "b", Phase: Healthy, Attempts: 1}, Baseline: 4})
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CreateJournal(path, []string{"a"}); err == nil || !strings.Contains(err.Error(), "exists") {
+		t.Errorf("create over a journal: %v", err)
+	}
+	good, _ := os.ReadFile(path)
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"torn last line", string(good) + `{"node":0,"rec`, ""},
+		{"damaged line", string(good) + "{oops}\n", "j:3:"},
+		{"other node", string(good) + `{"node":0,"record":{"name":"z","phase":"healthy"}}` + "\n", "j:3: node 0 (z) is not the run's"},
+		{"not a journal", "hello\n", "j:1: not a boot run journal"},
+		{"empty", "", "empty"},
+		{"bad phase", string(good) + `{"node":0,"record":{"name":"a","phase":"flying"}}` + "\n", `unknown run phase "flying"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.WriteFile(path, []byte(tc.text), 0o600)
+			c, err := ReadJournal(path)
+			if tc.want == "" {
+				if err != nil || c.Last[1] == nil || c.Last[1].Baseline != 4 || c.Last[1].Record.Phase != Healthy {
+					t.Fatalf("%v %+v", err, c)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+	os.WriteFile(path, good, 0o600)
+	if _, _, err := ResumeJournal(path, []string{"a", "c"}); err == nil || !strings.Contains(err.Error(), "2 other nodes") {
+		t.Errorf("resume of other nodes: %v", err)
+	}
+}

@@ -1,0 +1,116 @@
+package bootrun
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/bootfabric/bootfabric/fabricsim"
+	"github.com/bootfabric/bootfabric/mapping"
+	"github.com/bootfabric/bootfabric/topology"
+)
+
+// PredictInput is what a predicted run is made of: the batch on its machine, what each node
+// fetches, the admission limits and the controller's configuration.
+type PredictInput struct {
+	Graph  *topology.Graph
+	Router topology.Router // nil: the graph's tree routes
+	Assign *mapping.Assignment
+	Batch  []int
+	Flow   fabricsim.FlowConfig
+	Limits *Limits
+	Config Config
+	// PostSeconds is the firmware's time from power-on to its first DHCP request.
+	PostSeconds float64
+}
+
+// Prediction is a run predicted in simulated time by the controller that will run it.
+type Prediction struct {
+	// Makespan is when the last node is healthy, from the first power-on.
+	Makespan float64 `json:"makespan_seconds"`
+	// PeakInFlight is the most nodes in flight at once.
+	PeakInFlight int          `json:"peak_in_flight"`
+	Records      []NodeRecord `json:"nodes"`
+	// Events counts the controller's decisions (its events).
+	Events int                   `json:"-"`
+	Flow   *fabricsim.FlowResult `json:"-"`
+}
+
+// Predict runs the controller against the flow simulator: a node powers on when the controller
+// admits it, reaches its first DHCP request PostSeconds later, and frees its capacity when its
+// last file is in.
+func Predict(ctx context.Context, in PredictInput) (*Prediction, error) {
+	if in.Limits == nil || len(in.Limits.Nodes) != len(in.Batch) {
+		return nil, fmt.Errorf("boot prediction: limits for %d nodes, batch of %d", lenNodes(in.Limits), len(in.Batch))
+	}
+	if !(in.PostSeconds >= 0) || math.IsInf(in.PostSeconds, 0) {
+		return nil, fmt.Errorf("boot prediction: firmware time %v: want a finite number of seconds", in.PostSeconds)
+	}
+	nodes := make([]Node, len(in.Batch))
+	for i, n := range in.Batch {
+		nodes[i] = Node{Name: in.Graph.VertexName(in.Graph.Nodes()[n]), Resources: in.Limits.Nodes[i]}
+	}
+	cfg := in.Config
+	cfg.Caps, cfg.Factor = in.Limits.Caps, math.Inf(1) // nothing is late in a simulation
+	c, err := New(cfg, nodes)
+	if err != nil {
+		return nil, err
+	}
+	plant := &simPlant{c: c, post: in.PostSeconds}
+	flow := in.Flow
+	flow.Arrivals, flow.Admit = nil, plant
+	res, err := fabricsim.Simulate(ctx, in.Graph, in.Router, in.Assign, in.Batch, flow)
+	if err != nil {
+		return nil, fmt.Errorf("boot prediction: %w", err)
+	}
+	recs := c.Records()
+	for i, nr := range res.NodeResults {
+		recs[i].BootAt, recs[i].HealthAt = nr.DoneSeconds-flow.HealthSeconds, nr.DoneSeconds
+	}
+	return &Prediction{Makespan: res.BatchSeconds, PeakInFlight: plant.peak, Records: recs, Events: c.Events(), Flow: res}, nil
+}
+
+func lenNodes(l *Limits) int {
+	if l == nil {
+		return 0
+	}
+	return len(l.Nodes)
+}
+
+// simPlant is the simulated machine the controller drives: every BMC answers at once, every
+// node boots as the flow model says.
+type simPlant struct {
+	c       *Controller
+	post    float64
+	started bool
+	peak    int
+	on      []fabricsim.Arrival
+	answer  []int
+}
+
+func (p *simPlant) Admit(now float64, finished []int) ([]fabricsim.Arrival, float64) {
+	p.on = p.on[:0]
+	if !p.started {
+		p.started = true
+		p.act(now, p.c.Start(now))
+	}
+	for _, i := range finished {
+		p.act(now, p.c.Handle(now, Event{Kind: Observed, Node: i, Phase: Booted}))
+		p.act(now, p.c.Handle(now, Event{Kind: Observed, Node: i, Phase: Healthy}))
+	}
+	for k := 0; k < len(p.answer); k++ { // act appends: the length is read every time
+		p.act(now, p.c.Handle(now, Event{Kind: PowerAnswered, Node: p.answer[k]}))
+	}
+	p.answer = p.answer[:0]
+	p.peak = max(p.peak, p.c.InFlight())
+	return p.on, math.Inf(1)
+}
+
+func (p *simPlant) act(now float64, acts []Action) {
+	for _, a := range acts {
+		if a.Kind == PowerOn || a.Kind == Cycle {
+			p.on = append(p.on, fabricsim.Arrival{Pos: a.Node, At: now + p.post})
+			p.answer = append(p.answer, a.Node)
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package bootrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/bootfabric/bootfabric/bootsrv"
+)
+
+// NodeState is a node's boot as the boot servers see it.
+type NodeState struct {
+	State   bootsrv.State
+	Attempt int
+	Server  string // the server whose record this is ("" when unknown)
+}
+
+// Servers is what a live run needs of the boot servers.
+type Servers interface {
+	// States returns the state of every node the servers know, by name.
+	States(ctx context.Context) (map[string]NodeState, error)
+	// ArmReboot makes the node's next DHCP request start a new boot attempt, even from booted
+	// or healthy (a server keeps those states through a stray DISCOVER otherwise).
+	ArmReboot(ctx context.Context, name, server string) error
+}
+
+// HTTPServers reads the status API of one boot server or of every server of a fleet.
+type HTTPServers struct {
+	URLs  []string
+	HTTP  *http.Client
+	Token string // the operator token that arming a reboot needs
+}
+
+// States asks every server; of a node several report, the latest attempt wins. A server that
+// does not answer is skipped while another does.
+func (h *HTTPServers) States(ctx context.Context) (map[string]NodeState, error) {
+	out := map[string]NodeState{}
+	var errs []error
+	for _, u := range h.URLs {
+		res, err := (&bootsrv.Client{BaseURL: u, HTTP: h.HTTP}).Nodes(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", u, err))
+			continue
+		}
+		for _, n := range res.Nodes {
+			if old, ok := out[n.Name]; ok && old.Attempt > n.Attempt {
+				continue
+			}
+			out[n.Name] = NodeState{State: n.State, Attempt: n.Attempt, Server: u}
+		}
+	}
+	if len(errs) == len(h.URLs) {
+		return nil, fmt.Errorf("boot servers: none answered: %w", errors.Join(errs...))
+	}
+	return out, nil
+}
+
+// ArmReboot asks the server that holds the node, or every server when none is known.
+func (h *HTTPServers) ArmReboot(ctx context.Context, name, server string) error {
+	urls := h.URLs
+	if server != "" {
+		urls = []string{server}
+	}
+	var errs []error
+	for _, u := range urls {
+		if _, err := (&bootsrv.Client{BaseURL: u, HTTP: h.HTTP}).Reboot(ctx, name, h.Token); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == len(urls) {
+		return fmt.Errorf("arming the reboot of %s: %w", name, errors.Join(errs...))
+	}
+	return nil
+}
+
+// phaseOf is the run phase a server state shows: the node fetching (Loading), its files in
+// (Booted: the initrd is the last file, and a booted kernel's DHCP comes after it), healthy or
+// failed. ok is false for pending, a state that says nothing of the new attempt.
+func phaseOf(s bootsrv.State) (Phase, bool) {
+	switch s {
+	case bootsrv.Discover, bootsrv.Offered, bootsrv.Bound, bootsrv.NBP, bootsrv.Kernel:
+		return Loading, true
+	case bootsrv.Initrd, bootsrv.Booted:
+		return Booted, true
+	case bootsrv.Healthy:
+		return Healthy, true
+	case bootsrv.Failed:
+		return Failed, true
+	}
+	return 0, false
+}

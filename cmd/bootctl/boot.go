@@ -1,0 +1,223 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/bootfabric/bootfabric/bootrun"
+	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/fabricsim"
+	"github.com/bootfabric/bootfabric/mapping"
+	"github.com/bootfabric/bootfabric/topology"
+	"github.com/bootfabric/bootfabric/units"
+	"github.com/urfave/cli/v2"
+)
+
+// bootCommand is `bootctl boot NODES`: a planned batch boot of real machines, run as a closed
+// loop, or predicted with --dry-run by the same controller.
+func bootCommand(e *env) *cli.Command {
+	journalFlag := &cli.StringFlag{Name: "journal", Aliases: []string{"j"}, Required: true, Usage: "the run's journal file"}
+	control := func(word, usage string) *cli.Command {
+		return &cli.Command{Name: word, Usage: usage, Flags: []cli.Flag{journalFlag},
+			Action: func(c *cli.Context) error { return bootControl(e, c, word) }}
+	}
+	return &cli.Command{
+		Name: "boot", Usage: "power nodes on through their BMCs and boot them as capacity frees (--dry-run: predict it)",
+		ArgsUsage: "NODES",
+		Description: "NODES: names with ranges (node[001-128], s0-b[0-3]-n[0-7]), comma-separated, @FILE, or all.\n" +
+			"Nodes are admitted as capacity frees: at most as many in flight (powered, files not yet in)\n" +
+			"behind each boot server link and bottleneck segment as keeps each above --floor-mbps. A node\n" +
+			"late in a phase (factor x prediction + margin) is power cycled, up to --max-attempts; the run\n" +
+			"pauses when too many fail. Nodes already healthy are skipped. The journal keeps the run:\n" +
+			"rerun with --resume after an interruption.",
+		Flags:  bootRunFlags(),
+		Action: func(c *cli.Context) error { return bootAction(e, c) },
+		Subcommands: []*cli.Command{
+			{Name: "status", Usage: "show a run from its journal", Flags: []cli.Flag{journalFlag, outputFlag("table", "json", "yaml")},
+				Action: func(c *cli.Context) error { return bootStatus(e, c) }},
+			control("pause", "stop admitting nodes (nodes in flight go on)"),
+			control("resume", "admit nodes again (also after the circuit breaker paused the run)"),
+			control("abort", "give up every node not yet powered; nodes in flight finish"),
+		},
+	}
+}
+
+func bootRunFlags() []cli.Flag {
+	return append(powerFlags(),
+		&cli.StringSliceFlag{Name: "server", Aliases: []string{"s"}, EnvVars: []string{"BOOTCTL_SERVER"},
+			Usage: "boot server HTTP URL whose status API shows the nodes' boots (repeat for a fleet)"},
+		&cli.StringFlag{Name: "token-file", EnvVars: []string{"BOOTCTL_TOKEN_FILE"}, Usage: "operator token file (the servers' http.operator_token_file): arms each node's reboot"},
+		&cli.StringFlag{Name: "journal", Aliases: []string{"j"}, Usage: "the run's journal file (required unless --dry-run)"},
+		&cli.BoolFlag{Name: "resume", Usage: "continue the run of --journal: healthy nodes are not powered again"},
+		&cli.BoolFlag{Name: "dry-run", Usage: "print the schedule and the predicted timeline; power nothing"},
+		&cli.IntFlag{Name: "max-in-flight", Usage: "cap on the nodes in flight in all (0: only the per-link caps)"},
+		&cli.Float64Flag{Name: "floor-mbps", Usage: "per-node bandwidth floor the caps keep (0: the rate at which the boot files take 60 s)"},
+		&cli.StringFlag{Name: "image-size", Value: "50MB", Usage: "kernel + initrd size the prediction and the transfer deadline use"},
+		&cli.StringFlag{Name: "protocol", Value: "http", Usage: "protocol of the kernel and initrd: http or tftp"},
+		&cli.DurationFlag{Name: "post", Value: 60 * time.Second, Usage: "firmware time from power-on to the first DHCP request"},
+		&cli.DurationFlag{Name: "health-time", Value: 120 * time.Second, Usage: "time from the last boot file to the health report"},
+		&cli.Float64Flag{Name: "deadline-factor", Value: 3, Usage: "a phase's deadline: this times its expected time, plus --deadline-margin"},
+		&cli.DurationFlag{Name: "deadline-margin", Value: 30 * time.Second, Usage: "added to every phase deadline"},
+		&cli.IntFlag{Name: "max-attempts", Value: 3, Usage: "power-ons of one node before it is given up"},
+		&cli.DurationFlag{Name: "poll", Value: time.Second, Usage: "how often the boot servers are read"},
+	)
+}
+
+// bootSetup is what a run or its prediction is made of.
+type bootSetup struct {
+	inv    *bootsrv.Inventory
+	nodes  []*bootsrv.InventoryNode
+	g      *topology.Graph
+	a      *mapping.Assignment
+	batch  []int
+	flow   fabricsim.FlowConfig
+	limits *bootrun.Limits
+	cfg    bootrun.Config
+	post   float64
+	server []string // each node's boot server name
+}
+
+func bootAction(e *env, c *cli.Context) error {
+	format, err := outputFormat(c, "table", "json", "yaml")
+	if err != nil {
+		return err
+	}
+	s, err := loadBootSetup(c)
+	if err != nil {
+		return err
+	}
+	pred, err := bootrun.Predict(c.Context, bootrun.PredictInput{Graph: s.g, Assign: s.a, Batch: s.batch, Flow: s.flow,
+		Limits: s.limits, Config: s.cfg, PostSeconds: s.post})
+	if err != nil {
+		return err
+	}
+	if c.Bool("dry-run") {
+		return writeBootPlan(e, format, s, pred)
+	}
+	return bootLive(e, c, format, s, pred)
+}
+
+// loadBootSetup reads the configuration and NODES, and makes the limits and the controller's
+// configuration; nothing is asked of a BMC or a server.
+func loadBootSetup(c *cli.Context) (*bootSetup, error) {
+	if c.NArg() != 1 {
+		return nil, badInput("boot: give the NODES (ranges, comma lists, @FILE or all) as one argument (got %d)", c.NArg())
+	}
+	s := &bootSetup{}
+	algo, servers, err := bootMachine(c, s)
+	if err != nil {
+		return nil, err
+	}
+	if s.nodes, err = selectNodes(s.inv, c.Args().First()); err != nil {
+		return nil, err
+	}
+	if s.a, err = bootsrv.Assignment(s.g.Hierarchy(), algo, len(servers), nil, nil); err != nil {
+		return nil, badInput("--config: mapping: %w", err)
+	}
+	for _, n := range s.nodes {
+		s.batch = append(s.batch, n.Index)
+		s.server = append(s.server, servers[s.a.Server[n.Index]])
+	}
+	if err := bootFlow(c, s); err != nil {
+		return nil, err
+	}
+	if s.limits, err = bootrun.ComputeLimits(s.g, nil, s.a, s.batch, s.flow, c.Float64("floor-mbps")); err != nil {
+		return nil, badInput("--floor-mbps: %w", err)
+	}
+	return s, bootConfig(c, s)
+}
+
+// bootMachine loads the configuration's machine and inventory; it returns the mapping and the
+// servers' names.
+func bootMachine(c *cli.Context, s *bootSetup) (string, []string, error) {
+	path := c.String("config")
+	if c.IsSet("inventory") || c.IsSet("topology") {
+		return "", nil, badInput("boot: --config gives the machine and the inventory; drop --inventory and --topology")
+	}
+	if path == "" {
+		return "", nil, badInput("--config: required: the boot servers' configuration (its topology, mapping, servers and inventory)")
+	}
+	cfg, err := bootsrv.LoadConfig(path)
+	if err != nil {
+		return "", nil, configError(err)
+	}
+	m, err := topology.Load(cfg.Topology)
+	if err != nil {
+		return "", nil, badInput("%s: topology: %w", path, err)
+	}
+	if s.g, err = m.Build(); err != nil {
+		return "", nil, badInput("%s: topology %s: %w", path, cfg.Topology, err)
+	}
+	if s.inv, err = bootsrv.LoadInventory(cfg.Inventory, s.g.Hierarchy()); err != nil {
+		return "", nil, asBadInput(err)
+	}
+	if len(cfg.Servers) == 0 || len(cfg.Servers) > len(s.g.Servers()) {
+		// The model places server i at the machine's boot server i: there must be one.
+		return "", nil, badInput("%s: %d servers for a machine of %d boot servers", path, len(cfg.Servers), len(s.g.Servers()))
+	}
+	names := make([]string, len(cfg.Servers))
+	for i, sv := range cfg.Servers {
+		names[i] = cmp.Or(sv.Name, fmt.Sprintf("bs%d", i))
+	}
+	return cmp.Or(cfg.Mapping, "bcda"), names, nil
+}
+
+func bootFlow(c *cli.Context, s *bootSetup) error {
+	size, err := units.ParseSize(c.String("image-size"))
+	if err != nil {
+		return badInput("--image-size: %w", err)
+	}
+	proto, err := fabricsim.ParseProtocol(c.String("protocol"))
+	if err != nil || proto == fabricsim.Uncapped {
+		return badInput("--protocol: %q: want http or tftp", c.String("protocol"))
+	}
+	s.flow = fabricsim.BootFlowConfig(size, proto)
+	s.post = c.Duration("post").Seconds()
+	if s.post < 0 || c.Duration("health-time") < 0 {
+		return badInput("--post and --health-time must not be negative")
+	}
+	return nil
+}
+
+// bootConfig makes the controller's configuration: caps from the limits, deadlines from the
+// expected phase times.
+func bootConfig(c *cli.Context, s *bootSetup) error {
+	f := c.Float64("deadline-factor")
+	if !(f > 0) || math.IsInf(f, 0) {
+		return badInput("--deadline-factor: %v: want a positive number", f)
+	}
+	if c.Int("max-attempts") < 1 || c.Int("max-in-flight") < 0 || c.Duration("deadline-margin") < 0 {
+		return badInput("--max-attempts must be at least 1, --max-in-flight and --deadline-margin not negative")
+	}
+	mb := 0.0
+	for _, file := range s.flow.Files {
+		mb += file.Bytes * 8 / 1e6
+	}
+	s.cfg = bootrun.Config{Caps: s.limits.Caps, MaxInFlight: c.Int("max-in-flight"),
+		Expect: bootrun.Expect{Power: c.Duration("timeout").Seconds(), Firmware: s.post,
+			Transfer: mb / s.limits.FloorMbps, Health: c.Duration("health-time").Seconds()},
+		Factor: f, Margin: max(c.Duration("deadline-margin").Seconds(), 1e-3), MaxAttempts: c.Int("max-attempts")}
+	if _, err := bootrun.New(s.cfg, nil); err != nil {
+		return badInput("%w", err)
+	}
+	return nil
+}
+
+// bootNames lists the run's node names in order.
+func (s *bootSetup) names() []string {
+	out := make([]string, len(s.nodes))
+	for i, n := range s.nodes {
+		out[i] = n.Name
+	}
+	return out
+}
+
+func (s *bootSetup) controller() (*bootrun.Controller, error) {
+	nodes := make([]bootrun.Node, len(s.nodes))
+	for i, n := range s.nodes {
+		nodes[i] = bootrun.Node{Name: n.Name, Resources: s.limits.Nodes[i]}
+	}
+	return bootrun.New(s.cfg, nodes)
+}

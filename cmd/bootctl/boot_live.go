@@ -1,0 +1,243 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/bootfabric/bootfabric/bootrun"
+	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/urfave/cli/v2"
+	"go.uber.org/zap"
+)
+
+// bootLive runs the boot of real machines and prints what it came to.
+func bootLive(e *env, c *cli.Context, format string, s *bootSetup, pred *bootrun.Prediction) error {
+	journalPath, servers := c.String("journal"), c.StringSlice("server")
+	if journalPath == "" || len(servers) == 0 {
+		return badInput("boot: give --journal FILE and --server URL (or --dry-run)")
+	}
+	opts, err := powerRunOptions(c)
+	if err != nil {
+		return err
+	}
+	targets, err := nodeTargets(c, s.inv, s.nodes)
+	if err != nil {
+		return err
+	}
+	token := ""
+	if c.String("token-file") != "" {
+		if token, err = bootsrv.ReadOperatorToken(c.String("token-file")); err != nil {
+			return badInput("--token-file: %v", err)
+		}
+	}
+	ctl, err := s.controller()
+	if err != nil {
+		return badInput("%w", err)
+	}
+	live := &bootrun.Live{Controller: ctl, Names: s.names(), Power: targets, PowerOpts: opts,
+		Servers:     &bootrun.HTTPServers{URLs: servers, HTTP: &http.Client{Timeout: 10 * time.Second}, Token: token},
+		ControlFile: journalPath + ".control", Poll: c.Duration("poll"), Log: e.log}
+	if live.Journal, live.Resumed, err = openBootJournal(c, journalPath, live.Names); err != nil {
+		return err
+	}
+	defer live.Journal.Close()
+	bar := e.progressBar("boot", len(s.nodes), "nodes")
+	live.Progress = bar.Func()
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	started := time.Now()
+	recs, err := live.Run(ctx)
+	bar.Done()
+	if err != nil {
+		return fmt.Errorf("boot: %w (the journal %s keeps the run: rerun with --resume)", err, journalPath)
+	}
+	e.log.Info("boot run finished", zap.Duration("took", time.Since(started)))
+	return writeBootRun(e, format, bootRunOf(recs, pred, ctl.PausedBecause()))
+}
+
+func openBootJournal(c *cli.Context, path string, names []string) (*bootrun.Journal, []*bootrun.JournalEntry, error) {
+	if c.Bool("resume") {
+		j, last, err := bootrun.ResumeJournal(path, names)
+		return j, last, asBadInput(err)
+	}
+	j, err := bootrun.CreateJournal(path, names)
+	return j, nil, asBadInput(err)
+}
+
+// bootControl writes pause, resume or abort where the running boot reads it.
+func bootControl(e *env, c *cli.Context, word string) error {
+	path := c.String("journal")
+	if _, err := bootrun.ReadJournal(path); err != nil {
+		return badInput("--journal: %w", err)
+	}
+	if err := os.WriteFile(path+".control", []byte(word+"\n"), 0o600); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(e.stdout, "%s: asked; the run reads it at its next poll\n", word)
+	return err
+}
+
+// bootStatus shows a run from its journal.
+func bootStatus(e *env, c *cli.Context) error {
+	format, err := outputFormat(c, "table", "json", "yaml")
+	if err != nil {
+		return err
+	}
+	j, err := bootrun.ReadJournal(c.String("journal"))
+	if err != nil {
+		return badInput("--journal: %w", err)
+	}
+	recs := make([]bootrun.NodeRecord, len(j.Nodes))
+	for i, name := range j.Nodes {
+		recs[i] = bootrun.NodeRecord{Name: name}
+		if j.Last[i] != nil {
+			recs[i] = j.Last[i].Record
+		}
+	}
+	return writeBootRun(e, format, bootRunOf(recs, nil, ""))
+}
+
+// bootRunResult is what a run came to.
+type bootRunResult struct {
+	Nodes   int `json:"nodes"`
+	Healthy int `json:"healthy"`
+	Failed  int `json:"failed"`
+	Skipped int `json:"skipped"`
+	Pending int `json:"pending"`
+	// MakespanSeconds is when the last node powered by the run became healthy, from the
+	// run's start; PredictedSeconds what the dry run of the same nodes says.
+	MakespanSeconds  float64              `json:"makespan_seconds"`
+	PredictedSeconds float64              `json:"predicted_seconds,omitempty"`
+	Paused           string               `json:"paused,omitempty"`
+	Records          []bootrun.NodeRecord `json:"nodes_detail"`
+}
+
+func bootRunOf(recs []bootrun.NodeRecord, pred *bootrun.Prediction, paused string) bootRunResult {
+	r := bootRunResult{Nodes: len(recs), Records: recs, Paused: paused}
+	if pred != nil {
+		r.PredictedSeconds = pred.Makespan
+	}
+	for _, x := range recs {
+		switch {
+		case x.Skipped:
+			r.Skipped++
+		case x.Phase == bootrun.Healthy:
+			r.Healthy++
+			r.MakespanSeconds = max(r.MakespanSeconds, x.HealthAt)
+		case x.Phase == bootrun.Failed:
+			r.Failed++
+		default:
+			r.Pending++
+		}
+	}
+	return r
+}
+
+func writeBootRun(e *env, format string, r bootRunResult) error {
+	if format != "table" {
+		return writeData(e.stdout, format, r)
+	}
+	t := newTable(e.stdout)
+	t.row("NODE", "PHASE", "ATTEMPTS", "POWER", "DHCP", "FILES", "HEALTHY", "FAILURES")
+	for _, x := range r.Records {
+		fails := "-"
+		if len(x.Failures) > 0 {
+			fails = fmt.Sprint(x.Failures)
+		}
+		t.row(x.Name, cmp.Or(skipped(x), x.Phase.String()), x.Attempts, secs(x.PowerAt, x.Attempts > 0), secs(x.LoadAt, x.LoadAt > 0),
+			secs(x.BootAt, x.BootAt > 0), secs(x.HealthAt, x.Phase == bootrun.Healthy && !x.Skipped), fails)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(e.stdout, "\n%d nodes: %d healthy, %d failed, %d skipped (healthy before), %d not done; makespan %.1f s",
+		r.Nodes, r.Healthy, r.Failed, r.Skipped, r.Pending, r.MakespanSeconds)
+	if err == nil && r.PredictedSeconds > 0 {
+		_, err = fmt.Fprintf(e.stdout, " (predicted %.1f s)", r.PredictedSeconds)
+	}
+	if err == nil && r.Paused != "" {
+		_, err = fmt.Fprintf(e.stdout, "\npaused: %s", r.Paused)
+	}
+	if err == nil {
+		_, err = fmt.Fprintln(e.stdout)
+	}
+	if err == nil && r.Failed > 0 {
+		err = fmt.Errorf("boot: %d of %d nodes failed", r.Failed, r.Nodes)
+	}
+	return err
+}
+
+func skipped(x bootrun.NodeRecord) string {
+	if x.Skipped {
+		return "skipped"
+	}
+	return ""
+}
+
+func secs(v float64, ok bool) string {
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// bootPlan is the dry run's output: the limits, the schedule and the predicted timeline.
+type bootPlan struct {
+	Nodes            int           `json:"nodes"`
+	FloorMbps        float64       `json:"floor_mbps"`
+	Caps             []bootCap     `json:"caps"`
+	PredictedSeconds float64       `json:"predicted_seconds"`
+	PeakInFlight     int           `json:"peak_in_flight"`
+	Schedule         []bootPlanRow `json:"schedule"`
+}
+
+type bootCap struct {
+	Resource string `json:"resource"`
+	Nodes    int    `json:"nodes"`
+}
+
+type bootPlanRow struct {
+	Node    string  `json:"node"`
+	Server  string  `json:"server"`
+	PowerOn float64 `json:"power_on"`
+	Files   float64 `json:"files_in"`
+	Healthy float64 `json:"healthy"`
+}
+
+func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction) error {
+	out := bootPlan{Nodes: len(s.nodes), FloorMbps: s.limits.FloorMbps, PredictedSeconds: p.Makespan, PeakInFlight: p.PeakInFlight}
+	for i, name := range s.limits.Names {
+		out.Caps = append(out.Caps, bootCap{Resource: name, Nodes: s.limits.Caps[i]})
+	}
+	for i, r := range p.Records {
+		out.Schedule = append(out.Schedule, bootPlanRow{Node: r.Name, Server: s.server[i], PowerOn: round3(r.PowerAt), Files: round3(r.BootAt), Healthy: round3(r.HealthAt)})
+	}
+	if format != "table" {
+		return writeData(e.stdout, format, out)
+	}
+	fmt.Fprintf(e.stdout, "%d nodes; floor %.1f Mb/s per node; predicted makespan %.1f s; at most %d in flight\n",
+		out.Nodes, out.FloorMbps, out.PredictedSeconds, out.PeakInFlight)
+	if len(out.Caps) == 0 {
+		fmt.Fprintln(e.stdout, "no link binds: every node powers on at once")
+	}
+	t := newTable(e.stdout)
+	t.row("CAPPED", "IN FLIGHT")
+	for _, c := range out.Caps {
+		t.row(c.Resource, c.Nodes)
+	}
+	t.flush()
+	fmt.Fprintln(e.stdout)
+	t = newTable(e.stdout)
+	t.row("NODE", "SERVER", "POWER ON", "FILES IN", "HEALTHY")
+	for _, r := range out.Schedule {
+		t.row(r.Node, r.Server, fmt.Sprintf("%.1f", r.PowerOn), fmt.Sprintf("%.1f", r.Files), fmt.Sprintf("%.1f", r.Healthy))
+	}
+	return t.flush()
+}
+
+func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bootfabric/bootfabric/internal/testfix"
+)
+
+// bootConfig writes a configuration of two boot servers on the mini machine whose inventory is
+// the power fixture's.
+func (f *powerFixture) bootConfig(t *testing.T) string {
+	t.Helper()
+	return testfix.WriteFile(t, filepath.Join(f.dir, "boot.yaml"), []byte("servers:\n  - {name: bs0, address: 10.0.0.1}\n"+
+		"  - {name: bs1, address: 10.0.0.2}\ntopology: mini\nmapping: bcda\ninventory: inv.csv\n"))
+}
+
+// TestBootDryRun predicts a run: the same twice, byte for byte, with every node in the schedule
+// and the caps of a 400 MB image on mini's 100 Mb/s links.
+func TestBootDryRun(t *testing.T) {
+	f := newPowerFixture(t)
+	cfg := f.bootConfig(t)
+	ctx := context.Background()
+	args := []string{"boot", "--dry-run", "--config", cfg, "--image-size", "400MB", "--post", "5s", "-o", "json", "s0-b0-n[0-3]"}
+	code, out, errs := runBootctl(t, ctx, args...)
+	if code != 0 {
+		t.Fatalf("dry run: %d %s", code, errs)
+	}
+	_, again, _ := runBootctl(t, ctx, args...)
+	if out != again {
+		t.Error("two dry runs differ")
+	}
+	plan := decodeJSONOut[bootPlan](t, out)
+	if plan.Nodes != 4 || len(plan.Schedule) != 4 || len(plan.Caps) == 0 || plan.PeakInFlight != plan.Caps[0].Nodes {
+		t.Fatalf("plan %+v", plan)
+	}
+	// One board, one server link: 400 MB at the floor of 53 Mb/s (files in 60 s) fit one node at
+	// a time in a 100 Mb/s link, so the nodes power on one after another.
+	for i := 1; i < len(plan.Schedule); i++ {
+		if plan.Schedule[i].PowerOn < plan.Schedule[i-1].Files {
+			t.Errorf("node %s powered on at %.1f s, before %s had its files (%.1f s)", plan.Schedule[i].Node,
+				plan.Schedule[i].PowerOn, plan.Schedule[i-1].Node, plan.Schedule[i-1].Files)
+		}
+	}
+	code, table, _ := runBootctl(t, ctx, append(args[:len(args)-3], "s0-b0-n[0-3]")...)
+	if code != 0 || !strings.Contains(table, "predicted makespan") || !strings.Contains(table, "N5 bs0>cascade0") {
+		t.Errorf("table:\n%s", table)
+	}
+}
+
+// TestBootBadInput: every bad flag, node, file or inventory row is one line, exit 2, and no BMC
+// is asked.
+func TestBootBadInput(t *testing.T) {
+	f := newPowerFixture(t)
+	cfg := f.bootConfig(t)
+	open := filepath.Join(f.dir, "open.yaml")
+	os.WriteFile(open, []byte("default: {user: a, password: b}\n"), 0o644)
+	os.Chmod(open, 0o644)
+	testfix.WriteFile(t, filepath.Join(f.dir, "bad.csv"), []byte("name,mac,bmc,bmc_driver\ns0-b0-n0,52:54:00:00:00:01,10.1.0.1,redfsh\n"))
+	badCfg := testfix.WriteFile(t, filepath.Join(f.dir, "badcfg.yaml"), []byte("servers:\n  - {name: bs0, address: 10.0.0.1}\ntopology: mini\ninventory: bad.csv\n"))
+	journal := filepath.Join(f.dir, "run.journal")
+	live := func(creds string, more ...string) []string {
+		return append([]string{"boot", "--config", cfg, "--credentials", creds, "--exec-templates", f.templates,
+			"--journal", journal, "--server", "http://127.0.0.1:9"}, more...)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown node", live(f.creds, "s0-b0-n0,s9-b0-n0"), `NODES: "s9-b0-n0": not in the inventory`},
+		{"bad range", live(f.creds, "s0-b0-n[3-1]"), "runs backwards"},
+		{"no bmc", live(f.creds, "s0-b0-n[0-3]"), "inv.csv:5: node s0-b0-n3 has no bmc"},
+		{"credentials readable by others", live(open, "s0-b0-n0"), "mode 0644 lets others read it"},
+		{"driver misspelt", []string{"boot", "--config", badCfg, "--dry-run", "s0-b0-n0"}, `bad.csv:2: bmc_driver: "redfsh" is not a driver`},
+		{"no journal", []string{"boot", "--config", cfg, "--credentials", f.creds, "--server", "http://127.0.0.1:9", "s0-b0-n0"}, "give --journal FILE"},
+		{"no config", []string{"boot", "--dry-run", "s0-b0-n0"}, "--config: required"},
+		{"bad floor", live(f.creds, "--floor-mbps", "-1", "s0-b0-n0"), "floor -1 Mb/s"},
+		{"bad attempts", live(f.creds, "--max-attempts", "0", "s0-b0-n0"), "--max-attempts must be at least 1"},
+		{"bad protocol", live(f.creds, "--protocol", "nfs", "s0-b0-n0"), `--protocol: "nfs": want http or tftp`},
+		{"bad factor", live(f.creds, "--deadline-factor", "0", "s0-b0-n0"), "--deadline-factor: 0"},
+		{"resume without a journal", live(f.creds, "--resume", "s0-b0-n0"), "run.journal: no such file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { wantBadInput(t, ctx, tc.args, tc.want) })
+	}
+	if c := f.calls(t); c != "" {
+		t.Errorf("a BMC was asked after bad input:\n%s", c)
+	}
+	if _, err := os.Stat(journal); err == nil {
+		t.Error("a journal was left by a run refused for bad input")
+	}
+}
