@@ -205,8 +205,15 @@ func powerInventory(c *cli.Context) (*bootsrv.Inventory, error) {
 		}
 		topo, invFile = cfg.Topology, cfg.Inventory
 	}
-	if invFile == "" || topo == "" {
-		return nil, badInput("power: give --config, or --inventory with --topology")
+	if invFile == "" {
+		return nil, badInput("power: give --config, or --inventory (with --topology unless the machine is flat)")
+	}
+	if topo == "" { // the flat machine: the inventory alone
+		inv, _, err := bootsrv.LoadFlatInventory(invFile)
+		if err != nil {
+			return nil, asBadInput(err)
+		}
+		return inv, nil
 	}
 	m, err := topology.Load(topo)
 	if err != nil {
