@@ -47,8 +47,9 @@ type Machine struct {
 	Levels      []LevelSpec `yaml:"levels" json:"levels"`
 	Servers     ServerSpec  `yaml:"servers" json:"servers"`
 	// NodeNames, when set, name the nodes in position order instead of their positions (the
-	// admin's names of a flat machine, see Flat). Only code sets it: a machine file has positions.
-	NodeNames []string `yaml:"-" json:"-"`
+	// admin's names of a flat machine, see Flat). A machine file has positions; JSON keeps the
+	// names so that a test cluster's state file rebuilds the same namespaces.
+	NodeNames []string `yaml:"-" json:"node_names,omitempty"`
 }
 
 // Error is a problem in a machine description, located by file, line and field where known.
