@@ -79,3 +79,15 @@ func writeText(t *testing.T, path, text string) {
 		t.Fatal(err)
 	}
 }
+
+// TestServeCheckExamples: the README's quick-start configuration checks out, given a store and
+// iPXE binaries where the example's paths are.
+func TestServeCheckExamples(t *testing.T) {
+	f := newServeFiles(t, "off")
+	code, out, errs := runBootctl(t, context.Background(), "serve", "--check", "--config", "../../examples/serve/flat.yaml",
+		"--images", filepath.Join(f.dir, "images"), "--ipxe-dir", filepath.Join(f.dir, "ipxe"))
+	want := "../../examples/serve/flat.yaml: ok: server bs0 (0 of 1), flat machine, 4 inventory nodes, 4 owned (ncda), profiles [default], dhcp reservation\n"
+	if code != 0 || out != want {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 0 and %q", code, out, errs, want)
+	}
+}
