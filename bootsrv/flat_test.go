@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bootfabric/bootfabric/internal/testfix"
 )
 
 // flatInventoryCSV lists n nodes named node01.. with no position column, as an admin of a cluster
@@ -71,5 +73,48 @@ func TestServerFlat(t *testing.T) {
 	owned := s.Authority().Owned()
 	if len(owned) != 12 || owned[0].Name != "node01" || owned[11].Name != "node12" {
 		t.Errorf("owned %d nodes (%v...), want node01..node12", len(owned), owned[0].Name)
+	}
+}
+
+// TestFleetDocFlat: a fleet without a topology publishes no topology file; its servers rebuild the
+// same flat machine from the embedded inventory, with ncda dealing the nodes one by one.
+func TestFleetDocFlat(t *testing.T) {
+	f := newFleetFixture(t)
+	fl := strings.NewReplacer("topology: machine.yaml\n", "", "mapping: bcda\n", "").Replace(fleetYAML)
+	testfix.WriteFile(t, f.fleet, []byte(fl))
+	var inv strings.Builder
+	inv.WriteString("name,mac,ip\n")
+	for i := 1; i <= 6; i++ {
+		fmt.Fprintf(&inv, "web-%d,52:54:00:00:02:%02x,10.0.0.%d\n", i, i, 20+i)
+	}
+	testfix.WriteFile(t, f.inv, []byte(inv.String()))
+	doc, err := LoadFleetFile(f.fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.Topology != (FleetFile{}) || doc.Mapping != "ncda" {
+		t.Errorf("topology %+v, mapping %q; want none and ncda", doc.Topology, doc.Mapping)
+	}
+	enc, err := doc.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeFleetDoc(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := back.Machine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i, err := m.Hierarchy.ParseNode("web-4"); err != nil || i != 3 {
+		t.Errorf("web-4 at %d, %v; want 3", i, err)
+	}
+	c, err := back.Materialize(t.TempDir(), "bs1", LocalSettings{StateDir: "s", Images: "i"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Topology != "" || c.Mapping != "ncda" {
+		t.Errorf("materialized topology %q, mapping %q; want none and ncda", c.Topology, c.Mapping)
 	}
 }
