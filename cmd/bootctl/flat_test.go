@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -57,5 +58,17 @@ func TestInventoryFlagBadInput(t *testing.T) {
 		if code != 2 || out != "" || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errs, tc.want)
 		}
+	}
+}
+
+// TestPowerFlatInventory: power takes an inventory of plain names without --topology (the flat
+// machine), and ranges name its nodes.
+func TestPowerFlatInventory(t *testing.T) {
+	f := newPowerFixture(t)
+	inv := writeFile(t, "flat.csv", "name,mac,bmc,bmc_driver\nnode01,52:54:00:00:00:01,10.1.0.1,exec\nnode02,52:54:00:00:00:02,10.1.0.2,exec\n")
+	code, _, errs := runBootctl(t, context.Background(), "power", "on", "--inventory", inv, "--credentials", f.creds,
+		"--exec-templates", f.templates, "--interval", "0s", "node[01-02]")
+	if c := f.calls(t); code != 0 || !strings.Contains(c, "on node01 10.1.0.1 admin\n") || !strings.Contains(c, "on node02 10.1.0.2 admin\n") {
+		t.Errorf("power on: exit %d %s\ncalls:\n%s", code, errs, c)
 	}
 }
