@@ -1,6 +1,7 @@
 package bootsrv
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -116,5 +117,19 @@ func TestFleetDocFlat(t *testing.T) {
 	}
 	if c.Topology != "" || c.Mapping != "ncda" {
 		t.Errorf("materialized topology %q, mapping %q; want none and ncda", c.Topology, c.Mapping)
+	}
+}
+
+// TestInventoryNameNoPosition: with a topology, a node named outside it and given no position is
+// refused with both ways out.
+func TestInventoryNameNoPosition(t *testing.T) {
+	_, err := ParseInventoryCSV([]byte("name,mac\nnode01,52:54:00:00:01:01\n"), "inv.csv", miniHierarchy(t))
+	want := `inv.csv:2: node: node name "node01": want 3 parts like "s0-b0-n0"; give its position in a node column, or leave topology out of the configuration to serve a flat machine`
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v\nwant %s", err, want)
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Errorf("%T is not an *Error (file:line for the CLI's exit 2)", err)
 	}
 }

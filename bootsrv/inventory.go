@@ -447,11 +447,16 @@ func (b *inventoryBuilder) place(line int, name, pos string) (int, string, error
 		}
 		return len(b.inv.Nodes), name, nil
 	}
-	if pos == "" {
-		pos = name
+	if pos != "" {
+		idx, err := b.parsePosition(line, pos)
+		return idx, pos, err
 	}
-	idx, err := b.parsePosition(line, pos)
-	return idx, pos, err
+	idx, err := b.parsePosition(line, name)
+	if err != nil {
+		// The admin gave a name, not a position: say both ways out, not only the position's form.
+		return 0, "", fmt.Errorf("%w; give its position in a node column, or leave topology out of the configuration to serve a flat machine", err)
+	}
+	return idx, name, nil
 }
 
 // parsePosition returns the topology index of a node's position, which no node before may hold.
