@@ -53,6 +53,7 @@ func TestInventoryFlagBadInput(t *testing.T) {
 		{[]string{"simulate", "--inventory", inv, "--servers", "0"}, "--servers: 0 is not 1-1024"},
 		{[]string{"plan", "--inventory", bad}, bad + `:3: mac: "zz" is not a MAC address`},
 		{[]string{"plan", "--inventory", inv, "--algo", "bcda"}, `no level "board" (levels: switch, node)`},
+		{[]string{"plan", "--inventory", flatInventory(t, 49), "--batch", "49-49"}, "--batch: nodes 49-49: no node of the inventory's 49, only spare switch ports"},
 	} {
 		code, out, errs := bootctl(t, tc.args...)
 		if code != 2 || out != "" || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 {

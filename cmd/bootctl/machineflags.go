@@ -90,7 +90,9 @@ func readMachineInput(c *cli.Context) (*machineInput, error) {
 		in.Batches = h.DefaultBatches()
 	}
 	if flat > 0 {
-		in.Batches = clipBatches(in.Batches, flat)
+		if in.Batches, err = clipBatches(in.Batches, flat); err != nil {
+			return nil, err
+		}
 	}
 	if in.ImageBytes, err = units.ParseSize(c.String("image-size")); err != nil {
 		return nil, badInput("--image-size: %w", err)
@@ -136,16 +138,17 @@ func loadMachineFlag(c *cli.Context) (m *topology.Machine, flat int, err error) 
 const maxFlatServers = 1024
 
 // clipBatches drops the flat machine's spare positions (indices from n on) from the batches: they
-// are switch ports with no machine behind them.
-func clipBatches(batches []topology.Batch, n int) []topology.Batch {
+// are switch ports with no machine behind them. A batch of spare ports alone is bad input.
+func clipBatches(batches []topology.Batch, n int) ([]topology.Batch, error) {
 	out := make([]topology.Batch, 0, len(batches))
 	for _, b := range batches {
 		k, _ := slices.BinarySearch(b.Nodes, n)
-		if k > 0 {
-			out = append(out, topology.Batch{Label: b.Label, Nodes: b.Nodes[:k]})
+		if k == 0 {
+			return nil, badInput("--batch: %s: no node of the inventory's %d, only spare switch ports of the flat machine", b.Label, n)
 		}
+		out = append(out, topology.Batch{Label: b.Label, Nodes: b.Nodes[:k]})
 	}
-	return out
+	return out, nil
 }
 
 func parseAlgos(s string, h *topology.Hierarchy) ([]mapping.Algo, error) {
