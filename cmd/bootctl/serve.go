@@ -31,7 +31,7 @@ var serveOverrides = []struct {
 		func(c *bootsrv.Config, v string) { c.DHCP.Mode = v }},
 	{"dhcp-listen", "BOOTCTL_DHCP_LISTEN", "DHCP listen address (dhcp.listen)",
 		func(c *bootsrv.Config, v string) { c.DHCP.Listen = v }},
-	{"topology", "BOOTCTL_TOPOLOGY", "machine preset or description file (topology)",
+	{"topology", "BOOTCTL_TOPOLOGY", "machine preset or description file (topology; none: the flat machine of the inventory)",
 		func(c *bootsrv.Config, v string) { c.Topology = v }},
 	{"mapping", "BOOTCTL_MAPPING", "block-cyclic mapping: scda, bcda, ncda, cyclic:LEVEL (mapping)",
 		func(c *bootsrv.Config, v string) { c.Mapping = v }},
