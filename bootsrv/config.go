@@ -30,10 +30,11 @@ type Config struct {
 	// blocks are dealt over the others (block b to live[b mod live]), exactly as `bootctl plan
 	// --failed-servers` predicts (mapping.Owners). Every server must be given the same list.
 	FailedServers []int `yaml:"failed_servers,omitempty"`
-	// Topology is a preset name (mini, sunway) or a machine description file (required).
+	// Topology is a preset name (mini, sunway) or a machine description file. Empty: the flat
+	// machine (topology.Flat) of the inventory's nodes, in the inventory's order.
 	Topology string `yaml:"topology"`
 	// Mapping is the block-cyclic algorithm that assigns nodes to servers: scda, bcda, ncda or
-	// cyclic:LEVEL. Default bcda.
+	// cyclic:LEVEL. Default bcda, or ncda on the flat machine.
 	Mapping string `yaml:"mapping"`
 	// Inventory is the inventory file, CSV (*.csv) or YAML (required).
 	Inventory string `yaml:"inventory"`
@@ -357,11 +358,13 @@ func (c *Config) validateServers() error {
 // (topology, mapping, inventory, images, state_dir) and applies the defaults of mapping, profile
 // and state_flush.
 func (c *Config) validateFiles() error {
-	if c.Topology == "" {
-		return fieldError("topology", "missing: a preset (%s) or a machine description file", strings.Join(topology.Presets(), ", "))
-	}
 	if c.Mapping == "" {
+		// A flat machine (no topology) has no boards; dealing its nodes one by one balances the
+		// servers, and the mapping moves no traffic off a link there: every server is on the core.
 		c.Mapping = "bcda"
+		if c.Topology == "" {
+			c.Mapping = "ncda"
+		}
 	}
 	if c.Mapping == "balanced" {
 		return fieldError("mapping", "balanced depends on the batch being booted; a server needs a fixed block-cyclic mapping (scda, bcda, ncda, cyclic:LEVEL)")

@@ -225,7 +225,7 @@ func (d *FleetDoc) embedMachine(cfg *Config, path string, line func(string) int)
 	var err error
 	if _, ok := topology.Preset(cfg.Topology); ok {
 		d.Topology = FleetFile{Preset: cfg.Topology}
-	} else {
+	} else if cfg.Topology != "" { // "": the flat machine, nothing to embed
 		if topoText, err = os.ReadFile(cfg.Topology); err != nil {
 			return nil, &Error{File: path, Line: line("topology"), Field: "topology", Msg: err.Error()}
 		}
@@ -349,6 +349,9 @@ type FleetMachine struct {
 // names are the files' names in errors, and the inventory's extension picks its format as
 // LoadInventory's does.
 func parseMachine(topoName string, topoText []byte, invName string, invText []byte) (*FleetMachine, error) {
+	if topoName == "" {
+		return parseFlatMachine(invName, invText)
+	}
 	m, ok := topology.Preset(topoName)
 	if !ok {
 		var err error
@@ -365,16 +368,32 @@ func parseMachine(topoName string, topoText []byte, invName string, invText []by
 		return nil, fmt.Errorf("topology %s: %w", topoName, err)
 	}
 	h := g.Hierarchy()
-	var inv *Inventory
-	if strings.EqualFold(filepath.Ext(invName), ".csv") {
-		inv, err = ParseInventoryCSV(invText, invName, h)
-	} else {
-		inv, err = ParseInventoryYAML(invText, invName, h)
-	}
+	inv, err := parseInventory(invName, invText, h)
 	if err != nil {
 		return nil, err
 	}
 	return &FleetMachine{Hierarchy: h, Inventory: inv}, nil
+}
+
+// parseFlatMachine parses the inventory of a machine without a topology and its flat hierarchy.
+func parseFlatMachine(invName string, invText []byte) (*FleetMachine, error) {
+	inv, err := parseInventory(invName, invText, nil)
+	if err != nil {
+		return nil, err
+	}
+	h, err := FlatHierarchy(inv)
+	if err != nil {
+		return nil, err
+	}
+	return &FleetMachine{Hierarchy: h, Inventory: inv}, nil
+}
+
+// parseInventory parses an inventory's text, CSV or YAML by its name's extension as LoadInventory.
+func parseInventory(invName string, invText []byte, h *topology.Hierarchy) (*Inventory, error) {
+	if strings.EqualFold(filepath.Ext(invName), ".csv") {
+		return ParseInventoryCSV(invText, invName, h)
+	}
+	return ParseInventoryYAML(invText, invName, h)
 }
 
 // checkFleetNodes checks the mapping and every node as the servers will: each serving server's
@@ -482,8 +501,10 @@ func DecodeFleetDoc(data []byte) (*FleetDoc, error) {
 		if _, ok := topology.Preset(p); !ok {
 			return nil, fmt.Errorf("fleet configuration: topology: %q is not a preset", p)
 		}
-	} else if err := safeBase(d.Topology.Name); err != nil {
-		return nil, fmt.Errorf("fleet configuration: topology: %w", err)
+	} else if d.Topology.Name != "" || d.Topology.Text != "" { // neither: the flat machine
+		if err := safeBase(d.Topology.Name); err != nil {
+			return nil, fmt.Errorf("fleet configuration: topology: %w", err)
+		}
 	}
 	if d.Inventory.Preset != "" {
 		return nil, errors.New("fleet configuration: inventory: want an embedded file, not a preset")
@@ -650,6 +671,8 @@ func (d *FleetDoc) writeFiles(c *Config, dir string) (err error) {
 			return fmt.Errorf("fleet configuration: topology: %q is not a preset", d.Topology.Preset)
 		}
 		c.Topology = d.Topology.Preset
+	} else if d.Topology.Name == "" {
+		c.Topology = "" // the flat machine
 	} else if c.Topology, err = write("topology", d.Topology); err != nil {
 		return err
 	}

@@ -91,10 +91,40 @@ func (inv *Inventory) ByIP(ip netip.Addr) (*InventoryNode, bool) {
 	return &inv.Nodes[i], true
 }
 
+// FlatHierarchy returns the hierarchy of the flat machine (topology.Flat) an inventory parsed
+// without a topology describes: node k is the inventory's k-th row, under its name. The number of
+// servers does not change the hierarchy, only the graph, so one stands for any.
+func FlatHierarchy(inv *Inventory) (*topology.Hierarchy, error) {
+	names := make([]string, len(inv.Nodes))
+	for i, n := range inv.Nodes {
+		names[i] = n.Name
+	}
+	g, err := topology.Flat(names, 1).Build()
+	if err != nil {
+		return nil, fmt.Errorf("%s: flat machine: %w", inv.File, err)
+	}
+	return g.Hierarchy(), nil
+}
+
+// LoadFlatInventory reads an inventory served without a topology file and the flat machine's
+// hierarchy it describes.
+func LoadFlatInventory(path string) (*Inventory, *topology.Hierarchy, error) {
+	inv, err := LoadInventory(path, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := FlatHierarchy(inv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return inv, h, nil
+}
+
 func macKey(mac net.HardwareAddr) string { return strings.ToLower(mac.String()) }
 
 // LoadInventory reads an inventory file: CSV when its name ends in .csv, YAML otherwise. Node
-// positions are checked against h.
+// positions are checked against h; a nil h is the flat machine of a cluster without a topology
+// file, where nodes have no positions and take their rows' order (see FlatHierarchy).
 func LoadInventory(path string, h *topology.Hierarchy) (*Inventory, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -313,13 +343,9 @@ func (b *inventoryBuilder) add(line int, f invFields) error {
 	if n.BMC, err = b.parseBMC(line, f); err != nil {
 		return err
 	}
-	if pos == "" {
-		pos = name
-	}
-	if n.Index, err = b.parsePosition(line, pos); err != nil {
+	if n.Index, n.Position, err = b.place(line, name, pos); err != nil {
 		return err
 	}
-	n.Position = pos
 	inv := b.inv
 	k := len(inv.Nodes)
 	inv.Nodes = append(inv.Nodes, n)
@@ -409,6 +435,28 @@ func (b *inventoryBuilder) parseIP(line int, ip string) (netip.Addr, error) {
 		return netip.Addr{}, b.errAt(line, "ip", "%s already belongs to %s (line %d)", a, b.inv.Nodes[j].Name, b.inv.Nodes[j].Line)
 	}
 	return a, nil
+}
+
+// place returns a node's topology index and position. Without a topology (the flat machine) the
+// nodes take the positions in file order under their own names; with one, a node is placed by its
+// position, or by its name when it gives none.
+func (b *inventoryBuilder) place(line int, name, pos string) (int, string, error) {
+	if b.h == nil {
+		if pos != "" {
+			return 0, "", b.errAt(line, "node", "position %q given, but the configuration names no topology (the machine is flat): drop the position or set topology", pos)
+		}
+		return len(b.inv.Nodes), name, nil
+	}
+	if pos != "" {
+		idx, err := b.parsePosition(line, pos)
+		return idx, pos, err
+	}
+	idx, err := b.parsePosition(line, name)
+	if err != nil {
+		// The admin gave a name, not a position: say both ways out, not only the position's form.
+		return 0, "", fmt.Errorf("%w; give its position in a node column, or leave topology out of the configuration to serve a flat machine", err)
+	}
+	return idx, name, nil
 }
 
 // parsePosition returns the topology index of a node's position, which no node before may hold.

@@ -144,17 +144,8 @@ func newServer(cfg *Config, opts Options) *Server {
 // the inventory against the configuration. It returns the mapping's algorithm.
 func (s *Server) loadMachine() (algo string, err error) {
 	cfg := s.cfg
-	m, err := topology.Load(cfg.Topology)
-	if err != nil {
-		return "", fmt.Errorf("topology: %w", err)
-	}
-	g, err := m.Build()
-	if err != nil {
-		return "", fmt.Errorf("topology %s: %w", cfg.Topology, err)
-	}
-	s.hier = g.Hierarchy()
-	inv, err := LoadInventory(cfg.Inventory, s.hier)
-	if err != nil {
+	var inv *Inventory
+	if inv, s.hier, err = loadMachineFiles(cfg.Topology, cfg.Inventory); err != nil {
 		return "", err
 	}
 	a, err := Assignment(s.hier, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
@@ -174,6 +165,27 @@ func (s *Server) loadMachine() (algo string, err error) {
 		return "", fmt.Errorf("reservations: %w", err)
 	}
 	return a.Algo, nil
+}
+
+// loadMachineFiles loads a topology (a preset or a file; "" is the flat machine the inventory
+// describes) and the inventory placed on it.
+func loadMachineFiles(topo, invPath string) (*Inventory, *topology.Hierarchy, error) {
+	if topo == "" {
+		return LoadFlatInventory(invPath)
+	}
+	m, err := topology.Load(topo)
+	if err != nil {
+		return nil, nil, fmt.Errorf("topology: %w", err)
+	}
+	g, err := m.Build()
+	if err != nil {
+		return nil, nil, fmt.Errorf("topology %s: %w", topo, err)
+	}
+	inv, err := LoadInventory(invPath, g.Hierarchy())
+	if err != nil {
+		return nil, nil, err
+	}
+	return inv, g.Hierarchy(), nil
 }
 
 // openImages opens the image store, the iPXE binaries and what HTTP serves from them, and checks

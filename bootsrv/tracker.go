@@ -404,22 +404,22 @@ func (t *Tracker) ObserveDHCP(mac net.HardwareAddr, evs []Event, ip netip.Addr, 
 		return false
 	}
 	n := t.nodes[name]
-	changed := false
-	var last Transition
+	// The changes are logged after the lock is let go; a request brings one to three events, so
+	// the buffer stays on the stack and the reply path allocates nothing more than the log does.
+	var buf [4]Transition
+	moves := buf[:0]
 	for _, ev := range evs {
 		if ev == EvAck && ip.IsValid() && !addressSettled(n) {
 			t.learnIPLocked(n, ip)
 		}
 		if tr, ch := t.applyLocked(n, ev, detail); ch {
-			changed, last = true, tr
+			moves = append(moves, tr)
 		}
 	}
 	urgent := t.dirty[name]
 	t.mu.Unlock()
-	if changed {
-		if ce := t.log.Check(zap.DebugLevel, "boot state"); ce != nil {
-			ce.Write(zap.String("node", name), zap.Stringer("from", last.From), zap.Stringer("to", last.To), zap.Stringer("event", last.Event), zap.String("detail", detail))
-		}
+	for _, tr := range moves {
+		t.logTransition(name, tr)
 	}
 	if urgent {
 		t.changed()
@@ -497,11 +497,24 @@ func (t *Tracker) Observe(name string, ev Event, detail string) (Transition, boo
 		t.changed()
 	}
 	if changed {
-		if ce := t.log.Check(zap.DebugLevel, "boot state"); ce != nil {
-			ce.Write(zap.String("node", name), zap.Stringer("from", tr.From), zap.Stringer("to", tr.To), zap.Stringer("event", ev), zap.String("detail", detail))
-		}
+		t.logTransition(name, tr)
 	}
 	return tr, changed, nil
+}
+
+// logTransition logs one change of a node's state at info level: at the default level an admin
+// sees each node go through its boot (one line a step), and nothing for events that change
+// nothing (a DHCP retransmit, a second download).
+func (t *Tracker) logTransition(name string, tr Transition) {
+	ce := t.log.Check(zap.InfoLevel, "node state")
+	if ce == nil {
+		return
+	}
+	fields := []zap.Field{zap.String("node", name), zap.Stringer("from", tr.From), zap.Stringer("to", tr.To), zap.Stringer("event", tr.Event)}
+	if tr.Detail != "" {
+		fields = append(fields, zap.String("detail", tr.Detail))
+	}
+	ce.Write(fields...)
 }
 
 // Report records a health report (status "ok" or "failed") and applies its event.
@@ -534,9 +547,12 @@ func (t *Tracker) Report(name string, h Health) (State, error) {
 			detail += ": " + string(h.Details)
 		}
 	}
-	t.applyLocked(n, ev, detail)
+	tr, changed := t.applyLocked(n, ev, detail)
 	state := n.State
 	t.mu.Unlock()
+	if changed {
+		t.logTransition(name, tr)
+	}
 	t.reports.WithLabelValues(h.Status).Inc()
 	t.changed()
 	return state, nil

@@ -31,6 +31,11 @@ type ServerOptions struct {
 	// Mapping is the block-cyclic algorithm the servers use (scda, bcda, ...).
 	Mapping string
 	Files   BootFiles
+	// Flat gives the servers no topology file and an inventory of names and MACs alone, as the
+	// admin of a cluster without a modelled network writes it: the servers build the flat machine
+	// (topology.Flat) from it and hand the nodes addresses from a dhcp.pool. The cluster's machine
+	// must then be that flat machine, so that the nodes' positions match the servers'.
+	Flat bool
 	// Progress, when set, is told during Measure's boot how many nodes have booted of all (see
 	// BootProgress); the servers do not use it. It rides here because Measure makes its cluster
 	// itself and ServerOptions is what the caller hands it.

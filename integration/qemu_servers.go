@@ -81,7 +81,11 @@ func (c *Cluster) StartQEMUServers(ctx context.Context, opt ServerOptions, img V
 // in each server namespace, with the image store already in place.
 func (c *Cluster) startServersWithImages(ctx context.Context, opt ServerOptions) error {
 	dir := c.dir()
-	if err := c.writeMachineFiles(dir); err != nil {
+	write := c.writeMachineFiles
+	if opt.Flat {
+		write = c.writeFlatInventory
+	}
+	if err := write(dir); err != nil {
 		return err
 	}
 	ipxeDir := images.DebianIPXEDir
@@ -89,7 +93,7 @@ func (c *Cluster) startServersWithImages(ctx context.Context, opt ServerOptions)
 		ipxeDir = filepath.Dir(opt.Files.NBP)
 	}
 	for j, s := range c.Servers {
-		path, err := c.writeServerConfig(dir, j, opt.Mapping, ipxeDir)
+		path, err := c.writeServerConfig(dir, j, opt, ipxeDir)
 		if err != nil {
 			return err
 		}
@@ -124,6 +128,17 @@ func (c *Cluster) writeMachineFiles(dir string) error {
 	return os.WriteFile(filepath.Join(dir, "inventory.csv"), []byte(inv.String()), 0o644)
 }
 
+// writeFlatInventory writes the inventory of a cluster served without a topology: names and MACs,
+// in the nodes' order (which is their order on the flat machine).
+func (c *Cluster) writeFlatInventory(dir string) error {
+	var inv strings.Builder
+	inv.WriteString("name,mac\n")
+	for _, n := range c.Nodes {
+		fmt.Fprintf(&inv, "%s,%s\n", n.Name, n.MAC)
+	}
+	return os.WriteFile(filepath.Join(dir, "inventory.csv"), []byte(inv.String()), 0o644)
+}
+
 // configServers is the servers list of a boot server's or fleet's configuration.
 func (c *Cluster) configServers() []map[string]string {
 	var servers []map[string]string
@@ -138,17 +153,26 @@ func (c *Cluster) bootSubnet() string {
 	return fmt.Sprintf("%s/%d", addrAt(mustPrefix(c.Servers[0].IP, c.PrefixLen), 0), c.PrefixLen)
 }
 
-// writeServerConfig writes server j's configuration (mapping algo), DIR/NAME.yaml, and returns its
-// path.
-func (c *Cluster) writeServerConfig(dir string, j int, algo, ipxeDir string) (string, error) {
+// writeServerConfig writes server j's configuration (opt's mapping), DIR/NAME.yaml, and returns
+// its path. A flat cluster's names no topology and no mapping (the flat machine's default), and
+// its nodes take the addresses the cluster gave them from a pool.
+func (c *Cluster) writeServerConfig(dir string, j int, opt ServerOptions, ipxeDir string) (string, error) {
 	s := c.Servers[j]
 	cfg := map[string]any{
-		"server_id": j, "servers": c.configServers(), "topology": "machine.yaml", "mapping": algo,
+		"server_id": j, "servers": c.configServers(), "topology": "machine.yaml", "mapping": opt.Mapping,
 		"inventory": "inventory.csv", "images": "images", "ipxe_dir": ipxeDir,
 		"state_dir": "state-" + s.Name, "state_flush": "200ms",
 		"http": map[string]any{"listen": ":80"},
 		"tftp": map[string]any{"listen": ":69", "max_block_size": 1468},
 		"dhcp": map[string]any{"mode": "reservation", "interfaces": []string{"eth0"}, "subnet": c.bootSubnet(), "lease_time": "1h"},
+	}
+	if opt.Flat {
+		delete(cfg, "topology")
+		if opt.Mapping == "" {
+			delete(cfg, "mapping")
+		}
+		dhcp := cfg["dhcp"].(map[string]any)
+		dhcp["pool"] = map[string]any{"range": c.Nodes[0].IP + "-" + c.Nodes[len(c.Nodes)-1].IP}
 	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {

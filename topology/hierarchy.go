@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -22,6 +23,10 @@ type Hierarchy struct {
 	levels []Level
 	span   []int // nodes in one element of each level
 	total  []int // elements of each level in the machine
+	// names, when set, name the first nodes instead of their positions (Machine.NodeNames);
+	// byName indexes them.
+	names  []string
+	byName map[string]int
 }
 
 // NewHierarchy checks the levels and returns the hierarchy.
@@ -93,8 +98,41 @@ func (h *Hierarchy) Total(l int) int { return h.total[l] }
 // Block returns the machine-wide index of the level-l element that holds node i.
 func (h *Hierarchy) Block(i, l int) int { return i / h.span[l] }
 
-// NodeName returns the name of node i, e.g. "c3-s1-b7-n2".
-func (h *Hierarchy) NodeName(i int) string { return h.name(i, len(h.levels)-1) }
+// NodeName returns the name of node i, e.g. "c3-s1-b7-n2", or the name it was given.
+func (h *Hierarchy) NodeName(i int) string {
+	if i < len(h.names) {
+		return h.names[i]
+	}
+	return h.name(i, len(h.levels)-1)
+}
+
+// setNames names the first len(names) nodes; the rest keep their positions' names, which no given
+// name may take (a name must find one node).
+func (h *Hierarchy) setNames(names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	if len(names) > h.NumNodes() {
+		return fmt.Errorf("%d node names for %d nodes", len(names), h.NumNodes())
+	}
+	byName := make(map[string]int, len(names))
+	for i, n := range names {
+		if n == "" {
+			return fmt.Errorf("node %d: empty name", i)
+		}
+		if j, dup := byName[n]; dup {
+			return fmt.Errorf("node name %q given to nodes %d and %d", n, j, i)
+		}
+		byName[n] = i
+	}
+	for i := len(names); i < h.NumNodes(); i++ {
+		if j, clash := byName[h.name(i, len(h.levels)-1)]; clash {
+			return fmt.Errorf("node name %q is also the position of node %d", names[j], i)
+		}
+	}
+	h.names, h.byName = slices.Clone(names), byName
+	return nil
+}
 
 // BlockName returns the name of block b of level l, e.g. "c3-s1" for a supernode.
 func (h *Hierarchy) BlockName(b, l int) string { return h.name(b*h.span[l], l) }
@@ -113,6 +151,9 @@ func (h *Hierarchy) name(i, last int) string {
 
 // ParseNode returns the index of the node with the given name.
 func (h *Hierarchy) ParseNode(name string) (int, error) {
+	if i, ok := h.byName[name]; ok {
+		return i, nil
+	}
 	parts := strings.Split(name, "-")
 	if len(parts) != len(h.levels) {
 		return 0, fmt.Errorf("node name %q: want %d parts like %q", name, len(h.levels), h.NodeName(0))

@@ -46,6 +46,10 @@ type Machine struct {
 	Description string      `yaml:"description,omitempty" json:"description,omitempty"`
 	Levels      []LevelSpec `yaml:"levels" json:"levels"`
 	Servers     ServerSpec  `yaml:"servers" json:"servers"`
+	// NodeNames, when set, name the nodes in position order instead of their positions (the
+	// admin's names of a flat machine, see Flat). A machine file has positions; JSON keeps the
+	// names so that a test cluster's state file rebuilds the same namespaces.
+	NodeNames []string `yaml:"-" json:"node_names,omitempty"`
 }
 
 // Error is a problem in a machine description, located by file, line and field where known.
@@ -306,6 +310,9 @@ func (m *Machine) Build() (*Graph, error) {
 	}
 	h, err := NewHierarchy(m.hierarchyLevels())
 	if err != nil {
+		return nil, err
+	}
+	if err := h.setNames(m.NodeNames); err != nil {
 		return nil, err
 	}
 	l := newMachineLayout(m, h)

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/bootfabric/bootfabric/units"
@@ -21,6 +23,8 @@ func machineFlags() []cli.Flag {
 		&cli.StringFlag{Name: "unit", Aliases: []string{"u"}, Value: "board", Usage: "unit of batch counts without one: node or a level name (board, supernode, cabinet, ...)"},
 		&cli.StringFlag{Name: "image-size", Value: "50MB", Usage: "boot image size with a unit (MB = 10^6 bytes, MiB = 2^20)"},
 		&cli.StringFlag{Name: "failed-servers", Usage: "boot servers down from the start (absent): blocks are dealt over the others; comma-separated indices (0-based) or names like bs3"},
+		&cli.StringFlag{Name: "inventory", Aliases: []string{"i"}, Usage: "machine: the flat machine of a boot server's inventory FILE (CSV or YAML; its nodes under their names, one switch per " + strconv.Itoa(topology.FlatPerSwitch) + ", the boot servers on the core), instead of --topology"},
+		&cli.IntFlag{Name: "servers", Value: 1, Usage: "boot servers of the flat machine --inventory builds"},
 		&cli.StringFlag{Name: "failed-during-boot", Usage: "boot servers that fail during the boot (dead): only their blocks move, to the least-loaded survivors; same syntax as --failed-servers"},
 	}
 }
@@ -52,28 +56,43 @@ type machineInput struct {
 
 // readMachineInput loads and checks everything the shared flags name; every error is bad input.
 func readMachineInput(c *cli.Context) (*machineInput, error) {
-	m, err := topology.Load(c.String("topology"))
+	m, flat, err := loadMachineFlag(c)
 	if err != nil {
-		return nil, asBadInput(err)
+		return nil, err
 	}
 	g, err := m.Build()
 	if err != nil {
-		return nil, asBadInput(fmt.Errorf("%s: %w", c.String("topology"), err))
+		return nil, asBadInput(fmt.Errorf("%s: %w", cmp.Or(c.String("inventory"), c.String("topology")), err))
 	}
 	in := &machineInput{Machine: m, Graph: g}
 	h := g.Hierarchy()
-	if in.Algos, err = parseAlgos(c.String("algo"), h); err != nil {
+	algo, unit := c.String("algo"), c.String("unit")
+	if flat > 0 {
+		// The flat machine has switches and nodes, no boards: the board defaults become the node's.
+		if !c.IsSet("algo") && algo == "bcda" {
+			algo = "ncda"
+		}
+		if !c.IsSet("unit") {
+			unit = "node"
+		}
+	}
+	if in.Algos, err = parseAlgos(algo, h); err != nil {
 		return nil, err
 	}
-	if _, err := h.UnitLevel(c.String("unit")); err != nil {
+	if _, err := h.UnitLevel(unit); err != nil {
 		return nil, badInput("--unit: %w", err)
 	}
 	if c.IsSet("batch") {
-		if in.Batches, err = h.ParseBatches(c.String("batch"), c.String("unit")); err != nil {
+		if in.Batches, err = h.ParseBatches(c.String("batch"), unit); err != nil {
 			return nil, badInput("--batch: %w", err)
 		}
 	} else {
 		in.Batches = h.DefaultBatches()
+	}
+	if flat > 0 {
+		if in.Batches, err = clipBatches(in.Batches, flat); err != nil {
+			return nil, err
+		}
 	}
 	if in.ImageBytes, err = units.ParseSize(c.String("image-size")); err != nil {
 		return nil, badInput("--image-size: %w", err)
@@ -82,6 +101,54 @@ func readMachineInput(c *cli.Context) (*machineInput, error) {
 		return nil, err
 	}
 	return in, nil
+}
+
+// loadMachineFlag loads the machine --topology or --inventory names. flat is the number of
+// inventory nodes when the machine is the flat one built from --inventory, else 0.
+func loadMachineFlag(c *cli.Context) (m *topology.Machine, flat int, err error) {
+	servers := c.Int("servers")
+	if c.String("inventory") == "" {
+		if c.IsSet("servers") {
+			return nil, 0, badInput("--servers: only with --inventory; a topology gives its own boot servers")
+		}
+		m, err := topology.Load(c.String("topology"))
+		if err != nil {
+			return nil, 0, asBadInput(err)
+		}
+		return m, 0, nil
+	}
+	if c.IsSet("topology") {
+		return nil, 0, badInput("--inventory: builds the flat machine of the inventory; drop --topology (or --inventory)")
+	}
+	if servers < 1 || servers > maxFlatServers {
+		return nil, 0, badInput("--servers: %d is not 1-%d", servers, maxFlatServers)
+	}
+	inv, err := bootsrv.LoadInventory(c.String("inventory"), nil)
+	if err != nil {
+		return nil, 0, asBadInput(err)
+	}
+	names := make([]string, len(inv.Nodes))
+	for i, n := range inv.Nodes {
+		names[i] = n.Name
+	}
+	return topology.Flat(names, servers), len(names), nil
+}
+
+// maxFlatServers bounds --servers so that a typo cannot build a machine of millions of servers.
+const maxFlatServers = 1024
+
+// clipBatches drops the flat machine's spare positions (indices from n on) from the batches: they
+// are switch ports with no machine behind them. A batch of spare ports alone is bad input.
+func clipBatches(batches []topology.Batch, n int) ([]topology.Batch, error) {
+	out := make([]topology.Batch, 0, len(batches))
+	for _, b := range batches {
+		k, _ := slices.BinarySearch(b.Nodes, n)
+		if k == 0 {
+			return nil, badInput("--batch: %s: no node of the inventory's %d, only spare switch ports of the flat machine", b.Label, n)
+		}
+		out = append(out, topology.Batch{Label: b.Label, Nodes: b.Nodes[:k]})
+	}
+	return out, nil
 }
 
 func parseAlgos(s string, h *topology.Hierarchy) ([]mapping.Algo, error) {

@@ -47,7 +47,7 @@ func powerFlags() []cli.Flag {
 		&cli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"BOOTCTL_CONFIG"},
 			Usage: "boot server configuration whose topology and inventory list the nodes (or --inventory with --topology)"},
 		&cli.StringFlag{Name: "inventory", Usage: "inventory file (CSV or YAML) with the bmc columns"},
-		&cli.StringFlag{Name: "topology", Usage: "the inventory's machine: a preset name or a machine file"},
+		&cli.StringFlag{Name: "topology", Usage: "the inventory's machine: a preset name or a machine file (none: the flat machine of the inventory's names)"},
 		&cli.StringFlag{Name: "credentials", EnvVars: []string{"BOOTCTL_BMC_CREDENTIALS"},
 			Usage: "BMC logins (YAML: NAME: {user: U, password: P}; mode 600), by the inventory's bmc_creds (default: default)"},
 		&cli.StringFlag{Name: "exec-templates", Usage: "command templates of the exec driver (YAML: on, off, cycle, status, pxe)"},
@@ -211,8 +211,15 @@ func powerInventory(c *cli.Context) (*bootsrv.Inventory, error) {
 		}
 		topo, invFile = cfg.Topology, cfg.Inventory
 	}
-	if invFile == "" || topo == "" {
-		return nil, badInput("power: give --config, or --inventory with --topology")
+	if invFile == "" {
+		return nil, badInput("power: give --config, or --inventory (with --topology unless the machine is flat)")
+	}
+	if topo == "" { // the flat machine: the inventory alone
+		inv, _, err := bootsrv.LoadFlatInventory(invFile)
+		if err != nil {
+			return nil, asBadInput(err)
+		}
+		return inv, nil
 	}
 	m, err := topology.Load(topo)
 	if err != nil {

@@ -31,7 +31,7 @@ var serveOverrides = []struct {
 		func(c *bootsrv.Config, v string) { c.DHCP.Mode = v }},
 	{"dhcp-listen", "BOOTCTL_DHCP_LISTEN", "DHCP listen address (dhcp.listen)",
 		func(c *bootsrv.Config, v string) { c.DHCP.Listen = v }},
-	{"topology", "BOOTCTL_TOPOLOGY", "machine preset or description file (topology)",
+	{"topology", "BOOTCTL_TOPOLOGY", "machine preset or description file (topology; none: the flat machine of the inventory)",
 		func(c *bootsrv.Config, v string) { c.Topology = v }},
 	{"mapping", "BOOTCTL_MAPPING", "block-cyclic mapping: scda, bcda, ncda, cyclic:LEVEL (mapping)",
 		func(c *bootsrv.Config, v string) { c.Mapping = v }},
@@ -59,6 +59,8 @@ func serveCommand(e *env) *cli.Command {
 			Usage: "this server's index in the configuration's servers (server_id)"},
 		&cli.StringSliceFlag{Name: "interface", EnvVars: []string{"BOOTCTL_INTERFACES"},
 			Usage: "DHCP interface, repeatable or comma-separated (dhcp.interfaces)"},
+		&cli.BoolFlag{Name: "check",
+			Usage: "check the configuration and everything it names (topology, inventory, image store, profiles, iPXE binaries), print one line and exit: 0 when it would serve, 2 with the first problem"},
 		&cli.BoolFlag{Name: "recover",
 			Usage: "if the state file is damaged, keep it aside as nodes.db.damaged-TIME and start from the records that can be read"},
 	}
@@ -83,6 +85,9 @@ func serveCommand(e *env) *cli.Command {
 				}
 				defer stop()
 			}
+			if c.Bool("check") {
+				return serveCheck(e, c)
+			}
 			if c.IsSet("etcd") {
 				return serveFleet(e, c)
 			}
@@ -100,6 +105,27 @@ func serveCommand(e *env) *cli.Command {
 			return srv.Serve(c.Context)
 		},
 	}
+}
+
+// serveCheck is serve --check: the configuration with its flags, checked as the server would
+// load it, and nothing started. Every failure here is in the admin's files, so it exits 2.
+func serveCheck(e *env, c *cli.Context) error {
+	if c.IsSet("etcd") {
+		return badInput("--check: checks the configuration of --config; a fleet's configuration is checked by bootctl fleet apply before it is published")
+	}
+	if !c.IsSet("config") {
+		return badInput("--check: give --config (or $BOOTCTL_CONFIG), the configuration to check")
+	}
+	cfg, err := serveConfig(c)
+	if err != nil {
+		return err
+	}
+	r, err := bootsrv.Check(cfg)
+	if err != nil {
+		return asBadInput(err)
+	}
+	fmt.Fprintln(e.stdout, r)
+	return nil
 }
 
 // startCPUProfile profiles the process into path until the returned function is called: how
