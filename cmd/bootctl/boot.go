@@ -143,15 +143,15 @@ func bootMachine(c *cli.Context, s *bootSetup) (string, []string, error) {
 	if err != nil {
 		return "", nil, configError(err)
 	}
-	m, err := topology.Load(cfg.Topology)
+	algo := cmp.Or(cfg.Mapping, "bcda")
+	if cfg.Topology == "" {
+		algo = cmp.Or(cfg.Mapping, "ncda") // as serve: the flat machine has no boards
+		err = bootFlatMachine(s, cfg)
+	} else {
+		err = bootTopology(s, cfg, path)
+	}
 	if err != nil {
-		return "", nil, badInput("%s: topology: %w", path, err)
-	}
-	if s.g, err = m.Build(); err != nil {
-		return "", nil, badInput("%s: topology %s: %w", path, cfg.Topology, err)
-	}
-	if s.inv, err = bootsrv.LoadInventory(cfg.Inventory, s.g.Hierarchy()); err != nil {
-		return "", nil, asBadInput(err)
+		return "", nil, err
 	}
 	if len(cfg.Servers) == 0 || len(cfg.Servers) > len(s.g.Servers()) {
 		// The model places server i at the machine's boot server i: there must be one.
@@ -161,7 +161,35 @@ func bootMachine(c *cli.Context, s *bootSetup) (string, []string, error) {
 	for i, sv := range cfg.Servers {
 		names[i] = cmp.Or(sv.Name, fmt.Sprintf("bs%d", i))
 	}
-	return cmp.Or(cfg.Mapping, "bcda"), names, nil
+	return algo, names, nil
+}
+
+// bootTopology loads the machine of the configuration's topology and its inventory.
+func bootTopology(s *bootSetup, cfg *bootsrv.Config, path string) error {
+	m, err := topology.Load(cfg.Topology)
+	if err != nil {
+		return badInput("%s: topology: %w", path, err)
+	}
+	if s.g, err = m.Build(); err != nil {
+		return badInput("%s: topology %s: %w", path, cfg.Topology, err)
+	}
+	s.inv, err = bootsrv.LoadInventory(cfg.Inventory, s.g.Hierarchy())
+	return asBadInput(err)
+}
+
+// bootFlatMachine loads an inventory served without a topology and its flat machine.
+func bootFlatMachine(s *bootSetup, cfg *bootsrv.Config) error {
+	inv, _, err := bootsrv.LoadFlatInventory(cfg.Inventory)
+	if err != nil {
+		return asBadInput(err)
+	}
+	names := make([]string, len(inv.Nodes))
+	for i, n := range inv.Nodes {
+		names[i] = n.Name
+	}
+	s.inv = inv
+	s.g, err = topology.Flat(names, max(1, len(cfg.Servers))).Build()
+	return asBadInput(err)
 }
 
 func bootFlow(c *cli.Context, s *bootSetup) error {

@@ -224,15 +224,16 @@ func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction) e
 		out.Nodes, out.FloorMbps, out.PredictedSeconds, out.PeakInFlight)
 	if len(out.Caps) == 0 {
 		fmt.Fprintln(e.stdout, "no link binds: every node powers on at once")
+	} else {
+		t := newTable(e.stdout)
+		t.row("CAPPED", "IN FLIGHT")
+		for _, c := range out.Caps {
+			t.row(c.Resource, c.Nodes)
+		}
+		t.flush()
 	}
-	t := newTable(e.stdout)
-	t.row("CAPPED", "IN FLIGHT")
-	for _, c := range out.Caps {
-		t.row(c.Resource, c.Nodes)
-	}
-	t.flush()
 	fmt.Fprintln(e.stdout)
-	t = newTable(e.stdout)
+	t := newTable(e.stdout)
 	t.row("NODE", "SERVER", "POWER ON", "FILES IN", "HEALTHY")
 	for _, r := range out.Schedule {
 		t.row(r.Node, r.Server, fmt.Sprintf("%.1f", r.PowerOn), fmt.Sprintf("%.1f", r.Files), fmt.Sprintf("%.1f", r.Healthy))
