@@ -27,9 +27,10 @@ type Servers interface {
 
 // HTTPServers reads the status API of one boot server or of every server of a fleet.
 type HTTPServers struct {
-	URLs  []string
-	HTTP  *http.Client
-	Token string // the operator token that arming a reboot needs
+	URLs []string
+	HTTP *http.Client
+	// Tokens are the operator tokens that arming a reboot needs, by URL.
+	Tokens map[string]string
 }
 
 // States asks every server; of a node several report, the latest attempt wins. A server that
@@ -64,7 +65,7 @@ func (h *HTTPServers) ArmReboot(ctx context.Context, name, server string) error 
 	}
 	var errs []error
 	for _, u := range urls {
-		if _, err := (&bootsrv.Client{BaseURL: u, HTTP: h.HTTP}).Reboot(ctx, name, h.Token); err != nil {
+		if _, err := (&bootsrv.Client{BaseURL: u, HTTP: h.HTTP}).Reboot(ctx, name, h.Tokens[u]); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -40,7 +40,7 @@ func bootRunMachine() *topology.Machine {
 // nsForward forwards TCP connections to a loopback port of the host to addr inside namespace
 // ns, so that a command run on the host reaches a boot server's API as if from the server's
 // own host (its operator API answers that host only). It returns the host address.
-func nsForward(t *testing.T, ns, addr string) string {
+func nsForward(t testing.TB, ns, addr string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -29,18 +29,16 @@ func bootLive(e *env, c *cli.Context, format string, s *bootSetup, pred *bootrun
 	if err != nil {
 		return err
 	}
-	token := ""
-	if c.String("token-file") != "" {
-		if token, err = bootsrv.ReadOperatorToken(c.String("token-file")); err != nil {
-			return badInput("--token-file: %v", err)
-		}
+	tokens, err := bootTokens(c.StringSlice("token-file"), servers)
+	if err != nil {
+		return err
 	}
 	ctl, err := s.controller()
 	if err != nil {
 		return badInput("%w", err)
 	}
 	live := &bootrun.Live{Controller: ctl, Names: s.names(), Power: targets, PowerOpts: opts,
-		Servers:     &bootrun.HTTPServers{URLs: servers, HTTP: &http.Client{Timeout: 10 * time.Second}, Token: token},
+		Servers:     &bootrun.HTTPServers{URLs: servers, HTTP: &http.Client{Timeout: 10 * time.Second}, Tokens: tokens},
 		ControlFile: journalPath + ".control", Poll: c.Duration("poll"), Log: e.log}
 	if live.Journal, live.Resumed, err = openBootJournal(c, journalPath, live.Names); err != nil {
 		return err
@@ -58,6 +56,26 @@ func bootLive(e *env, c *cli.Context, format string, s *bootSetup, pred *bootrun
 	}
 	e.log.Info("boot run finished", zap.Duration("took", time.Since(started)))
 	return writeBootRun(e, format, bootRunOf(recs, pred, ctl.PausedBecause()))
+}
+
+// bootTokens reads the operator tokens: none, one for every server, or one per server.
+func bootTokens(files, servers []string) (map[string]string, error) {
+	if len(files) > 1 && len(files) != len(servers) {
+		return nil, badInput("--token-file: %d files for %d servers: give one for all, or one per --server", len(files), len(servers))
+	}
+	out := map[string]string{}
+	for i, u := range servers {
+		if len(files) == 0 {
+			break
+		}
+		f := files[min(i, len(files)-1)]
+		tok, err := bootsrv.ReadOperatorToken(f)
+		if err != nil {
+			return nil, badInput("--token-file: %v", err)
+		}
+		out[u] = tok
+	}
+	return out, nil
 }
 
 func openBootJournal(c *cli.Context, path string, names []string) (*bootrun.Journal, []*bootrun.JournalEntry, error) {

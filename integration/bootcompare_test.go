@@ -1,0 +1,313 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/internal/testenv"
+	"github.com/bootfabric/bootfabric/internal/testfix"
+	"github.com/bootfabric/bootfabric/topology"
+	"go.uber.org/zap/zaptest"
+)
+
+// The comparison of issue 26: 128 container nodes whose firmware gives up on a file that takes
+// longer than its timeout and starts over from DHCP, as PXE ROMs do, booted three ways through
+// the same power plant (an exec driver that starts or kills a node's firmware script): all at
+// once, a fixed stagger as xCAT does it, and bootctl boot.
+
+// compareMachine is two boards of 64 nodes, each board's boot server behind a 100 Mb/s NIC.
+func compareMachine() *topology.Machine {
+	return &topology.Machine{
+		Name: "compare128",
+		Levels: []topology.LevelSpec{
+			{Name: "board", Prefix: "b", Count: 2, Uplink: &topology.LinkSpec{Segment: "N2", CapacityMbps: 1000, LatencyUS: 10}},
+			{Name: "node", Prefix: "n", Count: 64, Uplink: &topology.LinkSpec{Segment: "N1", CapacityMbps: 1000, LatencyUS: 10}},
+		},
+		Servers: topology.ServerSpec{Count: 2, NIC: topology.LinkSpec{Segment: "N5", CapacityMbps: 100, LatencyUS: 10}},
+	}
+}
+
+// compareFiles: iPXE over TFTP, then a 1 MB kernel and a 3 MB initrd over HTTP.
+var compareFiles = BootFiles{NBP: debianNBP, Kernel: 1 << 20, Initrd: 3 << 20}
+
+// compareFileTimeout is the firmware's patience with one file: a 3 MB initrd needs 3.2 Mb/s.
+const compareFileTimeout = "8"
+
+// firmwareScript is a node's firmware: DHCP, the NBP, the iPXE script, kernel and initrd, each
+// file given up after BF_FILE_TIMEOUT seconds, the whole boot started over on any failure, at
+// most BF_ATTEMPTS times; then the health report. Each event is a line "EVENT UNIX-SECONDS".
+const firmwareScript = `ts() { date +%s.%N; }
+ip link set lo up
+ip link set eth0 up
+echo "on $(ts)"
+mac=$(cat /sys/class/net/eth0/address)
+attempt=0
+while [ "$attempt" -lt "$BF_ATTEMPTS" ]; do
+	attempt=$((attempt + 1))
+	echo "dhcp $(ts) $attempt"
+	out=$(mktemp)
+	BF_OUT="$out" udhcpc -i eth0 -f -q -n -t 60 -T 1 -A 1 -V PXEClient:Arch:00000:UNDI:002001 -x 0x5d:0000 -s "$BF_UDHCPC_SCRIPT" >/dev/null 2>&1 || { echo "fail $(ts) dhcp"; rm -f "$out"; continue; }
+	read -r ACKED SIADDR YIADDR BOOTFILE < "$out" || true
+	rm -f "$out"
+	curl -sSf --max-time 4 -o /dev/null --tftp-blksize 1468 "tftp://$SIADDR/$BOOTFILE" || { echo "fail $(ts) nbp"; continue; }
+	script=$(curl -sSf --max-time 10 "http://$SIADDR/ipxe/$mac") || { echo "fail $(ts) script"; continue; }
+	kernel=$(echo "$script" | awk '$1 == "kernel" {print $2}')
+	initrd=$(echo "$script" | awk '$1 == "initrd" {print $2}')
+	health=$(echo "$script" | tr ' ' '\n' | sed -n 's/^bootfabric.health=//p')
+	curl -sSf --max-time "$BF_FILE_TIMEOUT" -o /dev/null "$kernel" || { echo "fail $(ts) kernel"; continue; }
+	curl -sSf --max-time "$BF_FILE_TIMEOUT" -o /dev/null "$initrd" || { echo "fail $(ts) initrd"; continue; }
+	echo "files $(ts)"
+	curl -sSf --max-time 10 -o /dev/null -H 'Content-Type: application/json' -d '{"status":"ok","details":"container node"}' "$health" || { echo "fail $(ts) health"; continue; }
+	echo "reported $(ts)"
+	exit 0
+done
+echo "giveup $(ts)"
+exit 1
+`
+
+// powerScript is the nodes' "BMC": on starts the node's firmware in its namespace, in a session
+// of its own, off kills that session, status says whether it runs.
+const powerScript = `#!/bin/sh
+op=$1 node=$2 dir=@DIR@
+pidf="$dir/$node.pid"
+running() { pid=$(cat "$pidf" 2>/dev/null) && kill -0 "$pid" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$pid/status"; }
+start() {
+	running && return
+	BF_UDHCPC_SCRIPT="$dir/udhcpc.script" BF_ATTEMPTS=8 BF_FILE_TIMEOUT=@TIMEOUT@ setsid ip netns exec "@PREFIX@$node" sh "$dir/firmware.sh" >>"$dir/$node.events" 2>&1 </dev/null &
+	echo $! > "$pidf"
+}
+stop() { if running; then kill -KILL "-$pid"; fi; rm -f "$pidf"; }
+case $op in
+on) start ;;
+off) stop ;;
+cycle) stop; start ;;
+status) if running; then echo "Chassis Power is on"; else echo "Chassis Power is off"; fi ;;
+esac
+`
+
+// compareRun is one way of booting, measured at the clients.
+type compareRun struct {
+	Way      string
+	Healthy  int
+	Failed   int
+	Attempts int // boot attempts of all nodes (1 per node when none retried)
+	Makespan float64
+}
+
+type compareSetup struct {
+	c                         *Cluster
+	bin, dir, config, creds   string
+	templates, journal, nodes string
+	servers, tokens           []string
+}
+
+func newCompareSetup(b *testing.B, ctx context.Context) *compareSetup {
+	testenv.NeedRoot(b, "to create network namespaces (CI runs as root)")
+	for _, tool := range []string{"ip", "tc", "curl", "udhcpc", "setsid"} {
+		testenv.NeedTool(b, tool, "")
+	}
+	testenv.NeedFile(b, debianNBP, "ipxe")
+	s := &compareSetup{bin: buildBootctl(b), dir: b.TempDir()}
+	c, err := Up(ctx, Spec{Name: "cmp" + strconv.Itoa(os.Getpid()%10000), Machine: compareMachine(), Scale: 1, StateDir: b.TempDir()}, zaptest.NewLogger(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Down(context.Background()) })
+	if err := c.StartServers(ctx, ServerOptions{Bootctl: s.bin, Mapping: "bcda", Files: compareFiles}); err != nil {
+		b.Fatal(err)
+	}
+	s.c = c
+	s.writeFiles(b)
+	for _, srv := range c.Servers {
+		s.servers = append(s.servers, "http://"+nsForward(b, srv.Namespace, "127.0.0.1:80"))
+		s.tokens = append(s.tokens, filepath.Join(c.dir(), "state-"+srv.Name, bootsrv.OperatorTokenFile))
+	}
+	return s
+}
+
+func (s *compareSetup) writeFiles(b *testing.B) {
+	prefix := strings.TrimSuffix(s.c.Nodes[0].Namespace, s.c.Nodes[0].Name)
+	power := strings.NewReplacer("@DIR@", s.dir, "@PREFIX@", prefix, "@TIMEOUT@", compareFileTimeout).Replace(powerScript)
+	script := testfix.WriteFile(b, filepath.Join(s.dir, "power.sh"), []byte(power))
+	os.Chmod(script, 0o755)
+	testfix.WriteFile(b, filepath.Join(s.dir, "firmware.sh"), []byte(firmwareScript))
+	udhcpc := testfix.WriteFile(b, filepath.Join(s.dir, "udhcpc.script"), []byte(fleetUdhcpcScript))
+	os.Chmod(udhcpc, 0o755)
+	s.templates = testfix.WriteFile(b, filepath.Join(s.dir, "exec.yaml"), []byte(fmt.Sprintf(
+		"on: %[1]s on {{.Node}}\noff: %[1]s off {{.Node}}\ncycle: %[1]s cycle {{.Node}}\nstatus: %[1]s status {{.Node}}\npxe: /bin/true\n", script)))
+	s.creds = filepath.Join(s.dir, "bmc.yaml")
+	os.WriteFile(s.creds, []byte("default: {user: none, password: none}\n"), 0o600)
+	inv := "name,mac,ip,node,bmc,bmc_driver\n"
+	var names []string
+	for _, n := range s.c.Nodes {
+		inv += fmt.Sprintf("%s,%s,%s,%s,localhost,exec\n", n.Name, n.MAC, n.IP, n.Name)
+		names = append(names, n.Name)
+	}
+	s.nodes = strings.Join(names, ",")
+	testfix.WriteFile(b, filepath.Join(s.dir, "inventory.csv"), []byte(inv))
+	mach, _ := s.c.Machine.MarshalYAMLText()
+	testfix.WriteFile(b, filepath.Join(s.dir, "machine.yaml"), mach)
+	cfg := "servers:\n"
+	for _, srv := range s.c.Servers {
+		cfg += fmt.Sprintf("  - {name: %s, address: %s}\n", srv.Name, srv.IP)
+	}
+	s.config = testfix.WriteFile(b, filepath.Join(s.dir, "boot.yaml"), []byte(cfg+"topology: machine.yaml\nmapping: bcda\ninventory: inventory.csv\n"))
+}
+
+// reset powers every node off, forgets the events and lets the servers take the next DISCOVERs
+// for new boots.
+func (s *compareSetup) reset(b *testing.B, ctx context.Context) {
+	s.bootctl(b, ctx, "power", "off", "all", "--config", s.config, "--credentials", s.creds, "--exec-templates", s.templates, "--fan-out", "256", "--interval", "0s")
+	all := make([]int, len(s.c.Nodes))
+	for i := range all {
+		all[i] = i
+		os.Remove(filepath.Join(s.dir, s.c.Nodes[i].Name+".events"))
+	}
+	if err := s.c.announceReboots(ctx, all); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func (s *compareSetup) bootctl(b *testing.B, ctx context.Context, args ...string) string {
+	out, err := exec.CommandContext(ctx, s.bin, args...).Output()
+	var ee *exec.ExitError
+	if err != nil && !(errorsAs(err, &ee) && ee.ExitCode() == 1) {
+		b.Fatalf("bootctl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// powerOn powers nodes (names) on at once through the same plant bootctl boot uses.
+func (s *compareSetup) powerOn(b *testing.B, ctx context.Context, names []string) {
+	s.bootctl(b, ctx, "power", "on", strings.Join(names, ","), "--config", s.config, "--credentials", s.creds,
+		"--exec-templates", s.templates, "--fan-out", "256", "--interval", "0s")
+}
+
+// wait waits until every node's firmware has reported or given up, at most limit.
+func (s *compareSetup) wait(b *testing.B, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		done := 0
+		for _, n := range s.c.Nodes {
+			data, _ := os.ReadFile(filepath.Join(s.dir, n.Name+".events"))
+			if strings.Contains(string(data), "reported ") || strings.Contains(string(data), "giveup ") {
+				done++
+			}
+		}
+		if done == len(s.c.Nodes) {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// measure reads every node's events: healthy and failed nodes, boot attempts, and the makespan
+// from the first power-on to the last report.
+func (s *compareSetup) measure(b *testing.B, way string) compareRun {
+	r := compareRun{Way: way}
+	first, last := math.Inf(1), 0.0
+	for _, n := range s.c.Nodes {
+		f, err := os.Open(filepath.Join(s.dir, n.Name+".events"))
+		if err != nil {
+			r.Failed++
+			continue
+		}
+		reported := false
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) < 2 {
+				continue
+			}
+			at, _ := strconv.ParseFloat(fields[1], 64)
+			switch fields[0] {
+			case "on":
+				first = min(first, at)
+			case "dhcp":
+				r.Attempts++
+			case "reported":
+				reported, last = true, max(last, at)
+			}
+		}
+		f.Close()
+		if reported {
+			r.Healthy++
+		} else {
+			r.Failed++
+		}
+	}
+	r.Makespan = last - first
+	return r
+}
+
+// BenchmarkBootCompare boots the 128 nodes all at once, with fixed staggers, and with bootctl
+// boot, and prints the three side by side with bootctl boot's dry-run prediction. Run:
+// go test ./integration -run '^$' -bench BootCompare -benchtime 1x -v (as root; about 6 minutes).
+func BenchmarkBootCompare(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	s := newCompareSetup(b, ctx)
+	var runs []compareRun
+	predicted := s.bootRun(b, ctx, &runs)
+	s.reset(b, ctx)
+	names := strings.Split(s.nodes, ",")
+	s.powerOn(b, ctx, names)
+	s.wait(b, 5*time.Minute)
+	runs = append(runs, s.measure(b, "all at once"))
+	for _, st := range []struct {
+		n int
+		t time.Duration
+	}{{8, time.Second}, {16, 2 * time.Second}, {12, 2 * time.Second}, {32, 4 * time.Second}} {
+		s.reset(b, ctx)
+		for i := 0; i < len(names); i += st.n {
+			s.powerOn(b, ctx, names[i:min(i+st.n, len(names))])
+			if i+st.n < len(names) {
+				time.Sleep(st.t)
+			}
+		}
+		s.wait(b, 5*time.Minute)
+		runs = append(runs, s.measure(b, fmt.Sprintf("stagger %d every %v", st.n, st.t)))
+	}
+	fmt.Printf("%-22s %8s %7s %9s %10s\n", "way", "healthy", "failed", "attempts", "makespan")
+	for _, r := range runs {
+		fmt.Printf("%-22s %8d %7d %9d %9.1fs\n", r.Way, r.Healthy, r.Failed, r.Attempts, r.Makespan)
+	}
+	fmt.Printf("bootctl boot --dry-run predicted %.1f s\n", predicted)
+}
+
+// bootRun runs bootctl boot on every node (the cluster is fresh: nothing is healthy yet) and
+// returns its dry run's predicted makespan.
+func (s *compareSetup) bootRun(b *testing.B, ctx context.Context, runs *[]compareRun) float64 {
+	args := []string{"boot", "all", "--config", s.config, "--credentials", s.creds, "--exec-templates", s.templates,
+		"--image-size", "4MiB", "--protocol", "http", "--floor-mbps", "6", "--post", "1s", "--health-time", "10s",
+		"--fan-out", "64", "--interval", "0s", "--poll", "250ms", "--timeout", "10s"}
+	out := s.bootctl(b, ctx, append(args, "--dry-run", "-o", "json")...)
+	var plan struct {
+		Predicted float64 `json:"predicted_seconds"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		b.Fatal(err)
+	}
+	live := append(args, "--journal", filepath.Join(s.dir, "run.journal"), "-o", "json")
+	for _, u := range s.servers {
+		live = append(live, "--server", u)
+	}
+	for _, t := range s.tokens {
+		live = append(live, "--token-file", t)
+	}
+	b.Logf("bootctl boot: %s", s.bootctl(b, ctx, live...))
+	s.wait(b, time.Minute)
+	*runs = append(*runs, s.measure(b, "bootctl boot"))
+	return plan.Predicted
+}
