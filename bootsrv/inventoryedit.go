@@ -222,6 +222,9 @@ func writeEditRow(b *bytes.Buffer, r editRow) error {
 	return w.Error()
 }
 
+// Unchanged reports whether data, the edited text, is the text that was read.
+func (ed *InventoryEdit) Unchanged(data []byte) bool { return bytes.Equal(data, ed.orig) }
+
 // Check parses the edited text as the server will, so that an edit giving an inventory the
 // server would refuse is refused before anything is written.
 func (ed *InventoryEdit) Check(h *topology.Hierarchy) (*Inventory, error) {

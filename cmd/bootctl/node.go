@@ -11,13 +11,14 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// nodeCommand groups the operator's actions on one node through a boot server's operator API.
+// nodeCommand groups the node commands: the inventory's nodes (list, show, add, set, delete) and
+// the operator's actions through a boot server's operator API (reboot).
 func nodeCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:  "node",
-		Usage: "operator actions on one node (operator API, bearer token)",
-		Subcommands: []*cli.Command{
-			{
+		Usage: "list, show, add, set and delete the inventory's nodes; ask a server to reboot one",
+		Subcommands: append(nodeInventoryCommands(e),
+			&cli.Command{
 				Name:      "reboot",
 				Usage:     "let the node's next DHCP DISCOVER start a new boot, even if it is booted or healthy",
 				ArgsUsage: "NAME",
@@ -35,8 +36,38 @@ func nodeCommand(e *env) *cli.Command {
 					outputFlag("table", "json"),
 				},
 				Action: func(c *cli.Context) error { return nodeReboot(e, c) },
-			},
-		},
+			}),
+	}
+}
+
+// nodesHelp says what NODES may be, for every command that takes them.
+const nodesHelp = "NODES: names with ranges (node[001-128], s0-b[0-3]-n[0-7]), comma-separated, @FILE (a file of\n" +
+	"such lists), or all; several arguments add up. --group GROUP keeps the nodes of that group (the\n" +
+	"inventory's groups column): a flag, not @GROUP, since @ already means a file."
+
+// nodeInventoryCommands are the node commands that read or edit the inventory.
+func nodeInventoryCommands(e *env) []*cli.Command {
+	withOutput := func(flags ...cli.Flag) []cli.Flag {
+		return append(append(inventoryFlags(), flags...), outputFlag("table", "json", "yaml"))
+	}
+	return []*cli.Command{
+		{Name: "list", Usage: "list the inventory's nodes, with their owner server (with --config)", ArgsUsage: "[NODES...]",
+			Description: nodesHelp, Flags: withOutput(groupFlag()),
+			Action: func(c *cli.Context) error { return nodeList(e, c) }},
+		{Name: "show", Usage: "everything about one node: inventory, owner, BMC (never its login) and, with --server, its state, history and health",
+			ArgsUsage: "NAME", Flags: withOutput(
+				&cli.StringFlag{Name: "server", Aliases: []string{"s"}, EnvVars: []string{"BOOTCTL_SERVER"}, Usage: "boot server HTTP URL to read the node's state from"},
+				&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "timeout of the request"}),
+			Action: func(c *cli.Context) error { return nodeShow(e, c) }},
+		{Name: "add", Usage: "add a node to the inventory file (checked as the server reads it; written by temp file and rename)",
+			ArgsUsage: "NAME", Flags: withOutput(nodeFieldCLIFlags()...),
+			Action: func(c *cli.Context) error { return nodeAdd(e, c) }},
+		{Name: "set", Usage: "change fields of nodes in the inventory file", ArgsUsage: "[NODES...]",
+			Description: nodesHelp, Flags: withOutput(append(nodeFieldCLIFlags(), groupFlag())...),
+			Action: func(c *cli.Context) error { return nodeSet(e, c) }},
+		{Name: "delete", Usage: "delete nodes from the inventory file", ArgsUsage: "[NODES...]",
+			Description: nodesHelp, Flags: withOutput(groupFlag()),
+			Action: func(c *cli.Context) error { return nodeDelete(e, c) }},
 	}
 }
 

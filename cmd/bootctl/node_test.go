@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/google/go-cmp/cmp"
+)
+
+const nodeTestInventory = "# rack 0\n" +
+	"name,mac,ip,groups,bmc,bmc_driver,bmc_creds\n" +
+	"s0-b0-n0,52:54:00:00:00:01,10.0.0.1,\"compute,gpu\",10.1.0.1,ipmi,rack0\n" +
+	"s0-b0-n1,52:54:00:00:00:02,10.0.0.2,compute,,,\n" +
+	"# the login node\n" +
+	"s0-b0-n2,52:54:00:00:00:03,,login,,,\n"
+
+// writeNodeInventory writes nodeTestInventory and returns its path.
+func writeNodeInventory(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "inv.csv")
+	if err := os.WriteFile(p, []byte(nodeTestInventory), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestNodeCommands runs node list, add, set and delete on an inventory file: what they print,
+// their exit status and the file they leave, byte for byte.
+func TestNodeCommands(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		out, err string // substrings
+		file     string // the inventory after, "" for unchanged
+	}{
+		{name: "list", args: []string{"list"}, out: "" +
+			"      NAME                MAC        IP  POSITION  PROFILE       GROUPS              BMC  OWNER\n" +
+			"  s0-b0-n0  52:54:00:00:00:01  10.0.0.1  s0-b0-n0        -  compute,gpu  10.1.0.1 (ipmi)      -\n" +
+			"  s0-b0-n1  52:54:00:00:00:02  10.0.0.2  s0-b0-n1        -      compute                -      -\n" +
+			"  s0-b0-n2  52:54:00:00:00:03         -  s0-b0-n2        -        login                -      -\n3 nodes\n"},
+		{name: "list range and group", args: []string{"list", "s0-b0-n[0-1]", "--group", "gpu", "-o", "json"},
+			out: "\"name\": \"s0-b0-n0\""},
+		{name: "list unknown group", args: []string{"list", "--group", "gpus"}, code: 2,
+			err: `--group: no node of INV is in group "gpus" (groups: compute, gpu, login)`},
+		{name: "list unknown node", args: []string{"list", "s0-b0-n[0-5]"}, code: 2, err: `"s0-b0-n3", "s0-b0-n4", "s0-b0-n5": not in the inventory`},
+		{name: "list bad range", args: []string{"list", "s0-b0-n[3-"}, code: 2, err: "'[' without ']'"},
+		{name: "add", args: []string{"add", "s0-b0-n3", "--mac", "52:54:00:00:00:04", "--groups", "compute"}, out: "s0-b0-n3 added",
+			file: nodeTestInventory + "s0-b0-n3,52:54:00:00:00:04,,compute,,,\n"},
+		{name: "add duplicate mac", args: []string{"add", "s0-b0-n3", "--mac", "52:54:00:00:00:02"}, code: 2,
+			err: "--mac: 52:54:00:00:00:02 already belongs to s0-b0-n1 (INV line 4)"},
+		{name: "add duplicate name", args: []string{"add", "s0-b0-n1", "--mac", "52:54:00:00:00:09"}, code: 2,
+			err: "node add: s0-b0-n1 is already in INV (line 4)"},
+		{name: "add without mac", args: []string{"add", "s0-b0-n3"}, code: 2, err: "--mac: required"},
+		{name: "add bad bmc driver", args: []string{"add", "s0-b0-n3", "--mac", "52:54:00:00:00:04", "--bmc", "10.1.0.4", "--bmc-driver", "redfish"}, code: 2,
+			err: `the inventory would be refused, nothing is written: INV:7: bmc_driver: "redfish" is not a driver`},
+		{name: "set group", args: []string{"set", "--group", "compute", "--profile", "big"}, out: "s0-b0-n0, s0-b0-n1 set",
+			file: "# rack 0\nname,mac,ip,groups,bmc,bmc_driver,bmc_creds,profile\n" +
+				"s0-b0-n0,52:54:00:00:00:01,10.0.0.1,\"compute,gpu\",10.1.0.1,ipmi,rack0,big\n" +
+				"s0-b0-n1,52:54:00:00:00:02,10.0.0.2,compute,,,,big\n" +
+				"# the login node\ns0-b0-n2,52:54:00:00:00:03,,login,,,,\n"},
+		{name: "set ip of several", args: []string{"set", "s0-b0-n[1-2]", "--ip", "10.0.0.9"}, code: 2,
+			err: "--ip: sets one node's value, and NODES names 2 (s0-b0-n1, s0-b0-n2)"},
+		{name: "set duplicate ip", args: []string{"set", "s0-b0-n2", "--ip", "10.0.0.1"}, code: 2,
+			err: "--ip: 10.0.0.1 already belongs to s0-b0-n0 (INV line 3)"},
+		{name: "set nothing", args: []string{"set", "s0-b0-n2"}, code: 2, err: "node set: give a field to change"},
+		{name: "set no nodes", args: []string{"set", "--profile", "x"}, code: 2, err: "node set: give the NODES to set"},
+		{name: "set ip", args: []string{"set", "s0-b0-n2", "--ip", "10.0.0.3"}, out: "s0-b0-n2 set",
+			file: strings.Replace(nodeTestInventory, "s0-b0-n2,52:54:00:00:00:03,,login", "s0-b0-n2,52:54:00:00:00:03,10.0.0.3,login", 1)},
+		{name: "delete", args: []string{"delete", "s0-b0-n1"}, out: "s0-b0-n1 deleted",
+			file: strings.Replace(nodeTestInventory, "s0-b0-n1,52:54:00:00:00:02,10.0.0.2,compute,,,\n", "", 1)},
+		{name: "delete all", args: []string{"delete", "all"}, code: 2, err: "names every node"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inv := writeNodeInventory(t)
+			args := append([]string{"node"}, tt.args...)
+			args = append(args, "--inventory", inv, "--topology", "mini")
+			code, out, errs := runBootctl(t, context.Background(), args...)
+			want := func(s string) string { return strings.ReplaceAll(s, "INV", inv) }
+			if code != tt.code || !strings.Contains(out, want(tt.out)) || !strings.Contains(errs, want(tt.err)) {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr: %s\nwant out %q, err %q", code, tt.code, out, errs, want(tt.out), want(tt.err))
+			}
+			got, _ := os.ReadFile(inv)
+			wantFile := tt.file
+			if wantFile == "" {
+				wantFile = nodeTestInventory
+			}
+			if d := cmp.Diff(wantFile, string(got)); d != "" {
+				t.Errorf("inventory after (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestNodeShow shows one node from the inventory alone, and with its state from a server: the
+// BMC's login entry is named, never a password.
+func TestNodeShow(t *testing.T) {
+	at := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	st := bootsrv.NodeStatus{Name: "s0-b0-n0", State: bootsrv.Healthy, Since: at, Attempt: 2, Server: "bs1",
+		Health:  &bootsrv.Health{Status: "ok", At: at},
+		History: []bootsrv.Transition{{From: bootsrv.Booted, To: bootsrv.Healthy, Event: bootsrv.EvHealthOK, At: at}}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/nodes/s0-b0-n0" {
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(`{"error":"unknown node"}`))
+			return
+		}
+		json.NewEncoder(w).Encode(st)
+	}))
+	defer srv.Close()
+	inv := writeNodeInventory(t)
+	base := []string{"node", "show", "--inventory", inv, "--topology", "mini"}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"inventory", []string{"s0-b0-n0"}, 0, "name:     s0-b0-n0\nmac:      52:54:00:00:00:01\nip:       10.0.0.1\nposition: s0-b0-n0\n" +
+			"profile:  (the configuration's default)\ngroups:   compute, gpu\nbmc:      10.1.0.1, driver ipmi, login \"rack0\" of the credentials file\nowner:    -\n"},
+		{"server", []string{"s0-b0-n0", "--server", srv.URL}, 0, "owner:    bs1\n\nstate healthy since 2026-11-26T10:00:00Z, attempt 2\n" +
+			"last health ok at 2026-11-26T10:00:00Z\nhistory:\n  2026-11-26T10:00:00Z  booted  ->  healthy  health-ok  -\n"},
+		{"server without the node", []string{"s0-b0-n1", "--server", srv.URL}, 0, "state: unknown (status: GET " + srv.URL + "/api/v1/nodes/s0-b0-n1: 404 Not Found: unknown node)\n"},
+		{"unknown", []string{"s0-b0-n7"}, 2, ""},
+		{"two", []string{"s0-b0-n0", "s0-b0-n1"}, 2, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := runBootctl(t, context.Background(), append(base, tt.args...)...)
+			if code != tt.code || !strings.Contains(out, tt.want) {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr: %s\nwant %q", code, tt.code, out, errs, tt.want)
+			}
+		})
+	}
+}
