@@ -27,6 +27,16 @@ func (c *Client) Nodes(ctx context.Context) (*NodesResponse, error) {
 	return &out, nil
 }
 
+// NodesAndInventory returns every node's status and the whole inventory with each node's owner
+// (GET /api/v1/nodes?inventory=1).
+func (c *Client) NodesAndInventory(ctx context.Context) (*NodesResponse, error) {
+	var out NodesResponse
+	if err := c.get(ctx, "/api/v1/nodes?inventory=1", &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Node returns one node's status (GET /api/v1/nodes/NAME).
 func (c *Client) Node(ctx context.Context, name string) (*NodeStatus, error) {
 	var out NodeStatus
