@@ -565,6 +565,26 @@ func (d *FleetDoc) Ownership(m *FleetMachine, live []string) (FleetOwnership, er
 	return o, nil
 }
 
+// Owners returns the name of the server that owns each inventory node of the machine when the
+// servers in live are up, by the rule of Ownership; a node nobody owns is missing.
+func (d *FleetDoc) Owners(m *FleetMachine, live []string) (map[string]string, error) {
+	o, err := d.Ownership(m, live)
+	if err != nil || o.Unowned == len(m.Inventory.Nodes) {
+		return map[string]string{}, err
+	}
+	a, err := Assignment(m.Hierarchy, d.Mapping, len(d.Servers), d.FailedServers, o.Dead)
+	if err != nil {
+		return nil, fmt.Errorf("mapping: %w", err)
+	}
+	out := make(map[string]string, len(m.Inventory.Nodes))
+	for _, n := range m.Inventory.Nodes {
+		if s := int(a.Server[n.Index]); s >= 0 && s < len(d.Servers) {
+			out[n.Name] = d.Servers[s].Name
+		}
+	}
+	return out, nil
+}
+
 // Materialize makes the configuration of server name from the revision: it writes the embedded
 // topology and inventory under dir (topology/NAME, inventory/NAME, and the document itself as
 // fleet.json, which the configuration's errors name) and returns the validated Config with

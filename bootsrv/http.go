@@ -510,20 +510,26 @@ func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) {
 	writeJSONBody(w, http.StatusOK, resp)
 }
 
-// inventoryEntries lists the inventory's nodes, in its order, with their owners under the
-// current ownership (in a fleet, the live servers').
+// inventoryEntries lists the inventory's nodes with their owners under the current ownership
+// (in a fleet, the live servers').
 func (s *Server) inventoryEntries() []InventoryEntry {
 	au := s.Authority()
-	inv := au.Inventory()
+	return InventoryEntries(au.Inventory(), func(n *InventoryNode) string {
+		if o := au.Owner(n); o >= 0 && o < len(s.cfg.Servers) {
+			return s.cfg.Servers[o].Name
+		}
+		return ""
+	})
+}
+
+// InventoryEntries lists an inventory's nodes, in its order, with the owner that owner names.
+func InventoryEntries(inv *Inventory, owner func(*InventoryNode) string) []InventoryEntry {
 	out := make([]InventoryEntry, len(inv.Nodes))
 	for i := range inv.Nodes {
 		n := &inv.Nodes[i]
-		e := InventoryEntry{Name: n.Name, MAC: n.MAC.String(), Position: n.Position, Profile: n.Profile, Groups: n.Groups}
+		e := InventoryEntry{Name: n.Name, MAC: n.MAC.String(), Position: n.Position, Profile: n.Profile, Groups: n.Groups, Owner: owner(n)}
 		if n.IP.IsValid() {
 			e.IP = n.IP.String()
-		}
-		if o := au.Owner(n); o >= 0 && o < len(s.cfg.Servers) {
-			e.Owner = s.cfg.Servers[o].Name
 		}
 		out[i] = e
 	}
