@@ -130,6 +130,9 @@ type MemberInfo struct {
 	// Active is true while the server answers for the fleet; false while it is a member that does
 	// not (starting up, or fenced because its lease renewal is overdue).
 	Active bool `json:"active"`
+	// Joined is when the server joined the fleet (its clock, UTC): etcd keeps only the revision
+	// of the join, which says nothing to a person.
+	Joined time.Time `json:"joined,omitzero"`
 }
 
 // perServerFields are the YAML settings a fleet file refuses: each server has its own.
