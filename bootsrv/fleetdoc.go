@@ -713,3 +713,31 @@ func writeFileAtomic(path string, data []byte) (string, error) {
 	}
 	return path, nil
 }
+
+// WithInventory returns a copy of the revision with the inventory's text replaced, and its
+// machine, checked as LoadFleetFile checks a fleet file's nodes: the inventory parses against the
+// topology, each serving server's share fits the DHCP settings, and every profile a node names is
+// published. It is how `bootctl node add|set|delete` edits a fleet's inventory from etcd alone.
+func (d *FleetDoc) WithInventory(text string) (*FleetDoc, *FleetMachine, error) {
+	nd := *d
+	nd.Inventory.Text = text
+	m, err := nd.Machine()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := nd.config(0, LocalSettings{})
+	if err != nil {
+		return nil, nil, err
+	}
+	c.file = nd.Inventory.Name
+	if err := checkFleetNodes(c, m, func(string) int { return 0 }); err != nil {
+		return nil, nil, err
+	}
+	for _, n := range m.Inventory.Nodes {
+		if n.Profile != "" && !slices.ContainsFunc(nd.Profiles, func(p images.Profile) bool { return p.Name == n.Profile }) {
+			return nil, nil, &Error{File: m.Inventory.File, Line: n.Line, Field: "profile",
+				Msg: fmt.Sprintf("node %s: profile %q is not published in the fleet's configuration", n.Name, n.Profile)}
+		}
+	}
+	return &nd, m, nil
+}

@@ -48,7 +48,8 @@ const nodesHelp = "NODES: names with ranges (node[001-128], s0-b[0-3]-n[0-7]), c
 // nodeInventoryCommands are the node commands that read or edit the inventory.
 func nodeInventoryCommands(e *env) []*cli.Command {
 	withOutput := func(flags ...cli.Flag) []cli.Flag {
-		return append(append(inventoryFlags(), flags...), outputFlag("table", "json", "yaml"))
+		out := append(inventoryFlags(), nodeFleetFlags()...)
+		return append(append(out, flags...), outputFlag("table", "json", "yaml"))
 	}
 	return []*cli.Command{
 		{Name: "list", Usage: "list the inventory's nodes, with their owner server (with --config)", ArgsUsage: "[NODES...]",
@@ -59,14 +60,14 @@ func nodeInventoryCommands(e *env) []*cli.Command {
 				&cli.StringFlag{Name: "server", Aliases: []string{"s"}, EnvVars: []string{"BOOTCTL_SERVER"}, Usage: "boot server HTTP URL to read the node's state from"},
 				&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "timeout of the request"}),
 			Action: func(c *cli.Context) error { return nodeShow(e, c) }},
-		{Name: "add", Usage: "add a node to the inventory file (checked as the server reads it; written by temp file and rename)",
-			ArgsUsage: "NAME", Flags: withOutput(nodeFieldCLIFlags()...),
+		{Name: "add", Usage: "add a node to the inventory file (checked as the server reads it; written by temp file and rename), or with --etcd to the fleet's as a new signed revision",
+			ArgsUsage: "NAME", Flags: withOutput(append(nodeFieldCLIFlags(), signKeyFlag())...),
 			Action: func(c *cli.Context) error { return nodeAdd(e, c) }},
 		{Name: "set", Usage: "change fields of nodes in the inventory file", ArgsUsage: "[NODES...]",
-			Description: nodesHelp, Flags: withOutput(append(nodeFieldCLIFlags(), groupFlag())...),
+			Description: nodesHelp, Flags: withOutput(append(nodeFieldCLIFlags(), groupFlag(), signKeyFlag())...),
 			Action: func(c *cli.Context) error { return nodeSet(e, c) }},
 		{Name: "delete", Usage: "delete nodes from the inventory file", ArgsUsage: "[NODES...]",
-			Description: nodesHelp, Flags: withOutput(groupFlag()),
+			Description: nodesHelp, Flags: withOutput(groupFlag(), signKeyFlag()),
 			Action: func(c *cli.Context) error { return nodeDelete(e, c) }},
 	}
 }

@@ -42,6 +42,11 @@ type nodeEditResult struct {
 	Action    string   `json:"action"`
 	Nodes     []string `json:"nodes"`
 	Changed   bool     `json:"changed"`
+	// Fleet, Number and Revision: with --etcd, the fleet and its new configuration (its number,
+	// 1 for the first, and its etcd revision).
+	Fleet    string `json:"fleet,omitempty"`
+	Number   int64  `json:"configuration,omitempty"`
+	Revision int64  `json:"etcd_revision,omitempty"`
 }
 
 // editedFields returns the columns the flags set, by column name.
@@ -73,6 +78,7 @@ func nodeAdd(e *env, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	defer ni.close()
 	if err := checkUnique(ni.inv, "", fields); err != nil {
 		return err
 	}
@@ -114,6 +120,7 @@ func nodeSet(e *env, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	defer ni.close()
 	nodes, err := pickForEdit(c, ni.inv, "set")
 	if err != nil {
 		return err
@@ -145,6 +152,7 @@ func nodeDelete(e *env, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	defer ni.close()
 	nodes, err := pickForEdit(c, ni.inv, "delete")
 	if err != nil {
 		return err
@@ -177,16 +185,22 @@ func pickForEdit(c *cli.Context, inv *bootsrv.Inventory, verb string) ([]*bootsr
 	return nodes, err
 }
 
-// openInventoryEdit loads the inventory (checked as the server checks it) and opens its file
-// for editing.
+// openInventoryEdit loads the inventory (checked as the server checks it) and opens it for
+// editing: its file, or the text of the fleet's current revision. The caller closes ni.
 func openInventoryEdit(c *cli.Context) (*nodeInventory, *bootsrv.InventoryEdit, error) {
 	ni, err := loadNodeInventory(c)
 	if err != nil {
 		return nil, nil, err
 	}
-	ed, err := bootsrv.ReadInventoryEdit(ni.inv.File)
+	var ed *bootsrv.InventoryEdit
+	if ni.fleet != nil {
+		ed, err = ni.fleet.editOf()
+	} else if ed, err = bootsrv.ReadInventoryEdit(ni.inv.File); err != nil {
+		err = asBadInput(err)
+	}
 	if err != nil {
-		return nil, nil, asBadInput(err)
+		ni.close()
+		return nil, nil, err
 	}
 	return ni, ed, nil
 }
@@ -205,10 +219,8 @@ func saveEdit(e *env, c *cli.Context, format string, ni *nodeInventory, ed *boot
 	if !res.Changed {
 		res.Changed = !ed.Unchanged(data)
 	}
-	if res.Changed {
-		if err := ed.Save(); err != nil {
-			return err
-		}
+	if err := writeEdit(c, ni, ed, data, &res); err != nil {
+		return err
 	}
 	if format != "table" {
 		return writeData(e.stdout, format, res)
@@ -217,8 +229,30 @@ func saveEdit(e *env, c *cli.Context, format string, ni *nodeInventory, ed *boot
 	if !res.Changed {
 		what = fmt.Sprintf("%s: %s unchanged (the values are already those)", res.Inventory, describeNodes(res.Nodes))
 	}
-	_, err = fmt.Fprintf(e.stdout, "%s\nA running boot server reads its inventory when it starts: restart it to serve the change.\n", what)
+	next := "A running boot server reads its inventory when it starts: restart it to serve the change."
+	if res.Fleet != "" {
+		next = "The fleet's servers apply it without a restart."
+		if res.Changed {
+			what += fmt.Sprintf("\nfleet %s: configuration %d applied (etcd revision %d)", res.Fleet, res.Number, res.Revision)
+		}
+	}
+	_, err = fmt.Fprintf(e.stdout, "%s\n%s\n", what, next)
 	return err
+}
+
+// writeEdit writes a changed inventory: over its file, or as the fleet's new revision.
+func writeEdit(c *cli.Context, ni *nodeInventory, ed *bootsrv.InventoryEdit, data []byte, res *nodeEditResult) error {
+	if ni.fleet != nil {
+		res.Fleet = ni.fleet.cl.Fleet()
+		if !res.Changed {
+			return nil
+		}
+		return ni.fleet.apply(c, data, res)
+	}
+	if !res.Changed {
+		return nil
+	}
+	return ed.Save()
 }
 
 func flagNames() []string {

@@ -28,13 +28,26 @@ func inventoryFlags() []cli.Flag {
 // nodeInventory is the inventory a node command acts on, with its machine and, from --config, the
 // servers that own its nodes.
 type nodeInventory struct {
-	inv *bootsrv.Inventory
-	h   *topology.Hierarchy
-	cfg *bootsrv.Config // nil without --config
+	inv   *bootsrv.Inventory
+	h     *topology.Hierarchy
+	cfg   *bootsrv.Config   // nil without --config
+	owner map[string]string // with --etcd: each node's owner among the live servers
+	fleet *fleetSource      // with --etcd: the fleet read; nil for a file
 }
 
-// loadNodeInventory loads the inventory of --config, or of --inventory with --topology.
+// close lets go of the fleet's etcd client, if any.
+func (ni *nodeInventory) close() {
+	if ni != nil && ni.fleet != nil {
+		ni.fleet.cl.Close()
+	}
+}
+
+// loadNodeInventory loads the inventory of --config, of --inventory with --topology, or of the
+// fleet's current revision (--etcd).
 func loadNodeInventory(c *cli.Context) (*nodeInventory, error) {
+	if len(c.StringSlice("etcd")) > 0 {
+		return loadFleetNodeInventory(c)
+	}
 	topo, invFile := c.String("topology"), c.String("inventory")
 	var cfg *bootsrv.Config
 	if cfgPath := c.String("config"); cfgPath != "" {
@@ -48,7 +61,7 @@ func loadNodeInventory(c *cli.Context) (*nodeInventory, error) {
 		topo, invFile = cfg.Topology, cfg.Inventory
 	}
 	if invFile == "" || topo == "" {
-		return nil, badInput("give --config, or --inventory with --topology: the inventory to act on")
+		return nil, badInput("give --config, --inventory with --topology, or a fleet's --etcd: the inventory to act on")
 	}
 	m, err := topology.Load(topo)
 	if err != nil {
@@ -68,8 +81,8 @@ func loadNodeInventory(c *cli.Context) (*nodeInventory, error) {
 // owners returns the name of the server that owns each node by the configuration's mapping
 // (failed_servers counted as absent), as every server computes it; nil without --config.
 func (ni *nodeInventory) owners() (map[string]string, error) {
-	if ni.cfg == nil {
-		return nil, nil
+	if ni.owner != nil || ni.cfg == nil {
+		return ni.owner, nil
 	}
 	cfg := ni.cfg
 	a, err := bootsrv.Assignment(ni.h, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
@@ -139,6 +152,7 @@ func nodeList(e *env, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	defer ni.close()
 	nodes, err := sel.pick(ni.inv)
 	if err != nil {
 		return err
@@ -186,6 +200,7 @@ func nodeShow(e *env, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	defer ni.close()
 	n, ok := ni.inv.ByName(c.Args().First())
 	if !ok {
 		return badInput("%q is not in the inventory %s", c.Args().First(), ni.inv.File)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/fleet"
+	"github.com/bootfabric/bootfabric/internal/etcdtest"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -140,5 +142,61 @@ func TestNodeShow(t *testing.T) {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr: %s\nwant %q", code, tt.code, out, errs, tt.want)
 			}
 		})
+	}
+}
+
+// TestNodeFleet edits a fleet's inventory in etcd (a real etcd): each change is a new signed
+// configuration that servers would accept, a refused one leaves the configuration as it was.
+func TestNodeFleet(t *testing.T) {
+	cluster := etcdtest.Start(t, etcdtest.Options{Members: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	etcd, file, key := strings.Join(cluster.Endpoints, ","), applyFleetFiles(t, 8), operatorKey(t)
+	if code, _, errs := runBootctl(t, ctx, "fleet", "apply", "-f", file, "--etcd", etcd, "--sign-key", key); code != 0 {
+		t.Fatalf("fleet apply: %d %s", code, errs)
+	}
+	cl, err := fleet.Open(ctx, fleet.Options{Endpoints: cluster.Endpoints, Fleet: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		out    string // substring of stdout or stderr
+		number int64  // the configuration's number after
+	}{
+		{"list", []string{"list", "n[6-7]"}, 0, "n7  52:54:00:00:02:07  10.0.0.17  s0-b1-n3        -       -    -      -\n2 nodes\n", 1},
+		{"add", []string{"add", "n8", "--mac", "52:54:00:00:02:08", "--ip", "10.0.0.18", "--position", "s0-b2-n0", "--groups", "gpu", "--sign-key", key},
+			0, "inventory.csv: n8 added\nfleet default: configuration 2 applied (etcd revision", 2},
+		{"add a MAC taken", []string{"add", "n9", "--mac", "52:54:00:00:02:08", "--position", "s0-b2-n1", "--sign-key", key},
+			2, "--mac: 52:54:00:00:02:08 already belongs to n8 (inventory.csv line 10)", 2},
+		{"add unsigned", []string{"add", "n9", "--mac", "52:54:00:00:02:09", "--position", "s0-b2-n1"}, 2, "--sign-key: required", 2},
+		{"set outside the subnet", []string{"set", "n1", "--ip", "10.0.1.5", "--sign-key", key}, 2,
+			"the fleet's inventory would be refused, nothing is written: inventory.csv:3: ip: 10.0.1.5 of node n1 is outside dhcp.subnet 10.0.0.0/24", 2},
+		{"set an unpublished profile", []string{"set", "--group", "gpu", "--profile", "big", "--sign-key", key}, 2, `profile "big" is not published`, 2},
+		{"list the group", []string{"list", "--group", "gpu", "-o", "json"}, 0, `"name": "n8"`, 2},
+		{"delete", []string{"delete", "n8", "--sign-key", key}, 0, "fleet default: configuration 3 applied", 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := runBootctl(t, ctx, append(append([]string{"node"}, tt.args...), "--etcd", etcd)...)
+			if code != tt.code || !strings.Contains(out+errs, tt.out) {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr: %s\nwant %q", code, tt.code, out, errs, tt.out)
+			}
+			cur, err := cl.Config(ctx)
+			if err != nil || cur.Number != tt.number {
+				t.Errorf("configuration %d (%v), want %d", cur.Number, err, tt.number)
+			}
+		})
+	}
+	// After add and delete: the rows as they were, with the groups column add made.
+	want := strings.ReplaceAll(applyFleetInventory(8), "\n", ",\n")
+	want = strings.Replace(want, "name,mac,ip,node,", "name,mac,ip,node,groups", 1)
+	cur, _ := cl.Config(ctx)
+	doc, err := bootsrv.DecodeFleetDoc(cur.Doc)
+	if d := cmp.Diff(want, doc.Inventory.Text); err != nil || d != "" {
+		t.Errorf("inventory after add and delete (%v; -want +got):\n%s", err, d)
 	}
 }
