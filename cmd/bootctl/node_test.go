@@ -200,3 +200,55 @@ func TestNodeFleet(t *testing.T) {
 		t.Errorf("inventory after add and delete (%v; -want +got):\n%s", err, d)
 	}
 }
+
+// TestNodeReboot asks a server (a stand-in for its API) to reboot nodes named by a range and by
+// group: every name is checked against the server's inventory before any reboot is asked.
+func TestNodeReboot(t *testing.T) {
+	const token = "0123456789abcdef0123456789abcdef"
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			json.NewEncoder(w).Encode(bootsrv.NodesResponse{Server: "bs0", Inventory: []bootsrv.InventoryEntry{
+				{Name: "n1", Owner: "bs0", Groups: []string{"gpu"}}, {Name: "n2", Owner: "bs0"}, {Name: "n3", Owner: "bs1", Groups: []string{"gpu"}}}})
+			return
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/api/v1/nodes/"), "/reboot")
+		asked = append(asked, name)
+		if name == "n3" {
+			w.WriteHeader(http.StatusMisdirectedRequest)
+			w.Write([]byte(`{"error":"node \"n3\" is served by boot server bs1"}`))
+			return
+		}
+		json.NewEncoder(w).Encode(bootsrv.RebootResponse{Node: name, State: bootsrv.Healthy, RebootRequested: true})
+	}))
+	defer srv.Close()
+	tok := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(tok, []byte(token+"\n"), 0o600)
+	tests := []struct {
+		name  string
+		args  []string
+		code  int
+		asked []string
+		out   string
+	}{
+		{"range", []string{"n[1-2]"}, 0, []string{"n1", "n2"}, "node n2 (healthy): reboot requested"},
+		{"group", []string{"--group", "gpu"}, 1, []string{"n1", "n3"}, "1 of 2 nodes not rebooted; n3: "},
+		{"group and range", []string{"n[2-3]", "--group", "gpu"}, 1, []string{"n3"}, "node n3: not rebooted"},
+		{"unknown node", []string{"n[1-4]"}, 2, nil, `NODES: n4: not in the inventory`},
+		{"unknown group", []string{"--group", "cpu"}, 2, nil, `no inventory node is in group "cpu" (groups: gpu)`},
+		{"nothing", nil, 2, nil, "give the NODES"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			asked = nil
+			args := append([]string{"node", "reboot", "--server", srv.URL, "--token-file", tok}, tt.args...)
+			code, out, errs := runBootctl(t, context.Background(), args...)
+			if code != tt.code || !strings.Contains(out+errs, tt.out) {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr: %s\nwant %q", code, tt.code, out, errs, tt.out)
+			}
+			if d := cmp.Diff(tt.asked, asked); d != "" {
+				t.Errorf("reboots asked (-want +got):\n%s", d)
+			}
+		})
+	}
+}
