@@ -58,7 +58,7 @@ func nodeInventoryCommands(e *env) []*cli.Command {
 		{Name: "list", Usage: "list the inventory's nodes, with their owner server (with --config)", ArgsUsage: "[NODES...]",
 			Description: nodesHelp, Flags: withOutput(groupFlag()),
 			Action: func(c *cli.Context) error { return nodeList(e, c) }},
-		{Name: "show", Usage: "everything about one node: inventory, owner, BMC (never its login) and, with --server, its state, history and health",
+		{Name: "show", Usage: "everything about one node: inventory, owner, BMC (never its login) and, with --server or --etcd, its state, history and health",
 			ArgsUsage: "NAME", Flags: withOutput(
 				&cli.StringFlag{Name: "server", Aliases: []string{"s"}, EnvVars: []string{"BOOTCTL_SERVER"}, Usage: "boot server HTTP URL to read the node's state from"},
 				&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "timeout of the request"}),

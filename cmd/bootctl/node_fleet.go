@@ -114,3 +114,19 @@ func (f *fleetSource) apply(c *cli.Context, data []byte, res *nodeEditResult) er
 	}
 	return nil
 }
+
+// fillStatus sets the node's state from its record in etcd, which the server holding it writes.
+func (f *fleetSource) fillStatus(c *cli.Context, v *nodeView) error {
+	all, err := bootsrv.LoadFleetStates(c.Context, f.cl)
+	if err != nil {
+		return &fleetEtcdError{f.eps, err}
+	}
+	for i := range all {
+		if all[i].Name == v.Name {
+			v.Status = &all[i]
+			return nil
+		}
+	}
+	v.StatusError = "no record in etcd yet: no server has seen it"
+	return nil
+}

@@ -210,10 +210,14 @@ func nodeShow(e *env, c *cli.Context) error {
 		return err
 	}
 	v := viewOf(n, owners)
-	if c.IsSet("server") {
-		if err := fillServerStatus(c, &v); err != nil {
-			return err
-		}
+	switch {
+	case c.IsSet("server"):
+		err = fillServerStatus(c, &v)
+	case ni.fleet != nil:
+		err = ni.fleet.fillStatus(c, &v)
+	}
+	if err != nil {
+		return err
 	}
 	if format != "table" {
 		return writeData(e.stdout, format, v)

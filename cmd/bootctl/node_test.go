@@ -191,6 +191,16 @@ func TestNodeFleet(t *testing.T) {
 			}
 		})
 	}
+	// node show --etcd: the state comes from the node's record, which its server writes.
+	rec, _ := json.Marshal(bootsrv.NodeStatus{Name: "n1", Server: "bs0", State: bootsrv.Booted, Attempt: 1})
+	if err := cl.PutRecords(ctx, "nodes", map[string][]byte{"n1": rec}); err != nil {
+		t.Fatal(err)
+	}
+	for node, want := range map[string]string{"n1": "\nstate booted since -, attempt 1\n", "n2": "\nstate: unknown (no record in etcd yet: no server has seen it)\n"} {
+		if code, out, errs := runBootctl(t, ctx, "node", "show", node, "--etcd", etcd); code != 0 || !strings.Contains(out, want) {
+			t.Errorf("node show %s: exit %d\n%s%s\nwant %q", node, code, out, errs, want)
+		}
+	}
 	// After add and delete: the rows as they were, with the groups column add made.
 	want := strings.ReplaceAll(applyFleetInventory(8), "\n", ",\n")
 	want = strings.Replace(want, "name,mac,ip,node,", "name,mac,ip,node,groups", 1)
