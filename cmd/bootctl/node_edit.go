@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/images"
 	"github.com/urfave/cli/v2"
 )
 
@@ -208,8 +209,12 @@ func openInventoryEdit(c *cli.Context) (*nodeInventory, *bootsrv.InventoryEdit, 
 // saveEdit checks the edited inventory as a server would read it, writes it (unless it is
 // unchanged) and reports.
 func saveEdit(e *env, c *cli.Context, format string, ni *nodeInventory, ed *bootsrv.InventoryEdit, res nodeEditResult) error {
-	if _, err := ed.Check(ni.h); err != nil {
+	inv, err := ed.Check(ni.h)
+	if err != nil {
 		return badInput("the inventory would be refused, nothing is written: %w", err)
+	}
+	if err := checkProfiles(ni.cfg, inv); err != nil {
+		return err
 	}
 	data, err := ed.Bytes()
 	if err != nil {
@@ -238,6 +243,29 @@ func saveEdit(e *env, c *cli.Context, format string, ni *nodeInventory, ed *boot
 	}
 	_, err = fmt.Fprintf(e.stdout, "%s\n%s\n", what, next)
 	return err
+}
+
+// checkProfiles refuses a profile that the configuration's image store lacks (with --config): the
+// server would refuse to start on it. A fleet's revision is checked against its published
+// profiles instead (bootsrv.FleetDoc.WithInventory).
+func checkProfiles(cfg *bootsrv.Config, inv *bootsrv.Inventory) error {
+	if cfg == nil {
+		return nil
+	}
+	st, err := images.Open(cfg.Images)
+	if err != nil {
+		return badInput("%s: images: %w", cfg.File(), err)
+	}
+	for _, n := range inv.Nodes {
+		if n.Profile == "" {
+			continue
+		}
+		if _, err := st.Get(n.Profile); err != nil {
+			return badInput("the inventory would be refused, nothing is written: %s:%d: profile: node %s: %q is not in the image store %s (bootctl image list --store %s)",
+				inv.File, n.Line, n.Name, n.Profile, cfg.Images, cfg.Images)
+		}
+	}
+	return nil
 }
 
 // writeEdit writes a changed inventory: over its file, or as the fleet's new revision.

@@ -271,3 +271,26 @@ func TestNodeReboot(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeConfig: with --config, node list names each node's owner by the configuration's mapping,
+// and a profile the image store lacks is refused before the inventory is written.
+func TestNodeConfig(t *testing.T) {
+	f := newServeFiles(t, "off")
+	inv := filepath.Join(filepath.Dir(f.config), "inventory.csv")
+	before, _ := os.ReadFile(inv)
+	ctx := context.Background()
+	code, out, errs := runBootctl(t, ctx, "node", "list", "node0[0-1]", "--config", f.config)
+	if want := "  node01  52:54:00:00:00:01  127.0.0.11  s0-b0-n1        -       -    -    bs0\n"; code != 0 || !strings.Contains(out, want) {
+		t.Errorf("node list: exit %d %s\n%s\nwant %q", code, errs, out, want)
+	}
+	code, _, errs = runBootctl(t, ctx, "node", "set", "node01", "--profile", "nosuch", "--config", f.config)
+	if want := `inventory.csv:3: profile: node node01: "nosuch" is not in the image store`; code != 2 || !strings.Contains(errs, want) {
+		t.Errorf("unknown profile: exit %d %q, want 2 and %q", code, errs, want)
+	}
+	if after, _ := os.ReadFile(inv); string(after) != string(before) {
+		t.Errorf("a refused edit wrote the inventory:\n%s", after)
+	}
+	if code, _, errs = runBootctl(t, ctx, "node", "set", "node01", "--profile", "default", "--config", f.config); code != 0 {
+		t.Errorf("known profile: exit %d %s", code, errs)
+	}
+}
