@@ -137,3 +137,22 @@ func TestInventoryGroups(t *testing.T) {
 		})
 	}
 }
+
+// TestInventoryEditKeepsColumns: a column bootctl does not know is kept, with its values, when a
+// row is changed and when a column is added; a YAML inventory is not edited.
+func TestInventoryEditKeepsColumns(t *testing.T) {
+	ed, err := ParseInventoryEdit([]byte("name,rack,mac\na,r1,52:54:00:00:00:01\nb,\"r 2\",52:54:00:00:00:02\n"), "inv.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ed.Set("b", map[string]string{"ip": "10.0.0.2", "mac": "52:54:00:00:00:03"}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := ed.Bytes()
+	if d := cmp.Diff("name,rack,mac,ip\na,r1,52:54:00:00:00:01,\nb,r 2,52:54:00:00:00:03,10.0.0.2\n", string(got)); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	if _, err := ReadInventoryEdit(filepath.Join(t.TempDir(), "inv.yaml")); err == nil || !strings.Contains(err.Error(), "edits CSV inventories only") {
+		t.Errorf("YAML inventory: %v", err)
+	}
+}
