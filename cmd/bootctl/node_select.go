@@ -26,6 +26,13 @@ type nodeSelection struct {
 // parseSelection reads NODES arguments and --group.
 func parseSelection(c *cli.Context) (nodeSelection, error) {
 	s := nodeSelection{exprs: c.Args().Slice()}
+	for i, e := range s.exprs {
+		// An empty argument (an unset shell variable) must not read as "no NODES", which some
+		// commands take as every node.
+		if strings.Trim(e, ", \t") == "" {
+			return s, badInput("NODES: argument %d is empty", i+1)
+		}
+	}
 	for _, g := range c.StringSlice("group") {
 		gs, err := bootsrv.SplitGroups(g)
 		if err != nil {

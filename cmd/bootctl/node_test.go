@@ -80,6 +80,7 @@ func TestNodeCommands(t *testing.T) {
 		{name: "delete", args: []string{"delete", "s0-b0-n1"}, out: "s0-b0-n1 deleted",
 			file: strings.Replace(nodeTestInventory, "s0-b0-n1,52:54:00:00:00:02,10.0.0.2,compute,,,\n", "", 1)},
 		{name: "delete all", args: []string{"delete", "all"}, code: 2, err: "names every node"},
+		{name: "set an empty NODES", args: []string{"set", "", "--profile", "x"}, code: 2, err: "NODES: argument 1 is empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
