@@ -87,7 +87,7 @@ func (ni *nodeInventory) owners() (map[string]string, error) {
 	cfg := ni.cfg
 	a, err := bootsrv.Assignment(ni.h, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
 	if err != nil {
-		return nil, badInput("%s: mapping: %w", c0(cfg), err)
+		return nil, badInput("%s: mapping: %w", configName(cfg), err)
 	}
 	au, err := bootsrv.NewAuthority(ni.inv, a, 0)
 	if err != nil {
@@ -103,7 +103,8 @@ func (ni *nodeInventory) owners() (map[string]string, error) {
 	return out, nil
 }
 
-func c0(cfg *bootsrv.Config) string { return cmp.Or(cfg.File(), "configuration") }
+// configName names a configuration in errors.
+func configName(cfg *bootsrv.Config) string { return cmp.Or(cfg.File(), "configuration") }
 
 // nodeView is one node as node list and node show print it: the inventory's fields, its owner and,
 // from a server, its boot state. The BMC's login is never shown: only the name of its entry in the
