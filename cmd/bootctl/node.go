@@ -17,7 +17,7 @@ import (
 func nodeCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:  "node",
-		Usage: "list, show, add, set and delete the inventory's nodes; ask a server to reboot one",
+		Usage: "list, show, add, set and delete the inventory's nodes; ask their server to reboot them",
 		Subcommands: append(nodeInventoryCommands(e),
 			&cli.Command{
 				Name:      "reboot",

@@ -104,7 +104,11 @@ func parseStatusQuery(c *cli.Context) (*statusQuery, error) {
 	} else if c.IsSet("state") {
 		st, err := bootsrv.ParseState(c.String("state"))
 		if err != nil {
-			return nil, badInput("--state: %v", err)
+			names := []string{}
+			for _, s := range bootsrv.States() {
+				names = append(names, s.String())
+			}
+			return nil, badInput("--state: %v (states: %s, unknown)", err, strings.Join(names, ", "))
 		}
 		q.only = &st
 	}

@@ -165,6 +165,7 @@ func TestStatusInventoryNodes(t *testing.T) {
 		{"pending only", []string{"--state", "pending", "node03,node02"}, 0, []row{{"node02", "bs1", "pending"}}},
 		{"not in the inventory", []string{"node09"}, 2, nil},
 		{"no such group", []string{"--group", "gpu"}, 2, nil},
+		{"no such state", []string{"--state", "up"}, 2, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
