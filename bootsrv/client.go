@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -26,6 +27,25 @@ func (c *Client) Nodes(ctx context.Context) (*NodesResponse, error) {
 	return &out, nil
 }
 
+// NodesAndInventory returns every node's status and the whole inventory with each node's owner
+// (GET /api/v1/nodes?inventory=1).
+func (c *Client) NodesAndInventory(ctx context.Context) (*NodesResponse, error) {
+	var out NodesResponse
+	if err := c.get(ctx, "/api/v1/nodes?inventory=1", &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Node returns one node's status (GET /api/v1/nodes/NAME).
+func (c *Client) Node(ctx context.Context, name string) (*NodeStatus, error) {
+	var out NodeStatus
+	if err := c.get(ctx, "/api/v1/nodes/"+url.PathEscape(name), &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Summary returns the counts by state and the aggregated health.
 func (c *Client) Summary(ctx context.Context) (*Summary, error) {
 	var out Summary
@@ -36,8 +56,8 @@ func (c *Client) Summary(ctx context.Context) (*Summary, error) {
 }
 
 func (c *Client) get(ctx context.Context, path string, v any) error {
-	url := strings.TrimSuffix(c.BaseURL, "/") + path
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	u := strings.TrimSuffix(c.BaseURL, "/") + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
@@ -52,17 +72,17 @@ func (c *Client) get(ctx context.Context, path string, v any) error {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
-		return fmt.Errorf("status: GET %s: %w", url, err)
+		return fmt.Errorf("status: GET %s: %w", u, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e errorBody
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			return fmt.Errorf("status: GET %s: %s: %s", url, resp.Status, e.Error)
+			return fmt.Errorf("status: GET %s: %s: %s", u, resp.Status, e.Error)
 		}
-		return fmt.Errorf("status: GET %s: %s", url, resp.Status)
+		return fmt.Errorf("status: GET %s: %s", u, resp.Status)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("status: GET %s: not a bootfabric status answer: %w", url, err)
+		return fmt.Errorf("status: GET %s: not a bootfabric status answer: %w", u, err)
 	}
 	return nil
 }

@@ -130,6 +130,9 @@ type MemberInfo struct {
 	// Active is true while the server answers for the fleet; false while it is a member that does
 	// not (starting up, or fenced because its lease renewal is overdue).
 	Active bool `json:"active"`
+	// Joined is when the server joined the fleet (its clock, UTC): etcd keeps only the revision
+	// of the join, which says nothing to a person.
+	Joined time.Time `json:"joined,omitzero"`
 }
 
 // perServerFields are the YAML settings a fleet file refuses: each server has its own.
@@ -586,6 +589,26 @@ func (d *FleetDoc) Ownership(m *FleetMachine, live []string) (FleetOwnership, er
 	return o, nil
 }
 
+// Owners returns the name of the server that owns each inventory node of the machine when the
+// servers in live are up, by the rule of Ownership; a node nobody owns is missing.
+func (d *FleetDoc) Owners(m *FleetMachine, live []string) (map[string]string, error) {
+	o, err := d.Ownership(m, live)
+	if err != nil || o.Unowned == len(m.Inventory.Nodes) {
+		return map[string]string{}, err
+	}
+	a, err := Assignment(m.Hierarchy, d.Mapping, len(d.Servers), d.FailedServers, o.Dead)
+	if err != nil {
+		return nil, fmt.Errorf("mapping: %w", err)
+	}
+	out := make(map[string]string, len(m.Inventory.Nodes))
+	for _, n := range m.Inventory.Nodes {
+		if s := int(a.Server[n.Index]); s >= 0 && s < len(d.Servers) {
+			out[n.Name] = d.Servers[s].Name
+		}
+	}
+	return out, nil
+}
+
 // Materialize makes the configuration of server name from the revision: it writes the embedded
 // topology and inventory under dir (topology/NAME, inventory/NAME, and the document itself as
 // fleet.json, which the configuration's errors name) and returns the validated Config with
@@ -712,4 +735,32 @@ func writeFileAtomic(path string, data []byte) (string, error) {
 		return "", fmt.Errorf("fleet configuration: writing %s: %w", path, err)
 	}
 	return path, nil
+}
+
+// WithInventory returns a copy of the revision with the inventory's text replaced, and its
+// machine, checked as LoadFleetFile checks a fleet file's nodes: the inventory parses against the
+// topology, each serving server's share fits the DHCP settings, and every profile a node names is
+// published. It is how `bootctl node add|set|delete` edits a fleet's inventory from etcd alone.
+func (d *FleetDoc) WithInventory(text string) (*FleetDoc, *FleetMachine, error) {
+	nd := *d
+	nd.Inventory.Text = text
+	m, err := nd.Machine()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := nd.config(0, LocalSettings{})
+	if err != nil {
+		return nil, nil, err
+	}
+	c.file = nd.Inventory.Name
+	if err := checkFleetNodes(c, m, func(string) int { return 0 }); err != nil {
+		return nil, nil, err
+	}
+	for _, n := range m.Inventory.Nodes {
+		if n.Profile != "" && !slices.ContainsFunc(nd.Profiles, func(p images.Profile) bool { return p.Name == n.Profile }) {
+			return nil, nil, &Error{File: m.Inventory.File, Line: n.Line, Field: "profile",
+				Msg: fmt.Sprintf("node %s: profile %q is not published in the fleet's configuration", n.Name, n.Profile)}
+		}
+	}
+	return &nd, m, nil
 }

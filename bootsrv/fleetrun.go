@@ -176,7 +176,7 @@ func (s *Server) joinFleet(ctx context.Context) error {
 		return nil
 	}
 	srv := s.cfg.Servers[s.cfg.ServerID]
-	info, _ := json.Marshal(MemberInfo{URL: s.baseURL, Address: srv.Address, Active: true})
+	info, _ := json.Marshal(MemberInfo{URL: s.baseURL, Address: srv.Address, Active: true, Joined: s.tracker.now().UTC()})
 	m, err := f.opts.Client.Join(ctx, srv.Name, info, f.opts.TTL)
 	if err != nil {
 		return fmt.Errorf("fleet %s: joining as %s: %w", f.opts.Client.Fleet(), srv.Name, err)

@@ -40,6 +40,21 @@ type NodesResponse struct {
 	Server   string       `json:"server"`
 	ServerID int          `json:"server_id"`
 	Nodes    []NodeStatus `json:"nodes"`
+	// Inventory lists every inventory node with the server that owns it now, when asked for
+	// (?inventory=1): the nodes other servers hold are in no server's Nodes but this one.
+	Inventory []InventoryEntry `json:"inventory,omitempty"`
+}
+
+// InventoryEntry is one inventory node as the status API lists it: its fields, its groups and the
+// server that owns it now ("" when no server does).
+type InventoryEntry struct {
+	Name     string   `json:"name"`
+	MAC      string   `json:"mac"`
+	IP       string   `json:"ip,omitempty"`
+	Position string   `json:"position"`
+	Profile  string   `json:"profile,omitempty"`
+	Groups   []string `json:"groups,omitempty"`
+	Owner    string   `json:"owner,omitempty"`
 }
 
 // errorBody is every API error's body.
@@ -488,7 +503,37 @@ func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) {
 		}
 		nodes = kept
 	}
-	writeJSONBody(w, http.StatusOK, NodesResponse{Server: s.cfg.Servers[s.cfg.ServerID].Name, ServerID: s.cfg.ServerID, Nodes: nodes})
+	resp := NodesResponse{Server: s.cfg.Servers[s.cfg.ServerID].Name, ServerID: s.cfg.ServerID, Nodes: nodes}
+	if r.URL.Query().Get("inventory") == "1" {
+		resp.Inventory = s.inventoryEntries()
+	}
+	writeJSONBody(w, http.StatusOK, resp)
+}
+
+// inventoryEntries lists the inventory's nodes with their owners under the current ownership
+// (in a fleet, the live servers').
+func (s *Server) inventoryEntries() []InventoryEntry {
+	au := s.Authority()
+	return InventoryEntries(au.Inventory(), func(n *InventoryNode) string {
+		if o := au.Owner(n); o >= 0 && o < len(s.cfg.Servers) {
+			return s.cfg.Servers[o].Name
+		}
+		return ""
+	})
+}
+
+// InventoryEntries lists an inventory's nodes, in its order, with the owner that owner names.
+func InventoryEntries(inv *Inventory, owner func(*InventoryNode) string) []InventoryEntry {
+	out := make([]InventoryEntry, len(inv.Nodes))
+	for i := range inv.Nodes {
+		n := &inv.Nodes[i]
+		e := InventoryEntry{Name: n.Name, MAC: n.MAC.String(), Position: n.Position, Profile: n.Profile, Groups: n.Groups, Owner: owner(n)}
+		if n.IP.IsValid() {
+			e.IP = n.IP.String()
+		}
+		out[i] = e
+	}
+	return out
 }
 
 func (s *Server) handleNode(w http.ResponseWriter, r *http.Request) {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func do(t *testing.T, h http.Handler, method, target, body, remote string) *httptest.ResponseRecorder {
@@ -339,5 +341,35 @@ func TestLearnIPFromScript(t *testing.T) {
 	do(t, h, "GET", "/boot/default/vmlinuz?token="+nodeToken(s, "node01"), "", "192.0.2.77:1001")
 	if n, _ := s.tracker.Node("node01"); n.State != Kernel || n.IP != "192.0.2.77" {
 		t.Errorf("node01: %v at %q", n.State, n.IP)
+	}
+}
+
+// TestNodesInventory: with ?inventory=1 the nodes API lists every inventory node with its owner,
+// the other server's nodes included, while nodes lists only this server's.
+func TestNodesInventory(t *testing.T) {
+	f := newFixture(t)
+	s := f.server(t, func(c *Config) {
+		c.Servers = []ServerEntry{{Name: "bs0", Address: "10.0.0.1"}, {Name: "bs1", Address: "10.0.0.2"}}
+	})
+	h := s.Handler()
+	var plain, full NodesResponse
+	if err := json.Unmarshal(do(t, h, "GET", "/api/v1/nodes", "", "").Body.Bytes(), &plain); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(do(t, h, "GET", "/api/v1/nodes?inventory=1", "", "").Body.Bytes(), &full); err != nil {
+		t.Fatal(err)
+	}
+	if plain.Inventory != nil || len(full.Inventory) != 32 {
+		t.Fatalf("inventory without asking: %d entries; asked: %d, want 32", len(plain.Inventory), len(full.Inventory))
+	}
+	owners := map[string]int{}
+	for _, e := range full.Inventory {
+		owners[e.Owner]++
+	}
+	if d := cmp.Diff(map[string]int{"bs0": len(full.Nodes), "bs1": 32 - len(full.Nodes)}, owners); d != "" || len(full.Nodes) == 32 {
+		t.Errorf("owners (-want +got):\n%s (bs0 tracks %d)", d, len(full.Nodes))
+	}
+	if d := cmp.Diff(InventoryEntry{Name: "node00", MAC: "52:54:00:00:00:00", IP: "127.0.0.1", Position: "s0-b0-n0", Owner: "bs0"}, full.Inventory[0]); d != "" {
+		t.Errorf("node00 (-want +got):\n%s", d)
 	}
 }

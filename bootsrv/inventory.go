@@ -39,6 +39,8 @@ type InventoryNode struct {
 	Profile string `json:"profile,omitempty"`
 	// BMC is the node's out-of-band controller, when the inventory gives one.
 	BMC *NodeBMC `json:"bmc,omitempty"`
+	// Groups are the names the node is selected by (bootctl --group), in the file's order.
+	Groups []string `json:"groups,omitempty"`
 	// Line is the node's line in the inventory file.
 	Line int `json:"-"`
 }
@@ -137,10 +139,11 @@ func LoadInventory(path string, h *topology.Hierarchy) (*Inventory, error) {
 }
 
 // inventory columns / keys.
-var inventoryFields = []string{"name", "mac", "ip", "node", "profile", "bmc", "bmc_driver", "bmc_creds"}
+var inventoryFields = []string{"name", "mac", "ip", "node", "profile", "bmc", "bmc_driver", "bmc_creds", "groups"}
 
 // ParseInventoryCSV parses a CSV inventory. The first row names the columns: name, mac, ip, node
-// (alias position) and profile, in any order; name and mac are required. Lines starting with # are
+// (alias position), profile, bmc, bmc_driver, bmc_creds and groups (names separated by commas or
+// spaces), in any order; name and mac are required. Lines starting with # are
 // comments. A node without a node/position column is placed by its name. file names the source in
 // errors.
 func ParseInventoryCSV(data []byte, file string, h *topology.Hierarchy) (*Inventory, error) {
@@ -192,7 +195,7 @@ func ParseInventoryCSV(data []byte, file string, h *topology.Hierarchy) (*Invent
 			return ""
 		}
 		f := invFields{name: get("name"), mac: get("mac"), ip: get("ip"), pos: get("node"), profile: get("profile"),
-			bmc: get("bmc"), bmcDriver: get("bmc_driver"), bmcCreds: get("bmc_creds")}
+			bmc: get("bmc"), bmcDriver: get("bmc_driver"), bmcCreds: get("bmc_creds"), groups: get("groups")}
 		if err := b.add(line, f); err != nil {
 			return nil, err
 		}
@@ -222,6 +225,7 @@ type inventoryEntry struct {
 	BMC       string `yaml:"bmc"`
 	BMCDriver string `yaml:"bmc_driver"`
 	BMCCreds  string `yaml:"bmc_creds"`
+	Groups    string `yaml:"groups"` // as in the CSV: names separated by commas or spaces
 }
 
 // ParseInventoryYAML parses a YAML inventory: a list of nodes, or a mapping whose key "nodes" holds
@@ -240,7 +244,7 @@ func ParseInventoryYAML(data []byte, file string, h *topology.Hierarchy) (*Inven
 		}
 		t := strings.TrimSpace
 		f := invFields{name: t(e.Name), mac: t(e.MAC), ip: t(e.IP), pos: t(cmp.Or(e.Node, e.Position)), profile: t(e.Profile),
-			bmc: t(e.BMC), bmcDriver: t(e.BMCDriver), bmcCreds: t(e.BMCCreds)}
+			bmc: t(e.BMC), bmcDriver: t(e.BMCDriver), bmcCreds: t(e.BMCCreds), groups: t(e.Groups)}
 		if err := b.add(item.Line, f); err != nil {
 			return nil, err
 		}
@@ -323,6 +327,7 @@ func newInventoryBuilder(file string, h *topology.Hierarchy) *inventoryBuilder {
 type invFields struct {
 	name, mac, ip, pos, profile string
 	bmc, bmcDriver, bmcCreds    string
+	groups                      string
 }
 
 // add checks one node of the inventory, found on line, against the nodes before it and adds it.
@@ -341,6 +346,9 @@ func (b *inventoryBuilder) add(line int, f invFields) error {
 		return err
 	}
 	if n.BMC, err = b.parseBMC(line, f); err != nil {
+		return err
+	}
+	if n.Groups, err = b.parseGroups(line, f.groups); err != nil {
 		return err
 	}
 	if n.Index, n.Position, err = b.place(line, name, pos); err != nil {
@@ -386,6 +394,35 @@ func (b *inventoryBuilder) parseBMC(line int, f invFields) (*NodeBMC, error) {
 	}
 	return &NodeBMC{Address: f.bmc, Driver: drv, Creds: f.bmcCreds}, nil
 }
+
+// parseGroups splits a node's groups column: names separated by commas or spaces, each a name
+// like a host name's, none twice.
+func (b *inventoryBuilder) parseGroups(line int, s string) ([]string, error) {
+	groups, err := SplitGroups(s)
+	if err != nil {
+		return nil, b.errAt(line, "groups", "%v", err)
+	}
+	return groups, nil
+}
+
+// SplitGroups splits a list of group names separated by commas or spaces ("" gives none). A name
+// is letters, digits, '-', '_' and '.', as a node's; a name given twice is an error.
+func SplitGroups(s string) ([]string, error) {
+	var out []string
+	for _, g := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+		if !validHostName(g) {
+			return nil, fmt.Errorf("%q is not a group name (letters, digits, '-', '_', '.')", g)
+		}
+		if slices.Contains(out, g) {
+			return nil, fmt.Errorf("group %q given twice", g)
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// InGroup reports whether the node is in group g.
+func (n *InventoryNode) InGroup(g string) bool { return slices.Contains(n.Groups, g) }
 
 // errAt is an error about field of the node on line.
 func (b *inventoryBuilder) errAt(line int, field, format string, args ...any) error {

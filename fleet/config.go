@@ -47,6 +47,10 @@ type ConfigRevision struct {
 	Doc      []byte // the document as applied
 	SHA256   string // hex sha256 of Doc
 	Revision int64  // etcd revision of the write: increases with every new configuration
+	// Number counts the configurations the fleet's key has held: 1 for the first applied (etcd's
+	// version of the key). The etcd revision is shared by every key of the store, so an empty
+	// etcd's first configuration is at revision 2 or later; this is the number to show people.
+	Number int64
 	// Serial is the signed sequence number: it grows with every revision the operator applies,
 	// so a server can refuse an older revision written back (signing.go).
 	Serial uint64
@@ -187,7 +191,7 @@ func encodeConfig(doc []byte, sum [32]byte, fleet string, serial uint64, key ed2
 // unsigned (bfc1) value decodes with no signature, so that the refusal can say so.
 func decodeConfig(fleet string, kv *mvccpb.KeyValue) (ConfigRevision, error) {
 	v := kv.Value
-	cr := ConfigRevision{Revision: kv.ModRevision, fleet: fleet}
+	cr := ConfigRevision{Revision: kv.ModRevision, Number: kv.Version, fleet: fleet}
 	var want, body []byte
 	switch {
 	case len(v) >= configHeader && string(v[:len(configMagic)]) == configMagic:

@@ -63,6 +63,10 @@ type Row struct {
 	fabricsim.Analysis
 	// SpeedupVsSCDA is the analytic bandwidth over scda's for the same batch (0 without scda).
 	SpeedupVsSCDA float64 `json:"speedup_vs_scda,omitempty"`
+	// FlowSpeedupVsSCDA is scda's end-to-end time over this one's for the same batch (0 without
+	// scda or the flow model): the ratio of the end-to-end times shown, which protocol caps and
+	// fixed times make differ from the bandwidth ratio.
+	FlowSpeedupVsSCDA float64 `json:"flow_speedup_vs_scda,omitempty"`
 	// FlowSeconds is the flow model's batch time (0 without the flow model).
 	FlowSeconds float64 `json:"flow_seconds,omitempty"`
 	// FlowSpreadSeconds is the flow model's last minus first node completion time.
@@ -386,18 +390,29 @@ func runCases(cfg Config, in []caseInput, flowFor func(j int) bool, rowDone func
 			for j := 0; j < na; j++ {
 				cs.Rows = append(cs.Rows, tasks[c*na+j].rows[i])
 			}
-			for _, s := range cs.Rows[first:] {
-				if s.Algo != "scda" || !(s.BandwidthMbps > 0) {
-					continue
-				}
-				for k := first; k < len(cs.Rows); k++ {
-					cs.Rows[k].SpeedupVsSCDA = cs.Rows[k].BandwidthMbps / s.BandwidthMbps
-				}
-			}
+			setSpeedups(cs.Rows[first:])
 		}
 		out[c] = cs
 	}
 	return out, nil
+}
+
+// setSpeedups sets the ratios to scda of one batch's rows, in each model from that model's figures.
+func setSpeedups(rows []Row) {
+	for _, s := range rows {
+		if s.Algo != "scda" {
+			continue
+		}
+		for k := range rows {
+			r := &rows[k]
+			if s.BandwidthMbps > 0 {
+				r.SpeedupVsSCDA = r.BandwidthMbps / s.BandwidthMbps
+			}
+			if s.FlowSeconds > 0 && r.FlowSeconds > 0 {
+				r.FlowSpeedupVsSCDA = s.FlowSeconds / r.FlowSeconds
+			}
+		}
+	}
 }
 
 // runAlgo runs algorithm j over the ladder on g: the analytic model, and the flow model when flow

@@ -21,6 +21,11 @@ type Upgrade struct {
 	AfterSeconds  float64   `json:"after_seconds"`
 	// Bottlenecks are the limiting segments after the upgrade.
 	Bottlenecks []string `json:"bottlenecks_after"`
+	// EndToEndBeforeSeconds and EndToEndAfterSeconds are the same batch's boot in the end-to-end
+	// flow model (0 without it), and EndToEndLimitAfter what bounds it after the upgrade.
+	EndToEndBeforeSeconds float64 `json:"end_to_end_before_seconds,omitempty"`
+	EndToEndAfterSeconds  float64 `json:"end_to_end_after_seconds,omitempty"`
+	EndToEndLimitAfter    string  `json:"end_to_end_limit_after,omitempty"`
 }
 
 // Gain is how many times faster the batch boots after the upgrade.
@@ -127,7 +132,7 @@ func recommend(cfg Config, rep *Report, bestJ int) (Recommendation, error) {
 	rec.Text = append(rec.Text, mappingText(cfg, rep, rec, bestJ)...)
 
 	// Upgrades, judged with the recommended mapping.
-	ev := &evaluator{cfg: cfg, algo: cfg.Algos[bestJ], cache: map[string][]*fabricsim.Analysis{}}
+	ev := &evaluator{cfg: cfg, algo: cfg.Algos[bestJ], cache: map[string][]*fabricsim.Analysis{}, flows: map[string]*FlowOutcome{}}
 	base, err := ev.run(cfg.Machine)
 	if err != nil {
 		return rec, err
@@ -146,6 +151,9 @@ func recommend(cfg Config, rep *Report, bestJ int) (Recommendation, error) {
 		rec.Singles = append(rec.Singles, u)
 	}
 	if rec.Steps, err = ev.path(rep.Segments, li, base[li]); err != nil {
+		return rec, err
+	}
+	if err := ev.endToEnd(&rec, li); err != nil {
 		return rec, err
 	}
 	rec.Text = append(rec.Text, upgradeText(rep, rec, cfg.Batches[li], base[li])...)
@@ -262,6 +270,7 @@ type evaluator struct {
 	cfg   Config
 	algo  mapping.Algo
 	cache map[string][]*fabricsim.Analysis
+	flows map[string]*FlowOutcome // flow model runs by machine and batch
 }
 
 // machineKey identifies a machine by its link capacities (the only thing upgrades change).
@@ -472,8 +481,23 @@ func upgradeText(rep *Report, rec Recommendation, b topology.Batch, base *fabric
 		if k > 0 {
 			lead = "Then"
 		}
-		out = append(out, fmt.Sprintf("%s: %s cuts the boot of %s from %s s to %s s (%sx faster; then bound by %s).",
-			lead, describeUpgrade(u), b.Label, fmtSig(u.BeforeSeconds), fmtSig(u.AfterSeconds), fmtSig(u.Gain()), strings.Join(u.Bottlenecks, ", ")))
+		out = append(out, stepText(lead, u, b.Label))
 	}
 	return out
+}
+
+// stepText is one step of the upgrade path. With the flow model it is judged end to end: a step
+// that the bandwidth model says is faster but a protocol cap holds is said to buy nothing.
+func stepText(lead string, u Upgrade, batch string) string {
+	bw := fmt.Sprintf("from %s s to %s s", fmtSig(u.BeforeSeconds), fmtSig(u.AfterSeconds))
+	switch {
+	case u.capped():
+		return fmt.Sprintf("%s: %s would cut the bandwidth-model time of %s %s, but not the boot: end to end it stays %s s (limited by %s), so it buys nothing until that limit is raised.",
+			lead, describeUpgrade(u), batch, bw, fmtFixed(u.EndToEndAfterSeconds, 3), u.EndToEndLimitAfter)
+	case u.EndToEndAfterSeconds > 0:
+		return fmt.Sprintf("%s: %s cuts the boot of %s from %s s to %s s end to end (%sx faster; %s in the bandwidth model; then bound by %s).",
+			lead, describeUpgrade(u), batch, fmtFixed(u.EndToEndBeforeSeconds, 3), fmtFixed(u.EndToEndAfterSeconds, 3), fmtSig(u.EndToEndGain()), bw, u.EndToEndLimitAfter)
+	}
+	return fmt.Sprintf("%s: %s cuts the boot of %s %s (%sx faster; then bound by %s).",
+		lead, describeUpgrade(u), batch, bw, fmtSig(u.Gain()), strings.Join(u.Bottlenecks, ", "))
 }

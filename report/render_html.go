@@ -172,9 +172,9 @@ func (rep *Report) serversText() string {
 	return servers
 }
 
-// bootTable is every algorithm's boot time per batch in both models, and its speed-up over scda in
-// the bandwidth model (scda's own column, always 1, left out). Two header rows: the algorithm over
-// its columns, then what each column is.
+// bootTable is every algorithm's boot time per batch in both models, each followed by its speed-up
+// over scda computed from the times beside it (scda's own columns, always 1, left out). Two header
+// rows: the algorithm over its columns, then what each column is.
 func (rep *Report) bootTable() htmlTable {
 	flow := rep.FlowModel != ""
 	top := []th{{Text: "batch", Class: "l", Rowspan: 2}, {Text: "nodes", Rowspan: 2}}
@@ -184,6 +184,10 @@ func (rep *Report) bootTable() htmlTable {
 		if flow {
 			cols++
 			sub = append(sub, th{Text: "end to end s"})
+			if a != "scda" {
+				cols++
+				sub = append(sub, th{Text: "x scda"})
+			}
 		}
 		sub = append(sub, th{Text: "bandwidth model s"})
 		if a != "scda" {
@@ -199,6 +203,9 @@ func (rep *Report) bootTable() htmlTable {
 			r := rep.Baseline.row(i, j, len(rep.Algos))
 			if flow {
 				row = append(row, num(fmtFixed(r.FlowSeconds, 2)))
+				if a != "scda" {
+					row = append(row, num(ratio(r.FlowSpeedupVsSCDA)))
+				}
 			}
 			row = append(row, num(fmtFixed(r.BootSeconds, 2)))
 			if a != "scda" {
@@ -330,26 +337,55 @@ func (rep *Report) scenarioAllTable() htmlTable {
 	return t
 }
 
-// upgradeTable is the best segment upgrade of every batch.
+// upgradeTable is the best segment upgrade of every batch; with the flow model, its effect end to
+// end beside the bandwidth model's.
 func (rep *Report) upgradeTable() htmlTable {
-	t := htmlTable{Head: [][]th{{lth("batch"), {Text: "nodes"}, lth("bottleneck"), {Text: "boot s"}, lth("best upgrade"), {Text: "after s"}, {Text: "gain"}}}}
+	flow := rep.FlowModel != ""
+	head := []th{lth("batch"), {Text: "nodes"}, lth("bottleneck"), {Text: "boot s"}, lth("best upgrade"), {Text: "after s"}, {Text: "gain"}}
+	if flow {
+		head = append(head, th{Text: "end to end s"}, th{Text: "after, end to end"}, th{Text: "gain end to end"})
+	}
+	t := htmlTable{Head: [][]th{head}}
 	for _, bu := range rep.Recommendation.PerBatch {
 		up, after, gain := "none helps", "-", "-"
 		if bu.Best != nil {
 			up, after, gain = describeUpgrade(*bu.Best), fmtFixed(bu.Best.AfterSeconds, 2), fmtSig(bu.Best.Gain())+"x"
 		}
-		t.Body = append(t.Body, []td{left(bu.Batch), count(bu.Nodes), left(strings.Join(bu.Bottlenecks, ", ")),
-			num(fmtFixed(bu.BootSeconds, 2)), left(up), num(after), num(gain)})
+		row := []td{left(bu.Batch), count(bu.Nodes), left(strings.Join(bu.Bottlenecks, ", ")),
+			num(fmtFixed(bu.BootSeconds, 2)), left(up), num(after), num(gain)}
+		if flow {
+			b, a, g := endToEndCells(bu.Best)
+			row = append(row, num(b), num(a), num(g))
+		}
+		t.Body = append(t.Body, row)
 	}
 	return t
 }
 
+// endToEndCells are an upgrade's end-to-end before and after times and gain ("-" for none).
+func endToEndCells(u *Upgrade) (before, after, gain string) {
+	if u == nil || !(u.EndToEndAfterSeconds > 0) {
+		return "-", "-", "-"
+	}
+	return fmtFixed(u.EndToEndBeforeSeconds, 2), fmtFixed(u.EndToEndAfterSeconds, 2), fmtSig(u.EndToEndGain()) + "x"
+}
+
 // singleUpgradeTable is each segment upgraded alone on the recommendation's batch.
 func (rep *Report) singleUpgradeTable() htmlTable {
-	t := htmlTable{Head: [][]th{{lth("upgrade"), {Text: "before s"}, {Text: "after s"}, {Text: "gain"}, lth("bottleneck after")}}}
+	flow := rep.FlowModel != ""
+	head := []th{lth("upgrade"), {Text: "before s"}, {Text: "after s"}, {Text: "gain"}, lth("bottleneck after")}
+	if flow {
+		head = append(head, th{Text: "end to end s"}, th{Text: "after, end to end"}, th{Text: "gain end to end"})
+	}
+	t := htmlTable{Head: [][]th{head}}
 	for _, u := range rep.Recommendation.Singles {
-		t.Body = append(t.Body, []td{left(describeUpgrade(u)), num(fmtFixed(u.BeforeSeconds, 2)),
-			num(fmtFixed(u.AfterSeconds, 2)), num(fmtSig(u.Gain()) + "x"), left(strings.Join(u.Bottlenecks, ", "))})
+		row := []td{left(describeUpgrade(u)), num(fmtFixed(u.BeforeSeconds, 2)),
+			num(fmtFixed(u.AfterSeconds, 2)), num(fmtSig(u.Gain()) + "x"), left(strings.Join(u.Bottlenecks, ", "))}
+		if flow {
+			b, a, g := endToEndCells(&u)
+			row = append(row, num(b), num(a), num(g))
+		}
+		t.Body = append(t.Body, row)
 	}
 	return t
 }

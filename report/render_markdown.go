@@ -185,13 +185,23 @@ func mdScenarioCell(r *Row) string {
 func (rep *Report) mdUpgrades(md *markdown) {
 	rc := rep.Recommendation
 	md.p("\n## Best first upgrade per batch (%s, capacity x%s)\n\n", rc.Mapping, fmtSig(rc.Factor))
+	flow := rep.FlowModel != ""
+	head := []string{"batch", "bottleneck", "boot s", "best upgrade", "after s"}
+	if flow {
+		head = append(head, "end to end s", "after, end to end")
+	}
 	var rows [][]string
 	for _, bu := range rc.PerBatch {
 		up, after := "none helps", "-"
 		if bu.Best != nil {
 			up, after = describeUpgrade(*bu.Best), fmtFixed(bu.Best.AfterSeconds, 2)
 		}
-		rows = append(rows, []string{bu.Batch, strings.Join(bu.Bottlenecks, ", "), fmtFixed(bu.BootSeconds, 2), up, after})
+		row := []string{bu.Batch, strings.Join(bu.Bottlenecks, ", "), fmtFixed(bu.BootSeconds, 2), up, after}
+		if flow {
+			b, a, _ := endToEndCells(bu.Best)
+			row = append(row, b, a)
+		}
+		rows = append(rows, row)
 	}
-	md.table([]string{"batch", "bottleneck", "boot s", "best upgrade", "after s"}, rows)
+	md.table(head, rows)
 }

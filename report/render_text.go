@@ -40,7 +40,7 @@ func (rep *Report) WriteCSV(w io.Writer) error {
 	for _, s := range rep.Segments {
 		head = append(head, s+"_mbps")
 	}
-	head = append(head, "bandwidth_mbps", "bottlenecks", "boot_seconds", "flow_seconds", "speedup_vs_scda")
+	head = append(head, "bandwidth_mbps", "bottlenecks", "boot_seconds", "flow_seconds", "speedup_vs_scda", "flow_speedup_vs_scda")
 	cw := csv.NewWriter(w)
 	if err := cw.Write(head); err != nil {
 		return err
@@ -56,7 +56,7 @@ func (rep *Report) WriteCSV(w io.Writer) error {
 			if r.FlowSeconds != 0 {
 				flow = fmtFixed(r.FlowSeconds, 4)
 			}
-			rec = append(rec, fmtFixed(r.BandwidthMbps, 4), strings.Join(r.Bottlenecks, " "), fmtFixed(r.BootSeconds, 4), flow, csvNum(r.SpeedupVsSCDA))
+			rec = append(rec, fmtFixed(r.BandwidthMbps, 4), strings.Join(r.Bottlenecks, " "), fmtFixed(r.BootSeconds, 4), flow, csvNum(r.SpeedupVsSCDA), csvNum(r.FlowSpeedupVsSCDA))
 			if err := cw.Write(rec); err != nil {
 				return err
 			}

@@ -150,10 +150,12 @@ type fleetProfileRow struct {
 
 // fleetApplyResult is what `fleet apply` reports.
 type fleetApplyResult struct {
-	Fleet    string            `json:"fleet"`
-	DryRun   bool              `json:"dry_run,omitempty"`
-	Revision int64             `json:"revision,omitempty"` // etcd revision of the configuration
-	Changed  bool              `json:"changed"`            // false: the same document was stored already
+	Fleet    string `json:"fleet"`
+	DryRun   bool   `json:"dry_run,omitempty"`
+	Revision int64  `json:"revision,omitempty"` // etcd revision of the configuration
+	// Number is the configuration's number in the fleet: 1 for the first applied.
+	Number   int64             `json:"number,omitempty"`
+	Changed  bool              `json:"changed"` // false: the same document was stored already
 	SHA256   string            `json:"sha256"`
 	Key      string            `json:"key,omitempty"` // the signing key's id (fleet.KeyID)
 	Bytes    int               `json:"bytes"`         // the document, uncompressed
@@ -236,6 +238,11 @@ func storeRevision(c *cli.Context, res *fleetApplyResult, enc []byte, key ed2551
 		return &fleetEtcdError{eps, err}
 	}
 	res.Changed = res.Revision != cur.Revision
+	// The write does not say the key's version: read it back, and keep it only if the stored
+	// configuration is still this one (another apply may have come in between).
+	if after, err := cl.Config(c.Context); err == nil && after.SHA256 == res.SHA256 && after.Revision == res.Revision {
+		res.Number = after.Number
+	}
 	return nil
 }
 
@@ -269,9 +276,9 @@ func writeFleetApply(e *env, r *fleetApplyResult) error {
 	case r.DryRun:
 		fmt.Fprintf(e.stdout, "fleet %s: dry run, nothing written; sha256 %s (%d bytes)\n", r.Fleet, r.SHA256, r.Bytes)
 	case r.Changed:
-		fmt.Fprintf(e.stdout, "fleet %s: revision %d applied, signed by key %s; sha256 %s (%d bytes)\n", r.Fleet, r.Revision, r.Key, r.SHA256, r.Bytes)
+		fmt.Fprintf(e.stdout, "fleet %s: configuration %d applied (etcd revision %d), signed by key %s; sha256 %s (%d bytes)\n", r.Fleet, r.Number, r.Revision, r.Key, r.SHA256, r.Bytes)
 	default:
-		fmt.Fprintf(e.stdout, "fleet %s: revision %d unchanged (the same configuration is stored); sha256 %s\n", r.Fleet, r.Revision, r.SHA256)
+		fmt.Fprintf(e.stdout, "fleet %s: configuration %d unchanged (the same is stored, etcd revision %d); sha256 %s\n", r.Fleet, r.Number, r.Revision, r.SHA256)
 	}
 	fmt.Fprintf(e.stdout, "%s, %s (%s), %s\n\n", fleetPlural(len(r.Servers), "server"), fleetPlural(r.Nodes, "node"), r.Mapping, fleetPlural(len(r.Profiles), "profile"))
 	t := newTable(e.stdout)
@@ -311,9 +318,15 @@ type fleetServerStatus struct {
 	State   string `json:"state"`
 	Nodes   int    `json:"nodes"`         // owned now
 	URL     string `json:"url,omitempty"` // from its member info
-	// Lease is the member's etcd lease (hex) and Joined the etcd revision at which it joined.
-	Lease  string `json:"lease,omitempty"`
-	Joined int64  `json:"joined_revision,omitempty"`
+	// Lease is the member's etcd lease (hex) and Joined the etcd revision at which it joined;
+	// JoinedAt is when it joined, as the server published it.
+	Lease    string    `json:"lease,omitempty"`
+	Joined   int64     `json:"joined_revision,omitempty"`
+	JoinedAt time.Time `json:"joined,omitzero"`
+	// LastSeen, for a server that is not live, is when the fleet last knew it live: the latest
+	// takeover of its nodes, which a survivor makes once its lease ran out (so at most one lease
+	// TTL after its last renewal). Zero when no takeover of it is recorded.
+	LastSeen time.Time `json:"last_seen,omitzero"`
 	// LeaseLeft and LeaseTTL are the seconds the lease has left and its granted TTL (etcd counts
 	// whole seconds): TTL - left is how long ago the server last renewed it.
 	LeaseLeft float64 `json:"lease_left_seconds,omitempty"`
@@ -329,6 +342,7 @@ type fleetTakeover struct {
 // fleetStatusResult is what `fleet status` reports.
 type fleetStatusResult struct {
 	Fleet     string              `json:"fleet"`
+	Number    int64               `json:"number"` // the configuration's number: 1 for the first applied
 	Revision  int64               `json:"revision"`
 	SHA256    string              `json:"sha256"`
 	Mapping   string              `json:"mapping"`
@@ -392,14 +406,25 @@ func fleetStatus(ctx context.Context, cl *fleet.Client, eps []string) (*fleetSta
 	if err != nil {
 		return nil, fmt.Errorf("revision %d: %w", cur.Revision, err)
 	}
-	st := &fleetStatusResult{Fleet: cl.Fleet(), Revision: cur.Revision, SHA256: cur.SHA256, Mapping: doc.Mapping,
+	st := &fleetStatusResult{Fleet: cl.Fleet(), Number: cur.Number, Revision: cur.Revision, SHA256: cur.SHA256, Mapping: doc.Mapping,
 		Nodes: len(m.Inventory.Nodes), Unowned: own.Unowned, Takeovers: len(events), Recent: []fleetTakeover{}}
 	st.Servers, st.Live = fleetServerRows(ctx, cl, doc, own, members)
-	for _, ev := range events[max(0, len(events)-fleetRecentTakeovers):] {
+	gone := map[string]time.Time{}
+	for i, ev := range events {
 		tk := fleetTakeover{Seq: ev.Seq}
 		_ = json.Unmarshal(ev.Rec, &tk) // a record this bootctl cannot read still counts
 		tk.Seq = ev.Seq
-		st.Recent = append(st.Recent, tk)
+		if tk.At.After(gone[tk.From]) {
+			gone[tk.From] = tk.At
+		}
+		if i >= len(events)-fleetRecentTakeovers {
+			st.Recent = append(st.Recent, tk)
+		}
+	}
+	for i := range st.Servers {
+		if s := &st.Servers[i]; s.State == fleetDead || s.State == fleetAbsent {
+			s.LastSeen = gone[s.Name]
+		}
 	}
 	return st, nil
 }
@@ -475,29 +500,27 @@ func fillMember(row *fleetServerStatus, mb fleet.Member) {
 		if info.Active != nil && !*info.Active {
 			row.State = fleetInactive
 		}
+		row.JoinedAt = info.Joined
 	}
 	row.Lease = strconv.FormatInt(mb.LeaseID, 16)
 	row.Joined = mb.Revision
 }
 
 func writeFleetStatus(e *env, st *fleetStatusResult) error {
-	fmt.Fprintf(e.stdout, "fleet %s: revision %d, sha256 %s; %d nodes (%s), %d of %d servers live\n",
-		st.Fleet, st.Revision, st.SHA256[:min(12, len(st.SHA256))], st.Nodes, st.Mapping, st.Live, len(st.Servers))
+	fmt.Fprintf(e.stdout, "fleet %s: configuration %d (etcd revision %d), sha256 %s; %d nodes (%s), %d of %d servers live\n",
+		st.Fleet, st.Number, st.Revision, st.SHA256[:min(12, len(st.SHA256))], st.Nodes, st.Mapping, st.Live, len(st.Servers))
 	if st.Unowned > 0 {
 		fmt.Fprintf(e.stdout, "no live server owns %d of the %d nodes: nobody answers them until a server joins\n", st.Unowned, st.Nodes)
 	}
 	fmt.Fprintln(e.stdout)
 	t := newTable(e.stdout)
-	t.row("SERVER", "ADDRESS", "STATE", "NODES", "URL", "JOINED", "LEASE")
+	t.row("SERVER", "ADDRESS", "STATE", "NODES", "URL", "JOINED", "LAST SEEN", "LEASE")
 	for _, s := range st.Servers {
-		url, joined, lease := orDash(s.URL), "-", "-"
-		if s.Joined > 0 {
-			joined = "rev " + strconv.FormatInt(s.Joined, 10)
-		}
+		url, lease := orDash(s.URL), "-"
 		if s.LeaseTTL > 0 {
 			lease = fmt.Sprintf("renewed %gs ago, %gs left of %gs", s.LeaseTTL-s.LeaseLeft, s.LeaseLeft, s.LeaseTTL)
 		}
-		t.row(s.Name, s.Address, s.State, s.Nodes, url, joined, lease)
+		t.row(s.Name, s.Address, s.State, s.Nodes, url, fmtTime(s.JoinedAt), fmtTime(s.LastSeen), lease)
 	}
 	if err := t.flush(); err != nil {
 		return err

@@ -218,25 +218,26 @@ func (fe *fleetEtcd) applyTwice(t *testing.T) {
 		t.Fatalf("apply: %d\n%s", code, errs)
 	}
 	fe.first = decodeJSONOut[fleetApplyResult](t, out)
-	if fe.first.Revision <= 0 || !fe.first.Changed || fe.first.Nodes != 8 {
+	// The first configuration of an empty etcd is number 1 (its etcd revision is 2 or more).
+	if fe.first.Revision <= 0 || fe.first.Number != 1 || !fe.first.Changed || fe.first.Nodes != 8 {
 		t.Errorf("apply: %+v", fe.first)
 	}
 	code, out, _ = runBootctl(t, fe.ctx, "fleet", "apply", "-f", fe.file, "--etcd", fe.etcd, "--sign-key", fe.key)
 	t.Logf("fleet apply:\n%s", out)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("revision %d unchanged", fe.first.Revision)) {
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("fleet default: configuration 1 unchanged (the same is stored, etcd revision %d)", fe.first.Revision)) {
 		t.Errorf("apply again: %d\n%s", code, out)
 	}
 }
 
 // statusNoMember: no member has joined, so every server is dead and nobody owns a node.
 func (fe *fleetEtcd) statusNoMember(t *testing.T) {
-	fe.want = fleetStatusResult{Fleet: "default", Revision: fe.first.Revision, SHA256: fe.first.SHA256, Mapping: "bcda", Nodes: 8, Live: 0, Unowned: 8,
+	fe.want = fleetStatusResult{Fleet: "default", Number: 1, Revision: fe.first.Revision, SHA256: fe.first.SHA256, Mapping: "bcda", Nodes: 8, Live: 0, Unowned: 8,
 		Servers: []fleetServerStatus{{Name: "bs0", Address: "10.0.0.1", State: "dead"}, {Name: "bs1", Address: "10.0.0.2", State: "dead"}},
 		Recent:  []fleetTakeover{}}
 	if diff := cmp.Diff(fe.want, fe.status(t)); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
-	fe.wantTable(t, "0 of 2 servers live", "no live server owns 8 of the 8 nodes", "bs0  10.0.0.1   dead      0    -       -", "takeovers: 0")
+	fe.wantTable(t, "configuration 1 (etcd revision", "0 of 2 servers live", "no live server owns 8 of the 8 nodes", "bs0  10.0.0.1   dead      0    -       -          -      -", "takeovers: 0")
 }
 
 // statusBs1Live: bs1 joins and takes bs0's nodes over; status shows it live with all the nodes
@@ -248,7 +249,8 @@ func (fe *fleetEtcd) statusBs1Live(t *testing.T) {
 	}
 	t.Cleanup(func() { cl.Close() })
 	fe.bs1 = cl
-	info, _ := json.Marshal(bootsrv.MemberInfo{URL: "http://10.0.0.2:8080", Address: "10.0.0.2", Active: true})
+	joined := time.Date(2026, 11, 24, 4, 59, 0, 0, time.UTC)
+	info, _ := json.Marshal(bootsrv.MemberInfo{URL: "http://10.0.0.2:8080", Address: "10.0.0.2", Active: true, Joined: joined})
 	mb, err := cl.Join(fe.ctx, "bs1", info, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -263,7 +265,8 @@ func (fe *fleetEtcd) statusBs1Live(t *testing.T) {
 	st := fe.status(t)
 	fe.want.Live, fe.want.Unowned, fe.want.Takeovers = 1, 0, 1
 	fe.want.Servers[1] = fleetServerStatus{Name: "bs1", Address: "10.0.0.2", State: "live", Nodes: 8, URL: "http://10.0.0.2:8080",
-		Lease: fmt.Sprintf("%x", mb.LeaseID())}
+		Lease: fmt.Sprintf("%x", mb.LeaseID()), JoinedAt: joined}
+	fe.want.Servers[0].LastSeen = at // dead: when its nodes were taken over
 	fe.want.Recent = []fleetTakeover{{Seq: 1, TakeoverEvent: bootsrv.TakeoverEvent{From: "bs0", To: "bs1", Nodes: 4, MidBoot: 2, At: at}}}
 	if diff := cmp.Diff(fe.want, st, cmpopts.IgnoreFields(fleetServerStatus{}, "Joined", "LeaseLeft", "LeaseTTL")); diff != "" {
 		t.Errorf("status with bs1 (-want +got):\n%s", diff)
@@ -275,7 +278,7 @@ func (fe *fleetEtcd) statusBs1Live(t *testing.T) {
 	if st.Servers[1].Joined <= fe.first.Revision {
 		t.Errorf("bs1 joined at revision %d, before the configuration (%d)", st.Servers[1].Joined, fe.first.Revision)
 	}
-	fe.wantTable(t, "1 of 2 servers live", "live      8  http://10.0.0.2:8080", "takeovers: 1", "2026-11-24T05:00:00Z   bs0  bs1      4         2")
+	fe.wantTable(t, "1 of 2 servers live", "live      8  http://10.0.0.2:8080  2026-11-24T04:59:00Z                     -", "dead      0                     -                     -  2026-11-24T05:00:00Z", "takeovers: 1", "2026-11-24T05:00:00Z   bs0  bs1      4         2")
 }
 
 // applyAddedNode: an added node is a new revision, stored with the new node and hash.
@@ -286,7 +289,7 @@ func (fe *fleetEtcd) applyAddedNode(t *testing.T) {
 		t.Fatalf("apply 9 nodes: %d\n%s", code, errs)
 	}
 	fe.second = decodeJSONOut[fleetApplyResult](t, out)
-	if fe.second.Revision <= fe.first.Revision || !fe.second.Changed || fe.second.Nodes != 9 || fe.second.SHA256 == fe.first.SHA256 {
+	if fe.second.Revision <= fe.first.Revision || fe.second.Number != 2 || !fe.second.Changed || fe.second.Nodes != 9 || fe.second.SHA256 == fe.first.SHA256 {
 		t.Errorf("second apply: %+v after %+v", fe.second, fe.first)
 	}
 	cur, err := fe.bs1.Config(fe.ctx)

@@ -11,7 +11,6 @@ import (
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/nodeset"
 	"github.com/bootfabric/bootfabric/power"
-	"github.com/bootfabric/bootfabric/topology"
 	"github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
 )
@@ -31,8 +30,8 @@ func powerCommand(e *env) *cli.Command {
 		{power.OpPXE, "make the nodes' next boot, and only the next, a network boot (--mode legacy|uefi)"},
 	} {
 		subs = append(subs, &cli.Command{
-			Name: string(s.op), Usage: s.usage, ArgsUsage: "NODES",
-			Description: "NODES: names with ranges (node[001-128], s0-b[0-3]-n[0-7]), comma-separated, @FILE, or all.\n" +
+			Name: string(s.op), Usage: s.usage, ArgsUsage: "[NODES...]",
+			Description: nodesHelp + "\n" +
 				"Each node's BMC comes from the inventory's bmc, bmc_driver and bmc_creds columns; its login from\n" +
 				"--credentials. Every node and BMC is checked before any is asked: a bad one powers nothing.",
 			Flags:  powerFlags(),
@@ -55,6 +54,7 @@ func powerFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "least time between two actions on one BMC"},
 		&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "time one node's action may take"},
 		&cli.StringFlag{Name: "mode", Value: string(power.Legacy), Usage: "pxe: the firmware, legacy or uefi"},
+		groupFlag(),
 		outputFlag("table", "json", "yaml"),
 	}
 }
@@ -118,14 +118,19 @@ func powerRunOptions(c *cli.Context) (power.RunOptions, error) {
 // powerTargets resolves NODES to the nodes' controllers, checking everything before any BMC is
 // asked.
 func powerTargets(c *cli.Context) ([]power.Target, error) {
-	if c.NArg() != 1 {
-		return nil, badInput("power: give the NODES (ranges, comma lists, @FILE or all) as one argument (got %d)", c.NArg())
-	}
-	inv, err := powerInventory(c)
+	sel, err := parseSelection(c)
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := selectNodes(inv, c.Args().First())
+	if sel.all() {
+		return nil, badInput("give the NODES (ranges, comma lists, @FILE or all) or --group")
+	}
+	ni, err := loadNodeInventory(c)
+	if err != nil {
+		return nil, err
+	}
+	inv := ni.inv
+	nodes, err := sel.pick(inv)
 	if err != nil {
 		return nil, err
 	}
@@ -196,44 +201,6 @@ func loadExecTemplates(path string) (*power.ExecTemplates, error) {
 		return nil, badInput("--exec-templates: %s: %v", path, err)
 	}
 	return &t, nil
-}
-
-// powerInventory loads the inventory of --config, or of --inventory with --topology.
-func powerInventory(c *cli.Context) (*bootsrv.Inventory, error) {
-	topo, invFile := c.String("topology"), c.String("inventory")
-	if cfgPath := c.String("config"); cfgPath != "" {
-		if topo != "" || invFile != "" {
-			return nil, badInput("--config: gives the topology and the inventory; drop --topology and --inventory")
-		}
-		cfg, err := bootsrv.LoadConfig(cfgPath)
-		if err != nil {
-			return nil, configError(err)
-		}
-		topo, invFile = cfg.Topology, cfg.Inventory
-	}
-	if invFile == "" {
-		return nil, badInput("power: give --config, or --inventory (with --topology unless the machine is flat)")
-	}
-	if topo == "" { // the flat machine: the inventory alone
-		inv, _, err := bootsrv.LoadFlatInventory(invFile)
-		if err != nil {
-			return nil, asBadInput(err)
-		}
-		return inv, nil
-	}
-	m, err := topology.Load(topo)
-	if err != nil {
-		return nil, badInput("--topology: %w", err)
-	}
-	g, err := m.Build()
-	if err != nil {
-		return nil, badInput("--topology %s: %w", topo, err)
-	}
-	inv, err := bootsrv.LoadInventory(invFile, g.Hierarchy())
-	if err != nil {
-		return nil, asBadInput(err)
-	}
-	return inv, nil
 }
 
 // selectNodes returns the inventory nodes an expression names ("all": every one), in its order.

@@ -28,6 +28,10 @@ type statusResult struct {
 	// Fleet and Members: with --etcd, the fleet read and its live members.
 	Fleet   string            `json:"fleet,omitempty"`
 	Members []fleetMemberView `json:"members,omitempty"`
+	// Unknown lists the inventory nodes no answering server gave a state for, with their owner;
+	// UnknownCount counts them before --state.
+	Unknown      []unknownNode `json:"unknown,omitempty"`
+	UnknownCount int           `json:"unknown_count,omitempty"`
 }
 
 type serverStatus struct {
@@ -37,8 +41,11 @@ type serverStatus struct {
 
 func statusCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:  "status",
-		Usage: "show the boot state of every node of one or more boot servers, and their aggregated health",
+		Name:      "status",
+		Usage:     "show the boot state of every inventory node, with its owner server, and the aggregated health",
+		ArgsUsage: "[NODES...]",
+		Description: "Every node of the inventory is listed: a node no answering server holds a state for is\n" +
+			"shown as unknown, with the server that owns it.\n" + nodesHelp,
 		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "server", Aliases: []string{"s"}, EnvVars: []string{"BOOTCTL_SERVER"},
 				Usage: "boot server HTTP URL, e.g. http://10.0.0.1:8080; repeat to aggregate several servers"},
@@ -46,7 +53,8 @@ func statusCommand(e *env) *cli.Command {
 				Usage: "a fleet's etcd endpoints, comma-separated: every node of every server in one read (instead of --server)"},
 			&cli.StringFlag{Name: "fleet", Value: "default", EnvVars: []string{"BOOTCTL_FLEET"}, Usage: "fleet name (with --etcd)"},
 			&cli.IntFlag{Name: "watch", Aliases: []string{"w"}, Usage: "refresh every N seconds until interrupted (0: once)"},
-			&cli.StringFlag{Name: "state", Usage: "show only the nodes in this state"},
+			&cli.StringFlag{Name: "state", Usage: "show only the nodes in this state (or unknown: those no server holds a state for)"},
+			groupFlag(),
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "timeout of each request"},
 			outputFlag("table", "json", "yaml", "csv"),
 		}, etcdSecurityFlags()...),
@@ -67,7 +75,9 @@ func statusCommand(e *env) *cli.Command {
 type statusQuery struct {
 	format    string
 	only      *bootsrv.State // nil: every state
-	endpoints []string       // --etcd; else servers
+	unknown   bool           // --state unknown: only the nodes no server holds
+	sel       nodeSelection
+	endpoints []string // --etcd; else servers
 	fleet     string
 	etcd      fleet.Options // with --etcd: TLS and user (etcdSecurity)
 	servers   []string
@@ -86,10 +96,19 @@ func parseStatusQuery(c *cli.Context) (*statusQuery, error) {
 	}
 	q := &statusQuery{format: format, fleet: c.String("fleet"), endpoints: splitList(c.String("etcd")),
 		hc: &http.Client{Timeout: c.Duration("timeout")}, watch: time.Duration(c.Int("watch")) * time.Second}
-	if c.IsSet("state") {
+	if q.sel, err = parseSelection(c); err != nil {
+		return nil, err
+	}
+	if c.String("state") == "unknown" {
+		q.unknown = true
+	} else if c.IsSet("state") {
 		st, err := bootsrv.ParseState(c.String("state"))
 		if err != nil {
-			return nil, badInput("--state: %v", err)
+			names := []string{}
+			for _, s := range bootsrv.States() {
+				names = append(names, s.String())
+			}
+			return nil, badInput("--state: %v (states: %s, unknown)", err, strings.Join(names, ", "))
 		}
 		q.only = &st
 	}
@@ -124,13 +143,17 @@ func (q *statusQuery) where(c *cli.Context) error {
 // show reads the status once and writes it in the asked format. Servers that did not answer make
 // it an unreachableError after the others' nodes are written.
 func (q *statusQuery) show(ctx context.Context, w io.Writer) error {
-	var res *statusResult
+	var rd *statusRead
 	var err error
 	if len(q.endpoints) > 0 {
-		res, err = fetchFleetStatus(ctx, q.etcd, q.only)
+		rd, err = fetchFleetStatus(ctx, q.etcd)
 	} else {
-		res, err = fetchStatus(ctx, q.hc, q.servers, q.only)
+		rd, err = fetchStatus(ctx, q.hc, q.servers)
 	}
+	if err != nil {
+		return err
+	}
+	res, err := q.complete(rd)
 	if err != nil {
 		return err
 	}
@@ -179,14 +202,16 @@ func (q *statusQuery) watchLoop(ctx context.Context, e *env) error {
 	}
 }
 
-// fetchStatus asks every server for its nodes and summary. A server that does not answer is listed
-// in Unreachable and the others are shown; it is an error only when none answers.
-func fetchStatus(ctx context.Context, hc *http.Client, servers []string, only *bootsrv.State) (*statusResult, error) {
+// fetchStatus asks every server for its nodes, the inventory and the summary. A server that does
+// not answer is listed in Unreachable and the others are shown; it is an error only when none
+// answers.
+func fetchStatus(ctx context.Context, hc *http.Client, servers []string) (*statusRead, error) {
 	res := &statusResult{ByState: map[bootsrv.State]int{}}
-	var all []bootsrv.NodeStatus
+	rd := &statusRead{res: res}
+	answered := map[string]bool{}
 	for _, s := range servers {
 		cl := &bootsrv.Client{BaseURL: s, HTTP: hc}
-		nodes, err := cl.Nodes(ctx)
+		nodes, err := cl.NodesAndInventory(ctx)
 		var sum *bootsrv.Summary
 		if err == nil {
 			sum, err = cl.Summary(ctx)
@@ -199,7 +224,11 @@ func fetchStatus(ctx context.Context, hc *http.Client, servers []string, only *b
 			continue
 		}
 		res.Servers = append(res.Servers, serverStatus{URL: s, Summary: *sum})
-		all = append(all, nodes.Nodes...)
+		rd.all = append(rd.all, nodes.Nodes...)
+		answered[nodes.Server] = true
+		if rd.inv == nil {
+			rd.inv = nodes.Inventory // every server of a machine has the same inventory
+		}
 	}
 	if len(res.Servers) == 0 {
 		return nil, &unreachableError{failed: res.Unreachable}
@@ -207,10 +236,20 @@ func fetchStatus(ctx context.Context, hc *http.Client, servers []string, only *b
 	if len(res.Servers) == 1 && len(servers) == 1 {
 		res.Summary = res.Servers[0].Summary
 	} else {
-		res.Summary = bootsrv.Summarize(all, "all", -1, time.Now())
+		res.Summary = bootsrv.Summarize(rd.all, "all", -1, time.Now())
 	}
-	finishStatus(res, all, only)
-	return res, nil
+	rd.why = func(owner string) string {
+		switch {
+		case owner == "":
+			return "no live server owns it"
+		case answered[owner]:
+			return "its server " + owner + " holds no state for it"
+		case len(res.Unreachable) > 0:
+			return "its server " + owner + " was not asked or did not answer"
+		}
+		return "its server " + owner + " was not asked: add its --server"
+	}
+	return rd, nil
 }
 
 // writeStatusCSV writes one row per node.
@@ -223,13 +262,16 @@ func writeStatusCSV(w io.Writer, res *statusResult) error {
 		}
 		rows = append(rows, []string{n.Name, n.Server, n.State.String(), since, strconv.Itoa(n.Attempt), n.IP, n.MAC, n.Position, n.Error})
 	}
+	for _, u := range res.Unknown {
+		rows = append(rows, []string{u.Name, u.Owner, "unknown", "", "", u.IP, u.MAC, u.Position, u.Reason})
+	}
 	return writeCSV(w, rows)
 }
 
 // writeStatusTable writes the summary lines, then one row per node.
 func writeStatusTable(w io.Writer, res *statusResult) error {
 	writeStatusSummary(w, res)
-	if len(res.Nodes) == 0 {
+	if len(res.Nodes)+len(res.Unknown) == 0 {
 		return nil
 	}
 	t := newTable(w)
@@ -241,6 +283,9 @@ func writeStatusTable(w io.Writer, res *statusResult) error {
 			since = now.Sub(n.Since).Round(time.Second).String() + " ago"
 		}
 		t.row(n.Name, orDash(n.Server), n.State, since, n.Attempt, orDash(n.IP), n.MAC, n.Position, statusDetail(&n))
+	}
+	for _, u := range res.Unknown {
+		t.row(u.Name, orDash(u.Owner), "unknown", "-", "-", orDash(u.IP), u.MAC, u.Position, u.Reason)
 	}
 	return t.flush()
 }
@@ -260,6 +305,9 @@ func writeStatusSummary(w io.Writer, res *statusResult) {
 		if n := res.ByState[st]; n > 0 {
 			counts = append(counts, fmt.Sprintf("%s %d", st, n))
 		}
+	}
+	if res.UnknownCount > 0 {
+		counts = append(counts, fmt.Sprintf("unknown %d", res.UnknownCount))
 	}
 	fmt.Fprintf(w, "by state: %s\n", strings.Join(counts, ", "))
 	if res.Fleet != "" {

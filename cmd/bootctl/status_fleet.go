@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -20,7 +21,7 @@ type fleetMemberView struct {
 
 // fetchFleetStatus reads every node's record of a fleet (opts: its etcd, name, TLS and user) from
 // etcd in one call: the nodes of every server, live or dead, grouped by the server that holds them.
-func fetchFleetStatus(ctx context.Context, opts fleet.Options, only *bootsrv.State) (*statusResult, error) {
+func fetchFleetStatus(ctx context.Context, opts fleet.Options) (*statusRead, error) {
 	fleetName := opts.Fleet
 	c, err := fleet.Open(ctx, opts)
 	if err != nil {
@@ -63,8 +64,35 @@ func fetchFleetStatus(ctx context.Context, opts fleet.Options, only *bootsrv.Sta
 		res.Servers = append(res.Servers, serverStatus{URL: url, Summary: bootsrv.Summarize(byServer[s], s, -1, now)})
 	}
 	res.Summary = bootsrv.Summarize(all, "fleet "+fleetName, -1, now)
-	finishStatus(res, all, only)
-	return res, nil
+	rd := &statusRead{res: res, all: all, why: func(owner string) string {
+		if owner == "" {
+			return "no live server owns it"
+		}
+		return "no record in etcd yet; its server is " + owner
+	}}
+	rd.inv, err = fleetInventory(ctx, c, opts.Endpoints, res.Members)
+	return rd, err
+}
+
+// fleetInventory lists the inventory of the fleet's current revision with each node's owner among
+// the live members; nil when the fleet has no configuration yet.
+func fleetInventory(ctx context.Context, c *fleet.Client, eps []string, members []fleetMemberView) ([]bootsrv.InventoryEntry, error) {
+	_, doc, m, err := readFleetRevision(ctx, c, eps)
+	if errors.Is(err, fleet.ErrNoConfig) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	live := make([]string, len(members))
+	for i, mb := range members {
+		live[i] = mb.Name
+	}
+	owners, err := doc.Owners(m, live)
+	if err != nil {
+		return nil, err
+	}
+	return bootsrv.InventoryEntries(m.Inventory, func(n *bootsrv.InventoryNode) string { return owners[n.Name] }), nil
 }
 
 // finishStatus counts the nodes by state and keeps those in state only (all when nil), in boot

@@ -8,12 +8,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestStatusWatch(t *testing.T) {
@@ -130,5 +132,69 @@ func TestStatusWhere(t *testing.T) {
 		if code != 2 || errs != tc.want {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errs, tc.want)
 		}
+	}
+}
+
+// TestStatusInventoryNodes: one of two servers (node-cyclic mapping) is asked. status lists every
+// inventory node: the asked server's with their state, the other's as unknown with their owner;
+// NODES, --group and --state select, and a name outside the inventory is bad input.
+func TestStatusInventoryNodes(t *testing.T) {
+	f := newServeFiles(t, "off")
+	cfg, _ := os.ReadFile(f.config)
+	two := strings.Replace(string(cfg), "servers:\n", "servers:\n  - {name: bs1, address: 127.0.0.2}\n", 1)
+	two = strings.Replace(two, "mapping: bcda", "mapping: ncda", 1)
+	os.WriteFile(f.config, []byte(two), 0o644)
+	inv := filepath.Join(filepath.Dir(f.config), "inventory.csv")
+	os.WriteFile(inv, []byte("name,mac,ip,node,groups\nnode00,52:54:00:00:00:00,127.0.0.1,s0-b0-n0,\n"+
+		"node01,52:54:00:00:00:01,127.0.0.11,s0-b0-n1,login\nnode02,52:54:00:00:00:02,127.0.0.12,s0-b0-n2,\n"+
+		"node03,52:54:00:00:00:03,127.0.0.13,s0-b0-n3,\n"), 0o644)
+	a, _ := startServer(t, f)
+	ua := "http://" + a.HTTPAddr().String()
+	type row struct{ Name, Server, State string }
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want []row
+	}{
+		{"all", nil, 0, []row{{"node00", "bs1", "pending"}, {"node02", "bs1", "pending"},
+			{"node01", "bs0", "unknown"}, {"node03", "bs0", "unknown"}}},
+		{"range", []string{"node0[0-1]"}, 0, []row{{"node00", "bs1", "pending"}, {"node01", "bs0", "unknown"}}},
+		{"group", []string{"--group", "login"}, 0, []row{{"node01", "bs0", "unknown"}}},
+		{"unknown only", []string{"--state", "unknown"}, 0, []row{{"node01", "bs0", "unknown"}, {"node03", "bs0", "unknown"}}},
+		{"pending only", []string{"--state", "pending", "node03,node02"}, 0, []row{{"node02", "bs1", "pending"}}},
+		{"not in the inventory", []string{"node09"}, 2, nil},
+		{"no such group", []string{"--group", "gpu"}, 2, nil},
+		{"no such state", []string{"--state", "up"}, 2, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := runBootctl(t, context.Background(), append([]string{"status", "--server", ua, "-o", "json"}, tt.args...)...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d: %s", code, tt.code, errs)
+			}
+			if code != 0 {
+				return
+			}
+			var res statusResult
+			if err := json.Unmarshal([]byte(out), &res); err != nil {
+				t.Fatal(err)
+			}
+			var got []row
+			for _, n := range res.Nodes {
+				got = append(got, row{n.Name, n.Server, n.State.String()})
+			}
+			for _, u := range res.Unknown {
+				got = append(got, row{u.Name, u.Owner, "unknown"})
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("nodes (-want +got):\n%s", d)
+			}
+		})
+	}
+	code, out, _ := runBootctl(t, context.Background(), "status", "--server", ua, "node01")
+	if want := "node01 bs0 unknown - - 127.0.0.11 52:54:00:00:00:01 s0-b0-n1 its server bs0 was not asked: add its --server"; code != 0 ||
+		!strings.Contains(strings.Join(strings.Fields(out), " "), want) || !strings.Contains(out, "by state: unknown 1\n") {
+		t.Errorf("table: exit %d\n%s\nwant a row %q", code, out, want)
 	}
 }
