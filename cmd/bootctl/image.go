@@ -49,7 +49,7 @@ func imageCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:        "image",
 		Usage:       "manage boot profiles (kernel, initrd, command line, boot files) in an image store",
-		Subcommands: []*cli.Command{imageAddCommand(e), imageListCommand(e), imageVerifyCommand(e)},
+		Subcommands: []*cli.Command{imageAddCommand(e), imageImportCommand(e), imageListCommand(e), imageVerifyCommand(e)},
 	}
 }
 
