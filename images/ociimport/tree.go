@@ -54,6 +54,9 @@ func newTree() *tree {
 // cleanName turns a tar name into a path relative to the root ("" for the root itself) and
 // refuses names that climb out of it.
 func cleanName(name string) (string, error) {
+	if strings.Contains(name, "\x00") {
+		return "", fmt.Errorf("%w: %q has a NUL byte", errBadPath, name)
+	}
 	p := path.Clean(strings.TrimLeft(name, "/"))
 	if p == ".." || strings.HasPrefix(p, "../") {
 		return "", fmt.Errorf("%w: %q leaves the image root", errBadPath, name)
