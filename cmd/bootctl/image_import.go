@@ -24,6 +24,8 @@ func imageImportCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "cmdline", Usage: "kernel command line"},
 			&cli.StringFlag{Name: "compress", Value: ociimport.Gzip, Usage: "initramfs compression: gzip (every kernel) or zstd (Linux 5.9 and later)"},
 			&cli.StringFlag{Name: "platform", Usage: "os/arch[/variant] to take from a multi-platform image (default linux/ and this machine's architecture)"},
+			&cli.BoolFlag{Name: "agent", Value: true, Usage: "add the bootfabric agent as /init: DHCP, the health report with the node's token, then the image's /sbin/init (--agent=false: the image alone; boot it with rdinit=/sbin/init)"},
+			&cli.StringFlag{Name: "busybox", Value: images.DefaultBusybox, Usage: "static busybox the agent runs on (Debian package busybox-static)"},
 			outputFlag("table", "json", "yaml"),
 		},
 		Action: func(c *cli.Context) error { return imageImport(e, c) },
@@ -40,6 +42,12 @@ func imageImport(e *env, c *cli.Context) error {
 		Cmdline: c.String("cmdline"), Compression: c.String("compress"), Platform: c.String("platform")}
 	if opt.Compression != ociimport.Gzip && opt.Compression != ociimport.Zstd {
 		return badInput("--compress: %q is not one of gzip, zstd", opt.Compression)
+	}
+	if c.Bool("agent") {
+		opt.Busybox = c.String("busybox")
+		if err := images.CheckStatic(opt.Busybox); err != nil {
+			return badInput("--busybox: %w (install busybox-static, or --agent=false)", err)
+		}
 	}
 	if opt.Kernel != "" {
 		if fi, err := os.Stat(opt.Kernel); err != nil {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bootfabric/bootfabric/images"
+	"github.com/bootfabric/bootfabric/internal/testenv"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -51,7 +53,7 @@ func TestImageImport(t *testing.T) {
 	store := filepath.Join(dir, "store")
 	src := ociLayout(t, filepath.Join(dir, "img"), map[string]string{"boot/vmlinuz-6.1.0-amd64": "KERNEL", "etc/hostname": "node\n"})
 	code, out, errs := runBootctl(t, ctx, "image", "import", "--store", store, "--name", "deb", "--cmdline", "console=ttyS0",
-		"--compress", "zstd", "--output", "json", src)
+		"--compress", "zstd", "--agent=false", "--output", "json", src)
 	var res struct {
 		Profile struct {
 			Name, Kernel, Initrd string
@@ -68,7 +70,7 @@ func TestImageImport(t *testing.T) {
 		res.KernelSource != "/boot/vmlinuz-6.1.0-amd64" || res.Entries != 4 || res.Format != "oci-layout" {
 		t.Errorf("import result: %+v", res)
 	}
-	if code, out, _ := runBootctl(t, ctx, "image", "import", "--store", store, "--name", "deb2", src); code != 0 || !strings.Contains(out, "oci-layout") {
+	if code, out, _ := runBootctl(t, ctx, "image", "import", "--store", store, "--name", "deb2", "--agent=false", src); code != 0 || !strings.Contains(out, "oci-layout") {
 		t.Errorf("import table: %d\n%s", code, out)
 	}
 	if code, out, _ := runBootctl(t, ctx, "image", "list", "--store", store); code != 0 || !strings.Contains(out, "deb2") {
@@ -87,13 +89,25 @@ func TestImageImport(t *testing.T) {
 		{[]string{"--store", fresh, "--name", "x", "--kernel", filepath.Join(dir, "nope"), src}, "--kernel: stat"},
 		{[]string{"--store", fresh, "--name", "Bad", src}, "invalid profile"},
 		{[]string{"--store", fresh, "--name", "x"}, "missing argument: SOURCE"},
+		{[]string{"--store", fresh, "--name", "x", "--busybox", filepath.Join(dir, "nobusybox"), src}, "--busybox: " + filepath.Join(dir, "nobusybox") + ": not an ELF binary"},
 	} {
-		code, _, errs := runBootctl(t, ctx, append([]string{"image", "import"}, tc.args...)...)
+		// --agent=false unless the case is about the agent: these must not depend on busybox.
+		args := append([]string{"image", "import"}, tc.args...)
+		if !strings.Contains(strings.Join(tc.args, " "), "--busybox") {
+			args = append(args, "--agent=false")
+		}
+		code, _, errs := runBootctl(t, ctx, args...)
 		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
 			t.Errorf("%v: exit %d, %q; want 2 and one line with %q", tc.args, code, errs, tc.want)
 		}
 		if _, err := os.Stat(fresh); err == nil {
 			t.Errorf("%v: a failed import left the new store %s behind", tc.args, fresh)
 		}
+	}
+	// With the agent (the default): its /init, busybox and DHCP script are added.
+	testenv.NeedFile(t, images.DefaultBusybox, "busybox-static")
+	code, out, errs = runBootctl(t, ctx, "image", "import", "--store", store, "--name", "agent", "--output", "json", src)
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Entries != 8 {
+		t.Errorf("import with the agent: %d %v %+v\n%s", code, err, res, errs)
 	}
 }

@@ -34,6 +34,10 @@ type Options struct {
 	Compression string // Gzip (default) or Zstd
 	Platform    string // os/arch[/variant] picked from a multi-platform index; default linux/GOARCH
 	TempDir     string // where an OCI archive is unpacked; default os.TempDir()
+	// Busybox, when set, is a static busybox binary: Import adds the agent (AgentInit as /init,
+	// busybox under AgentDir) that reports the node's health and then runs the image's init.
+	// Empty: the image's files only (boot it with rdinit=/sbin/init on the command line).
+	Busybox string
 }
 
 // Result describes an import.
@@ -47,6 +51,7 @@ type Result struct {
 	CpioBytes    int64          `json:"cpio_bytes"`    // uncompressed archive size
 	KernelSource string         `json:"kernel_source"` // path in the image, or the file given
 	Compression  string         `json:"compression"`
+	Agent        bool           `json:"agent"` // the health-reporting /init was added
 }
 
 // Import reads the image opt.Source, builds its initramfs and kernel and stores them in st as
@@ -61,7 +66,7 @@ func Import(ctx context.Context, st *images.Store, opt Options) (Result, error) 
 		return Result{}, opt.bad(err)
 	}
 	defer src.cleanup()
-	res := Result{Source: opt.Source, Format: src.format, Compression: opt.Compression}
+	res := Result{Source: opt.Source, Format: src.format, Compression: opt.Compression, Agent: opt.Busybox != ""}
 	if d, err := src.img.Digest(); err == nil {
 		res.Digest = d.String()
 	}
@@ -103,6 +108,11 @@ func (opt Options) withDefaults() (Options, v1.Platform, error) {
 	}
 	if opt.TempDir == "" {
 		opt.TempDir = os.TempDir()
+	}
+	if opt.Busybox != "" {
+		if err := images.CheckStatic(opt.Busybox); err != nil {
+			return opt, v1.Platform{}, fmt.Errorf("ociimport: agent: %w", err)
+		}
 	}
 	if err := (images.Profile{Name: opt.Name, Kernel: "vmlinuz", Cmdline: opt.Cmdline}).Validate(); err != nil {
 		return opt, v1.Platform{}, fmt.Errorf("ociimport: %w", err)
@@ -186,7 +196,12 @@ func (b *build) archive(out *os.File, e *emitter) (int64, error) {
 			return 0, b.opt.bad(err)
 		}
 	}
-	err = e.cw.close()
+	if b.opt.Busybox != "" {
+		err = e.writeAgent(b.opt.Busybox)
+	}
+	if err == nil {
+		err = e.cw.close()
+	}
 	if err == nil {
 		err = bw.Flush()
 	}
