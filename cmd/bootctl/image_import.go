@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -26,6 +27,7 @@ func imageImportCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "platform", Usage: "os/arch[/variant] to take from a multi-platform image (default linux/ and this machine's architecture)"},
 			&cli.BoolFlag{Name: "agent", Value: true, Usage: "add the bootfabric agent as /init: DHCP, the health report with the node's token, then the image's /sbin/init (--agent=false: the image alone; boot it with rdinit=/sbin/init)"},
 			&cli.StringFlag{Name: "busybox", Value: images.DefaultBusybox, Usage: "static busybox the agent runs on (Debian package busybox-static)"},
+			&cli.StringSliceFlag{Name: "module", Usage: "kernel module (uncompressed .ko) the agent loads before DHCP, e.g. the NIC driver of a kernel given with --kernel; repeatable, dependencies first"},
 			outputFlag("table", "json", "yaml"),
 		},
 		Action: func(c *cli.Context) error { return imageImport(e, c) },
@@ -43,11 +45,8 @@ func imageImport(e *env, c *cli.Context) error {
 	if opt.Compression != ociimport.Gzip && opt.Compression != ociimport.Zstd {
 		return badInput("--compress: %q is not one of gzip, zstd", opt.Compression)
 	}
-	if c.Bool("agent") {
-		opt.Busybox = c.String("busybox")
-		if err := images.CheckStatic(opt.Busybox); err != nil {
-			return badInput("--busybox: %w (install busybox-static, or --agent=false)", err)
-		}
+	if err := importAgentFlags(c, &opt); err != nil {
+		return err
 	}
 	if opt.Kernel != "" {
 		if fi, err := os.Stat(opt.Kernel); err != nil {
@@ -64,6 +63,37 @@ func imageImport(e *env, c *cli.Context) error {
 		return writeData(e.stdout, format, res)
 	}
 	return writeImportTable(e, res)
+}
+
+// importAgentFlags checks --agent, --busybox and --module into opt.
+func importAgentFlags(c *cli.Context, opt *ociimport.Options) error {
+	mods := c.StringSlice("module")
+	if !c.Bool("agent") {
+		if len(mods) > 0 {
+			return badInput("--module: the agent loads modules, and --agent=false leaves it out")
+		}
+		return nil
+	}
+	opt.Busybox = c.String("busybox")
+	if err := images.CheckStatic(opt.Busybox); err != nil {
+		return badInput("--busybox: %w (install busybox-static, or --agent=false)", err)
+	}
+	for _, m := range mods {
+		b := make([]byte, 4)
+		f, err := os.Open(m)
+		if err == nil {
+			_, err = io.ReadFull(f, b)
+			f.Close()
+		}
+		if err != nil {
+			return badInput("--module: %v", err)
+		}
+		if string(b) != "\x7fELF" {
+			return badInput("--module: %s is not an uncompressed kernel module (ELF); busybox insmod needs a plain .ko", m)
+		}
+	}
+	opt.Modules = mods
+	return nil
 }
 
 // importIntoStore runs the import; a store it had to create is removed again when the import

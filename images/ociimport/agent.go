@@ -3,6 +3,8 @@ package ociimport
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 )
 
 // AgentDir is where the agent's files go in the image: a name no distribution uses.
@@ -24,6 +26,12 @@ $bb mount -t sysfs sysfs /sys
 $bb mount -t devtmpfs devtmpfs /dev 2>/dev/null
 log() { echo "bootfabric: [$($bb cut -d' ' -f1 /proc/uptime)] $*" > /dev/console; }
 log "agent started"
+if [ -f /.bootfabric/modules.order ]; then
+	while read -r m; do
+		[ -n "$m" ] && { $bb insmod "/.bootfabric/modules/$m" || log "insmod $m failed"; }
+	done < /.bootfabric/modules.order
+	log "modules loaded"
+fi
 health=""
 node=""
 init=/sbin/init
@@ -105,35 +113,75 @@ exit 0
 `
 
 // writeAgent appends the agent after the image's files, so that its /init wins over any the
-// image has: the kernel unpacks entries in order, a later one replacing an earlier.
-func (e *emitter) writeAgent(busybox string) error {
-	f, err := os.Open(busybox)
-	if err != nil {
-		return fmt.Errorf("agent: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("agent: %w", err)
-	}
-	dir := meta{mode: sIFDIR | 0o755}
-	exe := meta{mode: sIFREG | 0o755}
-	if err := e.put(AgentDir, dir, e.ino(), 2, 0); err != nil {
+// image has: the kernel unpacks entries in order, a later one replacing an earlier. modules are
+// kernel modules the agent loads, in order, before it brings the network up.
+func (e *emitter) writeAgent(busybox string, modules []string) error {
+	if err := e.put(AgentDir, meta{mode: sIFDIR | 0o755}, e.ino(), 2, 0); err != nil {
 		return err
 	}
-	if err := e.put(AgentDir+"/busybox", exe, e.ino(), 1, fi.Size()); err != nil {
-		return err
+	if err := e.copyFile(busybox, AgentDir+"/busybox", sIFREG|0o755); err != nil {
+		return fmt.Errorf("agent: %w", err)
 	}
-	if err := e.cw.data(f, fi.Size()); err != nil {
-		return fmt.Errorf("agent: copying %s: %w", busybox, err)
+	if err := e.writeModules(modules); err != nil {
+		return err
 	}
 	for _, s := range []struct{ name, body string }{{AgentDir + "/udhcpc.script", agentDHCPScript}, {"init", AgentInit}} {
-		if err := e.put(s.name, exe, e.ino(), 1, int64(len(s.body))); err != nil {
+		if err := e.put(s.name, meta{mode: sIFREG | 0o755}, e.ino(), 1, int64(len(s.body))); err != nil {
 			return err
 		}
 		if err := e.cw.bytes([]byte(s.body)); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// writeModules adds the modules under AgentDir/modules and their order in AgentDir/modules.order.
+func (e *emitter) writeModules(modules []string) error {
+	if len(modules) == 0 {
+		return nil
+	}
+	if err := e.put(AgentDir+"/modules", meta{mode: sIFDIR | 0o755}, e.ino(), 2, 0); err != nil {
+		return err
+	}
+	var order strings.Builder
+	seen := map[string]bool{}
+	for _, m := range modules {
+		base := filepath.Base(m)
+		if seen[base] {
+			return fmt.Errorf("agent: module %s: a module named %s is already given", m, base)
+		}
+		seen[base] = true
+		if err := e.copyFile(m, AgentDir+"/modules/"+base, sIFREG|0o644); err != nil {
+			return fmt.Errorf("agent: module %w", err)
+		}
+		order.WriteString(base + "\n")
+	}
+	if err := e.put(AgentDir+"/modules.order", meta{mode: sIFREG | 0o644}, e.ino(), 1, int64(order.Len())); err != nil {
+		return err
+	}
+	return e.cw.bytes([]byte(order.String()))
+}
+
+// copyFile writes the file at src as the archive entry name.
+func (e *emitter) copyFile(src, name string, mode uint32) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", src)
+	}
+	if err := e.put(name, meta{mode: mode}, e.ino(), 1, fi.Size()); err != nil {
+		return err
+	}
+	if err := e.cw.data(f, fi.Size()); err != nil {
+		return fmt.Errorf("copying %s: %w", src, err)
 	}
 	return nil
 }

@@ -38,6 +38,25 @@ func TestImportAgent(t *testing.T) {
 			t.Errorf("entry %d from the end: %s (%d bytes), want %s", 4-i, tail[i].Name, len(tail[i].Data), want[i].Name)
 		}
 	}
+	// With a module: it goes under the agent's directory, listed in modules.order.
+	ko := filepath.Join(dir, "virtio_net.ko")
+	os.WriteFile(ko, []byte("\x7fELF fake module"), 0o644)
+	st, res, err = importInto(t, filepath.Join(dir, "m"), Options{Source: src, Busybox: images.DefaultBusybox, Modules: []string{ko}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	initrd, _ = st.BlobPath("test", res.Profile.Initrd)
+	files := map[string]entry{}
+	for _, e := range readCpio(t, initrd) {
+		files[e.Name] = e
+	}
+	if files[".bootfabric/modules/virtio_net.ko"].Data != "\x7fELF fake module" || files[".bootfabric/modules.order"].Data != "virtio_net.ko\n" ||
+		files[".bootfabric/modules"].Mode != "40755" {
+		t.Errorf("modules: %+v", files)
+	}
+	if _, _, err := importInto(t, filepath.Join(dir, "n"), Options{Source: src, Modules: []string{ko}}); err == nil {
+		t.Error("modules without the agent: no error")
+	}
 	for name, script := range map[string]string{"init": AgentInit, "udhcpc.script": agentDHCPScript} {
 		p := filepath.Join(dir, name)
 		os.WriteFile(p, []byte(script), 0o755)

@@ -38,6 +38,10 @@ type Options struct {
 	// busybox under AgentDir) that reports the node's health and then runs the image's init.
 	// Empty: the image's files only (boot it with rdinit=/sbin/init on the command line).
 	Busybox string
+	// Modules are kernel modules (uncompressed .ko) the agent loads, in this order, before it
+	// brings the network up: the NIC's driver when the kernel has it as a module and the image
+	// has no modules of its own for that kernel. List dependencies first.
+	Modules []string
 }
 
 // Result describes an import.
@@ -113,6 +117,8 @@ func (opt Options) withDefaults() (Options, v1.Platform, error) {
 		if err := images.CheckStatic(opt.Busybox); err != nil {
 			return opt, v1.Platform{}, fmt.Errorf("ociimport: agent: %w", err)
 		}
+	} else if len(opt.Modules) > 0 {
+		return opt, v1.Platform{}, errors.New("ociimport: modules are loaded by the agent, and there is no agent (no busybox)")
 	}
 	if err := (images.Profile{Name: opt.Name, Kernel: "vmlinuz", Cmdline: opt.Cmdline}).Validate(); err != nil {
 		return opt, v1.Platform{}, fmt.Errorf("ociimport: %w", err)
@@ -197,7 +203,7 @@ func (b *build) archive(out *os.File, e *emitter) (int64, error) {
 		}
 	}
 	if b.opt.Busybox != "" {
-		err = e.writeAgent(b.opt.Busybox)
+		err = e.writeAgent(b.opt.Busybox, b.opt.Modules)
 	}
 	if err == nil {
 		err = e.cw.close()
