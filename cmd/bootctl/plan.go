@@ -105,7 +105,8 @@ func (p planned) writeTable(e *env) error {
 	g := p.in.Graph
 	image := units.FormatBytes(p.in.ImageBytes)
 	if p.in.Profile != "" {
-		image += " (profile " + p.in.Profile + ": kernel " + units.FormatBytes(float64(p.in.KernelBytes)) + ", initrd " + units.FormatBytes(float64(p.in.InitrdBytes)) + ")"
+		image += fmt.Sprintf(" (profile %s: kernel %s MB, initrd %s MB)", p.in.Profile,
+			fmtFloat(float64(p.in.KernelBytes)/1e6, 1), fmtFloat(float64(p.in.InitrdBytes)/1e6, 1))
 	}
 	fmt.Fprintf(e.stdout, "%s: %d nodes, %d boot servers; image %s; bandwidth in Mb/s per node (minimum per segment)\n",
 		g.Name, len(g.Nodes()), len(g.Servers()), image)
