@@ -63,8 +63,14 @@ func tarBytes(t testing.TB, entries []te) []byte {
 		if typ == tar.TypeReg {
 			h.Size = int64(len(e.data))
 		}
+		if typ == tar.TypeXGlobalHeader {
+			h = &tar.Header{Name: e.name, Typeflag: typ, PAXRecords: map[string]string{"comment": e.data}, Format: tar.FormatPAX}
+		}
 		if err := tw.WriteHeader(h); err != nil {
 			t.Fatal(err)
+		}
+		if typ == tar.TypeXGlobalHeader {
+			continue
 		}
 		if _, err := tw.Write([]byte(e.data)); err != nil {
 			t.Fatal(err)

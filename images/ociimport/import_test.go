@@ -48,6 +48,11 @@ func TestImportTree(t *testing.T) {
 			want: []entry{wantDir("opt"), wantDir("opt/app"), wantFile("opt/keep", "k"), wantFile("opt/app/new", "n")},
 		},
 		{
+			name:   "a PAX global header is no file",
+			layers: [][]te{{te{name: "pax_global_header", typ: tar.TypeXGlobalHeader, data: "made by git archive"}, file("etc/issue", "Debian")}},
+			want:   []entry{wantDir("etc"), wantFile("etc/issue", "Debian")},
+		},
+		{
 			name: "a file replaces a directory and its contents",
 			layers: [][]te{
 				{dir("srv/"), dir("srv/d/"), file("srv/d/f", "f")},

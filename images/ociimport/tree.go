@@ -104,6 +104,9 @@ func (t *tree) lookup(p string) *node {
 
 // apply adds entry at (layer, index) to the tree.
 func (t *tree) apply(h *tar.Header, at src) error {
+	if h.Typeflag == tar.TypeXGlobalHeader {
+		return nil // PAX defaults for the entries after it, which archive/tar applies; no file
+	}
 	p, err := cleanName(h.Name)
 	if err != nil || p == "" {
 		return err
