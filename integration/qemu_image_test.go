@@ -59,6 +59,14 @@ func TestQEMUBootContainerImage(t *testing.T) {
 		}
 	}
 	t.Logf("serial log:\n%s", tail(string(serial), 40))
+
+	// Beside it, the busybox test initramfs on the same kind of cluster and accelerator.
+	base := qemuCluster(t, ctx)
+	bs, err := BootVMs(ctx, base, 1, QEMUOptions{Accel: accel, Log: log})
+	if err != nil {
+		t.Fatalf("busybox test initramfs: %v", err)
+	}
+	t.Logf("health after %.2f s with the imported Debian image, %.2f s with the busybox test initramfs (%s)", r.Seconds, bs[0].Seconds, accel)
 }
 
 // buildDebianRootfs makes a Debian bookworm minbase root file system with systemd as a tar.
