@@ -50,7 +50,7 @@ func imageImport(e *env, c *cli.Context) error {
 	}
 	if opt.Kernel != "" {
 		if fi, err := os.Stat(opt.Kernel); err != nil {
-			return badInput("--kernel: %v", err)
+			return badInput("--kernel: %w", err)
 		} else if !fi.Mode().IsRegular() {
 			return badInput("--kernel: %s is not a regular file", opt.Kernel)
 		}
@@ -86,7 +86,7 @@ func importAgentFlags(c *cli.Context, opt *ociimport.Options) error {
 			f.Close()
 		}
 		if err != nil {
-			return badInput("--module: %v", err)
+			return badInput("--module: %w", err)
 		}
 		if string(b) != "\x7fELF" {
 			return badInput("--module: %s is not an uncompressed kernel module (ELF); busybox insmod needs a plain .ko", m)

@@ -90,6 +90,7 @@ func TestImageImport(t *testing.T) {
 		{[]string{"--store", fresh, "--name", "Bad", src}, "invalid profile"},
 		{[]string{"--store", fresh, "--name", "x"}, "missing argument: SOURCE"},
 		{[]string{"--store", fresh, "--name", "x", "--busybox", filepath.Join(dir, "nobusybox"), src}, "--busybox: " + filepath.Join(dir, "nobusybox") + ": not an ELF binary"},
+		{[]string{"--store", fresh, "--name", "x", "--module", filepath.Join(dir, "virtio_net.ko"), src}, "--module: the agent loads modules, and --agent=false leaves it out"},
 	} {
 		// --agent=false unless the case is about the agent: these must not depend on busybox.
 		args := append([]string{"image", "import"}, tc.args...)
@@ -109,5 +110,10 @@ func TestImageImport(t *testing.T) {
 	code, out, errs = runBootctl(t, ctx, "image", "import", "--store", store, "--name", "agent", "--output", "json", src)
 	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Entries != 8 {
 		t.Errorf("import with the agent: %d %v %+v\n%s", code, err, res, errs)
+	}
+	notELF := filepath.Join(dir, "virtio_net.ko.xz")
+	os.WriteFile(notELF, []byte{0xfd, '7', 'z', 'X', 'Z', 0}, 0o644)
+	if code, _, errs := runBootctl(t, ctx, "image", "import", "--store", store, "--name", "m", "--module", notELF, src); code != 2 || !strings.Contains(errs, "is not an uncompressed kernel module") {
+		t.Errorf("compressed module: %d %q", code, errs)
 	}
 }
