@@ -2,6 +2,8 @@ package ociimport
 
 import (
 	"archive/tar"
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +12,9 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 )
 
 // entryFunc is called for each tar entry of a layer; r reads the entry's data.
@@ -20,7 +25,52 @@ type entryFunc func(h *tar.Header, r io.Reader, at src) error
 // it still decompresses.
 type layerReader struct {
 	layers []v1.Layer
+	blobs  layout.Path // the layout's directory, "" for a docker save tarball
 }
+
+// uncompressed opens layer l's tar. A layout's blob is decompressed here, with klauspost's
+// readers (about twice as fast as compress/gzip, and each layer is read twice); anything else
+// goes through go-containerregistry.
+func (lr layerReader) uncompressed(l v1.Layer) (io.ReadCloser, error) {
+	if lr.blobs == "" {
+		return l.Uncompressed()
+	}
+	d, err := l.Digest()
+	if err != nil {
+		return nil, err
+	}
+	f, err := lr.blobs.Blob(d)
+	if err != nil {
+		return nil, err
+	}
+	br := bufio.NewReaderSize(f, 1<<20)
+	magic, _ := br.Peek(4)
+	switch {
+	case len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b:
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return readCloser{zr, func() error { zr.Close(); return f.Close() }}, nil
+	case bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(128<<20))
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return readCloser{zr, func() error { zr.Close(); return f.Close() }}, nil
+	}
+	return readCloser{br, f.Close}, nil
+}
+
+// readCloser is a reader with its own close.
+type readCloser struct {
+	io.Reader
+	close func() error
+}
+
+func (r readCloser) Close() error { return r.close() }
 
 // read calls f for every entry of layer i, then verifies the layer's digest.
 func (lr layerReader) read(ctx context.Context, i int, f entryFunc) error {
@@ -29,7 +79,7 @@ func (lr layerReader) read(ctx context.Context, i int, f entryFunc) error {
 	if err != nil {
 		return lr.wrap(i, l, err)
 	}
-	rc, err := l.Uncompressed()
+	rc, err := lr.uncompressed(l)
 	if err != nil {
 		return lr.wrap(i, l, err)
 	}

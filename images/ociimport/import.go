@@ -79,7 +79,7 @@ func Import(ctx context.Context, st *images.Store, opt Options) (Result, error) 
 		return Result{}, opt.bad(err)
 	}
 	res.Layers = len(layers)
-	b := &build{ctx: ctx, st: st, opt: opt, lr: layerReader{layers}, t: newTree()}
+	b := &build{ctx: ctx, st: st, opt: opt, lr: layerReader{layers: layers, blobs: src.blobs}, t: newTree()}
 	defer b.removeStaged()
 	if err := b.index(); err != nil {
 		return Result{}, err

@@ -24,7 +24,8 @@ var ErrBadImage = errors.New("bad image")
 // source is an opened image and what to remove once it has been read.
 type source struct {
 	img     v1.Image
-	format  string // "oci-layout", "oci-archive" or "docker-archive"
+	format  string      // "oci-layout", "oci-archive" or "docker-archive"
+	blobs   layout.Path // the layout's directory, "" for a docker save tarball
 	cleanup func()
 }
 
@@ -42,7 +43,7 @@ func openSource(ctx context.Context, path string, want v1.Platform, tmpDir strin
 	}
 	if fi.IsDir() {
 		img, err := layoutImage(path, want)
-		return source{img: img, format: "oci-layout", cleanup: func() {}}, err
+		return source{img: img, format: "oci-layout", blobs: layout.Path(path), cleanup: func() {}}, err
 	}
 	kind, err := archiveKind(path)
 	if err != nil {
@@ -66,7 +67,7 @@ func openSource(ctx context.Context, path string, want v1.Platform, tmpDir strin
 		cleanup()
 		return source{}, err
 	}
-	return source{img: img, format: kind, cleanup: cleanup}, nil
+	return source{img: img, format: kind, blobs: layout.Path(dir), cleanup: cleanup}, nil
 }
 
 // archiveKind tells a docker save tarball (manifest.json) from an OCI archive (oci-layout) by
