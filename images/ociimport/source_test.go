@@ -2,7 +2,9 @@ package ociimport
 
 import (
 	"archive/tar"
+	"bytes"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -10,7 +12,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/compression"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // TestImportFormats: an OCI layout, an OCI archive and a docker save tarball of one image give
@@ -55,6 +61,46 @@ func TestImportFormats(t *testing.T) {
 				t.Errorf("verify: %v", probs)
 			}
 		})
+	}
+}
+
+// TestImportZstdLayers: a layout whose layers are zstd-compressed (OCI allows it; BuildKit
+// writes them) imports as its gzip twin does.
+func TestImportZstdLayers(t *testing.T) {
+	var layers []v1.Layer
+	for _, entries := range [][]te{bootLayer, {dir("etc/"), file("etc/os-release", "ID=test")}, {whiteout("etc/.wh.os-release")}} {
+		b := tarBytes(t, entries)
+		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil },
+			tarball.WithCompression(compression.ZStd))
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers = append(layers, l)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layers...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	src := writeLayout(t, dir, img)
+	zstdBlobs := 0
+	filepath.Walk(filepath.Join(src, "blobs"), func(p string, fi os.FileInfo, err error) error {
+		if b, _ := os.ReadFile(p); err == nil && !fi.IsDir() && bytes.HasPrefix(b, []byte{0x28, 0xb5, 0x2f, 0xfd}) {
+			zstdBlobs++
+		}
+		return nil
+	})
+	if zstdBlobs != 3 {
+		t.Fatalf("%d zstd blobs in the layout, want 3", zstdBlobs)
+	}
+	st, res, err := importInto(t, dir, Options{Source: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	initrd, _ := st.BlobPath("test", res.Profile.Initrd)
+	want := []entry{wantDir("boot"), wantDir("etc"), wantKernel}
+	if diff := cmp.Diff(want, readCpio(t, initrd)); diff != "" {
+		t.Errorf("archive (-want +got):\n%s", diff)
 	}
 }
 
