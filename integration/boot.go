@@ -31,6 +31,8 @@ type ServerOptions struct {
 	// Mapping is the block-cyclic algorithm the servers use (scda, bcda, ...).
 	Mapping string
 	Files   BootFiles
+	// Overlays are overlay directories every node gets (serve's overlays, images.Overlay).
+	Overlays []string
 	// Progress, when set, is told during Measure's boot how many nodes have booted of all (see
 	// BootProgress); the servers do not use it. It rides here because Measure makes its cluster
 	// itself and ServerOptions is what the caller hands it.

@@ -25,7 +25,8 @@ const rootfsTarVar = "BOOTFABRIC_ROOTFS_TAR"
 // TestQEMUBootContainerImage boots a real distribution from a container image: a Debian minbase
 // root file system with systemd (mmdebstrap), made an OCI layout, imported with bootctl image
 // import (its agent, the kernel's network modules), PXE-booted in a VM from bootctl serve to its
-// health report, and then the image's own init, systemd, starting.
+// health report, and then the image's own init, systemd, starting; an overlay gives each node its
+// own /etc/issue, which the serial getty shows.
 func TestQEMUBootContainerImage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -40,7 +41,7 @@ func TestQEMUBootContainerImage(t *testing.T) {
 	c := qemuImageCluster(t, ctx, oci)
 	log := zaptest.NewLogger(t)
 	accel, why := testAccel(t, ctx, log)
-	rs, err := BootVMs(ctx, c, 1, QEMUOptions{Accel: accel, Log: log, MemoryMB: 1024, Timeout: 150 * time.Second, Linger: 20 * time.Second})
+	rs, err := BootVMs(ctx, c, 1, QEMUOptions{Accel: accel, Log: log, MemoryMB: 1024, Timeout: 150 * time.Second, Linger: 40 * time.Second})
 	var serial []byte
 	if len(rs) == 1 {
 		serial, _ = os.ReadFile(rs[0].SerialLog)
@@ -53,7 +54,7 @@ func TestQEMUBootContainerImage(t *testing.T) {
 	for _, s := range Breakdown(r) {
 		t.Logf("    %-22s %6.2f s", s.Name, s.Seconds)
 	}
-	for _, want := range []string{"bootfabric: ", "exec /sbin/init", "Welcome to Debian"} {
+	for _, want := range []string{"bootfabric: ", "exec /sbin/init", "Welcome to Debian", "bootfabric overlay for " + r.Node + " at "} {
 		if !strings.Contains(string(serial), want) {
 			t.Errorf("serial log lacks %q:\n%s", want, tail(string(serial), 60))
 		}
@@ -122,9 +123,18 @@ func qemuImageCluster(tb testing.TB, ctx context.Context, oci string) *Cluster {
 		tb.Fatal(err)
 	}
 	downAtCleanup(tb, c)
+	overlay := filepath.Join(tb.TempDir(), "overlay")
+	if err := os.MkdirAll(filepath.Join(overlay, "etc"), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	issue := "bootfabric overlay for {{.Name}} at {{.Position}}, {{.IP}}\n\n"
+	if err := os.WriteFile(filepath.Join(overlay, "etc", "issue.tmpl"), []byte(issue), 0o644); err != nil {
+		tb.Fatal(err)
+	}
 	start := time.Now()
 	img := VMImage{Import: oci, Cmdline: DefaultVMCmdline + " systemd.show_status=1"}
-	if err := c.StartQEMUServers(ctx, ServerOptions{Bootctl: bin, Mapping: "ncda", Files: BootFiles{NBP: debianNBP}}, img); err != nil {
+	opt := ServerOptions{Bootctl: bin, Mapping: "ncda", Files: BootFiles{NBP: debianNBP}, Overlays: []string{overlay}}
+	if err := c.StartQEMUServers(ctx, opt, img); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Logf("image imported and servers started in %.1f s", time.Since(start).Seconds())

@@ -112,7 +112,7 @@ func (c *Cluster) startServersWithImages(ctx context.Context, opt ServerOptions)
 		ipxeDir = filepath.Dir(opt.Files.NBP)
 	}
 	for j, s := range c.Servers {
-		path, err := c.writeServerConfig(dir, j, opt.Mapping, ipxeDir)
+		path, err := c.writeServerConfig(dir, j, opt, ipxeDir)
 		if err != nil {
 			return err
 		}
@@ -163,15 +163,22 @@ func (c *Cluster) bootSubnet() string {
 
 // writeServerConfig writes server j's configuration (mapping algo), DIR/NAME.yaml, and returns its
 // path.
-func (c *Cluster) writeServerConfig(dir string, j int, algo, ipxeDir string) (string, error) {
+func (c *Cluster) writeServerConfig(dir string, j int, opt ServerOptions, ipxeDir string) (string, error) {
 	s := c.Servers[j]
 	cfg := map[string]any{
-		"server_id": j, "servers": c.configServers(), "topology": "machine.yaml", "mapping": algo,
+		"server_id": j, "servers": c.configServers(), "topology": "machine.yaml", "mapping": opt.Mapping,
 		"inventory": "inventory.csv", "images": "images", "ipxe_dir": ipxeDir,
 		"state_dir": "state-" + s.Name, "state_flush": "200ms",
 		"http": map[string]any{"listen": ":80"},
 		"tftp": map[string]any{"listen": ":69", "max_block_size": 1468},
 		"dhcp": map[string]any{"mode": "reservation", "interfaces": []string{"eth0"}, "subnet": c.bootSubnet(), "lease_time": "1h"},
+	}
+	if len(opt.Overlays) > 0 {
+		var ov []map[string]string
+		for _, d := range opt.Overlays {
+			ov = append(ov, map[string]string{"dir": d})
+		}
+		cfg["overlays"] = ov
 	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
