@@ -116,7 +116,7 @@ func importIntoStore(c *cli.Context, opt ociimport.Options) (ociimport.Result, e
 		os.Remove(filepath.Join(dir, "blobs"))
 		os.Remove(dir)
 	}
-	if errors.Is(err, ociimport.ErrBadImage) || errors.Is(err, images.ErrInvalid) {
+	if errors.Is(err, ociimport.ErrBadImage) || errors.Is(err, ociimport.ErrOptions) || errors.Is(err, images.ErrInvalid) {
 		return res, asBadInput(err)
 	}
 	return res, err

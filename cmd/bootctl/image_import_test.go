@@ -89,6 +89,7 @@ func TestImageImport(t *testing.T) {
 		{[]string{"--store", fresh, "--name", "x", "--kernel", filepath.Join(dir, "nope"), src}, "--kernel: stat"},
 		{[]string{"--store", fresh, "--name", "Bad", src}, "invalid profile"},
 		{[]string{"--store", fresh, "--name", "x"}, "missing argument: SOURCE"},
+		{[]string{"--store", fresh, "--name", "x", "--platform", "linux/amd64/v2/extra", src}, `platform "linux/amd64/v2/extra"`},
 		{[]string{"--store", fresh, "--name", "x", "--busybox", filepath.Join(dir, "nobusybox"), src}, "--busybox: " + filepath.Join(dir, "nobusybox") + ": not an ELF binary"},
 		{[]string{"--store", fresh, "--name", "x", "--module", filepath.Join(dir, "virtio_net.ko"), src}, "--module: the agent loads modules, and --agent=false leaves it out"},
 	} {

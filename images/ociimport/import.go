@@ -95,33 +95,36 @@ func Import(ctx context.Context, st *images.Store, opt Options) (Result, error) 
 	return res, nil
 }
 
+// ErrOptions is wrapped by errors about the Options themselves (not the image).
+var ErrOptions = errors.New("bad import options")
+
 // withDefaults checks the options and fills in defaults.
 func (opt Options) withDefaults() (Options, v1.Platform, error) {
 	if opt.Compression == "" {
 		opt.Compression = Gzip
 	}
 	if opt.Compression != Gzip && opt.Compression != Zstd {
-		return opt, v1.Platform{}, fmt.Errorf("ociimport: compression %q is not gzip or zstd", opt.Compression)
+		return opt, v1.Platform{}, fmt.Errorf("ociimport: %w: compression %q is not gzip or zstd", ErrOptions, opt.Compression)
 	}
 	if opt.Platform == "" {
 		opt.Platform = "linux/" + runtime.GOARCH
 	}
 	pl, err := v1.ParsePlatform(opt.Platform)
 	if err != nil {
-		return opt, v1.Platform{}, fmt.Errorf("ociimport: platform %q: %w", opt.Platform, err)
+		return opt, v1.Platform{}, fmt.Errorf("ociimport: %w: platform %q: %w", ErrOptions, opt.Platform, err)
 	}
 	if opt.TempDir == "" {
 		opt.TempDir = os.TempDir()
 	}
 	if opt.Busybox != "" {
 		if err := images.CheckStatic(opt.Busybox); err != nil {
-			return opt, v1.Platform{}, fmt.Errorf("ociimport: agent: %w", err)
+			return opt, v1.Platform{}, fmt.Errorf("ociimport: %w: agent: %w", ErrOptions, err)
 		}
 	} else if len(opt.Modules) > 0 {
-		return opt, v1.Platform{}, errors.New("ociimport: modules are loaded by the agent, and there is no agent (no busybox)")
+		return opt, v1.Platform{}, fmt.Errorf("ociimport: %w: modules are loaded by the agent, and there is no agent (no busybox)", ErrOptions)
 	}
 	if err := (images.Profile{Name: opt.Name, Kernel: "vmlinuz", Cmdline: opt.Cmdline}).Validate(); err != nil {
-		return opt, v1.Platform{}, fmt.Errorf("ociimport: %w", err)
+		return opt, v1.Platform{}, fmt.Errorf("ociimport: %w: %w", ErrOptions, err)
 	}
 	return opt, *pl, nil
 }

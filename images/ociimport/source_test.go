@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/compression"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
@@ -242,5 +243,37 @@ func lastMemberOffset(t *testing.T, path string) int64 {
 			return last
 		}
 		last = cr.n - 512
+	}
+}
+
+// TestImportPlatform: from a multi-platform index the image of the platform asked for is taken;
+// a platform the index lacks is an error listing those it has.
+func TestImportPlatform(t *testing.T) {
+	amd := testImage(t, bootLayer, []te{file("arch", "amd64")})
+	arm := testImage(t, bootLayer, []te{file("arch", "arm64")})
+	idx := mutate.AppendManifests(empty.Index,
+		mutate.IndexAddendum{Add: amd, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "amd64"}}},
+		mutate.IndexAddendum{Add: arm, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}}})
+	dir := t.TempDir()
+	p, err := layout.Write(filepath.Join(dir, "layout"), empty.Index)
+	if err == nil {
+		err = p.AppendIndex(idx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ platform, want string }{{"linux/arm64", "arm64"}, {"linux/amd64", "amd64"}} {
+		st, res, err := importInto(t, filepath.Join(dir, tc.want), Options{Source: string(p), Platform: tc.platform})
+		if err != nil {
+			t.Fatal(err)
+		}
+		initrd, _ := st.BlobPath("test", res.Profile.Initrd)
+		if got := readCpio(t, initrd); got[len(got)-1].Data != tc.want {
+			t.Errorf("%s: took the image with arch %q", tc.platform, got[len(got)-1].Data)
+		}
+	}
+	_, _, err = importInto(t, filepath.Join(dir, "s390x"), Options{Source: string(p), Platform: "linux/s390x"})
+	if err == nil || !strings.Contains(err.Error(), "no image for platform linux/s390x in the index (it has: linux/amd64, linux/arm64/v8)") {
+		t.Errorf("missing platform: %v", err)
 	}
 }
