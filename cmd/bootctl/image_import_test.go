@@ -106,10 +106,11 @@ func TestImageImport(t *testing.T) {
 			t.Errorf("%v: a failed import left the new store %s behind", tc.args, fresh)
 		}
 	}
-	// With the agent (the default): its /init, busybox and DHCP script are added.
+	// With the agent (the default): its directory, busybox, DHCP script and /init are added, and
+	// /dev with /dev/console, which this image lacks.
 	testenv.NeedFile(t, images.DefaultBusybox, "busybox-static")
 	code, out, errs = runBootctl(t, ctx, "image", "import", "--store", store, "--name", "agent", "--output", "json", src)
-	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Entries != 8 {
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Entries != 10 {
 		t.Errorf("import with the agent: %d %v %+v\n%s", code, err, res, errs)
 	}
 	notELF := filepath.Join(dir, "virtio_net.ko.xz")

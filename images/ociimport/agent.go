@@ -125,6 +125,9 @@ func (e *emitter) writeAgent(busybox string, modules []string) error {
 	if err := e.writeModules(modules); err != nil {
 		return err
 	}
+	if err := e.writeConsole(); err != nil {
+		return err
+	}
 	for _, s := range []struct{ name, body string }{{AgentDir + "/udhcpc.script", agentDHCPScript}, {"init", AgentInit}} {
 		if err := e.put(s.name, meta{mode: sIFREG | 0o755}, e.ino(), 1, int64(len(s.body))); err != nil {
 			return err
@@ -184,4 +187,20 @@ func (e *emitter) copyFile(src, name string, mode uint32) error {
 		return fmt.Errorf("copying %s: %w", src, err)
 	}
 	return nil
+}
+
+// writeConsole adds /dev/console when the image has none (container images often have an empty
+// /dev): the kernel opens it for init's output before the agent can mount devtmpfs.
+func (e *emitter) writeConsole() error {
+	if e.t.lookup("dev/console") != nil {
+		return nil
+	}
+	if d := e.t.lookup("dev"); d == nil {
+		if err := e.put("dev", meta{mode: sIFDIR | 0o755}, e.ino(), 2, 0); err != nil {
+			return err
+		}
+	} else if d.children == nil {
+		return nil // not a directory: leave the image as it is
+	}
+	return e.put("dev/console", meta{mode: sIFCHR | 0o600, rmajor: 5, rmin: 1}, e.ino(), 1, 0)
 }

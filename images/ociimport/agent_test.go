@@ -10,8 +10,9 @@ import (
 	"github.com/bootfabric/bootfabric/internal/testenv"
 )
 
-// TestImportAgent: with a busybox the archive ends with the agent (its directory, busybox, the
-// DHCP script and /init, replacing any /init of the image), and its scripts parse.
+// TestImportAgent: with a busybox the archive ends with the agent (its directory, busybox,
+// /dev/console when the image has none, the DHCP script and /init, replacing any /init of the
+// image), and its scripts parse.
 func TestImportAgent(t *testing.T) {
 	testenv.NeedFile(t, images.DefaultBusybox, "busybox-static")
 	dir := t.TempDir()
@@ -26,16 +27,18 @@ func TestImportAgent(t *testing.T) {
 	initrd, _ := st.BlobPath("test", res.Profile.Initrd)
 	got := readCpio(t, initrd)
 	bb, _ := os.ReadFile(images.DefaultBusybox)
-	tail := got[len(got)-4:]
+	tail := got[len(got)-6:]
 	want := []entry{
 		{Name: ".bootfabric", Mode: "40755", Owner: "0:0", Nlink: 2},
 		{Name: ".bootfabric/busybox", Mode: "100755", Owner: "0:0", Nlink: 1, Data: string(bb)},
+		{Name: "dev", Mode: "40755", Owner: "0:0", Nlink: 2},
+		{Name: "dev/console", Mode: "20600", Owner: "0:0", Nlink: 1, Dev: "5:1"},
 		{Name: ".bootfabric/udhcpc.script", Mode: "100755", Owner: "0:0", Nlink: 1, Data: agentDHCPScript},
 		{Name: "init", Mode: "100755", Owner: "0:0", Nlink: 1, Data: AgentInit},
 	}
 	for i := range want {
 		if tail[i] != want[i] {
-			t.Errorf("entry %d from the end: %s (%d bytes), want %s", 4-i, tail[i].Name, len(tail[i].Data), want[i].Name)
+			t.Errorf("entry %d from the end: %s (%d bytes), want %s", len(want)-i, tail[i].Name, len(tail[i].Data), want[i].Name)
 		}
 	}
 	// With a module: it goes under the agent's directory, listed in modules.order.
