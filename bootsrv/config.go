@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/internal/yamlerr"
+	"github.com/bootfabric/bootfabric/nodeset"
 	"github.com/bootfabric/bootfabric/topology"
 	"gopkg.in/yaml.v3"
 )
@@ -61,8 +62,24 @@ type Config struct {
 	DHCP   DHCPConfig   `yaml:"dhcp"`
 	Health HealthConfig `yaml:"health"`
 
+	// Overlays are small per-node files (host name, network settings, keys) served as one more
+	// initrd after the profile's, rendered from templates with the node's fields: see
+	// images.Overlay. A node gets every overlay that selects it, in this order, a later file
+	// replacing an earlier one of the same name. Empty: none.
+	Overlays []OverlayConfig `yaml:"overlays,omitempty"`
+
 	file string
 	root *yaml.Node
+}
+
+// OverlayConfig is one overlay and the nodes it is for.
+type OverlayConfig struct {
+	// Dir is the overlay directory (required).
+	Dir string `yaml:"dir"`
+	// Nodes selects nodes by name, as bootctl power does: node[00-15],gpu[1-4]. Empty: every node.
+	Nodes string `yaml:"nodes,omitempty"`
+	// Profiles selects the nodes booting one of these profiles (a group). Empty: any profile.
+	Profiles []string `yaml:"profiles,omitempty"`
 }
 
 // ServerEntry is one boot server.
@@ -281,6 +298,9 @@ func ParseConfig(data []byte, file string) (*Config, error) {
 	rel(&c.TFTP.Root)
 	rel(&c.HTTP.NodeSecretFile)
 	rel(&c.HTTP.OperatorTokenFile)
+	for i := range c.Overlays {
+		rel(&c.Overlays[i].Dir)
+	}
 	if _, preset := topology.Preset(c.Topology); !preset {
 		rel(&c.Topology)
 	}
@@ -310,7 +330,7 @@ func fieldError(field, format string, args ...any) error {
 // applying each section's defaults before the sections after it read them.
 func (c *Config) validate() error {
 	for _, check := range []func() error{
-		c.validateServers, c.validateFiles, c.validateHTTP, c.validateTFTP, c.validateDHCP,
+		c.validateServers, c.validateFiles, c.validateHTTP, c.validateTFTP, c.validateDHCP, c.validateOverlays,
 	} {
 		if err := check(); err != nil {
 			return err
@@ -384,6 +404,28 @@ func (c *Config) validateFiles() error {
 	if c.StateFlush == nil {
 		d := Duration(200 * time.Millisecond)
 		c.StateFlush = &d
+	}
+	return nil
+}
+
+// validateOverlays checks that every overlay names a directory and a valid node set; the
+// directories are read, and the names checked against the inventory, when the server starts.
+func (c *Config) validateOverlays() error {
+	for i, o := range c.Overlays {
+		f := fmt.Sprintf("overlays[%d]", i)
+		if o.Dir == "" {
+			return fieldError(f+".dir", "missing: the overlay directory")
+		}
+		if o.Nodes != "" {
+			if _, err := nodeset.Expand(o.Nodes); err != nil {
+				return fieldError(f+".nodes", "%v", err)
+			}
+		}
+		for j, p := range o.Profiles {
+			if p == "" {
+				return fieldError(fmt.Sprintf("%s.profiles[%d]", f, j), "empty profile name")
+			}
+		}
 	}
 	return nil
 }

@@ -101,6 +101,7 @@ func (s *Server) Handler() http.Handler {
 	route("GET /ipxe/{mac}", s.handleScript)
 	route("GET /ipxe/bin/{file}", s.handleBinary)
 	route("GET /boot/{profile}/{file}", s.handleBootFile)
+	route("GET /overlay/{node}/"+overlayFile, s.handleOverlay)
 	route("POST /api/v1/nodes/{name}/health", s.handleHealth)
 	route("POST /api/v1/nodes/{name}/reboot", s.handleReboot)
 	route("GET /api/v1/nodes", s.handleNodes)
@@ -250,6 +251,7 @@ func (s *Server) script(name string, st NodeStatus) ([]byte, error) {
 	}
 	return images.RenderScript(p, images.ScriptParams{
 		Server: s.urlHost, Port: s.urlPort, Node: name, HealthURL: health, Token: tok,
+		Overlay: s.overlayURL(name, st.Profile, tok),
 	})
 }
 

@@ -54,7 +54,9 @@ type Server struct {
 	images  *images.Store
 	fsys    fs.FS
 	files   *confinedFiles // what HTTP serves, confined to ipxe_dir and the image store
-	httpm   *httpMetrics
+	// overlays are the configured overlays, loaded at start (overlay.go).
+	overlays []nodeOverlay
+	httpm    *httpMetrics
 
 	nodes         nodeAuth // node tokens (nil secret: node_auth off)
 	operatorToken []byte
@@ -99,6 +101,9 @@ func New(cfg *Config, opts Options) (_ *Server, err error) {
 			s.files.Close()
 		}
 	}()
+	if err := s.loadOverlays(); err != nil {
+		return nil, err
+	}
 	tracked, err := s.openStore(opts)
 	if err != nil {
 		return nil, err

@@ -214,6 +214,10 @@ func WriteInitramfs(path string, cfg InitramfsConfig) error {
 	return nil
 }
 
+// CheckStatic refuses a file that is not a statically linked ELF binary, naming it: an
+// initramfs has no libc for a dynamic one.
+func CheckStatic(path string) error { return checkStatic(path) }
+
 // checkStatic refuses a dynamically linked binary: the initramfs has no
 // libc for it.
 func checkStatic(path string) error {

@@ -64,6 +64,9 @@ type ScriptParams struct {
 	// counts a download as the node's only with it). Empty: none. iPXE names an image by the
 	// URL's path, so initrd= still matches.
 	Token string
+	// Overlay is the URL of the node's overlay initrd (images.Overlay), loaded after the profile's
+	// initrd so that its files win; empty: none.
+	Overlay string
 }
 
 // scriptTemplate boots the profile's kernel and initrd over HTTP. initrd=
@@ -73,9 +76,12 @@ type ScriptParams struct {
 var scriptTemplate = template.Must(template.New("ipxe").Parse(`#!ipxe
 # bootfabric: node {{.Node}}, profile {{.Profile.Name}}
 echo bootfabric: booting {{.Node}} with profile {{.Profile.Name}}
-kernel {{.Base}}/{{.Profile.Kernel}}{{.Query}}{{with .Profile.Initrd}} initrd={{.}}{{end}}{{with .Profile.Cmdline}} {{.}}{{end}} bootfabric.node={{.Node}}{{with .HealthURL}} bootfabric.health={{.}}{{end}} || goto failed
+kernel {{.Base}}/{{.Profile.Kernel}}{{.Query}}{{with .Profile.Initrd}} initrd={{.}}{{end}}{{if .Overlay}} initrd=overlay.cpio.gz{{end}}{{with .Profile.Cmdline}} {{.}}{{end}} bootfabric.node={{.Node}}{{with .HealthURL}} bootfabric.health={{.}}{{end}} || goto failed
 {{- with .Profile.Initrd}}
 initrd {{$.Base}}/{{.}}{{$.Query}} || goto failed
+{{- end}}
+{{- with .Overlay}}
+initrd {{.}} || goto failed
 {{- end}}
 boot || goto failed
 :failed
@@ -103,7 +109,8 @@ func RenderScript(p Profile, sp ScriptParams) ([]byte, error) {
 		HealthURL string
 		Base      string
 		Query     string
-	}{p, sp.Node, sp.HealthURL, "http://" + host + "/boot/" + p.Name, query})
+		Overlay   string
+	}{p, sp.Node, sp.HealthURL, "http://" + host + "/boot/" + p.Name, query, sp.Overlay})
 	if err != nil {
 		return nil, fmt.Errorf("images: rendering iPXE script for node %q: %w", sp.Node, err)
 	}
@@ -123,6 +130,9 @@ func checkScriptParams(p Profile, sp ScriptParams) error {
 	}
 	if sp.Port <= 0 || sp.Port > 65535 {
 		return fmt.Errorf("images: rendering iPXE script for node %q: bad port %d", sp.Node, sp.Port)
+	}
+	if sp.Overlay != "" && !isHTTPURL(sp.Overlay) {
+		return fmt.Errorf("images: rendering iPXE script for node %q: bad overlay URL %q", sp.Node, sp.Overlay)
 	}
 	if sp.HealthURL != "" && !isHTTPURL(sp.HealthURL) {
 		return fmt.Errorf("images: rendering iPXE script for node %q: bad health URL %q", sp.Node, sp.HealthURL)

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -116,6 +117,10 @@ func (s *Store) Dir() string { return s.dir }
 // (Kernel, Initrd, BootFiles) to a path on disk; names the profile does not
 // use are an error. Files with equal contents share one blob.
 func (s *Store) Add(p Profile, files map[string]string) (Profile, error) {
+	return s.add(p, files, false)
+}
+
+func (s *Store) add(p Profile, files map[string]string, move bool) (Profile, error) {
 	if err := p.Validate(); err != nil {
 		return Profile{}, fmt.Errorf("images: add: %w", err)
 	}
@@ -132,7 +137,7 @@ func (s *Store) Add(p Profile, files map[string]string) (Profile, error) {
 		if !ok {
 			return Profile{}, fmt.Errorf("images: add %q: no source given for file %q", p.Name, n)
 		}
-		b, err := s.putFile(src)
+		b, err := s.putFile(src, move)
 		if err != nil {
 			return Profile{}, fmt.Errorf("images: add %q: file %q: %w", p.Name, n, err)
 		}
@@ -152,8 +157,56 @@ func (s *Store) Add(p Profile, files map[string]string) (Profile, error) {
 	return cloneProfile(p), nil
 }
 
-// putFile copies src into a blob named by its sha256.
-func (s *Store) putFile(src string) (Blob, error) {
+// StageFile creates an empty file in the store's staging area, for a caller that writes a
+// large file (an imported initramfs) once and hands it to AddStaged, which moves it into place
+// instead of copying it. The caller removes the file if it never reaches AddStaged.
+func (s *Store) StageFile() (*os.File, error) {
+	if err := os.MkdirAll(filepath.Join(s.dir, blobDir), 0o755); err != nil {
+		return nil, fmt.Errorf("images: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Join(s.dir, blobDir), ".incoming-*")
+	if err != nil {
+		return nil, fmt.Errorf("images: staging a file: %w", err)
+	}
+	return f, nil
+}
+
+// AddStaged is Add for files written with StageFile (closed by the caller): each is hashed
+// and moved into its blob rather than copied. Files given by other paths are copied as Add does.
+func (s *Store) AddStaged(p Profile, files map[string]string) (Profile, error) {
+	return s.add(p, files, true)
+}
+
+// putFile copies src into a blob named by its sha256; a staged file (StageFile) is moved when
+// move is set.
+func (s *Store) putFile(src string, move bool) (Blob, error) {
+	if move && filepath.Dir(src) == filepath.Join(s.dir, blobDir) && strings.HasPrefix(filepath.Base(src), ".incoming-") {
+		return s.moveStaged(src)
+	}
+	return s.copyFile(src)
+}
+
+// moveStaged hashes a staged file and renames it into its blob.
+func (s *Store) moveStaged(src string) (Blob, error) {
+	f, err := os.Open(src)
+	if err != nil {
+		return Blob{}, err
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	f.Close()
+	if err != nil {
+		return Blob{}, fmt.Errorf("hashing %s: %w", src, err)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	if err := s.placeBlob(src, sum); err != nil {
+		return Blob{}, err
+	}
+	return Blob{SHA256: sum, Size: n}, nil
+}
+
+// copyFile copies src into a blob named by its sha256.
+func (s *Store) copyFile(src string) (Blob, error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return Blob{}, err

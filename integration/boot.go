@@ -36,6 +36,8 @@ type ServerOptions struct {
 	// (topology.Flat) from it and hand the nodes addresses from a dhcp.pool. The cluster's machine
 	// must then be that flat machine, so that the nodes' positions match the servers'.
 	Flat bool
+	// Overlays are overlay directories every node gets (serve's overlays, images.Overlay).
+	Overlays []string
 	// Progress, when set, is told during Measure's boot how many nodes have booted of all (see
 	// BootProgress); the servers do not use it. It rides here because Measure makes its cluster
 	// itself and ServerOptions is what the caller hands it.

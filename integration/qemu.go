@@ -62,6 +62,10 @@ type QEMUOptions struct {
 	// Debian's build) instead of answering it with a key on the serial console, which SeaBIOS's
 	// serial console passes to iPXE as a key press.
 	WaitBanner bool
+	// Linger keeps the VMs running this long after the last one finished, so that a test sees in
+	// the serial logs what the booted system does after its health report (an imported image's
+	// own init starting). Zero: they are stopped at once.
+	Linger time.Duration
 	// Log receives progress; nil: the cluster's logger.
 	Log *zap.Logger
 	// Progress, when set, is told how many VMs have finished (healthy, failed or stopped) of all,
@@ -325,6 +329,12 @@ func BootVMs(ctx context.Context, c *Cluster, n int, opt QEMUOptions) ([]VMResul
 	}
 	log.Info("VMs started", zap.Int("n", n), zap.String("accel", opt.Accel))
 	c.watchVMs(ctx, vms, clients, opt.Progress)
+	if opt.Linger > 0 {
+		select {
+		case <-time.After(opt.Linger):
+		case <-ctx.Done():
+		}
+	}
 	return vmResults(vms, opt.Timeout)
 }
 

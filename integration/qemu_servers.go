@@ -24,6 +24,10 @@ type VMImage struct {
 	Busybox string
 	// Cmdline is the kernel command line; empty: DefaultVMCmdline.
 	Cmdline string
+	// Import, when set, is a container image (OCI layout, OCI archive or docker save tarball)
+	// imported with bootctl image import, with its agent and the modules, instead of the busybox
+	// test initramfs: the VMs boot the image's own userspace.
+	Import string
 }
 
 // DefaultVMCmdline keeps the kernel's part of a VM boot short: serial console without the kernel's
@@ -60,12 +64,7 @@ func (c *Cluster) StartQEMUServers(ctx context.Context, opt ServerOptions, img V
 	if err != nil {
 		return err
 	}
-	initrd := filepath.Join(dir, "initrd.img")
-	if err := images.WriteInitramfs(initrd, images.InitramfsConfig{Busybox: img.Busybox, Modules: mods}); err != nil {
-		return err
-	}
-	if _, err := c.run.Run(ctx, opt.Bootctl, "image", "add", "--store", filepath.Join(dir, "images"), "--name", "default",
-		"--kernel", img.Kernel.Image, "--initrd", initrd, "--cmdline", img.Cmdline); err != nil {
+	if err := c.addDefaultProfile(ctx, opt.Bootctl, img, mods); err != nil {
 		return err
 	}
 	// The VMs' taps and bridges are made now, so that a boot does not wait for fresh bridge ports.
@@ -75,6 +74,30 @@ func (c *Cluster) StartQEMUServers(ctx context.Context, opt ServerOptions, img V
 		}
 	}
 	return c.startServersWithImages(ctx, opt)
+}
+
+// addDefaultProfile stores the VMs' profile "default": img's kernel with the busybox test
+// initramfs, or with the container image img.Import imported.
+func (c *Cluster) addDefaultProfile(ctx context.Context, bootctl string, img VMImage, mods []string) error {
+	dir := c.dir()
+	args := []string{"--store", filepath.Join(dir, "images"), "--name", "default", "--kernel", img.Kernel.Image, "--cmdline", img.Cmdline}
+	if img.Import != "" {
+		args = append([]string{"image", "import"}, args...)
+		if img.Busybox != "" {
+			args = append(args, "--busybox", img.Busybox)
+		}
+		for _, m := range mods {
+			args = append(args, "--module", m)
+		}
+		_, err := c.run.Run(ctx, append(append([]string{bootctl}, args...), img.Import)...)
+		return err
+	}
+	initrd := filepath.Join(dir, "initrd.img")
+	if err := images.WriteInitramfs(initrd, images.InitramfsConfig{Busybox: img.Busybox, Modules: mods}); err != nil {
+		return err
+	}
+	_, err := c.run.Run(ctx, append(append([]string{bootctl, "image", "add"}, args...), "--initrd", initrd)...)
+	return err
 }
 
 // startServersWithImages writes the machine, inventory and per-server configs and starts `bootctl serve`
@@ -173,6 +196,13 @@ func (c *Cluster) writeServerConfig(dir string, j int, opt ServerOptions, ipxeDi
 		}
 		dhcp := cfg["dhcp"].(map[string]any)
 		dhcp["pool"] = map[string]any{"range": c.Nodes[0].IP + "-" + c.Nodes[len(c.Nodes)-1].IP}
+	}
+	if len(opt.Overlays) > 0 {
+		var ov []map[string]string
+		for _, d := range opt.Overlays {
+			ov = append(ov, map[string]string{"dir": d})
+		}
+		cfg["overlays"] = ov
 	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {

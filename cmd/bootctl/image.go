@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 
 	"github.com/bootfabric/bootfabric/images"
@@ -28,17 +27,21 @@ func openStore(c *cli.Context) (*images.Store, error) {
 
 // imageSummary is one profile as `bootctl image list` shows it.
 type imageSummary struct {
-	Name      string                 `json:"name"`
-	Kernel    string                 `json:"kernel"`
-	Initrd    string                 `json:"initrd,omitempty"`
-	Cmdline   string                 `json:"cmdline,omitempty"`
-	BootFiles []string               `json:"boot_files,omitempty"`
-	Bytes     int64                  `json:"bytes"`
-	Files     map[string]images.Blob `json:"files"`
+	Name      string   `json:"name"`
+	Kernel    string   `json:"kernel"`
+	Initrd    string   `json:"initrd,omitempty"`
+	Cmdline   string   `json:"cmdline,omitempty"`
+	BootFiles []string `json:"boot_files,omitempty"`
+	Bytes     int64    `json:"bytes"`
+	// KernelBytes and InitrdBytes are what a node fetches, the sizes plan --profile uses.
+	KernelBytes int64                  `json:"kernel_bytes"`
+	InitrdBytes int64                  `json:"initrd_bytes"`
+	Files       map[string]images.Blob `json:"files"`
 }
 
 func summarizeProfile(p images.Profile) imageSummary {
-	s := imageSummary{Name: p.Name, Kernel: p.Kernel, Initrd: p.Initrd, Cmdline: p.Cmdline, BootFiles: p.BootFiles, Files: p.Files}
+	s := imageSummary{Name: p.Name, Kernel: p.Kernel, Initrd: p.Initrd, Cmdline: p.Cmdline, BootFiles: p.BootFiles, Files: p.Files,
+		KernelBytes: p.Files[p.Kernel].Size, InitrdBytes: p.Files[p.Initrd].Size}
 	for _, b := range p.Files {
 		s.Bytes += b.Size
 	}
@@ -49,7 +52,7 @@ func imageCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:        "image",
 		Usage:       "manage boot profiles (kernel, initrd, command line, boot files) in an image store",
-		Subcommands: []*cli.Command{imageAddCommand(e), imageListCommand(e), imageVerifyCommand(e)},
+		Subcommands: []*cli.Command{imageAddCommand(e), imageImportCommand(e), imageListCommand(e), imageVerifyCommand(e)},
 	}
 }
 
@@ -176,11 +179,12 @@ func imageList(e *env, c *cli.Context) error {
 
 // imageCSV is the profiles as CSV records, the header first.
 func imageCSV(list []images.Profile) [][]string {
-	rows := [][]string{{"profile", "kernel", "initrd", "files", "bytes", "kernel_sha256", "cmdline"}}
+	rows := [][]string{{"profile", "kernel", "initrd", "files", "bytes", "kernel_sha256", "cmdline", "kernel_bytes", "initrd_bytes"}}
 	for _, p := range list {
 		s := summarizeProfile(p)
 		rows = append(rows, []string{p.Name, p.Kernel, p.Initrd, strconv.Itoa(len(p.FileNames())),
-			strconv.FormatInt(s.Bytes, 10), p.Files[p.Kernel].SHA256, p.Cmdline})
+			strconv.FormatInt(s.Bytes, 10), p.Files[p.Kernel].SHA256, p.Cmdline,
+			strconv.FormatInt(s.KernelBytes, 10), strconv.FormatInt(s.InitrdBytes, 10)})
 	}
 	return rows
 }
@@ -256,12 +260,15 @@ func writeImageTable(e *env, list []images.Profile) error {
 		return nil
 	}
 	t := newTable(e.stdout)
-	t.row("profile", "kernel", "initrd", "files", "MB", "sha256 (kernel)", "cmdline")
+	t.row("profile", "kernel", "kernel MB", "initrd", "initrd MB", "files", "MB", "sha256 (kernel)", "cmdline")
 	for _, p := range list {
 		s := summarizeProfile(p)
-		names := p.FileNames()
-		sort.Strings(names)
-		t.row(p.Name, p.Kernel, orDash(p.Initrd), len(names), fmtFloat(float64(s.Bytes)/1e6, 1), p.Files[p.Kernel].SHA256[:12], orDash(p.Cmdline))
+		initrdMB := "-"
+		if p.Initrd != "" {
+			initrdMB = fmtFloat(float64(s.InitrdBytes)/1e6, 1)
+		}
+		t.row(p.Name, p.Kernel, fmtFloat(float64(s.KernelBytes)/1e6, 1), orDash(p.Initrd), initrdMB, len(p.FileNames()),
+			fmtFloat(float64(s.Bytes)/1e6, 1), p.Files[p.Kernel].SHA256[:12], orDash(p.Cmdline))
 	}
 	return t.flush()
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/bootfabric/bootfabric/units"
@@ -22,6 +23,8 @@ func machineFlags() []cli.Flag {
 		&cli.StringFlag{Name: "batch", Aliases: []string{"b"}, Usage: "batches, comma-separated: COUNT[UNIT] from the machine's start, FIRST-LAST[UNIT], all, or @FILE of node names (default: the paper's ladder)"},
 		&cli.StringFlag{Name: "unit", Aliases: []string{"u"}, Value: "board", Usage: "unit of batch counts without one: node or a level name (board, supernode, cabinet, ...)"},
 		&cli.StringFlag{Name: "image-size", Value: "50MB", Usage: "boot image size with a unit (MB = 10^6 bytes, MiB = 2^20)"},
+		&cli.StringFlag{Name: "profile", Usage: "take the image size from this profile of the image store (its kernel and initrd) instead of --image-size"},
+		&cli.StringFlag{Name: "store", EnvVars: []string{"BOOTCTL_IMAGES"}, Usage: "image store directory, for --profile"},
 		&cli.StringFlag{Name: "failed-servers", Usage: "boot servers down from the start (absent): blocks are dealt over the others; comma-separated indices (0-based) or names like bs3"},
 		&cli.StringFlag{Name: "inventory", Aliases: []string{"i"}, Usage: "machine: the flat machine of a boot server's inventory FILE (CSV or YAML; its nodes under their names, one switch per " + strconv.Itoa(topology.FlatPerSwitch) + ", the boot servers on the core), instead of --topology"},
 		&cli.IntFlag{Name: "servers", Value: 1, Usage: "boot servers of the flat machine --inventory builds"},
@@ -48,6 +51,9 @@ type machineInput struct {
 	Algos      []mapping.Algo
 	Batches    []topology.Batch
 	ImageBytes float64
+	// Profile is the --profile whose sizes ImageBytes is (kernel plus initrd); empty without one.
+	Profile                  string
+	KernelBytes, InitrdBytes int64
 	// Failed marks the absent servers (--failed-servers), Dead those failing during the boot
 	// (--failed-during-boot): the two kinds of mapping.Owners.
 	Failed []bool
@@ -94,8 +100,8 @@ func readMachineInput(c *cli.Context) (*machineInput, error) {
 			return nil, err
 		}
 	}
-	if in.ImageBytes, err = units.ParseSize(c.String("image-size")); err != nil {
-		return nil, badInput("--image-size: %w", err)
+	if err := in.readImageSize(c); err != nil {
+		return nil, err
 	}
 	if in.Failed, in.Dead, err = parseFailures(c.String("failed-servers"), c.String("failed-during-boot"), len(g.Servers())); err != nil {
 		return nil, err
@@ -149,6 +155,40 @@ func clipBatches(batches []topology.Batch, n int) ([]topology.Batch, error) {
 		out = append(out, topology.Batch{Label: b.Label, Nodes: b.Nodes[:k]})
 	}
 	return out, nil
+}
+
+// readImageSize takes the image size from --profile (its kernel and initrd in the store) or
+// from --image-size; giving both is an error, since they would disagree.
+func (in *machineInput) readImageSize(c *cli.Context) error {
+	name := c.String("profile")
+	if name == "" {
+		var err error
+		if in.ImageBytes, err = units.ParseSize(c.String("image-size")); err != nil {
+			return badInput("--image-size: %w", err)
+		}
+		return nil
+	}
+	if c.IsSet("image-size") {
+		return badInput("--profile %s and --image-size both give the image size; give one", name)
+	}
+	if c.String("store") == "" {
+		return badInput("--profile %s: the image store is not given (--store DIR or $BOOTCTL_IMAGES)", name)
+	}
+	st, err := images.Open(c.String("store"))
+	if err != nil {
+		return asBadInput(fmt.Errorf("--profile %s: %w", name, err))
+	}
+	p, err := st.Get(name)
+	if err != nil {
+		var names []string
+		for _, q := range st.List() {
+			names = append(names, q.Name)
+		}
+		return badInput("--profile: no profile %q in %s (profiles: %s)", name, st.Dir(), orDash(strings.Join(names, ", ")))
+	}
+	in.Profile, in.KernelBytes, in.InitrdBytes = name, p.Files[p.Kernel].Size, p.Files[p.Initrd].Size
+	in.ImageBytes = float64(in.KernelBytes + in.InitrdBytes)
+	return nil
 }
 
 func parseAlgos(s string, h *topology.Hierarchy) ([]mapping.Algo, error) {

@@ -102,7 +102,7 @@ func TestOutputFormatsOfServerAndStore(t *testing.T) {
 		{"status yaml", []string{"status", "-s", url, "-o", "yaml"}, []string{"summary:\n  server: bs0\n", "nodes:\n  - name: node00\n"}},
 		{"status csv", []string{"status", "-s", url, "-o", "csv"}, []string{"node,", ",state,", "\nnode00,", ",52:54:00:00:00:00,"}},
 		{"image list yaml", []string{"image", "list", "--store", store, "-o", "yaml"}, []string{"- name: default\n  kernel: vmlinuz\n"}},
-		{"image list csv", []string{"image", "list", "--store", store, "-o", "csv"}, []string{"profile,kernel,initrd,files,bytes,kernel_sha256,cmdline\ndefault,vmlinuz,initrd.img,2,3145738,"}},
+		{"image list csv", []string{"image", "list", "--store", store, "-o", "csv"}, []string{"profile,kernel,initrd,files,bytes,kernel_sha256,cmdline,kernel_bytes,initrd_bytes\ndefault,vmlinuz,initrd.img,2,3145738,"}},
 		{"image verify yaml", []string{"image", "verify", "--store", store, "-o", "yaml"}, []string{"files: 2\nok: true\nproblems: []\n"}},
 	}
 	for _, tc := range tests {

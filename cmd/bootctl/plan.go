@@ -61,7 +61,7 @@ func runPlan(e *env, c *cli.Context) error {
 	switch format {
 	case "json", "yaml":
 		return writeData(e.stdout, format, planJSON{Topology: in.Graph.Name, Nodes: len(in.Graph.Nodes()), Servers: len(in.Graph.Servers()),
-			ImageBytes: in.ImageBytes, Segments: p.segs, AbsentServers: serverNames(in.Failed), DeadServers: serverNames(in.Dead), Rows: rows})
+			ImageBytes: in.ImageBytes, Profile: in.Profile, Segments: p.segs, AbsentServers: serverNames(in.Failed), DeadServers: serverNames(in.Dead), Rows: rows})
 	case "csv":
 		return writeCSV(e.stdout, p.csv())
 	}
@@ -103,8 +103,13 @@ func (p planned) csv() [][]string {
 
 func (p planned) writeTable(e *env) error {
 	g := p.in.Graph
+	image := units.FormatBytes(p.in.ImageBytes)
+	if p.in.Profile != "" {
+		image += fmt.Sprintf(" (profile %s: kernel %s MB, initrd %s MB)", p.in.Profile,
+			fmtFloat(float64(p.in.KernelBytes)/1e6, 1), fmtFloat(float64(p.in.InitrdBytes)/1e6, 1))
+	}
 	fmt.Fprintf(e.stdout, "%s: %d nodes, %d boot servers; image %s; bandwidth in Mb/s per node (minimum per segment)\n",
-		g.Name, len(g.Nodes()), len(g.Servers()), units.FormatBytes(p.in.ImageBytes))
+		g.Name, len(g.Nodes()), len(g.Servers()), image)
 	if p.failures {
 		fmt.Fprintln(e.stdout, failureHeader(p.in.Failed, p.in.Dead))
 	}
@@ -151,6 +156,7 @@ type planJSON struct {
 	Nodes      int      `json:"nodes"`
 	Servers    int      `json:"servers"`
 	ImageBytes float64  `json:"image_bytes"`
+	Profile    string   `json:"profile,omitempty"` // --profile whose kernel and initrd ImageBytes is
 	Segments   []string `json:"segments"`
 	// AbsentServers (--failed-servers) and DeadServers (--failed-during-boot) name the failed
 	// servers; each row's "failed" says which rule its mapping applied to them.

@@ -118,7 +118,7 @@ func readSimJob(c *cli.Context) (*simJob, error) {
 	if job.in, err = readMachineInput(c); err != nil {
 		return nil, err
 	}
-	if job.cfg, err = simConfig(c); err != nil {
+	if job.cfg, err = simConfig(c, job.in); err != nil {
 		return nil, err
 	}
 	if job.opt, err = simOptions(c); err != nil {
@@ -294,8 +294,9 @@ type simJSON struct {
 	Runs     []simRun `json:"runs"`
 }
 
-// simConfig reads the protocol, file and timing flags.
-func simConfig(c *cli.Context) (fabricsim.FlowConfig, error) {
+// simConfig reads the protocol, file and timing flags; with --profile the image is the profile's
+// kernel and initrd at their stored sizes.
+func simConfig(c *cli.Context, in *machineInput) (fabricsim.FlowConfig, error) {
 	proto, err := fabricsim.ParseProtocol(c.String("protocol"))
 	if err != nil {
 		return fabricsim.FlowConfig{}, badInput("--protocol: %w", err)
@@ -304,6 +305,14 @@ func simConfig(c *cli.Context) (fabricsim.FlowConfig, error) {
 	spec := c.String("files")
 	if c.IsSet("image-size") && !c.IsSet("files") {
 		spec = "nbp=70KB:tftp,image=" + c.String("image-size")
+	}
+	if in.Profile != "" {
+		// The profile's kernel and initrd count as one image, as --image-size does, so that
+		// simulate and report predict the same boot.
+		if c.IsSet("files") {
+			return cfg, badInput("--profile %s and --files both give the files fetched; give one", in.Profile)
+		}
+		spec = fmt.Sprintf("nbp=70KB:tftp,image=%dB", in.KernelBytes+in.InitrdBytes)
 	}
 	if cfg.Files, err = fabricsim.ParseFiles(spec, proto); err != nil {
 		return cfg, badInput("--files: %w", err)

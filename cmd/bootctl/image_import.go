@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/bootfabric/bootfabric/images"
+	"github.com/bootfabric/bootfabric/images/ociimport"
+	"github.com/urfave/cli/v2"
+)
+
+func imageImportCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:      "import",
+		Usage:     "import a container image (OCI layout directory, OCI archive or docker save tarball) as a profile booted from RAM",
+		ArgsUsage: "SOURCE",
+		Flags: []cli.Flag{
+			storeFlag(),
+			&cli.StringFlag{Name: "name", Required: true, Usage: "profile name ([a-z0-9][a-z0-9._-]*)"},
+			&cli.StringFlag{Name: "kernel", Usage: "kernel file (default: the image's /boot/vmlinuz*, the newest)"},
+			&cli.StringFlag{Name: "cmdline", Usage: "kernel command line"},
+			&cli.StringFlag{Name: "compress", Value: ociimport.Gzip, Usage: "initramfs compression: gzip (every kernel) or zstd (Linux 5.9 and later)"},
+			&cli.StringFlag{Name: "platform", Usage: "os/arch[/variant] to take from a multi-platform image (default linux/ and this machine's architecture)"},
+			&cli.BoolFlag{Name: "agent", Value: true, Usage: "add the bootfabric agent as /init: DHCP, the health report with the node's token, then the image's /sbin/init (--agent=false: the image alone; boot it with rdinit=/sbin/init)"},
+			&cli.StringFlag{Name: "busybox", Value: images.DefaultBusybox, Usage: "static busybox the agent runs on (Debian package busybox-static)"},
+			&cli.StringSliceFlag{Name: "module", Usage: "kernel module (uncompressed .ko) the agent loads before DHCP, e.g. the NIC driver of a kernel given with --kernel; repeatable, dependencies first"},
+			outputFlag("table", "json", "yaml"),
+		},
+		Action: func(c *cli.Context) error { return imageImport(e, c) },
+	}
+}
+
+// imageImport checks the flags, imports the image and shows the profile it made.
+func imageImport(e *env, c *cli.Context) error {
+	format, err := outputFormat(c, "table", "json", "yaml")
+	if err != nil {
+		return err
+	}
+	opt := ociimport.Options{Source: c.Args().First(), Name: c.String("name"), Kernel: c.String("kernel"),
+		Cmdline: c.String("cmdline"), Compression: c.String("compress"), Platform: c.String("platform")}
+	if opt.Compression != ociimport.Gzip && opt.Compression != ociimport.Zstd {
+		return badInput("--compress: %q is not one of gzip, zstd", opt.Compression)
+	}
+	if err := importAgentFlags(c, &opt); err != nil {
+		return err
+	}
+	if opt.Kernel != "" {
+		if fi, err := os.Stat(opt.Kernel); err != nil {
+			return badInput("--kernel: %w", err)
+		} else if !fi.Mode().IsRegular() {
+			return badInput("--kernel: %s is not a regular file", opt.Kernel)
+		}
+	}
+	res, err := importIntoStore(c, opt)
+	if err != nil {
+		return err
+	}
+	if format != "table" {
+		return writeData(e.stdout, format, res)
+	}
+	return writeImportTable(e, res)
+}
+
+// importAgentFlags checks --agent, --busybox and --module into opt.
+func importAgentFlags(c *cli.Context, opt *ociimport.Options) error {
+	mods := c.StringSlice("module")
+	if !c.Bool("agent") {
+		if len(mods) > 0 {
+			return badInput("--module: the agent loads modules, and --agent=false leaves it out")
+		}
+		return nil
+	}
+	opt.Busybox = c.String("busybox")
+	if err := images.CheckStatic(opt.Busybox); err != nil {
+		return badInput("--busybox: %w (install busybox-static, or --agent=false)", err)
+	}
+	for _, m := range mods {
+		b := make([]byte, 4)
+		f, err := os.Open(m)
+		if err == nil {
+			_, err = io.ReadFull(f, b)
+			f.Close()
+		}
+		if err != nil {
+			return badInput("--module: %w", err)
+		}
+		if string(b) != "\x7fELF" {
+			return badInput("--module: %s is not an uncompressed kernel module (ELF); busybox insmod needs a plain .ko", m)
+		}
+	}
+	opt.Modules = mods
+	return nil
+}
+
+// importIntoStore runs the import; a store it had to create is removed again when the import
+// fails, so that a failed first import leaves nothing behind.
+func importIntoStore(c *cli.Context, opt ociimport.Options) (ociimport.Result, error) {
+	dir := c.String("store")
+	_, statErr := os.Stat(dir)
+	created := errors.Is(statErr, fs.ErrNotExist)
+	st, err := images.Create(dir)
+	if err != nil {
+		return ociimport.Result{}, err
+	}
+	res, err := ociimport.Import(c.Context, st, opt)
+	if err == nil {
+		return res, nil
+	}
+	if created {
+		// Only empty directories go: whatever else appeared meanwhile stays.
+		os.Remove(filepath.Join(dir, "blobs", "sha256"))
+		os.Remove(filepath.Join(dir, "blobs"))
+		os.Remove(dir)
+	}
+	if errors.Is(err, ociimport.ErrBadImage) || errors.Is(err, ociimport.ErrOptions) || errors.Is(err, images.ErrInvalid) {
+		return res, asBadInput(err)
+	}
+	return res, err
+}
+
+func writeImportTable(e *env, res ociimport.Result) error {
+	p := res.Profile
+	t := newTable(e.stdout)
+	t.row("profile", "format", "layers", "entries", "cpio MB", "initrd MB", "kernel MB", "kernel from")
+	t.row(p.Name, res.Format, res.Layers, res.Entries, fmtFloat(float64(res.CpioBytes)/1e6, 1),
+		fmtFloat(float64(p.Files[p.Initrd].Size)/1e6, 1), fmtFloat(float64(p.Files[p.Kernel].Size)/1e6, 1), res.KernelSource)
+	if err := t.flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(e.stdout, "image %s, initrd %s (%s) sha256 %s\n", res.Digest, p.Initrd, res.Compression, p.Files[p.Initrd].SHA256)
+	return err
+}

@@ -1,0 +1,358 @@
+package ociimport
+
+import (
+	"archive/tar"
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/bootfabric/bootfabric/images"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Compression names of the initramfs.
+const (
+	Gzip = "gzip" // read by every kernel
+	Zstd = "zstd" // smaller and faster to unpack; kernels 5.9 and later (CONFIG_RD_ZSTD)
+)
+
+// Options says what to import and how.
+type Options struct {
+	Source      string // OCI layout directory, OCI archive or docker save tarball
+	Name        string // profile name
+	Kernel      string // kernel file; empty: the image's /boot/vmlinuz*
+	Cmdline     string // the profile's kernel command line
+	Compression string // Gzip (default) or Zstd
+	Platform    string // os/arch[/variant] picked from a multi-platform index; default linux/GOARCH
+	TempDir     string // where an OCI archive is unpacked; default os.TempDir()
+	// Busybox, when set, is a static busybox binary: Import adds the agent (AgentInit as /init,
+	// busybox under AgentDir) that reports the node's health and then runs the image's init.
+	// Empty: the image's files only (boot it with rdinit=/sbin/init on the command line).
+	Busybox string
+	// Modules are kernel modules (uncompressed .ko) the agent loads, in this order, before it
+	// brings the network up: the NIC's driver when the kernel has it as a module and the image
+	// has no modules of its own for that kernel. List dependencies first.
+	Modules []string
+}
+
+// Result describes an import.
+type Result struct {
+	Profile      images.Profile `json:"profile"`
+	Source       string         `json:"source"`
+	Format       string         `json:"format"` // oci-layout, oci-archive or docker-archive
+	Digest       string         `json:"digest"` // the image manifest's
+	Layers       int            `json:"layers"`
+	Entries      int            `json:"entries"`       // archive entries written
+	CpioBytes    int64          `json:"cpio_bytes"`    // uncompressed archive size
+	KernelSource string         `json:"kernel_source"` // path in the image, or the file given
+	Compression  string         `json:"compression"`
+	Agent        bool           `json:"agent"` // the health-reporting /init was added
+}
+
+// Import reads the image opt.Source, builds its initramfs and kernel and stores them in st as
+// the profile opt.Name. Errors caused by the image wrap ErrBadImage and name the source.
+func Import(ctx context.Context, st *images.Store, opt Options) (Result, error) {
+	opt, want, err := opt.withDefaults()
+	if err != nil {
+		return Result{}, err
+	}
+	src, err := openSource(ctx, opt.Source, want, opt.TempDir)
+	if err != nil {
+		return Result{}, opt.bad(err)
+	}
+	defer src.cleanup()
+	res := Result{Source: opt.Source, Format: src.format, Compression: opt.Compression, Agent: opt.Busybox != ""}
+	if d, err := src.img.Digest(); err == nil {
+		res.Digest = d.String()
+	}
+	layers, err := src.img.Layers()
+	if err != nil {
+		return Result{}, opt.bad(err)
+	}
+	res.Layers = len(layers)
+	b := &build{ctx: ctx, st: st, opt: opt, lr: layerReader{layers: layers, blobs: src.blobs}, t: newTree()}
+	defer b.removeStaged()
+	if err := b.index(); err != nil {
+		return Result{}, err
+	}
+	if err := b.write(&res); err != nil {
+		return Result{}, err
+	}
+	p, err := st.AddStaged(b.profile(), b.files)
+	if err != nil {
+		return Result{}, err
+	}
+	res.Profile = p
+	return res, nil
+}
+
+// ErrOptions is wrapped by errors about the Options themselves (not the image).
+var ErrOptions = errors.New("bad import options")
+
+// withDefaults checks the options and fills in defaults.
+func (opt Options) withDefaults() (Options, v1.Platform, error) {
+	if opt.Compression == "" {
+		opt.Compression = Gzip
+	}
+	if opt.Compression != Gzip && opt.Compression != Zstd {
+		return opt, v1.Platform{}, fmt.Errorf("ociimport: %w: compression %q is not gzip or zstd", ErrOptions, opt.Compression)
+	}
+	if opt.Platform == "" {
+		opt.Platform = "linux/" + runtime.GOARCH
+	}
+	pl, err := v1.ParsePlatform(opt.Platform)
+	if err != nil {
+		return opt, v1.Platform{}, fmt.Errorf("ociimport: %w: platform %q: %w", ErrOptions, opt.Platform, err)
+	}
+	if opt.TempDir == "" {
+		opt.TempDir = os.TempDir()
+	}
+	if opt.Busybox != "" {
+		if err := images.CheckStatic(opt.Busybox); err != nil {
+			return opt, v1.Platform{}, fmt.Errorf("ociimport: %w: agent: %w", ErrOptions, err)
+		}
+	} else if len(opt.Modules) > 0 {
+		return opt, v1.Platform{}, fmt.Errorf("ociimport: %w: modules are loaded by the agent, and there is no agent (no busybox)", ErrOptions)
+	}
+	if err := (images.Profile{Name: opt.Name, Kernel: "vmlinuz", Cmdline: opt.Cmdline}).Validate(); err != nil {
+		return opt, v1.Platform{}, fmt.Errorf("ociimport: %w: %w", ErrOptions, err)
+	}
+	return opt, *pl, nil
+}
+
+// bad marks err as the image's fault and names the source.
+func (opt Options) bad(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %s: %w", ErrBadImage, opt.Source, err)
+}
+
+// build is one import under way.
+type build struct {
+	ctx    context.Context
+	st     *images.Store
+	opt    Options
+	lr     layerReader
+	t      *tree
+	kernel string            // the kernel's path in the image, if taken from it
+	staged []string          // files to remove unless the store took them
+	files  map[string]string // profile file name -> path, for AddStaged
+}
+
+// index is the first pass: the tree from the layers' headers.
+func (b *build) index() error {
+	for i := range b.lr.layers {
+		err := b.lr.read(b.ctx, i, func(h *tar.Header, _ io.Reader, at src) error { return b.t.apply(h, at) })
+		if err != nil {
+			return b.opt.bad(err)
+		}
+	}
+	b.t.finish()
+	return nil
+}
+
+// write is the second pass: the compressed archive and the kernel, staged in the store.
+func (b *build) write(res *Result) error {
+	b.files = map[string]string{}
+	out, err := b.stage(initrdName(b.opt.Compression))
+	if err != nil {
+		return err
+	}
+	e := newEmitter(b.t, nil)
+	if err := b.kernelFile(e, res); err != nil {
+		out.Close()
+		return err
+	}
+	n, err := b.archive(out, e)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if kf, ok := e.kernelOut.(*os.File); ok {
+		if serr := kf.Sync(); err == nil {
+			err = serr
+		}
+		if cerr := kf.Close(); err == nil {
+			err = cerr
+		}
+	}
+	res.Entries, res.CpioBytes = e.entries, n
+	return err
+}
+
+// archive writes the compressed archive to out.
+func (b *build) archive(out *os.File, e *emitter) (int64, error) {
+	zw, err := compressor(out, b.opt.Compression)
+	if err != nil {
+		return 0, err
+	}
+	bw := bufio.NewWriterSize(zw, 1<<20)
+	e.cw.w = bw
+	if err := e.dirs(); err != nil {
+		return 0, b.opt.bad(err)
+	}
+	for i := range b.lr.layers {
+		if err := b.lr.read(b.ctx, i, e.entry); err != nil {
+			return 0, b.opt.bad(err)
+		}
+	}
+	if b.opt.Busybox != "" {
+		err = e.writeAgent(b.opt.Busybox, b.opt.Modules)
+	}
+	if err == nil {
+		err = e.cw.close()
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := zw.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = out.Sync()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("ociimport: writing the initramfs: %w", err)
+	}
+	return e.cw.n, nil
+}
+
+// kernelFile arranges for the kernel: the file given, or the image's, copied out during the
+// second pass.
+func (b *build) kernelFile(e *emitter, res *Result) error {
+	if b.opt.Kernel != "" {
+		b.files["vmlinuz"] = b.opt.Kernel
+		res.KernelSource = b.opt.Kernel
+		return nil
+	}
+	p, in, err := findKernel(b.t)
+	if err != nil {
+		return b.opt.bad(err)
+	}
+	kf, err := b.stage("vmlinuz")
+	if err != nil {
+		return err
+	}
+	b.kernel, e.kernel, e.kernelOut = p, in, kf
+	res.KernelSource = "/" + p
+	return nil
+}
+
+// stage creates a staged file in the store for the profile file name.
+func (b *build) stage(name string) (*os.File, error) {
+	f, err := b.st.StageFile()
+	if err != nil {
+		return nil, err
+	}
+	b.staged = append(b.staged, f.Name())
+	b.files[name] = f.Name()
+	return f, nil
+}
+
+func (b *build) removeStaged() {
+	for _, p := range b.staged {
+		os.Remove(p) // fails harmlessly once the store moved it
+	}
+}
+
+func (b *build) profile() images.Profile {
+	return images.Profile{Name: b.opt.Name, Kernel: "vmlinuz", Initrd: initrdName(b.opt.Compression), Cmdline: b.opt.Cmdline}
+}
+
+func initrdName(compression string) string {
+	if compression == Zstd {
+		return "initramfs.cpio.zst"
+	}
+	return "initramfs.cpio.gz"
+}
+
+// compressor wraps w in the chosen compression. zstd runs on one goroutine: the machines that
+// import share their cores, and the memory stays one window.
+func compressor(w io.Writer, compression string) (io.WriteCloser, error) {
+	if compression == Zstd {
+		return zstd.NewWriter(w, zstd.WithEncoderConcurrency(1))
+	}
+	return gzip.NewWriterLevel(w, gzip.DefaultCompression)
+}
+
+// findKernel returns the image's boot kernel: the /boot/vmlinuz* with the highest version,
+// following symlinks inside the image.
+func findKernel(t *tree) (string, *inode, error) {
+	boot := t.lookup("boot")
+	var names []string
+	if boot != nil {
+		for name := range boot.children {
+			if strings.HasPrefix(name, "vmlinuz") {
+				names = append(names, name)
+			}
+		}
+	}
+	sort.Slice(names, func(i, j int) bool { return versionLess(names[j], names[i]) })
+	for _, name := range names {
+		if p, n := t.resolve("boot/"+name, 0); n != nil && n.inode != nil {
+			return p, n.inode, nil
+		}
+	}
+	return "", nil, errors.New("no kernel: the image has no /boot/vmlinuz* file; give one with --kernel")
+}
+
+// resolve follows symlinks from p inside the tree, at most 40 deep as the kernel does.
+func (t *tree) resolve(p string, depth int) (string, *node) {
+	n := t.lookup(p)
+	if n == nil || n.meta.mode&sIFMT != sIFLNK {
+		return p, n
+	}
+	if depth >= 40 {
+		return p, nil
+	}
+	target := n.meta.link
+	if !strings.HasPrefix(target, "/") {
+		target = path.Join(path.Dir(p), target)
+	}
+	next, err := cleanName(target)
+	if err != nil {
+		return p, nil
+	}
+	return t.resolve(next, depth+1)
+}
+
+// versionLess compares names with their digit runs as numbers, so vmlinuz-6.10 > vmlinuz-6.9.
+func versionLess(a, b string) bool {
+	for a != "" && b != "" {
+		da, ra := digitRun(a)
+		db, rb := digitRun(b)
+		switch {
+		case da != "" && db != "":
+			if len(da) != len(db) {
+				return len(da) < len(db)
+			}
+			if da != db {
+				return da < db
+			}
+			a, b = ra, rb
+		case a[0] != b[0]:
+			return a[0] < b[0]
+		default:
+			a, b = a[1:], b[1:]
+		}
+	}
+	return len(a) < len(b)
+}
+
+// digitRun splits s into its leading digits (leading zeros dropped) and the rest.
+func digitRun(s string) (string, string) {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return strings.TrimLeft(s[:i], "0"), s[i:]
+}

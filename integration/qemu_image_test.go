@@ -1,0 +1,142 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bootfabric/bootfabric/internal/testenv"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"go.uber.org/zap/zaptest"
+)
+
+// rootfsTarVar names a Debian root file system tar to use instead of building one with
+// mmdebstrap (which downloads about 90 packages from the Debian mirror apt uses).
+const rootfsTarVar = "BOOTFABRIC_ROOTFS_TAR"
+
+// TestQEMUBootContainerImage boots a real distribution from a container image: a Debian minbase
+// root file system with systemd (mmdebstrap), made an OCI layout, imported with bootctl image
+// import (its agent, the kernel's network modules), PXE-booted in a VM from bootctl serve to its
+// health report, and then the image's own init, systemd, starting; an overlay gives each node its
+// own /etc/issue, which the serial getty shows.
+func TestQEMUBootContainerImage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	rootfs := os.Getenv(rootfsTarVar)
+	if rootfs == "" {
+		rootfs = buildDebianRootfs(t, ctx)
+	}
+	start := time.Now()
+	oci := ociLayoutFromTar(t, rootfs)
+	t.Logf("OCI layout of %s in %.1f s", rootfs, time.Since(start).Seconds())
+
+	c := qemuImageCluster(t, ctx, oci)
+	log := zaptest.NewLogger(t)
+	accel, why := testAccel(t, ctx, log)
+	rs, err := BootVMs(ctx, c, 1, QEMUOptions{Accel: accel, Log: log, MemoryMB: 1024, Timeout: 150 * time.Second, Linger: 40 * time.Second})
+	var serial []byte
+	if len(rs) == 1 {
+		serial, _ = os.ReadFile(rs[0].SerialLog)
+	}
+	if err != nil {
+		t.Fatalf("boot (%s: %s): %v\nserial log:\n%s", accel, why, err, tail(string(serial), 60))
+	}
+	r := rs[0]
+	t.Logf("%s (%s %s): health %q after %.2f s; events %v", r.Node, r.Accel, why, r.Health, r.Seconds, r.Events)
+	for _, s := range Breakdown(r) {
+		t.Logf("    %-22s %6.2f s", s.Name, s.Seconds)
+	}
+	for _, want := range []string{"bootfabric: ", "exec /sbin/init", "Welcome to Debian", "bootfabric overlay for " + r.Node + " at "} {
+		if !strings.Contains(string(serial), want) {
+			t.Errorf("serial log lacks %q:\n%s", want, tail(string(serial), 60))
+		}
+	}
+	t.Logf("serial log:\n%s", tail(string(serial), 40))
+
+	// Beside it, the busybox test initramfs on the same kind of cluster and accelerator.
+	base := qemuCluster(t, ctx)
+	bs, err := BootVMs(ctx, base, 1, QEMUOptions{Accel: accel, Log: log})
+	if err != nil {
+		t.Fatalf("busybox test initramfs: %v", err)
+	}
+	t.Logf("health after %.2f s with the imported Debian image, %.2f s with the busybox test initramfs (%s)", r.Seconds, bs[0].Seconds, accel)
+}
+
+// buildDebianRootfs makes a Debian bookworm minbase root file system with systemd as a tar.
+func buildDebianRootfs(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	testenv.NeedRoot(t, "mmdebstrap builds the root file system as root")
+	mm := testenv.NeedTool(t, "mmdebstrap", "mmdebstrap")
+	out := filepath.Join(t.TempDir(), "rootfs.tar")
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, mm, "--variant=minbase", "--include=systemd-sysv,udev", "--format=tar", "bookworm", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("mmdebstrap: %v\n%s", err, tail(string(b), 20))
+	}
+	t.Logf("mmdebstrap in %.1f s", time.Since(start).Seconds())
+	return out
+}
+
+// ociLayoutFromTar makes an OCI image layout of one layer, the root file system tar.
+func ociLayoutFromTar(t *testing.T, tarPath string) string {
+	t.Helper()
+	l, err := tarball.LayerFromFile(tarPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := layout.Write(filepath.Join(t.TempDir(), "oci"), empty.Index)
+	if err == nil {
+		err = p.AppendImage(img)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(p)
+}
+
+// qemuImageCluster is qemuCluster with the imported image as the VMs' profile; systemd shows its
+// status on the console so that the test sees it start.
+func qemuImageCluster(tb testing.TB, ctx context.Context, oci string) *Cluster {
+	tb.Helper()
+	testenv.NeedRoot(tb, "to create network namespaces and taps (CI runs as root)")
+	testenv.NeedTool(tb, "ip", "iproute2")
+	testenv.NeedTool(tb, "tc", "iproute2")
+	if err := CheckQEMUHost(QEMUOptions{}); err != nil {
+		testenv.Skip(tb, "%v (scripts/test installs the packages)", err)
+	}
+	testenv.NeedFile(tb, debianNBP, "ipxe")
+	bin := buildBootctl(tb)
+	c, err := Up(ctx, Spec{Name: "qi" + strconv.Itoa(os.Getpid()%100000), Machine: qemuMachine(), Scale: 1, StateDir: tb.TempDir()}, zaptest.NewLogger(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	downAtCleanup(tb, c)
+	overlay := filepath.Join(tb.TempDir(), "overlay")
+	if err := os.MkdirAll(filepath.Join(overlay, "etc"), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	issue := "bootfabric overlay for {{.Name}} at {{.Position}}, {{.IP}}\n\n"
+	if err := os.WriteFile(filepath.Join(overlay, "etc", "issue.tmpl"), []byte(issue), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	start := time.Now()
+	img := VMImage{Import: oci, Cmdline: DefaultVMCmdline + " systemd.show_status=1"}
+	opt := ServerOptions{Bootctl: bin, Mapping: "ncda", Files: BootFiles{NBP: debianNBP}, Overlays: []string{overlay}}
+	if err := c.StartQEMUServers(ctx, opt, img); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Logf("image imported and servers started in %.1f s", time.Since(start).Seconds())
+	return c
+}
