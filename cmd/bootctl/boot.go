@@ -25,8 +25,9 @@ func bootCommand(e *env) *cli.Command {
 	}
 	return &cli.Command{
 		Name: "boot", Usage: "power nodes on through their BMCs and boot them as capacity frees (--dry-run: predict it)",
-		ArgsUsage: "NODES",
-		Description: "NODES: names with ranges (node[001-128], s0-b[0-3]-n[0-7]), comma-separated, @FILE, or all.\n" +
+		ArgsUsage: "NODES...",
+		Description: "NODES: names with ranges (node[001-128], s0-b[0-3]-n[0-7]), comma-separated, @FILE, or all;\n" +
+			"--group NAME keeps the nodes of a group.\n" +
 			"Nodes are admitted as capacity frees: at most as many in flight (powered, files not yet in)\n" +
 			"behind each boot server link and bottleneck segment as keeps each above --floor-mbps. A node\n" +
 			"late in a phase (factor x prediction + margin) is power cycled, up to --max-attempts; the run\n" +
@@ -103,15 +104,19 @@ func bootAction(e *env, c *cli.Context) error {
 // loadBootSetup reads the configuration and NODES, and makes the limits and the controller's
 // configuration; nothing is asked of a BMC or a server.
 func loadBootSetup(c *cli.Context) (*bootSetup, error) {
-	if c.NArg() != 1 {
-		return nil, badInput("boot: give the NODES (ranges, comma lists, @FILE or all) as one argument (got %d)", c.NArg())
+	sel, err := parseSelection(c)
+	if err != nil {
+		return nil, err
+	}
+	if sel.all() {
+		return nil, badInput("boot: give the NODES (ranges, comma lists, @FILE or all) or --group")
 	}
 	s := &bootSetup{}
 	algo, servers, err := bootMachine(c, s)
 	if err != nil {
 		return nil, err
 	}
-	if s.nodes, err = selectNodes(s.inv, c.Args().First()); err != nil {
+	if s.nodes, err = sel.pick(s.inv); err != nil {
 		return nil, err
 	}
 	if s.a, err = bootsrv.Assignment(s.g.Hierarchy(), algo, len(servers), nil, nil); err != nil {
