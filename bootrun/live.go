@@ -41,7 +41,7 @@ type Live struct {
 	control  string
 	results  chan Event
 	wg       sync.WaitGroup
-	bmc      bmcPacer
+	bmc      *power.Pacer
 	sem      chan struct{}
 }
 
@@ -92,8 +92,9 @@ func (l *Live) init(ctx context.Context) error {
 	}
 	l.start = l.Now()
 	l.results = make(chan Event, len(l.Names))
-	l.bmc = bmcPacer{next: map[string]time.Time{}, interval: l.PowerOpts.MinInterval}
-	l.sem = make(chan struct{}, max(1, l.PowerOpts.FanOut))
+	l.PowerOpts = l.PowerOpts.WithDefaults()
+	l.bmc = power.NewPacer(l.PowerOpts.MinInterval)
+	l.sem = make(chan struct{}, l.PowerOpts.FanOut)
 	states, err := l.Servers.States(ctx)
 	if err != nil {
 		return err
@@ -244,7 +245,7 @@ func (l *Live) powerOn(ctx context.Context, i int, cycle bool) {
 		if err := l.Servers.ArmReboot(ctx, t.Node, server); err != nil {
 			l.Log.Warn("arming the reboot", zap.String("node", t.Node), zap.Error(err))
 		}
-		err := l.bmc.wait(ctx, t.BMC)
+		err := l.bmc.Wait(ctx, t.BMC)
 		if err == nil {
 			err = switchOn(ctx, t.Controller, cycle, l.PowerOpts)
 		}
@@ -261,17 +262,9 @@ func (l *Live) powerOn(ctx context.Context, i int, cycle bool) {
 }
 
 func switchOn(ctx context.Context, ctl power.Controller, cycle bool, opts power.RunOptions) error {
-	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	mode := opts.Mode
-	if mode == "" {
-		mode = power.Legacy
-	}
-	if err := ctl.PXENext(ctx, mode); err != nil {
+	if err := ctl.PXENext(ctx, opts.Mode); err != nil {
 		return err
 	}
 	if cycle {
@@ -293,30 +286,4 @@ func classOf(err error) Class {
 		return BMCTimeout
 	}
 	return BMCError
-}
-
-// bmcPacer spaces the actions on one BMC by interval.
-type bmcPacer struct {
-	mu       sync.Mutex
-	next     map[string]time.Time
-	interval time.Duration
-}
-
-func (p *bmcPacer) wait(ctx context.Context, bmc string) error {
-	p.mu.Lock()
-	now := time.Now()
-	at := p.next[bmc]
-	if at.Before(now) {
-		at = now
-	}
-	p.next[bmc] = at.Add(p.interval)
-	p.mu.Unlock()
-	if d := time.Until(at); d > 0 {
-		select {
-		case <-time.After(d):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
 }

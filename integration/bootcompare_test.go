@@ -151,7 +151,7 @@ func (s *compareSetup) writeFiles(b *testing.B) {
 	inv := "name,mac,ip,node,bmc,bmc_driver\n"
 	var names []string
 	for _, n := range s.c.Nodes {
-		inv += fmt.Sprintf("%s,%s,%s,%s,localhost,exec\n", n.Name, n.MAC, n.IP, n.Name)
+		inv += fmt.Sprintf("%s,%s,%s,%s,%s-bmc,exec\n", n.Name, n.MAC, n.IP, n.Name, n.Name) // a BMC each, as servers have
 		names = append(names, n.Name)
 	}
 	s.nodes = strings.Join(names, ",")

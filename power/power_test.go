@@ -3,6 +3,7 @@ package power
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,3 +194,29 @@ func TestCredentials(t *testing.T) {
 		}
 	}
 }
+
+// TestRunNoInterval: NoInterval asks one BMC again at once, and the default spaces its actions.
+func TestRunNoInterval(t *testing.T) {
+	for _, tc := range []struct {
+		gap      time.Duration
+		min, max time.Duration
+	}{{NoInterval, 0, 500 * time.Millisecond}, {200 * time.Millisecond, 400 * time.Millisecond, 5 * time.Second}} {
+		targets := make([]Target, 3)
+		for i := range targets {
+			targets[i] = Target{Node: fmt.Sprint("n", i), BMC: "shared", Controller: nopController{}}
+		}
+		start := time.Now()
+		Run(context.Background(), targets, OpOn, RunOptions{MinInterval: tc.gap})
+		if d := time.Since(start); d < tc.min || d > tc.max {
+			t.Errorf("gap %v: 3 actions on one BMC took %v, want %v to %v", tc.gap, d, tc.min, tc.max)
+		}
+	}
+}
+
+type nopController struct{}
+
+func (nopController) On(context.Context) error                { return nil }
+func (nopController) Off(context.Context) error               { return nil }
+func (nopController) Cycle(context.Context) error             { return nil }
+func (nopController) Status(context.Context) (State, error)   { return On, nil }
+func (nopController) PXENext(context.Context, BootMode) error { return nil }

@@ -53,7 +53,7 @@ type RunOptions struct {
 	// commands).
 	FanOut int
 	// MinInterval spaces two actions on one BMC (default 1 s; Ironic's min_command_interval
-	// is 5 s). Many BMCs refuse or drop commands that come faster.
+	// is 5 s; NoInterval: none). Many BMCs refuse or drop commands that come faster.
 	MinInterval time.Duration
 	// Timeout bounds one node's action (default 30 s).
 	Timeout time.Duration
@@ -61,6 +61,15 @@ type RunOptions struct {
 	Mode BootMode
 	// Progress, when set, is called after each node with the count done so far.
 	Progress func(done, total int)
+}
+
+// NoInterval as RunOptions.MinInterval asks a BMC again at once.
+const NoInterval time.Duration = -1
+
+// WithDefaults returns o with its zero fields set to their defaults.
+func (o RunOptions) WithDefaults() RunOptions {
+	o.defaults()
+	return o
 }
 
 func (o *RunOptions) defaults() {
@@ -84,7 +93,7 @@ func (o *RunOptions) defaults() {
 func Run(ctx context.Context, targets []Target, op Op, opts RunOptions) []Result {
 	opts.defaults()
 	res := make([]Result, len(targets))
-	pace := &bmcPacer{next: map[string]time.Time{}, gap: opts.MinInterval}
+	pace := NewPacer(opts.MinInterval)
 	sem := make(chan struct{}, opts.FanOut)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -121,11 +130,11 @@ func (r *Result) fill(st State, err error) {
 }
 
 // do performs op on one target once its BMC may be asked again.
-func do(ctx context.Context, pace *bmcPacer, t Target, op Op, opts RunOptions) (State, error) {
+func do(ctx context.Context, pace *Pacer, t Target, op Op, opts RunOptions) (State, error) {
 	if err := ctx.Err(); err != nil {
 		return "", &Error{Class: TimedOut, Op: string(op), Err: fmt.Errorf("not started: %w", err)}
 	}
-	if err := pace.wait(ctx, t.BMC); err != nil {
+	if err := pace.Wait(ctx, t.BMC); err != nil {
 		return "", &Error{Class: TimedOut, Op: string(op), Err: fmt.Errorf("waiting for the BMC: %w", err)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
@@ -146,15 +155,18 @@ func do(ctx context.Context, pace *bmcPacer, t Target, op Op, opts RunOptions) (
 	return "", &Error{Class: Failed, Op: string(op), Err: fmt.Errorf("unknown action")}
 }
 
-// bmcPacer spaces the actions on each BMC by gap.
-type bmcPacer struct {
+// Pacer spaces the actions on each BMC by a gap; it is safe for concurrent use.
+type Pacer struct {
 	mu   sync.Mutex
 	next map[string]time.Time // when each BMC may be asked again
 	gap  time.Duration
 }
 
-// wait blocks until bmc may be asked, and books its next slot.
-func (p *bmcPacer) wait(ctx context.Context, bmc string) error {
+// NewPacer returns a pacer that asks each BMC at most once per gap (none: NoInterval or less).
+func NewPacer(gap time.Duration) *Pacer { return &Pacer{next: map[string]time.Time{}, gap: gap} }
+
+// Wait blocks until bmc may be asked, and books its next slot.
+func (p *Pacer) Wait(ctx context.Context, bmc string) error {
 	p.mu.Lock()
 	now := time.Now()
 	at := now

@@ -112,6 +112,9 @@ func powerRunOptions(c *cli.Context) (power.RunOptions, error) {
 	case o.Mode != power.Legacy && o.Mode != power.UEFI:
 		return o, badInput("--mode: %q: want legacy or uefi", c.String("mode"))
 	}
+	if o.MinInterval == 0 {
+		o.MinInterval = power.NoInterval // the flag's 0 is none, not power's default
+	}
 	return o, nil
 }
 
