@@ -296,7 +296,7 @@ func (s *compareSetup) report(r compareRun) compareRun {
 // returns its dry run's predicted makespan.
 func (s *compareSetup) bootRun(b *testing.B, ctx context.Context, runs *[]compareRun) float64 {
 	args := []string{"boot", "all", "--config", s.config, "--credentials", s.creds, "--exec-templates", s.templates,
-		"--image-size", "4MiB", "--protocol", "http", "--floor-mbps", "6", "--post", "1s", "--health-time", "10s",
+		"--image-size", "4MiB", "--protocol", "http", "--floor-mbps", "6", "--post", "0s", "--dhcp-time", "300ms", "--health-time", "10s",
 		"--fan-out", "64", "--interval", "0s", "--poll", "250ms", "--timeout", "10s"}
 	out := s.bootctl(b, ctx, append(args, "--dry-run", "-o", "json")...)
 	var plan struct {

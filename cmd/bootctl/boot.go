@@ -59,6 +59,7 @@ func bootRunFlags() []cli.Flag {
 		&cli.StringFlag{Name: "image-size", Value: "50MB", Usage: "kernel + initrd size the prediction and the transfer deadline use"},
 		&cli.StringFlag{Name: "protocol", Value: "http", Usage: "protocol of the kernel and initrd: http or tftp"},
 		&cli.DurationFlag{Name: "post", Value: 60 * time.Second, Usage: "firmware time from power-on to the first DHCP request"},
+		&cli.DurationFlag{Name: "dhcp-time", Value: time.Second, Usage: "the prediction's time of the firmware's DHCP exchange, before its first file"},
 		&cli.DurationFlag{Name: "health-time", Value: 120 * time.Second, Usage: "time from the last boot file to the health report"},
 		&cli.Float64Flag{Name: "deadline-factor", Value: 3, Usage: "a phase's deadline: this times its expected time, plus --deadline-margin"},
 		&cli.DurationFlag{Name: "deadline-margin", Value: 30 * time.Second, Usage: "added to every phase deadline"},
@@ -208,9 +209,10 @@ func bootFlow(c *cli.Context, s *bootSetup) error {
 		return badInput("--protocol: %q: want http or tftp", c.String("protocol"))
 	}
 	s.flow = fabricsim.BootFlowConfig(size, proto)
+	s.flow.DHCPSeconds = c.Duration("dhcp-time").Seconds()
 	s.post = c.Duration("post").Seconds()
-	if s.post < 0 || c.Duration("health-time") < 0 {
-		return badInput("--post and --health-time must not be negative")
+	if s.post < 0 || c.Duration("health-time") < 0 || s.flow.DHCPSeconds < 0 {
+		return badInput("--post, --dhcp-time and --health-time must not be negative")
 	}
 	return nil
 }
