@@ -120,21 +120,6 @@ type LocalSettings struct {
 	Interfaces []string // dhcp.interfaces
 }
 
-// MemberInfo is what a fleet server publishes with its membership (fleet.Client.Join), as JSON:
-// how peers and `bootctl fleet status` reach it.
-type MemberInfo struct {
-	// URL is the server's HTTP base URL: peers fetch blobs from URL/blobs/sha256/SUM.
-	URL string `json:"url"`
-	// Address is the server's address on the boot network (servers[i].address).
-	Address string `json:"address"`
-	// Active is true while the server answers for the fleet; false while it is a member that does
-	// not (starting up, or fenced because its lease renewal is overdue).
-	Active bool `json:"active"`
-	// Joined is when the server joined the fleet (its clock, UTC): etcd keeps only the revision
-	// of the join, which says nothing to a person.
-	Joined time.Time `json:"joined,omitzero"`
-}
-
 // perServerFields are the YAML settings a fleet file refuses: each server has its own.
 var perServerFields = []string{
 	"server_id", "state_dir", "ipxe_dir", "http.listen", "http.url", "tftp.listen", "tftp.root", "dhcp.listen", "dhcp.interfaces",

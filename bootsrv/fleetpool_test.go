@@ -34,7 +34,7 @@ func TestFleetPool(t *testing.T) {
 
 	// etcd stops: once fenced, the pool allocates nothing.
 	ec.Member(0).Stop()
-	testfix.WaitFor(t, "fenced", 5*time.Second, func() bool { return !a.srv.fleet.m.Load().Valid() })
+	testfix.WaitFor(t, "fenced", 5*time.Second, func() bool { return !a.srv.fleet.m.Valid() })
 	if _, err := a.srv.addrPool.Offer(ctx, net.HardwareAddr{2, 0, 0, 0, 0, 10}, nil); err == nil {
 		t.Error("a fenced server offered a pool address")
 	} else {

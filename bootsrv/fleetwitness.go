@@ -66,9 +66,7 @@ func (s *Server) handleMembership(w http.ResponseWriter, r *http.Request) {
 		writeJSONBody(w, http.StatusOK, v)
 		return
 	}
-	if m := s.fleet.m.Load(); m != nil {
-		v.Valid = m.Valid()
-	}
+	v.Valid = s.fleet.m.Valid()
 	if v.Nonce = r.URL.Query().Get("nonce"); len(v.Nonce) > maxNonce {
 		apiError(w, http.StatusBadRequest, "nonce: over %d characters", maxNonce)
 		return
@@ -86,8 +84,7 @@ type witnessPeer struct{ name, url string }
 func peersOf(me string, members []fleet.Member) []witnessPeer {
 	var out []witnessPeer
 	for _, mb := range members {
-		var info MemberInfo
-		if mb.Name != me && json.Unmarshal(mb.Info, &info) == nil && info.URL != "" {
+		if info, ok := DecodeMemberInfo(mb); ok && mb.Name != me && info.URL != "" {
 			out = append(out, witnessPeer{mb.Name, info.URL})
 		}
 	}
@@ -111,8 +108,7 @@ func (s *Server) runWitness(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		m := f.m.Load()
-		if m == nil || m.Valid() {
+		if f.m.Valid() {
 			f.peerValid.Store(false)
 			continue
 		}

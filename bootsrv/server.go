@@ -564,12 +564,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		g.run("dhcp", func() error { return d.Serve(ctx) })
 	}
 	if s.fleet != nil {
-		if err := s.joinFleet(ctx); err != nil {
-			g.errs <- err
-			cancel()
-		} else {
-			g.run("fleet", func() error { return s.runFleet(ctx) })
-		}
+		g.run("fleet", func() error { return s.runFleet(ctx) })
 	}
 	stateCtx, stopState := context.WithCancel(context.WithoutCancel(ctx))
 	stateDone := make(chan error, 1)
