@@ -16,9 +16,6 @@ type MemberInfo struct {
 	URL string `json:"url"`
 	// Address is the server's address on the boot network (servers[i].address).
 	Address string `json:"address"`
-	// Active is true while the server answers for the fleet; false while it is a member that does
-	// not (starting up, or fenced because its lease renewal is overdue).
-	Active bool `json:"active"`
 	// Joined is when the server joined the fleet (its clock, UTC): etcd keeps only the revision
 	// of the join, which says nothing to a person.
 	Joined time.Time `json:"joined,omitzero"`
@@ -27,7 +24,7 @@ type MemberInfo struct {
 // JoinFleet makes server name a member of c's fleet for ttl, publishing info (Joined set to now).
 // The membership is the caller's to Leave; FleetOptions.Membership takes it.
 func JoinFleet(ctx context.Context, c *fleet.Client, name string, info MemberInfo, ttl time.Duration) (*fleet.Membership, error) {
-	info.Active, info.Joined = true, time.Now().UTC()
+	info.Joined = time.Now().UTC()
 	b, err := json.Marshal(info)
 	if err != nil {
 		return nil, fmt.Errorf("fleet %s: joining as %s: %w", c.Fleet(), name, err)
