@@ -122,7 +122,7 @@ func (m *fleetMember) tracked() []string {
 // ruleOwned is what the ownership rule gives server id with the given dead servers.
 func ruleOwned(t *testing.T, s *Server, id int, dead []int) []string {
 	t.Helper()
-	a, err := Assignment(s.hier, s.cfg.Mapping, len(s.cfg.Servers), s.cfg.FailedServers, dead)
+	a, err := AssignServers(s.hier, s.cfg.Mapping, len(s.cfg.Servers), s.cfg.FailedServers, dead)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -388,7 +388,7 @@ func parseInventory(invName string, invText []byte, h *topology.Hierarchy) (*Inv
 // share against the DHCP settings (the union of the shares is every node, so a takeover meets no
 // node that was not checked).
 func checkFleetNodes(cfg *Config, m *FleetMachine, line func(string) int) error {
-	a, err := Assignment(m.Hierarchy, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
+	a, err := AssignServers(m.Hierarchy, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
 	if err != nil {
 		return &Error{File: cfg.file, Line: line("mapping"), Field: "mapping", Msg: err.Error()}
 	}
@@ -560,7 +560,7 @@ func (d *FleetDoc) Ownership(m *FleetMachine, live []string) (FleetOwnership, er
 		o.Unowned = len(m.Inventory.Nodes)
 		return o, nil
 	}
-	a, err := Assignment(m.Hierarchy, d.Mapping, len(d.Servers), d.FailedServers, o.Dead)
+	a, err := AssignServers(m.Hierarchy, d.Mapping, len(d.Servers), d.FailedServers, o.Dead)
 	if err != nil {
 		return o, fmt.Errorf("mapping: %w", err)
 	}
@@ -581,7 +581,7 @@ func (d *FleetDoc) Owners(m *FleetMachine, live []string) (map[string]string, er
 	if err != nil || o.Unowned == len(m.Inventory.Nodes) {
 		return map[string]string{}, err
 	}
-	a, err := Assignment(m.Hierarchy, d.Mapping, len(d.Servers), d.FailedServers, o.Dead)
+	a, err := AssignServers(m.Hierarchy, d.Mapping, len(d.Servers), d.FailedServers, o.Dead)
 	if err != nil {
 		return nil, fmt.Errorf("mapping: %w", err)
 	}

@@ -371,7 +371,7 @@ func TestFleetDocMaterialize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := Assignment(g.Hierarchy(), got.Mapping, len(got.Servers), got.FailedServers, nil)
+			a, err := AssignServers(g.Hierarchy(), got.Mapping, len(got.Servers), got.FailedServers, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

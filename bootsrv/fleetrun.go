@@ -22,7 +22,7 @@ import (
 
 // A fleet server (Options.Fleet) is one member of a fleet of boot servers sharing etcd. It holds a
 // membership key on an etcd lease; the live members decide who owns which node, by the one rule
-// every server and `bootctl plan` apply (mapping.Owners through Assignment): servers in
+// every server and `bootctl plan` apply (mapping.Owners through AssignServers): servers in
 // failed_servers are dealt around, configured servers that are not live members are dead and only
 // their blocks move. Whenever the live set changes, each server recomputes the rule, starts
 // answering the nodes it gained (resuming each boot from the dead owner's last record in etcd) and
@@ -387,7 +387,7 @@ func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
 	}
 	term, lease := m.Term(), m.LeaseID()
 	v := s.viewOf(members)
-	a, err := Assignment(s.hier, s.cfg.Mapping, len(s.cfg.Servers), s.cfg.FailedServers, v.dead)
+	a, err := AssignServers(s.hier, s.cfg.Mapping, len(s.cfg.Servers), s.cfg.FailedServers, v.dead)
 	if err != nil {
 		return err
 	}

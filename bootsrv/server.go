@@ -148,7 +148,7 @@ func (s *Server) loadMachine() (algo string, err error) {
 	if inv, s.hier, err = loadMachineFiles(cfg.Topology, cfg.Inventory); err != nil {
 		return "", err
 	}
-	a, err := Assignment(s.hier, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
+	a, err := AssignServers(s.hier, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
 	if err != nil {
 		return "", fmt.Errorf("mapping: %w", err)
 	}

@@ -37,8 +37,8 @@ type Config struct {
 	// Batches is the ladder of batches, smallest first for the plots to read well.
 	Batches    []topology.Batch
 	ImageBytes float64
-	// Failed marks the baseline's failed boot servers by index (nil: none).
-	Failed    []bool
+	// Absent marks the baseline's boot servers never up, by index (nil: none).
+	Absent    []bool
 	Scenarios []*Scenario
 	// DistBatch is the index in Batches of the batch whose node completion times are shown; -1
 	// picks the largest batch.
@@ -259,7 +259,7 @@ func newReport(cfg Config, g *topology.Graph) *Report {
 	for _, b := range cfg.Batches {
 		rep.Batches = append(rep.Batches, BatchInfo{Label: b.Label, Nodes: len(b.Nodes)})
 	}
-	rep.Machine = summarize(cfg.Machine, g, cfg.Failed, rep.Segments)
+	rep.Machine = summarize(cfg.Machine, g, cfg.Absent, rep.Segments)
 	return rep
 }
 
@@ -268,7 +268,7 @@ func applyScenarios(cfg Config) ([]caseInput, []*applied, error) {
 	var inputs []caseInput
 	var out []*applied
 	for _, s := range cfg.Scenarios {
-		ap, err := s.apply(cfg.Machine, cfg.Failed, cfg.ImageBytes)
+		ap, err := s.apply(cfg.Machine, cfg.Absent, cfg.ImageBytes)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -293,7 +293,7 @@ func (rep *Report) runModels(cfg Config, g *topology.Graph, inputs []caseInput, 
 			cfg.Progress(int(rowsDone.Add(1)), (1+len(inputs))*len(cfg.Algos)*len(cfg.Batches))
 		}
 	}
-	cases, err := runCases(cfg, []caseInput{{g: g, failed: cfg.Failed, image: cfg.ImageBytes}}, func(int) bool { return true }, rowDone)
+	cases, err := runCases(cfg, []caseInput{{g: g, failed: cfg.Absent, image: cfg.ImageBytes}}, func(int) bool { return true }, rowDone)
 	if err != nil {
 		return 0, err
 	}
@@ -532,7 +532,7 @@ func distribution(cfg Config, g *topology.Graph, base *Case) (*Distribution, err
 			times = slices.Clone(base.row(bi, j, len(cfg.Algos)).nodeSeconds)
 		} else {
 			var fixed *mapping.Assignment
-			a, err := assignment(g, algo, &fixed, b.Nodes, cfg.Failed)
+			a, err := assignment(g, algo, &fixed, b.Nodes, cfg.Absent)
 			if err != nil {
 				return nil, err
 			}

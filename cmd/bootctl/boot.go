@@ -114,7 +114,7 @@ func loadBootSetup(c *cli.Context) (*bootSetup, error) {
 	if s.nodes, err = selectNodes(s.inv, c.Args().First()); err != nil {
 		return nil, err
 	}
-	if s.a, err = bootsrv.Assignment(s.g.Hierarchy(), algo, len(servers), nil, nil); err != nil {
+	if s.a, err = bootsrv.AssignServers(s.g.Hierarchy(), algo, len(servers), nil, nil); err != nil {
 		return nil, badInput("--config: mapping: %w", err)
 	}
 	for _, n := range s.nodes {

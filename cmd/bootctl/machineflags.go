@@ -48,9 +48,9 @@ type machineInput struct {
 	Algos      []mapping.Algo
 	Batches    []topology.Batch
 	ImageBytes float64
-	// Failed marks the absent servers (--failed-servers), Dead those failing during the boot
+	// Absent marks the servers never up (--failed-servers), Dead those failing during the boot
 	// (--failed-during-boot): the two kinds of mapping.Owners.
-	Failed []bool
+	Absent []bool
 	Dead   []bool
 }
 
@@ -97,7 +97,7 @@ func readMachineInput(c *cli.Context) (*machineInput, error) {
 	if in.ImageBytes, err = units.ParseSize(c.String("image-size")); err != nil {
 		return nil, badInput("--image-size: %w", err)
 	}
-	if in.Failed, in.Dead, err = parseFailures(c.String("failed-servers"), c.String("failed-during-boot"), len(g.Servers())); err != nil {
+	if in.Absent, in.Dead, err = parseFailures(c.String("failed-servers"), c.String("failed-during-boot"), len(g.Servers())); err != nil {
 		return nil, err
 	}
 	return in, nil

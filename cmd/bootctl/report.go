@@ -100,7 +100,7 @@ func reportConfig(c *cli.Context) (report.Config, error) {
 		return report.Config{}, err
 	}
 	cfg := report.Config{Machine: in.Machine, Algos: in.Algos, Batches: in.Batches, ImageBytes: in.ImageBytes,
-		Failed: in.Failed, Scenarios: scenarios, DistBatch: dist, UpgradeFactor: c.Float64("upgrade-factor")}
+		Absent: in.Absent, Scenarios: scenarios, DistBatch: dist, UpgradeFactor: c.Float64("upgrade-factor")}
 	if c.Bool("flow") {
 		cfg.Flow, cfg.FlowName = report.FabricsimFlow(c.Context), report.FlowModelName
 	}

@@ -208,7 +208,7 @@ func (job *simJob) run(ctx context.Context, e *env, b topology.Batch, algo mappi
 	if cfg.Arrivals, err = simArrivals(job.arrival, job.listed, b, g); err != nil {
 		return nil, err
 	}
-	a, _, err := mapping.AssignOwners(g, algo, b.Nodes, in.Failed, in.Dead)
+	a, _, err := mapping.AssignOwners(g, algo, b.Nodes, in.Absent, in.Dead)
 	if err != nil {
 		return nil, asBadInput(err)
 	}
@@ -746,7 +746,7 @@ func simFailures(c *cli.Context, g *topology.Graph, in *machineInput) (*simFails
 	out := &simFails{detect: d.Seconds()}
 	down := 0
 	for s := 0; s < servers; s++ {
-		if simIsSet(in.Failed, s) || simIsSet(in.Dead, s) {
+		if simIsSet(in.Absent, s) || simIsSet(in.Dead, s) {
 			down++
 		}
 	}
@@ -789,7 +789,7 @@ func simParseFailure(g *topology.Graph, in *machineInput, item string, seen []bo
 	switch {
 	case seen[srv]:
 		return fabricsim.ServerFailure{}, badInput("--fail %q: %s fails twice", item, sname)
-	case simIsSet(in.Failed, srv):
+	case simIsSet(in.Absent, srv):
 		return fabricsim.ServerFailure{}, badInput("--fail %q: %s is down from the start (--failed-servers)", item, sname)
 	case simIsSet(in.Dead, srv):
 		return fabricsim.ServerFailure{}, badInput("--fail %q: %s is down from the start (--failed-during-boot)", item, sname)
@@ -834,7 +834,7 @@ func (f *simFails) plan(g *topology.Graph, algo mapping.Algo, b topology.Batch, 
 	servers := len(g.Servers())
 	down := make([]bool, servers)
 	for s := range down {
-		down[s] = s < len(in.Failed) && in.Failed[s] || s < len(in.Dead) && in.Dead[s]
+		down[s] = s < len(in.Absent) && in.Absent[s] || s < len(in.Dead) && in.Dead[s]
 	}
 	return fabricsim.FailurePlan{Failures: f.failures, DetectSeconds: f.detect, Absent: down,
 		Owners: func(dead []bool) (*mapping.Assignment, error) {
@@ -842,7 +842,7 @@ func (f *simFails) plan(g *topology.Graph, algo mapping.Algo, b topology.Batch, 
 			for s := range d {
 				d[s] = s < len(dead) && dead[s] || s < len(in.Dead) && in.Dead[s]
 			}
-			a, _, err := mapping.AssignOwners(g, algo, b.Nodes, in.Failed, d)
+			a, _, err := mapping.AssignOwners(g, algo, b.Nodes, in.Absent, d)
 			return a, err
 		}}
 }
