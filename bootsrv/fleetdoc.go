@@ -18,14 +18,6 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// A fleet's configuration is one document stored in etcd (fleet.Client.ApplyConfig) that every
-// server of the fleet reads: `bootctl serve --etcd URLS --name bs3` needs nothing else. So the
-// document carries everything the servers must agree on (the server list, the topology, the
-// mapping, the inventory, the DHCP network and the profile manifests) with the files' text
-// embedded, and nothing a single server decides for itself (its directories, listen addresses,
-// interfaces and URL: LocalSettings). Image files stay out of it: they are large, and a server
-// that lacks one fetches it from a peer by sha256 (images.FetchBlob), so only the manifests travel.
-
 // FleetDocVersion is the format of FleetDoc. A server refuses a document of another version rather
 // than guess at fields it does not know.
 const FleetDocVersion = 1
@@ -35,6 +27,9 @@ const FleetDocVersion = 1
 // image store. It is JSON; Encode gives the exact bytes that are stored, and Hash their sha256,
 // which is the revision's fleet.ConfigRevision.SHA256. Settings are stored with their defaults
 // applied, so that servers of different versions cannot read one revision differently.
+//
+// It holds what the servers must agree on, never what one server decides (LocalSettings), and
+// only the images' manifests: a server fetches a missing blob from a peer by sha256.
 type FleetDoc struct {
 	Version       int           `json:"version"`
 	Servers       []FleetServer `json:"servers"`

@@ -20,24 +20,11 @@ import (
 	"go.uber.org/zap"
 )
 
-// A fleet server (Options.Fleet) is one member of a fleet of boot servers sharing etcd. It holds a
-// membership key on an etcd lease; the live members decide who owns which node, by the one rule
-// every server and `bootctl plan` apply (mapping.Owners through AssignServers): servers in
-// failed_servers are dealt around, configured servers that are not live members are dead and only
-// their blocks move. Whenever the live set changes, each server recomputes the rule, starts
-// answering the nodes it gained (resuming each boot from the dead owner's last record in etcd) and
-// stops answering those it lost.
-//
-// Two refinements keep a boot in progress where it is:
-//   - A server that returns (or starts late) reclaims only nodes that are not mid-boot: a node whose
-//     record shows it mid-boot on another live server stays there until it is healthy, failed or
-//     pending again; the holder keeps it meanwhile, and both re-check every reconcile interval.
-//   - Fencing: a server whose lease renewal is overdue (fleet.Membership.Valid is false) takes
-//     nothing over and answers only its home nodes (its blocks when no server is dead), whose
-//     addresses are fixed per node, so booting goes on while etcd is unreachable. etcd does not
-//     expire leases while it has no quorum, so nobody takes those nodes over meanwhile.
-
 // FleetOptions make a Server a member of a fleet.
+//
+// The live members own the nodes by one rule (AssignServers, recomputed whenever the live set
+// changes); a node mid-boot stays with its holder until its boot ends, and a fenced server takes
+// nothing over and answers at most its home nodes, whose addresses are fixed.
 type FleetOptions struct {
 	// Client is the fleet's etcd client; the caller closes it after the server.
 	Client *fleet.Client

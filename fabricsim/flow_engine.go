@@ -9,27 +9,6 @@ import (
 	"github.com/bootfabric/bootfabric/internal/heapq"
 )
 
-// The event engine of Simulate. Max-min sharing gives every flow of a group (same shared channels,
-// same cap) the same rate, and a rate changes only when the allocation is re-solved, so a group
-// keeps its flows' progress lazily: p0 megabits per flow at time t0, then rate Mb/s. A class (flows
-// that joined the group together, for the same file) finishes when the group's progress reaches
-// its target, the progress at its start plus the file's size; each group keeps its classes in a
-// heap by target, and the groups sit in one heap by the time their first class finishes. An event
-// then costs the classes it starts or ends and the groups whose rate it changes, not every flow
-// alive, which is what made an exact power-on ramp (one event per node) slow.
-//
-// When a flow starts or ends, only the groups connected to it through shared channels can change
-// rate: max-min sharing splits into independent problems over the connected components of the
-// graph of groups and channels, and the components are solved separately with the same
-// progressive filling; a component also stops at channels below their capacity (see resolve). A
-// channel that can never be saturated, because all the flows that could ever cross it together,
-// each at its cap, fit in it, takes no part in the sharing; leaving it out of the groups' paths
-// splits the components at it for good: on the paper's machine with TFTP caps only the server
-// NICs and the cascade uplinks remain, so an event re-solves the twenty servers of one cascade
-// switch. The reference
-// mode (FlowConfig.reference) keeps every shared channel and re-solves all groups at every event,
-// as the simulator did before; the tests check that both agree.
-
 // A group's heap holds its classes by target, ties by class slot (Tie), each with the slot's
 // generation (Value) when pushed: entries of a class that ended (gen moved on) are dropped when
 // they reach the top.
@@ -76,7 +55,9 @@ func (h *groupHeap) min() float64 {
 // first is the group with the earliest key; the heap must not be empty.
 func (h *groupHeap) first() int32 { return h.h.Top().Tie }
 
-// progressAt is group g's progress per flow (Mb) at now.
+// progressAt is group g's progress per flow (Mb) at now. Max-min sharing gives every flow of a
+// group the same rate until the next re-solve, so progress is kept lazily (p0 at t0, then rate):
+// an event costs the classes and groups it touches, not every flow alive.
 func (g *flowGroup) progressAt(now float64) float64 { return g.p0 + g.rate*(now-g.t0) }
 
 // settleLabel adds the time since the last settlement to the group's current label.

@@ -180,6 +180,11 @@ type sim struct {
 
 // Simulate runs the flow-level simulation of booting batch (node indices, no duplicates) under
 // assignment a on g, with routes from r (nil: g's tree routes).
+//
+// Every (node, file) is a flow from the node's server along its route, sharing channels by
+// weighted max-min fairness under per-flow protocol caps. Flows that start together on the same
+// channels with the same size and cap are one class; a channel only one booting node crosses is
+// folded into its cap.
 func Simulate(ctx context.Context, g *topology.Graph, r topology.Router, a *mapping.Assignment, batch []int, cfg FlowConfig) (*FlowResult, error) {
 	return simulate(ctx, g, r, a, batch, cfg, nil)
 }

@@ -24,12 +24,6 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// A fleet cluster is a netns cluster whose boot servers are one fleet on etcd: `bootctl fleet
-// apply` stores the configuration, and every server runs `bootctl serve --etcd URLS --name bsN`.
-// etcd runs in the host's namespace and is reached over a management network (AddMgmt) that is
-// not the boot network, so that shaping and boot traffic do not touch it and a server's death
-// does not cut anyone else off.
-
 // mgmtBridge names the host's management bridge of cluster name.
 func mgmtBridge(name string) string { return "bf-" + name + "-mgmt" }
 
@@ -37,6 +31,9 @@ func mgmtBridge(name string) string { return "bf-" + name + "-mgmt" }
 // there, "bf-NAME-mgmt", on prefix (a /24 or larger): the host gets the prefix's first address,
 // server j the (2+j)th on its interface "mgmt0". It returns the host's address, where etcd can
 // listen. The bridge and the veths are recorded before they are made, so Down removes them.
+//
+// etcd is reached over this network, not the boot network, so that shaping and boot traffic do not
+// touch it and a server's death cuts nobody else off.
 func (c *Cluster) AddMgmt(ctx context.Context, prefix netip.Prefix) (netip.Addr, error) {
 	br := mgmtBridge(c.Name)
 	if len(br) > 15 {
