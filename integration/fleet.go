@@ -20,7 +20,6 @@ import (
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fabricsim"
 	"github.com/bootfabric/bootfabric/fleet"
-	"github.com/bootfabric/bootfabric/mapping"
 	"gopkg.in/yaml.v3"
 )
 
@@ -602,22 +601,16 @@ func (tl FleetTimeline) outcome() nodeOutcome {
 // ServerByIP names the boot server with the given boot-network address.
 func (c *Cluster) ServerByIP(ip string) string { return c.serverByIP(ip) }
 
-// PredictFailures is Predict with boot servers failing during the boot: fabricsim.SimulateFailures
-// (what `bootctl simulate --fail bsN@T --detect D` runs), the new owners from the fleet's rule
-// (mapping.AssignOwners with the failed servers dead), as simulate.go does.
+// PredictFailures is Predict with boot servers failing during the boot: fabricsim.BootSim, what
+// `bootctl simulate --fail bsN@T --detect D` runs, with the new owners from the fleet's rule.
 func (c *Cluster) PredictFailures(ctx context.Context, algo string, files BootFiles, rtt float64, bound []float64,
 	fails []fabricsim.ServerFailure, detect float64) (*fabricsim.FlowResult, error) {
 	in, err := c.predictInput(algo, files, rtt, bound)
 	if err != nil {
 		return nil, err
 	}
-	servers := len(in.g.Servers())
-	fp := fabricsim.FailurePlan{Failures: fails, DetectSeconds: detect, Absent: make([]bool, servers),
-		Owners: func(dead []bool) (*mapping.Assignment, error) {
-			a, _, err := mapping.AssignOwners(in.g, in.algo, in.batch, nil, dead)
-			return a, err
-		}}
-	return fabricsim.SimulateFailures(ctx, in.g, nil, in.asg, in.batch, in.cfg, fp)
+	sim := &fabricsim.BootSim{Graph: in.g, Algo: in.algo, Batch: in.batch, Config: in.cfg, Failures: fails, DetectSeconds: detect}
+	return sim.Simulate(ctx, in.asg)
 }
 
 // ErrNotAllHealthy is returned by WaitHealthy when the bound runs out.

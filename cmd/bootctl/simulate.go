@@ -208,19 +208,19 @@ func (job *simJob) run(ctx context.Context, e *env, b topology.Batch, algo mappi
 	if cfg.Arrivals, err = simArrivals(job.arrival, job.listed, b, g); err != nil {
 		return nil, err
 	}
-	a, _, err := mapping.AssignOwners(g, algo, b.Nodes, in.Absent, in.Dead)
+	sim := &fabricsim.BootSim{Graph: g, Algo: algo, Batch: b.Nodes, Absent: in.Absent, Dead: in.Dead, Config: cfg}
+	if job.fails != nil {
+		sim.Failures, sim.DetectSeconds = job.fails.failures, job.fails.detect
+	}
+	a, err := sim.Assign()
 	if err != nil {
 		return nil, asBadInput(err)
 	}
-	cfg.Progress = simProgress(e, "simulate "+algo.Name+" "+b.Label)
-	var res *fabricsim.FlowResult
-	if job.fails != nil {
-		res, err = fabricsim.SimulateFailures(ctx, g, nil, a, b.Nodes, cfg, job.fails.plan(g, algo, b, in))
-	} else {
-		res, err = fabricsim.Simulate(ctx, g, nil, a, b.Nodes, cfg)
-	}
-	if cfg.Progress != nil {
-		cfg.Progress(fabricsim.Progress{Done: -1})
+	progress := simProgress(e, "simulate "+algo.Name+" "+b.Label)
+	sim.Config.Progress = progress
+	res, err := sim.Simulate(ctx, a)
+	if progress != nil {
+		progress(fabricsim.Progress{Done: -1})
 	}
 	if err != nil {
 		return nil, simError(ctx, err)
@@ -232,11 +232,7 @@ func (job *simJob) run(ctx context.Context, e *env, b topology.Batch, algo mappi
 		return []simRun{uni}, nil
 	}
 	uni.Delivery = "unicast"
-	mc, err := fabricsim.BuildMulticastTrees(g, job.opt.hops, a, b.Nodes, job.opt.mcast)
-	if err != nil {
-		return nil, asBadInput(err)
-	}
-	mres, err := fabricsim.SimulateMulticast(ctx, g, nil, a, b.Nodes, cfg, mc)
+	mres, err := sim.SimulateMulticast(ctx, a, job.opt.hops, job.opt.mcast)
 	if err != nil {
 		return nil, simError(ctx, err)
 	}
@@ -826,25 +822,6 @@ func simSeconds(s string) (float64, error) {
 		return 0, fmt.Errorf("time %q must not be negative", s)
 	}
 	return v, nil
-}
-
-// plan returns the failures of one run: new owners come from the fleet's rule (mapping.Owners
-// through AssignOwners) with the failed servers dead besides --failed-during-boot's.
-func (f *simFails) plan(g *topology.Graph, algo mapping.Algo, b topology.Batch, in *machineInput) fabricsim.FailurePlan {
-	servers := len(g.Servers())
-	down := make([]bool, servers)
-	for s := range down {
-		down[s] = s < len(in.Absent) && in.Absent[s] || s < len(in.Dead) && in.Dead[s]
-	}
-	return fabricsim.FailurePlan{Failures: f.failures, DetectSeconds: f.detect, Absent: down,
-		Owners: func(dead []bool) (*mapping.Assignment, error) {
-			d := make([]bool, servers)
-			for s := range d {
-				d[s] = s < len(dead) && dead[s] || s < len(in.Dead) && in.Dead[s]
-			}
-			a, _, err := mapping.AssignOwners(g, algo, b.Nodes, in.Absent, d)
-			return a, err
-		}}
 }
 
 // simTopOwners is how many new owners a failure's table row names.
