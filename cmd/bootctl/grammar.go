@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -201,21 +200,14 @@ func arity(usage string) (lo, hi int) {
 }
 
 // unrequire clears the Required mark of flags (so that urfave/cli does not answer a missing one
-// with the whole help text) and returns the flags that had it.
+// with the whole help text) and returns the flags that had it. bootctl marks only string flags
+// required; TestNoFlagLeftRequired keeps it so.
 func unrequire(flags []cli.Flag) []cli.Flag {
 	var out []cli.Flag
 	for _, f := range flags {
-		r, ok := f.(cli.RequiredFlag)
-		if !ok || !r.IsRequired() {
-			continue
-		}
-		v := reflect.ValueOf(f)
-		if v.Kind() != reflect.Pointer {
-			continue
-		}
-		if field := v.Elem().FieldByName("Required"); field.IsValid() && field.CanSet() && field.Kind() == reflect.Bool {
-			field.SetBool(false)
-			out = append(out, f)
+		if sf, ok := f.(*cli.StringFlag); ok && sf.Required {
+			sf.Required = false
+			out = append(out, sf)
 		}
 	}
 	return out

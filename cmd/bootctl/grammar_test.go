@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/urfave/cli/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -321,4 +322,24 @@ func TestMachineFileErrorsInUsersWords(t *testing.T) {
 	if code, _, errs := bootctl(t, "plan", "--topology", writeFile(t, "m.yaml", good), "--batch", "1", "-o", "json"); code != 0 {
 		t.Errorf("the good file: exit %d: %s", code, errs)
 	}
+}
+
+// TestNoFlagLeftRequired: applyGrammar takes over every Required flag (unrequire), so that
+// urfave/cli never answers a missing one with the whole help text.
+func TestNoFlagLeftRequired(t *testing.T) {
+	app := newApp(&env{stdout: &strings.Builder{}, stderr: &strings.Builder{}})
+	app.Setup()
+	applyGrammar(app)
+	var walk func(path string, cmds []*cli.Command)
+	walk = func(path string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			for _, f := range c.Flags {
+				if r, ok := f.(cli.RequiredFlag); ok && r.IsRequired() {
+					t.Errorf("%s %s: --%s is still Required (a %T)", path, c.Name, f.Names()[0], f)
+				}
+			}
+			walk(path+" "+c.Name, c.Subcommands)
+		}
+	}
+	walk("bootctl", app.Commands)
 }
