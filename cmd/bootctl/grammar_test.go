@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"github.com/urfave/cli/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/urfave/cli/v2"
 )
 
 // TestGrammarUsageErrors: every usage error exits 2 with one line on stderr naming the command,
