@@ -206,7 +206,7 @@ func (f *failState) nodeServer(s *sim, p int) (int, int32) {
 	return s.batch[f.node[p]], f.server[p]
 }
 
-// init builds every node's chain of incarnations and sets s.np.
+// init builds every node's chain of incarnations and sets s.positions.
 func (f *failState) init(s *sim, a *mapping.Assignment) error {
 	ns := len(s.g.Servers())
 	if err := f.plan.check(ns); err != nil {
@@ -236,9 +236,9 @@ func (f *failState) init(s *sim, a *mapping.Assignment) error {
 		f.first[i] = f.advance(int32(i))
 		f.cur[i] = f.first[i]
 	}
-	s.np = len(f.node)
-	f.killed = make([]bool, s.np)
-	f.moved = make([]float64, s.np)
+	s.positions = len(f.node)
+	f.killed = make([]bool, s.positions)
+	f.moved = make([]float64, s.positions)
 	return nil
 }
 
