@@ -18,7 +18,8 @@ import (
 func machineFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Value: "sunway", Usage: "machine: a preset (" + strings.Join(topology.Presets(), ", ") + ") or a YAML machine description file"},
-		&cli.StringFlag{Name: "algo", Aliases: []string{"a"}, Value: "all", Usage: "mapping: scda, bcda, ncda, balanced, cyclic:LEVEL, a comma-separated list, or all"},
+		withChoices(cli.StringFlag{Name: "algo", Aliases: []string{"a"}, Value: "all", Usage: "mapping: scda, bcda, ncda, balanced, cyclic:LEVEL, a comma-separated list, or all"},
+			"scda", "bcda", "ncda", "balanced", "all"),
 		&cli.StringFlag{Name: "batch", Aliases: []string{"b"}, Usage: "batches, comma-separated: COUNT[UNIT] from the machine's start, FIRST-LAST[UNIT], all, or @FILE of node names (default: the paper's ladder)"},
 		&cli.StringFlag{Name: "unit", Aliases: []string{"u"}, Value: "board", Usage: "unit of batch counts without one: node or a level name (board, supernode, cabinet, ...)"},
 		&cli.StringFlag{Name: "image-size", Value: "50MB", Usage: "boot image size with a unit (MB = 10^6 bytes, MiB = 2^20)"},

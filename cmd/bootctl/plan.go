@@ -19,7 +19,8 @@ func planCommand(e *env) *cli.Command {
 		Description: "With no flags: the paper's machine (sunway), all algorithms side by side with the ratio to\n" +
 			"scda, and the paper's ladder of batches (1, 20, 21, 32 boards; 1 to 40 cabinets).",
 		Flags: append(machineFlags(), outputFlag("table", "json", "yaml", "csv"),
-			&cli.StringFlag{Name: "model", Value: "analytic", Usage: "analytic (the paper's per-segment model), flow (also the flow-level simulation of the same boot, side by side)"}),
+			withChoices(cli.StringFlag{Name: "model", Value: "analytic", Usage: "analytic (the paper's per-segment model), flow (also the flow-level simulation of the same boot, side by side)"},
+				"analytic", "flow")),
 		Action: func(c *cli.Context) error { return runPlan(e, c) },
 	}
 }

@@ -57,7 +57,11 @@ func simulateCommand(e *env) *cli.Command {
 func simMachineFlags() []cli.Flag {
 	shared := machineFlags()
 	for _, f := range shared {
-		if sf, ok := f.(*cli.StringFlag); ok && (sf.Name == "algo" || sf.Name == "batch") {
+		sf, ok := f.(*cli.StringFlag)
+		if cf, isChoice := f.(*choiceFlag); isChoice {
+			sf, ok = &cf.StringFlag, true
+		}
+		if ok && (sf.Name == "algo" || sf.Name == "batch") {
 			sf.Value = map[string]string{"algo": "bcda", "batch": "all"}[sf.Name]
 			sf.Usage = strings.Replace(sf.Usage, " (default: the paper's ladder)", "", 1)
 		}
@@ -71,7 +75,8 @@ func simFlags(formats []string) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "arrival", Value: "all", Usage: "power-on times: all (at 0), ramp:N (N nodes per second in batch order), or a FILE of lines 'NODE SECONDS'"},
 		&cli.StringFlag{Name: "files", Value: simDefaultFiles, Usage: "files each node fetches in order: NAME=SIZE[:tftp|http|none],... (without a protocol: --protocol); --image-size alone means nbp + one image of that size"},
-		&cli.StringFlag{Name: "protocol", Value: "tftp", Usage: "delivery of files without their own protocol: tftp, http (or none: no protocol cap)"},
+		withChoices(cli.StringFlag{Name: "protocol", Value: "tftp", Usage: "delivery of files without their own protocol: tftp, http (or none: no protocol cap)"},
+			"tftp", "http", "none"),
 		&cli.IntFlag{Name: "blksize", Value: fabricsim.DefaultTFTPBlockSize, Usage: "TFTP block size in bytes (RFC 2348)"},
 		&cli.IntFlag{Name: "windowsize", Value: fabricsim.DefaultTFTPWindowSize, Usage: "TFTP window size in blocks (RFC 7440)"},
 		&cli.StringFlag{Name: "http-window", Value: "256KiB", Usage: "HTTP (TCP) receive window"},
@@ -84,8 +89,10 @@ func simFlags(formats []string) []cli.Flag {
 		&cli.StringFlag{Name: "stragglers", Usage: "health aggregation: slow nodes, FRACTION:SLOWDOWN or FRACTION:MIN-MAX, optionally :net (e.g. 0.1:1-20)"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "health aggregation: seed of faults, stragglers and failed health checks"},
 		&cli.BoolFlag{Name: "health-nodes", Usage: "health aggregation: include every node's status in --output json"},
-		&cli.StringFlag{Name: "delivery", Value: "unicast", Usage: "image delivery: unicast (a flow per node), or multicast (a tree per boot server, shown beside unicast)"},
-		&cli.StringFlag{Name: "mcast", Value: "fulb", Usage: "multicast tree algorithm with --delivery multicast: fulb, minhop, sssp"},
+		withChoices(cli.StringFlag{Name: "delivery", Value: "unicast", Usage: "image delivery: unicast (a flow per node), or multicast (a tree per boot server, shown beside unicast)"},
+			"unicast", "multicast"),
+		withChoices(cli.StringFlag{Name: "mcast", Value: "fulb", Usage: "multicast tree algorithm with --delivery multicast: fulb, minhop, sssp"},
+			"fulb", "minhop", "sssp"),
 		&cli.StringFlag{Name: "time-step", Value: "0", Usage: "round events up to multiples of this duration so that nearby ones share one re-allocation, an optional coarsening (0: exact; auto, its old default, is now 0 too)"},
 		&cli.Float64Flag{Name: "server-cap", Usage: "limit on each boot server's total rate in Mb/s, e.g. its disk (0: none)"},
 		&cli.StringSliceFlag{Name: "fail", Usage: "a boot server fails during the boot: SERVER@TIME (bs3@12s, 3@12; repeatable or comma-separated); its unfinished nodes boot again from DHCP on their new owners after --detect, beside the run without failures"},
