@@ -22,12 +22,6 @@ import (
 	"go.uber.org/zap"
 )
 
-// Authentication, the way boot systems do it: the boot network is shared with hosts the server
-// cannot vet, so a node proves who it is with a per-node token that only its own iPXE script
-// carries (the server serves that script only to the node's address, as smee serves scripts only
-// to the address holding the lease), and the operator with a bearer token read from a file (as
-// Kea's control API).
-
 // minSecretLen bounds the secrets and tokens read from files, in bytes.
 const minSecretLen = 16
 
@@ -35,6 +29,9 @@ const minSecretLen = 16
 const nodeTokenLen = 32
 
 // nodeAuth derives and checks node tokens. A nil secret turns node authentication off.
+//
+// The boot network is shared with hosts the server cannot vet: a node proves itself with a token
+// that only its own iPXE script carries, and that script is served only to the node's address.
 type nodeAuth struct {
 	secret []byte
 }

@@ -26,7 +26,7 @@ type Authority struct {
 // those that failed while the fleet runs (in a fleet, the servers not alive in etcd); a server in
 // both counts as absent. It is the same function `bootctl plan --failed-servers ABSENT
 // --failed-during-boot DEAD` uses, so a server owns exactly what plan predicts it serves.
-func Assignment(h *topology.Hierarchy, algo string, servers int, absent, dead []int) (*mapping.Assignment, error) {
+func AssignServers(h *topology.Hierarchy, algo string, servers int, absent, dead []int) (*mapping.Assignment, error) {
 	al, err := mapping.ParseAlgo(algo, h)
 	if err != nil {
 		return nil, err

@@ -35,7 +35,7 @@ func TestAuthorityExactlyOne(t *testing.T) {
 		{"cyclic:supernode", 4, nil, []int{0}, []int{0, 16, 16, 0}},
 	}
 	for _, tc := range tests {
-		a, err := Assignment(h, tc.algo, tc.servers, tc.absent, tc.dead)
+		a, err := AssignServers(h, tc.algo, tc.servers, tc.absent, tc.dead)
 		if err != nil {
 			t.Fatalf("%s/%d: %v", tc.algo, tc.servers, err)
 		}
@@ -82,7 +82,7 @@ func TestAuthorityBoards(t *testing.T) {
 	// bcda with 2 servers on mini: board b of the machine goes to server b mod 2.
 	h := miniHierarchy(t)
 	inv, _ := ParseInventoryCSV([]byte(miniInventoryCSV(t)), "inv.csv", h)
-	a, _ := Assignment(h, "bcda", 2, nil, nil)
+	a, _ := AssignServers(h, "bcda", 2, nil, nil)
 	au, _ := NewAuthority(inv, a, 1)
 	var got []string
 	for _, n := range au.Owned()[:6] {
@@ -95,10 +95,10 @@ func TestAuthorityBoards(t *testing.T) {
 	if _, err := NewAuthority(inv, a, 2); err == nil {
 		t.Error("server id 2 of 2 accepted")
 	}
-	if _, err := Assignment(h, "balanced", 2, nil, nil); err == nil {
+	if _, err := AssignServers(h, "balanced", 2, nil, nil); err == nil {
 		t.Error("balanced accepted")
 	}
-	if _, err := Assignment(h, "rack", 2, nil, nil); err == nil {
+	if _, err := AssignServers(h, "rack", 2, nil, nil); err == nil {
 		t.Error("unknown algorithm accepted")
 	}
 	for _, tc := range []struct {
@@ -109,7 +109,7 @@ func TestAuthorityBoards(t *testing.T) {
 		{nil, []int{-1}, "dead server -1: not one of the 2 servers"},
 		{[]int{0}, []int{1}, "all 2 boot servers failed"},
 	} {
-		if _, err := Assignment(h, "bcda", 2, tc.absent, tc.dead); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := AssignServers(h, "bcda", 2, tc.absent, tc.dead); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("absent %v dead %v: error %v, want %q", tc.absent, tc.dead, err, tc.want)
 		}
 	}

@@ -34,7 +34,7 @@ func sunwayInventory(b *testing.B) (*Inventory, *topology.Hierarchy) {
 // split over 160 servers (bcda).
 func BenchmarkReservationLookup(b *testing.B) {
 	inv, h := sunwayInventory(b)
-	a, err := Assignment(h, "bcda", 160, nil, nil)
+	a, err := AssignServers(h, "bcda", 160, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -230,7 +230,7 @@ func TestExampleConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := Assignment(miniHierarchy(t), c.Mapping, len(c.Servers), c.FailedServers, nil)
+	a, err := AssignServers(miniHierarchy(t), c.Mapping, len(c.Servers), c.FailedServers, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func (s *Server) openFleetPool(pc *PoolConfig, now func() time.Time) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopPool = cancel // the pool's watch lives as long as the server
 	fp := &fleetPool{c: s.fleet.opts.Client, cache: s.fleet.opts.Client.WatchPool(ctx, fleetOfferHold),
-		member: s.fleet.m.Load, first: first, last: last, start: start, lease: time.Duration(pc.Lease), now: now}
+		member: s.fleet.m, first: first, last: last, start: start, lease: time.Duration(pc.Lease), now: now}
 	share := -1
 	if pc.Unknown {
 		// Every inventory node without an ip may come to this server (ownership moves with

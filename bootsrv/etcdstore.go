@@ -3,6 +3,7 @@ package bootsrv
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -26,9 +27,13 @@ type EtcdStore struct {
 	written atomic.Int64
 }
 
-// NewEtcdStore returns the store of fleet client c writing as member m.
-func NewEtcdStore(c *fleet.Client, m *fleet.Membership) *EtcdStore {
-	return &EtcdStore{c: c, m: m, timeout: 10 * time.Second}
+// NewEtcdStore returns the store of fleet client c writing as member m. A nil m is refused: a
+// store that is not a member has no right to write.
+func NewEtcdStore(c *fleet.Client, m *fleet.Membership) (*EtcdStore, error) {
+	if c == nil || m == nil {
+		return nil, errors.New("boot states in etcd: a fleet client and a membership are required")
+	}
+	return &EtcdStore{c: c, m: m, timeout: 10 * time.Second}, nil
 }
 
 // Load implements StateStore: every node record of the fleet.

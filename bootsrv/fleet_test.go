@@ -64,8 +64,7 @@ func startFleetMemberEdit(t *testing.T, f *fixture, endpoints []string, id int, 
 	if _, port, _ := net.SplitHostPort(cfg.HTTP.Listen); port != "" && port != "0" {
 		url = "http://" + cfg.HTTP.Listen
 	}
-	info, _ := json.Marshal(MemberInfo{URL: url, Address: cfg.Servers[id].Address, Active: true})
-	ms, err := c.Join(ctx, cfg.Servers[id].Name, info, fleetTestTTL)
+	ms, err := JoinFleet(ctx, c, cfg.Servers[id].Name, MemberInfo{URL: url, Address: cfg.Servers[id].Address}, fleetTestTTL)
 	if err != nil {
 		cancel()
 		c.Close()
@@ -123,7 +122,7 @@ func (m *fleetMember) tracked() []string {
 // ruleOwned is what the ownership rule gives server id with the given dead servers.
 func ruleOwned(t *testing.T, s *Server, id int, dead []int) []string {
 	t.Helper()
-	a, err := Assignment(s.hier, s.cfg.Mapping, len(s.cfg.Servers), s.cfg.FailedServers, dead)
+	a, err := AssignServers(s.hier, s.cfg.Mapping, len(s.cfg.Servers), s.cfg.FailedServers, dead)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +296,7 @@ func (ft *takeoverFleet) etcdStops(t *testing.T) {
 	ft.ec.Member(0).Stop()
 	fenced := testfix.WaitFor(t, "fencing", fleetTestTTL+2*time.Second, func() bool {
 		for _, m := range checked {
-			if v := m.srv.fleet.m.Load(); v == nil || v.Valid() {
+			if m.srv.fleet.m.Valid() {
 				return false
 			}
 		}
@@ -313,8 +312,7 @@ func (ft *takeoverFleet) etcdStops(t *testing.T) {
 	}
 	ft.ec.Member(0).Restart()
 	testfix.WaitFor(t, "membership valid again", 15*time.Second, func() bool {
-		v := ft.back.srv.fleet.m.Load()
-		return v != nil && v.Valid()
+		return ft.back.srv.fleet.m.Valid()
 	})
 }
 
@@ -440,7 +438,7 @@ func TestFleetWitness(t *testing.T) {
 	bs1.srv.fleet.peers.Store(&[]witnessPeer{{"bs0", spoofer.URL}})
 	bs1.client.Close() // bs1 alone loses etcd; bs0 stays a valid member
 	testfix.WaitFor(t, "bs1 fenced and asking the spoofer", 5*time.Second, func() bool {
-		return !bs1.srv.fleet.m.Load().Valid() && spoofed.Load() >= 6
+		return !bs1.srv.fleet.m.Valid() && spoofed.Load() >= 6
 	})
 	if _, ok := (fleetReservations{bs1.srv.fleet}).Lookup(home.MAC); !ok || bs1.srv.fleet.peerValid.Load() {
 		t.Errorf("a spoofed witness answer silenced bs1 (answers its home node %s: %v)", home.Name, ok)

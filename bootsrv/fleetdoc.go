@@ -18,14 +18,6 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// A fleet's configuration is one document stored in etcd (fleet.Client.ApplyConfig) that every
-// server of the fleet reads: `bootctl serve --etcd URLS --name bs3` needs nothing else. So the
-// document carries everything the servers must agree on (the server list, the topology, the
-// mapping, the inventory, the DHCP network and the profile manifests) with the files' text
-// embedded, and nothing a single server decides for itself (its directories, listen addresses,
-// interfaces and URL: LocalSettings). Image files stay out of it: they are large, and a server
-// that lacks one fetches it from a peer by sha256 (images.FetchBlob), so only the manifests travel.
-
 // FleetDocVersion is the format of FleetDoc. A server refuses a document of another version rather
 // than guess at fields it does not know.
 const FleetDocVersion = 1
@@ -35,6 +27,9 @@ const FleetDocVersion = 1
 // image store. It is JSON; Encode gives the exact bytes that are stored, and Hash their sha256,
 // which is the revision's fleet.ConfigRevision.SHA256. Settings are stored with their defaults
 // applied, so that servers of different versions cannot read one revision differently.
+//
+// It holds what the servers must agree on, never what one server decides (LocalSettings), and
+// only the images' manifests: a server fetches a missing blob from a peer by sha256.
 type FleetDoc struct {
 	Version       int           `json:"version"`
 	Servers       []FleetServer `json:"servers"`
@@ -118,21 +113,6 @@ type LocalSettings struct {
 	TFTPRoot   string   // tftp.root: a local directory served read-only over TFTP ("": none)
 	DHCPListen string   // dhcp.listen
 	Interfaces []string // dhcp.interfaces
-}
-
-// MemberInfo is what a fleet server publishes with its membership (fleet.Client.Join), as JSON:
-// how peers and `bootctl fleet status` reach it.
-type MemberInfo struct {
-	// URL is the server's HTTP base URL: peers fetch blobs from URL/blobs/sha256/SUM.
-	URL string `json:"url"`
-	// Address is the server's address on the boot network (servers[i].address).
-	Address string `json:"address"`
-	// Active is true while the server answers for the fleet; false while it is a member that does
-	// not (starting up, or fenced because its lease renewal is overdue).
-	Active bool `json:"active"`
-	// Joined is when the server joined the fleet (its clock, UTC): etcd keeps only the revision
-	// of the join, which says nothing to a person.
-	Joined time.Time `json:"joined,omitzero"`
 }
 
 // perServerFields are the YAML settings a fleet file refuses: each server has its own.
@@ -403,7 +383,7 @@ func parseInventory(invName string, invText []byte, h *topology.Hierarchy) (*Inv
 // share against the DHCP settings (the union of the shares is every node, so a takeover meets no
 // node that was not checked).
 func checkFleetNodes(cfg *Config, m *FleetMachine, line func(string) int) error {
-	a, err := Assignment(m.Hierarchy, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
+	a, err := AssignServers(m.Hierarchy, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
 	if err != nil {
 		return &Error{File: cfg.file, Line: line("mapping"), Field: "mapping", Msg: err.Error()}
 	}
@@ -575,7 +555,7 @@ func (d *FleetDoc) Ownership(m *FleetMachine, live []string) (FleetOwnership, er
 		o.Unowned = len(m.Inventory.Nodes)
 		return o, nil
 	}
-	a, err := Assignment(m.Hierarchy, d.Mapping, len(d.Servers), d.FailedServers, o.Dead)
+	a, err := AssignServers(m.Hierarchy, d.Mapping, len(d.Servers), d.FailedServers, o.Dead)
 	if err != nil {
 		return o, fmt.Errorf("mapping: %w", err)
 	}
@@ -596,7 +576,7 @@ func (d *FleetDoc) Owners(m *FleetMachine, live []string) (map[string]string, er
 	if err != nil || o.Unowned == len(m.Inventory.Nodes) {
 		return map[string]string{}, err
 	}
-	a, err := Assignment(m.Hierarchy, d.Mapping, len(d.Servers), d.FailedServers, o.Dead)
+	a, err := AssignServers(m.Hierarchy, d.Mapping, len(d.Servers), d.FailedServers, o.Dead)
 	if err != nil {
 		return nil, fmt.Errorf("mapping: %w", err)
 	}

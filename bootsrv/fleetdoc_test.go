@@ -371,7 +371,7 @@ func TestFleetDocMaterialize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := Assignment(g.Hierarchy(), got.Mapping, len(got.Servers), got.FailedServers, nil)
+			a, err := AssignServers(g.Hierarchy(), got.Mapping, len(got.Servers), got.FailedServers, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -444,11 +444,11 @@ func TestFleetDocOwnership(t *testing.T) {
 }
 
 func TestMemberInfoJSON(t *testing.T) {
-	b, err := json.Marshal(MemberInfo{URL: "http://10.0.0.1:8080", Address: "10.0.0.1", Active: true})
+	b, err := json.Marshal(MemberInfo{URL: "http://10.0.0.1:8080", Address: "10.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"url":"http://10.0.0.1:8080","address":"10.0.0.1","active":true}`; string(b) != want {
+	if want := `{"url":"http://10.0.0.1:8080","address":"10.0.0.1"}`; string(b) != want {
 		t.Errorf("got %s, want %s", b, want)
 	}
 }

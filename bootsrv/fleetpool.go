@@ -27,7 +27,7 @@ var errFenced = errors.New("fleet pool: membership not valid (etcd unreachable o
 type fleetPool struct {
 	c           *fleet.Client
 	cache       *fleet.PoolCache
-	member      func() *fleet.Membership
+	member      *fleet.Membership
 	first, last netip.Addr
 	// start is where this server's search begins (its share of the range, as a single server's
 	// pool would have it), so that servers offering at once rarely pick the same address.
@@ -49,7 +49,7 @@ var _ dhcpd.AddressPool = (*fleetPool)(nil)
 func (p *fleetPool) LeaseTime() time.Duration { return p.lease }
 
 func (p *fleetPool) valid() error {
-	if m := p.member(); m == nil || !m.Valid() {
+	if !p.member.Valid() {
 		return errFenced
 	}
 	return nil

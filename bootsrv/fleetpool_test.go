@@ -3,6 +3,7 @@ package bootsrv
 import (
 	"context"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,7 +35,7 @@ func TestFleetPool(t *testing.T) {
 
 	// etcd stops: once fenced, the pool allocates nothing.
 	ec.Member(0).Stop()
-	testfix.WaitFor(t, "fenced", 5*time.Second, func() bool { return !a.srv.fleet.m.Load().Valid() })
+	testfix.WaitFor(t, "fenced", 5*time.Second, func() bool { return !a.srv.fleet.m.Valid() })
 	if _, err := a.srv.addrPool.Offer(ctx, net.HardwareAddr{2, 0, 0, 0, 0, 10}, nil); err == nil {
 		t.Error("a fenced server offered a pool address")
 	} else {
@@ -171,13 +172,15 @@ func (r *poolRun) request(t *testing.T, ctx context.Context, mac net.HardwareAdd
 // checkPoolLeases: the etcd leases agree with what was acknowledged, and an address bound to one
 // MAC cannot be committed to another.
 func checkPoolLeases(t *testing.T, ctx context.Context, a *fleetMember, bound map[string]string) {
-	leases, err := a.client.Leases(ctx)
-	if err != nil {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cache := a.client.WatchPool(cctx, 0)
+	if err := cache.Wait(cctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range leases {
-		if m, ok := bound[l.Addr.String()]; ok && m != l.MAC {
-			t.Errorf("etcd says %s is %s's, DHCP acknowledged it to %s", l.Addr, l.MAC, m)
+	for ip, mac := range bound {
+		if _, ok := cache.Holds(mac, netip.MustParseAddr(ip)); !ok {
+			t.Errorf("DHCP acknowledged %s to %s, etcd does not say so", ip, mac)
 		}
 	}
 	var ip string

@@ -20,24 +20,11 @@ import (
 	"go.uber.org/zap"
 )
 
-// A fleet server (Options.Fleet) is one member of a fleet of boot servers sharing etcd. It holds a
-// membership key on an etcd lease; the live members decide who owns which node, by the one rule
-// every server and `bootctl plan` apply (mapping.Owners through Assignment): servers in
-// failed_servers are dealt around, configured servers that are not live members are dead and only
-// their blocks move. Whenever the live set changes, each server recomputes the rule, starts
-// answering the nodes it gained (resuming each boot from the dead owner's last record in etcd) and
-// stops answering those it lost.
-//
-// Two refinements keep a boot in progress where it is:
-//   - A server that returns (or starts late) reclaims only nodes that are not mid-boot: a node whose
-//     record shows it mid-boot on another live server stays there until it is healthy, failed or
-//     pending again; the holder keeps it meanwhile, and both re-check every reconcile interval.
-//   - Fencing: a server whose lease renewal is overdue (fleet.Membership.Valid is false) takes
-//     nothing over and answers only its home nodes (its blocks when no server is dead), whose
-//     addresses are fixed per node, so booting goes on while etcd is unreachable. etcd does not
-//     expire leases while it has no quorum, so nobody takes those nodes over meanwhile.
-
 // FleetOptions make a Server a member of a fleet.
+//
+// The live members own the nodes by one rule (AssignServers, recomputed whenever the live set
+// changes); a node mid-boot stays with its holder until its boot ends, and a fenced server takes
+// nothing over and answers at most its home nodes, whose addresses are fixed.
 type FleetOptions struct {
 	// Client is the fleet's etcd client; the caller closes it after the server.
 	Client *fleet.Client
@@ -51,9 +38,8 @@ type FleetOptions struct {
 	// whichever server answers it. Without it a fenced server asks no peer and answers its home
 	// nodes until its lease is known to be lost.
 	FleetSecret []byte
-	// Membership, when set, is the caller's: the server acts under it and neither joins nor
-	// leaves (so that a process reloading its configuration stays a member throughout). Nil: the
-	// server joins when it starts serving and leaves when it stops.
+	// Membership is the server's (JoinFleet), required: the server acts under it and never
+	// leaves, so that a process reloading its configuration stays a member throughout.
 	Membership *fleet.Membership
 }
 
@@ -62,7 +48,7 @@ type fleetRuntime struct {
 	opts  FleetOptions
 	store *EtcdStore
 
-	m         atomic.Pointer[fleet.Membership]
+	m         *fleet.Membership
 	cur       atomic.Pointer[Authority]                // the rule's ownership for the live set
 	curRes    atomic.Pointer[dhcpd.StaticReservations] // what DHCP answers now
 	homeRes   dhcpd.StaticReservations                 // the home nodes, answered while fenced
@@ -86,6 +72,10 @@ func newFleetRuntime(s *Server, o FleetOptions) (*fleetRuntime, error) {
 	if o.Client == nil {
 		return nil, errors.New("fleet: no etcd client")
 	}
+	store, err := NewEtcdStore(o.Client, o.Membership)
+	if err != nil {
+		return nil, err
+	}
 	if o.TTL == 0 {
 		o.TTL = fleet.DefaultTTL
 	}
@@ -95,7 +85,7 @@ func newFleetRuntime(s *Server, o FleetOptions) (*fleetRuntime, error) {
 	if o.Reconcile == 0 {
 		o.Reconcile = 500 * time.Millisecond
 	}
-	f := &fleetRuntime{opts: o, store: NewEtcdStore(o.Client, nil)}
+	f := &fleetRuntime{opts: o, store: store, m: o.Membership}
 	empty := dhcpd.StaticReservations{}
 	f.curRes.Store(&empty)
 	home, err := s.auth.Reservations(s.cfg.DHCP.networkOptions())
@@ -111,7 +101,7 @@ func newFleetRuntime(s *Server, o FleetOptions) (*fleetRuntime, error) {
 	f.live = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "bootfabric", Subsystem: "fleet", Name: "live_servers", Help: "Live members of the fleet as this server last saw them."})
 	f.deferred = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "bootfabric", Subsystem: "fleet", Name: "deferred_nodes", Help: "Nodes this server owns by the rule but leaves to their current holder until they finish booting."})
 	valid := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "bootfabric", Subsystem: "fleet", Name: "membership_valid", Help: "1 while this server's lease renewal is on time (it acts for the fleet), else 0."}, func() float64 {
-		if m := f.m.Load(); m != nil && m.Valid() {
+		if f.m.Valid() {
 			return 1
 		}
 		return 0
@@ -129,8 +119,8 @@ func newFleetRuntime(s *Server, o FleetOptions) (*fleetRuntime, error) {
 	return f, nil
 }
 
-// fleetReservations is DHCP's view of a fleet server's ownership: nothing before the server has
-// joined; the current ownership while the membership is valid in the term it was computed under;
+// fleetReservations is DHCP's view of a fleet server's ownership: nothing before the first
+// reconcile; the current ownership while the membership is valid in the term it was computed under;
 // nothing once the lease was lost (the others may have taken the nodes over), until a reconcile
 // under the new lease; else, fenced, its home nodes, or nothing when a peer says it is still a
 // valid member (this server is the one cut off: fleetwitness.go).
@@ -138,10 +128,7 @@ type fleetReservations struct{ f *fleetRuntime }
 
 // Lookup implements dhcpd.Reservations.
 func (r fleetReservations) Lookup(mac net.HardwareAddr) (dhcpd.Reservation, bool) {
-	m := r.f.m.Load()
-	if m == nil {
-		return dhcpd.Reservation{}, false
-	}
+	m := r.f.m
 	valid, term := m.Valid(), m.Term()
 	switch {
 	case valid && term == r.f.term.Load():
@@ -166,31 +153,9 @@ func leaseLost(m *fleet.Membership) bool {
 	}
 }
 
-// joinFleet makes the server a member, publishing its URL and address (or takes the caller's
-// membership).
-func (s *Server) joinFleet(ctx context.Context) error {
-	f := s.fleet
-	if m := f.opts.Membership; m != nil {
-		f.store.m = m
-		f.m.Store(m)
-		return nil
-	}
-	srv := s.cfg.Servers[s.cfg.ServerID]
-	info, _ := json.Marshal(MemberInfo{URL: s.baseURL, Address: srv.Address, Active: true, Joined: s.tracker.now().UTC()})
-	m, err := f.opts.Client.Join(ctx, srv.Name, info, f.opts.TTL)
-	if err != nil {
-		return fmt.Errorf("fleet %s: joining as %s: %w", f.opts.Client.Fleet(), srv.Name, err)
-	}
-	f.store.m = m
-	f.m.Store(m)
-	s.log.Info("joined the fleet", zap.String("fleet", f.opts.Client.Fleet()), zap.String("server", srv.Name), zap.Duration("ttl", m.TTL()))
-	return nil
-}
-
 // runFleet follows the live set until ctx ends, re-applying the ownership rule on every change
-// and, while nodes are deferred or kept, every Reconcile interval. It leaves the fleet on return.
+// and, while nodes are deferred or kept, every Reconcile interval.
 func (s *Server) runFleet(ctx context.Context) error {
-	defer s.leaveFleet(ctx)
 	go s.runWitness(ctx)
 	f := s.fleet
 	members := f.opts.Client.WatchMembers(ctx)
@@ -228,25 +193,13 @@ func (s *Server) runFleet(ctx context.Context) error {
 	}
 }
 
-// leaveFleet leaves the fleet unless the membership is the caller's.
-func (s *Server) leaveFleet(ctx context.Context) {
-	f := s.fleet
-	if m := f.m.Load(); m != nil && f.opts.Membership == nil {
-		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		if err := m.Leave(lctx); err != nil {
-			s.log.Warn("leaving the fleet", zap.Error(err))
-		}
-	}
-}
-
 // membersAfterLapse reads the live set afresh when the membership is valid in a term the current
 // ownership was not computed under (valid again after a lapse: the watch may not have caught up
 // with what changed meanwhile). ok is false when there is nothing to do or the read failed.
 func (s *Server) membersAfterLapse(ctx context.Context) (_ []fleet.Member, ok bool) {
 	f := s.fleet
-	m := f.m.Load()
-	if m == nil || !m.Valid() || m.Term() == f.term.Load() {
+	m := f.m
+	if !m.Valid() || m.Term() == f.term.Load() {
 		return nil, false
 	}
 	ms, _, err := f.opts.Client.Members(ctx)
@@ -415,13 +368,13 @@ func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
 	f := s.fleet
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	m := f.m.Load()
-	if m == nil || !m.Valid() {
+	m := f.m
+	if !m.Valid() {
 		return nil // fenced: this view may be stale; take nothing over
 	}
 	term, lease := m.Term(), m.LeaseID()
 	v := s.viewOf(members)
-	a, err := Assignment(s.hier, s.cfg.Mapping, len(s.cfg.Servers), s.cfg.FailedServers, v.dead)
+	a, err := AssignServers(s.hier, s.cfg.Mapping, len(s.cfg.Servers), s.cfg.FailedServers, v.dead)
 	if err != nil {
 		return err
 	}

@@ -16,19 +16,6 @@ import (
 	"github.com/bootfabric/bootfabric/fleet"
 )
 
-// A fenced server (its lease renewal overdue) cannot tell from etcd alone whether etcd is down
-// for everyone (nobody takes anything over: keep booting the home nodes) or only for itself
-// while the others go on (they will take its nodes over after the TTL: it must fall silent).
-// Its peers can tell: while fenced, it asks each of them, over the boot network they serve
-// nodes on, whether their membership is valid. If one says yes, this server is the one cut
-// off and answers nothing; if none says yes (none answers, or all are fenced too), etcd is
-// down for all and it keeps answering its home nodes.
-//
-// Anyone on the boot network could answer in a peer's name, and a false yes silences a server.
-// So every question carries a fresh random nonce, and an answer counts only with an HMAC-SHA256,
-// under the fleet secret that every server holds, of the fleet, the peer's name, its
-// answer and that nonce: an answer cannot be forged without the key, nor replayed.
-
 // witnessEvery is how often a fenced server asks its peers. Fencing starts TTL - margin after
 // the last renewal and a takeover TTL after it at the earliest, so the margin (at least 0.5 s)
 // leaves time for a couple of rounds.
@@ -50,6 +37,9 @@ type MembershipView struct {
 }
 
 // witnessMAC is the proof of an answer under key.
+//
+// A fresh nonce in every question and the fleet secret make an answer impossible to forge or
+// replay for a host on the boot network, where a false yes would silence a server.
 func witnessMAC(key []byte, fleetName string, v MembershipView) string {
 	h := hmac.New(sha256.New, key)
 	valid := "0"
@@ -66,9 +56,7 @@ func (s *Server) handleMembership(w http.ResponseWriter, r *http.Request) {
 		writeJSONBody(w, http.StatusOK, v)
 		return
 	}
-	if m := s.fleet.m.Load(); m != nil {
-		v.Valid = m.Valid()
-	}
+	v.Valid = s.fleet.m.Valid()
 	if v.Nonce = r.URL.Query().Get("nonce"); len(v.Nonce) > maxNonce {
 		apiError(w, http.StatusBadRequest, "nonce: over %d characters", maxNonce)
 		return
@@ -86,8 +74,7 @@ type witnessPeer struct{ name, url string }
 func peersOf(me string, members []fleet.Member) []witnessPeer {
 	var out []witnessPeer
 	for _, mb := range members {
-		var info MemberInfo
-		if mb.Name != me && json.Unmarshal(mb.Info, &info) == nil && info.URL != "" {
+		if info, ok := DecodeMemberInfo(mb); ok && mb.Name != me && info.URL != "" {
 			out = append(out, witnessPeer{mb.Name, info.URL})
 		}
 	}
@@ -97,6 +84,9 @@ func peersOf(me string, members []fleet.Member) []witnessPeer {
 // runWitness asks the peers, every witnessEvery while this server is fenced, whether any of them
 // is a valid member, and records the answer in f.peerValid (false while this server is valid).
 // Without a fleet secret nobody is asked: an unauthenticated yes could come from anyone.
+//
+// Why: a fenced server cannot tell from etcd whether etcd is down for all (keep booting the home
+// nodes) or only for itself (the others will take its nodes over: fall silent); its peers can.
 func (s *Server) runWitness(ctx context.Context) {
 	f := s.fleet
 	if len(f.opts.FleetSecret) == 0 {
@@ -111,8 +101,7 @@ func (s *Server) runWitness(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		m := f.m.Load()
-		if m == nil || m.Valid() {
+		if f.m.Valid() {
 			f.peerValid.Store(false)
 			continue
 		}

@@ -106,7 +106,7 @@ func marked(servers int, list []int) []bool {
 
 // TestOwnershipEqualsPlan proves that a boot server owns exactly the nodes plan maps to it: for
 // every failure set, the owner of each inventory node as the servers' Authorities see it (each
-// server computing its own, from bootsrv.Assignment) equals the server of that node in plan's
+// server computing its own, from bootsrv.AssignServers) equals the server of that node in plan's
 // assignment, mapping.AssignOwners over the graph with --failed-servers ABSENT and
 // --failed-during-boot DEAD, which is what fabricsim.Plan maps every row with
 // (fabricsim.PlanInput.Assignment; fabricsim's TestPlanFailures checks that link). bootsrv's tests
@@ -158,7 +158,7 @@ func serverOwners(inv *Inventory, h *topology.Hierarchy, algo string, servers in
 		index[n.Name] = i
 	}
 	for id := 0; id < servers; id++ {
-		a, err := Assignment(h, algo, servers, f.absent, f.dead)
+		a, err := AssignServers(h, algo, servers, f.absent, f.dead)
 		if err != nil {
 			return nil, err
 		}

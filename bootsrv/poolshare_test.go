@@ -110,7 +110,7 @@ func startShareFleet(t *testing.T) (*dhcpd.Handler, []net.HardwareAddr, []int) {
 	ec := etcdtest.Start(t, etcdtest.Options{Members: 1})
 	f := newFixture(t)
 	// Three nodes of bs0's own (its home nodes: it answers them whoever else is up).
-	a, err := Assignment(miniHierarchy(t), "bcda", len(fleetServers()), nil, nil)
+	a, err := AssignServers(miniHierarchy(t), "bcda", len(fleetServers()), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

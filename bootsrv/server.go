@@ -153,7 +153,7 @@ func (s *Server) loadMachine() (algo string, err error) {
 	if inv, s.hier, err = loadMachineFiles(cfg.Topology, cfg.Inventory); err != nil {
 		return "", err
 	}
-	a, err := Assignment(s.hier, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
+	a, err := AssignServers(s.hier, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
 	if err != nil {
 		return "", fmt.Errorf("mapping: %w", err)
 	}
@@ -569,12 +569,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		g.run("dhcp", func() error { return d.Serve(ctx) })
 	}
 	if s.fleet != nil {
-		if err := s.joinFleet(ctx); err != nil {
-			g.errs <- err
-			cancel()
-		} else {
-			g.run("fleet", func() error { return s.runFleet(ctx) })
-		}
+		g.run("fleet", func() error { return s.runFleet(ctx) })
 	}
 	stateCtx, stopState := context.WithCancel(context.WithoutCancel(ctx))
 	stateDone := make(chan error, 1)

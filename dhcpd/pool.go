@@ -87,37 +87,10 @@ type PoolOptions struct {
 	LimitedMax int
 }
 
-// Pool is a dynamic address range whose leases live in a bbolt file.
-//
-// What is durable, and when: a lease is on disk before Commit returns, so an
-// ACK is never sent for a lease a restart could forget, and after a crash no
-// acknowledged address is handed to another MAC while its lease runs. Offers
-// live in memory only (RFC 2131 4.3.1 lets a server not reserve an offered
-// address; ISC dhcpd and Kea do not write offers either): an offer forgotten in
-// a crash costs at most a NAK to its client's REQUEST, never a duplicate
-// address, because Commit checks ownership. Releases and declines are written
-// without waiting: losing one in a crash only keeps an address reserved longer.
-//
-// Why it is built so (the pool used to flip between full rate and collapse
-// under perfdhcp at 5,000 DORA/s, 975-5,000 DORA/s across rounds): every
-// DISCOVER and every REQUEST was a bbolt transaction of its own (two fsyncs
-// each), grouped only by bbolt's Batch timer, and the DHCP worker that made it
-// sat blocked until the fsync ended. A fixed number of workers times one fsync
-// latency is then the whole server's ceiling: with 8 workers (bootctl serve's
-// default) and a 4 ms fsync it is 2,000 writes/s, 1,000 DORA/s, and the fsync
-// latency of a shared disk swings with whatever else writes to it, so the rate
-// swung with it. Besides, once every address of the range had a record, each new
-// client scanned the whole range and then the whole lease map under the pool's
-// lock (O(range) per DISCOVER), and each exhausted DISCOVER did it twice.
-//
-// Now the offer path writes nothing; Commit marks its address dirty and waits
-// for one writer goroutine that commits all dirty addresses in one transaction
-// (group commit: while one fsync runs, the next batch gathers, with no timer),
-// so the number of fsyncs per second no longer grows with the request rate; the
-// lock is never held across a write. Free addresses are found with a scan
-// pointer over never-used addresses and a min-heap of expiries (longest-expired
-// first), O(log n) per allocation, O(1) to know the pool is exhausted. Safe for
-// concurrent use.
+// Pool is a dynamic address range whose leases live in a bbolt file; safe for concurrent use. A
+// lease is on disk before CommitLease returns, so no ACK names a lease a restart could forget;
+// offers stay in memory (RFC 2131 4.3.1), so a crash costs at most a NAK. One writer goroutine
+// commits all dirty leases in one transaction, so fsyncs do not grow with the request rate.
 type Pool struct {
 	db         *bolt.DB
 	start, end uint32

@@ -6,18 +6,6 @@ import (
 	"strings"
 )
 
-// The flow-level simulator (Simulate) predicts a whole boot node by node: every (node, file) is a
-// flow from the node's boot server along its route; flows share channels by weighted max-min
-// fairness (progressive filling) under per-flow protocol caps; rates are recomputed only when a
-// flow starts or ends. A node's boot is DHCP (a fixed time), then its files one after another, then
-// a health report (a fixed time).
-//
-// Flows that start together on the same shared channels with the same size and cap behave
-// identically, so they are simulated as one class with a multiplicity. A channel that only one
-// booting node crosses (its own NIC link, or a switch uplink with a single booting node below) can
-// never be shared, so it is folded into the flow's cap; that is what makes nodes of one board, which
-// differ only in their NIC links, one class.
-
 // Protocol is how a file is delivered; it decides the per-flow cap.
 type Protocol uint8
 

@@ -9,26 +9,45 @@ import (
 	"github.com/bootfabric/bootfabric/internal/heapq"
 )
 
-// The event engine of Simulate. Max-min sharing gives every flow of a group (same shared channels,
-// same cap) the same rate, and a rate changes only when the allocation is re-solved, so a group
-// keeps its flows' progress lazily: p0 megabits per flow at time t0, then rate Mb/s. A class (flows
-// that joined the group together, for the same file) finishes when the group's progress reaches
-// its target, the progress at its start plus the file's size; each group keeps its classes in a
-// heap by target, and the groups sit in one heap by the time their first class finishes. An event
-// then costs the classes it starts or ends and the groups whose rate it changes, not every flow
-// alive, which is what made an exact power-on ramp (one event per node) slow.
-//
-// When a flow starts or ends, only the groups connected to it through shared channels can change
-// rate: max-min sharing splits into independent problems over the connected components of the
-// graph of groups and channels, and the components are solved separately with the same
-// progressive filling; a component also stops at channels below their capacity (see resolve). A
-// channel that can never be saturated, because all the flows that could ever cross it together,
-// each at its cap, fit in it, takes no part in the sharing; leaving it out of the groups' paths
-// splits the components at it for good: on the paper's machine with TFTP caps only the server
-// NICs and the cascade uplinks remain, so an event re-solves the twenty servers of one cascade
-// switch. The reference
-// mode (FlowConfig.reference) keeps every shared channel and re-solves all groups at every event,
-// as the simulator did before; the tests check that both agree.
+// simEngine is the event engine's state: every position's progress through its files, the
+// classes and groups of flows, the heap of group finishing times, and the scratch of the
+// incremental max-min re-solve.
+type simEngine struct {
+	// Per position.
+	fileNext []int32
+	done     []float64
+	posClass []int32 // the class each position is in, -1 between files
+
+	classes  []flowClass
+	freeC    []int32 // recycled class slots
+	groups   []flowGroup
+	groupIdx map[groupKey]int32
+	// slotClass is the first class made for each path at the current event, pathGroup the first
+	// group of each path; mapped lists the classes put in the event's map instead, newClasses the
+	// classes made at the event.
+	slotClass  []int32
+	pathGroup  []int32
+	mapped     []int32
+	newClasses []int32
+	eventStamp int32
+	activeG    []int32   // groups with flows, in no order
+	chGroups   [][]int32 // active groups by channel
+	chMark     []uint32
+	stamp      uint32
+	comp       []int32
+	dirty      []int32 // groups changed at the event
+	solved     []int32
+	// load is each channel's total rate (kept up to date by the groups' changes); the channels
+	// met as cuts of the component (chCut = stamp) are solved with capEff, and used sums the new
+	// rates on them.
+	load, capEff, used []float64
+	chCut              []uint32
+	cut                []int32
+	heap               groupHeap
+	mm                 maxMin
+	in                 maxMinInput
+	check              func(*maxMinInput, []float64) error
+}
 
 // A group's heap holds its classes by target, ties by class slot (Tie), each with the slot's
 // generation (Value) when pushed: entries of a class that ended (gen moved on) are dropped when
@@ -76,7 +95,9 @@ func (h *groupHeap) min() float64 {
 // first is the group with the earliest key; the heap must not be empty.
 func (h *groupHeap) first() int32 { return h.h.Top().Tie }
 
-// progressAt is group g's progress per flow (Mb) at now.
+// progressAt is group g's progress per flow (Mb) at now. Max-min sharing gives every flow of a
+// group the same rate until the next re-solve, so progress is kept lazily (p0 at t0, then rate):
+// an event costs the classes and groups it touches, not every flow alive.
 func (g *flowGroup) progressAt(now float64) float64 { return g.p0 + g.rate*(now-g.t0) }
 
 // settleLabel adds the time since the last settlement to the group's current label.
@@ -527,19 +548,19 @@ func (s *sim) certify(now float64) error {
 // nodeTot returns the per-label seconds of position i's node, making them on first use.
 func (s *sim) nodeTot(i int32) []float64 {
 	b := s.batchIndex(i)
-	slot := s.totSlot[b]
+	slot := s.timeSlot[b]
 	if slot < 0 {
-		if n := len(s.freeTot); n > 0 {
-			slot = s.freeTot[n-1]
-			s.freeTot = s.freeTot[:n-1]
-			clear(s.totPool[int(slot)*s.nLabels : int(slot+1)*s.nLabels])
+		if n := len(s.freeTimeSlots); n > 0 {
+			slot = s.freeTimeSlots[n-1]
+			s.freeTimeSlots = s.freeTimeSlots[:n-1]
+			clear(s.timePool[int(slot)*s.nLabels : int(slot+1)*s.nLabels])
 		} else {
-			slot = int32(len(s.totPool) / s.nLabels)
-			s.totPool = append(s.totPool, make([]float64, s.nLabels)...)
+			slot = int32(len(s.timePool) / s.nLabels)
+			s.timePool = append(s.timePool, make([]float64, s.nLabels)...)
 		}
-		s.totSlot[b] = slot
+		s.timeSlot[b] = slot
 	}
-	return s.totPool[int(slot)*s.nLabels : int(slot+1)*s.nLabels]
+	return s.timePool[int(slot)*s.nLabels : int(slot+1)*s.nLabels]
 }
 
 // batchIndex is the batch index of position i.
@@ -558,11 +579,11 @@ func (s *sim) finishNode(i int32) {
 	}
 	b := s.batchIndex(i)
 	s.nodeBest[b] = -1
-	slot := s.totSlot[b]
+	slot := s.timeSlot[b]
 	if slot < 0 {
 		return
 	}
-	tot := s.totPool[int(slot)*s.nLabels : int(slot+1)*s.nLabels]
+	tot := s.timePool[int(slot)*s.nLabels : int(slot+1)*s.nLabels]
 	best := -1
 	for l, v := range tot {
 		if v > 0 && (best < 0 || v > tot[best] || (v == tot[best] && s.rank[l] < s.rank[best])) {
@@ -572,8 +593,8 @@ func (s *sim) finishNode(i int32) {
 	if best >= 0 {
 		s.nodeBest[b], s.nodeBound[b] = int16(best), tot[best]
 	}
-	s.totSlot[b] = -1
-	s.freeTot = append(s.freeTot, slot)
+	s.timeSlot[b] = -1
+	s.freeTimeSlots = append(s.freeTimeSlots, slot)
 }
 
 // recount recomputes the per-segment throughput and the channels' loads from the active groups,

@@ -11,34 +11,6 @@ import (
 	"github.com/bootfabric/bootfabric/topology"
 )
 
-// Server failures during a boot (SimulateFailures). What a failure does, and why:
-//
-//   - At its failure time a server stops: its flows end where they are. A node that was fetching
-//     a file loses it (PXE ROMs and iPXE do not resume a TFTP transfer) and, once its retries time
-//     out, starts its boot over: DHCP again, then every file, from whoever answers. A node still in
-//     its DHCP exchange is mid-boot too. A node that has fetched its last file is done and stays
-//     done (its health report is a fixed time and needs no boot server).
-//   - The fleet notices the failure when the server's etcd lease expires, DetectSeconds later (the
-//     lease TTL, 3 s by default). Then the new owners answer: the failed server's unfinished nodes
-//     start their boot again (DHCP first) at failure + detection, on their owner under the
-//     failures detected by then: mapping.Remap of the batch's assignment with those servers (and
-//     the absent ones) down, which is the fleet's ownership rule for dead servers.
-//   - A node of the failed server that powers on after the failure waits for the takeover: it
-//     starts at max(its power-on, failure + detection) on the new owner.
-//   - A node moves only when the server it boots from fails. When a second failure deals the first
-//     one's blocks again, a node already booting from a live new owner keeps it: the servers it
-//     could move between are both alive, and a live server keeps serving the transfers it has
-//     started. If its new owner has itself failed but is not yet detected when the node restarts,
-//     the node's attempt gets no answer and it restarts again when that failure is detected.
-//
-// All of this is known before the run except whether a node finishes before its server fails, so
-// each node gets its chain of incarnations (server, start time) up front, each a position with its
-// own route; a channel that only the incarnations of one node cross is still folded into that
-// node's cap, since at most one of them boots at any time. The failure is an event of the
-// simulation: the failed server's flows leave their classes (killed members go to a class of their
-// own that stops, keeping the time they spent under each limit), and the restarts join a queue of
-// starts. Everything stays exact, with the same tolerance and time step as the other events.
-
 // DefaultDetectSeconds is how long the fleet takes to see a server gone: the etcd lease TTL.
 const DefaultDetectSeconds = 3.0
 
@@ -123,6 +95,10 @@ type OwnerShare struct {
 // with the boot servers' failures of fp, and returns the second with its FailureSummary. When no
 // failure touches an unfinished node (all of them after the batch finished, say), the result is
 // the baseline's, to the byte, with the summary saying so.
+//
+// A failed server's flows end where they are; its unfinished nodes restart their boot (DHCP, then
+// every file) when the failure is detected (DetectSeconds, the lease TTL), on their owner by
+// mapping.Remap with the failures detected by then. A node moves only when its own server fails.
 func SimulateFailures(ctx context.Context, g *topology.Graph, r topology.Router, a *mapping.Assignment, batch []int,
 	cfg FlowConfig, fp FailurePlan) (*FlowResult, error) {
 	return simulateFailures(ctx, g, r, a, batch, cfg, fp, nil)
@@ -230,7 +206,7 @@ func (f *failState) nodeServer(s *sim, p int) (int, int32) {
 	return s.batch[f.node[p]], f.server[p]
 }
 
-// init builds every node's chain of incarnations and sets s.np.
+// init builds every node's chain of incarnations and sets s.positions.
 func (f *failState) init(s *sim, a *mapping.Assignment) error {
 	ns := len(s.g.Servers())
 	if err := f.plan.check(ns); err != nil {
@@ -260,9 +236,9 @@ func (f *failState) init(s *sim, a *mapping.Assignment) error {
 		f.first[i] = f.advance(int32(i))
 		f.cur[i] = f.first[i]
 	}
-	s.np = len(f.node)
-	f.killed = make([]bool, s.np)
-	f.moved = make([]float64, s.np)
+	s.positions = len(f.node)
+	f.killed = make([]bool, s.positions)
+	f.moved = make([]float64, s.positions)
 	return nil
 }
 

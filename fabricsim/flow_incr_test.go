@@ -150,7 +150,7 @@ func TestIncrementalLeavesOutIdleChannels(t *testing.T) {
 		pathLen   int
 	}{{false, 2}, {true, 4}} {
 		cfg.reference = tc.reference
-		s := &sim{g: g, cfg: &cfg, batch: batch, n: len(batch), np: len(batch)}
+		s := &sim{cfg: &cfg, simRoutes: simRoutes{g: g, batch: batch, n: len(batch), positions: len(batch)}}
 		if err := s.setup(g.TreeRouter(), a); err != nil {
 			t.Fatal(err)
 		}

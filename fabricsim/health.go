@@ -1,45 +1,5 @@
 package fabricsim
 
-// Health aggregation after a boot: every booted node holds a health record, and the records are
-// reduced into one HealthSummary at node 0 (the root; it also hosts the task algorithm's master
-// and never fails in the model). Two reductions are simulated event by event:
-//
-//   - binomial: the MPI_Reduce binomial tree. At step k node r with bit k set sends its partial
-//     to r-2^k; otherwise it receives from r+2^k and folds.
-//   - task: the task-parallel master/worker reduction of Li et al., "A fault-tolerant
-//     high-performance reduction framework for complex environments" (J. BUAA 2018): workers post
-//     reduction messages (holder, path) to the master's FIFO queue; the master pops two and gives
-//     the task "fold j into i" to the root if either is the root, else to a worker flagged for
-//     recovery, else to the worker whose last task went at the better pace (a worker not yet
-//     measured counts as the slower); the worker pulls the other's partial with a one-sided get,
-//     folds and posts the merged message. The reduction is done when a path, together with the
-//     records known to be lost, covers all nodes; the end is then broadcast.
-//
-// Costs follow the paper's model: a transfer of n bytes costs a + n·b, folding n bytes costs n·g,
-// a message or task costs θ to send plus λ of queueing and processing at the master. Stragglers
-// multiply the costs they take part in (see HealthStragglers). On an idle cluster with p a power
-// of two the simulated times equal the paper's formulas; see HealthResult.ReferenceSeconds.
-//
-// Faults: chosen nodes die at given times. One failure detector serves both algorithms: the
-// master pings every node each PingPeriodSeconds, and a death is known PingTimeoutSeconds after
-// the first ping that follows it. Nothing that depends on a dead node proceeds before then.
-//
-//   - task: every node's raw record is stored at the node and, asynchronously from time 0, at
-//     (i+1) mod p (the copy is there after a+r·b; a node that dies before then loses its record,
-//     the paper's unrecoverable case). On detection the master splits every partial the dead
-//     node held, was folding into or was being pulled from into single-record messages flagged
-//     for recovery, each served from a live copy of the raw record; a task whose other side
-//     survived puts that side's message back in the queue (the paper's fault cases 1-3). Copies
-//     lost with the dead node are re-replicated to the next live node. A record with no live
-//     copy is lost: the master counts its node unreachable. A dead node whose record survives is
-//     counted with its reported health.
-//   - binomial: no replicas. A parent waiting on a dead child gives up when the death is
-//     detected. Without Reparent the child's whole subtree, i.e. every record that would have
-//     reached the parent through it, is counted unreachable. With Reparent every sender keeps its
-//     partial until the end, and the parent instead adopts the dead child's children (recursively
-//     through dead ones) and receives their partials itself; only the dead node's own record is
-//     lost then.
-
 import (
 	"errors"
 	"fmt"
@@ -52,6 +12,10 @@ import (
 )
 
 // HealthAlgorithm names a health reduction.
+//
+// Health aggregation reduces every booted node's record to one summary at node 0, the root, with
+// the paper's cost model (a + n·b per transfer); HealthBinomial has no replicas, HealthTask keeps a
+// copy of each record at the next node and recovers from failures that a ping detector finds.
 type HealthAlgorithm string
 
 // Health reductions.

@@ -35,11 +35,10 @@ type PlanInput struct {
 	Algos      []mapping.Algo
 	Batches    []topology.Batch
 	ImageBytes float64
-	// Failed marks the absent boot servers by index, those never up (nil: none): the block-cyclic
-	// deal runs over the others. Dead marks the servers that fail during the boot: only their
-	// blocks move, to the least-loaded survivors. Both as mapping.Owners, the rule of every boot
-	// server.
-	Failed []bool
+	// Absent marks the boot servers never up, by index (nil: none): the block-cyclic deal runs
+	// over the others. Dead marks the servers that fail during the boot: only their blocks move,
+	// to the least-loaded survivors. Both as mapping.Owners, the rule of every boot server.
+	Absent []bool
 	Dead   []bool
 	// Flow also runs the flow-level simulation of each row (everything starting together, no
 	// protocol caps), to show beside the analytic model.
@@ -60,7 +59,7 @@ func Plan(in PlanInput) ([]PlanRow, error) {
 	fixedMoved := make([]int, len(in.Algos))
 	for i, algo := range in.Algos {
 		if !algo.Balanced {
-			if fixed[i], fixedMoved[i], err = in.Assignment(algo, nil); err != nil {
+			if fixed[i], fixedMoved[i], err = in.AssignServers(algo, nil); err != nil {
 				return nil, err
 			}
 		}
@@ -71,7 +70,7 @@ func Plan(in PlanInput) ([]PlanRow, error) {
 		for i, algo := range in.Algos {
 			a, moved := fixed[i], fixedMoved[i]
 			if a == nil {
-				if a, moved, err = in.Assignment(algo, b.Nodes); err != nil {
+				if a, moved, err = in.AssignServers(algo, b.Nodes); err != nil {
 					return nil, err
 				}
 			}
@@ -79,7 +78,7 @@ func Plan(in PlanInput) ([]PlanRow, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s, %s: %w", b.Label, algo.Name, err)
 			}
-			row := PlanRow{Batch: b.Label, Algo: algo.Name, Analysis: *res, Failed: FailureRule(algo, in.Failed, in.Dead), MovedNodes: moved}
+			row := PlanRow{Batch: b.Label, Algo: algo.Name, Analysis: *res, Failed: FailureRule(algo, in.Absent, in.Dead), MovedNodes: moved}
 			if in.Flow && len(b.Nodes) > 0 {
 				if row.FlowSeconds, err = FlowBatchSeconds(in.Graph, in.Router, a, b.Nodes, in.ImageBytes); err != nil {
 					return nil, fmt.Errorf("%s, %s: flow model: %w", b.Label, algo.Name, err)
@@ -110,12 +109,12 @@ func setSpeedups(rows []PlanRow) {
 	}
 }
 
-// Assignment is the mapping of every plan row for algo and batch: mapping.AssignOwners with the
-// input's absent (Failed) and dead servers, which for the block-cyclic algorithms is
-// mapping.Owners, the function every boot server uses (bootsrv.Assignment). moved is the number of
+// AssignServers is the mapping of every plan row for algo and batch: mapping.AssignOwners with the
+// input's absent and dead servers, which for the block-cyclic algorithms is
+// mapping.Owners, the function every boot server uses (bootsrv.AssignServers). moved is the number of
 // nodes moved off dead servers.
-func (in *PlanInput) Assignment(algo mapping.Algo, batch []int) (a *mapping.Assignment, moved int, err error) {
-	if a, moved, err = mapping.AssignOwners(in.Graph, algo, batch, in.Failed, in.Dead); err != nil {
+func (in *PlanInput) AssignServers(algo mapping.Algo, batch []int) (a *mapping.Assignment, moved int, err error) {
+	if a, moved, err = mapping.AssignOwners(in.Graph, algo, batch, in.Absent, in.Dead); err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", algo.Name, err)
 	}
 	return a, moved, nil

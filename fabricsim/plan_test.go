@@ -53,7 +53,7 @@ func TestPlanFailures(t *testing.T) {
 				t.Fatal(err)
 			}
 			in := PlanInput{Graph: g, Algos: []mapping.Algo{algo}, Batches: batches, ImageBytes: 50e6,
-				Failed: marks(160, tc.absent...), Dead: marks(160, tc.dead...)}
+				Absent: marks(160, tc.absent...), Dead: marks(160, tc.dead...)}
 			rows, err := Plan(in)
 			if err != nil {
 				t.Fatal(err)
@@ -64,11 +64,11 @@ func TestPlanFailures(t *testing.T) {
 			}
 			// The row's mapping is the fleet's: mapping.Owners for block-cyclic algorithms.
 			if !algo.Balanced {
-				a, _, err := in.Assignment(algo, nil)
+				a, _, err := in.AssignServers(algo, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				own, _, _ := mapping.Owners(h, algo, 160, in.Failed, in.Dead)
+				own, _, _ := mapping.Owners(h, algo, 160, in.Absent, in.Dead)
 				if diff := cmp.Diff(own, a); diff != "" {
 					t.Errorf("plan's assignment is not mapping.Owners (-want +got):\n%s", diff)
 				}

@@ -23,10 +23,14 @@ func (c *Client) PutRecords(ctx context.Context, kind string, recs map[string][]
 }
 
 // PutRecordsIfMember is PutRecords for a server that may write only while it is a member: it
-// fails with ErrFenced when m is not Valid, and each transaction also compares that m's member key
-// still holds m's lease, so a server fenced out while the batch was on its way writes nothing more.
-// Use it for the records of the nodes a server owns, such as boot states.
+// fails with ErrFenced when m is nil or not Valid, and each transaction also compares that m's
+// member key still holds m's lease, so a server fenced out while the batch was on its way writes
+// nothing more. Use it for the records of the nodes a server owns, such as boot states.
 func (c *Client) PutRecordsIfMember(ctx context.Context, m *Membership, kind string, recs map[string][]byte) error {
+	if m == nil {
+		// No membership is no right to write: never an unguarded write.
+		return fmt.Errorf("fleet %s: records_put without a membership: %w", c.fleet, ErrFenced)
+	}
 	return c.putRecords(ctx, m, kind, recs)
 }
 

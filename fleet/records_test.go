@@ -69,7 +69,7 @@ func TestRecords(t *testing.T) {
 }
 
 // TestPutRecordsIfMember: a guarded write succeeds while the membership holds its key, and is
-// refused when it is not Valid or when its key no longer holds its lease.
+// refused without a membership, when it is not Valid or when its key no longer holds its lease.
 func TestPutRecordsIfMember(t *testing.T) {
 	e := startEtcd(t, 1)
 	c := open(t, e.Endpoints)
@@ -84,6 +84,14 @@ func TestPutRecordsIfMember(t *testing.T) {
 	}
 	if err := c.PutRecordsIfMember(ctx, m, "state", recs); err != nil {
 		t.Fatalf("guarded write as a member: %v", err)
+	}
+	// No membership is fenced, never an unguarded write.
+	err = c.PutRecordsIfMember(ctx, nil, "state", map[string][]byte{"node0": []byte("unguarded")})
+	if !errors.Is(err, ErrFenced) {
+		t.Fatalf("guarded write without a membership: %v, want ErrFenced", err)
+	}
+	if got, _ := c.Records(ctx, "state"); string(got["node0"]) != "booted" {
+		t.Fatalf("node0 = %q after a write without a membership", got["node0"])
 	}
 	// The member key taken away (as after an expiry the server did not see yet).
 	if _, err := c.cli.Delete(ctx, c.keys.member("bs0")); err != nil {

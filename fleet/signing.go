@@ -15,13 +15,6 @@ import (
 	"strings"
 )
 
-// Write access to etcd must not be enough to publish a kernel: every configuration revision is
-// signed with the operator's ed25519 key (bootctl fleet keygen, fleet apply --sign-key), and a
-// server applies only revisions that one of the public keys it was started with verifies
-// (serve --config-key). The signature covers the fleet's name, the revision's serial and the
-// document's sha256, so a signed revision cannot be replayed into another fleet, and a server
-// that remembers the highest serial it applied refuses an older revision written back.
-
 // Key files are PEM: the private key as PKCS #8 ("PRIVATE KEY"), the public keys as PKIX ("PUBLIC
 // KEY"), the formats `openssl genpkey -algorithm ed25519` and `openssl pkey -pubout` write.
 const (
@@ -40,6 +33,9 @@ var (
 )
 
 // GenerateSigningKey makes a new operator key and returns it and its public key, PEM encoded.
+//
+// Write access to etcd must not be enough to publish a kernel: servers apply only revisions
+// signed by the operator's key (over the fleet, the serial and the sha256, so none is replayed).
 func GenerateSigningKey(r io.Reader) (private, public []byte, err error) {
 	if r == nil {
 		r = rand.Reader

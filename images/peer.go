@@ -12,11 +12,6 @@ import (
 	"strings"
 )
 
-// A fleet's configuration carries profile manifests only (a file's sha256 and size), not files:
-// a server that lacks a blob fetches it from a peer that has it, over the peers' HTTP endpoints
-// (GET BASE/blobs/sha256/SUM), and keeps it only once it hashes to its name. So a peer with a
-// corrupt disk, or anything else answering on its address, cannot make a server serve wrong bytes.
-
 // ErrBlobMismatch is wrapped when fetched bytes do not have the sha256 or the size asked for.
 var ErrBlobMismatch = errors.New("blob does not match its sha256 and size")
 

@@ -20,15 +20,8 @@ import (
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fabricsim"
 	"github.com/bootfabric/bootfabric/fleet"
-	"github.com/bootfabric/bootfabric/mapping"
 	"gopkg.in/yaml.v3"
 )
-
-// A fleet cluster is a netns cluster whose boot servers are one fleet on etcd: `bootctl fleet
-// apply` stores the configuration, and every server runs `bootctl serve --etcd URLS --name bsN`.
-// etcd runs in the host's namespace and is reached over a management network (AddMgmt) that is
-// not the boot network, so that shaping and boot traffic do not touch it and a server's death
-// does not cut anyone else off.
 
 // mgmtBridge names the host's management bridge of cluster name.
 func mgmtBridge(name string) string { return "bf-" + name + "-mgmt" }
@@ -37,6 +30,9 @@ func mgmtBridge(name string) string { return "bf-" + name + "-mgmt" }
 // there, "bf-NAME-mgmt", on prefix (a /24 or larger): the host gets the prefix's first address,
 // server j the (2+j)th on its interface "mgmt0". It returns the host's address, where etcd can
 // listen. The bridge and the veths are recorded before they are made, so Down removes them.
+//
+// etcd is reached over this network, not the boot network, so that shaping and boot traffic do not
+// touch it and a server's death cuts nobody else off.
 func (c *Cluster) AddMgmt(ctx context.Context, prefix netip.Prefix) (netip.Addr, error) {
 	br := mgmtBridge(c.Name)
 	if len(br) > 15 {
@@ -605,22 +601,16 @@ func (tl FleetTimeline) outcome() nodeOutcome {
 // ServerByIP names the boot server with the given boot-network address.
 func (c *Cluster) ServerByIP(ip string) string { return c.serverByIP(ip) }
 
-// PredictFailures is Predict with boot servers failing during the boot: fabricsim.SimulateFailures
-// (what `bootctl simulate --fail bsN@T --detect D` runs), the new owners from the fleet's rule
-// (mapping.AssignOwners with the failed servers dead), as simulate.go does.
+// PredictFailures is Predict with boot servers failing during the boot: fabricsim.BootSim, what
+// `bootctl simulate --fail bsN@T --detect D` runs, with the new owners from the fleet's rule.
 func (c *Cluster) PredictFailures(ctx context.Context, algo string, files BootFiles, rtt float64, bound []float64,
 	fails []fabricsim.ServerFailure, detect float64) (*fabricsim.FlowResult, error) {
 	in, err := c.predictInput(algo, files, rtt, bound)
 	if err != nil {
 		return nil, err
 	}
-	servers := len(in.g.Servers())
-	fp := fabricsim.FailurePlan{Failures: fails, DetectSeconds: detect, Absent: make([]bool, servers),
-		Owners: func(dead []bool) (*mapping.Assignment, error) {
-			a, _, err := mapping.AssignOwners(in.g, in.algo, in.batch, nil, dead)
-			return a, err
-		}}
-	return fabricsim.SimulateFailures(ctx, in.g, nil, in.asg, in.batch, in.cfg, fp)
+	sim := &fabricsim.BootSim{Graph: in.g, Algo: in.algo, Batch: in.batch, Config: in.cfg, Failures: fails, DetectSeconds: detect}
+	return sim.Simulate(ctx, in.asg)
 }
 
 // ErrNotAllHealthy is returned by WaitHealthy when the bound runs out.

@@ -20,18 +20,6 @@ import (
 	"go.uber.org/zap"
 )
 
-// The qemu kind: each compute node of a cluster becomes a QEMU VM that PXE-boots from the
-// cluster's boot servers with real firmware. The VM sits where the container node sat: its tap
-// device and the node's veth (whose egress tc shapes to the node link) are both ports of a bridge
-// br0 in the node's namespace, so the VM's traffic crosses exactly the shaped links the netns kind
-// measures, and everything stays inside the cluster's namespaces. The veth gives up the node's MAC
-// to the VM (a bridge drops frames that arrive with one of its own ports' addresses).
-//
-// Boot path (BIOS): SeaBIOS -> the iPXE option ROM of Debian's ipxe-qemu (already iPXE, so its
-// first DHCP request carries user class "iPXE" and dhcpd answers with the node's script URL; no
-// undionly.kpxe chain-load) -> iPXE script -> kernel and initrd over HTTP -> /init: modules, DHCP,
-// health report, power-off (QEMU exits under -no-reboot).
-
 // QEMUOptions configure BootVMs. Zero values take the defaults named on the fields.
 type QEMUOptions struct {
 	// QEMU is the emulator binary. Default qemu-system-x86_64.
@@ -301,6 +289,9 @@ type nodeView struct {
 // boot server's network while it runs (see QEMUOptions.NoRouterAdvertisements), stops every VM
 // before it returns and records their pids in the cluster state first, so Down stops them after
 // an interrupt. Serial consoles are logged in the cluster directory as vm-NODE.log.
+//
+// Each VM's tap and its node's shaped veth share a bridge in the node's namespace, so a VM crosses
+// exactly the links the netns kind measures; the veth gives its MAC up to the VM.
 func BootVMs(ctx context.Context, c *Cluster, n int, opt QEMUOptions) ([]VMResult, error) {
 	opt, err := c.prepareVMs(ctx, n, opt)
 	if err != nil {

@@ -16,18 +16,18 @@ import (
 // node-side half of each route does not depend on the server, so only the server side is chosen:
 // the optimum is found by water-filling the servers' uplink tree. Other graphs are assigned node
 // by node, each to the server whose route keeps the bottleneck smallest.
-func Balanced(g *topology.Graph, batch []int, failed []bool) (*Assignment, error) {
+func Balanced(g *topology.Graph, batch []int, absent []bool) (*Assignment, error) {
 	h := g.Hierarchy()
 	base := len(h.Levels()) - 1
 	if l, ok := h.Index("board"); ok {
 		base = l
 	}
-	a, err := BlockCyclic(h, base, len(g.Servers()), failed)
+	a, err := BlockCyclic(h, base, len(g.Servers()), absent)
 	if err != nil {
 		return nil, err
 	}
 	a.Algo, a.Level = "balanced", -1
-	ls, _ := live(len(g.Servers()), failed)
+	ls, _ := live(len(g.Servers()), absent)
 	nodes := slices.Clone(batch)
 	slices.Sort(nodes)
 	nodes = slices.Compact(nodes)

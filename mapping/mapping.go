@@ -3,12 +3,12 @@
 // SCDA and BCDA of the paper are one algorithm, block-cyclic at a hierarchy level: block b of that
 // level goes to live server b mod (live servers). Balanced is batch-aware: given the nodes about to
 // boot, it spreads them so that the predicted bottleneck (the largest sharers/capacity over all
-// links) is as small as possible. Remap moves the nodes of failed servers and nothing else.
+// links) is as small as possible. Remap moves the nodes of dead servers and nothing else.
 //
 // # Ownership rule
 //
 // Owners is the one ownership function of the fleet: `bootctl plan`, `bootctl simulate` and every
-// boot server call it (through AssignOwners and bootsrv.Assignment), so that what plan predicts
+// boot server call it (through AssignOwners and bootsrv.AssignServers), so that what plan predicts
 // is what the servers do. It knows two kinds of failed servers, because a failure before the boot
 // and a failure during it call for different trade-offs:
 //
@@ -114,17 +114,18 @@ func levelNames(h *topology.Hierarchy) string {
 	return strings.Join(names, ", ")
 }
 
-// live returns the indices of the servers not marked failed, or an error when none is left.
-func live(servers int, failed []bool) ([]int32, error) {
+// live returns the indices of the servers not marked down (absent, or dead too for Remap), or an
+// error when none is left.
+func live(servers int, down []bool) ([]int32, error) {
 	if servers < 1 {
 		return nil, fmt.Errorf("no boot servers")
 	}
-	if len(failed) > servers {
-		return nil, fmt.Errorf("failed list has %d entries for %d servers", len(failed), servers)
+	if len(down) > servers {
+		return nil, fmt.Errorf("failed list has %d entries for %d servers", len(down), servers)
 	}
 	var out []int32
 	for s := 0; s < servers; s++ {
-		if s >= len(failed) || !failed[s] {
+		if s >= len(down) || !down[s] {
 			out = append(out, int32(s))
 		}
 	}
@@ -135,12 +136,12 @@ func live(servers int, failed []bool) ([]int32, error) {
 }
 
 // BlockCyclic deals the blocks of the given level to the live servers in turn: block b goes to the
-// (b mod live)-th live server. failed[s] marks failed servers (nil: none).
-func BlockCyclic(h *topology.Hierarchy, level, servers int, failed []bool) (*Assignment, error) {
+// (b mod live)-th live server. absent[s] marks the servers never up (nil: none).
+func BlockCyclic(h *topology.Hierarchy, level, servers int, absent []bool) (*Assignment, error) {
 	if level < 0 || level >= len(h.Levels()) {
 		return nil, fmt.Errorf("block-cyclic: level %d out of range", level)
 	}
-	ls, err := live(servers, failed)
+	ls, err := live(servers, absent)
 	if err != nil {
 		return nil, err
 	}
@@ -153,20 +154,21 @@ func BlockCyclic(h *topology.Hierarchy, level, servers int, failed []bool) (*Ass
 	return a, nil
 }
 
-// Assign runs algorithm algo on graph g. batch (node indices) is used by balanced only.
-func Assign(g *topology.Graph, algo Algo, batch []int, failed []bool) (*Assignment, error) {
+// Assign runs algorithm algo on graph g over the servers not absent. batch (node indices) is used
+// by balanced only.
+func Assign(g *topology.Graph, algo Algo, batch []int, absent []bool) (*Assignment, error) {
 	h := g.Hierarchy()
 	if h == nil {
 		return nil, fmt.Errorf("mapping %s: the machine has no named levels", algo.Name)
 	}
 	if algo.Balanced {
-		a, err := Balanced(g, batch, failed)
+		a, err := Balanced(g, batch, absent)
 		if err != nil {
 			return nil, err
 		}
 		return a, nil
 	}
-	a, err := BlockCyclic(h, algo.Level, len(g.Servers()), failed)
+	a, err := BlockCyclic(h, algo.Level, len(g.Servers()), absent)
 	if err != nil {
 		return nil, err
 	}
@@ -174,28 +176,28 @@ func Assign(g *topology.Graph, algo Algo, batch []int, failed []bool) (*Assignme
 	return a, nil
 }
 
-// Remap moves the nodes of newly failed servers to live ones and returns the new assignment and the
-// number of nodes moved. Only nodes whose server failed move, which is the least any remap can do;
+// Remap moves the nodes of the dead servers (dead[s], nil: none) to live ones and returns the new
+// assignment and the number of nodes moved. Only nodes whose server died move, which is the least any remap can do;
 // when the assignment dealt whole blocks, moved blocks stay whole and go to the least-loaded live
 // server in turn, so loads stay within one block of each other where they were.
 //
-// Among equally loaded survivors the block goes to the one farthest from its failed server in
+// Among equally loaded survivors the block goes to the one farthest from its dead server in
 // cyclic index order (distance d(s,t) = min((s-t) mod S, (t-s) mod S) over the assignment's S
 // servers), ties to the lowest index. Block-cyclic mappings put neighbouring blocks on neighbouring
 // servers, and a batch is usually a run of neighbouring blocks: taking the nearest survivor (as the
 // lowest index did for server 0) would put a moved block on the server of the block next to it and
 // halve both blocks' bandwidth at that server's NIC; the farthest one serves blocks half the machine
 // away. Blocks are visited in node order, so the result is deterministic.
-func Remap(a *Assignment, h *topology.Hierarchy, failed []bool) (*Assignment, int, error) {
-	ls, err := live(a.NumServers, failed)
+func Remap(a *Assignment, h *topology.Hierarchy, dead []bool) (*Assignment, int, error) {
+	ls, err := live(a.NumServers, dead)
 	if err != nil {
 		return nil, 0, err
 	}
 	out := &Assignment{Algo: a.Algo, Level: a.Level, Server: append([]int32(nil), a.Server...), NumServers: a.NumServers}
-	isFailed := func(s int32) bool { return s >= 0 && int(s) < len(failed) && failed[s] }
+	isDead := func(s int32) bool { return s >= 0 && int(s) < len(dead) && dead[s] }
 	load := a.Load()
 	for s := range load {
-		if isFailed(int32(s)) {
+		if isDead(int32(s)) {
 			load[s] = 0
 		}
 	}
@@ -206,10 +208,10 @@ func Remap(a *Assignment, h *topology.Hierarchy, failed []bool) (*Assignment, in
 	moved := 0
 	for start := 0; start < len(out.Server); start += span {
 		end := min(start+span, len(out.Server))
-		// Move the block's nodes that sit on failed servers together.
+		// Move the block's nodes that sit on dead servers together.
 		target := int32(-1)
 		for i := start; i < end; i++ {
-			if !isFailed(out.Server[i]) {
+			if !isDead(out.Server[i]) {
 				continue
 			}
 			if target < 0 {
@@ -223,7 +225,7 @@ func Remap(a *Assignment, h *topology.Hierarchy, failed []bool) (*Assignment, in
 	return out, moved, nil
 }
 
-// remapTarget picks the survivor for a block of failed server from: the least loaded, then the
+// remapTarget picks the survivor for a block of dead server from: the least loaded, then the
 // farthest from from in cyclic index order over servers, then the lowest index (ls is ascending).
 func remapTarget(ls []int32, load []int, from int32, servers int) int32 {
 	dist := func(s int32) int {
@@ -265,10 +267,10 @@ func Owners(h *topology.Hierarchy, algo Algo, servers int, absent, dead []bool) 
 	return Remap(a, h, down)
 }
 
-// AssignOwners is Assign with both kinds of failed servers, for plan and simulate: Owners for the
-// block-cyclic algorithms; for balanced, which is batch-aware and so cannot be the fleet's rule,
-// the batch is balanced over the servers that are not absent and the dead servers' nodes are then
-// moved by Remap, as a fleet would move them.
+// AssignOwners is Assign with both kinds of failed servers (absent and dead), for plan and
+// simulate: Owners for the block-cyclic algorithms; for balanced, which is batch-aware and so
+// cannot be the fleet's rule, the batch is balanced over the servers that are not absent and the
+// dead servers' nodes are then moved by Remap, as a fleet would move them.
 func AssignOwners(g *topology.Graph, algo Algo, batch []int, absent, dead []bool) (*Assignment, int, error) {
 	h := g.Hierarchy()
 	if !algo.Balanced {

@@ -37,8 +37,8 @@ type Config struct {
 	// Batches is the ladder of batches, smallest first for the plots to read well.
 	Batches    []topology.Batch
 	ImageBytes float64
-	// Failed marks the baseline's failed boot servers by index (nil: none).
-	Failed    []bool
+	// Absent marks the baseline's boot servers never up, by index (nil: none).
+	Absent    []bool
 	Scenarios []*Scenario
 	// DistBatch is the index in Batches of the batch whose node completion times are shown; -1
 	// picks the largest batch.
@@ -259,7 +259,7 @@ func newReport(cfg Config, g *topology.Graph) *Report {
 	for _, b := range cfg.Batches {
 		rep.Batches = append(rep.Batches, BatchInfo{Label: b.Label, Nodes: len(b.Nodes)})
 	}
-	rep.Machine = summarize(cfg.Machine, g, cfg.Failed, rep.Segments)
+	rep.Machine = summarize(cfg.Machine, g, cfg.Absent, rep.Segments)
 	return rep
 }
 
@@ -268,7 +268,7 @@ func applyScenarios(cfg Config) ([]caseInput, []*applied, error) {
 	var inputs []caseInput
 	var out []*applied
 	for _, s := range cfg.Scenarios {
-		ap, err := s.apply(cfg.Machine, cfg.Failed, cfg.ImageBytes)
+		ap, err := s.apply(cfg.Machine, cfg.Absent, cfg.ImageBytes)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -277,7 +277,7 @@ func applyScenarios(cfg Config) ([]caseInput, []*applied, error) {
 			return nil, nil, s.errorf("", "%v", err)
 		}
 		out = append(out, ap)
-		inputs = append(inputs, caseInput{g: sg, failed: ap.failed, image: ap.imageBytes, name: s.Name})
+		inputs = append(inputs, caseInput{g: sg, absent: ap.absent, image: ap.imageBytes, name: s.Name})
 	}
 	return inputs, out, nil
 }
@@ -293,7 +293,7 @@ func (rep *Report) runModels(cfg Config, g *topology.Graph, inputs []caseInput, 
 			cfg.Progress(int(rowsDone.Add(1)), (1+len(inputs))*len(cfg.Algos)*len(cfg.Batches))
 		}
 	}
-	cases, err := runCases(cfg, []caseInput{{g: g, failed: cfg.Failed, image: cfg.ImageBytes}}, func(int) bool { return true }, rowDone)
+	cases, err := runCases(cfg, []caseInput{{g: g, absent: cfg.Absent, image: cfg.ImageBytes}}, func(int) bool { return true }, rowDone)
 	if err != nil {
 		return 0, err
 	}
@@ -315,9 +315,9 @@ func (rep *Report) runModels(cfg Config, g *topology.Graph, inputs []caseInput, 
 	return bestJ, nil
 }
 
-func countFailed(failed []bool) int {
+func countFailed(absent []bool) int {
 	n := 0
-	for _, f := range failed {
+	for _, f := range absent {
 		if f {
 			n++
 		}
@@ -327,11 +327,11 @@ func countFailed(failed []bool) int {
 
 // assignments returns one assignment per algorithm for batch b (block-cyclic ones are shared by
 // all batches through fixed).
-func assignment(g *topology.Graph, algo mapping.Algo, fixed **mapping.Assignment, batch []int, failed []bool) (*mapping.Assignment, error) {
+func assignment(g *topology.Graph, algo mapping.Algo, fixed **mapping.Assignment, batch []int, absent []bool) (*mapping.Assignment, error) {
 	if !algo.Balanced && *fixed != nil {
 		return *fixed, nil
 	}
-	a, err := mapping.Assign(g, algo, batch, failed)
+	a, err := mapping.Assign(g, algo, batch, absent)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", algo.Name, err)
 	}
@@ -344,7 +344,7 @@ func assignment(g *topology.Graph, algo mapping.Algo, fixed **mapping.Assignment
 // caseInput is the machine and plan of the baseline or one scenario.
 type caseInput struct {
 	g      *topology.Graph
-	failed []bool
+	absent []bool
 	image  float64
 	name   string // of the scenario, for errors
 }
@@ -369,13 +369,13 @@ func runCases(cfg Config, in []caseInput, flowFor func(j int) bool, rowDone func
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			ci, j := in[k/na], k%na
-			tasks[k].rows, tasks[k].err = runAlgo(cfg, ci.g, ci.failed, ci.image, j, cfg.Flow != nil && flowFor(j), rowDone)
+			tasks[k].rows, tasks[k].err = runAlgo(cfg, ci.g, ci.absent, ci.image, j, cfg.Flow != nil && flowFor(j), rowDone)
 		}()
 	}
 	wg.Wait()
 	out := make([]*Case, len(in))
 	for c, ci := range in {
-		cs := &Case{Servers: len(ci.g.Servers()), Failed: countFailed(ci.failed), ImageBytes: ci.image}
+		cs := &Case{Servers: len(ci.g.Servers()), Failed: countFailed(ci.absent), ImageBytes: ci.image}
 		for j := 0; j < na; j++ {
 			if err := tasks[c*na+j].err; err != nil {
 				if ci.name != "" {
@@ -417,7 +417,7 @@ func setSpeedups(rows []Row) {
 
 // runAlgo runs algorithm j over the ladder on g: the analytic model, and the flow model when flow
 // is set; rowDone is called after each row.
-func runAlgo(cfg Config, g *topology.Graph, failed []bool, image float64, j int, flow bool, rowDone func()) ([]Row, error) {
+func runAlgo(cfg Config, g *topology.Graph, absent []bool, image float64, j int, flow bool, rowDone func()) ([]Row, error) {
 	an, err := fabricsim.NewAnalyzer(g, nil)
 	if err != nil {
 		return nil, err
@@ -426,7 +426,7 @@ func runAlgo(cfg Config, g *topology.Graph, failed []bool, image float64, j int,
 	var fixed *mapping.Assignment
 	rows := make([]Row, 0, len(cfg.Batches))
 	for _, b := range cfg.Batches {
-		a, err := assignment(g, algo, &fixed, b.Nodes, failed)
+		a, err := assignment(g, algo, &fixed, b.Nodes, absent)
 		if err != nil {
 			return nil, err
 		}
@@ -452,14 +452,14 @@ func runAlgo(cfg Config, g *topology.Graph, failed []bool, image float64, j int,
 	return rows, nil
 }
 
-func summarize(m *topology.Machine, g *topology.Graph, failed []bool, order []string) MachineSummary {
+func summarize(m *topology.Machine, g *topology.Graph, absent []bool, order []string) MachineSummary {
 	h := g.Hierarchy()
 	s := MachineSummary{Name: m.Name, Description: m.Description, Nodes: len(g.Nodes()), Servers: len(g.Servers()),
 		Switches: g.NumVertices() - len(g.Nodes()) - len(g.Servers()), PerCascade: m.Servers.PerCascade}
 	if s.PerCascade > 0 {
 		s.Cascades = (s.Servers + s.PerCascade - 1) / s.PerCascade
 	}
-	for i, f := range failed {
+	for i, f := range absent {
 		if f {
 			s.Failed = append(s.Failed, fmt.Sprintf("bs%d", i))
 		}
@@ -532,7 +532,7 @@ func distribution(cfg Config, g *topology.Graph, base *Case) (*Distribution, err
 			times = slices.Clone(base.row(bi, j, len(cfg.Algos)).nodeSeconds)
 		} else {
 			var fixed *mapping.Assignment
-			a, err := assignment(g, algo, &fixed, b.Nodes, cfg.Failed)
+			a, err := assignment(g, algo, &fixed, b.Nodes, cfg.Absent)
 			if err != nil {
 				return nil, err
 			}

@@ -299,7 +299,7 @@ func (ev *evaluator) run(m *topology.Machine) ([]*fabricsim.Analysis, error) {
 	var fixed *mapping.Assignment
 	out := make([]*fabricsim.Analysis, len(ev.cfg.Batches))
 	for i, b := range ev.cfg.Batches {
-		a, err := assignment(g, ev.algo, &fixed, b.Nodes, ev.cfg.Failed)
+		a, err := assignment(g, ev.algo, &fixed, b.Nodes, ev.cfg.Absent)
 		if err != nil {
 			return nil, err
 		}

@@ -90,7 +90,7 @@ func (ev *evaluator) flow(m *topology.Machine, i int) (*FlowOutcome, error) {
 	}
 	var fixed *mapping.Assignment
 	b := ev.cfg.Batches[i]
-	a, err := assignment(g, ev.algo, &fixed, b.Nodes, ev.cfg.Failed)
+	a, err := assignment(g, ev.algo, &fixed, b.Nodes, ev.cfg.Absent)
 	if err != nil {
 		return nil, err
 	}

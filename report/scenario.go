@@ -166,7 +166,7 @@ func nodeLine(n *yaml.Node, path string) int {
 // applied is a scenario's machine and plan after the overrides.
 type applied struct {
 	machine    *topology.Machine
-	failed     []bool
+	absent     []bool
 	imageBytes float64
 	changes    []string
 }
@@ -226,7 +226,7 @@ func segmentCapacity(m *topology.Machine, seg string) float64 {
 }
 
 // apply returns the baseline with the scenario's overrides, each change described for the report.
-func (s *Scenario) apply(base *topology.Machine, baseFailed []bool, baseImage float64) (*applied, error) {
+func (s *Scenario) apply(base *topology.Machine, baseAbsent []bool, baseImage float64) (*applied, error) {
 	m := cloneMachine(base)
 	changes := s.applyServers(m)
 	m, segChanges, err := s.applySegments(m, base)
@@ -241,7 +241,7 @@ func (s *Scenario) apply(base *topology.Machine, baseFailed []bool, baseImage fl
 		}
 		return nil, s.errorf("", "after the overrides: %v", err)
 	}
-	failed, failChanges, err := s.failedServers(m, baseFailed)
+	absent, failChanges, err := s.failedServers(m, baseAbsent)
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +254,7 @@ func (s *Scenario) apply(base *topology.Machine, baseFailed []bool, baseImage fl
 	if len(changes) == 0 {
 		changes = []string{"no change"}
 	}
-	return &applied{machine: m, failed: failed, imageBytes: img, changes: changes}, nil
+	return &applied{machine: m, absent: absent, imageBytes: img, changes: changes}, nil
 }
 
 // applyServers sets the server count and servers per cascade switch of m.
@@ -298,15 +298,15 @@ func (s *Scenario) applySegments(m, base *topology.Machine) (*topology.Machine, 
 
 // failedServers marks the failed servers of m: the baseline's, the scenario's own, and those
 // behind its failed cascade switches. At least one must be left.
-func (s *Scenario) failedServers(m *topology.Machine, baseFailed []bool) ([]bool, []string, error) {
+func (s *Scenario) failedServers(m *topology.Machine, baseAbsent []bool) ([]bool, []string, error) {
 	n := m.Servers.Count
-	failed := make([]bool, n)
-	for i, f := range baseFailed {
+	absent := make([]bool, n)
+	for i, f := range baseAbsent {
 		if f {
 			if i >= n {
 				return nil, nil, s.errorf("servers.count", "baseline failed server bs%d is beyond the scenario's %d servers", i, n)
 			}
-			failed[i] = true
+			absent[i] = true
 		}
 	}
 	var changes []string
@@ -315,22 +315,22 @@ func (s *Scenario) failedServers(m *topology.Machine, baseFailed []bool) ([]bool
 		if err != nil || i < 0 || i >= n {
 			return nil, nil, s.errorf("failed_servers", "%q is not a server (0-%d or bs0-bs%d)", item, n-1, n-1)
 		}
-		failed[i] = true
+		absent[i] = true
 		changes = append(changes, fmt.Sprintf("boot server bs%d failed", i))
 	}
-	cascadeChanges, err := s.failCascades(m, failed)
+	cascadeChanges, err := s.failCascades(m, absent)
 	if err != nil {
 		return nil, nil, err
 	}
 	changes = append(changes, cascadeChanges...)
-	if !slices.Contains(failed, false) {
+	if !slices.Contains(absent, false) {
 		return nil, nil, s.errorf("failed_servers", "every boot server has failed")
 	}
-	return failed, changes, nil
+	return absent, changes, nil
 }
 
 // failCascades marks the servers behind each failed cascade switch's uplink as failed.
-func (s *Scenario) failCascades(m *topology.Machine, failed []bool) ([]string, error) {
+func (s *Scenario) failCascades(m *topology.Machine, absent []bool) ([]string, error) {
 	if len(s.FailedCascades) == 0 {
 		return nil, nil
 	}
@@ -345,7 +345,7 @@ func (s *Scenario) failCascades(m *topology.Machine, failed []bool) ([]string, e
 			return nil, s.errorf("failed_cascades", "cascade %d out of range (0-%d)", c, cascades-1)
 		}
 		for j := c * per; j < min(n, (c+1)*per); j++ {
-			failed[j] = true
+			absent[j] = true
 		}
 		changes = append(changes, fmt.Sprintf("cascade switch %d uplink failed (servers bs%d-bs%d unreachable)", c, c*per, min(n, (c+1)*per)-1))
 	}

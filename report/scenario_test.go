@@ -114,7 +114,7 @@ image_size: 100MB
 	for i := 280; i < 320; i++ {
 		wantFailed[i] = true
 	}
-	if diff := cmp.Diff(wantFailed, ap.failed); diff != "" {
+	if diff := cmp.Diff(wantFailed, ap.absent); diff != "" {
 		t.Errorf("failed servers (-want +got):\n%s", diff)
 	}
 	if ap.imageBytes != 100e6 {

@@ -1,22 +1,5 @@
 package routing
 
-// Multicast trees (FULB-MC, MINIHOP-MC, SSSP-MC) after Chen et al., "Load-balanced multicast routing
-// for very large InfiniBand networks" (2022). A group's tree is rooted at a switch of least
-// eccentricity (the largest hop distance to a member's leaf), so its height is minimal; the
-// algorithms differ in which of the equally short paths they take and in what it costs to find
-// them:
-//
-//   - MINIHOP-MC builds top-down along the min-hop tables, always the first least-hop port.
-//   - SSSP-MC runs Dijkstra from the root over all switches with link weight base + EFI (the base
-//     keeps paths shortest) and keeps the branches that lead to members: its cost grows with the
-//     fabric, not with the group.
-//   - FULB-MC builds bottom-up from each member towards the root, at each hop over the least-loaded
-//     least-hop port, stopping where it meets the tree (the rest of the way is the tree's own).
-//
-// Root rotation (among roots of least eccentricity take the switch that the fewest trees cross)
-// is FULB-MC's; MINIHOP-MC and SSSP-MC use it too unless FixedRoot is set (the OpenSM originals,
-// which take the first such switch: the paper's "-new" variants are the rotating ones).
-
 import (
 	"fmt"
 	"math"
@@ -355,6 +338,10 @@ type mcState struct {
 }
 
 // RouteMulticast builds the trees of groups, in order, with algorithm alg on the hop table's graph.
+//
+// Each tree is rooted at a switch of least eccentricity (Chen et al., FULB-MC, 2022); MINIHOP-MC
+// takes the first least-hop port, SSSP-MC runs Dijkstra with weight base + EFI, FULB-MC grows from
+// the members over the least-loaded port. Roots rotate unless FixedRoot (the OpenSM originals).
 func RouteMulticast(h *HopTable, groups []McastGroup, alg McastAlgorithm, opt McastOptions) (*McastResult, error) {
 	if _, err := ParseMcastAlgorithm(string(alg)); err != nil {
 		return nil, err

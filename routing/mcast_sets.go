@@ -11,18 +11,6 @@ import (
 	"github.com/bootfabric/bootfabric/topology"
 )
 
-// Group sets name the multicast workloads of bootctl mcast in one string: comma-separated items,
-// each one kind of the FULB-MC paper's communicators over the fabric's nodes (process i on node
-// i), or a file of groups.
-//
-//	grid2d[:RxC]      one group per row and per column of a 2-D process grid (default: most nearly square)
-//	grid3d[:AxBxC]    one group per line along each axis of a 3-D grid
-//	planes[:AxBxC]    one group per plane of a 3-D grid
-//	leaders[:K]       hierarchical groups of K (default 16), their leaders, and so on up
-//	random:N:SIZE     N groups of SIZE distinct nodes, drawn from GroupSetOptions.Seed
-//	servers           one group per boot server and its nodes (GroupSetOptions.ServerOf)
-//	@FILE             one group per line (ParseGroups)
-
 // GroupSet is one item of a group-set list and the number of groups it gave.
 type GroupSet struct {
 	Spec   string `json:"spec"`
@@ -59,6 +47,18 @@ func (e *GroupSetError) Unwrap() error { return e.Err }
 
 // ParseGroupSets generates the groups of every item of spec, in order, and returns them with the
 // count per item. A bad item is a *GroupSetError naming it (ServerOf's errors excepted).
+//
+// Group sets name the multicast workloads of bootctl mcast in one string: comma-separated items,
+// each one kind of the FULB-MC paper's communicators over the fabric's nodes (process i on node
+// i), or a file of groups.
+//
+//	grid2d[:RxC]      one group per row and per column of a 2-D process grid (default: most nearly square)
+//	grid3d[:AxBxC]    one group per line along each axis of a 3-D grid
+//	planes[:AxBxC]    one group per plane of a 3-D grid
+//	leaders[:K]       hierarchical groups of K (default 16), their leaders, and so on up
+//	random:N:SIZE     N groups of SIZE distinct nodes, drawn from GroupSetOptions.Seed
+//	servers           one group per boot server and its nodes (GroupSetOptions.ServerOf)
+//	@FILE             one group per line (ParseGroups)
 func ParseGroupSets(fab *topology.Fabric, spec string, opt GroupSetOptions) ([]McastGroup, []GroupSet, error) {
 	var all []McastGroup
 	var sets []GroupSet

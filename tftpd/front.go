@@ -10,19 +10,9 @@ import (
 	"golang.org/x/net/ipv6"
 )
 
-// front is the TFTP port as pin/tftp sees it. It takes every datagram out
-// of pin/tftp's request stream and answers it here: read requests run in
-// this package's own senders (window.go: RFC 7440 windows, and lock-step
-// as a window of one), which enforce the server's limits (timeouts, slots
-// per client, transfer time, shutdown); write requests and requests the
-// strict parser rejects get a TFTP ERROR; anything else is counted and
-// dropped. Only with Config.Anticipate do lock-step read requests reach
-// pin/tftp, whose burst mode this package does not have.
-//
-// pin/tftp v3.2.0 could not serve the rest anyway: it deletes every option
-// but blksize and tsize from its OACK (no windowsize, no timeout), serves
-// requests with duplicate options and unknown modes, and its unconnected
-// transfer sockets never learn that a client went away.
+// front is the TFTP port as pin/tftp sees it: it answers every datagram itself (read requests in
+// this package's senders, which enforce the server's limits) and returns to pin/tftp's request
+// loop only lock-step read requests in Anticipate mode, the burst mode this package lacks.
 type front struct {
 	*net.UDPConn
 	s   *Server

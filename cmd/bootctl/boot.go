@@ -120,7 +120,7 @@ func loadBootSetup(c *cli.Context) (*bootSetup, error) {
 	if s.nodes, err = sel.pick(s.inv); err != nil {
 		return nil, err
 	}
-	if s.a, err = bootsrv.Assignment(s.g.Hierarchy(), algo, len(servers), nil, nil); err != nil {
+	if s.a, err = bootsrv.AssignServers(s.g.Hierarchy(), algo, len(servers), nil, nil); err != nil {
 		return nil, badInput("--config: mapping: %w", err)
 	}
 	for _, n := range s.nodes {

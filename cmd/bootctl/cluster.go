@@ -48,7 +48,8 @@ func clusterFlags() []cli.Flag {
 
 func bootFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "algo", Value: "bcda", Usage: "block-cyclic mapping the boot servers use: scda, bcda, ncda, cyclic:LEVEL"},
+		withChoices(cli.StringFlag{Name: "algo", Value: "bcda", Usage: "block-cyclic mapping the boot servers use: scda, bcda, ncda, cyclic:LEVEL"},
+			"scda", "bcda", "ncda"),
 		&cli.StringFlag{Name: "nbp", Value: "/usr/lib/ipxe/undionly.kpxe", Usage: "network boot program served over TFTP (Debian package ipxe)"},
 		&cli.StringFlag{Name: "kernel-size", Value: "1MB", Usage: "size of the test kernel fetched over HTTP"},
 		&cli.StringFlag{Name: "initrd-size", Value: "3MB", Usage: "size of the test initrd fetched over HTTP"},
@@ -115,8 +116,10 @@ func clusterBootCommand(e *env) *cli.Command {
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Usage: "give up on nodes not booted by then"},
 			&cli.StringFlag{Name: "kind", Value: "netns", Usage: "netns: container nodes; qemu: PXE-boot VMs (the cluster was brought up with --kind qemu)"},
 			&cli.IntFlag{Name: "vms", Value: 4, Usage: "qemu: how many VMs to boot at once (the first N nodes)"},
-			&cli.StringFlag{Name: "firmware", Value: "bios", Usage: "qemu: bios (SeaBIOS + iPXE ROM), uefi (OVMF + iPXE's EFI ROM) uefi-pxe (OVMF's own PXE client fetches ipxe.efi over TFTP) or uefi-http (OVMF's HTTP boot client fetches ipxe.efi over HTTP, no TFTP)"},
-			&cli.StringFlag{Name: "accel", Usage: "qemu: kvm, tcg or auto (default: $BOOTFABRIC_ACCEL, else auto: kvm when a probe guest runs under KVM, else tcg)"},
+			withChoices(cli.StringFlag{Name: "firmware", Value: "bios", Usage: "qemu: bios (SeaBIOS + iPXE ROM), uefi (OVMF + iPXE's EFI ROM) uefi-pxe (OVMF's own PXE client fetches ipxe.efi over TFTP) or uefi-http (OVMF's HTTP boot client fetches ipxe.efi over HTTP, no TFTP)"},
+				integration.Firmwares()...),
+			withChoices(cli.StringFlag{Name: "accel", Usage: "qemu: kvm, tcg or auto (default: $BOOTFABRIC_ACCEL, else auto: kvm when a probe guest runs under KVM, else tcg)"},
+				"kvm", "tcg", "auto"),
 		),
 		Action: func(c *cli.Context) error { return clusterBootAction(e, c) },
 	}

@@ -304,11 +304,10 @@ func writeFleetApply(e *env, r *fleetApplyResult) error {
 
 // Server states in `fleet status`.
 const (
-	fleetLive     = "live"     // a member, answering for the fleet
-	fleetInactive = "inactive" // a member that says it is not answering (starting, fenced)
-	fleetDead     = "dead"     // configured, not a member: its blocks moved to survivors
-	fleetAbsent   = "absent"   // in failed_servers: dealt around
-	fleetStranger = "unknown"  // a member whose name is not in the revision's servers
+	fleetLive     = "live"    // a member, answering for the fleet
+	fleetDead     = "dead"    // configured, not a member: its blocks moved to survivors
+	fleetAbsent   = "absent"  // in failed_servers: dealt around
+	fleetStranger = "unknown" // a member whose name is not in the revision's servers
 )
 
 // fleetServerStatus is one server in `fleet status`.
@@ -484,21 +483,14 @@ func fleetServerRows(ctx context.Context, cl *fleet.Client, doc *bootsrv.FleetDo
 	return rows, live
 }
 
-// fillMember sets a server's row from its membership. A member whose info does not say whether it
-// is active is taken as live: it holds its lease, which is what the other servers go by.
+// fillMember sets a server's row from its membership: live, as it holds its lease, which is what
+// the other servers go by (its info, when readable, adds its URL and when it joined).
 func fillMember(row *fleetServerStatus, mb fleet.Member) {
-	var info struct {
-		bootsrv.MemberInfo
-		Active *bool `json:"active"`
-	}
 	row.State = fleetLive
-	if json.Unmarshal(mb.Info, &info) == nil {
+	if info, ok := bootsrv.DecodeMemberInfo(mb); ok {
 		row.URL = info.URL
 		if row.Address == "" {
 			row.Address = info.Address
-		}
-		if info.Active != nil && !*info.Active {
-			row.State = fleetInactive
 		}
 		row.JoinedAt = info.Joined
 	}

@@ -250,7 +250,7 @@ func (fe *fleetEtcd) statusBs1Live(t *testing.T) {
 	t.Cleanup(func() { cl.Close() })
 	fe.bs1 = cl
 	joined := time.Date(2026, 11, 24, 4, 59, 0, 0, time.UTC)
-	info, _ := json.Marshal(bootsrv.MemberInfo{URL: "http://10.0.0.2:8080", Address: "10.0.0.2", Active: true, Joined: joined})
+	info, _ := json.Marshal(bootsrv.MemberInfo{URL: "http://10.0.0.2:8080", Address: "10.0.0.2", Joined: joined})
 	mb, err := cl.Join(fe.ctx, "bs1", info, 0)
 	if err != nil {
 		t.Fatal(err)

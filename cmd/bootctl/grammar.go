@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -201,31 +200,37 @@ func arity(usage string) (lo, hi int) {
 }
 
 // unrequire clears the Required mark of flags (so that urfave/cli does not answer a missing one
-// with the whole help text) and returns the flags that had it.
+// with the whole help text) and returns the flags that had it. bootctl marks only string flags
+// required; TestNoFlagLeftRequired keeps it so.
 func unrequire(flags []cli.Flag) []cli.Flag {
 	var out []cli.Flag
 	for _, f := range flags {
-		r, ok := f.(cli.RequiredFlag)
-		if !ok || !r.IsRequired() {
-			continue
-		}
-		v := reflect.ValueOf(f)
-		if v.Kind() != reflect.Pointer {
-			continue
-		}
-		if field := v.Elem().FieldByName("Required"); field.IsValid() && field.CanSet() && field.Kind() == reflect.Bool {
-			field.SetBool(false)
-			out = append(out, f)
+		if sf, ok := f.(*cli.StringFlag); ok && sf.Required {
+			sf.Required = false
+			out = append(out, sf)
 		}
 	}
 	return out
 }
 
-// flagForValue names the flag whose help lists word as one of its values (--topology for "mini",
-// --output for "json"), or the flag that reads a YAML file for an existing file or *.yaml.
+// choiceFlag is a string flag whose values are named ones (the mapping and multicast algorithms
+// also take lists of them): its choices are data, which a stray argument is matched against, and
+// its help says them in words (TestChoicesInHelp keeps the two together).
+type choiceFlag struct {
+	cli.StringFlag
+	choices []string
+}
+
+// withChoices is flag f with its choices.
+func withChoices(f cli.StringFlag, choices ...string) *choiceFlag {
+	return &choiceFlag{StringFlag: f, choices: choices}
+}
+
+// flagForValue names the flag that has word among its choices (--output for "json"), --topology
+// for a preset or a spec, or the flag that reads a YAML file for an existing file or *.yaml.
 func flagForValue(flags []cli.Flag, word string) string {
 	for _, f := range flags {
-		if slices.Contains(listedValues(flagUsage(f)), word) {
+		if c, ok := f.(*choiceFlag); ok && slices.Contains(c.choices, word) {
 			return dashed(f.Names()[0])
 		}
 	}
@@ -257,30 +262,6 @@ func flagUsage(f cli.Flag) string {
 		return u.GetUsage()
 	}
 	return ""
-}
-
-// listedValues returns the words of a flag's help that stand in an enumeration: next to a comma
-// ("a preset (sunway, mini)", "table, json, csv").
-func listedValues(usage string) []string {
-	parts := strings.Split(usage, ",")
-	if len(parts) < 2 {
-		return nil
-	}
-	var out []string
-	trim := func(s string) string { return strings.Trim(s, "():;. ") }
-	for i, p := range parts {
-		words := strings.Fields(p)
-		if len(words) == 0 {
-			continue
-		}
-		if i > 0 {
-			out = append(out, trim(words[0]))
-		}
-		if i < len(parts)-1 {
-			out = append(out, trim(words[len(words)-1]))
-		}
-	}
-	return slices.DeleteFunc(out, func(w string) bool { return len(w) < 3 || w == "and" || w == "the" })
 }
 
 // dashed writes a flag name as the user types it: -o, --output.

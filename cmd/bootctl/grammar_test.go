@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/urfave/cli/v2"
 )
 
 // TestGrammarUsageErrors: every usage error exits 2 with one line on stderr naming the command,
@@ -29,6 +31,8 @@ func TestGrammarUsageErrors(t *testing.T) {
 		{"stray argument", []string{"plan", "mini"}, `bootctl plan: unexpected argument "mini" (did you mean --topology mini?)`},
 		{"stray format", []string{"route", "-t", "fat2d:4", "json"}, `bootctl route: unexpected argument "json" (did you mean --output json?)`},
 		{"stray spec", []string{"route", "fat2d:16"}, `bootctl route: unexpected argument "fat2d:16" (did you mean --topology fat2d:16?)`},
+		{"stray choice", []string{"simulate", "multicast"}, `bootctl simulate: unexpected argument "multicast" (did you mean --delivery multicast?)`},
+		{"a word of the help is no choice", []string{"plan", "core"}, `bootctl plan: unexpected argument "core"`},
 		{"stray word", []string{"mcast", "-t", "mini", "now"}, `bootctl mcast: unexpected argument "now"`},
 		{"boolean value after a space", []string{"report", "--flow", "false"}, `bootctl report: unexpected argument "false" (a true/false flag takes its value after =, e.g. --flow=false)`},
 		{"stray after a subcommand", []string{"image", "list", "--store", "x", "extra"}, `bootctl image list: unexpected argument "extra"`},
@@ -320,5 +324,55 @@ func TestMachineFileErrorsInUsersWords(t *testing.T) {
 	}
 	if code, _, errs := bootctl(t, "plan", "--topology", writeFile(t, "m.yaml", good), "--batch", "1", "-o", "json"); code != 0 {
 		t.Errorf("the good file: exit %d: %s", code, errs)
+	}
+}
+
+// TestNoFlagLeftRequired: applyGrammar takes over every Required flag (unrequire), so that
+// urfave/cli never answers a missing one with the whole help text.
+func TestNoFlagLeftRequired(t *testing.T) {
+	app := newApp(&env{stdout: &strings.Builder{}, stderr: &strings.Builder{}})
+	app.Setup()
+	applyGrammar(app)
+	var walk func(path string, cmds []*cli.Command)
+	walk = func(path string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			for _, f := range c.Flags {
+				if r, ok := f.(cli.RequiredFlag); ok && r.IsRequired() {
+					t.Errorf("%s %s: --%s is still Required (a %T)", path, c.Name, f.Names()[0], f)
+				}
+			}
+			walk(path+" "+c.Name, c.Subcommands)
+		}
+	}
+	walk("bootctl", app.Commands)
+}
+
+// TestChoicesInHelp: every choice of a flag is said in its help, so that what the help lists and
+// what a stray argument is matched against cannot drift apart.
+func TestChoicesInHelp(t *testing.T) {
+	app := newApp(&env{stdout: &strings.Builder{}, stderr: &strings.Builder{}})
+	app.Setup()
+	n := 0
+	var walk func(path string, cmds []*cli.Command)
+	walk = func(path string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			for _, f := range c.Flags {
+				cf, ok := f.(*choiceFlag)
+				if !ok {
+					continue
+				}
+				n++
+				for _, v := range cf.choices {
+					if !strings.Contains(cf.Usage, v) {
+						t.Errorf("%s %s --%s: choice %q is not in its help %q", path, c.Name, cf.Name, v, cf.Usage)
+					}
+				}
+			}
+			walk(path+" "+c.Name, c.Subcommands)
+		}
+	}
+	walk("bootctl", app.Commands)
+	if n == 0 {
+		t.Error("no flag with choices")
 	}
 }

@@ -19,7 +19,8 @@ import (
 func machineFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Value: "sunway", Usage: "machine: a preset (" + strings.Join(topology.Presets(), ", ") + ") or a YAML machine description file"},
-		&cli.StringFlag{Name: "algo", Aliases: []string{"a"}, Value: "all", Usage: "mapping: scda, bcda, ncda, balanced, cyclic:LEVEL, a comma-separated list, or all"},
+		withChoices(cli.StringFlag{Name: "algo", Aliases: []string{"a"}, Value: "all", Usage: "mapping: scda, bcda, ncda, balanced, cyclic:LEVEL, a comma-separated list, or all"},
+			"scda", "bcda", "ncda", "balanced", "all"),
 		&cli.StringFlag{Name: "batch", Aliases: []string{"b"}, Usage: "batches, comma-separated: COUNT[UNIT] from the machine's start, FIRST-LAST[UNIT], all, or @FILE of node names (default: the paper's ladder)"},
 		&cli.StringFlag{Name: "unit", Aliases: []string{"u"}, Value: "board", Usage: "unit of batch counts without one: node or a level name (board, supernode, cabinet, ...)"},
 		&cli.StringFlag{Name: "image-size", Value: "50MB", Usage: "boot image size with a unit (MB = 10^6 bytes, MiB = 2^20)"},
@@ -54,9 +55,9 @@ type machineInput struct {
 	// Profile is the --profile whose sizes ImageBytes is (kernel plus initrd); empty without one.
 	Profile                  string
 	KernelBytes, InitrdBytes int64
-	// Failed marks the absent servers (--failed-servers), Dead those failing during the boot
+	// Absent marks the servers never up (--failed-servers), Dead those failing during the boot
 	// (--failed-during-boot): the two kinds of mapping.Owners.
-	Failed []bool
+	Absent []bool
 	Dead   []bool
 }
 
@@ -103,7 +104,7 @@ func readMachineInput(c *cli.Context) (*machineInput, error) {
 	if err := in.readImageSize(c); err != nil {
 		return nil, err
 	}
-	if in.Failed, in.Dead, err = parseFailures(c.String("failed-servers"), c.String("failed-during-boot"), len(g.Servers())); err != nil {
+	if in.Absent, in.Dead, err = parseFailures(c.String("failed-servers"), c.String("failed-during-boot"), len(g.Servers())); err != nil {
 		return nil, err
 	}
 	return in, nil

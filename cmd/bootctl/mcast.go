@@ -33,7 +33,8 @@ func mcastCommand(e *env) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Required: true, Usage: "topology spec (pgft:..., fat2d:...), ibnetdiscover file, preset or machine YAML"},
 			&cli.StringFlag{Name: "groups", Aliases: []string{"g"}, Value: "grid2d", Usage: "group sets, comma-separated: grid2d[:RxC], grid3d[:AxBxC], planes[:AxBxC], leaders[:K], random:N:SIZE, servers, @FILE"},
-			&cli.StringFlag{Name: "algo", Aliases: []string{"a"}, Value: "all", Usage: "fulb, minhop, sssp, a comma-separated list, or all"},
+			withChoices(cli.StringFlag{Name: "algo", Aliases: []string{"a"}, Value: "all", Usage: "fulb, minhop, sssp, a comma-separated list, or all"},
+				"fulb", "minhop", "sssp", "all"),
 			&cli.BoolFlag{Name: "fixed-root", Usage: "minhop and sssp take the first root of least eccentricity, as OpenSM does (no root rotation)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of random groups"},
 			&cli.StringFlag{Name: "mapping", Value: "bcda", Usage: "mapping of nodes to boot servers for the servers groups"},

@@ -92,7 +92,7 @@ func (ni *nodeInventory) owners() (map[string]string, error) {
 		return ni.owner, nil
 	}
 	cfg := ni.cfg
-	a, err := bootsrv.Assignment(ni.h, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
+	a, err := bootsrv.AssignServers(ni.h, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
 	if err != nil {
 		return nil, badInput("%s: mapping: %w", configName(cfg), err)
 	}

@@ -17,9 +17,9 @@ import (
 
 // outputFlag is the --output flag of a command that supports the given formats (the first is the
 // default).
-func outputFlag(formats ...string) *cli.StringFlag {
-	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: formats[0],
-		Usage: "result format: " + strings.Join(formats, ", ")}
+func outputFlag(formats ...string) *choiceFlag {
+	return withChoices(cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: formats[0],
+		Usage: "result format: " + strings.Join(formats, ", ")}, formats...)
 }
 
 // outputFormat returns the checked value of --output.

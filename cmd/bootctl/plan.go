@@ -19,7 +19,8 @@ func planCommand(e *env) *cli.Command {
 		Description: "With no flags: the paper's machine (sunway), all algorithms side by side with the ratio to\n" +
 			"scda, and the paper's ladder of batches (1, 20, 21, 32 boards; 1 to 40 cabinets).",
 		Flags: append(machineFlags(), outputFlag("table", "json", "yaml", "csv"),
-			&cli.StringFlag{Name: "model", Value: "analytic", Usage: "analytic (the paper's per-segment model), flow (also the flow-level simulation of the same boot, side by side)"}),
+			withChoices(cli.StringFlag{Name: "model", Value: "analytic", Usage: "analytic (the paper's per-segment model), flow (also the flow-level simulation of the same boot, side by side)"},
+				"analytic", "flow")),
 		Action: func(c *cli.Context) error { return runPlan(e, c) },
 	}
 }
@@ -46,7 +47,7 @@ func runPlan(e *env, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	pin := fabricsim.PlanInput{Graph: in.Graph, Algos: in.Algos, Batches: in.Batches, ImageBytes: in.ImageBytes, Failed: in.Failed, Dead: in.Dead, Flow: model == "flow"}
+	pin := fabricsim.PlanInput{Graph: in.Graph, Algos: in.Algos, Batches: in.Batches, ImageBytes: in.ImageBytes, Absent: in.Absent, Dead: in.Dead, Flow: model == "flow"}
 	if pin.Flow {
 		bar := e.progressBar("plan", 0, "rows")
 		defer bar.Done()
@@ -57,11 +58,11 @@ func runPlan(e *env, c *cli.Context) error {
 		return err
 	}
 	e.log.Debug("planned", zap.Int("rows", len(rows)))
-	p := planned{in: in, rows: rows, segs: fabricsim.SegmentNames(in.Graph), flow: pin.Flow, failures: in.Failed != nil || in.Dead != nil}
+	p := planned{in: in, rows: rows, segs: fabricsim.SegmentNames(in.Graph), flow: pin.Flow, failures: in.Absent != nil || in.Dead != nil}
 	switch format {
 	case "json", "yaml":
 		return writeData(e.stdout, format, planJSON{Topology: in.Graph.Name, Nodes: len(in.Graph.Nodes()), Servers: len(in.Graph.Servers()),
-			ImageBytes: in.ImageBytes, Profile: in.Profile, Segments: p.segs, AbsentServers: serverNames(in.Failed), DeadServers: serverNames(in.Dead), Rows: rows})
+			ImageBytes: in.ImageBytes, Profile: in.Profile, Segments: p.segs, AbsentServers: serverNames(in.Absent), DeadServers: serverNames(in.Dead), Rows: rows})
 	case "csv":
 		return writeCSV(e.stdout, p.csv())
 	}
@@ -111,7 +112,7 @@ func (p planned) writeTable(e *env) error {
 	fmt.Fprintf(e.stdout, "%s: %d nodes, %d boot servers; image %s; bandwidth in Mb/s per node (minimum per segment)\n",
 		g.Name, len(g.Nodes()), len(g.Servers()), image)
 	if p.failures {
-		fmt.Fprintln(e.stdout, failureHeader(p.in.Failed, p.in.Dead))
+		fmt.Fprintln(e.stdout, failureHeader(p.in.Absent, p.in.Dead))
 	}
 	t := newTable(e.stdout)
 	head := []any{"batch", "nodes", "algo"}

@@ -53,7 +53,8 @@ func powerFlags() []cli.Flag {
 		&cli.IntFlag{Name: "fan-out", Value: 50, Usage: "BMCs asked at once"},
 		&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "least time between two actions on one BMC"},
 		&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "time one node's action may take"},
-		&cli.StringFlag{Name: "mode", Value: string(power.Legacy), Usage: "pxe: the firmware, legacy or uefi"},
+		withChoices(cli.StringFlag{Name: "mode", Value: string(power.Legacy), Usage: "pxe: the firmware, legacy or uefi"},
+			string(power.Legacy), string(power.UEFI)),
 		groupFlag(),
 		outputFlag("table", "json", "yaml"),
 	}

@@ -26,7 +26,8 @@ func reportCommand(e *env) *cli.Command {
 		Flags: append(withoutFlags(machineFlags(), "failed-during-boot"),
 			&cli.StringSliceFlag{Name: "scenario", Aliases: []string{"s"}, Usage: "what-if scenario YAML file (repeatable); see examples/scenarios/"},
 			&cli.StringFlag{Name: "out", Usage: "output file, written atomically, its extension that of the format; - for stdout (default: report.html, report.md, report.csv or report.json)"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o", "format"}, Usage: "report format: html, markdown, csv, json (default: from the --out extension, else html)"},
+			withChoices(cli.StringFlag{Name: "output", Aliases: []string{"o", "format"}, Usage: "report format: html, markdown, csv, json (default: from the --out extension, else html)"},
+				"html", "markdown", "csv", "json"),
 			&cli.StringFlag{Name: "dist-batch", Usage: "batch whose node completion times are plotted: its label (\"1 cabinet\") or 1-based position in the ladder (default: the batch whose flow-model completion times spread most, else the largest)"},
 			&cli.BoolFlag{Name: "flow", Value: true, Usage: "run the end-to-end flow model (simulate's default boot: DHCP, TFTP caps, health report) as the headline, beside the per-segment bandwidth model (--flow=false: the bandwidth model only)"},
 			&cli.Float64Flag{Name: "upgrade-factor", Value: 10, Usage: "capacity multiplier of a segment upgrade in the recommendations"},
@@ -100,7 +101,7 @@ func reportConfig(c *cli.Context) (report.Config, error) {
 		return report.Config{}, err
 	}
 	cfg := report.Config{Machine: in.Machine, Algos: in.Algos, Batches: in.Batches, ImageBytes: in.ImageBytes,
-		Failed: in.Failed, Scenarios: scenarios, DistBatch: dist, UpgradeFactor: c.Float64("upgrade-factor")}
+		Absent: in.Absent, Scenarios: scenarios, DistBatch: dist, UpgradeFactor: c.Float64("upgrade-factor")}
 	if c.Bool("flow") {
 		cfg.Flow, cfg.FlowName = report.FabricsimFlow(c.Context), report.FlowModelName
 	}

@@ -26,7 +26,8 @@ func routeCommand(e *env) *cli.Command {
 			"up*/down* order, deadlock freedom per virtual channel and congestion.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Required: true, Usage: "topology spec or file"},
-			&cli.StringFlag{Name: "engine", Aliases: []string{"e"}, Value: "dmodc", Usage: "routing engine: " + strings.Join(routing.Engines(), ", ")},
+			withChoices(cli.StringFlag{Name: "engine", Aliases: []string{"e"}, Value: "dmodc", Usage: "routing engine: " + strings.Join(routing.Engines(), ", ")},
+				routing.Engines()...),
 			&cli.StringFlag{Name: "faults", Usage: "file of links and switches to remove"},
 			&cli.StringFlag{Name: "roots", Usage: "updn root switches, comma-separated names or GUIDs (default: the top level)"},
 			&cli.BoolFlag{Name: "check", Usage: "also check up*/down* order and deadlock freedom and measure congestion"},

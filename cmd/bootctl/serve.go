@@ -51,6 +51,21 @@ var serveOverrides = []struct {
 		func(c *bootsrv.Config, v string) { c.HTTP.OperatorTokenFile = v }},
 }
 
+// serveOverrideFlags are the flags of serveOverrides, --dhcp and --mapping with their choices.
+func serveOverrideFlags() []cli.Flag {
+	choices := map[string][]string{"dhcp": {"reservation", "proxy", "off"}, "mapping": {"scda", "bcda", "ncda"}}
+	var flags []cli.Flag
+	for _, o := range serveOverrides {
+		f := cli.StringFlag{Name: o.flag, EnvVars: []string{o.env}, Usage: o.usage}
+		if c, ok := choices[o.flag]; ok {
+			flags = append(flags, withChoices(f, c...))
+			continue
+		}
+		flags = append(flags, &f)
+	}
+	return flags
+}
+
 func serveCommand(e *env) *cli.Command {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"BOOTCTL_CONFIG"},
@@ -64,9 +79,7 @@ func serveCommand(e *env) *cli.Command {
 		&cli.BoolFlag{Name: "recover",
 			Usage: "if the state file is damaged, keep it aside as nodes.db.damaged-TIME and start from the records that can be read"},
 	}
-	for _, o := range serveOverrides {
-		flags = append(flags, &cli.StringFlag{Name: o.flag, EnvVars: []string{o.env}, Usage: o.usage})
-	}
+	flags = append(flags, serveOverrideFlags()...)
 	flags = append(flags, fleetServeFlags()...)
 	flags = append(flags, &cli.StringFlag{Name: "cpu-profile", Usage: "write a Go CPU profile (pprof) of the whole run to `FILE` when the server stops"})
 	return &cli.Command{

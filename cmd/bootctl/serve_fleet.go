@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -272,9 +271,9 @@ func (m *fleetMember) prepare(ctx context.Context, rev fleet.ConfigRevision) (*b
 			}
 			url = "http://" + net.JoinHostPort(cfg.Servers[cfg.ServerID].Address, port)
 		}
-		info, _ := json.Marshal(bootsrv.MemberInfo{URL: url, Address: cfg.Servers[cfg.ServerID].Address, Active: true})
-		if m.membership, err = m.fc.Join(ctx, m.name, info, m.ttl); err != nil {
-			return nil, fmt.Errorf("joining fleet %s as %s: %w", m.fc.Fleet(), m.name, err)
+		info := bootsrv.MemberInfo{URL: url, Address: cfg.Servers[cfg.ServerID].Address}
+		if m.membership, err = bootsrv.JoinFleet(ctx, m.fc, m.name, info, m.ttl); err != nil {
+			return nil, err
 		}
 		m.e.log.Info("joined the fleet", zap.String("fleet", m.fc.Fleet()), zap.String("server", m.name), zap.String("url", url))
 	}
@@ -301,8 +300,7 @@ func (m *fleetMember) fillImages(ctx context.Context, doc *bootsrv.FleetDoc) err
 	}
 	var peers []string
 	for _, mb := range members {
-		var info bootsrv.MemberInfo
-		if mb.Name != m.name && json.Unmarshal(mb.Info, &info) == nil && info.URL != "" {
+		if info, ok := bootsrv.DecodeMemberInfo(mb); ok && mb.Name != m.name && info.URL != "" {
 			peers = append(peers, info.URL)
 		}
 	}

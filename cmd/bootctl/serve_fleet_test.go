@@ -163,6 +163,7 @@ func TestServeFleet(t *testing.T) {
 	// ncda over two servers: node n of the mini machine goes to server n mod 2.
 	waitNodes(bs1, []string{"node01", "node03"})
 	waitNodes(bs0, []string{"node00", "node02"})
+	wantMemberInfo(t, ctx, ec.Endpoints, map[string]string{"bs0": bs0.url, "bs1": bs1.url})
 	r, err := http.Get(bs1.url + "/boot/default/vmlinuz")
 	if err != nil {
 		t.Fatal(err)
@@ -251,5 +252,29 @@ func (r rawClient) get(ctx context.Context, key string) []byte {
 func (r rawClient) put(ctx context.Context, key string, value []byte) {
 	if _, err := r.cli.Put(ctx, key, string(value)); err != nil {
 		r.t.Fatal(err)
+	}
+}
+
+// wantMemberInfo checks what each member of fleet t published: its URL, and when it joined
+// (which fleet status shows).
+func wantMemberInfo(t *testing.T, ctx context.Context, endpoints []string, urls map[string]string) {
+	t.Helper()
+	c, err := fleet.Open(ctx, fleet.Options{Endpoints: endpoints, Fleet: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	members, _, err := c.Members(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mb := range members {
+		info, ok := bootsrv.DecodeMemberInfo(mb)
+		if !ok || info.URL != urls[mb.Name] || info.Joined.IsZero() {
+			t.Errorf("member %s published %+v (readable %v), want URL %s and a join time", mb.Name, info, ok, urls[mb.Name])
+		}
+	}
+	if len(members) != len(urls) {
+		t.Errorf("%d members, want %d", len(members), len(urls))
 	}
 }

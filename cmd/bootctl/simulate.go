@@ -57,7 +57,11 @@ func simulateCommand(e *env) *cli.Command {
 func simMachineFlags() []cli.Flag {
 	shared := machineFlags()
 	for _, f := range shared {
-		if sf, ok := f.(*cli.StringFlag); ok && (sf.Name == "algo" || sf.Name == "batch") {
+		sf, ok := f.(*cli.StringFlag)
+		if cf, isChoice := f.(*choiceFlag); isChoice {
+			sf, ok = &cf.StringFlag, true
+		}
+		if ok && (sf.Name == "algo" || sf.Name == "batch") {
 			sf.Value = map[string]string{"algo": "bcda", "batch": "all"}[sf.Name]
 			sf.Usage = strings.Replace(sf.Usage, " (default: the paper's ladder)", "", 1)
 		}
@@ -71,7 +75,8 @@ func simFlags(formats []string) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "arrival", Value: "all", Usage: "power-on times: all (at 0), ramp:N (N nodes per second in batch order), or a FILE of lines 'NODE SECONDS'"},
 		&cli.StringFlag{Name: "files", Value: simDefaultFiles, Usage: "files each node fetches in order: NAME=SIZE[:tftp|http|none],... (without a protocol: --protocol); --image-size alone means nbp + one image of that size"},
-		&cli.StringFlag{Name: "protocol", Value: "tftp", Usage: "delivery of files without their own protocol: tftp, http (or none: no protocol cap)"},
+		withChoices(cli.StringFlag{Name: "protocol", Value: "tftp", Usage: "delivery of files without their own protocol: tftp, http (or none: no protocol cap)"},
+			"tftp", "http", "none"),
 		&cli.IntFlag{Name: "blksize", Value: fabricsim.DefaultTFTPBlockSize, Usage: "TFTP block size in bytes (RFC 2348)"},
 		&cli.IntFlag{Name: "windowsize", Value: fabricsim.DefaultTFTPWindowSize, Usage: "TFTP window size in blocks (RFC 7440)"},
 		&cli.StringFlag{Name: "http-window", Value: "256KiB", Usage: "HTTP (TCP) receive window"},
@@ -84,8 +89,10 @@ func simFlags(formats []string) []cli.Flag {
 		&cli.StringFlag{Name: "stragglers", Usage: "health aggregation: slow nodes, FRACTION:SLOWDOWN or FRACTION:MIN-MAX, optionally :net (e.g. 0.1:1-20)"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "health aggregation: seed of faults, stragglers and failed health checks"},
 		&cli.BoolFlag{Name: "health-nodes", Usage: "health aggregation: include every node's status in --output json"},
-		&cli.StringFlag{Name: "delivery", Value: "unicast", Usage: "image delivery: unicast (a flow per node), or multicast (a tree per boot server, shown beside unicast)"},
-		&cli.StringFlag{Name: "mcast", Value: "fulb", Usage: "multicast tree algorithm with --delivery multicast: fulb, minhop, sssp"},
+		withChoices(cli.StringFlag{Name: "delivery", Value: "unicast", Usage: "image delivery: unicast (a flow per node), or multicast (a tree per boot server, shown beside unicast)"},
+			"unicast", "multicast"),
+		withChoices(cli.StringFlag{Name: "mcast", Value: "fulb", Usage: "multicast tree algorithm with --delivery multicast: fulb, minhop, sssp"},
+			"fulb", "minhop", "sssp"),
 		&cli.StringFlag{Name: "time-step", Value: "0", Usage: "round events up to multiples of this duration so that nearby ones share one re-allocation, an optional coarsening (0: exact; auto, its old default, is now 0 too)"},
 		&cli.Float64Flag{Name: "server-cap", Usage: "limit on each boot server's total rate in Mb/s, e.g. its disk (0: none)"},
 		&cli.StringSliceFlag{Name: "fail", Usage: "a boot server fails during the boot: SERVER@TIME (bs3@12s, 3@12; repeatable or comma-separated); its unfinished nodes boot again from DHCP on their new owners after --detect, beside the run without failures"},
@@ -208,19 +215,19 @@ func (job *simJob) run(ctx context.Context, e *env, b topology.Batch, algo mappi
 	if cfg.Arrivals, err = simArrivals(job.arrival, job.listed, b, g); err != nil {
 		return nil, err
 	}
-	a, _, err := mapping.AssignOwners(g, algo, b.Nodes, in.Failed, in.Dead)
+	sim := &fabricsim.BootSim{Graph: g, Algo: algo, Batch: b.Nodes, Absent: in.Absent, Dead: in.Dead, Config: cfg}
+	if job.fails != nil {
+		sim.Failures, sim.DetectSeconds = job.fails.failures, job.fails.detect
+	}
+	a, err := sim.Assign()
 	if err != nil {
 		return nil, asBadInput(err)
 	}
-	cfg.Progress = simProgress(e, "simulate "+algo.Name+" "+b.Label)
-	var res *fabricsim.FlowResult
-	if job.fails != nil {
-		res, err = fabricsim.SimulateFailures(ctx, g, nil, a, b.Nodes, cfg, job.fails.plan(g, algo, b, in))
-	} else {
-		res, err = fabricsim.Simulate(ctx, g, nil, a, b.Nodes, cfg)
-	}
-	if cfg.Progress != nil {
-		cfg.Progress(fabricsim.Progress{Done: -1})
+	progress := simProgress(e, "simulate "+algo.Name+" "+b.Label)
+	sim.Config.Progress = progress
+	res, err := sim.Simulate(ctx, a)
+	if progress != nil {
+		progress(fabricsim.Progress{Done: -1})
 	}
 	if err != nil {
 		return nil, simError(ctx, err)
@@ -232,11 +239,7 @@ func (job *simJob) run(ctx context.Context, e *env, b topology.Batch, algo mappi
 		return []simRun{uni}, nil
 	}
 	uni.Delivery = "unicast"
-	mc, err := fabricsim.BuildMulticastTrees(g, job.opt.hops, a, b.Nodes, job.opt.mcast)
-	if err != nil {
-		return nil, asBadInput(err)
-	}
-	mres, err := fabricsim.SimulateMulticast(ctx, g, nil, a, b.Nodes, cfg, mc)
+	mres, err := sim.SimulateMulticast(ctx, a, job.opt.hops, job.opt.mcast)
 	if err != nil {
 		return nil, simError(ctx, err)
 	}
@@ -755,7 +758,7 @@ func simFailures(c *cli.Context, g *topology.Graph, in *machineInput) (*simFails
 	out := &simFails{detect: d.Seconds()}
 	down := 0
 	for s := 0; s < servers; s++ {
-		if simIsSet(in.Failed, s) || simIsSet(in.Dead, s) {
+		if simIsSet(in.Absent, s) || simIsSet(in.Dead, s) {
 			down++
 		}
 	}
@@ -798,7 +801,7 @@ func simParseFailure(g *topology.Graph, in *machineInput, item string, seen []bo
 	switch {
 	case seen[srv]:
 		return fabricsim.ServerFailure{}, badInput("--fail %q: %s fails twice", item, sname)
-	case simIsSet(in.Failed, srv):
+	case simIsSet(in.Absent, srv):
 		return fabricsim.ServerFailure{}, badInput("--fail %q: %s is down from the start (--failed-servers)", item, sname)
 	case simIsSet(in.Dead, srv):
 		return fabricsim.ServerFailure{}, badInput("--fail %q: %s is down from the start (--failed-during-boot)", item, sname)
@@ -835,25 +838,6 @@ func simSeconds(s string) (float64, error) {
 		return 0, fmt.Errorf("time %q must not be negative", s)
 	}
 	return v, nil
-}
-
-// plan returns the failures of one run: new owners come from the fleet's rule (mapping.Owners
-// through AssignOwners) with the failed servers dead besides --failed-during-boot's.
-func (f *simFails) plan(g *topology.Graph, algo mapping.Algo, b topology.Batch, in *machineInput) fabricsim.FailurePlan {
-	servers := len(g.Servers())
-	down := make([]bool, servers)
-	for s := range down {
-		down[s] = s < len(in.Failed) && in.Failed[s] || s < len(in.Dead) && in.Dead[s]
-	}
-	return fabricsim.FailurePlan{Failures: f.failures, DetectSeconds: f.detect, Absent: down,
-		Owners: func(dead []bool) (*mapping.Assignment, error) {
-			d := make([]bool, servers)
-			for s := range d {
-				d[s] = s < len(dead) && dead[s] || s < len(in.Dead) && in.Dead[s]
-			}
-			a, _, err := mapping.AssignOwners(g, algo, b.Nodes, in.Failed, d)
-			return a, err
-		}}
 }
 
 // simTopOwners is how many new owners a failure's table row names.

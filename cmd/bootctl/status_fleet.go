@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -39,10 +38,7 @@ func fetchFleetStatus(ctx context.Context, opts fleet.Options) (*statusRead, err
 	res := &statusResult{ByState: map[bootsrv.State]int{}, Fleet: fleetName}
 	live := map[string]string{}
 	for _, m := range members {
-		var info struct {
-			URL string `json:"url"`
-		}
-		_ = json.Unmarshal(m.Info, &info) // a member without a readable record still counts as live
+		info, _ := bootsrv.DecodeMemberInfo(m) // a member without a readable record still counts as live
 		live[m.Name] = info.URL
 		res.Members = append(res.Members, fleetMemberView{Name: m.Name, URL: info.URL})
 	}
