@@ -106,10 +106,10 @@ type compareRun struct {
 }
 
 type compareSetup struct {
-	c                         *Cluster
-	bin, dir, config, creds   string
-	templates, journal, nodes string
-	servers, tokens           []string
+	c                       *Cluster
+	bin, dir, config, creds string
+	templates, nodes        string
+	servers, tokens         []string
 }
 
 func newCompareSetup(b *testing.B, ctx context.Context) *compareSetup {

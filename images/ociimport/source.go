@@ -129,7 +129,7 @@ func unpackArchive(ctx context.Context, path, dir string) error {
 		if err != nil {
 			return tarError(err)
 		}
-		if h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeRegA {
+		if h.Typeflag != tar.TypeReg { // archive/tar reads the old TypeRegA as TypeReg
 			continue
 		}
 		name, err := cleanName(h.Name)

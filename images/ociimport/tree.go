@@ -276,7 +276,7 @@ func headerMeta(h *tar.Header, p string) (meta, error) {
 		rmajor: uint32(h.Devmajor), rmin: uint32(h.Devminor)}
 	perm := uint32(h.Mode) & 0o7777
 	switch h.Typeflag {
-	case tar.TypeReg, tar.TypeRegA, tar.TypeLink:
+	case tar.TypeReg, tar.TypeLink: // archive/tar reads the old TypeRegA as TypeReg
 		m.mode, m.size = sIFREG|perm, h.Size
 	case tar.TypeDir:
 		m.mode = sIFDIR | perm
