@@ -581,7 +581,7 @@ machine() {
 	if [ "$1" = 1 ]; then
 		running || { setsid "$dir/machine.sh" >>"$dir/machine.log" 2>&1 </dev/null & echo $! > "$dir/machine.pid"; }
 	elif running; then
-		kill -KILL "-$pid" 2>/dev/null
+		kill -KILL "-$pid" 2>/dev/null; kill -KILL "$pid" 2>/dev/null # the group, or the child not yet in its session
 		rm -f "$dir/machine.pid"
 	fi
 }
