@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/power"
 	"go.uber.org/zap"
 )
@@ -129,7 +129,7 @@ func (l *Live) restore(i int, st NodeState) error {
 			return c.Restore(l.now(), i, r)
 		}
 	}
-	if st.State == bootsrv.Healthy {
+	if st.State == nodestate.Healthy {
 		c.Handle(l.now(), Event{Kind: Observed, Node: i, Phase: Healthy})
 	}
 	return nil

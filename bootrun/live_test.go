@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/power"
 )
 
@@ -47,7 +47,7 @@ func (f *fakeFleet) boot(name string) {
 	f.mu.Lock()
 	f.ons[name] = append(f.ons[name], time.Now())
 	st := f.states[name]
-	if f.broken[name] || st.State >= bootsrv.Booted && !f.armed[name] {
+	if f.broken[name] || st.State >= nodestate.Booted && !f.armed[name] {
 		f.mu.Unlock()
 		return
 	}
@@ -55,7 +55,7 @@ func (f *fakeFleet) boot(name string) {
 	attempt := st.Attempt + 1
 	f.mu.Unlock()
 	go func() {
-		for _, s := range []bootsrv.State{bootsrv.Discover, bootsrv.Kernel, bootsrv.Initrd, bootsrv.Healthy} {
+		for _, s := range []nodestate.State{nodestate.Discover, nodestate.Kernel, nodestate.Initrd, nodestate.Healthy} {
 			time.Sleep(f.tick)
 			f.mu.Lock()
 			f.states[name] = NodeState{State: s, Attempt: attempt}
@@ -106,10 +106,10 @@ func liveRun(t *testing.T, f *fakeFleet, names []string, journal string, resume 
 // broken one; stopped midway and resumed from its journal, it powers no healthy node again.
 func TestLiveResume(t *testing.T) {
 	names := []string{"a", "b", "c", "d", "e", "f", "g"}
-	f := &fakeFleet{states: map[string]NodeState{"g": {State: bootsrv.Healthy, Attempt: 3}}, armed: map[string]bool{},
+	f := &fakeFleet{states: map[string]NodeState{"g": {State: nodestate.Healthy, Attempt: 3}}, armed: map[string]bool{},
 		ons: map[string][]time.Time{}, tick: 20 * time.Millisecond, broken: map[string]bool{"f": true}}
 	for _, n := range names[:6] {
-		f.states[n] = NodeState{State: bootsrv.Pending}
+		f.states[n] = NodeState{State: nodestate.Pending}
 	}
 	journal := filepath.Join(t.TempDir(), "run.journal")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -117,7 +117,7 @@ func TestLiveResume(t *testing.T) {
 	go func() {
 		for {
 			time.Sleep(5 * time.Millisecond)
-			if st, _ := f.States(ctx); st["a"].State == bootsrv.Healthy {
+			if st, _ := f.States(ctx); st["a"].State == nodestate.Healthy {
 				cancel()
 				return
 			}

@@ -7,11 +7,12 @@ import (
 	"net/http"
 
 	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/nodestate"
 )
 
 // NodeState is a node's boot as the boot servers see it.
 type NodeState struct {
-	State   bootsrv.State
+	State   nodestate.State
 	Attempt int
 	Server  string // the server whose record this is ("" when unknown)
 }
@@ -78,15 +79,15 @@ func (h *HTTPServers) ArmReboot(ctx context.Context, name, server string) error 
 // phaseOf is the run phase a server state shows: the node fetching (Loading), its files in
 // (Booted: the initrd is the last file, and a booted kernel's DHCP comes after it), healthy or
 // failed. ok is false for pending, a state that says nothing of the new attempt.
-func phaseOf(s bootsrv.State) (Phase, bool) {
+func phaseOf(s nodestate.State) (Phase, bool) {
 	switch s {
-	case bootsrv.Discover, bootsrv.Offered, bootsrv.Bound, bootsrv.NBP, bootsrv.Kernel:
+	case nodestate.Discover, nodestate.Offered, nodestate.Bound, nodestate.NBP, nodestate.Kernel:
 		return Loading, true
-	case bootsrv.Initrd, bootsrv.Booted:
+	case nodestate.Initrd, nodestate.Booted:
 		return Booted, true
-	case bootsrv.Healthy:
+	case nodestate.Healthy:
 		return Healthy, true
-	case bootsrv.Failed:
+	case nodestate.Failed:
 		return Failed, true
 	}
 	return 0, false

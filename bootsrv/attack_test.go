@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,9 +19,9 @@ import (
 
 	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/internal/testfix"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap/zaptest"
 )
 
@@ -32,7 +31,7 @@ import (
 const attacker = "192.0.2.66:4242"
 
 // nodeAt returns a node's status, failing the test when it is unknown.
-func nodeAt(t *testing.T, s *Server, name string) NodeStatus {
+func nodeAt(t *testing.T, s *Server, name string) nodestate.NodeStatus {
 	t.Helper()
 	n, ok := s.tracker.Node(name)
 	if !ok {
@@ -62,7 +61,7 @@ func TestAttackHealthFromAnyAddress(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"node00", "node01"} {
-		if n := nodeAt(t, s, name); n.State != Pending || n.Health != nil {
+		if n := nodeAt(t, s, name); n.State != nodestate.Pending || n.Health != nil {
 			t.Errorf("%s after the attacks: %v %+v", name, n.State, n.Health)
 		}
 	}
@@ -72,7 +71,7 @@ func TestAttackHealthFromAnyAddress(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+attemptToken(t, s, "node00"))
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
-	if w.Code != 200 || nodeAt(t, s, "node00").State != Healthy {
+	if w.Code != 200 || nodeAt(t, s, "node00").State != nodestate.Healthy {
 		t.Errorf("node00's own report: %d %s", w.Code, w.Body)
 	}
 }
@@ -102,7 +101,7 @@ func TestAttackOneByteRange(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"node00", "node01"} {
-		if n := nodeAt(t, s, name); n.State != Pending {
+		if n := nodeAt(t, s, name); n.State != nodestate.Pending {
 			t.Errorf("%s after one-byte ranges: %v", name, n.State)
 		}
 	}
@@ -131,7 +130,7 @@ func TestAttackCutDownload(t *testing.T) {
 		return testutil.ToFloat64(s.httpm.requests.WithLabelValues("/boot/{profile}/{file}", "200")) == 2
 	})
 	for _, name := range []string{"node00", "node01"} {
-		if n := nodeAt(t, s, name); n.State != Pending {
+		if n := nodeAt(t, s, name); n.State != nodestate.Pending {
 			t.Errorf("%s after cut downloads: %v (%s)", name, n.State, n.Error)
 		}
 	}
@@ -146,7 +145,7 @@ func TestAttackScriptTheft(t *testing.T) {
 	if w.Code != http.StatusForbidden || strings.Contains(w.Body.String(), nodeToken(s, "node00")) {
 		t.Errorf("script to another host: %d %s", w.Code, w.Body)
 	}
-	if n := nodeAt(t, s, "node00"); n.State != Pending {
+	if n := nodeAt(t, s, "node00"); n.State != nodestate.Pending {
 		t.Errorf("node00 after another host's script fetch: %v", n.State)
 	}
 
@@ -159,7 +158,7 @@ func TestAttackScriptTheft(t *testing.T) {
 	if w.Code != http.StatusUnauthorized {
 		t.Errorf("proxy-mode script without the token: %d %s", w.Code, w.Body)
 	}
-	if n := nodeAt(t, p, "node01"); n.IP != "" || n.State != Pending {
+	if n := nodeAt(t, p, "node01"); n.IP != "" || n.State != nodestate.Pending {
 		t.Errorf("node01 after the attacker's fetch: %v at %q", n.State, n.IP)
 	}
 }
@@ -167,13 +166,13 @@ func TestAttackScriptTheft(t *testing.T) {
 // TestAttackSpoofedDiscover: one spoofed DHCPDISCOVER moved a healthy node back to offered.
 func TestAttackSpoofedDiscover(t *testing.T) {
 	s := newFixture(t).server(t, nil)
-	if _, err := s.tracker.Report("node00", Health{Status: "ok"}); err != nil {
+	if _, err := s.tracker.Report("node00", nodestate.Health{Status: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	mac, _ := net.ParseMAC("52:54:00:00:00:00")
 	obs := newDHCPObserver(s)
 	obs.OnDHCP(mac, dhcpv4.MessageTypeDiscover, dhcpd.OutcomeOffered, nil)
-	if n := nodeAt(t, s, "node00"); n.State != Healthy || n.Attempt != 0 || n.LastEvent != EvOffer {
+	if n := nodeAt(t, s, "node00"); n.State != nodestate.Healthy || n.Attempt != 0 || n.LastEvent != nodestate.EvOffer {
 		t.Errorf("after a spoofed DISCOVER: %v attempt %d last %v", n.State, n.Attempt, n.LastEvent)
 	}
 	// The operator's reboot request makes the next one count; it needs the operator token.
@@ -196,7 +195,7 @@ func TestAttackSpoofedDiscover(t *testing.T) {
 		t.Fatalf("reboot: %d %s", w.Code, w.Body)
 	}
 	obs.OnDHCP(mac, dhcpv4.MessageTypeDiscover, dhcpd.OutcomeOffered, nil)
-	if n := nodeAt(t, s, "node00"); n.State != Offered || n.Attempt != 1 {
+	if n := nodeAt(t, s, "node00"); n.State != nodestate.Offered || n.Attempt != 1 {
 		t.Errorf("after the asked-for reboot: %v attempt %d", n.State, n.Attempt)
 	}
 }
@@ -306,7 +305,7 @@ func TestAttackIdleConnections(t *testing.T) {
 }
 
 // TestAttackHealthGrowth: each health POST grew the node's record (34 made it 1 MB). A report is
-// bounded by max_report_bytes, a transition's detail by maxDetailLen, and the history by
+// bounded by max_report_bytes, a transition's detail by nodestate.MaxDetailLen, and the history by
 // health.history, the rest counted.
 func TestAttackHealthGrowth(t *testing.T) {
 	s := newFixture(t).server(t, func(c *Config) { c.Health.History = 8 })
@@ -314,7 +313,7 @@ func TestAttackHealthGrowth(t *testing.T) {
 	details := strings.Repeat("x", DefaultMaxReportBytes-100)
 	for i := range 40 {
 		// A report spends its attempt's token: each is one boot attempt of its own.
-		s.tracker.Observe("node00", EvRebootDiscover, "test: a new boot attempt")
+		s.tracker.Observe("node00", nodestate.EvRebootDiscover, "test: a new boot attempt")
 		target := "/api/v1/nodes/node00/health?token=" + nodeToken(s, "node00")
 		status := []string{"ok", "failed"}[i%2]
 		w := do(t, h, "POST", target, `{"status":"`+status+`","details":"`+details+`"}`, "127.0.0.1:1")
@@ -322,14 +321,14 @@ func TestAttackHealthGrowth(t *testing.T) {
 			t.Fatalf("report %d: %d %s", i, w.Code, w.Body)
 		}
 	}
-	s.tracker.Observe("node00", EvRebootDiscover, "test: a new boot attempt")
+	s.tracker.Observe("node00", nodestate.EvRebootDiscover, "test: a new boot attempt")
 	target := "/api/v1/nodes/node00/health?token=" + nodeToken(s, "node00")
 	if w := do(t, h, "POST", target, `{"status":"ok","details":"`+strings.Repeat("x", DefaultMaxReportBytes)+`"}`, "127.0.0.1:1"); w.Code != http.StatusRequestEntityTooLarge {
 		t.Errorf("oversized report: %d", w.Code)
 	}
 	n := nodeAt(t, s, "node00")
 	rec, _ := json.Marshal(n)
-	if len(rec) > 2*DefaultMaxReportBytes+8*(maxDetailLen+200) {
+	if len(rec) > 2*DefaultMaxReportBytes+8*(nodestate.MaxDetailLen+200) {
 		t.Errorf("node00's record is %d bytes after 40 reports", len(rec))
 	}
 	// 81 transitions: each attempt's start and its report, and the last attempt's start.
@@ -343,13 +342,13 @@ func TestAttackZeroLengthStateFile(t *testing.T) {
 	f := newFixture(t)
 	state := filepath.Join(f.dir, "state")
 	os.MkdirAll(state, 0o755)
-	if err := os.WriteFile(filepath.Join(state, StateFile), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(state, nodestate.StateFile), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err := New(f.config(t, nil), Options{Logger: zaptest.NewLogger(t)})
-	var de *DamagedError
+	var de *nodestate.DamagedError
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "zero-length") || !strings.Contains(err.Error(), "--recover") ||
-		!strings.Contains(err.Error(), filepath.Join(state, StateFile)) || strings.Contains(err.Error(), "\n") {
+		!strings.Contains(err.Error(), filepath.Join(state, nodestate.StateFile)) || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("zero-length state file: %v", err)
 	}
 	s, err := New(f.config(t, nil), Options{Logger: zaptest.NewLogger(t), RecoverState: true})
@@ -357,181 +356,9 @@ func TestAttackZeroLengthStateFile(t *testing.T) {
 		t.Fatalf("--recover: %v", err)
 	}
 	s.Close()
-	kept, _ := filepath.Glob(filepath.Join(state, StateFile+".damaged-*"))
+	kept, _ := filepath.Glob(filepath.Join(state, nodestate.StateFile+".damaged-*"))
 	if len(kept) != 1 {
 		t.Errorf("damaged copies kept: %v", kept)
-	}
-}
-
-// TestAttackCorruptStatePage: a nodes.db corrupted at offset 20480 panicked with a bbolt stack
-// trace. Each page of a state file is corrupted in turn: opening gives one error naming the file
-// (for every page in use, bbolt's own page map says which), never a panic; --recover keeps the file
-// aside and restores what it can read.
-func TestAttackCorruptStatePage(t *testing.T) {
-	sf := newSoundStateFile(t)
-	detected := 0
-	for _, id := range sf.pagesToCorrupt() {
-		dir := sf.corruptCopy(t, id)
-		if !sf.openRefused(t, dir, id) {
-			continue
-		}
-		detected++
-		if id == sf.target {
-			checkRecoverPage(t, dir, id)
-		}
-	}
-	t.Logf("%d of %d pages in use; %d corruptions detected", len(sf.used), sf.high, detected)
-}
-
-// stateFilePage is the page size of the state files the tests write (bbolt's default).
-const stateFilePage = 4096
-
-// soundStateFile is a state file of 200 records, sound, as TestAttackCorruptStatePage corrupts it
-// page by page.
-type soundStateFile struct {
-	data   []byte
-	used   map[int]bool // the pages in use (branch or leaf), by bbolt's page map
-	high   int          // the high-water mark: the pages past it hold nothing
-	target int          // the page --recover is tried on: offset 20480's, or the first in use after it
-}
-
-func newSoundStateFile(t *testing.T) *soundStateFile {
-	src := t.TempDir()
-	writeStateRecords(t, src, 200)
-	data, err := os.ReadFile(filepath.Join(src, StateFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sf := &soundStateFile{data: data, used: usedPages(t, filepath.Join(src, StateFile)), target: 20480 / stateFilePage}
-	for !sf.used[sf.target] && sf.target*stateFilePage < len(data) {
-		sf.target++
-	}
-	meta, err := soundMeta(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sf.high = int(meta.high)
-	return sf
-}
-
-// pagesToCorrupt lists the pages below the high-water mark that are in use, the target, the
-// first page and a sample of the free ones (every fourth).
-func (sf *soundStateFile) pagesToCorrupt() []int {
-	var ids []int
-	for id := 2; id < sf.high; id++ {
-		if id == 2 || id%4 == 0 || sf.used[id] || id == sf.target {
-			ids = append(ids, id)
-		}
-	}
-	return ids
-}
-
-// corruptCopy writes, in a directory of its own, the state file with the first 64 bytes of page
-// id overwritten, and returns the directory.
-func (sf *soundStateFile) corruptCopy(t *testing.T, id int) string {
-	dir := t.TempDir()
-	data := slices.Clone(sf.data)
-	for i := id * stateFilePage; i < id*stateFilePage+64; i++ {
-		data[i] = 0xff
-	}
-	if err := os.WriteFile(filepath.Join(dir, StateFile), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// openRefused opens the store in dir, whose page id is corrupt, and says whether it was refused:
-// a page in use must be; the refusal is one line, a DamagedError naming the file and --recover.
-func (sf *soundStateFile) openRefused(t *testing.T, dir string, id int) bool {
-	st, err := OpenStore(dir)
-	if err == nil {
-		st.Close()
-		if sf.used[id] {
-			t.Errorf("page %d (in use) corrupted: opened without a word", id)
-		}
-		return false
-	}
-	var de *DamagedError
-	if !errors.As(err, &de) || de.Path != filepath.Join(dir, StateFile) || !strings.Contains(err.Error(), "--recover") || strings.Contains(err.Error(), "\n") {
-		t.Fatalf("page %d corrupted: %v", id, err)
-	}
-	return true
-}
-
-// checkRecoverPage recovers the store in dir, whose page id is corrupt: the damaged file is kept
-// aside under a name with the time, and the store opens again with as many records as the
-// recovery says it restored (of the 200).
-func checkRecoverPage(t *testing.T, dir string, id int) {
-	path := filepath.Join(dir, StateFile)
-	rec, err := RecoverStore(dir, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec.Damaged != path+".damaged-20260102T030405Z" || rec.Recovered+rec.Lost > 200 {
-		t.Errorf("recovery %+v", rec)
-	}
-	if _, err := os.Stat(rec.Damaged); err != nil {
-		t.Errorf("damaged copy: %v", err)
-	}
-	st, err := OpenStore(dir)
-	if err != nil {
-		t.Fatalf("after --recover: %v", err)
-	}
-	got, err := st.Load()
-	st.Close()
-	if err != nil || len(got) != rec.Recovered {
-		t.Errorf("after --recover: %d records (%v), recovery said %d", len(got), err, rec.Recovered)
-	}
-	t.Logf("page %d corrupted: recovered %d of 200 records, %d lost", id, rec.Recovered, rec.Lost)
-}
-
-// usedPages returns the pages of a bbolt file that are branch or leaf pages in use (not free), by
-// bbolt's own page map.
-func usedPages(t *testing.T, path string) map[int]bool {
-	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	used := map[int]bool{}
-	err = db.View(func(tx *bolt.Tx) error {
-		for id := 2; ; id++ {
-			p, err := tx.Page(id)
-			if err != nil || p == nil {
-				return err
-			}
-			if p.Type == "branch" || p.Type == "leaf" {
-				used[id] = true
-			}
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return used
-}
-
-// writeStateRecords saves n node records with some history into dir's state file.
-func writeStateRecords(t testing.TB, dir string, n int) {
-	t.Helper()
-	st, err := OpenStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	var nodes []NodeStatus
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := range n {
-		ns := NodeStatus{Name: fmt.Sprintf("node%03d", i), MAC: fmt.Sprintf("52:54:00:00:%02x:%02x", i/256, i%256), State: Healthy, Since: at,
-			Times: map[State]time.Time{Discover: at, Healthy: at}}
-		for j := range 4 {
-			ns.History = append(ns.History, Transition{From: State(j), To: State(j + 1), Event: EvOffer, At: at, Detail: strings.Repeat("d", 20)})
-		}
-		nodes = append(nodes, ns)
-	}
-	if err := st.Save(nodes); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -618,11 +445,11 @@ func TestAttackTokenOfIdleNode(t *testing.T) {
 	if code := report(stolen, "ok"); code != http.StatusConflict {
 		t.Errorf("report with the token of a node in no attempt: %d, want 409", code)
 	}
-	if n := nodeAt(t, s, "node00"); n.State == Healthy {
+	if n := nodeAt(t, s, "node00"); n.State == nodestate.Healthy {
 		t.Errorf("node00 healthy without booting: %v", n.State)
 	}
 	// The real boot: a DHCP exchange starts attempt 1; the script now carries its token.
-	s.tracker.Observe("node00", EvDiscover, "DHCPDISCOVER")
+	s.tracker.Observe("node00", nodestate.EvDiscover, "DHCPDISCOVER")
 	w = do(t, h, "GET", "/ipxe/52:54:00:00:00:00", "", "127.0.0.1:1")
 	tok := scriptToken(t, w.Body.String())
 	if tok == stolen {
@@ -635,7 +462,7 @@ func TestAttackTokenOfIdleNode(t *testing.T) {
 		t.Errorf("the node's own report: %d", code)
 	}
 	// Spent: the booted node's token, taken from it now, cannot fail it.
-	if code := report(tok, "failed"); code != http.StatusConflict || nodeAt(t, s, "node00").State != Healthy {
+	if code := report(tok, "failed"); code != http.StatusConflict || nodeAt(t, s, "node00").State != nodestate.Healthy {
 		t.Errorf("second report with the spent token: %d, node %v", code, nodeAt(t, s, "node00").State)
 	}
 }

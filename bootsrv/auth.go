@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/images"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"go.uber.org/zap"
 )
 
@@ -39,7 +40,7 @@ type nodeAuth struct {
 // token returns the node's token for one boot attempt: HMAC-SHA256 of its name and the attempt's
 // number under the secret, so that the server keeps no per-node secret and every restart (or every
 // server of a fleet, which derive the secret from the fleet secret) agrees. The node learns it from
-// its iPXE script in that attempt and spends it on the attempt's health report (attemptOpen): a
+// its iPXE script in that attempt and spends it on the attempt's health report (nodestate.NodeStatus.AttemptOpen): a
 // token taken from a node that is down or already booted opens nothing.
 func (a nodeAuth) token(name string, attempt int) string {
 	return a.mac("bootfabric node token", name+"\x00"+strconv.Itoa(attempt))
@@ -72,13 +73,6 @@ func (a nodeAuth) equal(want, tok string) bool {
 		return true
 	}
 	return subtle.ConstantTimeCompare([]byte(want), []byte(tok)) == 1
-}
-
-// attemptOpen says whether a node in status st is in a boot attempt whose health report is still
-// to come: one that a DHCP exchange started (or, with DHCP off, a script fetch), not failed, and
-// not reported yet.
-func attemptOpen(st NodeStatus) bool {
-	return st.Attempt > 0 && !st.Reported && st.State != Pending && st.State != Failed
 }
 
 // fleetNodeSecret derives a fleet's node secret from its fleet secret (the witness's MACs use
@@ -208,7 +202,7 @@ func CheckNode(name string, c NodeCheck) error {
 }
 
 // nodeCheck gathers what CheckNode needs about a request for the named node.
-func (s *Server) nodeCheck(r *http.Request, name string, st NodeStatus) NodeCheck {
+func (s *Server) nodeCheck(r *http.Request, name string, st nodestate.NodeStatus) NodeCheck {
 	return NodeCheck{
 		From: remoteAddr(r), NodeIP: st.IP, TokenOK: s.nodes.check(name, st.Attempt, requestToken(r)),
 		AuthOn: s.nodes.secret != nil, NeedAddr: s.cfg.DHCP.Mode != DHCPProxy,

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bootfabric/bootfabric/nodestate"
 )
 
 func TestCheckNode(t *testing.T) {
@@ -46,11 +48,11 @@ func TestDownloadEvent(t *testing.T) {
 	tests := []struct {
 		name string
 		d    Delivery
-		want Event
+		want nodestate.Event
 		ok   bool
 	}{
-		{"full", Delivery{"GET", 200, 100, 100}, EvKernel, true},
-		{"cut", Delivery{"GET", 200, 10, 100}, EvTransferFailed, true},
+		{"full", Delivery{"GET", 200, 100, 100}, nodestate.EvKernel, true},
+		{"cut", Delivery{"GET", 200, 10, 100}, nodestate.EvTransferFailed, true},
 		{"one-byte range", Delivery{"GET", 206, 1, 100}, 0, false},
 		{"whole-file range", Delivery{"GET", 206, 100, 100}, 0, false},
 		{"head", Delivery{"HEAD", 200, 0, 100}, 0, false},
@@ -58,7 +60,7 @@ func TestDownloadEvent(t *testing.T) {
 		{"not found", Delivery{"GET", 404, 10, 100}, 0, false},
 	}
 	for _, tc := range tests {
-		got, ok := DownloadEvent(tc.d, EvKernel)
+		got, ok := DownloadEvent(tc.d, nodestate.EvKernel)
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("%s: %v %v, want %v %v", tc.name, got, ok, tc.want, tc.ok)
 		}
@@ -136,8 +138,8 @@ func attemptToken(t testing.TB, s *Server, name string) string {
 	t.Helper()
 	if st, ok := s.tracker.Node(name); !ok {
 		t.Fatalf("no node %s", name)
-	} else if !attemptOpen(st) {
-		if _, _, err := s.tracker.Observe(name, EvDiscover, "test: a boot attempt"); err != nil {
+	} else if !st.AttemptOpen() {
+		if _, _, err := s.tracker.Observe(name, nodestate.EvDiscover, "test: a boot attempt"); err != nil {
 			t.Fatal(err)
 		}
 	}

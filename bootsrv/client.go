@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/bootfabric/bootfabric/nodestate"
 )
 
 // Client reads a boot server's status API.
@@ -38,8 +40,8 @@ func (c *Client) NodesAndInventory(ctx context.Context) (*NodesResponse, error) 
 }
 
 // Node returns one node's status (GET /api/v1/nodes/NAME).
-func (c *Client) Node(ctx context.Context, name string) (*NodeStatus, error) {
-	var out NodeStatus
+func (c *Client) Node(ctx context.Context, name string) (*nodestate.NodeStatus, error) {
+	var out nodestate.NodeStatus
 	if err := c.get(ctx, "/api/v1/nodes/"+url.PathEscape(name), &out); err != nil {
 		return nil, err
 	}
@@ -47,8 +49,8 @@ func (c *Client) Node(ctx context.Context, name string) (*NodeStatus, error) {
 }
 
 // Summary returns the counts by state and the aggregated health.
-func (c *Client) Summary(ctx context.Context) (*Summary, error) {
-	var out Summary
+func (c *Client) Summary(ctx context.Context) (*nodestate.Summary, error) {
+	var out nodestate.Summary
 	if err := c.get(ctx, "/api/v1/summary", &out); err != nil {
 		return nil, err
 	}

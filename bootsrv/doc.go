@@ -14,14 +14,9 @@
 // need the token and the node's address, and only a full delivery counts. The operator API needs
 // a bearer token from a file and, by default, the server's own host. The HTTP server has
 // timeouts, merges and caps Range requests and caps connections per client (files.go,
-// connlimit.go); a damaged state file is detected before bbolt maps it (pagecheck.go) and
-// RecoverStore keeps it aside and salvages its records.
+// connlimit.go).
 //
-// Each node owned by the server walks a boot state machine
-//
-//	pending -> discover -> offered -> bound -> nbp -> kernel -> initrd -> booted -> healthy | failed
-//
-// fed by the DHCP and TFTP observers and by the HTTP handlers. Next is the pure transition function;
-// Tracker applies it, keeps a timestamp per state and persists the states in the state directory so
-// that they survive a restart.
+// The boot state of each node the server owns lives in package nodestate: the server feeds its
+// tracker from the DHCP and TFTP observers (observe.go) and the HTTP handlers, and keeps the
+// states in the state directory (bbolt) or, in a fleet, in etcd.
 package bootsrv

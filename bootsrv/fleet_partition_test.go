@@ -11,6 +11,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
 	"github.com/bootfabric/bootfabric/internal/testfix"
+	"github.com/bootfabric/bootfabric/nodestate"
 )
 
 // cutProxy forwards TCP connections to one address until it is cut: then it closes every
@@ -178,7 +179,7 @@ type partitionRound struct {
 func (r partitionRound) run(round int) {
 	t, bs1 := r.t, r.ms[1]
 	for _, n := range r.mid {
-		bs1.srv.Tracker().Observe(n, EvDiscover, "partition test")
+		bs1.srv.Tracker().Observe(n, nodestate.EvDiscover, "partition test")
 	}
 	if err := bs1.srv.Tracker().Flush(); err != nil {
 		t.Fatal(err)
@@ -191,7 +192,7 @@ func (r partitionRound) run(round int) {
 	for _, m := range r.others() {
 		for _, n := range m.tracked() {
 			if slices.Contains(r.mid, n) {
-				m.srv.Tracker().Observe(n, EvOffer, "partition test")
+				m.srv.Tracker().Observe(n, nodestate.EvOffer, "partition test")
 			}
 		}
 		if err := m.srv.Tracker().Flush(); err != nil {
@@ -207,7 +208,7 @@ func (r partitionRound) run(round int) {
 	for _, m := range r.others() {
 		for _, n := range m.tracked() {
 			if slices.Contains(r.mid, n) {
-				m.srv.Tracker().Report(n, Health{Status: "ok"})
+				m.srv.Tracker().Report(n, nodestate.Health{Status: "ok"})
 			}
 		}
 		if err := m.srv.Tracker().Flush(); err != nil {
@@ -218,7 +219,7 @@ func (r partitionRound) run(round int) {
 		return slices.Equal(bs1.tracked(), r.own1) && r.heldByOthers(r.own1) == 0
 	})
 	for _, n := range r.mid {
-		if st, _ := bs1.srv.Tracker().State(n); st != Healthy {
+		if st, _ := bs1.srv.Tracker().State(n); st != nodestate.Healthy {
 			t.Errorf("round %d: %s is %v at bs1 after its boot ended elsewhere, want healthy", round, n, st)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
 	"github.com/bootfabric/bootfabric/internal/testfix"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"go.uber.org/zap/zaptest"
 )
 
@@ -199,12 +200,12 @@ func (ft *takeoverFleet) crashBs1MidBoot(t *testing.T) {
 	bs1 := ft.ms[1]
 	ft.own1 = bs1.tracked()
 	ft.mid, ft.done = ft.own1[0], ft.own1[1]
-	for _, ev := range []Event{EvDiscover, EvOffer, EvAck} {
+	for _, ev := range []nodestate.Event{nodestate.EvDiscover, nodestate.EvOffer, nodestate.EvAck} {
 		bs1.srv.Tracker().Observe(ft.mid, ev, "test")
 	}
-	bs1.srv.Tracker().Observe(ft.done, EvDiscover, "test")
-	bs1.srv.Tracker().Report(ft.done, Health{Status: "ok"})
-	bs1.srv.Tracker().Observe(ft.done, EvHealthOK, "test")
+	bs1.srv.Tracker().Observe(ft.done, nodestate.EvDiscover, "test")
+	bs1.srv.Tracker().Report(ft.done, nodestate.Health{Status: "ok"})
+	bs1.srv.Tracker().Observe(ft.done, nodestate.EvHealthOK, "test")
 	if err := bs1.srv.Tracker().Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -234,10 +235,10 @@ func (ft *takeoverFleet) checkResumed(t *testing.T) {
 	if ft.midHolder == nil {
 		t.Fatalf("nobody holds %s after the takeover", ft.mid)
 	}
-	if st, _ := ft.midHolder.srv.Tracker().State(ft.mid); st != Bound {
+	if st, _ := ft.midHolder.srv.Tracker().State(ft.mid); st != nodestate.Bound {
 		t.Errorf("%s on %s resumed in %v, want bound (its record at bs1)", ft.mid, ft.midHolder.name, st)
 	}
-	if st, _ := ft.holder(ft.done).srv.Tracker().State(ft.done); st != Healthy {
+	if st, _ := ft.holder(ft.done).srv.Tracker().State(ft.done); st != nodestate.Healthy {
 		t.Errorf("%s resumed in %v, want healthy", ft.done, st)
 	}
 }
@@ -279,7 +280,7 @@ func (ft *takeoverFleet) bs1Returns(t *testing.T) {
 	if !slices.Contains(h.tracked(), mid) {
 		t.Fatalf("%s left %s mid-boot", h.name, mid)
 	}
-	h.srv.Tracker().Report(mid, Health{Status: "ok"})
+	h.srv.Tracker().Report(mid, nodestate.Health{Status: "ok"})
 	if err := h.srv.Tracker().Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -354,21 +355,21 @@ func TestFleetChaos(t *testing.T) {
 	}
 	testfix.WaitFor(t, "start", 10*time.Second, func() bool { return settled(-1) })
 	rng := rand.New(rand.NewPCG(7, 11))
-	progress := map[string]State{}
+	progress := map[string]nodestate.State{}
 	for round := range 5 {
 		// Every live server moves each of its nodes one step along the boot.
 		for _, m := range ms {
 			for _, name := range m.tracked() {
 				st, _ := m.srv.Tracker().State(name)
 				switch st {
-				case Pending:
-					m.srv.Tracker().Observe(name, EvDiscover, "chaos")
-				case Discover:
-					m.srv.Tracker().Observe(name, EvOffer, "chaos")
-				case Offered:
-					m.srv.Tracker().Observe(name, EvAck, "chaos")
-				case Bound:
-					m.srv.Tracker().Report(name, Health{Status: "ok"})
+				case nodestate.Pending:
+					m.srv.Tracker().Observe(name, nodestate.EvDiscover, "chaos")
+				case nodestate.Discover:
+					m.srv.Tracker().Observe(name, nodestate.EvOffer, "chaos")
+				case nodestate.Offered:
+					m.srv.Tracker().Observe(name, nodestate.EvAck, "chaos")
+				case nodestate.Bound:
+					m.srv.Tracker().Report(name, nodestate.Health{Status: "ok"})
 				}
 				st, _ = m.srv.Tracker().State(name)
 				progress[name] = st
@@ -396,7 +397,7 @@ func TestFleetChaos(t *testing.T) {
 			for _, m := range ms {
 				for _, name := range m.tracked() {
 					if st, _ := m.srv.Tracker().State(name); midBoot(st) {
-						m.srv.Tracker().Report(name, Health{Status: "ok"})
+						m.srv.Tracker().Report(name, nodestate.Health{Status: "ok"})
 					}
 				}
 				m.srv.Tracker().Flush()

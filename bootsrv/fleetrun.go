@@ -16,6 +16,7 @@ import (
 	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/promreg"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
@@ -46,7 +47,7 @@ type FleetOptions struct {
 // fleetRuntime is a fleet server's shared state.
 type fleetRuntime struct {
 	opts  FleetOptions
-	store *EtcdStore
+	store *nodestate.EtcdStore
 
 	m         *fleet.Membership
 	cur       atomic.Pointer[Authority]                // the rule's ownership for the live set
@@ -72,7 +73,7 @@ func newFleetRuntime(s *Server, o FleetOptions) (*fleetRuntime, error) {
 	if o.Client == nil {
 		return nil, errors.New("fleet: no etcd client")
 	}
-	store, err := NewEtcdStore(o.Client, o.Membership)
+	store, err := nodestate.NewEtcdStore(o.Client, o.Membership)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +111,7 @@ func newFleetRuntime(s *Server, o FleetOptions) (*fleetRuntime, error) {
 	// serve --etcd adds to /metrics (Options.Gatherer): a second family of that name here would
 	// make every scrape fail.
 	written := prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "bootfabric", Subsystem: "fleet", Name: "state_records_written_total", Help: "Node boot-state records this server wrote to etcd (state_flush batches a node's transitions into one write)."}, func() float64 {
-		return float64(f.store.written.Load())
+		return float64(f.store.Written())
 	})
 	if err := errors.Join(promreg.Register(s.reg, &f.takeovers), promreg.Register(s.reg, &f.owned), promreg.Register(s.reg, &f.live),
 		promreg.Register(s.reg, &f.deferred), promreg.Register(s.reg, &valid), promreg.Register(s.reg, &written)); err != nil {
@@ -229,12 +230,14 @@ func (s *Server) stillBooting(name string) bool {
 	if last.IsZero() {
 		last = n.Since
 	}
-	return s.tracker.now().Sub(last) < keepFor
+	return s.tracker.Now().Sub(last) < keepFor
 }
 
 // midBoot says whether a node in state st is in the middle of a boot: a server that holds it keeps
 // it, and a returning owner waits.
-func midBoot(st State) bool { return st != Pending && st != Healthy && st != Failed }
+func midBoot(st nodestate.State) bool {
+	return st != nodestate.Pending && st != nodestate.Healthy && st != nodestate.Failed
+}
 
 // fleetView is the live set as one reconcile sees it.
 type fleetView struct {
@@ -280,13 +283,13 @@ type ownershipPlan struct {
 	// displaced are tracked nodes this server owns that another live server holds: released
 	// without a handoff, their unsaved changes dropped.
 	displaced []string
-	stale     map[string]NodeStatus // untracked nodes whose record still names this server
+	stale     map[string]nodestate.NodeStatus // untracked nodes whose record still names this server
 }
 
 // planOwnership applies the ownership rule au to every inventory node, given the nodes' records
 // and what this server tracks now.
-func (s *Server) planOwnership(au *Authority, v fleetView, recs map[string]NodeStatus) ownershipPlan {
-	p := ownershipPlan{handoff: map[string]string{}, stale: map[string]NodeStatus{}}
+func (s *Server) planOwnership(au *Authority, v fleetView, recs map[string]nodestate.NodeStatus) ownershipPlan {
+	p := ownershipPlan{handoff: map[string]string{}, stale: map[string]nodestate.NodeStatus{}}
 	inv := s.auth.Inventory()
 	for i := range inv.Nodes {
 		n := &inv.Nodes[i]
@@ -327,7 +330,7 @@ func (s *Server) planOwnership(au *Authority, v fleetView, recs map[string]NodeS
 // hands nothing off: take over at once. A node tracked here that another live server holds was
 // taken over while this server was cut off from the fleet: leave it there too, and drop what
 // this server did meanwhile rather than overwrite the holder's record.
-func (p *ownershipPlan) planOwned(n *InventoryNode, t *Tracker, heldElsewhere bool) {
+func (p *ownershipPlan) planOwned(n *InventoryNode, t *nodestate.Tracker, heldElsewhere bool) {
 	if !heldElsewhere {
 		p.final = append(p.final, n)
 		return
@@ -339,24 +342,24 @@ func (p *ownershipPlan) planOwned(n *InventoryNode, t *Tracker, heldElsewhere bo
 }
 
 // heldByOtherLive says whether record r names another live server as the node's holder.
-func (v fleetView) heldByOtherLive(r NodeStatus) bool {
+func (v fleetView) heldByOtherLive(r nodestate.NodeStatus) bool {
 	return r.Server != "" && r.Server != v.me && v.live[r.Server]
 }
 
 // keepWhileBooting says whether a tracked node in state st, lost to owner, stays here for now:
 // it is mid-boot, still showing signs of life, and its new owner is live (a dead one could not
 // answer it anyway).
-func (s *Server) keepWhileBooting(name string, st State, owner string, v fleetView) bool {
+func (s *Server) keepWhileBooting(name string, st nodestate.State, owner string, v fleetView) bool {
 	return midBoot(st) && owner != "" && v.live[owner] && s.stillBooting(name)
 }
 
 // loadRecords returns the fleet's boot-state records by node name.
-func (f *fleetRuntime) loadRecords() (map[string]NodeStatus, error) {
+func (f *fleetRuntime) loadRecords() (map[string]nodestate.NodeStatus, error) {
 	recList, err := f.store.Load()
 	if err != nil {
 		return nil, err
 	}
-	recs := make(map[string]NodeStatus, len(recList))
+	recs := make(map[string]nodestate.NodeStatus, len(recList))
 	for _, r := range recList {
 		recs[r.Name] = r
 	}
@@ -416,7 +419,7 @@ func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
 // applyOwnership makes the tracker follow the plan: the released nodes' records name their new
 // owners, the tracker holds exactly the plan's nodes, and the stale records are handed off. It
 // returns the nodes gained and released, and the error of saving the handed-off states (logged).
-func (s *Server) applyOwnership(p ownershipPlan, recs map[string]NodeStatus) (added, removed []string, saveErr error) {
+func (s *Server) applyOwnership(p ownershipPlan, recs map[string]nodestate.NodeStatus) (added, removed []string, saveErr error) {
 	for name, to := range p.handoff {
 		s.tracker.SetServer(name, to)
 	}
@@ -425,12 +428,12 @@ func (s *Server) applyOwnership(p ownershipPlan, recs map[string]NodeStatus) (ad
 		s.log.Warn("nodes taken over while this server was cut off from the fleet stay with their holder until their boot ends",
 			zap.Int("nodes", len(p.displaced)), zap.Strings("first", p.displaced[:min(len(p.displaced), 5)]))
 	}
-	added, removed, saveErr = s.tracker.Retrack(p.final, recs)
+	added, removed, saveErr = s.tracker.Retrack(trackedNodes(p.final), recs)
 	if saveErr != nil {
 		s.log.Warn("saving boot states before an ownership change", zap.Error(saveErr))
 	}
 	if len(p.stale) > 0 {
-		list := make([]NodeStatus, 0, len(p.stale))
+		list := make([]nodestate.NodeStatus, 0, len(p.stale))
 		for _, name := range sortedKeys(p.stale) {
 			list = append(list, p.stale[name])
 		}
@@ -443,7 +446,7 @@ func (s *Server) applyOwnership(p ownershipPlan, recs map[string]NodeStatus) (ad
 
 // recordTakeovers counts, logs and records in the fleet's events the gained nodes whose last
 // holder is dead, per dead holder.
-func (s *Server) recordTakeovers(ctx context.Context, v fleetView, added []string, recs map[string]NodeStatus) {
+func (s *Server) recordTakeovers(ctx context.Context, v fleetView, added []string, recs map[string]nodestate.NodeStatus) {
 	f := s.fleet
 	from := map[string][]string{}
 	for _, name := range added {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/internal/promreg"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
@@ -31,15 +32,15 @@ type HealthReport struct {
 
 // HealthResponse answers a health report.
 type HealthResponse struct {
-	Node  string `json:"node"`
-	State State  `json:"state"`
+	Node  string          `json:"node"`
+	State nodestate.State `json:"state"`
 }
 
 // NodesResponse is the body of GET /api/v1/nodes.
 type NodesResponse struct {
-	Server   string       `json:"server"`
-	ServerID int          `json:"server_id"`
-	Nodes    []NodeStatus `json:"nodes"`
+	Server   string                 `json:"server"`
+	ServerID int                    `json:"server_id"`
+	Nodes    []nodestate.NodeStatus `json:"nodes"`
 	// Inventory lists every inventory node with the server that owns it now, when asked for
 	// (?inventory=1): the nodes other servers hold are in no server's Nodes but this one.
 	Inventory []InventoryEntry `json:"inventory,omitempty"`
@@ -233,13 +234,13 @@ func (s *Server) handleScript(w http.ResponseWriter, r *http.Request) {
 	// A node in no open attempt still gets its script (it must boot, and the token opens
 	// nothing), but the fetch moves nothing: else a host holding an idle node's address would
 	// put it past the DHCP exchange that starts its real attempt.
-	if _, err := w.Write(script); err == nil && (s.cfg.DHCP.Mode == DHCPOff || attemptOpen(st)) {
-		s.observe(s.reqLog(r, name), name, EvScript, "GET "+r.URL.Path)
+	if _, err := w.Write(script); err == nil && (s.cfg.DHCP.Mode == DHCPOff || st.AttemptOpen()) {
+		s.observe(s.reqLog(r, name), name, nodestate.EvScript, "GET "+r.URL.Path)
 	}
 }
 
 // script renders the iPXE script of a node, with the token of its current boot attempt.
-func (s *Server) script(name string, st NodeStatus) ([]byte, error) {
+func (s *Server) script(name string, st nodestate.NodeStatus) ([]byte, error) {
 	p, err := s.images.Get(st.Profile)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", name, err)
@@ -260,20 +261,20 @@ func (s *Server) script(name string, st NodeStatus) ([]byte, error) {
 func (s *Server) handleBinary(w http.ResponseWriter, r *http.Request) {
 	file := r.PathValue("file")
 	f, err := s.files.Binary(file)
-	s.serveFile(w, r, f, err, file, EvNBP, false)
+	s.serveFile(w, r, f, err, file, nodestate.EvNBP, false)
 }
 
 // handleBootFile serves a profile's file; delivering the kernel or initrd advances the boot state
 // of the node that fetched it.
 func (s *Server) handleBootFile(w http.ResponseWriter, r *http.Request) {
 	profile, file := r.PathValue("profile"), r.PathValue("file")
-	ev := EvNBP
+	ev := nodestate.EvNBP
 	if p, err := s.images.Get(profile); err == nil {
 		switch file {
 		case p.Kernel:
-			ev = EvKernel
+			ev = nodestate.EvKernel
 		case p.Initrd:
-			ev = EvInitrd
+			ev = nodestate.EvInitrd
 		}
 	}
 	f, err := s.files.bootFile(profile, file)
@@ -282,7 +283,7 @@ func (s *Server) handleBootFile(w http.ResponseWriter, r *http.Request) {
 
 // serveFile serves an opened file (or the error opening it) with ranges and then tells the boot
 // state what happened: see downloadEvent.
-func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, f *os.File, err error, path string, ev Event, token bool) {
+func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, f *os.File, err error, path string, ev nodestate.Event, token bool) {
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) {
 			http.NotFound(w, r)
@@ -308,7 +309,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, f *os.File, e
 	d := Delivery{Method: r.Method, Code: sw.code, Sent: sw.bytes, Size: fi.Size()}
 	if got, ok := DownloadEvent(d, ev); ok {
 		detail := "http " + path
-		if got == EvTransferFailed {
+		if got == nodestate.EvTransferFailed {
 			detail = fmt.Sprintf("http %s: sent %d of %d bytes", path, sw.bytes, fi.Size())
 		}
 		s.observeDownload(r, got, detail, token)
@@ -339,12 +340,12 @@ type Delivery struct {
 // DownloadEvent maps a download to the boot event it stands for, if any. It is pure. Only a full
 // delivery (200 with every byte) moves a node forward, and a 200 cut short is a failed transfer; a
 // HEAD, a range (206, even of the whole file) or an error says nothing about the boot.
-func DownloadEvent(d Delivery, ev Event) (Event, bool) {
+func DownloadEvent(d Delivery, ev nodestate.Event) (nodestate.Event, bool) {
 	if d.Method != http.MethodGet || d.Code != http.StatusOK {
 		return 0, false
 	}
 	if d.Sent != d.Size {
-		return EvTransferFailed, true
+		return nodestate.EvTransferFailed, true
 	}
 	return ev, true
 }
@@ -352,7 +353,7 @@ func DownloadEvent(d Delivery, ev Event) (Event, bool) {
 // observeDownload attributes a download's event to the node with the request's source address,
 // and only with that node's token when token is set and node authentication is on: neither another
 // host nor a host of the boot network naming a node (the old ?node= parameter) moves a node.
-func (s *Server) observeDownload(r *http.Request, ev Event, detail string, token bool) {
+func (s *Server) observeDownload(r *http.Request, ev nodestate.Event, detail string, token bool) {
 	from := remoteAddr(r)
 	name, ok := s.tracker.NameByIP(from)
 	if !ok {
@@ -367,7 +368,7 @@ func (s *Server) observeDownload(r *http.Request, ev Event, detail string, token
 
 // observe applies a boot event to the named node; log is the logger of the request that showed
 // it, which names the node.
-func (s *Server) observe(log *zap.Logger, name string, ev Event, detail string) {
+func (s *Server) observe(log *zap.Logger, name string, ev nodestate.Event, detail string) {
 	if _, _, err := s.tracker.Observe(name, ev, detail); err != nil {
 		log.Debug("event for a node not served here", zap.Stringer("event", ev))
 	}
@@ -390,7 +391,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !attemptOpen(st) && s.nodes.secret != nil {
+	if !st.AttemptOpen() && s.nodes.secret != nil {
 		msg := fmt.Sprintf("node %s: boot attempt %d takes no report (%s): a new attempt, with a new token, starts with the node's next DHCP request", name, st.Attempt, st.State)
 		if st.Reported {
 			msg = fmt.Sprintf("node %s: boot attempt %d was reported already; its token is spent", name, st.Attempt)
@@ -399,7 +400,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusConflict, "%s", msg)
 		return
 	}
-	state, err := s.tracker.Report(name, Health{Status: rep.Status, Details: rep.Details})
+	state, err := s.tracker.Report(name, nodestate.Health{Status: rep.Status, Details: rep.Details})
 	if err != nil {
 		apiError(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -459,9 +460,9 @@ func decodeHealthReport(w http.ResponseWriter, r *http.Request, limit int64) (He
 
 // RebootResponse answers an operator's reboot request.
 type RebootResponse struct {
-	Node            string `json:"node"`
-	State           State  `json:"state"`
-	RebootRequested bool   `json:"reboot_requested"`
+	Node            string          `json:"node"`
+	State           nodestate.State `json:"state"`
+	RebootRequested bool            `json:"reboot_requested"`
 }
 
 // handleReboot records the operator's reboot request for a node (bootctl node reboot): its next
@@ -474,7 +475,7 @@ func (s *Server) handleReboot(w http.ResponseWriter, r *http.Request) {
 	}
 	name := r.PathValue("name")
 	st, err := s.tracker.RequestReboot(name)
-	if errors.Is(err, ErrUnknownNode) {
+	if errors.Is(err, nodestate.ErrUnknownNode) {
 		apiError(w, http.StatusNotFound, "unknown node %q", name)
 		return
 	}
@@ -492,7 +493,7 @@ func (s *Server) handleReboot(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) {
 	nodes := s.tracker.Nodes()
 	if want := r.URL.Query().Get("state"); want != "" {
-		st, err := ParseState(want)
+		st, err := nodestate.ParseState(want)
 		if err != nil {
 			apiError(w, http.StatusBadRequest, "state: %v", err)
 			return

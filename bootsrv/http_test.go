@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -78,7 +79,7 @@ func (ht *handlerTest) wantCodes(t *testing.T, cases []codeCase) {
 }
 
 // wantState checks the state of a node after what happened to it.
-func (ht *handlerTest) wantState(t *testing.T, node string, want State, after string) {
+func (ht *handlerTest) wantState(t *testing.T, node string, want nodestate.State, after string) {
 	t.Helper()
 	if st := nodeAt(t, ht.s, node).State; st != want {
 		t.Errorf("%s after %s: %v, want %v", node, after, st, want)
@@ -118,7 +119,7 @@ func (ht *handlerTest) script(t *testing.T) {
 			}
 		}
 	}
-	ht.wantState(t, "node00", NBP, "its script")
+	ht.wantState(t, "node00", nodestate.NBP, "its script")
 }
 
 // scriptRefusals: node00's script is not given to another address (nor its token), an unknown
@@ -138,15 +139,15 @@ func (ht *handlerTest) scriptRefusals(t *testing.T) {
 // delivery counts. HEAD gives the kernel's length.
 func (ht *handlerTest) kernelAndInitrd(t *testing.T) {
 	ht.fetch(t, "kernel without token", "/boot/default/vmlinuz", "", http.StatusOK)
-	ht.wantState(t, "node00", NBP, "a kernel download without the token")
+	ht.wantState(t, "node00", nodestate.NBP, "a kernel download without the token")
 	w := ht.fetch(t, "kernel", "/boot/default/vmlinuz?token="+ht.tok, "", http.StatusOK)
 	mustEqualBytes(t, "kernel", w.Body.Bytes(), ht.f.kernel)
-	ht.wantState(t, "node00", Kernel, "the kernel")
+	ht.wantState(t, "node00", nodestate.Kernel, "the kernel")
 	w = ht.fetch(t, "initrd range", "/boot/default/initrd.img?token="+ht.tok, "bytes=100-199", http.StatusPartialContent)
 	mustEqualBytes(t, "initrd range", w.Body.Bytes(), ht.f.initrd[100:200])
-	ht.wantState(t, "node00", Kernel, "an initrd range")
+	ht.wantState(t, "node00", nodestate.Kernel, "an initrd range")
 	ht.fetch(t, "initrd", "/boot/default/initrd.img?token="+ht.tok, "", http.StatusOK)
-	ht.wantState(t, "node00", Initrd, "the initrd")
+	ht.wantState(t, "node00", nodestate.Initrd, "the initrd")
 	if w := do(t, ht.h, "HEAD", "/boot/default/vmlinuz", "", node00Addr); w.Code != 200 || w.Header().Get("Content-Length") != fmt.Sprint(len(ht.f.kernel)) {
 		t.Errorf("HEAD: %d %v", w.Code, w.Header())
 	}
@@ -156,7 +157,7 @@ func (ht *handlerTest) kernelAndInitrd(t *testing.T) {
 // files and profiles and a path out of the store are not found; the iPXE binaries are served.
 func (ht *handlerTest) bootRefusals(t *testing.T) {
 	do(t, ht.h, "GET", "/boot/default/vmlinuz?node=node01&token="+nodeToken(ht.s, "node01"), "", "192.0.2.1:1")
-	ht.wantState(t, "node01", Pending, "a kernel fetched from another address")
+	ht.wantState(t, "node01", nodestate.Pending, "a kernel fetched from another address")
 	ht.wantCodes(t, []codeCase{
 		{"missing file", "GET", "/boot/default/missing", "", http.StatusNotFound},
 		{"missing profile", "GET", "/boot/nope/vmlinuz", "", http.StatusNotFound},
@@ -193,10 +194,10 @@ func (ht *handlerTest) healthReports(t *testing.T) {
 			t.Errorf("%s: content type %q", tc.name, ct)
 		}
 	}
-	if n := nodeAt(t, ht.s, "node00"); n.State != Healthy || n.Health == nil || string(n.Health.Details) != `"all good"` {
+	if n := nodeAt(t, ht.s, "node00"); n.State != nodestate.Healthy || n.Health == nil || string(n.Health.Details) != `"all good"` {
 		t.Errorf("node00 after health: %+v", n)
 	}
-	if n := nodeAt(t, ht.s, "node02"); n.State != Pending {
+	if n := nodeAt(t, ht.s, "node02"); n.State != nodestate.Pending {
 		t.Errorf("node02 after a report with node00's token: %+v", n)
 	}
 }
@@ -208,7 +209,7 @@ func (ht *handlerTest) statusAPI(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &nodes); err != nil || len(nodes.Nodes) != 32 || nodes.Server != "bs0" {
 		t.Fatalf("nodes: %v %d %s", err, len(nodes.Nodes), w.Body.String()[:200])
 	}
-	if nodes.Nodes[0].Times[Healthy].IsZero() || nodes.Nodes[0].Times[NBP].IsZero() {
+	if nodes.Nodes[0].Times[nodestate.Healthy].IsZero() || nodes.Nodes[0].Times[nodestate.NBP].IsZero() {
 		t.Errorf("node00 timestamps: %v", nodes.Nodes[0].Times)
 	}
 	w = do(t, ht.h, "GET", "/api/v1/nodes?state=healthy", "", "")
@@ -227,12 +228,12 @@ func (ht *handlerTest) failedReport(t *testing.T) {
 	if w := do(t, ht.h, "POST", "/api/v1/nodes/node00/health?token="+ht.tok, `{"status":"failed"}`, node00Addr); w.Code != http.StatusConflict {
 		t.Errorf("second report of one attempt: %d %s, want 409", w.Code, w.Body)
 	}
-	ht.s.tracker.Observe("node00", EvRebootDiscover, "test: the next boot attempt")
+	ht.s.tracker.Observe("node00", nodestate.EvRebootDiscover, "test: the next boot attempt")
 	ht.tok = nodeToken(ht.s, "node00")
 	if w := do(t, ht.h, "POST", "/api/v1/nodes/node00/health?token="+ht.tok, `{"status":"failed","details":{"disk":"missing"}}`, node00Addr); w.Code != 200 {
 		t.Fatalf("failed report: %d %s", w.Code, w.Body)
 	}
-	if n := nodeAt(t, ht.s, "node00"); n.State != Failed || !strings.Contains(n.Error, "missing") {
+	if n := nodeAt(t, ht.s, "node00"); n.State != nodestate.Failed || !strings.Contains(n.Error, "missing") {
 		t.Errorf("node00 after failed report: %+v", n)
 	}
 }
@@ -245,11 +246,11 @@ func (ht *handlerTest) statusQueries(t *testing.T) {
 		t.Errorf("one node: %d %s", w.Code, w.Body)
 	}
 	w := do(t, ht.h, "GET", "/api/v1/summary", "", "")
-	var sum Summary
+	var sum nodestate.Summary
 	if err := json.Unmarshal(w.Body.Bytes(), &sum); err != nil {
 		t.Fatal(err)
 	}
-	if sum.Nodes != 32 || sum.States[Failed] != 1 || sum.States[Pending] != 31 || sum.Health.Status != HealthDegraded {
+	if sum.Nodes != 32 || sum.States[nodestate.Failed] != 1 || sum.States[nodestate.Pending] != 31 || sum.Health.Status != nodestate.HealthDegraded {
 		t.Errorf("summary: %+v", sum)
 	}
 }
@@ -331,7 +332,7 @@ func TestLearnIPFromScript(t *testing.T) {
 	s := f.server(t, func(c *Config) { c.HTTP.URL = "http://10.9.9.9:8080"; c.DHCP.Mode = DHCPProxy })
 	h := s.Handler()
 	tok := s.nodes.addressToken("node01")
-	s.tracker.Observe("node01", EvDiscover, "proxy DHCP exchange") // as the proxyDHCP answer would
+	s.tracker.Observe("node01", nodestate.EvDiscover, "proxy DHCP exchange") // as the proxyDHCP answer would
 	if w := do(t, h, "GET", "/ipxe/52:54:00:00:00:01", "", "192.0.2.66:1000"); w.Code != http.StatusUnauthorized {
 		t.Fatalf("script without the token: %d", w.Code)
 	}
@@ -339,7 +340,7 @@ func TestLearnIPFromScript(t *testing.T) {
 		t.Fatalf("script: %d", w.Code)
 	}
 	do(t, h, "GET", "/boot/default/vmlinuz?token="+nodeToken(s, "node01"), "", "192.0.2.77:1001")
-	if n, _ := s.tracker.Node("node01"); n.State != Kernel || n.IP != "192.0.2.77" {
+	if n, _ := s.tracker.Node("node01"); n.State != nodestate.Kernel || n.IP != "192.0.2.77" {
 		t.Errorf("node01: %v at %q", n.State, n.IP)
 	}
 }

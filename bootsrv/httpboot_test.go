@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/internal/testfix"
+	"github.com/bootfabric/bootfabric/nodestate"
 )
 
 // TestUEFIHTTPBootFetch fetches the EFI application the way EDK II's HTTP boot client
@@ -25,7 +26,7 @@ func TestUEFIHTTPBootFetch(t *testing.T) {
 	srv := httptest.NewServer(s.Handler()) // 127.0.0.1: node00's inventory address
 	t.Cleanup(srv.Close)
 	url := srv.URL + "/ipxe/bin/ipxe.efi"
-	state := func() NodeStatus {
+	state := func() nodestate.NodeStatus {
 		n, ok := s.tracker.Node("node00")
 		if !ok {
 			t.Fatal("no node00")
@@ -58,7 +59,7 @@ func TestUEFIHTTPBootFetch(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Length") != size || len(body) != 0 {
 		t.Fatalf("HEAD: %s, Content-Length %q, %d body bytes; want 200, %s, none", resp.Status, resp.Header.Get("Content-Length"), len(body), size)
 	}
-	if st := state().State; st != Pending {
+	if st := state().State; st != nodestate.Pending {
 		t.Errorf("after HEAD: %v, want pending (a size probe delivers nothing)", st)
 	}
 
@@ -76,9 +77,9 @@ func TestUEFIHTTPBootFetch(t *testing.T) {
 	}
 	// The server records the delivery once the last byte is written, which may be after the
 	// client has read it.
-	var n NodeStatus
-	testfix.WaitFor(t, "nbp after GET", 2*time.Second, func() bool { n = state(); return n.State == NBP })
-	if last := n.History[len(n.History)-1]; last.To != NBP || last.Detail != "http ipxe.efi" {
+	var n nodestate.NodeStatus
+	testfix.WaitFor(t, "nbp after GET", 2*time.Second, func() bool { n = state(); return n.State == nodestate.NBP })
+	if last := n.History[len(n.History)-1]; last.To != nodestate.NBP || last.Detail != "http ipxe.efi" {
 		t.Errorf("last transition %+v, want to nbp with detail %q (the first file over HTTP)", last, "http ipxe.efi")
 	}
 

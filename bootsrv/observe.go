@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bootfabric/bootfabric/dhcpd"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/tftpd"
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"go.uber.org/zap"
@@ -90,7 +91,7 @@ func dhcpDetail(t dhcpv4.MessageType, out dhcpd.Outcome) string {
 
 // OnDHCP implements dhcpd.Observer.
 func (o dhcpObserver) OnDHCP(mac net.HardwareAddr, t dhcpv4.MessageType, out dhcpd.Outcome, ip net.IP) {
-	var buf [2]Event
+	var buf [2]nodestate.Event
 	evs := appendDHCPEvents(buf[:0], t, out)
 	if len(evs) == 0 {
 		return
@@ -110,17 +111,17 @@ func (o dhcpObserver) OnDHCP(mac net.HardwareAddr, t dhcpv4.MessageType, out dhc
 
 // DHCPEvents maps a handled DHCP request (its message type and what the server did) to boot
 // events. It is pure.
-func DHCPEvents(t dhcpv4.MessageType, out dhcpd.Outcome) []Event {
+func DHCPEvents(t dhcpv4.MessageType, out dhcpd.Outcome) []nodestate.Event {
 	return appendDHCPEvents(nil, t, out)
 }
 
 // appendDHCPEvents is DHCPEvents appending to evs: the reply path passes a buffer on its stack.
-func appendDHCPEvents(evs []Event, t dhcpv4.MessageType, out dhcpd.Outcome) []Event {
+func appendDHCPEvents(evs []nodestate.Event, t dhcpv4.MessageType, out dhcpd.Outcome) []nodestate.Event {
 	switch t {
 	case dhcpv4.MessageTypeDiscover:
 		switch out {
 		case dhcpd.OutcomeOffered:
-			return append(evs, EvDiscover, EvOffer)
+			return append(evs, nodestate.EvDiscover, nodestate.EvOffer)
 		case dhcpd.OutcomeDuplicate, dhcpd.OutcomeNotOurs, dhcpd.OutcomeNotPXE, dhcpd.OutcomeSendFailed:
 			return evs
 		case dhcpd.OutcomeRefused:
@@ -128,10 +129,10 @@ func appendDHCPEvents(evs []Event, t dhcpv4.MessageType, out dhcpd.Outcome) []Ev
 			// node boots (and none may move a node's state).
 			return evs
 		}
-		return append(evs, EvDiscover)
+		return append(evs, nodestate.EvDiscover)
 	case dhcpv4.MessageTypeRequest:
 		if out == dhcpd.OutcomeAcked {
-			return append(evs, EvAck)
+			return append(evs, nodestate.EvAck)
 		}
 	}
 	return evs
@@ -162,33 +163,33 @@ func (o tftpObserver) OnTransferDone(r tftpd.TransferResult) {
 
 // fileKind says which event delivering path (in the served FS) is: the kernel or initrd of a
 // profile, or another boot file.
-func (s *Server) fileKind(path string) Event {
+func (s *Server) fileKind(path string) nodestate.Event {
 	parts := strings.Split(path, "/")
 	if len(parts) == 3 && parts[0] == "boot" {
 		if p, err := s.images.Get(parts[1]); err == nil {
 			switch parts[2] {
 			case p.Kernel:
-				return EvKernel
+				return nodestate.EvKernel
 			case p.Initrd:
-				return EvInitrd
+				return nodestate.EvInitrd
 			}
 		}
 	}
-	return EvNBP
+	return nodestate.EvNBP
 }
 
 // TFTPEvent maps a finished TFTP transfer to a boot event; kind classifies a delivered file. It is
 // pure (given kind): the UEFI tsize probe is EvProbe, never a failure, and a request that could
 // not start (missing file, refused) is EvTransferRefused, which moves nothing (issue 13: a
 // spoofed request for a missing file marked a node failed).
-func TFTPEvent(out tftpd.Outcome, path string, kind func(string) Event) Event {
+func TFTPEvent(out tftpd.Outcome, path string, kind func(string) nodestate.Event) nodestate.Event {
 	switch {
 	case out == tftpd.OutcomeOK:
 		return kind(path)
 	case out == tftpd.OutcomeProbe:
-		return EvProbe
+		return nodestate.EvProbe
 	case out == tftpd.OutcomeNotFound || out == tftpd.OutcomeRefused:
-		return EvTransferRefused
+		return nodestate.EvTransferRefused
 	}
-	return EvTransferFailed
+	return nodestate.EvTransferFailed
 }

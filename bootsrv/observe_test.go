@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bootfabric/bootfabric/dhcpd"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/tftpd"
 	"github.com/google/go-cmp/cmp"
 	"github.com/insomniacslk/dhcp/dhcpv4"
@@ -14,14 +15,14 @@ func TestDHCPEvents(t *testing.T) {
 	tests := []struct {
 		t    dhcpv4.MessageType
 		out  dhcpd.Outcome
-		want []Event
+		want []nodestate.Event
 	}{
-		{dhcpv4.MessageTypeDiscover, dhcpd.OutcomeOffered, []Event{EvDiscover, EvOffer}},
-		{dhcpv4.MessageTypeDiscover, dhcpd.OutcomeExhausted, []Event{EvDiscover}},
+		{dhcpv4.MessageTypeDiscover, dhcpd.OutcomeOffered, []nodestate.Event{nodestate.EvDiscover, nodestate.EvOffer}},
+		{dhcpv4.MessageTypeDiscover, dhcpd.OutcomeExhausted, []nodestate.Event{nodestate.EvDiscover}},
 		{dhcpv4.MessageTypeDiscover, dhcpd.OutcomeDuplicate, nil},
 		{dhcpv4.MessageTypeDiscover, dhcpd.OutcomeNotOurs, nil},
 		{dhcpv4.MessageTypeDiscover, dhcpd.OutcomeNotPXE, nil},
-		{dhcpv4.MessageTypeRequest, dhcpd.OutcomeAcked, []Event{EvAck}},
+		{dhcpv4.MessageTypeRequest, dhcpd.OutcomeAcked, []nodestate.Event{nodestate.EvAck}},
 		{dhcpv4.MessageTypeRequest, dhcpd.OutcomeNaked, nil},
 		{dhcpv4.MessageTypeRequest, dhcpd.OutcomeOtherServer, nil},
 		{dhcpv4.MessageTypeInform, dhcpd.OutcomeAcked, nil},
@@ -35,28 +36,28 @@ func TestDHCPEvents(t *testing.T) {
 }
 
 func TestTFTPEvent(t *testing.T) {
-	kind := func(p string) Event {
+	kind := func(p string) nodestate.Event {
 		switch p {
 		case "boot/default/vmlinuz":
-			return EvKernel
+			return nodestate.EvKernel
 		case "boot/default/initrd.img":
-			return EvInitrd
+			return nodestate.EvInitrd
 		}
-		return EvNBP
+		return nodestate.EvNBP
 	}
 	tests := []struct {
 		out  tftpd.Outcome
 		path string
-		want Event
+		want nodestate.Event
 	}{
-		{tftpd.OutcomeOK, "undionly.kpxe", EvNBP},
-		{tftpd.OutcomeOK, "boot/default/vmlinuz", EvKernel},
-		{tftpd.OutcomeOK, "boot/default/initrd.img", EvInitrd},
-		{tftpd.OutcomeProbe, "ipxe.efi", EvProbe},
-		{tftpd.OutcomeAborted, "ipxe.efi", EvTransferFailed},
-		{tftpd.OutcomeTimeout, "ipxe.efi", EvTransferFailed},
-		{tftpd.OutcomeNotFound, "missing.efi", EvTransferRefused},
-		{tftpd.OutcomeRefused, "", EvTransferRefused},
+		{tftpd.OutcomeOK, "undionly.kpxe", nodestate.EvNBP},
+		{tftpd.OutcomeOK, "boot/default/vmlinuz", nodestate.EvKernel},
+		{tftpd.OutcomeOK, "boot/default/initrd.img", nodestate.EvInitrd},
+		{tftpd.OutcomeProbe, "ipxe.efi", nodestate.EvProbe},
+		{tftpd.OutcomeAborted, "ipxe.efi", nodestate.EvTransferFailed},
+		{tftpd.OutcomeTimeout, "ipxe.efi", nodestate.EvTransferFailed},
+		{tftpd.OutcomeNotFound, "missing.efi", nodestate.EvTransferRefused},
+		{tftpd.OutcomeRefused, "", nodestate.EvTransferRefused},
 	}
 	for _, tc := range tests {
 		if got := TFTPEvent(tc.out, tc.path, kind); got != tc.want {

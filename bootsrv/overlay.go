@@ -9,6 +9,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/nodeset"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"go.uber.org/zap"
 )
 
@@ -106,7 +107,7 @@ func (s *Server) handleOverlay(w http.ResponseWriter, r *http.Request) {
 }
 
 // overlayNode is what the templates see of a node.
-func overlayNode(n *InventoryNode, st NodeStatus) images.OverlayNode {
+func overlayNode(n *InventoryNode, st nodestate.NodeStatus) images.OverlayNode {
 	o := images.OverlayNode{Name: n.Name, MAC: n.MAC.String(), Position: n.Position, Index: n.Index, Profile: st.Profile, IP: st.IP}
 	if n.IP.IsValid() {
 		o.IP = n.IP.String()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/images"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/tftpd"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,8 +48,8 @@ type Server struct {
 	reg     *prometheus.Registry
 	auth    *Authority // the home ownership: the static deal, no server dead
 	hier    *topology.Hierarchy
-	tracker *Tracker
-	store   StateStore
+	tracker *nodestate.Tracker
+	store   nodestate.StateStore
 	fleet   *fleetRuntime // nil for a single server
 	extra   prometheus.Gatherer
 	images  *images.Store
@@ -243,7 +244,7 @@ func (s *Server) openStore(opts Options) (tracked []*InventoryNode, err error) {
 			return nil, err
 		}
 	}
-	if s.store, err = OpenStore(s.cfg.StateDir); err != nil {
+	if s.store, err = nodestate.OpenStore(s.cfg.StateDir); err != nil {
 		return nil, err
 	}
 	return tracked, nil
@@ -254,7 +255,7 @@ func (s *Server) openStore(opts Options) (tracked []*InventoryNode, err error) {
 func (s *Server) newEndpoints(tracked []*InventoryNode, opts Options) (err error) {
 	cfg := s.cfg
 	srv := cfg.Servers[cfg.ServerID]
-	s.tracker, err = NewTracker(tracked, cfg.Profile, TrackerOptions{
+	s.tracker, err = nodestate.NewTracker(trackedNodes(tracked), cfg.Profile, nodestate.TrackerOptions{
 		Store: s.store, Shared: s.fleet != nil, Flush: time.Duration(*cfg.StateFlush), Now: opts.Now, Registerer: s.reg,
 		Logger: s.log.Named("state"), Server: srv.Name, ServerID: cfg.ServerID,
 		ResetOnDiscover: cfg.ResetOnDiscover, History: cfg.Health.History, DHCPStartsBoots: cfg.DHCP.Mode != DHCPOff,
@@ -330,7 +331,7 @@ func (s *Server) recoverState(now func() time.Time) error {
 	if now != nil {
 		t = now()
 	}
-	rec, err := RecoverStore(s.cfg.StateDir, t)
+	rec, err := nodestate.RecoverStore(s.cfg.StateDir, t)
 	if err != nil {
 		return err
 	}
@@ -386,7 +387,7 @@ func (s *Server) Authority() *Authority {
 }
 
 // Tracker returns the boot-state tracker.
-func (s *Server) Tracker() *Tracker { return s.tracker }
+func (s *Server) Tracker() *nodestate.Tracker { return s.tracker }
 
 // Registry returns the metrics registry.
 func (s *Server) Registry() *prometheus.Registry { return s.reg }

@@ -20,6 +20,7 @@ import (
 	"github.com/bootfabric/bootfabric/internal/ipmisim"
 	"github.com/bootfabric/bootfabric/internal/testenv"
 	"github.com/bootfabric/bootfabric/internal/testfix"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/topology"
 	"go.uber.org/zap/zaptest"
 )
@@ -282,12 +283,12 @@ func (s *bootRunSetup) serverTimes(t *testing.T) (healthy, filesIn map[string]ti
 	}
 	healthy, filesIn = map[string]time.Time{}, map[string]time.Time{}
 	for _, n := range nodes.Nodes {
-		if n.State != bootsrv.Healthy {
+		if n.State != nodestate.Healthy {
 			continue
 		}
-		healthy[n.Name] = n.Times[bootsrv.Healthy]
-		in := n.Times[bootsrv.Booted]
-		if t, ok := n.Times[bootsrv.Initrd]; ok && t.Before(in) {
+		healthy[n.Name] = n.Times[nodestate.Healthy]
+		in := n.Times[nodestate.Booted]
+		if t, ok := n.Times[nodestate.Initrd]; ok && t.Before(in) {
 			in = t
 		}
 		filesIn[n.Name] = in

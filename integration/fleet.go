@@ -17,9 +17,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fabricsim"
 	"github.com/bootfabric/bootfabric/fleet"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"gopkg.in/yaml.v3"
 )
 
@@ -618,11 +618,11 @@ var ErrNotAllHealthy = errors.New("not every node is healthy in etcd")
 
 // WaitHealthy waits (at most d) until etcd's record of every node says healthy, and returns the
 // records last read.
-func (f *Fleet) WaitHealthy(ctx context.Context, fc *fleet.Client, d time.Duration) ([]bootsrv.NodeStatus, error) {
+func (f *Fleet) WaitHealthy(ctx context.Context, fc *fleet.Client, d time.Duration) ([]nodestate.NodeStatus, error) {
 	deadline := time.Now().Add(d)
 	for {
-		recs, err := bootsrv.LoadFleetStates(ctx, fc)
-		if err == nil && len(recs) == len(f.Nodes) && !slices.ContainsFunc(recs, func(r bootsrv.NodeStatus) bool { return r.State != bootsrv.Healthy }) {
+		recs, err := nodestate.LoadFleetStates(ctx, fc)
+		if err == nil && len(recs) == len(f.Nodes) && !slices.ContainsFunc(recs, func(r nodestate.NodeStatus) bool { return r.State != nodestate.Healthy }) {
 			return recs, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/mapping"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/topology"
 )
 
@@ -497,7 +497,7 @@ func (c *chaos) checkEnd(t *testing.T, ctx context.Context, boot *FleetBoot) {
 	recs, err := f.WaitHealthy(ctx, c.fc, 20*time.Second)
 	if err != nil {
 		for _, rec := range recs {
-			if rec.State != bootsrv.Healthy {
+			if rec.State != nodestate.Healthy {
 				t.Logf("etcd record %s: %s on %s since %s (last event %s at %s, attempt %d) %s", rec.Name, rec.State, rec.Server,
 					rec.Since.Format("15:04:05.000"), rec.LastEvent, rec.LastSeen.Format("15:04:05.000"), rec.Attempt, rec.Error)
 				chaosNodeHistory(t, f, boot, rec.Name)
@@ -575,7 +575,7 @@ func (c *chaosChecker) check(t *testing.T, ctx context.Context, fc *fleet.Client
 	ans := c.f.DHCPAnswers(start)
 	c.answers = len(ans)
 	c.checkLoggedAnswers(t, when, ans, kills)
-	recs, err := bootsrv.LoadFleetStates(ctx, fc)
+	recs, err := nodestate.LoadFleetStates(ctx, fc)
 	if err != nil {
 		t.Errorf("%s: %v", when, err)
 		return reported, 0, 0
@@ -631,10 +631,10 @@ func (c *chaosChecker) checkLoggedAnswers(t *testing.T, when string, ans []DHCPA
 
 // checkRecords checks the nodes' records in etcd: no address given to two MACs. It returns how
 // many say healthy.
-func (c *chaosChecker) checkRecords(t *testing.T, when string, recs []bootsrv.NodeStatus) (healthy int) {
+func (c *chaosChecker) checkRecords(t *testing.T, when string, recs []nodestate.NodeStatus) (healthy int) {
 	recIP := map[string]string{}
 	for _, r := range recs {
-		if r.State == bootsrv.Healthy {
+		if r.State == nodestate.Healthy {
 			healthy++
 		}
 		if r.IP == "" {

@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
 	"github.com/bootfabric/bootfabric/internal/testenv"
 	"github.com/bootfabric/bootfabric/mapping"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/topology"
 	"go.uber.org/zap/zaptest"
 )
@@ -474,7 +474,7 @@ func (o etcdOutage) checkRecordsHealthy(t *testing.T, ctx context.Context, f *Fl
 
 // logRecord logs a node's etcd record and the servers' log lines about it (or about saving
 // state) since the outage.
-func (o etcdOutage) logRecord(t *testing.T, f *Fleet, rec bootsrv.NodeStatus) {
+func (o etcdOutage) logRecord(t *testing.T, f *Fleet, rec nodestate.NodeStatus) {
 	t.Logf("etcd record %s: %s on %s since %s (last event %s at %s, attempt %d)", rec.Name, rec.State, rec.Server,
 		rec.Since.Format("15:04:05.000"), rec.LastEvent, rec.LastSeen.Format("15:04:05.000"), rec.Attempt)
 	for _, srv := range f.Servers {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/nodestate"
 )
 
 // announceReboots tells the boot servers that the given nodes are about to be power-cycled, as an
@@ -44,7 +45,7 @@ func announceTo(ctx context.Context, hc *http.Client, server, tok string, want m
 		return fmt.Errorf("server %s: %w", server, err)
 	}
 	for _, n := range res.Nodes {
-		if !want[n.Name] || (n.State != bootsrv.Booted && n.State != bootsrv.Healthy) {
+		if !want[n.Name] || (n.State != nodestate.Booted && n.State != nodestate.Healthy) {
 			continue
 		}
 		if _, err := cl.Reboot(ctx, n.Name, tok); err != nil {

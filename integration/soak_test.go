@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/internal/testenv"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"go.uber.org/zap/zaptest"
@@ -154,8 +154,8 @@ func soakBoot(ctx context.Context, b *testing.B, c *Cluster, nodes []int, what s
 		b.Fatal(err)
 	}
 	for _, s := range sums {
-		var sum bootsrv.Summary
-		if err := json.Unmarshal(s.Summary, &sum); err != nil || sum.States[bootsrv.Healthy] != len(nodes) {
+		var sum nodestate.Summary
+		if err := json.Unmarshal(s.Summary, &sum); err != nil || sum.States[nodestate.Healthy] != len(nodes) {
 			b.Errorf("boot %s: server %s: %v %s", what, s.Server, err, s.Summary)
 		}
 	}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/internal/testenv"
+	"github.com/bootfabric/bootfabric/nodestate"
 )
 
 // TestExampleHealthScript runs the README's client script, examples/client/bootfabric-health, as
@@ -24,8 +24,8 @@ func TestExampleHealthScript(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		check string
-		want  bootsrv.State
-	}{{"true", bootsrv.Healthy}, {"echo disk sdb missing; false", bootsrv.Failed}} {
+		want  nodestate.State
+	}{{"true", nodestate.Healthy}, {"echo disk sdb missing; false", nodestate.Failed}} {
 		f := newServeFiles(t, "off")
 		srv, stop := startServer(t, f)
 		ipxe := string(httpGet(t, "http://"+srv.HTTPAddr().String()+"/ipxe/52:54:00:00:00:00"))
@@ -40,7 +40,7 @@ func TestExampleHealthScript(t *testing.T) {
 			t.Fatalf("check %q: %v\n%s", tc.check, err, out)
 		}
 		n := waitState(t, srv, "node00", tc.want)
-		if tc.want == bootsrv.Failed && !strings.Contains(n.Error, "disk sdb missing") {
+		if tc.want == nodestate.Failed && !strings.Contains(n.Error, "disk sdb missing") {
 			t.Errorf("failed node's error %q does not carry the check's output", n.Error)
 		}
 		stop()

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/integration"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/bootfabric/bootfabric/units"
 	"github.com/urfave/cli/v2"
@@ -272,7 +272,7 @@ func writeClusterStatus(w io.Writer, sums []integration.ServerSummary) error {
 	t := newTable(w)
 	t.row("server", "ip", "nodes", "health", "healthy", "failed", "booting", "pending", "boot s min", "median", "max")
 	for _, s := range sums {
-		var sum bootsrv.Summary
+		var sum nodestate.Summary
 		if err := json.Unmarshal(s.Summary, &sum); err != nil {
 			return fmt.Errorf("boot server %s: summary: %w", s.Server, err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/urfave/cli/v2"
 )
 
@@ -117,7 +118,7 @@ func (f *fleetSource) apply(c *cli.Context, data []byte, res *nodeEditResult) er
 
 // fillStatus sets the node's state from its record in etcd, which the server holding it writes.
 func (f *fleetSource) fillStatus(c *cli.Context, v *nodeView) error {
-	all, err := bootsrv.LoadFleetStates(c.Context, f.cl)
+	all, err := nodestate.LoadFleetStates(c.Context, f.cl)
 	if err != nil {
 		return &fleetEtcdError{f.eps, err}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/urfave/cli/v2"
 )
@@ -127,7 +128,7 @@ type nodeView struct {
 	Owner    string           `json:"owner,omitempty"`
 	Line     int              `json:"line"`
 	// Status is the node's state as its server reports it (node show --server).
-	Status *bootsrv.NodeStatus `json:"status,omitempty"`
+	Status *nodestate.NodeStatus `json:"status,omitempty"`
 	// StatusError says why the server gave no state.
 	StatusError string `json:"status_error,omitempty"`
 }

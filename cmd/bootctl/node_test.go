@@ -14,6 +14,7 @@ import (
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -108,9 +109,9 @@ func TestNodeCommands(t *testing.T) {
 // BMC's login entry is named, never a password.
 func TestNodeShow(t *testing.T) {
 	at := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
-	st := bootsrv.NodeStatus{Name: "s0-b0-n0", State: bootsrv.Healthy, Since: at, Attempt: 2, Server: "bs1",
-		Health:  &bootsrv.Health{Status: "ok", At: at},
-		History: []bootsrv.Transition{{From: bootsrv.Booted, To: bootsrv.Healthy, Event: bootsrv.EvHealthOK, At: at}}}
+	st := nodestate.NodeStatus{Name: "s0-b0-n0", State: nodestate.Healthy, Since: at, Attempt: 2, Server: "bs1",
+		Health:  &nodestate.Health{Status: "ok", At: at},
+		History: []nodestate.Transition{{From: nodestate.Booted, To: nodestate.Healthy, Event: nodestate.EvHealthOK, At: at}}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/v1/nodes/s0-b0-n0" {
 			w.WriteHeader(http.StatusNotFound)
@@ -193,7 +194,7 @@ func TestNodeFleet(t *testing.T) {
 		})
 	}
 	// node show --etcd: the state comes from the node's record, which its server writes.
-	rec, _ := json.Marshal(bootsrv.NodeStatus{Name: "n1", Server: "bs0", State: bootsrv.Booted, Attempt: 1})
+	rec, _ := json.Marshal(nodestate.NodeStatus{Name: "n1", Server: "bs0", State: nodestate.Booted, Attempt: 1})
 	if err := cl.PutRecords(ctx, "nodes", map[string][]byte{"n1": rec}); err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +240,7 @@ func TestNodeReboot(t *testing.T) {
 			w.Write([]byte(`{"error":"node \"n3\" is served by boot server bs1"}`))
 			return
 		}
-		json.NewEncoder(w).Encode(bootsrv.RebootResponse{Node: name, State: bootsrv.Healthy, RebootRequested: true})
+		json.NewEncoder(w).Encode(bootsrv.RebootResponse{Node: name, State: nodestate.Healthy, RebootRequested: true})
 	}))
 	defer srv.Close()
 	tok := filepath.Join(t.TempDir(), "token")

@@ -9,6 +9,7 @@ import (
 	"runtime/pprof"
 
 	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/urfave/cli/v2"
 )
@@ -185,7 +186,7 @@ func serveConfig(c *cli.Context) (*bootsrv.Config, error) {
 func configError(err error) error {
 	var be *bootsrv.Error
 	var te *topology.Error
-	var de *bootsrv.DamagedError
+	var de *nodestate.DamagedError
 	if errors.As(err, &be) || errors.As(err, &te) || errors.As(err, &de) || errors.Is(err, fs.ErrNotExist) {
 		return asBadInput(err)
 	}

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/internal/testenv"
 	"github.com/bootfabric/bootfabric/internal/testfix"
+	"github.com/bootfabric/bootfabric/nodestate"
 )
 
 // netnsPair is a server and a client network namespace joined by a veth pair.
@@ -240,10 +240,10 @@ func checkNetnsStatus(t *testing.T, bin, ns string) {
 		t.Fatalf("status output: %v\n%s", err, out)
 	}
 	n := findNode(t, res, "node00")
-	if n.State != bootsrv.Healthy {
+	if n.State != nodestate.Healthy {
 		t.Errorf("node00 is %v, want healthy; history %+v", n.State, n.History)
 	}
-	for _, st := range []bootsrv.State{bootsrv.Discover, bootsrv.Offered, bootsrv.Bound, bootsrv.NBP, bootsrv.Healthy} {
+	for _, st := range []nodestate.State{nodestate.Discover, nodestate.Offered, nodestate.Bound, nodestate.NBP, nodestate.Healthy} {
 		if n.Times[st].IsZero() {
 			t.Errorf("node00 never entered %v: %v", st, n.Times)
 		}
@@ -252,7 +252,7 @@ func checkNetnsStatus(t *testing.T, bin, ns string) {
 
 // checkSavedHealthy: the server saved node00's state, healthy, in its state directory dir.
 func checkSavedHealthy(t *testing.T, dir string) {
-	store, err := bootsrv.OpenStore(dir)
+	store, err := nodestate.OpenStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func checkSavedHealthy(t *testing.T, dir string) {
 	for _, n := range saved {
 		if n.Name == "node00" {
 			found = true
-			if n.State != bootsrv.Healthy {
+			if n.State != nodestate.Healthy {
 				t.Errorf("saved state of node00: %v", n.State)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/internal/testfix"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"github.com/pin/tftp/v3"
 	"go.uber.org/zap/zaptest"
@@ -207,7 +208,7 @@ func statusJSON(t *testing.T, url string) statusResult {
 	return res
 }
 
-func findNode(t *testing.T, res statusResult, name string) bootsrv.NodeStatus {
+func findNode(t *testing.T, res statusResult, name string) nodestate.NodeStatus {
 	t.Helper()
 	for _, n := range res.Nodes {
 		if n.Name == name {
@@ -215,7 +216,7 @@ func findNode(t *testing.T, res statusResult, name string) bootsrv.NodeStatus {
 		}
 	}
 	t.Fatalf("no node %s in status", name)
-	return bootsrv.NodeStatus{}
+	return nodestate.NodeStatus{}
 }
 
 // TestServeLoopback boots node00 on loopback through every endpoint with real clients (the dhcpv4
@@ -250,7 +251,7 @@ type loopbackBoot struct {
 }
 
 // node00 returns node00's status at the server now.
-func (lb *loopbackBoot) node00() bootsrv.NodeStatus {
+func (lb *loopbackBoot) node00() nodestate.NodeStatus {
 	n, _ := lb.srv.Tracker().Node("node00")
 	return n
 }
@@ -261,7 +262,7 @@ func (lb *loopbackBoot) dhcp(t *testing.T) {
 	if !ip.Equal(net.IPv4(127, 0, 0, 1)) {
 		t.Errorf("DHCP gave %v, want the reserved 127.0.0.1", ip)
 	}
-	waitState(t, lb.srv, "node00", bootsrv.Bound)
+	waitState(t, lb.srv, "node00", nodestate.Bound)
 }
 
 // tftpProbeAndRefused: neither UEFI's tsize probe nor a request for a missing boot file moves the
@@ -271,8 +272,8 @@ func (lb *loopbackBoot) tftpProbeAndRefused(t *testing.T) {
 	tsizeProbe(t, lb.srv.TFTPAddr().String(), "undionly.kpxe")
 	// tftpd reports the probe once it has the client's ERROR, after the client returns: wait for
 	// the probe's event, then the state it left.
-	testfix.WaitFor(t, "the tsize probe recorded", 5*time.Second, func() bool { return lb.node00().LastEvent == bootsrv.EvProbe })
-	if n := lb.node00(); n.State != bootsrv.Bound {
+	testfix.WaitFor(t, "the tsize probe recorded", 5*time.Second, func() bool { return lb.node00().LastEvent == nodestate.EvProbe })
+	if n := lb.node00(); n.State != nodestate.Bound {
 		t.Errorf("after the tsize probe: %v (%s), want still bound", n.State, n.Error)
 	}
 	// A request for a missing boot file is recorded and moves nothing: anyone can send one from
@@ -281,12 +282,12 @@ func (lb *loopbackBoot) tftpProbeAndRefused(t *testing.T) {
 	if _, err := c.Receive("missing.efi", "octet"); err == nil {
 		t.Error("missing.efi fetched")
 	}
-	var n bootsrv.NodeStatus
+	var n nodestate.NodeStatus
 	testfix.WaitFor(t, "the refused request recorded", 5*time.Second, func() bool {
 		n = lb.node00()
-		return n.LastEvent == bootsrv.EvTransferRefused
+		return n.LastEvent == nodestate.EvTransferRefused
 	})
-	if n.State != bootsrv.Bound {
+	if n.State != nodestate.Bound {
 		t.Errorf("after a request for a missing file: %v, want still bound", n.State)
 	}
 }
@@ -299,7 +300,7 @@ func (lb *loopbackBoot) tftpNBP(t *testing.T) {
 	}
 	// tftpd reports a transfer when the server has seen the last ACK, which may be just after the
 	// client returns.
-	waitState(t, lb.srv, "node00", bootsrv.NBP)
+	waitState(t, lb.srv, "node00", nodestate.NBP)
 }
 
 // ipxeDHCP: iPXE, loaded, asks for an address again and is given its script's URL; the boot
@@ -309,7 +310,7 @@ func (lb *loopbackBoot) ipxeDHCP(t *testing.T) {
 		dhcpv4.WithOption(dhcpv4.OptClassIdentifier("PXEClient:Arch:00000:UNDI:002001")),
 		dhcpv4.WithOption(dhcpv4.OptUserClass("iPXE")))
 	// dhcpd reports a request to the tracker before it sends the reply: the ACK is recorded.
-	if n := lb.node00(); n.LastEvent != bootsrv.EvAck || n.State != bootsrv.NBP || n.Attempt != 1 {
+	if n := lb.node00(); n.LastEvent != nodestate.EvAck || n.State != nodestate.NBP || n.Attempt != 1 {
 		t.Errorf("after iPXE's DHCP: last event %v, %v attempt %d, want ack, nbp attempt 1", n.LastEvent, n.State, n.Attempt)
 	}
 }
@@ -350,18 +351,18 @@ func (lb *loopbackBoot) httpBoot(t *testing.T) {
 
 // checkStatus: `bootctl status` (JSON and table) and the metrics show node00 healthy with a
 // timestamp for every state, the others pending. It returns node00's status.
-func (lb *loopbackBoot) checkStatus(t *testing.T) bootsrv.NodeStatus {
+func (lb *loopbackBoot) checkStatus(t *testing.T) nodestate.NodeStatus {
 	res := statusJSON(t, lb.base)
 	n := findNode(t, res, "node00")
-	if n.State != bootsrv.Healthy {
+	if n.State != nodestate.Healthy {
 		t.Errorf("node00 is %v, want healthy; history %+v", n.State, n.History)
 	}
-	for _, st := range []bootsrv.State{bootsrv.Discover, bootsrv.Offered, bootsrv.Bound, bootsrv.NBP, bootsrv.Kernel, bootsrv.Initrd, bootsrv.Healthy} {
+	for _, st := range []nodestate.State{nodestate.Discover, nodestate.Offered, nodestate.Bound, nodestate.NBP, nodestate.Kernel, nodestate.Initrd, nodestate.Healthy} {
 		if n.Times[st].IsZero() {
 			t.Errorf("node00 has no timestamp for %v: %v", st, n.Times)
 		}
 	}
-	if res.Summary.Nodes != 4 || res.Summary.States[bootsrv.Healthy] != 1 || res.Summary.States[bootsrv.Pending] != 3 || res.Summary.Health.Status != bootsrv.HealthPartial {
+	if res.Summary.Nodes != 4 || res.Summary.States[nodestate.Healthy] != 1 || res.Summary.States[nodestate.Pending] != 3 || res.Summary.Health.Status != nodestate.HealthPartial {
 		t.Errorf("summary %+v", res.Summary)
 	}
 	if res.Nodes[len(res.Nodes)-1].Name != "node00" {
@@ -383,15 +384,15 @@ func (lb *loopbackBoot) checkStatus(t *testing.T) bootsrv.NodeStatus {
 
 // checkRestarted: the restarted server has node00 as it was before (healthy, same discover time,
 // its report); a DISCOVER of the healthy node nobody asked for is only an event.
-func (lb *loopbackBoot) checkRestarted(t *testing.T, before bootsrv.NodeStatus) {
+func (lb *loopbackBoot) checkRestarted(t *testing.T, before nodestate.NodeStatus) {
 	n2 := findNode(t, statusJSON(t, lb.base), "node00")
-	if n2.State != bootsrv.Healthy || !n2.Times[bootsrv.Discover].Equal(before.Times[bootsrv.Discover]) || n2.Health == nil {
+	if n2.State != nodestate.Healthy || !n2.Times[nodestate.Discover].Equal(before.Times[nodestate.Discover]) || n2.Health == nil {
 		t.Errorf("after restart node00 = %+v\nbefore %+v", n2, before)
 	}
 	dora(t, lb.srv.DHCPAddrs()[0], lb.mac, func() {})
 	// The whole exchange is recorded before the ACK is sent (its event is the last): the state
 	// it left is final.
-	if n := lb.node00(); n.LastEvent != bootsrv.EvAck || n.State != bootsrv.Healthy || n.Attempt != 1 {
+	if n := lb.node00(); n.LastEvent != nodestate.EvAck || n.State != nodestate.Healthy || n.Attempt != 1 {
 		t.Errorf("after an unasked DISCOVER: last event %v, %v attempt %d, want ack, healthy attempt 1", n.LastEvent, n.State, n.Attempt)
 	}
 }
@@ -411,16 +412,16 @@ func (lb *loopbackBoot) reboot(t *testing.T) {
 		t.Fatalf("node reboot: %d %s %s", code, out, errs)
 	}
 	dora(t, lb.srv.DHCPAddrs()[0], lb.mac, func() {})
-	if n := waitState(t, lb.srv, "node00", bootsrv.Bound); n.Attempt != 2 {
+	if n := waitState(t, lb.srv, "node00", nodestate.Bound); n.Attempt != 2 {
 		t.Errorf("after reboot: attempt %d, want 2", n.Attempt)
 	}
 }
 
 // waitState waits up to 5 s for a node to reach a state and returns its status then; on time out
 // the test stops, with the node's history in the log.
-func waitState(t *testing.T, srv *bootsrv.Server, name string, want bootsrv.State) bootsrv.NodeStatus {
+func waitState(t *testing.T, srv *bootsrv.Server, name string, want nodestate.State) nodestate.NodeStatus {
 	t.Helper()
-	var n bootsrv.NodeStatus
+	var n nodestate.NodeStatus
 	reached := false
 	defer func() {
 		if !reached {
@@ -475,7 +476,7 @@ func TestServeCommand(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop within 10 s of cancel")
 	}
-	if _, err := os.Stat(filepath.Join(f.dir, "state", bootsrv.StateFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(f.dir, "state", nodestate.StateFile)); err != nil {
 		t.Errorf("no state saved: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 )
@@ -19,10 +20,10 @@ import (
 // statusResult is what `bootctl status --output json` prints: the summary over every server asked,
 // each server's own summary, and the nodes grouped by state (boot order, then name).
 type statusResult struct {
-	Summary bootsrv.Summary       `json:"summary"`
-	Servers []serverStatus        `json:"servers"`
-	Nodes   []bootsrv.NodeStatus  `json:"nodes"`
-	ByState map[bootsrv.State]int `json:"by_state"`
+	Summary nodestate.Summary       `json:"summary"`
+	Servers []serverStatus          `json:"servers"`
+	Nodes   []nodestate.NodeStatus  `json:"nodes"`
+	ByState map[nodestate.State]int `json:"by_state"`
 	// Unreachable lists the --server URLs that did not answer (their nodes are missing).
 	Unreachable []serverFailure `json:"unreachable,omitempty"`
 	// Fleet and Members: with --etcd, the fleet read and its live members.
@@ -35,8 +36,8 @@ type statusResult struct {
 }
 
 type serverStatus struct {
-	URL     string          `json:"url"`
-	Summary bootsrv.Summary `json:"summary"`
+	URL     string            `json:"url"`
+	Summary nodestate.Summary `json:"summary"`
 }
 
 func statusCommand(e *env) *cli.Command {
@@ -74,8 +75,8 @@ func statusCommand(e *env) *cli.Command {
 // statusQuery is what `bootctl status` was asked: where to read, which nodes, how to show them.
 type statusQuery struct {
 	format    string
-	only      *bootsrv.State // nil: every state
-	unknown   bool           // --state unknown: only the nodes no server holds
+	only      *nodestate.State // nil: every state
+	unknown   bool             // --state unknown: only the nodes no server holds
 	sel       nodeSelection
 	endpoints []string // --etcd; else servers
 	fleet     string
@@ -102,10 +103,10 @@ func parseStatusQuery(c *cli.Context) (*statusQuery, error) {
 	if c.String("state") == "unknown" {
 		q.unknown = true
 	} else if c.IsSet("state") {
-		st, err := bootsrv.ParseState(c.String("state"))
+		st, err := nodestate.ParseState(c.String("state"))
 		if err != nil {
 			names := []string{}
-			for _, s := range bootsrv.States() {
+			for _, s := range nodestate.States() {
 				names = append(names, s.String())
 			}
 			return nil, badInput("--state: %v (states: %s, unknown)", err, strings.Join(names, ", "))
@@ -206,13 +207,13 @@ func (q *statusQuery) watchLoop(ctx context.Context, e *env) error {
 // not answer is listed in Unreachable and the others are shown; it is an error only when none
 // answers.
 func fetchStatus(ctx context.Context, hc *http.Client, servers []string) (*statusRead, error) {
-	res := &statusResult{ByState: map[bootsrv.State]int{}}
+	res := &statusResult{ByState: map[nodestate.State]int{}}
 	rd := &statusRead{res: res}
 	answered := map[string]bool{}
 	for _, s := range servers {
 		cl := &bootsrv.Client{BaseURL: s, HTTP: hc}
 		nodes, err := cl.NodesAndInventory(ctx)
-		var sum *bootsrv.Summary
+		var sum *nodestate.Summary
 		if err == nil {
 			sum, err = cl.Summary(ctx)
 		}
@@ -236,7 +237,7 @@ func fetchStatus(ctx context.Context, hc *http.Client, servers []string) (*statu
 	if len(res.Servers) == 1 && len(servers) == 1 {
 		res.Summary = res.Servers[0].Summary
 	} else {
-		res.Summary = bootsrv.Summarize(rd.all, "all", -1, time.Now())
+		res.Summary = nodestate.Summarize(rd.all, "all", -1, time.Now())
 	}
 	rd.why = func(owner string) string {
 		switch {
@@ -301,7 +302,7 @@ func writeStatusSummary(w io.Writer, res *statusResult) {
 	}
 	fmt.Fprintln(w)
 	var counts []string
-	for _, st := range bootsrv.States() {
+	for _, st := range nodestate.States() {
 		if n := res.ByState[st]; n > 0 {
 			counts = append(counts, fmt.Sprintf("%s %d", st, n))
 		}
@@ -325,7 +326,7 @@ func writeStatusSummary(w io.Writer, res *statusResult) {
 
 // statusDetail is a node's detail column: its error, else its last transition's detail, cut to
 // 60 characters; "-" for none.
-func statusDetail(n *bootsrv.NodeStatus) string {
+func statusDetail(n *nodestate.NodeStatus) string {
 	detail := n.Error
 	if detail == "" && len(n.History) > 0 {
 		detail = n.History[len(n.History)-1].Detail

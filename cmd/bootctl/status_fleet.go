@@ -10,6 +10,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
+	"github.com/bootfabric/bootfabric/nodestate"
 )
 
 // fleetMemberView is one live member of a fleet as `bootctl status --etcd` shows it.
@@ -27,7 +28,7 @@ func fetchFleetStatus(ctx context.Context, opts fleet.Options) (*statusRead, err
 		return nil, err
 	}
 	defer c.Close()
-	all, err := bootsrv.LoadFleetStates(ctx, c)
+	all, err := nodestate.LoadFleetStates(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -35,14 +36,14 @@ func fetchFleetStatus(ctx context.Context, opts fleet.Options) (*statusRead, err
 	if err != nil {
 		return nil, err
 	}
-	res := &statusResult{ByState: map[bootsrv.State]int{}, Fleet: fleetName}
+	res := &statusResult{ByState: map[nodestate.State]int{}, Fleet: fleetName}
 	live := map[string]string{}
 	for _, m := range members {
 		info, _ := bootsrv.DecodeMemberInfo(m) // a member without a readable record still counts as live
 		live[m.Name] = info.URL
 		res.Members = append(res.Members, fleetMemberView{Name: m.Name, URL: info.URL})
 	}
-	byServer := map[string][]bootsrv.NodeStatus{}
+	byServer := map[string][]nodestate.NodeStatus{}
 	for _, n := range all {
 		byServer[n.Server] = append(byServer[n.Server], n)
 	}
@@ -57,9 +58,9 @@ func fetchFleetStatus(ctx context.Context, opts fleet.Options) (*statusRead, err
 		if !ok {
 			url = "(not live)"
 		}
-		res.Servers = append(res.Servers, serverStatus{URL: url, Summary: bootsrv.Summarize(byServer[s], s, -1, now)})
+		res.Servers = append(res.Servers, serverStatus{URL: url, Summary: nodestate.Summarize(byServer[s], s, -1, now)})
 	}
-	res.Summary = bootsrv.Summarize(all, "fleet "+fleetName, -1, now)
+	res.Summary = nodestate.Summarize(all, "fleet "+fleetName, -1, now)
 	rd := &statusRead{res: res, all: all, why: func(owner string) string {
 		if owner == "" {
 			return "no live server owns it"
@@ -93,8 +94,8 @@ func fleetInventory(ctx context.Context, c *fleet.Client, eps []string, members 
 
 // finishStatus counts the nodes by state and keeps those in state only (all when nil), in boot
 // order then by name.
-func finishStatus(res *statusResult, all []bootsrv.NodeStatus, only *bootsrv.State) {
-	for _, st := range bootsrv.States() {
+func finishStatus(res *statusResult, all []nodestate.NodeStatus, only *nodestate.State) {
+	for _, st := range nodestate.States() {
 		res.ByState[st] = 0
 	}
 	for _, n := range all {

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
+	"github.com/bootfabric/bootfabric/nodestate"
 )
 
 // TestStatusOneServerDown: with one of two servers not answering, status shows the other's nodes,
@@ -56,10 +56,10 @@ func TestStatusEtcd(t *testing.T) {
 	}
 	defer c.Close()
 	recs := map[string][]byte{}
-	for _, n := range []bootsrv.NodeStatus{
-		{Name: "s0-b0-n0", Server: "bs0", State: bootsrv.Healthy, MAC: "02:00:00:00:00:01"},
-		{Name: "s0-b0-n1", Server: "bs0", State: bootsrv.Kernel, MAC: "02:00:00:00:00:02"},
-		{Name: "s0-b1-n0", Server: "bs1", State: bootsrv.Pending, MAC: "02:00:00:00:00:03"},
+	for _, n := range []nodestate.NodeStatus{
+		{Name: "s0-b0-n0", Server: "bs0", State: nodestate.Healthy, MAC: "02:00:00:00:00:01"},
+		{Name: "s0-b0-n1", Server: "bs0", State: nodestate.Kernel, MAC: "02:00:00:00:00:02"},
+		{Name: "s0-b1-n0", Server: "bs1", State: nodestate.Pending, MAC: "02:00:00:00:00:03"},
 	} {
 		b, _ := json.Marshal(n)
 		recs[n.Name] = b

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/nodeset"
+	"github.com/bootfabric/bootfabric/nodestate"
 )
 
 // statusRead is what status read before it selects: the servers and their summary, every node
@@ -14,7 +15,7 @@ import (
 // none) and why an inventory node has no state, given its owner.
 type statusRead struct {
 	res *statusResult
-	all []bootsrv.NodeStatus
+	all []nodestate.NodeStatus
 	inv []bootsrv.InventoryEntry
 	why func(owner string) string
 }
@@ -44,7 +45,7 @@ func (q *statusQuery) complete(rd *statusRead) (*statusResult, error) {
 		return nil, err
 	}
 	held := make(map[string]bool, len(rd.all))
-	var kept []bootsrv.NodeStatus
+	var kept []nodestate.NodeStatus
 	for _, n := range rd.all {
 		held[n.Name] = true
 		if keep(n.Name) {
@@ -58,7 +59,7 @@ func (q *statusQuery) complete(rd *statusRead) (*statusResult, error) {
 	}
 	res.UnknownCount = len(res.Unknown)
 	if !q.sel.all() {
-		res.Summary = bootsrv.Summarize(kept, res.Summary.Server, res.Summary.ServerID, time.Now())
+		res.Summary = nodestate.Summarize(kept, res.Summary.Server, res.Summary.ServerID, time.Now())
 	}
 	finishStatus(res, kept, q.only)
 	switch {
@@ -71,7 +72,7 @@ func (q *statusQuery) complete(rd *statusRead) (*statusResult, error) {
 }
 
 // entriesOf makes inventory entries of the nodes a server holds.
-func entriesOf(nodes []bootsrv.NodeStatus) []bootsrv.InventoryEntry {
+func entriesOf(nodes []nodestate.NodeStatus) []bootsrv.InventoryEntry {
 	out := make([]bootsrv.InventoryEntry, len(nodes))
 	for i, n := range nodes {
 		out[i] = bootsrv.InventoryEntry{Name: n.Name, MAC: n.MAC, IP: n.IP, Position: n.Position, Owner: n.Server}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -85,7 +85,7 @@ func TestStatusTwoServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(res.Servers) != 2 || res.Servers[0].Summary.Nodes != 4 || res.Servers[1].Summary.Nodes != 0 ||
-		res.Summary.Server != "all" || res.Summary.Nodes != 4 || res.Summary.States[bootsrv.Healthy] != 1 {
+		res.Summary.Server != "all" || res.Summary.Nodes != 4 || res.Summary.States[nodestate.Healthy] != 1 {
 		t.Errorf("aggregate: %+v", res)
 	}
 	code, _, errs = runBootctl(t, context.Background(), "status", "--server", ua, "--server", "http://127.0.0.1:1")

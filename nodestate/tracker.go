@@ -1,8 +1,6 @@
-package bootsrv
+package nodestate
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -17,102 +15,14 @@ import (
 	"go.uber.org/zap"
 )
 
-// NodeStatus is one node's boot state as the API shows it and the state file keeps it.
-type NodeStatus struct {
-	Name     string `json:"name"`
-	MAC      string `json:"mac"`
-	IP       string `json:"ip,omitempty"`
-	Position string `json:"position"`
-	Profile  string `json:"profile"`
-	State    State  `json:"state"`
-	// Since is when the node entered State.
-	Since time.Time `json:"since"`
-	// Attempt counts boot attempts (each DISCOVER that starts the boot over).
-	Attempt int `json:"attempt"`
-	// Times holds when the node entered each state of the current attempt.
-	Times map[State]time.Time `json:"times"`
-	// LastEvent and LastSeen are the latest event (a transition or not) and its time.
-	LastEvent Event     `json:"last_event,omitempty"`
-	LastSeen  time.Time `json:"last_seen,omitzero"`
-	// Error says why the node failed (health details or the failed transfer).
-	Error  string  `json:"error,omitempty"`
-	Health *Health `json:"health,omitempty"`
-	// History holds the latest transitions, oldest first; HistoryDropped counts the older ones
-	// let go (health.history bounds it).
-	History        []Transition `json:"history,omitempty"`
-	HistoryDropped int          `json:"history_dropped,omitempty"`
-	// RebootRequested says the operator asked for a reboot (bootctl node reboot): the node's next
-	// DISCOVER starts a new attempt even from booted or healthy.
-	RebootRequested bool `json:"reboot_requested,omitempty"`
-	// Server is the boot server that holds the node now (in a fleet, the one answering it).
-	Server string `json:"server,omitempty"`
-	// Reported says the current attempt's health report came: the attempt's token is spent.
-	Reported bool `json:"reported,omitempty"`
+// Node is what a tracker needs of an inventory node.
+type Node struct {
+	Name     string
+	MAC      net.HardwareAddr
+	IP       netip.Addr // the reserved address; invalid when there is none
+	Position string
+	Profile  string // "" is the tracker's default profile
 }
-
-// Health is a node's latest health report.
-type Health struct {
-	Status  string          `json:"status"`
-	Details json.RawMessage `json:"details,omitempty"`
-	At      time.Time       `json:"at"`
-}
-
-// Transition is one state change of a node.
-type Transition struct {
-	From   State     `json:"from"`
-	To     State     `json:"to"`
-	Event  Event     `json:"event"`
-	At     time.Time `json:"at"`
-	Detail string    `json:"detail,omitempty"`
-}
-
-// historyLen bounds each node's kept transitions by default.
-const historyLen = 32
-
-// maxDetailLen bounds a transition's detail and a node's error: a failed health report's details
-// are kept whole in Health, not once more per transition.
-const maxDetailLen = 512
-
-// Summary counts nodes by state and aggregates their health.
-type Summary struct {
-	Server   string `json:"server"`
-	ServerID int    `json:"server_id"`
-	Nodes    int    `json:"nodes"`
-	// States has every state's count, zeros included.
-	States map[State]int `json:"states"`
-	Health HealthSummary `json:"health"`
-	// BootSeconds describes, over the nodes healthy now, the time from DISCOVER to healthy.
-	BootSeconds *DurationStats `json:"boot_seconds,omitempty"`
-	At          time.Time      `json:"at"`
-}
-
-// HealthSummary aggregates the nodes' health. Status is healthy when every node is healthy,
-// degraded when any failed, pending when none has been seen, booting when any is booting, and
-// partial when some are healthy and the others not seen yet.
-type HealthSummary struct {
-	Status  string `json:"status"`
-	Healthy int    `json:"healthy"`
-	Failed  int    `json:"failed"`
-	Booting int    `json:"booting"`
-	Pending int    `json:"pending"`
-}
-
-// DurationStats summarises durations in seconds.
-type DurationStats struct {
-	Count  int     `json:"count"`
-	Min    float64 `json:"min"`
-	Median float64 `json:"median"`
-	Max    float64 `json:"max"`
-}
-
-// Aggregate health statuses.
-const (
-	HealthHealthy  = "healthy"
-	HealthDegraded = "degraded"
-	HealthBooting  = "booting"
-	HealthPending  = "pending"
-	HealthPartial  = "partial"
-)
 
 // ErrUnknownNode is returned for a node the tracker does not hold.
 var ErrUnknownNode = errors.New("unknown node")
@@ -156,7 +66,7 @@ type Tracker struct {
 	mu    sync.Mutex
 	nodes map[string]*NodeStatus
 	order []string
-	byMAC map[string]string // by macKey, the text form
+	byMAC map[string]string // by the MAC's text form, NodeStatus.MAC
 	byHW  map[string]string // by the raw hardware address bytes: the DHCP path's lookup, without allocating
 	byIP  map[netip.Addr]string
 	dirty map[string]bool // nodes changed since the last save, to be saved within Flush
@@ -187,7 +97,7 @@ type Tracker struct {
 
 // NewTracker tracks the given nodes, restoring their saved states from the store. Saved nodes no
 // longer owned are dropped; a node whose MAC changed starts afresh.
-func NewTracker(nodes []*InventoryNode, defaultProfile string, opts TrackerOptions) (*Tracker, error) {
+func NewTracker(nodes []Node, defaultProfile string, opts TrackerOptions) (*Tracker, error) {
 	t := &Tracker{
 		opts: opts, log: opts.Logger, now: opts.Now,
 		nodes: map[string]*NodeStatus{}, byMAC: map[string]string{}, byHW: map[string]string{}, byIP: map[netip.Addr]string{},
@@ -242,12 +152,12 @@ func NewTracker(nodes []*InventoryNode, defaultProfile string, opts TrackerOptio
 
 // addLocked starts tracking inventory node n, from its saved state when saved has one for the same
 // MAC (the boot resumes where it was), else from Pending. It reports whether the state was restored.
-func (t *Tracker) addLocked(n *InventoryNode, saved map[string]NodeStatus) bool {
+func (t *Tracker) addLocked(n Node, saved map[string]NodeStatus) bool {
 	profile := n.Profile
 	if profile == "" {
 		profile = t.defaultProfile
 	}
-	st := &NodeStatus{Name: n.Name, MAC: macKey(n.MAC), Position: n.Position, Profile: profile, State: Pending, Times: map[State]time.Time{}}
+	st := &NodeStatus{Name: n.Name, MAC: n.MAC.String(), Position: n.Position, Profile: profile, State: Pending, Times: map[State]time.Time{}}
 	if n.IP.IsValid() {
 		st.IP = n.IP.String()
 	}
@@ -282,6 +192,9 @@ func (t *Tracker) addLocked(n *InventoryNode, saved map[string]NodeStatus) bool 
 	return restored
 }
 
+// Now reads the tracker's clock (TrackerOptions.Now), the one its states' times come from.
+func (t *Tracker) Now() time.Time { return t.now() }
+
 // SetServer records that server holds the named node now (a fleet's handoff to a new owner): the
 // record is saved with the next flush. Unknown nodes are ignored.
 func (t *Tracker) SetServer(name, server string) {
@@ -308,7 +221,7 @@ func (t *Tracker) Discard(names []string) {
 // moves: nodes no longer listed are saved and dropped; nodes new to the tracker start from their
 // state in saved (a takeover resumes the boot from the dead server's last record) or from Pending.
 // It returns the names added and removed.
-func (t *Tracker) Retrack(nodes []*InventoryNode, saved map[string]NodeStatus) (added, removed []string, err error) {
+func (t *Tracker) Retrack(nodes []Node, saved map[string]NodeStatus) (added, removed []string, err error) {
 	want := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		want[n.Name] = true
@@ -388,7 +301,7 @@ func (t *Tracker) initMetrics(reg prometheus.Registerer) error {
 func (t *Tracker) NameByMAC(mac net.HardwareAddr) (string, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	name, ok := t.byMAC[macKey(mac)]
+	name, ok := t.byMAC[mac.String()]
 	return name, ok
 }
 
@@ -558,23 +471,6 @@ func (t *Tracker) Report(name string, h Health) (State, error) {
 	return state, nil
 }
 
-// markLocked records that node name has unsaved changes: urgent ones go out with the next flush,
-// others (lazy) within lazyFlush.
-func (t *Tracker) markLocked(name string, urgent bool, now time.Time) {
-	if t.opts.Store == nil {
-		return // nothing is saved, so nothing is pending (and the lazy queue would only grow)
-	}
-	if urgent || t.opts.Flush <= 0 {
-		t.dirty[name] = true
-		delete(t.lazy, name)
-		return
-	}
-	if t.dirty[name] {
-		return
-	}
-	t.addLazyLocked(name, now)
-}
-
 // dhcpStage reports whether s is a state of the DHCP handshake, before any boot file.
 func dhcpStage(s State) bool { return s == Discover || s == Offered || s == Bound }
 
@@ -586,8 +482,8 @@ func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string) (Transitio
 	if ev == EvDiscover && (n.RebootRequested || t.opts.ResetOnDiscover) {
 		ev = EvRebootDiscover
 	}
-	if len(detail) > maxDetailLen {
-		detail = detail[:maxDetailLen] + "..."
+	if len(detail) > MaxDetailLen {
+		detail = detail[:MaxDetailLen] + "..."
 	}
 	n.LastEvent, n.LastSeen = ev, now
 	to, changed := Next(n.State, ev)
@@ -619,7 +515,7 @@ func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string) (Transitio
 }
 
 // dhcpEvent says whether ev comes from the DHCP exchange (or the health report, which a pending
-// node cannot make: attemptOpen refuses it first).
+// node cannot make: AttemptOpen refuses it first).
 func dhcpEvent(ev Event) bool {
 	switch ev {
 	case EvDiscover, EvRebootDiscover, EvOffer, EvAck, EvHealthOK, EvHealthFailed:
@@ -667,13 +563,13 @@ func (t *Tracker) appendHistory(n *NodeStatus, tr Transition) {
 	n.History = append(n.History, tr)
 }
 
-// OpenAttempt starts a new boot attempt of the named node unless one is open (attemptOpen),
+// OpenAttempt starts a new boot attempt of the named node unless one is open (AttemptOpen),
 // without a state change: with DHCP off, a script fetch is the first sign of a boot.
 func (t *Tracker) OpenAttempt(name string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n, ok := t.nodes[name]
-	if !ok || attemptOpen(*n) {
+	if !ok || n.AttemptOpen() {
 		return
 	}
 	n.Attempt++
@@ -696,171 +592,6 @@ func (t *Tracker) RequestReboot(name string) (NodeStatus, error) {
 	t.mu.Unlock()
 	t.changed()
 	return c, nil
-}
-
-// changed saves now or wakes the flusher.
-func (t *Tracker) changed() {
-	if t.opts.Store == nil {
-		return
-	}
-	if t.opts.Flush <= 0 {
-		if err := t.Flush(); err != nil {
-			t.log.Error("saving boot states", zap.Error(err))
-		}
-		return
-	}
-	select {
-	case t.kick <- struct{}{}:
-	default:
-	}
-}
-
-type lazyEntry struct {
-	name  string
-	since time.Time
-}
-
-// addLazyLocked makes name lazy since since unless it is already.
-func (t *Tracker) addLazyLocked(name string, since time.Time) {
-	if _, ok := t.lazy[name]; !ok {
-		t.lazy[name] = since
-		t.lazyQ = append(t.lazyQ, lazyEntry{name, since})
-	}
-}
-
-// takeLazyLocked removes from lazy and returns the nodes lazy since before lazyBefore (all of
-// them when it is zero), with their times.
-func (t *Tracker) takeLazyLocked(lazyBefore time.Time) map[string]time.Time {
-	var taken map[string]time.Time
-	for ; t.lazyHead < len(t.lazyQ); t.lazyHead++ {
-		e := t.lazyQ[t.lazyHead]
-		if !lazyBefore.IsZero() && !e.since.Before(lazyBefore) {
-			break
-		}
-		if since, ok := t.lazy[e.name]; ok && since.Equal(e.since) {
-			if taken == nil {
-				taken = map[string]time.Time{}
-			}
-			taken[e.name] = since
-			delete(t.lazy, e.name)
-		}
-	}
-	if t.lazyHead > len(t.lazyQ)/2 { // drop the consumed front
-		t.lazyQ = t.lazyQ[:copy(t.lazyQ, t.lazyQ[t.lazyHead:])]
-		t.lazyHead = 0
-	}
-	return taken
-}
-
-// lazyFlush is how long a node's lazy changes (see Tracker.lazy) may wait to be saved.
-const lazyFlush = 30 * time.Second
-
-// Flush saves every change not saved yet.
-func (t *Tracker) Flush() error { return t.flush(time.Time{}) }
-
-// flush saves the urgent changes and the lazy ones that began before lazyBefore (all of them when
-// lazyBefore is zero).
-func (t *Tracker) flush(lazyBefore time.Time) error {
-	if t.opts.Store == nil {
-		return nil
-	}
-	t.saveMu.Lock()
-	defer t.saveMu.Unlock()
-	if t.stopped {
-		return nil
-	}
-	t.mu.Lock()
-	names := make([]string, 0, len(t.dirty))
-	for name := range t.dirty {
-		names = append(names, name)
-	}
-	clear(t.dirty)
-	lazy := t.takeLazyLocked(lazyBefore) // the lazy entries taken, to restore if the save fails
-	for name := range lazy {
-		names = append(names, name)
-	}
-	t.mu.Unlock()
-	// Copy the records a chunk at a time: under a DHCP storm a flush takes thousands, and the
-	// DHCP workers wait for this lock.
-	snap := make([]NodeStatus, 0, len(names))
-	const chunk = 256
-	for i := 0; i < len(names); i += chunk {
-		t.mu.Lock()
-		for _, name := range names[i:min(i+chunk, len(names))] {
-			if n, ok := t.nodes[name]; ok { // else dropped meanwhile (Retrack)
-				snap = append(snap, copyStatus(n))
-			}
-		}
-		t.mu.Unlock()
-	}
-	if len(snap) == 0 {
-		return nil
-	}
-	if err := t.opts.Store.Save(snap); err != nil {
-		t.mu.Lock()
-		for _, n := range snap {
-			if since, ok := lazy[n.Name]; ok && !t.dirty[n.Name] {
-				t.addLazyLocked(n.Name, since)
-			} else {
-				t.dirty[n.Name] = true
-				delete(t.lazy, n.Name)
-			}
-		}
-		t.mu.Unlock()
-		return err
-	}
-	return nil
-}
-
-// Stop saves the pending changes and stops saving: later events (a late observer call during
-// shutdown) only change the states in memory. Call it before closing the store.
-func (t *Tracker) Stop() error {
-	err := t.Flush()
-	t.saveMu.Lock()
-	t.stopped = true
-	t.saveMu.Unlock()
-	return err
-}
-
-// Run saves changes at most every Flush interval until ctx ends, then saves a last time. A save
-// that fails (a fleet's etcd unreachable) is retried every interval until it succeeds, whether or
-// not anything changes meanwhile: the last changes before an outage must not wait for the next.
-func (t *Tracker) Run(ctx context.Context) error {
-	if t.opts.Store == nil || t.opts.Flush <= 0 {
-		<-ctx.Done()
-		return t.Flush()
-	}
-	failing := false
-	// Due lazy changes go out with every flush interval, a few at a time: all at once every
-	// few seconds, a DHCP storm's handshakes made bursts of work that stalled the DHCP workers.
-	lazyTick := time.NewTicker(t.opts.Flush)
-	defer lazyTick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return t.Flush()
-		case <-lazyTick.C:
-		case <-t.kick:
-			// Batch: let more changes arrive, then write them in one go.
-			select {
-			case <-ctx.Done():
-				return t.Flush()
-			case <-time.After(t.opts.Flush):
-			}
-		}
-		if err := t.flush(t.now().Add(-lazyFlush)); err != nil {
-			if !failing {
-				t.log.Error("saving boot states; retrying", zap.Error(err))
-			} else {
-				t.log.Debug("saving boot states", zap.Error(err))
-			}
-			failing = true
-			t.changed() // still dirty: try again after the interval
-		} else if failing {
-			failing = false
-			t.log.Info("boot states saved again")
-		}
-	}
 }
 
 func (t *Tracker) snapshotLocked() []NodeStatus {
@@ -902,55 +633,4 @@ func (t *Tracker) Node(name string) (NodeStatus, bool) {
 		return NodeStatus{}, false
 	}
 	return copyStatus(n), true
-}
-
-// Summary counts the nodes by state and aggregates their health.
-func (t *Tracker) Summary() Summary {
-	return Summarize(t.Nodes(), t.opts.Server, t.opts.ServerID, t.now())
-}
-
-// Summarize counts nodes by state and aggregates their health. It is pure.
-func Summarize(nodes []NodeStatus, server string, id int, now time.Time) Summary {
-	s := Summary{Server: server, ServerID: id, Nodes: len(nodes), States: map[State]int{}, At: now.UTC()}
-	for _, st := range States() {
-		s.States[st] = 0
-	}
-	var boot []float64
-	for _, n := range nodes {
-		s.States[n.State]++
-		switch n.State {
-		case Healthy:
-			s.Health.Healthy++
-			if d, ok := n.Times[Discover]; ok {
-				boot = append(boot, n.Times[Healthy].Sub(d).Seconds())
-			}
-		case Failed:
-			s.Health.Failed++
-		case Pending:
-			s.Health.Pending++
-		default:
-			s.Health.Booting++
-		}
-	}
-	switch {
-	case s.Nodes > 0 && s.Health.Healthy == s.Nodes:
-		s.Health.Status = HealthHealthy
-	case s.Health.Failed > 0:
-		s.Health.Status = HealthDegraded
-	case s.Health.Pending == s.Nodes:
-		s.Health.Status = HealthPending
-	case s.Health.Booting == 0:
-		s.Health.Status = HealthPartial // some healthy, the rest pending: nothing is booting
-	default:
-		s.Health.Status = HealthBooting
-	}
-	if len(boot) > 0 {
-		slices.Sort(boot)
-		med := boot[len(boot)/2]
-		if len(boot)%2 == 0 {
-			med = (boot[len(boot)/2-1] + boot[len(boot)/2]) / 2
-		}
-		s.BootSeconds = &DurationStats{Count: len(boot), Min: boot[0], Median: med, Max: boot[len(boot)-1]}
-	}
-	return s
 }

@@ -1,4 +1,4 @@
-package bootsrv
+package nodestate
 
 import (
 	"context"
@@ -97,3 +97,6 @@ func (s *EtcdStore) Delete(names []string) error {
 
 // Close implements StateStore; the fleet client stays open.
 func (s *EtcdStore) Close() error { return nil }
+
+// Written returns how many node records the store has written (one per node per save).
+func (s *EtcdStore) Written() int64 { return s.written.Load() }

@@ -1,9 +1,11 @@
-package bootsrv
+package nodestate
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -23,15 +25,17 @@ type fakeClock struct{ t time.Time }
 
 func (c *fakeClock) now() time.Time { c.t = c.t.Add(time.Second); return c.t }
 
-func testNodes(t testing.TB, n int) []*InventoryNode {
-	h := miniHierarchy(t)
-	inv, err := ParseInventoryCSV([]byte(miniInventoryCSV(t)), "inv.csv", h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*InventoryNode
-	for i := 0; i < n; i++ {
-		out = append(out, &inv.Nodes[i])
+// testNodes returns n nodes: node i is nodeNN with MAC 52:54:00:00:i/256:i%256 and IP
+// 10.0.0.(10+i) (carried into the third byte past 245).
+func testNodes(t testing.TB, n int) []Node {
+	t.Helper()
+	out := make([]Node, n)
+	for i := range out {
+		mac, err := net.ParseMAC(fmt.Sprintf("52:54:00:00:%02x:%02x", i/256, i%256))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = Node{Name: fmt.Sprintf("node%02d", i), MAC: mac, IP: netip.AddrFrom4([4]byte{10, byte((10 + i) >> 16), byte((10 + i) >> 8), byte(10 + i)}), Position: fmt.Sprintf("n%d", i)}
 	}
 	return out
 }
@@ -133,12 +137,12 @@ func checkRebootRequest(t *testing.T, tr *Tracker) {
 
 // checkInventoryChange flushes tr and opens a tracker on an inventory where node00's MAC changed
 // and node02 is gone: node00 starts afresh, node01 keeps its state, node02's record is dropped.
-func checkInventoryChange(t *testing.T, tr *Tracker, store *Store, nodes []*InventoryNode) {
-	changed := *nodes[0]
+func checkInventoryChange(t *testing.T, tr *Tracker, store *Store, nodes []Node) {
+	changed := nodes[0]
 	changed.MAC = append([]byte(nil), nodes[0].MAC...)
 	changed.MAC[5] = 0xee
 	tr.Flush()
-	tr3, err := NewTracker([]*InventoryNode{&changed, nodes[1]}, "default", TrackerOptions{Store: store})
+	tr3, err := NewTracker([]Node{changed, nodes[1]}, "default", TrackerOptions{Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,10 +284,9 @@ func TestSummarize(t *testing.T) {
 // and with it the node's identity. An ACK moves the address only while the attempt has not gone
 // past its DHCP exchange; the operator's reboot starts an attempt that may move it again.
 func TestAddressSettled(t *testing.T) {
-	n := testNodes(t, 1)[0]
-	node := *n
+	node := testNodes(t, 1)[0]
 	node.IP = netip.Addr{} // pool mode: the address comes from DHCP
-	tr, err := NewTracker([]*InventoryNode{&node}, "default", TrackerOptions{Registerer: prometheus.NewRegistry()})
+	tr, err := NewTracker([]Node{node}, "default", TrackerOptions{Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +328,7 @@ func TestDownloadsNeedAnAttempt(t *testing.T) {
 		{false, []State{NBP, Kernel, Booted, Booted}},
 	} {
 		n := testNodes(t, 1)[0]
-		tr, err := NewTracker([]*InventoryNode{n}, "default", TrackerOptions{Registerer: prometheus.NewRegistry(), DHCPStartsBoots: tc.dhcp})
+		tr, err := NewTracker([]Node{n}, "default", TrackerOptions{Registerer: prometheus.NewRegistry(), DHCPStartsBoots: tc.dhcp})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package bootsrv
+package nodestate
 
 import (
 	"net/netip"
