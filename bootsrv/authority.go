@@ -19,7 +19,7 @@ type Authority struct {
 	byMAC    map[string]int
 }
 
-// Assignment computes the server of every topology node with the fleet's ownership rule,
+// AssignServers computes the server of every topology node with the fleet's ownership rule,
 // mapping.Owners: the block-cyclic algorithm algo dealt over the servers that are not absent, then the
 // blocks of the dead servers moved to survivors with the least movement. absent are the servers that
 // were never up (failed_servers in the YAML; in a fleet, servers not in the list or disabled), dead
