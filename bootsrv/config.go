@@ -693,15 +693,15 @@ func (c *Config) checkPoolExcludes(first, last netip.Addr) error {
 // PoolRange returns this server's part of dhcp.pool.range (the range split evenly among the
 // servers, in server order). It needs a validated configuration with a pool.
 func (c *Config) PoolRange() (first, last netip.Addr) {
-	f, l := c.poolBounds()
+	f, l := c.PoolBounds()
 	lo, hi := u32(f), u32(l)
 	n, k, id := hi-lo+1, uint64(len(c.Servers)), uint64(c.ServerID)
 	return addr4(lo + n*id/k), addr4(lo + n*(id+1)/k - 1)
 }
 
-// unknownMax returns this server's part of dhcp.pool.unknown_max (split as PoolRange splits the
+// UnknownMax returns this server's part of dhcp.pool.unknown_max (split as PoolRange splits the
 // range; the whole of it in a fleet), or -1 when it is not set.
-func (c *Config) unknownMax(fleet bool) int {
+func (c *Config) UnknownMax(fleet bool) int {
 	m := c.DHCP.Pool.UnknownMax
 	if m <= 0 {
 		return -1
@@ -715,10 +715,16 @@ func (c *Config) unknownMax(fleet bool) int {
 
 // poolBounds returns the whole dhcp.pool.range (every server's part). It needs a validated
 // configuration with a pool.
-func (c *Config) poolBounds() (first, last netip.Addr) {
+func (c *Config) PoolBounds() (first, last netip.Addr) {
 	a, b, _ := strings.Cut(c.DHCP.Pool.Range, "-")
 	return netip.MustParseAddr(strings.TrimSpace(a)), netip.MustParseAddr(strings.TrimSpace(b))
 }
+
+// PoolSize is the number of IPv4 addresses from first to last, both included.
+func PoolSize(first, last netip.Addr) int { return int(u32(last) - u32(first) + 1) }
+
+// PoolAddr is the IPv4 address i places after first.
+func PoolAddr(first netip.Addr, i int) netip.Addr { return addr4(u32(first) + uint64(i)) }
 
 func u32(a netip.Addr) uint64 {
 	b := a.As4()

@@ -43,7 +43,7 @@ func (s *Server) openPool(now func() time.Time) error {
 	share := -1
 	if pc.Unknown {
 		// This server's nodes without an ip: its part of the range is theirs.
-		share = s.unknownShare(first, last, withoutIP(s.auth.Owned()), s.cfg.unknownMax(false))
+		share = s.unknownShare(first, last, withoutIP(s.auth.Owned()), s.cfg.UnknownMax(false))
 		opts.Limited, opts.LimitedMax = s.outsideInventory, share
 	}
 	p, err := dhcpd.OpenPool(path, first.AsSlice(), last.AsSlice(), opts)
@@ -59,7 +59,7 @@ func (s *Server) openPool(now func() time.Time) error {
 // openFleetPool opens a fleet server's pool: the whole range, shared through etcd, whose
 // transactions keep each address to one MAC.
 func (s *Server) openFleetPool(pc *PoolConfig, now func() time.Time) {
-	first, last := s.cfg.poolBounds()
+	first, last := s.cfg.PoolBounds()
 	start, _ := s.cfg.PoolRange()
 	if now == nil {
 		now = time.Now
@@ -77,10 +77,10 @@ func (s *Server) openFleetPool(pc *PoolConfig, now func() time.Time) {
 		for i := range nodes {
 			all[i] = &nodes[i]
 		}
-		share = s.unknownShare(first, last, withoutIP(all), s.cfg.unknownMax(true))
+		share = s.unknownShare(first, last, withoutIP(all), s.cfg.UnknownMax(true))
 		fp.unknown = s.outsideInventory
 		if share > 0 {
-			fp.unknownLast = addr4(u32(first) + uint64(share) - 1)
+			fp.unknownLast = PoolAddr(first, share-1)
 		}
 	}
 	s.addrPool = fp
@@ -105,7 +105,7 @@ func withoutIP(nodes []*InventoryNode) int {
 // address; at most ceiling (dhcp.pool.unknown_max) unless it is negative. It warns when nothing is
 // left.
 func (s *Server) unknownShare(first, last netip.Addr, need, ceiling int) int {
-	size := int(u32(last) - u32(first) + 1)
+	size := PoolSize(first, last)
 	share := max(size-need, 0)
 	if ceiling >= 0 {
 		share = min(share, ceiling)
@@ -169,27 +169,4 @@ func UnknownOwner(mac net.HardwareAddr, live []int) int {
 	h := fnv.New32a()
 	h.Write(mac)
 	return live[h.Sum32()%uint32(len(live))]
-}
-
-// checkPoolInventory refuses an inventory address inside dhcp.pool.range (any server's part: a
-// reservation of any server would collide with a lease), naming the inventory line.
-func (s *Server) checkPoolInventory() error {
-	pc := s.cfg.DHCP.Pool
-	if pc == nil {
-		return nil
-	}
-	inv := s.auth.Inventory()
-	first, last := s.cfg.poolBounds()
-	for _, n := range inv.Nodes {
-		if n.IP.IsValid() && !n.IP.Less(first) && !last.Less(n.IP) {
-			return &Error{File: inv.File, Line: n.Line, Field: "ip", Msg: fmt.Sprintf("%s of node %s is inside dhcp.pool.range %s", n.IP, n.Name, pc.Range)}
-		}
-	}
-	return nil
-}
-
-// poolNetwork is what pool leases get besides their address.
-func (c *DHCPConfig) poolNetwork() dhcpd.Reservation {
-	o := c.networkOptions()
-	return dhcpd.Reservation{Mask: o.Mask, Router: o.Router, DNS: o.DNS, Domain: o.Domain}
 }

@@ -397,14 +397,10 @@ func checkFleetNodes(cfg *Config, m *FleetMachine, line func(string) int) error 
 		if err != nil {
 			return err
 		}
-		s := &Server{cfg: &c, auth: au}
-		if err := s.checkInventory(); err != nil {
+		if err := c.CheckNodes(au); err != nil {
 			return err
 		}
-		if err := s.checkPoolInventory(); err != nil {
-			return err
-		}
-		if _, err := au.Reservations(c.DHCP.networkOptions()); err != nil {
+		if _, err := au.Reservations(c.DHCP.NetworkOptions()); err != nil {
 			return fmt.Errorf("%s: server %s: reservations: %w", m.Inventory.File, c.Servers[i].Name, err)
 		}
 	}

@@ -269,7 +269,7 @@ func TestFleetDocPoolAndPresetRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Topology != "mini" || c.DHCP.Pool == nil || c.DHCP.Pool.Lease != Duration(10*time.Minute) || !c.DHCP.Pool.Unknown ||
-		c.DHCP.Pool.UnknownMax != 7 || c.unknownMax(true) != 7 {
+		c.DHCP.Pool.UnknownMax != 7 || c.UnknownMax(true) != 7 {
 		t.Errorf("config %+v pool %+v", c, c.DHCP.Pool)
 	}
 }

@@ -89,7 +89,7 @@ func newFleetRuntime(s *Server, o FleetOptions) (*fleetRuntime, error) {
 	f := &fleetRuntime{opts: o, store: store, m: o.Membership}
 	empty := dhcpd.StaticReservations{}
 	f.curRes.Store(&empty)
-	home, err := s.auth.Reservations(s.cfg.DHCP.networkOptions())
+	home, err := s.auth.Reservations(s.cfg.DHCP.NetworkOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -391,7 +391,7 @@ func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
 	}
 	p := s.planOwnership(au, v, recs)
 	added, removed, saveErr := s.applyOwnership(p, recs)
-	res, err := nodeReservations(p.final, s.cfg.DHCP.networkOptions())
+	res, err := NodeReservations(p.final, s.cfg.DHCP.NetworkOptions())
 	if err != nil {
 		return err
 	}

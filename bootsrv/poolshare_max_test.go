@@ -53,8 +53,8 @@ func TestConfigPoolUnknownMax(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got = append(got, c.unknownMax(false))
-				if f := c.unknownMax(true); f != tc.fleet {
+				got = append(got, c.UnknownMax(false))
+				if f := c.UnknownMax(true); f != tc.fleet {
 					t.Errorf("fleet: %d, want %d", f, tc.fleet)
 				}
 			}

@@ -161,13 +161,10 @@ func (s *Server) loadMachine() (algo string, err error) {
 	if s.auth, err = NewAuthority(inv, a, cfg.ServerID); err != nil {
 		return "", err
 	}
-	if err := s.checkInventory(); err != nil {
+	if err := cfg.CheckNodes(s.auth); err != nil {
 		return "", err
 	}
-	if err := s.checkPoolInventory(); err != nil {
-		return "", err
-	}
-	if s.res, err = s.auth.Reservations(cfg.DHCP.networkOptions()); err != nil {
+	if s.res, err = s.auth.Reservations(cfg.DHCP.NetworkOptions()); err != nil {
 		return "", fmt.Errorf("reservations: %w", err)
 	}
 	return a.Algo, nil
@@ -344,26 +341,6 @@ func (s *Server) recoverState(now func() time.Time) error {
 	return nil
 }
 
-// checkInventory checks this server's nodes against the DHCP settings.
-func (s *Server) checkInventory() error {
-	if s.cfg.DHCP.Mode != DHCPReservation {
-		return nil
-	}
-	subnet := netip.MustParsePrefix(s.cfg.DHCP.Subnet).Masked()
-	for _, n := range s.auth.Owned() {
-		if !n.IP.IsValid() {
-			if s.cfg.DHCP.Pool != nil {
-				continue // a pool address
-			}
-			return &Error{File: s.auth.Inventory().File, Line: n.Line, Field: "ip", Msg: fmt.Sprintf("node %s has no address: give it one, or add dhcp.pool to hand it a pool address", n.Name)}
-		}
-		if !subnet.Contains(n.IP) {
-			return &Error{File: s.auth.Inventory().File, Line: n.Line, Field: "ip", Msg: fmt.Sprintf("%s of node %s is outside dhcp.subnet %s", n.IP, n.Name, subnet)}
-		}
-	}
-	return nil
-}
-
 // Close saves the boot states and closes the state database. Serve calls it when it returns; call
 // it when a Server is built but never served. A Server cannot be used after Close.
 func (s *Server) Close() error {
@@ -506,7 +483,7 @@ func (s *Server) dhcpConfig(ifc string) dhcpd.Config {
 		dc.Boot.IPXEScriptURL += "?token={token}"
 	}
 	if s.addrPool != nil {
-		dc.Pool, dc.PoolAllowed, dc.PoolNetwork = s.addrPool, s.poolAllowed, c.poolNetwork()
+		dc.Pool, dc.PoolAllowed, dc.PoolNetwork = s.addrPool, s.poolAllowed, c.PoolNetwork()
 		if dc.Workers == 0 {
 			dc.Workers = poolWorkers
 		}
