@@ -149,7 +149,7 @@ func TestAttackScriptTheft(t *testing.T) {
 		t.Errorf("node00 after another host's script fetch: %v", n.State)
 	}
 
-	inv := strings.Replace(miniInventoryCSV(t), "10.0.0.11,", ",", 1) // node01 has no address
+	inv := strings.Replace(testfix.MiniInventoryCSV(t), "10.0.0.11,", ",", 1) // node01 has no address
 	if err := os.WriteFile(filepath.Join(f.dir, "inventory.csv"), []byte(inv), 0o644); err != nil {
 		t.Fatal(err)
 	}

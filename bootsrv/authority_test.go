@@ -5,12 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/google/go-cmp/cmp"
 )
 
 func TestAuthorityExactlyOne(t *testing.T) {
-	h := miniHierarchy(t)
-	inv, err := ParseInventoryCSV([]byte(miniInventoryCSV(t)), "inv.csv", h)
+	h := testfix.MiniHierarchy(t)
+	inv, err := ParseInventoryCSV([]byte(testfix.MiniInventoryCSV(t)), "inv.csv", h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,8 +81,8 @@ func TestAuthorityExactlyOne(t *testing.T) {
 
 func TestAuthorityBoards(t *testing.T) {
 	// bcda with 2 servers on mini: board b of the machine goes to server b mod 2.
-	h := miniHierarchy(t)
-	inv, _ := ParseInventoryCSV([]byte(miniInventoryCSV(t)), "inv.csv", h)
+	h := testfix.MiniHierarchy(t)
+	inv, _ := ParseInventoryCSV([]byte(testfix.MiniInventoryCSV(t)), "inv.csv", h)
 	a, _ := AssignServers(h, "bcda", 2, nil, nil)
 	au, _ := NewAuthority(inv, a, 1)
 	var got []string

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -226,11 +227,11 @@ func TestExampleConfig(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	inv, err := LoadInventory(c.Inventory, miniHierarchy(t))
+	inv, err := LoadInventory(c.Inventory, testfix.MiniHierarchy(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := AssignServers(miniHierarchy(t), c.Mapping, len(c.Servers), c.FailedServers, nil)
+	a, err := AssignServers(testfix.MiniHierarchy(t), c.Mapping, len(c.Servers), c.FailedServers, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 
 // poolInventory is the mini machine with only node00 reserved (127.0.0.10); the others have no ip.
 func poolInventory(t testing.TB) string {
-	h := miniHierarchy(t)
+	h := testfix.MiniHierarchy(t)
 	var sb strings.Builder
 	sb.WriteString("name,mac,ip,node\n")
 	for i := 0; i < h.NumNodes(); i++ {

@@ -28,7 +28,7 @@ func newFixture(t testing.TB) *fixture {
 	f := &fixture{dir: dir, cfgPath: filepath.Join(dir, "serve.yaml")}
 	b := testfix.BootDir(t, dir, testfix.BootSizes{Kernel: 3<<20 + 17, Initrd: 1<<20 + 5, NBP: 70_001, Seed: 1}, "console=ttyS0")
 	f.kernel, f.initrd, f.nbp = b.Kernel, b.Initrd, b.NBP
-	inv := strings.Replace(miniInventoryCSV(t), "10.0.0.10,", "127.0.0.1,", 1)
+	inv := strings.Replace(testfix.MiniInventoryCSV(t), "10.0.0.10,", "127.0.0.1,", 1)
 	testfix.WriteFile(t, filepath.Join(dir, "inventory.csv"), []byte(inv))
 	testfix.WriteFile(t, f.cfgPath, []byte("# test boot server\n"+testfix.ServeYAML("0s", `{mode: "off"}`)))
 	return f

@@ -123,7 +123,7 @@ func TestFleetDocFlat(t *testing.T) {
 // TestInventoryNameNoPosition: with a topology, a node named outside it and given no position is
 // refused with both ways out.
 func TestInventoryNameNoPosition(t *testing.T) {
-	_, err := ParseInventoryCSV([]byte("name,mac\nnode01,52:54:00:00:01:01\n"), "inv.csv", miniHierarchy(t))
+	_, err := ParseInventoryCSV([]byte("name,mac\nnode01,52:54:00:00:01:01\n"), "inv.csv", testfix.MiniHierarchy(t))
 	want := `inv.csv:2: node: node name "node01": want 3 parts like "s0-b0-n0"; give its position in a node column, or leave topology out of the configuration to serve a flat machine`
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v\nwant %s", err, want)

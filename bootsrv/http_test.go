@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/google/go-cmp/cmp"
 )
@@ -325,7 +326,7 @@ func FuzzHealthReport(f *testing.F) {
 // it fetched its script from with its token (the token of its DHCP boot file URL).
 func TestLearnIPFromScript(t *testing.T) {
 	f := newFixture(t)
-	inv := strings.Replace(miniInventoryCSV(t), "10.0.0.11,", ",", 1) // node01 has no address
+	inv := strings.Replace(testfix.MiniInventoryCSV(t), "10.0.0.11,", ",", 1) // node01 has no address
 	if err := os.WriteFile(filepath.Join(f.dir, "inventory.csv"), []byte(inv), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	"github.com/bootfabric/bootfabric/internal/yamlerr"
-	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/topology"
 	"gopkg.in/yaml.v3"
 )
@@ -124,15 +123,6 @@ func LoadFlatInventory(path string) (*Inventory, *topology.Hierarchy, error) {
 }
 
 func macKey(mac net.HardwareAddr) string { return strings.ToLower(mac.String()) }
-
-// trackedNodes is what a boot-state tracker keeps of nodes.
-func trackedNodes(nodes []*InventoryNode) []nodestate.Node {
-	out := make([]nodestate.Node, len(nodes))
-	for i, n := range nodes {
-		out[i] = nodestate.Node{Name: n.Name, MAC: n.MAC, IP: n.IP, Position: n.Position, Profile: n.Profile}
-	}
-	return out
-}
 
 // LoadInventory reads an inventory file: CSV when its name ends in .csv, YAML otherwise. Node
 // positions are checked against h; a nil h is the flat machine of a cluster without a topology

@@ -2,41 +2,18 @@ package bootsrv
 
 import (
 	"errors"
-	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/bootfabric/bootfabric/topology"
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/google/go-cmp/cmp"
 )
 
-func miniHierarchy(t testing.TB) *topology.Hierarchy {
-	t.Helper()
-	m, _ := topology.Preset("mini")
-	g, err := m.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g.Hierarchy()
-}
-
-// miniInventoryCSV lists every node of the mini machine: node i has MAC 52:54:00:00:00:i and IP
-// 10.0.0.(10+i).
-func miniInventoryCSV(t testing.TB) string {
-	h := miniHierarchy(t)
-	var sb strings.Builder
-	sb.WriteString("name,mac,ip,node\n")
-	for i := 0; i < h.NumNodes(); i++ {
-		fmt.Fprintf(&sb, "node%02d,52:54:00:00:00:%02x,10.0.0.%d,%s\n", i, i, 10+i, h.NodeName(i))
-	}
-	return sb.String()
-}
-
 func TestParseInventoryCSV(t *testing.T) {
-	h := miniHierarchy(t)
+	h := testfix.MiniHierarchy(t)
 	data := "# inventory\nname, mac, ip, position, profile\n" +
 		"n1,52:54:00:AA:00:01,10.0.0.11,s0-b0-n1,\n" +
 		"s1-b3-n3,52-54-00-aa-00-02,,,rescue\n"
@@ -70,7 +47,7 @@ func TestParseInventoryCSV(t *testing.T) {
 }
 
 func TestParseInventoryYAML(t *testing.T) {
-	h := miniHierarchy(t)
+	h := testfix.MiniHierarchy(t)
 	for _, data := range []string{
 		"- {name: a, mac: '52:54:00:00:00:01', ip: 10.0.0.2, node: s0-b0-n0}\n- name: b\n  mac: 52:54:00:00:00:02\n  position: s0-b0-n1\n",
 		"nodes:\n  - {name: a, mac: '52:54:00:00:00:01', ip: 10.0.0.2, node: s0-b0-n0}\n  - name: b\n    mac: 52:54:00:00:00:02\n    position: s0-b0-n1\n",
@@ -87,7 +64,7 @@ func TestParseInventoryYAML(t *testing.T) {
 
 // TestInventoryBMC: the BMC columns, in CSV and YAML; a node without them has no BMC.
 func TestInventoryBMC(t *testing.T) {
-	h := miniHierarchy(t)
+	h := testfix.MiniHierarchy(t)
 	csvInv, err := ParseInventoryCSV([]byte("name,mac,bmc,bmc_driver,bmc_creds\ns0-b0-n0,52:54:00:00:00:01,10.1.0.1,,rack1\ns0-b0-n1,52:54:00:00:00:02,10.1.0.2:6230,exec,\ns0-b0-n2,52:54:00:00:00:03,,,\n"), "i.csv", h)
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +84,7 @@ func TestInventoryBMC(t *testing.T) {
 }
 
 func TestInventoryErrors(t *testing.T) {
-	h := miniHierarchy(t)
+	h := testfix.MiniHierarchy(t)
 	const hdr = "name,mac,ip,node\n"
 	const ok1 = "a,52:54:00:00:00:01,10.0.0.2,s0-b0-n0\n"
 	tests := []struct {
@@ -163,10 +140,10 @@ func TestInventoryErrors(t *testing.T) {
 }
 
 func TestLoadInventory(t *testing.T) {
-	h := miniHierarchy(t)
+	h := testfix.MiniHierarchy(t)
 	dir := t.TempDir()
 	p := filepath.Join(dir, "inv.CSV")
-	if err := os.WriteFile(p, []byte(miniInventoryCSV(t)), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte(testfix.MiniInventoryCSV(t)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	inv, err := LoadInventory(p, h)
@@ -185,7 +162,7 @@ func FuzzParseInventory(f *testing.F) {
 	f.Add([]byte("name,mac,ip,node\na,52:54:00:00:00:01,10.0.0.2,s0-b0-n0\n"), true)
 	f.Add([]byte("- {name: a, mac: '52:54:00:00:00:01', ip: 10.0.0.2, node: s0-b0-n0}\n"), false)
 	f.Add([]byte("nodes:\n - name: s0-b0-n1\n   mac: 52:54:00:00:00:02\n"), false)
-	h := miniHierarchy(f)
+	h := testfix.MiniHierarchy(f)
 	f.Fuzz(func(t *testing.T, data []byte, csv bool) {
 		var inv *Inventory
 		var err error

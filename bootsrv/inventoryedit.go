@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -138,7 +139,7 @@ func (ed *InventoryEdit) Add(fields map[string]string) error {
 	if ed.find(name) >= 0 {
 		return fmt.Errorf("node %q is already in %s", name, ed.file)
 	}
-	for _, k := range sortedKeys(fields) {
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		ed.column(k)
 	}
 	row := editRow{fields: make([]string, len(ed.header.fields))}
@@ -155,7 +156,7 @@ func (ed *InventoryEdit) Set(name string, fields map[string]string) error {
 	if i < 0 {
 		return fmt.Errorf("node %q is not in %s", name, ed.file)
 	}
-	for _, k := range sortedKeys(fields) {
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		c := ed.column(k)
 		ed.widen(i, c+1)
 		if ed.rows[i].fields[c] != fields[k] {

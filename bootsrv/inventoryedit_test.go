@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -60,7 +61,7 @@ func TestInventoryEdit(t *testing.T) {
 			if d := cmp.Diff(tt.want, string(got)); d != "" {
 				t.Errorf("edited text (-want +got):\n%s", d)
 			}
-			if _, err := ed.Check(miniHierarchy(t)); err != nil {
+			if _, err := ed.Check(testfix.MiniHierarchy(t)); err != nil {
 				t.Errorf("Check: %v", err)
 			}
 		})
@@ -82,7 +83,7 @@ func TestInventoryEditRefuses(t *testing.T) {
 	if err := ed.Add(map[string]string{"name": "s0-b0-n1", "mac": "52:54:00:00:00:01"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = ed.Check(miniHierarchy(t))
+	_, err = ed.Check(testfix.MiniHierarchy(t))
 	if want := "inv.csv:3: mac: 52:54:00:00:00:01 already belongs to s0-b0-n0 (line 2)"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Check: %v, want %q", err, want)
 	}
@@ -121,7 +122,7 @@ func TestInventoryGroups(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.groups, func(t *testing.T) {
-			inv, err := ParseInventoryCSV([]byte("name,mac,groups\ns0-b0-n0,52:54:00:00:00:01,\""+tt.groups+"\"\n"), "inv.csv", miniHierarchy(t))
+			inv, err := ParseInventoryCSV([]byte("name,mac,groups\ns0-b0-n0,52:54:00:00:00:01,\""+tt.groups+"\"\n"), "inv.csv", testfix.MiniHierarchy(t))
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("error %v, want %q", err, tt.err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/google/go-cmp/cmp"
@@ -62,7 +63,7 @@ func miniMachine(t *testing.T) ownershipMachine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv, err := ParseInventoryCSV([]byte(miniInventoryCSV(t)), "inv.csv", g.Hierarchy())
+	inv, err := ParseInventoryCSV([]byte(testfix.MiniInventoryCSV(t)), "inv.csv", g.Hierarchy())
 	if err != nil {
 		t.Fatal(err)
 	}

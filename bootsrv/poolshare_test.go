@@ -19,7 +19,7 @@ import (
 // shareInventory is the mini machine's inventory with node i reserved at net.(10+i) (net: the
 // first three bytes, "127.0.0") except the nodes noIP lists, which take pool addresses.
 func shareInventory(t *testing.T, net string, noIP ...int) string {
-	h := miniHierarchy(t)
+	h := testfix.MiniHierarchy(t)
 	var sb strings.Builder
 	sb.WriteString("name,mac,ip,node\n")
 	for i := 0; i < h.NumNodes(); i++ {
@@ -110,7 +110,7 @@ func startShareFleet(t *testing.T) (*dhcpd.Handler, []net.HardwareAddr, []int) {
 	ec := etcdtest.Start(t, etcdtest.Options{Members: 1})
 	f := newFixture(t)
 	// Three nodes of bs0's own (its home nodes: it answers them whoever else is up).
-	a, err := AssignServers(miniHierarchy(t), "bcda", len(fleetServers()), nil, nil)
+	a, err := AssignServers(testfix.MiniHierarchy(t), "bcda", len(fleetServers()), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -624,3 +624,12 @@ func (s *Server) stopped(errs chan error) error {
 	s.log.Info("boot server stopped")
 	return errors.Join(all...)
 }
+
+// trackedNodes is what a boot-state tracker keeps of nodes.
+func trackedNodes(nodes []*InventoryNode) []nodestate.Node {
+	out := make([]nodestate.Node, len(nodes))
+	for i, n := range nodes {
+		out[i] = nodestate.Node{Name: n.Name, MAC: n.MAC, IP: n.IP, Position: n.Position, Profile: n.Profile}
+	}
+	return out
+}
