@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/nodestate"
@@ -153,7 +154,10 @@ func TestAttackScriptTheft(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(f.dir, "inventory.csv"), []byte(inv), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := f.server(t, func(c *Config) { c.DHCP.Mode = DHCPProxy; c.StateDir = filepath.Join(f.dir, "state-proxy") })
+	p := f.server(t, func(c *bootconfig.Config) {
+		c.DHCP.Mode = bootconfig.DHCPProxy
+		c.StateDir = filepath.Join(f.dir, "state-proxy")
+	})
 	w = do(t, p.Handler(), "GET", "/ipxe/52:54:00:00:00:01", "", attacker)
 	if w.Code != http.StatusUnauthorized {
 		t.Errorf("proxy-mode script without the token: %d %s", w.Code, w.Body)
@@ -242,9 +246,9 @@ func TestAttackManyRanges(t *testing.T) {
 // closed after read_header_timeout.
 func TestAttackIdleConnections(t *testing.T) {
 	f := newFixture(t)
-	s := f.server(t, func(c *Config) {
+	s := f.server(t, func(c *bootconfig.Config) {
 		c.HTTP.MaxConnsPerClient = 8
-		c.HTTP.ReadHeaderTimeout = Duration(2 * time.Second)
+		c.HTTP.ReadHeaderTimeout = bootconfig.Duration(2 * time.Second)
 		c.TFTP.Listen = "off"
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -308,9 +312,9 @@ func TestAttackIdleConnections(t *testing.T) {
 // bounded by max_report_bytes, a transition's detail by nodestate.MaxDetailLen, and the history by
 // health.history, the rest counted.
 func TestAttackHealthGrowth(t *testing.T) {
-	s := newFixture(t).server(t, func(c *Config) { c.Health.History = 8 })
+	s := newFixture(t).server(t, func(c *bootconfig.Config) { c.Health.History = 8 })
 	h := s.Handler()
-	details := strings.Repeat("x", DefaultMaxReportBytes-100)
+	details := strings.Repeat("x", bootconfig.DefaultMaxReportBytes-100)
 	for i := range 40 {
 		// A report spends its attempt's token: each is one boot attempt of its own.
 		s.tracker.Observe("node00", nodestate.EvRebootDiscover, "test: a new boot attempt")
@@ -323,12 +327,12 @@ func TestAttackHealthGrowth(t *testing.T) {
 	}
 	s.tracker.Observe("node00", nodestate.EvRebootDiscover, "test: a new boot attempt")
 	target := "/api/v1/nodes/node00/health?token=" + nodeToken(s, "node00")
-	if w := do(t, h, "POST", target, `{"status":"ok","details":"`+strings.Repeat("x", DefaultMaxReportBytes)+`"}`, "127.0.0.1:1"); w.Code != http.StatusRequestEntityTooLarge {
+	if w := do(t, h, "POST", target, `{"status":"ok","details":"`+strings.Repeat("x", bootconfig.DefaultMaxReportBytes)+`"}`, "127.0.0.1:1"); w.Code != http.StatusRequestEntityTooLarge {
 		t.Errorf("oversized report: %d", w.Code)
 	}
 	n := nodeAt(t, s, "node00")
 	rec, _ := json.Marshal(n)
-	if len(rec) > 2*DefaultMaxReportBytes+8*(nodestate.MaxDetailLen+200) {
+	if len(rec) > 2*bootconfig.DefaultMaxReportBytes+8*(nodestate.MaxDetailLen+200) {
 		t.Errorf("node00's record is %d bytes after 40 reports", len(rec))
 	}
 	// 81 transitions: each attempt's start and its report, and the last attempt's start.
@@ -412,7 +416,7 @@ func TestAttackSymlinkOutOfRoots(t *testing.T) {
 	os.WriteFile(filepath.Join(other, "undionly.kpxe"), f.nbp, 0o644)
 	os.Remove(filepath.Join(f.dir, "ipxe", "undionly.kpxe"))
 	os.Symlink(filepath.Join(other, "undionly.kpxe"), filepath.Join(f.dir, "ipxe", "undionly.kpxe"))
-	s2 := f.server(t, func(c *Config) { c.StateDir = filepath.Join(f.dir, "state2") })
+	s2 := f.server(t, func(c *bootconfig.Config) { c.StateDir = filepath.Join(f.dir, "state2") })
 	if w := do(t, s2.Handler(), "GET", "/ipxe/bin/undionly.kpxe", "", attacker); w.Code != 200 || w.Body.Len() != len(f.nbp) {
 		t.Errorf("undionly.kpxe linked to a file of its name: %d, %d bytes", w.Code, w.Body.Len())
 	}
@@ -427,10 +431,10 @@ func TestAttackSymlinkOutOfRoots(t *testing.T) {
 // DHCP exchange starts and its health report spends: the script of a node in no attempt carries a
 // token that opens nothing, and a token stays worthless once its attempt was reported.
 func TestAttackTokenOfIdleNode(t *testing.T) {
-	s := newFixture(t).server(t, func(c *Config) { c.HTTP.URL = "http://127.0.0.1:8080" })
+	s := newFixture(t).server(t, func(c *bootconfig.Config) { c.HTTP.URL = "http://127.0.0.1:8080" })
 	// As with DHCP answered here (the fixture's addresses span no one subnet to configure): only
 	// the handlers run, which read the mode.
-	s.cfg.DHCP.Mode = DHCPReservation
+	s.cfg.DHCP.Mode = bootconfig.DHCPReservation
 	h := s.Handler()
 	report := func(tok, status string) int {
 		return do(t, h, "POST", "/api/v1/nodes/node00/health?token="+tok, `{"status":"`+status+`"}`, "127.0.0.1:1").Code

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"go.uber.org/zap"
@@ -205,7 +206,7 @@ func CheckNode(name string, c NodeCheck) error {
 func (s *Server) nodeCheck(r *http.Request, name string, st nodestate.NodeStatus) NodeCheck {
 	return NodeCheck{
 		From: remoteAddr(r), NodeIP: st.IP, TokenOK: s.nodes.check(name, st.Attempt, requestToken(r)),
-		AuthOn: s.nodes.secret != nil, NeedAddr: s.cfg.DHCP.Mode != DHCPProxy,
+		AuthOn: s.nodes.secret != nil, NeedAddr: s.cfg.DHCP.Mode != bootconfig.DHCPProxy,
 	}
 }
 
@@ -275,7 +276,7 @@ func (s *Server) openAuth(ipxe images.IPXE) error {
 	}
 	s.operatorToken = tok
 	if s.files, err = openConfined(ipxe, s.images); err != nil {
-		return fmt.Errorf("%s: %w", s.cfg.file, err)
+		return fmt.Errorf("%s: %w", s.cfg.File(), err)
 	}
 	if out := s.files.outside(); len(out) > 0 {
 		s.log.Warn("iPXE binaries leading out of ipxe_dir to a file of another name are not served, over TFTP or HTTP (copy them into it)",

@@ -6,11 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/topology"
 )
 
 // sunwayInventory lists every node of the sunway machine (40,960).
-func sunwayInventory(b *testing.B) (*Inventory, *topology.Hierarchy) {
+func sunwayInventory(b *testing.B) (*bootconfig.Inventory, *topology.Hierarchy) {
 	b.Helper()
 	m, _ := topology.Preset("sunway")
 	g, err := m.Build()
@@ -23,7 +24,7 @@ func sunwayInventory(b *testing.B) (*Inventory, *topology.Hierarchy) {
 	for i := 0; i < h.NumNodes(); i++ {
 		fmt.Fprintf(&sb, "%s,52:54:00:%02x:%02x:%02x,10.%d.%d.%d,%s\n", h.NodeName(i), i>>16, (i>>8)&255, i&255, i>>16, (i>>8)&255, i&255, h.NodeName(i))
 	}
-	inv, err := ParseInventoryCSV([]byte(sb.String()), "sunway.csv", h)
+	inv, err := bootconfig.ParseInventoryCSV([]byte(sb.String()), "sunway.csv", h)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -34,15 +35,15 @@ func sunwayInventory(b *testing.B) (*Inventory, *topology.Hierarchy) {
 // split over 160 servers (bcda).
 func BenchmarkReservationLookup(b *testing.B) {
 	inv, h := sunwayInventory(b)
-	a, err := AssignServers(h, "bcda", 160, nil, nil)
+	a, err := bootconfig.AssignServers(h, "bcda", 160, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	au, err := NewAuthority(inv, a, 7)
+	au, err := bootconfig.NewAuthority(inv, a, 7)
 	if err != nil {
 		b.Fatal(err)
 	}
-	res, err := au.Reservations(NetworkOptions{})
+	res, err := au.Reservations(bootconfig.NetworkOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func BenchmarkReservationLookup(b *testing.B) {
 // BenchmarkIPXEScript serves /ipxe/{mac} through the whole handler.
 func BenchmarkIPXEScript(b *testing.B) {
 	f := newFixture(b)
-	cfg, err := LoadConfig(f.cfgPath)
+	cfg, err := bootconfig.LoadConfig(f.cfgPath)
 	if err != nil {
 		b.Fatal(err)
 	}

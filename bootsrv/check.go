@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/images"
-	"github.com/bootfabric/bootfabric/topology"
 )
 
 // CheckResult is what Check found in a configuration that passed: enough for one line that says
@@ -33,7 +33,7 @@ func (r *CheckResult) String() string {
 // mapping, addresses, the image store, the iPXE binaries, the default profile and every profile
 // the inventory names, the store's blobs against their manifest), without opening a socket, the
 // state store or the secret files, so that it can run beside a live server. Errors are New's.
-func Check(cfg *Config) (*CheckResult, error) {
+func Check(cfg *bootconfig.Config) (*CheckResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -44,22 +44,16 @@ func Check(cfg *Config) (*CheckResult, error) {
 	}
 	st, err := images.Open(cfg.Images)
 	if err != nil {
-		return nil, fmt.Errorf("%s: images: %w", cfg.file, err)
+		return nil, fmt.Errorf("%s: images: %w", cfg.File(), err)
 	}
 	if _, err := images.LocateIPXE(cfg.IPXEDir); err != nil {
-		return nil, fmt.Errorf("%s: ipxe_dir: %w", cfg.file, err)
+		return nil, fmt.Errorf("%s: ipxe_dir: %w", cfg.File(), err)
 	}
 	inv := s.auth.Inventory()
-	line := func(field string) int {
-		if cfg.root == nil {
-			return 0 // a configuration built in code has no lines
-		}
-		return topology.FieldLine(cfg.root, field)
-	}
-	if err := checkFleetProfiles(cfg, inv, st, line); err != nil {
+	if err := bootconfig.CheckProfiles(cfg, inv, st, cfg.Line); err != nil {
 		return nil, err
 	}
-	r := &CheckResult{File: cfg.file, Server: cfg.Servers[cfg.ServerID].Name, ServerID: cfg.ServerID, Servers: len(cfg.Servers),
+	r := &CheckResult{File: cfg.File(), Server: cfg.Servers[cfg.ServerID].Name, ServerID: cfg.ServerID, Servers: len(cfg.Servers),
 		Topology: cfg.Topology, Mapping: algo, Inventory: len(inv.Nodes), Owned: len(s.auth.Owned()), DHCP: cfg.DHCP.Mode,
 		Profiles: []string{cfg.Profile}}
 	if r.Topology == "" {

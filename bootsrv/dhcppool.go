@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/dhcpd"
 	"go.uber.org/zap"
 )
@@ -38,7 +39,7 @@ func (s *Server) openPool(now func() time.Time) error {
 		return nil
 	}
 	first, last := s.cfg.PoolRange()
-	path := filepath.Join(s.cfg.StateDir, PoolFile)
+	path := filepath.Join(s.cfg.StateDir, bootconfig.PoolFile)
 	opts := dhcpd.PoolOptions{LeaseTime: time.Duration(pc.Lease), Now: now, Registerer: s.reg}
 	share := -1
 	if pc.Unknown {
@@ -58,7 +59,7 @@ func (s *Server) openPool(now func() time.Time) error {
 
 // openFleetPool opens a fleet server's pool: the whole range, shared through etcd, whose
 // transactions keep each address to one MAC.
-func (s *Server) openFleetPool(pc *PoolConfig, now func() time.Time) {
+func (s *Server) openFleetPool(pc *bootconfig.PoolConfig, now func() time.Time) {
 	first, last := s.cfg.PoolBounds()
 	start, _ := s.cfg.PoolRange()
 	if now == nil {
@@ -73,14 +74,14 @@ func (s *Server) openFleetPool(pc *PoolConfig, now func() time.Time) {
 		// Every inventory node without an ip may come to this server (ownership moves with
 		// the members), and all of them share the whole range.
 		nodes := s.auth.Inventory().Nodes
-		all := make([]*InventoryNode, len(nodes))
+		all := make([]*bootconfig.InventoryNode, len(nodes))
 		for i := range nodes {
 			all[i] = &nodes[i]
 		}
 		share = s.unknownShare(first, last, withoutIP(all), s.cfg.UnknownMax(true))
 		fp.unknown = s.outsideInventory
 		if share > 0 {
-			fp.unknownLast = PoolAddr(first, share-1)
+			fp.unknownLast = bootconfig.PoolAddr(first, share-1)
 		}
 	}
 	s.addrPool = fp
@@ -89,7 +90,7 @@ func (s *Server) openFleetPool(pc *PoolConfig, now func() time.Time) {
 }
 
 // withoutIP counts the nodes the inventory gives no address.
-func withoutIP(nodes []*InventoryNode) int {
+func withoutIP(nodes []*bootconfig.InventoryNode) int {
 	n := 0
 	for _, node := range nodes {
 		if !node.IP.IsValid() {
@@ -105,7 +106,7 @@ func withoutIP(nodes []*InventoryNode) int {
 // address; at most ceiling (dhcp.pool.unknown_max) unless it is negative. It warns when nothing is
 // left.
 func (s *Server) unknownShare(first, last netip.Addr, need, ceiling int) int {
-	size := PoolSize(first, last)
+	size := bootconfig.PoolSize(first, last)
 	share := max(size-need, 0)
 	if ceiling >= 0 {
 		share = min(share, ceiling)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/google/go-cmp/cmp"
@@ -41,10 +42,10 @@ func poolInventory(t testing.TB) string {
 // directory; it stops when the test ends or when the returned function is called.
 func poolServer(t *testing.T, f *fixture, unknown bool) (*Server, *net.UDPAddr, func()) {
 	t.Helper()
-	c := f.config(t, func(c *Config) {
-		c.DHCP = DHCPConfig{Mode: DHCPReservation, Listen: "127.0.0.1:0", Subnet: "127.0.0.0/8",
+	c := f.config(t, func(c *bootconfig.Config) {
+		c.DHCP = bootconfig.DHCPConfig{Mode: bootconfig.DHCPReservation, Listen: "127.0.0.1:0", Subnet: "127.0.0.0/8",
 			// 41 addresses: 31 kept for the inventory's nodes without an ip, 10 for unknown MACs.
-			Pool: &PoolConfig{Range: "127.0.1.10-127.0.1.50", Lease: Duration(10 * time.Minute), Unknown: unknown}}
+			Pool: &bootconfig.PoolConfig{Range: "127.0.1.10-127.0.1.50", Lease: bootconfig.Duration(10 * time.Minute), Unknown: unknown}}
 	})
 	s, err := New(c, Options{Logger: zaptest.NewLogger(t)})
 	if err != nil {
@@ -126,18 +127,18 @@ func TestPoolInventoryErrors(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		pool *PoolConfig
+		pool *bootconfig.PoolConfig
 		want string
 	}{
-		{"address in the range", &PoolConfig{Range: "127.0.1.10-127.0.1.20"},
+		{"address in the range", &bootconfig.PoolConfig{Range: "127.0.1.10-127.0.1.20"},
 			filepath.Join(f.dir, "inventory.csv") + ":5: ip: 127.0.1.15 of node node03 is inside dhcp.pool.range 127.0.1.10-127.0.1.20"},
 		{"no pool, no address", nil,
 			filepath.Join(f.dir, "inventory.csv") + ":3: ip: node node01 has no address: give it one, or add dhcp.pool to hand it a pool address"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := f.config(t, func(c *Config) {
-				c.DHCP = DHCPConfig{Mode: DHCPReservation, Listen: "127.0.0.1:0", Subnet: "127.0.0.0/8", Pool: tc.pool}
+			c := f.config(t, func(c *bootconfig.Config) {
+				c.DHCP = bootconfig.DHCPConfig{Mode: bootconfig.DHCPReservation, Listen: "127.0.0.1:0", Subnet: "127.0.0.0/8", Pool: tc.pool}
 			})
 			s, err := New(c, Options{})
 			if err == nil {
@@ -211,11 +212,11 @@ func BenchmarkServeDORA(b *testing.B) {
 			if err := os.WriteFile(filepath.Join(f.dir, "inventory.csv"), []byte(sb.String()), 0o644); err != nil {
 				b.Fatal(err)
 			}
-			c := f.config(b, func(c *Config) {
+			c := f.config(b, func(c *bootconfig.Config) {
 				c.Topology = "sunway"
-				c.DHCP = DHCPConfig{Mode: DHCPReservation, Listen: "127.0.0.1:0", Subnet: "10.88.0.0/16"}
+				c.DHCP = bootconfig.DHCPConfig{Mode: bootconfig.DHCPReservation, Listen: "127.0.0.1:0", Subnet: "10.88.0.0/16"}
 				if mode == "pool" {
-					c.DHCP.Pool = &PoolConfig{Range: "10.88.1.0-10.88.250.255"}
+					c.DHCP.Pool = &bootconfig.PoolConfig{Range: "10.88.1.0-10.88.250.255"}
 				}
 			})
 			c.StateFlush = nil

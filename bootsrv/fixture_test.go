@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"go.uber.org/zap/zaptest"
 )
@@ -34,9 +35,9 @@ func newFixture(t testing.TB) *fixture {
 	return f
 }
 
-func (f *fixture) config(t testing.TB, edit func(*Config)) *Config {
+func (f *fixture) config(t testing.TB, edit func(*bootconfig.Config)) *bootconfig.Config {
 	t.Helper()
-	c, err := LoadConfig(f.cfgPath)
+	c, err := bootconfig.LoadConfig(f.cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func (f *fixture) config(t testing.TB, edit func(*Config)) *Config {
 	return c
 }
 
-func (f *fixture) server(t testing.TB, edit func(*Config)) *Server {
+func (f *fixture) server(t testing.TB, edit func(*bootconfig.Config)) *Server {
 	t.Helper()
 	s, err := New(f.config(t, edit), Options{Logger: zaptest.NewLogger(t)})
 	if err != nil {

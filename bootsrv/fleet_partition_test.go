@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/nodestate"
@@ -145,7 +146,7 @@ func TestFleetPartition(t *testing.T) {
 		if id == 1 {
 			eps = []string{px.addr()}
 		}
-		ms[id] = startFleetMemberEdit(t, f, eps, id, func(c *Config) { c.HTTP.Listen = fmt.Sprintf("127.0.0.1:%d", testfix.FreePort(t)) })
+		ms[id] = startFleetMemberEdit(t, f, eps, id, func(c *bootconfig.Config) { c.HTTP.Listen = fmt.Sprintf("127.0.0.1:%d", testfix.FreePort(t)) })
 	}
 	testfix.WaitFor(t, "every server answers its blocks", 10*time.Second, func() bool {
 		for id, m := range ms {

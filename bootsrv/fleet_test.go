@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
 	"github.com/bootfabric/bootfabric/internal/testfix"
@@ -42,7 +43,7 @@ func startFleetMember(t *testing.T, f *fixture, endpoints []string, id int) *fle
 }
 
 // startFleetMemberEdit is startFleetMember with edit applied to the configuration.
-func startFleetMemberEdit(t *testing.T, f *fixture, endpoints []string, id int, edit func(*Config)) *fleetMember {
+func startFleetMemberEdit(t *testing.T, f *fixture, endpoints []string, id int, edit func(*bootconfig.Config)) *fleetMember {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := fleet.Open(ctx, fleet.Options{Endpoints: endpoints, Fleet: "test", Log: zaptest.NewLogger(t).Named("etcd")})
@@ -50,7 +51,7 @@ func startFleetMemberEdit(t *testing.T, f *fixture, endpoints []string, id int, 
 		cancel()
 		t.Fatal(err)
 	}
-	cfg := f.config(t, func(c *Config) {
+	cfg := f.config(t, func(c *bootconfig.Config) {
 		c.ServerID = id
 		c.Servers = fleetServers()
 		c.StateDir = t.TempDir()
@@ -106,8 +107,8 @@ func (m *fleetMember) crash(t *testing.T) {
 	t.Cleanup(func() { <-stopped })
 }
 
-func fleetServers() []ServerEntry {
-	return []ServerEntry{{Name: "bs0", Address: "127.0.0.1"}, {Name: "bs1", Address: "127.0.0.2"}, {Name: "bs2", Address: "127.0.0.3"}, {Name: "bs3", Address: "127.0.0.4"}}
+func fleetServers() []bootconfig.ServerEntry {
+	return []bootconfig.ServerEntry{{Name: "bs0", Address: "127.0.0.1"}, {Name: "bs1", Address: "127.0.0.2"}, {Name: "bs2", Address: "127.0.0.3"}, {Name: "bs3", Address: "127.0.0.4"}}
 }
 
 // tracked returns the names a server answers now, sorted.
@@ -123,11 +124,11 @@ func (m *fleetMember) tracked() []string {
 // ruleOwned is what the ownership rule gives server id with the given dead servers.
 func ruleOwned(t *testing.T, s *Server, id int, dead []int) []string {
 	t.Helper()
-	a, err := AssignServers(s.hier, s.cfg.Mapping, len(s.cfg.Servers), s.cfg.FailedServers, dead)
+	a, err := bootconfig.AssignServers(s.hier, s.cfg.Mapping, len(s.cfg.Servers), s.cfg.FailedServers, dead)
 	if err != nil {
 		t.Fatal(err)
 	}
-	au, err := NewAuthority(s.auth.Inventory(), a, id)
+	au, err := bootconfig.NewAuthority(s.auth.Inventory(), a, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func (ft *takeoverFleet) crashBs1MidBoot(t *testing.T) {
 
 	testfix.WaitFor(t, "takeover of bs1's nodes", fleetTestTTL+2*time.Second, func() bool {
 		for _, m := range ft.survivors() {
-			id := slices.IndexFunc(fleetServers(), func(e ServerEntry) bool { return e.Name == m.name })
+			id := slices.IndexFunc(fleetServers(), func(e bootconfig.ServerEntry) bool { return e.Name == m.name })
 			if !slices.Equal(m.tracked(), ruleOwned(t, m.srv, id, []int{1})) {
 				return false
 			}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
 	"github.com/bootfabric/bootfabric/internal/testfix"
@@ -54,11 +55,11 @@ func startPoolFleet(t *testing.T, ec *etcdtest.Cluster) (a, b *fleetMember) {
 		t.Fatal(err)
 	}
 	testfix.WriteFile(t, inv, []byte(strings.Replace(string(b0), "127.0.0.1,", "10.0.0.250,", 1)))
-	pool := func(c *Config) {
-		c.DHCP.Mode = DHCPReservation
+	pool := func(c *bootconfig.Config) {
+		c.DHCP.Mode = bootconfig.DHCPReservation
 		c.DHCP.Subnet = "10.0.0.0/8"
 		c.DHCP.Listen = "127.0.0.1:0"
-		c.DHCP.Pool = &PoolConfig{Range: "10.9.0.1-10.9.0.40", Unknown: true, Lease: Duration(10 * time.Minute)}
+		c.DHCP.Pool = &bootconfig.PoolConfig{Range: "10.9.0.1-10.9.0.40", Unknown: true, Lease: bootconfig.Duration(10 * time.Minute)}
 	}
 	a = startFleetMemberEdit(t, f, ec.Endpoints, 0, pool)
 	b = startFleetMemberEdit(t, f, ec.Endpoints, 1, pool)

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/promreg"
@@ -50,7 +51,7 @@ type fleetRuntime struct {
 	store *nodestate.EtcdStore
 
 	m         *fleet.Membership
-	cur       atomic.Pointer[Authority]                // the rule's ownership for the live set
+	cur       atomic.Pointer[bootconfig.Authority]     // the rule's ownership for the live set
 	curRes    atomic.Pointer[dhcpd.StaticReservations] // what DHCP answers now
 	homeRes   dhcpd.StaticReservations                 // the home nodes, answered while fenced
 	pending   atomic.Bool                              // deferred or kept nodes wait for a re-check
@@ -276,10 +277,10 @@ func (s *Server) liveIDs(v fleetView) []int {
 
 // ownershipPlan is what the ownership rule makes of this server's nodes in one reconcile.
 type ownershipPlan struct {
-	final    []*InventoryNode  // the nodes this server answers from now on
-	deferred int               // nodes gained by the rule, left to a live holder for now
-	kept     int               // nodes lost by the rule, kept here until their boot ends
-	handoff  map[string]string // tracked nodes released now -> their new owner
+	final    []*bootconfig.InventoryNode // the nodes this server answers from now on
+	deferred int                         // nodes gained by the rule, left to a live holder for now
+	kept     int                         // nodes lost by the rule, kept here until their boot ends
+	handoff  map[string]string           // tracked nodes released now -> their new owner
 	// displaced are tracked nodes this server owns that another live server holds: released
 	// without a handoff, their unsaved changes dropped.
 	displaced []string
@@ -288,7 +289,7 @@ type ownershipPlan struct {
 
 // planOwnership applies the ownership rule au to every inventory node, given the nodes' records
 // and what this server tracks now.
-func (s *Server) planOwnership(au *Authority, v fleetView, recs map[string]nodestate.NodeStatus) ownershipPlan {
+func (s *Server) planOwnership(au *bootconfig.Authority, v fleetView, recs map[string]nodestate.NodeStatus) ownershipPlan {
 	p := ownershipPlan{handoff: map[string]string{}, stale: map[string]nodestate.NodeStatus{}}
 	inv := s.auth.Inventory()
 	for i := range inv.Nodes {
@@ -330,7 +331,7 @@ func (s *Server) planOwnership(au *Authority, v fleetView, recs map[string]nodes
 // hands nothing off: take over at once. A node tracked here that another live server holds was
 // taken over while this server was cut off from the fleet: leave it there too, and drop what
 // this server did meanwhile rather than overwrite the holder's record.
-func (p *ownershipPlan) planOwned(n *InventoryNode, t *nodestate.Tracker, heldElsewhere bool) {
+func (p *ownershipPlan) planOwned(n *bootconfig.InventoryNode, t *nodestate.Tracker, heldElsewhere bool) {
 	if !heldElsewhere {
 		p.final = append(p.final, n)
 		return
@@ -377,11 +378,11 @@ func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
 	}
 	term, lease := m.Term(), m.LeaseID()
 	v := s.viewOf(members)
-	a, err := AssignServers(s.hier, s.cfg.Mapping, len(s.cfg.Servers), s.cfg.FailedServers, v.dead)
+	a, err := bootconfig.AssignServers(s.hier, s.cfg.Mapping, len(s.cfg.Servers), s.cfg.FailedServers, v.dead)
 	if err != nil {
 		return err
 	}
-	au, err := NewAuthority(s.auth.Inventory(), a, s.cfg.ServerID)
+	au, err := bootconfig.NewAuthority(s.auth.Inventory(), a, s.cfg.ServerID)
 	if err != nil {
 		return err
 	}
@@ -391,7 +392,7 @@ func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
 	}
 	p := s.planOwnership(au, v, recs)
 	added, removed, saveErr := s.applyOwnership(p, recs)
-	res, err := NodeReservations(p.final, s.cfg.DHCP.NetworkOptions())
+	res, err := bootconfig.NodeReservations(p.final, s.cfg.DHCP.NetworkOptions())
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -19,7 +20,7 @@ import (
 // address or health moves: such a host cannot act for a node.
 func FuzzHTTPAPI(f *testing.F) {
 	fx := newFixture(f)
-	cfg, err := LoadConfig(fx.cfgPath)
+	cfg, err := bootconfig.LoadConfig(fx.cfgPath)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/internal/promreg"
 	"github.com/bootfabric/bootfabric/nodestate"
@@ -198,14 +199,14 @@ func (s *Server) handleScript(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("no node with MAC %s is served by this boot server", mac), http.StatusNotFound)
 		return
 	}
-	if s.cfg.DHCP.Mode == DHCPOff {
+	if s.cfg.DHCP.Mode == bootconfig.DHCPOff {
 		// No DHCP exchange here starts an attempt: the script fetch, from the node's
 		// address, is the first sign of one.
 		s.tracker.OpenAttempt(name)
 	}
 	st, _ := s.tracker.Node(name)
 	c := s.nodeCheck(r, name, st)
-	learn := s.cfg.DHCP.Mode == DHCPProxy && !s.inventoryAddr(name)
+	learn := s.cfg.DHCP.Mode == bootconfig.DHCPProxy && !s.inventoryAddr(name)
 	if learn {
 		// Proxy mode: another server gives the address, which may change from boot to boot; a
 		// script fetch with the token of the DHCP boot file URL shows where the node is now.
@@ -234,7 +235,7 @@ func (s *Server) handleScript(w http.ResponseWriter, r *http.Request) {
 	// A node in no open attempt still gets its script (it must boot, and the token opens
 	// nothing), but the fetch moves nothing: else a host holding an idle node's address would
 	// put it past the DHCP exchange that starts its real attempt.
-	if _, err := w.Write(script); err == nil && (s.cfg.DHCP.Mode == DHCPOff || st.AttemptOpen()) {
+	if _, err := w.Write(script); err == nil && (s.cfg.DHCP.Mode == bootconfig.DHCPOff || st.AttemptOpen()) {
 		s.observe(s.reqLog(r, name), name, nodestate.EvScript, "GET "+r.URL.Path)
 	}
 }
@@ -517,7 +518,7 @@ func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) {
 // (in a fleet, the live servers').
 func (s *Server) inventoryEntries() []InventoryEntry {
 	au := s.Authority()
-	return InventoryEntries(au.Inventory(), func(n *InventoryNode) string {
+	return InventoryEntries(au.Inventory(), func(n *bootconfig.InventoryNode) string {
 		if o := au.Owner(n); o >= 0 && o < len(s.cfg.Servers) {
 			return s.cfg.Servers[o].Name
 		}
@@ -526,7 +527,7 @@ func (s *Server) inventoryEntries() []InventoryEntry {
 }
 
 // InventoryEntries lists an inventory's nodes, in its order, with the owner that owner names.
-func InventoryEntries(inv *Inventory, owner func(*InventoryNode) string) []InventoryEntry {
+func InventoryEntries(inv *bootconfig.Inventory, owner func(*bootconfig.InventoryNode) string) []InventoryEntry {
 	out := make([]InventoryEntry, len(inv.Nodes))
 	for i := range inv.Nodes {
 		n := &inv.Nodes[i]

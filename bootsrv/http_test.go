@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/google/go-cmp/cmp"
@@ -47,7 +48,7 @@ const node00Addr = "127.0.0.1:40000"
 // reports) and checks on the way what they refuse, the status API, the metrics and liveness.
 func TestHTTPHandlers(t *testing.T) {
 	f := newFixture(t)
-	s := f.server(t, func(c *Config) { c.HTTP.URL = "http://10.9.9.9:8080" })
+	s := f.server(t, func(c *bootconfig.Config) { c.HTTP.URL = "http://10.9.9.9:8080" })
 	ht := &handlerTest{f: f, s: s, h: s.Handler(), tok: attemptToken(t, s, "node00")}
 	if len(ht.tok) != nodeTokenLen {
 		t.Fatalf("node00's token %q", ht.tok)
@@ -184,7 +185,7 @@ func (ht *handlerTest) healthReports(t *testing.T) {
 		{"unknown field", "node00", `{"status":"ok","colour":1}`, 400, `unknown field \"colour\"`},
 		{"bad status", "node00", `{"status":"fine"}`, 400, `status \"fine\": want \"ok\" or \"failed\"`},
 		{"two values", "node00", `{"status":"ok"}{"status":"ok"}`, 400, "more than one JSON value"},
-		{"too large", "node00", `{"status":"ok","details":"` + strings.Repeat("x", DefaultMaxReportBytes) + `"}`, 413, "larger than"},
+		{"too large", "node00", `{"status":"ok","details":"` + strings.Repeat("x", bootconfig.DefaultMaxReportBytes) + `"}`, 413, "larger than"},
 		{"other node", "node02", `{"status":"failed","details":{"disk":"missing"}}`, 401, "token"},
 	} {
 		w := do(t, ht.h, "POST", "/api/v1/nodes/"+tc.node+"/health?token="+ht.tok, tc.body, node00Addr)
@@ -274,8 +275,8 @@ func (ht *handlerTest) metricsAndLiveness(t *testing.T) {
 
 func TestHealthMisdirected(t *testing.T) {
 	f := newFixture(t)
-	s := f.server(t, func(c *Config) {
-		c.Servers = append(c.Servers, ServerEntry{Name: "other", Address: "127.0.0.2"})
+	s := f.server(t, func(c *bootconfig.Config) {
+		c.Servers = append(c.Servers, bootconfig.ServerEntry{Name: "other", Address: "127.0.0.2"})
 	})
 	// bcda over 2 servers: node04 (s0-b1-n0) is the other server's.
 	w := do(t, s.Handler(), "POST", "/api/v1/nodes/node04/health", `{"status":"ok"}`, "")
@@ -296,7 +297,7 @@ func FuzzHealthReport(f *testing.F) {
 	f.Add(`{"status":"failed","details":{"disk":"sda missing"}}`)
 	f.Add(`{"status":"ok","details":"x"} trailing`)
 	fx := newFixture(f)
-	cfg, err := LoadConfig(fx.cfgPath)
+	cfg, err := bootconfig.LoadConfig(fx.cfgPath)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -330,7 +331,7 @@ func TestLearnIPFromScript(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(f.dir, "inventory.csv"), []byte(inv), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := f.server(t, func(c *Config) { c.HTTP.URL = "http://10.9.9.9:8080"; c.DHCP.Mode = DHCPProxy })
+	s := f.server(t, func(c *bootconfig.Config) { c.HTTP.URL = "http://10.9.9.9:8080"; c.DHCP.Mode = bootconfig.DHCPProxy })
 	h := s.Handler()
 	tok := s.nodes.addressToken("node01")
 	s.tracker.Observe("node01", nodestate.EvDiscover, "proxy DHCP exchange") // as the proxyDHCP answer would
@@ -350,8 +351,8 @@ func TestLearnIPFromScript(t *testing.T) {
 // the other server's nodes included, while nodes lists only this server's.
 func TestNodesInventory(t *testing.T) {
 	f := newFixture(t)
-	s := f.server(t, func(c *Config) {
-		c.Servers = []ServerEntry{{Name: "bs0", Address: "10.0.0.1"}, {Name: "bs1", Address: "10.0.0.2"}}
+	s := f.server(t, func(c *bootconfig.Config) {
+		c.Servers = []bootconfig.ServerEntry{{Name: "bs0", Address: "10.0.0.1"}, {Name: "bs1", Address: "10.0.0.2"}}
 	})
 	h := s.Handler()
 	var plain, full NodesResponse

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -16,7 +17,7 @@ import (
 func TestHTTPLogFields(t *testing.T) {
 	f := newFixture(t)
 	core, logs := observer.New(zapcore.DebugLevel)
-	s, err := New(f.config(t, func(c *Config) { c.HTTP.URL = "http://10.9.9.9:8080" }), Options{Logger: zap.New(core)})
+	s, err := New(f.config(t, func(c *bootconfig.Config) { c.HTTP.URL = "http://10.9.9.9:8080" }), Options{Logger: zap.New(core)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"net"
 	"testing"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/tftpd"
@@ -68,9 +69,9 @@ func TestTFTPEvent(t *testing.T) {
 
 func TestDHCPConfig(t *testing.T) {
 	f := newFixture(t)
-	s := f.server(t, func(c *Config) {
+	s := f.server(t, func(c *bootconfig.Config) {
 		c.HTTP.URL = "http://boot.example:8080"
-		c.DHCP.Mode = DHCPProxy
+		c.DHCP.Mode = bootconfig.DHCPProxy
 		c.DHCP.BIOSFile = "custom.kpxe"
 	})
 	c := s.dhcpConfig("eth1")

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/nodeset"
 	"github.com/bootfabric/bootfabric/nodestate"
@@ -31,18 +32,18 @@ func (s *Server) loadOverlays() error {
 	for i, oc := range s.cfg.Overlays {
 		ov, err := images.LoadOverlay(oc.Dir)
 		if err != nil {
-			return fmt.Errorf("%s: overlays[%d].dir: %w", s.cfg.file, i, err)
+			return fmt.Errorf("%s: overlays[%d].dir: %w", s.cfg.File(), i, err)
 		}
 		no := nodeOverlay{ov: ov, profiles: oc.Profiles}
 		if oc.Nodes != "" {
 			names, err := nodeset.Expand(oc.Nodes)
 			if err != nil {
-				return fmt.Errorf("%s: overlays[%d].nodes: %w", s.cfg.file, i, err)
+				return fmt.Errorf("%s: overlays[%d].nodes: %w", s.cfg.File(), i, err)
 			}
 			no.nodes = map[string]bool{}
 			for _, n := range names {
 				if _, ok := inv.ByName(n); !ok {
-					return fmt.Errorf("%s: overlays[%d].nodes: %s is not in the inventory %s", s.cfg.file, i, n, inv.File)
+					return fmt.Errorf("%s: overlays[%d].nodes: %s is not in the inventory %s", s.cfg.File(), i, n, inv.File)
 				}
 				no.nodes[n] = true
 			}
@@ -107,7 +108,7 @@ func (s *Server) handleOverlay(w http.ResponseWriter, r *http.Request) {
 }
 
 // overlayNode is what the templates see of a node.
-func overlayNode(n *InventoryNode, st nodestate.NodeStatus) images.OverlayNode {
+func overlayNode(n *bootconfig.InventoryNode, st nodestate.NodeStatus) images.OverlayNode {
 	o := images.OverlayNode{Name: n.Name, MAC: n.MAC.String(), Position: n.Position, Index: n.Index, Profile: st.Profile, IP: st.IP}
 	if n.IP.IsValid() {
 		o.IP = n.IP.String()

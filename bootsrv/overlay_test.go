@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bootfabric/bootfabric/bootconfig"
 )
 
 // TestOverlays: a node's iPXE script loads its overlay initrd after the profile's; the overlay
@@ -19,9 +21,9 @@ func TestOverlays(t *testing.T) {
 	os.MkdirAll(filepath.Join(generic, "etc"), 0o755)
 	os.WriteFile(filepath.Join(generic, "etc", "hostname.tmpl"), []byte("{{.Name}}\n"), 0o644)
 	os.WriteFile(filepath.Join(generic, "etc", "bootfabric-node.tmpl"), []byte("{{.Name}} {{.Position}} {{.IP}} {{.Profile}}\n"), 0o644)
-	s := f.server(t, func(c *Config) {
+	s := f.server(t, func(c *bootconfig.Config) {
 		c.HTTP.URL = "http://10.9.9.9:8080"
-		c.Overlays = []OverlayConfig{{Dir: generic, Nodes: "node[00-01]"}}
+		c.Overlays = []bootconfig.OverlayConfig{{Dir: generic, Nodes: "node[00-01]"}}
 	})
 	h := s.Handler()
 	tok := attemptToken(t, s, "node00")
@@ -68,19 +70,19 @@ func TestOverlayConfigErrors(t *testing.T) {
 	good := filepath.Join(f.dir, "ov")
 	os.MkdirAll(good, 0o755)
 	for _, tc := range []struct {
-		ov   OverlayConfig
+		ov   bootconfig.OverlayConfig
 		want string
 	}{
-		{OverlayConfig{}, "overlays[0].dir"},
-		{OverlayConfig{Dir: good, Nodes: "node[1-"}, "overlays[0].nodes"},
-		{OverlayConfig{Dir: good, Nodes: "nodeZZ"}, "overlays[0].nodes: nodeZZ is not in the inventory"},
-		{OverlayConfig{Dir: filepath.Join(f.dir, "missing")}, "overlays[0].dir: images: overlay"},
+		{bootconfig.OverlayConfig{}, "overlays[0].dir"},
+		{bootconfig.OverlayConfig{Dir: good, Nodes: "node[1-"}, "overlays[0].nodes"},
+		{bootconfig.OverlayConfig{Dir: good, Nodes: "nodeZZ"}, "overlays[0].nodes: nodeZZ is not in the inventory"},
+		{bootconfig.OverlayConfig{Dir: filepath.Join(f.dir, "missing")}, "overlays[0].dir: images: overlay"},
 	} {
-		cfg, err := LoadConfig(f.cfgPath)
+		cfg, err := bootconfig.LoadConfig(f.cfgPath)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Overlays = []OverlayConfig{tc.ov}
+		cfg.Overlays = []bootconfig.OverlayConfig{tc.ov}
 		if _, err = New(cfg, Options{}); err == nil {
 			t.Errorf("%+v: no error", tc.ov)
 			continue

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/google/go-cmp/cmp"
@@ -40,7 +41,7 @@ func TestConfigPoolUnknownMax(t *testing.T) {
 					fmt.Fprintf(&b, "  - address: 10.1.0.%d\n", i+1)
 				}
 				fmt.Fprintf(&b, "topology: mini\ninventory: i.csv\nimages: img\nstate_dir: st\ndhcp:\n  subnet: 10.0.0.0/24\n  pool: %s\n", tc.pool)
-				c, err := ParseConfig([]byte(b.String()), "c.yaml")
+				c, err := bootconfig.ParseConfig([]byte(b.String()), "c.yaml")
 				if err == nil {
 					err = c.Validate()
 				}
@@ -82,9 +83,9 @@ func TestPoolUnknownMax(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			testfix.WriteFile(t, filepath.Join(f.dir, "inventory.csv"), []byte(shareInventory(t, "127.0.0", 29, 30, 31)))
-			s := f.server(t, func(c *Config) {
-				c.DHCP = DHCPConfig{Mode: DHCPReservation, Listen: "127.0.0.1:0", Subnet: "127.0.0.0/8",
-					Pool: &PoolConfig{Range: "127.0.1.1-127.0.1.20", Lease: Duration(10 * time.Minute), Unknown: true, UnknownMax: tc.max}}
+			s := f.server(t, func(c *bootconfig.Config) {
+				c.DHCP = bootconfig.DHCPConfig{Mode: bootconfig.DHCPReservation, Listen: "127.0.0.1:0", Subnet: "127.0.0.0/8",
+					Pool: &bootconfig.PoolConfig{Range: "127.0.1.1-127.0.1.20", Lease: bootconfig.Duration(10 * time.Minute), Unknown: true, UnknownMax: tc.max}}
 			})
 			h := dhcpd.NewHandler(s.dhcpConfig(""))
 			ctx := context.Background()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
 	"github.com/bootfabric/bootfabric/internal/testfix"
@@ -78,9 +79,9 @@ func unknownFlood(ctx context.Context, h *dhcpd.Handler, from, n int) int {
 func TestPoolKeepsRoomForInventory(t *testing.T) {
 	f := newFixture(t)
 	testfix.WriteFile(t, filepath.Join(f.dir, "inventory.csv"), []byte(shareInventory(t, "127.0.0", 29, 30, 31)))
-	s := f.server(t, func(c *Config) {
-		c.DHCP = DHCPConfig{Mode: DHCPReservation, Listen: "127.0.0.1:0", Subnet: "127.0.0.0/8",
-			Pool: &PoolConfig{Range: "127.0.1.1-127.0.1.20", Lease: Duration(10 * time.Minute), Unknown: true}}
+	s := f.server(t, func(c *bootconfig.Config) {
+		c.DHCP = bootconfig.DHCPConfig{Mode: bootconfig.DHCPReservation, Listen: "127.0.0.1:0", Subnet: "127.0.0.0/8",
+			Pool: &bootconfig.PoolConfig{Range: "127.0.1.1-127.0.1.20", Lease: bootconfig.Duration(10 * time.Minute), Unknown: true}}
 	})
 	h := dhcpd.NewHandler(s.dhcpConfig(""))
 	ctx := context.Background()
@@ -110,7 +111,7 @@ func startShareFleet(t *testing.T) (*dhcpd.Handler, []net.HardwareAddr, []int) {
 	ec := etcdtest.Start(t, etcdtest.Options{Members: 1})
 	f := newFixture(t)
 	// Three nodes of bs0's own (its home nodes: it answers them whoever else is up).
-	a, err := AssignServers(testfix.MiniHierarchy(t), "bcda", len(fleetServers()), nil, nil)
+	a, err := bootconfig.AssignServers(testfix.MiniHierarchy(t), "bcda", len(fleetServers()), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,11 +122,11 @@ func startShareFleet(t *testing.T) (*dhcpd.Handler, []net.HardwareAddr, []int) {
 		}
 	}
 	testfix.WriteFile(t, filepath.Join(f.dir, "inventory.csv"), []byte(shareInventory(t, "10.0.0", home...)))
-	m := startFleetMemberEdit(t, f, ec.Endpoints, 0, func(c *Config) {
-		c.DHCP.Mode = DHCPReservation
+	m := startFleetMemberEdit(t, f, ec.Endpoints, 0, func(c *bootconfig.Config) {
+		c.DHCP.Mode = bootconfig.DHCPReservation
 		c.DHCP.Subnet = "10.0.0.0/8"
 		c.DHCP.Listen = "127.0.0.1:0"
-		c.DHCP.Pool = &PoolConfig{Range: "10.9.0.1-10.9.0.20", Unknown: true, Lease: Duration(10 * time.Minute)}
+		c.DHCP.Pool = &bootconfig.PoolConfig{Range: "10.9.0.1-10.9.0.20", Unknown: true, Lease: bootconfig.Duration(10 * time.Minute)}
 	})
 	// Alone in the fleet, bs0 answers every MAC outside the inventory once it sees itself so.
 	testfix.WaitFor(t, "bs0 alone live", 10*time.Second, func() bool {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/nodestate"
@@ -43,10 +44,10 @@ type Options struct {
 
 // Server is one boot server. Build it with New, open its sockets with Listen and run it with Serve.
 type Server struct {
-	cfg     *Config
+	cfg     *bootconfig.Config
 	log     *zap.Logger
 	reg     *prometheus.Registry
-	auth    *Authority // the home ownership: the static deal, no server dead
+	auth    *bootconfig.Authority // the home ownership: the static deal, no server dead
 	hier    *topology.Hierarchy
 	tracker *nodestate.Tracker
 	store   nodestate.StateStore
@@ -85,7 +86,7 @@ type Server struct {
 
 // New loads everything the configuration names (topology, inventory, image store, saved boot
 // states) and builds the server; it opens no socket. It validates cfg first.
-func New(cfg *Config, opts Options) (_ *Server, err error) {
+func New(cfg *bootconfig.Config, opts Options) (_ *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -131,7 +132,7 @@ func New(cfg *Config, opts Options) (_ *Server, err error) {
 }
 
 // newServer builds the server with its logger and registry, before anything is loaded.
-func newServer(cfg *Config, opts Options) *Server {
+func newServer(cfg *bootconfig.Config, opts Options) *Server {
 	s := &Server{cfg: cfg, log: opts.Logger, reg: opts.Registry, extra: opts.Gatherer}
 	if s.log == nil {
 		s.log = zap.NewNop()
@@ -150,15 +151,15 @@ func newServer(cfg *Config, opts Options) *Server {
 // the inventory against the configuration. It returns the mapping's algorithm.
 func (s *Server) loadMachine() (algo string, err error) {
 	cfg := s.cfg
-	var inv *Inventory
+	var inv *bootconfig.Inventory
 	if inv, s.hier, err = loadMachineFiles(cfg.Topology, cfg.Inventory); err != nil {
 		return "", err
 	}
-	a, err := AssignServers(s.hier, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
+	a, err := bootconfig.AssignServers(s.hier, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
 	if err != nil {
 		return "", fmt.Errorf("mapping: %w", err)
 	}
-	if s.auth, err = NewAuthority(inv, a, cfg.ServerID); err != nil {
+	if s.auth, err = bootconfig.NewAuthority(inv, a, cfg.ServerID); err != nil {
 		return "", err
 	}
 	if err := cfg.CheckNodes(s.auth); err != nil {
@@ -172,9 +173,9 @@ func (s *Server) loadMachine() (algo string, err error) {
 
 // loadMachineFiles loads a topology (a preset or a file; "" is the flat machine the inventory
 // describes) and the inventory placed on it.
-func loadMachineFiles(topo, invPath string) (*Inventory, *topology.Hierarchy, error) {
+func loadMachineFiles(topo, invPath string) (*bootconfig.Inventory, *topology.Hierarchy, error) {
 	if topo == "" {
-		return LoadFlatInventory(invPath)
+		return bootconfig.LoadFlatInventory(invPath)
 	}
 	m, err := topology.Load(topo)
 	if err != nil {
@@ -184,7 +185,7 @@ func loadMachineFiles(topo, invPath string) (*Inventory, *topology.Hierarchy, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("topology %s: %w", topo, err)
 	}
-	inv, err := LoadInventory(invPath, g.Hierarchy())
+	inv, err := bootconfig.LoadInventory(invPath, g.Hierarchy())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -196,13 +197,13 @@ func loadMachineFiles(topo, invPath string) (*Inventory, *topology.Hierarchy, er
 func (s *Server) openImages() (err error) {
 	cfg := s.cfg
 	if s.images, err = images.Open(cfg.Images); err != nil {
-		return fmt.Errorf("%s: images: %w", cfg.file, err)
+		return fmt.Errorf("%s: images: %w", cfg.File(), err)
 	}
 	// A server without its iPXE binaries or its default profile would answer every node and then
 	// fail each boot one step later: refuse to start instead, naming what is missing.
 	ipxe, err := images.LocateIPXE(cfg.IPXEDir)
 	if err != nil {
-		return fmt.Errorf("%s: ipxe_dir: %w", cfg.file, err)
+		return fmt.Errorf("%s: ipxe_dir: %w", cfg.File(), err)
 	}
 	if err := s.openAuth(ipxe); err != nil {
 		return err
@@ -212,7 +213,7 @@ func (s *Server) openImages() (err error) {
 	s.fsys = s.images.FSOpening(ipxe, s.files)
 	if _, err := s.images.Get(cfg.Profile); err != nil {
 		s.files.Close()
-		return fmt.Errorf("%s: profile %q is not in the image store %s (bootctl image list --store %s): %w", cfg.file, cfg.Profile, cfg.Images, cfg.Images, err)
+		return fmt.Errorf("%s: profile %q is not in the image store %s (bootctl image list --store %s): %w", cfg.File(), cfg.Profile, cfg.Images, cfg.Images, err)
 	}
 	return nil
 }
@@ -221,7 +222,7 @@ func (s *Server) openImages() (err error) {
 // state files (recovered first when asked). It returns the nodes to track from the start: the
 // owned ones, or none in a fleet, where nodes come with ownership. On success s.store is open;
 // the caller closes it.
-func (s *Server) openStore(opts Options) (tracked []*InventoryNode, err error) {
+func (s *Server) openStore(opts Options) (tracked []*bootconfig.InventoryNode, err error) {
 	tracked = s.auth.Owned()
 	if opts.Fleet != nil {
 		if s.fleet, err = newFleetRuntime(s, *opts.Fleet); err != nil {
@@ -249,13 +250,13 @@ func (s *Server) openStore(opts Options) (tracked []*InventoryNode, err error) {
 
 // newEndpoints builds the boot-state tracker, the URL nodes reach HTTP at, the HTTP metrics and
 // the TFTP server.
-func (s *Server) newEndpoints(tracked []*InventoryNode, opts Options) (err error) {
+func (s *Server) newEndpoints(tracked []*bootconfig.InventoryNode, opts Options) (err error) {
 	cfg := s.cfg
 	srv := cfg.Servers[cfg.ServerID]
 	s.tracker, err = nodestate.NewTracker(trackedNodes(tracked), cfg.Profile, nodestate.TrackerOptions{
 		Store: s.store, Shared: s.fleet != nil, Flush: time.Duration(*cfg.StateFlush), Now: opts.Now, Registerer: s.reg,
 		Logger: s.log.Named("state"), Server: srv.Name, ServerID: cfg.ServerID,
-		ResetOnDiscover: cfg.ResetOnDiscover, History: cfg.Health.History, DHCPStartsBoots: cfg.DHCP.Mode != DHCPOff,
+		ResetOnDiscover: cfg.ResetOnDiscover, History: cfg.Health.History, DHCPStartsBoots: cfg.DHCP.Mode != bootconfig.DHCPOff,
 	})
 	if err != nil {
 		return err
@@ -281,7 +282,7 @@ func (s *Server) newTFTP(opts Options) error {
 	if cfg.TFTP.Root != "" {
 		dir, err := os.OpenRoot(cfg.TFTP.Root)
 		if err != nil {
-			return fmt.Errorf("%s: tftp.root: %w", cfg.file, err)
+			return fmt.Errorf("%s: tftp.root: %w", cfg.File(), err)
 		}
 		s.tftpRoot = dir
 		root = tftpd.Overlay(s.fsys, dir.FS())
@@ -303,7 +304,7 @@ func (s *Server) newTFTP(opts Options) error {
 // this server gives every node its address, so an address it does not know is no node of its.
 // In proxy mode the addresses come from another DHCP server, and every address counts as a node's.
 func (s *Server) tftpKnown() func(netip.Addr) bool {
-	if s.cfg.DHCP.Mode != DHCPReservation {
+	if s.cfg.DHCP.Mode != bootconfig.DHCPReservation {
 		return nil
 	}
 	return func(a netip.Addr) bool {
@@ -354,7 +355,7 @@ func (s *Server) Close() error {
 // Authority returns the server's authority (which nodes it answers).
 // In a fleet it is the ownership rule's answer for the live set last seen (before the server has
 // joined: the home ownership).
-func (s *Server) Authority() *Authority {
+func (s *Server) Authority() *bootconfig.Authority {
 	if s.fleet != nil {
 		if a := s.fleet.cur.Load(); a != nil {
 			return a
@@ -397,7 +398,7 @@ func (s *Server) Listen(ctx context.Context) (err error) {
 		}
 		s.tftpConn = pc.(*net.UDPConn)
 	}
-	if s.cfg.DHCP.Mode != DHCPOff {
+	if s.cfg.DHCP.Mode != bootconfig.DHCPOff {
 		ifaces := s.cfg.DHCP.Interfaces
 		if len(ifaces) == 0 {
 			ifaces = []string{""}
@@ -446,7 +447,7 @@ func (s *Server) setBaseURL(port string) error {
 	}
 	u, err := url.Parse(base)
 	if err != nil || u.Hostname() == "" {
-		return &Error{File: s.cfg.file, Field: "http.url", Msg: fmt.Sprintf("%q is not a URL", base)}
+		return &bootconfig.Error{File: s.cfg.File(), Field: "http.url", Msg: fmt.Sprintf("%q is not a URL", base)}
 	}
 	p := u.Port()
 	if p == "" {
@@ -478,7 +479,7 @@ func (s *Server) dhcpConfig(ifc string) dhcpd.Config {
 	if p, err := netip.ParsePrefix(c.Subnet); err == nil {
 		dc.Networks = []netip.Prefix{p.Masked()} // relays' giaddr and INFORMs' ciaddr must lie in it
 	}
-	if c.Mode == DHCPProxy && s.nodes.secret != nil {
+	if c.Mode == bootconfig.DHCPProxy && s.nodes.secret != nil {
 		// The node's address is not this server's to give, so the script URL carries the token.
 		dc.Boot.IPXEScriptURL += "?token={token}"
 	}
@@ -626,7 +627,7 @@ func (s *Server) stopped(errs chan error) error {
 }
 
 // trackedNodes is what a boot-state tracker keeps of nodes.
-func trackedNodes(nodes []*InventoryNode) []nodestate.Node {
+func trackedNodes(nodes []*bootconfig.InventoryNode) []nodestate.Node {
 	out := make([]nodestate.Node, len(nodes))
 	for i, n := range nodes {
 		out[i] = nodestate.Node{Name: n.Name, MAC: n.MAC, IP: n.IP, Position: n.Position, Profile: n.Profile}

@@ -5,6 +5,8 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/bootfabric/bootfabric/bootconfig"
 )
 
 func TestNewErrors(t *testing.T) {
@@ -17,7 +19,7 @@ func TestNewErrors(t *testing.T) {
 	s.Close()
 	// Reservation mode needs every owned node's address inside the subnet.
 	c := f.config(t, nil)
-	c.DHCP.Mode, c.DHCP.Subnet = DHCPReservation, "10.0.0.0/24"
+	c.DHCP.Mode, c.DHCP.Subnet = bootconfig.DHCPReservation, "10.0.0.0/24"
 	if _, err := New(c, Options{}); err == nil || !strings.Contains(err.Error(), "inventory.csv:2: ip: 127.0.0.1 of node node00 is outside dhcp.subnet 10.0.0.0/24") {
 		t.Errorf("address outside the subnet: %v", err)
 	}
@@ -33,7 +35,7 @@ func TestListenBusyPort(t *testing.T) {
 	}
 	defer busy.Close()
 	f := newFixture(t)
-	s := f.server(t, func(c *Config) { c.HTTP.Listen = busy.Addr().String() })
+	s := f.server(t, func(c *bootconfig.Config) { c.HTTP.Listen = busy.Addr().String() })
 	err = s.Serve(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "address already in use") {
 		t.Errorf("serve on a busy port: %v", err)

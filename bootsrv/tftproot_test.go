@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/pin/tftp/v3"
 	"go.uber.org/zap/zaptest"
 )
@@ -108,7 +109,7 @@ func TestTFTPRootErrors(t *testing.T) {
 		{"missing", "tftp.root: open " + filepath.Join(f.dir, "missing") + ": no such file or directory"},
 		{"plain", "tftp.root: open " + filepath.Join(f.dir, "plain") + ": not a directory"},
 	} {
-		c := f.config(t, func(c *Config) { c.TFTP.Root = filepath.Join(f.dir, tc.root) })
+		c := f.config(t, func(c *bootconfig.Config) { c.TFTP.Root = filepath.Join(f.dir, tc.root) })
 		_, err := New(c, Options{Logger: zaptest.NewLogger(t)})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("tftp.root %s: %v, want error containing %q", tc.root, err, tc.want)

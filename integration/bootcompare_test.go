@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/internal/testenv"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/topology"
@@ -131,7 +131,7 @@ func newCompareSetup(b *testing.B, ctx context.Context) *compareSetup {
 	s.writeFiles(b)
 	for _, srv := range c.Servers {
 		s.servers = append(s.servers, "http://"+nsForward(b, srv.Namespace, "127.0.0.1:80"))
-		s.tokens = append(s.tokens, filepath.Join(c.dir(), "state-"+srv.Name, bootsrv.OperatorTokenFile))
+		s.tokens = append(s.tokens, filepath.Join(c.dir(), "state-"+srv.Name, bootconfig.OperatorTokenFile))
 	}
 	return s
 }

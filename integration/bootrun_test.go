@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/internal/ipmisim"
 	"github.com/bootfabric/bootfabric/internal/testenv"
@@ -127,7 +128,7 @@ func newBootRunSetup(t *testing.T, ctx context.Context) *bootRunSetup {
 	}
 	t.Cleanup(closeRAs)
 	s.server = "http://" + nsForward(t, c.Servers[0].Namespace, "127.0.0.1:80")
-	s.token = filepath.Join(c.dir(), "state-"+c.Servers[0].Name, bootsrv.OperatorTokenFile)
+	s.token = filepath.Join(c.dir(), "state-"+c.Servers[0].Name, bootconfig.OperatorTokenFile)
 	return s
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/nodestate"
 )
@@ -23,7 +24,7 @@ func (c *Cluster) announceReboots(ctx context.Context, nodes []int) error {
 		want[c.Nodes[i].Name] = true
 	}
 	for _, s := range c.Servers {
-		tok, err := bootsrv.ReadOperatorToken(filepath.Join(c.dir(), "state-"+s.Name, bootsrv.OperatorTokenFile))
+		tok, err := bootsrv.ReadOperatorToken(filepath.Join(c.dir(), "state-"+s.Name, bootconfig.OperatorTokenFile))
 		if err != nil {
 			return fmt.Errorf("server %s: %w", s.Name, err)
 		}

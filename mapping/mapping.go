@@ -8,7 +8,7 @@
 // # Ownership rule
 //
 // Owners is the one ownership function of the fleet: `bootctl plan`, `bootctl simulate` and every
-// boot server call it (through AssignOwners and bootsrv.AssignServers), so that what plan predicts
+// boot server call it (through AssignOwners and bootconfig.AssignServers), so that what plan predicts
 // is what the servers do. It knows two kinds of failed servers, because a failure before the boot
 // and a failure during it call for different trade-offs:
 //

@@ -6,8 +6,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootrun"
-	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fabricsim"
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/topology"
@@ -70,8 +70,8 @@ func bootRunFlags() []cli.Flag {
 
 // bootSetup is what a run or its prediction is made of.
 type bootSetup struct {
-	inv    *bootsrv.Inventory
-	nodes  []*bootsrv.InventoryNode
+	inv    *bootconfig.Inventory
+	nodes  []*bootconfig.InventoryNode
 	g      *topology.Graph
 	a      *mapping.Assignment
 	batch  []int
@@ -120,7 +120,7 @@ func loadBootSetup(c *cli.Context) (*bootSetup, error) {
 	if s.nodes, err = sel.pick(s.inv); err != nil {
 		return nil, err
 	}
-	if s.a, err = bootsrv.AssignServers(s.g.Hierarchy(), algo, len(servers), nil, nil); err != nil {
+	if s.a, err = bootconfig.AssignServers(s.g.Hierarchy(), algo, len(servers), nil, nil); err != nil {
 		return nil, badInput("--config: mapping: %w", err)
 	}
 	for _, n := range s.nodes {
@@ -146,7 +146,7 @@ func bootMachine(c *cli.Context, s *bootSetup) (string, []string, error) {
 	if path == "" {
 		return "", nil, badInput("--config: required: the boot servers' configuration (its topology, mapping, servers and inventory)")
 	}
-	cfg, err := bootsrv.LoadConfig(path)
+	cfg, err := bootconfig.LoadConfig(path)
 	if err != nil {
 		return "", nil, configError(err)
 	}
@@ -172,7 +172,7 @@ func bootMachine(c *cli.Context, s *bootSetup) (string, []string, error) {
 }
 
 // bootTopology loads the machine of the configuration's topology and its inventory.
-func bootTopology(s *bootSetup, cfg *bootsrv.Config, path string) error {
+func bootTopology(s *bootSetup, cfg *bootconfig.Config, path string) error {
 	m, err := topology.Load(cfg.Topology)
 	if err != nil {
 		return badInput("%s: topology: %w", path, err)
@@ -180,13 +180,13 @@ func bootTopology(s *bootSetup, cfg *bootsrv.Config, path string) error {
 	if s.g, err = m.Build(); err != nil {
 		return badInput("%s: topology %s: %w", path, cfg.Topology, err)
 	}
-	s.inv, err = bootsrv.LoadInventory(cfg.Inventory, s.g.Hierarchy())
+	s.inv, err = bootconfig.LoadInventory(cfg.Inventory, s.g.Hierarchy())
 	return asBadInput(err)
 }
 
 // bootFlatMachine loads an inventory served without a topology and its flat machine.
-func bootFlatMachine(s *bootSetup, cfg *bootsrv.Config) error {
-	inv, _, err := bootsrv.LoadFlatInventory(cfg.Inventory)
+func bootFlatMachine(s *bootSetup, cfg *bootconfig.Config) error {
+	inv, _, err := bootconfig.LoadFlatInventory(cfg.Inventory)
 	if err != nil {
 		return asBadInput(err)
 	}

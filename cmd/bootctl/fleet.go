@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/urfave/cli/v2"
@@ -174,7 +175,7 @@ func fleetApply(c *cli.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	doc, err := bootsrv.LoadFleetFile(c.String("file"))
+	doc, err := bootconfig.LoadFleetFile(c.String("file"))
 	if err != nil {
 		return asBadInput(err)
 	}
@@ -247,7 +248,7 @@ func storeRevision(c *cli.Context, res *fleetApplyResult, enc []byte, key ed2551
 }
 
 // fleetSummary describes a revision: its servers with their share, nodes and profiles.
-func fleetSummary(doc *bootsrv.FleetDoc, enc []byte) (*fleetApplyResult, error) {
+func fleetSummary(doc *bootconfig.FleetDoc, enc []byte) (*fleetApplyResult, error) {
 	m, err := doc.Machine()
 	if err != nil {
 		return nil, err
@@ -429,7 +430,7 @@ func fleetStatus(ctx context.Context, cl *fleet.Client, eps []string) (*fleetSta
 }
 
 // readFleetRevision reads the fleet's current revision and decodes its document and machine.
-func readFleetRevision(ctx context.Context, cl *fleet.Client, eps []string) (*fleet.ConfigRevision, *bootsrv.FleetDoc, *bootsrv.FleetMachine, error) {
+func readFleetRevision(ctx context.Context, cl *fleet.Client, eps []string) (*fleet.ConfigRevision, *bootconfig.FleetDoc, *bootconfig.FleetMachine, error) {
 	cur, err := cl.Config(ctx)
 	if errors.Is(err, fleet.ErrNoConfig) {
 		return nil, nil, nil, err
@@ -437,7 +438,7 @@ func readFleetRevision(ctx context.Context, cl *fleet.Client, eps []string) (*fl
 	if err != nil {
 		return nil, nil, nil, &fleetEtcdError{eps, err}
 	}
-	doc, err := bootsrv.DecodeFleetDoc(cur.Doc)
+	doc, err := bootconfig.DecodeFleetDoc(cur.Doc)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("revision %d: %w", cur.Revision, err)
 	}
@@ -451,7 +452,7 @@ func readFleetRevision(ctx context.Context, cl *fleet.Client, eps []string) (*fl
 // fleetServerRows returns a row per configured server (live with its lease, dead, or absent when
 // in failed_servers), then one per member that is not a configured server, and the number of
 // live configured servers.
-func fleetServerRows(ctx context.Context, cl *fleet.Client, doc *bootsrv.FleetDoc, own bootsrv.FleetOwnership, members []fleet.Member) ([]fleetServerStatus, int) {
+func fleetServerRows(ctx context.Context, cl *fleet.Client, doc *bootconfig.FleetDoc, own bootconfig.FleetOwnership, members []fleet.Member) ([]fleetServerStatus, int) {
 	byName := map[string]fleet.Member{}
 	for _, mb := range members {
 		byName[mb.Name] = mb

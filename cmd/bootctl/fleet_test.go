@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/images"
@@ -296,7 +297,7 @@ func (fe *fleetEtcd) applyAddedNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := bootsrv.DecodeFleetDoc(cur.Doc)
+	doc, err := bootconfig.DecodeFleetDoc(cur.Doc)
 	if err != nil {
 		t.Fatal(err)
 	}

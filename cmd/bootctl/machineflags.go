@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/topology"
@@ -130,7 +130,7 @@ func loadMachineFlag(c *cli.Context) (m *topology.Machine, flat int, err error) 
 	if servers < 1 || servers > maxFlatServers {
 		return nil, 0, badInput("--servers: %d is not 1-%d", servers, maxFlatServers)
 	}
-	inv, err := bootsrv.LoadInventory(c.String("inventory"), nil)
+	inv, err := bootconfig.LoadInventory(c.String("inventory"), nil)
 	if err != nil {
 		return nil, 0, asBadInput(err)
 	}

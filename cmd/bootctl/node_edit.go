@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/images"
 	"github.com/urfave/cli/v2"
 )
@@ -91,7 +91,7 @@ func nodeAdd(e *env, c *cli.Context) error {
 
 // checkUnique refuses a name, MAC or IP another node of the inventory has, naming that node and
 // its line: the server would refuse the whole file for it.
-func checkUnique(inv *bootsrv.Inventory, self string, fields map[string]string) error {
+func checkUnique(inv *bootconfig.Inventory, self string, fields map[string]string) error {
 	if n, ok := inv.ByName(fields["name"]); ok && self == "" {
 		return badInput("%s is already in %s (line %d)", n.Name, inv.File, n.Line)
 	}
@@ -171,7 +171,7 @@ func nodeDelete(e *env, c *cli.Context) error {
 
 // pickForEdit returns the nodes node set or delete acts on: NODES or --group must be given, so
 // that a missing argument never edits every node.
-func pickForEdit(c *cli.Context, inv *bootsrv.Inventory, verb string) ([]*bootsrv.InventoryNode, error) {
+func pickForEdit(c *cli.Context, inv *bootconfig.Inventory, verb string) ([]*bootconfig.InventoryNode, error) {
 	sel, err := parseSelection(c)
 	if err != nil {
 		return nil, err
@@ -188,15 +188,15 @@ func pickForEdit(c *cli.Context, inv *bootsrv.Inventory, verb string) ([]*bootsr
 
 // openInventoryEdit loads the inventory (checked as the server checks it) and opens it for
 // editing: its file, or the text of the fleet's current revision. The caller closes ni.
-func openInventoryEdit(c *cli.Context) (*nodeInventory, *bootsrv.InventoryEdit, error) {
+func openInventoryEdit(c *cli.Context) (*nodeInventory, *bootconfig.InventoryEdit, error) {
 	ni, err := loadNodeInventory(c)
 	if err != nil {
 		return nil, nil, err
 	}
-	var ed *bootsrv.InventoryEdit
+	var ed *bootconfig.InventoryEdit
 	if ni.fleet != nil {
 		ed, err = ni.fleet.editOf()
-	} else if ed, err = bootsrv.ReadInventoryEdit(ni.inv.File); err != nil {
+	} else if ed, err = bootconfig.ReadInventoryEdit(ni.inv.File); err != nil {
 		err = asBadInput(err)
 	}
 	if err != nil {
@@ -208,7 +208,7 @@ func openInventoryEdit(c *cli.Context) (*nodeInventory, *bootsrv.InventoryEdit, 
 
 // saveEdit checks the edited inventory as a server would read it, writes it (unless it is
 // unchanged) and reports.
-func saveEdit(e *env, c *cli.Context, format string, ni *nodeInventory, ed *bootsrv.InventoryEdit, res nodeEditResult) error {
+func saveEdit(e *env, c *cli.Context, format string, ni *nodeInventory, ed *bootconfig.InventoryEdit, res nodeEditResult) error {
 	inv, err := ed.Check(ni.h)
 	if err != nil {
 		return badInput("the inventory would be refused, nothing is written: %w", err)
@@ -247,8 +247,8 @@ func saveEdit(e *env, c *cli.Context, format string, ni *nodeInventory, ed *boot
 
 // checkProfiles refuses a profile that the configuration's image store lacks (with --config): the
 // server would refuse to start on it. A fleet's revision is checked against its published
-// profiles instead (bootsrv.FleetDoc.WithInventory).
-func checkProfiles(cfg *bootsrv.Config, inv *bootsrv.Inventory) error {
+// profiles instead (bootconfig.FleetDoc.WithInventory).
+func checkProfiles(cfg *bootconfig.Config, inv *bootconfig.Inventory) error {
 	if cfg == nil {
 		return nil
 	}
@@ -269,7 +269,7 @@ func checkProfiles(cfg *bootsrv.Config, inv *bootsrv.Inventory) error {
 }
 
 // writeEdit writes a changed inventory: over its file, or as the fleet's new revision.
-func writeEdit(c *cli.Context, ni *nodeInventory, ed *bootsrv.InventoryEdit, data []byte, res *nodeEditResult) error {
+func writeEdit(c *cli.Context, ni *nodeInventory, ed *bootconfig.InventoryEdit, data []byte, res *nodeEditResult) error {
 	if ni.fleet != nil {
 		res.Fleet = ni.fleet.cl.Fleet()
 		if !res.Changed {

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/urfave/cli/v2"
@@ -29,7 +29,7 @@ type fleetSource struct {
 	cl  *fleet.Client
 	eps []string
 	cur *fleet.ConfigRevision
-	doc *bootsrv.FleetDoc
+	doc *bootconfig.FleetDoc
 }
 
 // loadFleetNodeInventory reads the inventory of the fleet's current revision, with each node's
@@ -75,12 +75,12 @@ func readFleetNodes(c *cli.Context, cl *fleet.Client, eps []string) (*nodeInvent
 }
 
 // editOf opens the fleet's inventory text for editing; a YAML inventory is refused, as a file's is.
-func (f *fleetSource) editOf() (*bootsrv.InventoryEdit, error) {
+func (f *fleetSource) editOf() (*bootconfig.InventoryEdit, error) {
 	name := f.doc.Inventory.Name
 	if !strings.EqualFold(filepath.Ext(name), ".csv") {
 		return nil, badInput("fleet %s: its inventory %s is YAML: bootctl edits CSV inventories only; edit the file and run fleet apply", f.cl.Fleet(), name)
 	}
-	ed, err := bootsrv.ParseInventoryEdit([]byte(f.doc.Inventory.Text), name)
+	ed, err := bootconfig.ParseInventoryEdit([]byte(f.doc.Inventory.Text), name)
 	return ed, asBadInput(err)
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/topology"
@@ -29,11 +30,11 @@ func inventoryFlags() []cli.Flag {
 // nodeInventory is the inventory a node command acts on, with its machine and, from --config, the
 // servers that own its nodes.
 type nodeInventory struct {
-	inv   *bootsrv.Inventory
+	inv   *bootconfig.Inventory
 	h     *topology.Hierarchy
-	cfg   *bootsrv.Config   // nil without --config
-	owner map[string]string // with --etcd: each node's owner among the live servers
-	fleet *fleetSource      // with --etcd: the fleet read; nil for a file
+	cfg   *bootconfig.Config // nil without --config
+	owner map[string]string  // with --etcd: each node's owner among the live servers
+	fleet *fleetSource       // with --etcd: the fleet read; nil for a file
 }
 
 // close lets go of the fleet's etcd client, if any.
@@ -50,13 +51,13 @@ func loadNodeInventory(c *cli.Context) (*nodeInventory, error) {
 		return loadFleetNodeInventory(c)
 	}
 	topo, invFile := c.String("topology"), c.String("inventory")
-	var cfg *bootsrv.Config
+	var cfg *bootconfig.Config
 	if cfgPath := c.String("config"); cfgPath != "" {
 		if topo != "" || invFile != "" {
 			return nil, badInput("--config: gives the topology and the inventory; drop --topology and --inventory")
 		}
 		var err error
-		if cfg, err = bootsrv.LoadConfig(cfgPath); err != nil {
+		if cfg, err = bootconfig.LoadConfig(cfgPath); err != nil {
 			return nil, configError(err)
 		}
 		topo, invFile = cfg.Topology, cfg.Inventory
@@ -65,7 +66,7 @@ func loadNodeInventory(c *cli.Context) (*nodeInventory, error) {
 		return nil, badInput("give --config, --inventory (with --topology unless the machine is flat), or a fleet's --etcd: the inventory to act on")
 	}
 	if topo == "" { // the flat machine: the inventory alone
-		inv, h, err := bootsrv.LoadFlatInventory(invFile)
+		inv, h, err := bootconfig.LoadFlatInventory(invFile)
 		if err != nil {
 			return nil, asBadInput(err)
 		}
@@ -79,7 +80,7 @@ func loadNodeInventory(c *cli.Context) (*nodeInventory, error) {
 	if err != nil {
 		return nil, badInput("--topology %s: %w", topo, err)
 	}
-	inv, err := bootsrv.LoadInventory(invFile, g.Hierarchy())
+	inv, err := bootconfig.LoadInventory(invFile, g.Hierarchy())
 	if err != nil {
 		return nil, asBadInput(err)
 	}
@@ -93,11 +94,11 @@ func (ni *nodeInventory) owners() (map[string]string, error) {
 		return ni.owner, nil
 	}
 	cfg := ni.cfg
-	a, err := bootsrv.AssignServers(ni.h, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
+	a, err := bootconfig.AssignServers(ni.h, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
 	if err != nil {
 		return nil, badInput("%s: mapping: %w", configName(cfg), err)
 	}
-	au, err := bootsrv.NewAuthority(ni.inv, a, 0)
+	au, err := bootconfig.NewAuthority(ni.inv, a, 0)
 	if err != nil {
 		return nil, asBadInput(err)
 	}
@@ -112,28 +113,28 @@ func (ni *nodeInventory) owners() (map[string]string, error) {
 }
 
 // configName names a configuration in errors.
-func configName(cfg *bootsrv.Config) string { return cmp.Or(cfg.File(), "configuration") }
+func configName(cfg *bootconfig.Config) string { return cmp.Or(cfg.File(), "configuration") }
 
 // nodeView is one node as node list and node show print it: the inventory's fields, its owner and,
 // from a server, its boot state. The BMC's login is never shown: only the name of its entry in the
 // credentials file.
 type nodeView struct {
-	Name     string           `json:"name"`
-	MAC      string           `json:"mac"`
-	IP       string           `json:"ip,omitempty"`
-	Position string           `json:"position"`
-	Profile  string           `json:"profile,omitempty"`
-	Groups   []string         `json:"groups,omitempty"`
-	BMC      *bootsrv.NodeBMC `json:"bmc,omitempty"`
-	Owner    string           `json:"owner,omitempty"`
-	Line     int              `json:"line"`
+	Name     string              `json:"name"`
+	MAC      string              `json:"mac"`
+	IP       string              `json:"ip,omitempty"`
+	Position string              `json:"position"`
+	Profile  string              `json:"profile,omitempty"`
+	Groups   []string            `json:"groups,omitempty"`
+	BMC      *bootconfig.NodeBMC `json:"bmc,omitempty"`
+	Owner    string              `json:"owner,omitempty"`
+	Line     int                 `json:"line"`
 	// Status is the node's state as its server reports it (node show --server).
 	Status *nodestate.NodeStatus `json:"status,omitempty"`
 	// StatusError says why the server gave no state.
 	StatusError string `json:"status_error,omitempty"`
 }
 
-func viewOf(n *bootsrv.InventoryNode, owners map[string]string) nodeView {
+func viewOf(n *bootconfig.InventoryNode, owners map[string]string) nodeView {
 	v := nodeView{Name: n.Name, MAC: n.MAC.String(), Position: n.Position, Profile: n.Profile, Groups: n.Groups,
 		BMC: n.BMC, Owner: owners[n.Name], Line: n.Line}
 	if n.IP.IsValid() {

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/urfave/cli/v2"
 )
 
@@ -34,7 +34,7 @@ func parseSelection(c *cli.Context) (nodeSelection, error) {
 		}
 	}
 	for _, g := range c.StringSlice("group") {
-		gs, err := bootsrv.SplitGroups(g)
+		gs, err := bootconfig.SplitGroups(g)
 		if err != nil {
 			return s, badInput("--group: %w", err)
 		}
@@ -49,7 +49,7 @@ func (s nodeSelection) all() bool { return len(s.exprs) == 0 && len(s.groups) ==
 // pick returns the selected nodes: those the NODES arguments name, in their order (in the
 // inventory's order with none), that are in one of the groups when groups are given. A name not in
 // the inventory, or a group no node is in, is bad input: a typo must not act on nothing quietly.
-func (s nodeSelection) pick(inv *bootsrv.Inventory) ([]*bootsrv.InventoryNode, error) {
+func (s nodeSelection) pick(inv *bootconfig.Inventory) ([]*bootconfig.InventoryNode, error) {
 	nodes, err := selectNodes(inv, cmpOrAll(strings.Join(s.exprs, ",")))
 	if err != nil {
 		return nil, err
@@ -77,7 +77,7 @@ func cmpOrAll(expr string) string {
 }
 
 // checkGroups refuses a group no inventory node is in, listing those that exist.
-func checkGroups(inv *bootsrv.Inventory, groups []string) error {
+func checkGroups(inv *bootconfig.Inventory, groups []string) error {
 	known := inventoryGroups(inv)
 	for _, g := range groups {
 		if !slices.Contains(known, g) {
@@ -92,7 +92,7 @@ func checkGroups(inv *bootsrv.Inventory, groups []string) error {
 }
 
 // inventoryGroups lists the groups of the inventory's nodes, sorted.
-func inventoryGroups(inv *bootsrv.Inventory) []string {
+func inventoryGroups(inv *bootconfig.Inventory) []string {
 	var out []string
 	for i := range inv.Nodes {
 		for _, g := range inv.Nodes[i].Groups {
@@ -106,7 +106,7 @@ func inventoryGroups(inv *bootsrv.Inventory) []string {
 }
 
 // nodeNames lists the names of nodes.
-func nodeNames(nodes []*bootsrv.InventoryNode) []string {
+func nodeNames(nodes []*bootconfig.InventoryNode) []string {
 	out := make([]string, len(nodes))
 	for i, n := range nodes {
 		out[i] = n.Name

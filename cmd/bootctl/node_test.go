@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
@@ -216,7 +217,7 @@ func TestNodeFleet(t *testing.T) {
 	want := strings.ReplaceAll(applyFleetInventory(8), "\n", ",\n")
 	want = strings.Replace(want, "name,mac,ip,node,", "name,mac,ip,node,groups", 1)
 	cur, _ := cl.Config(ctx)
-	doc, err := bootsrv.DecodeFleetDoc(cur.Doc)
+	doc, err := bootconfig.DecodeFleetDoc(cur.Doc)
 	if d := cmp.Diff(want, doc.Inventory.Text); err != nil || d != "" {
 		t.Errorf("inventory after add and delete (%v; -want +got):\n%s", err, d)
 	}

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/nodeset"
 	"github.com/bootfabric/bootfabric/power"
 	"github.com/urfave/cli/v2"
@@ -143,7 +143,7 @@ func powerTargets(c *cli.Context) ([]power.Target, error) {
 
 // nodeTargets makes the controllers of nodes of inv, checking every node's BMC, login and
 // driver before any is asked.
-func nodeTargets(c *cli.Context, inv *bootsrv.Inventory, nodes []*bootsrv.InventoryNode) ([]power.Target, error) {
+func nodeTargets(c *cli.Context, inv *bootconfig.Inventory, nodes []*bootconfig.InventoryNode) ([]power.Target, error) {
 	if c.String("credentials") == "" {
 		return nil, badInput("--credentials: required: the BMC logins file (YAML, mode 600)")
 	}
@@ -176,7 +176,7 @@ func nodeTargets(c *cli.Context, inv *bootsrv.Inventory, nodes []*bootsrv.Invent
 }
 
 // controllerOf makes a node's controller by its inventory driver.
-func controllerOf(n *bootsrv.InventoryNode, login power.Credential, templates *power.ExecTemplates, timeout time.Duration) (power.Controller, error) {
+func controllerOf(n *bootconfig.InventoryNode, login power.Credential, templates *power.ExecTemplates, timeout time.Duration) (power.Controller, error) {
 	switch n.BMC.Driver {
 	case "exec":
 		return power.NewExec(*templates, power.ExecVars{Node: n.Name, BMC: n.BMC.Address, User: login.User}, login.Password)
@@ -208,9 +208,9 @@ func loadExecTemplates(path string) (*power.ExecTemplates, error) {
 }
 
 // selectNodes returns the inventory nodes an expression names ("all": every one), in its order.
-func selectNodes(inv *bootsrv.Inventory, expr string) ([]*bootsrv.InventoryNode, error) {
+func selectNodes(inv *bootconfig.Inventory, expr string) ([]*bootconfig.InventoryNode, error) {
 	if expr == "all" {
-		out := make([]*bootsrv.InventoryNode, len(inv.Nodes))
+		out := make([]*bootconfig.InventoryNode, len(inv.Nodes))
 		for i := range inv.Nodes {
 			out[i] = &inv.Nodes[i]
 		}
@@ -224,7 +224,7 @@ func selectNodes(inv *bootsrv.Inventory, expr string) ([]*bootsrv.InventoryNode,
 		return nil, badInput("NODES: %q names no node", expr)
 	}
 	var unknown []string
-	out := make([]*bootsrv.InventoryNode, 0, len(names))
+	out := make([]*bootconfig.InventoryNode, 0, len(names))
 	for _, name := range names {
 		n, ok := inv.ByName(name)
 		if !ok {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/pprof"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/topology"
@@ -18,38 +19,38 @@ import (
 // the environment variable BOOTCTL_<NAME>.
 var serveOverrides = []struct {
 	flag, env, usage string
-	set              func(c *bootsrv.Config, v string)
+	set              func(c *bootconfig.Config, v string)
 }{
 	{"http", "BOOTCTL_HTTP", "HTTP listen address (http.listen), e.g. :8080",
-		func(c *bootsrv.Config, v string) { c.HTTP.Listen = v }},
+		func(c *bootconfig.Config, v string) { c.HTTP.Listen = v }},
 	{"url", "BOOTCTL_URL", "base URL nodes use to reach the HTTP endpoint (http.url)",
-		func(c *bootsrv.Config, v string) { c.HTTP.URL = v }},
+		func(c *bootconfig.Config, v string) { c.HTTP.URL = v }},
 	{"tftp", "BOOTCTL_TFTP", "TFTP listen address or off (tftp.listen)",
-		func(c *bootsrv.Config, v string) { c.TFTP.Listen = v }},
+		func(c *bootconfig.Config, v string) { c.TFTP.Listen = v }},
 	{"tftp-root", "BOOTCTL_TFTP_ROOT", "directory served read-only over TFTP for names the profile store and ipxe_dir do not have (tftp.root)",
-		func(c *bootsrv.Config, v string) { c.TFTP.Root = v }},
+		func(c *bootconfig.Config, v string) { c.TFTP.Root = v }},
 	{"dhcp", "BOOTCTL_DHCP", "DHCP mode: reservation, proxy or off (dhcp.mode)",
-		func(c *bootsrv.Config, v string) { c.DHCP.Mode = v }},
+		func(c *bootconfig.Config, v string) { c.DHCP.Mode = v }},
 	{"dhcp-listen", "BOOTCTL_DHCP_LISTEN", "DHCP listen address (dhcp.listen)",
-		func(c *bootsrv.Config, v string) { c.DHCP.Listen = v }},
+		func(c *bootconfig.Config, v string) { c.DHCP.Listen = v }},
 	{"topology", "BOOTCTL_TOPOLOGY", "machine preset or description file (topology; none: the flat machine of the inventory)",
-		func(c *bootsrv.Config, v string) { c.Topology = v }},
+		func(c *bootconfig.Config, v string) { c.Topology = v }},
 	{"mapping", "BOOTCTL_MAPPING", "block-cyclic mapping: scda, bcda, ncda, cyclic:LEVEL (mapping)",
-		func(c *bootsrv.Config, v string) { c.Mapping = v }},
+		func(c *bootconfig.Config, v string) { c.Mapping = v }},
 	{"inventory", "BOOTCTL_INVENTORY", "inventory file, CSV or YAML (inventory)",
-		func(c *bootsrv.Config, v string) { c.Inventory = v }},
+		func(c *bootconfig.Config, v string) { c.Inventory = v }},
 	{"images", "BOOTCTL_IMAGES", "image store directory (images)",
-		func(c *bootsrv.Config, v string) { c.Images = v }},
+		func(c *bootconfig.Config, v string) { c.Images = v }},
 	{"ipxe-dir", "BOOTCTL_IPXE_DIR", "directory of the iPXE binaries (ipxe_dir)",
-		func(c *bootsrv.Config, v string) { c.IPXEDir = v }},
+		func(c *bootconfig.Config, v string) { c.IPXEDir = v }},
 	{"profile", "BOOTCTL_PROFILE", "default boot profile (profile)",
-		func(c *bootsrv.Config, v string) { c.Profile = v }},
+		func(c *bootconfig.Config, v string) { c.Profile = v }},
 	{"state-dir", "BOOTCTL_STATE_DIR", "directory of the boot states (state_dir)",
-		func(c *bootsrv.Config, v string) { c.StateDir = v }},
+		func(c *bootconfig.Config, v string) { c.StateDir = v }},
 	{"node-secret-file", "BOOTCTL_NODE_SECRET_FILE", "file of the secret node tokens derive from (http.node_secret_file)",
-		func(c *bootsrv.Config, v string) { c.HTTP.NodeSecretFile = v }},
+		func(c *bootconfig.Config, v string) { c.HTTP.NodeSecretFile = v }},
 	{"operator-token-file", "BOOTCTL_OPERATOR_TOKEN_FILE", "file of the operator API's bearer token (http.operator_token_file)",
-		func(c *bootsrv.Config, v string) { c.HTTP.OperatorTokenFile = v }},
+		func(c *bootconfig.Config, v string) { c.HTTP.OperatorTokenFile = v }},
 }
 
 // serveOverrideFlags are the flags of serveOverrides, --dhcp and --mapping with their choices.
@@ -157,8 +158,8 @@ func startCPUProfile(path string) (func(), error) {
 }
 
 // serveConfig loads the configuration file and applies the flags and environment variables.
-func serveConfig(c *cli.Context) (*bootsrv.Config, error) {
-	cfg, err := bootsrv.LoadConfig(c.String("config"))
+func serveConfig(c *cli.Context) (*bootconfig.Config, error) {
+	cfg, err := bootconfig.LoadConfig(c.String("config"))
 	if err != nil {
 		return nil, asBadInput(err)
 	}
@@ -184,7 +185,7 @@ func serveConfig(c *cli.Context) (*bootsrv.Config, error) {
 
 // configError marks errors in the user's files (configuration, inventory, topology) as bad input.
 func configError(err error) error {
-	var be *bootsrv.Error
+	var be *bootconfig.Error
 	var te *topology.Error
 	var de *nodestate.DamagedError
 	if errors.As(err, &be) || errors.As(err, &te) || errors.As(err, &de) || errors.Is(err, fs.ErrNotExist) {

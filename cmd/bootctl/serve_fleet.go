@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/images"
@@ -37,8 +38,8 @@ func fleetServeFlags() []cli.Flag {
 }
 
 // fleetDefaults are a fleet member's local settings when no flag gives them.
-func fleetDefaults() bootsrv.LocalSettings {
-	return bootsrv.LocalSettings{StateDir: "/var/lib/bootfabric/state", Images: "/var/lib/bootfabric/images"}
+func fleetDefaults() bootconfig.LocalSettings {
+	return bootconfig.LocalSettings{StateDir: "/var/lib/bootfabric/state", Images: "/var/lib/bootfabric/images"}
 }
 
 // serveFleet runs this process as fleet member --name: it reads the fleet's configuration from
@@ -122,7 +123,7 @@ type fleetMember struct {
 	e     *env
 	fc    *fleet.Client
 	name  string
-	local bootsrv.LocalSettings
+	local bootconfig.LocalSettings
 	ttl   time.Duration
 	reg   *prometheus.Registry
 
@@ -250,7 +251,7 @@ func (m *fleetMember) start(ctx context.Context, srv *bootsrv.Server, done chan<
 // prepare builds the boot server of one revision: the configuration materialised in the state
 // directory, the profiles' blobs fetched from peers, and the membership (joined once).
 func (m *fleetMember) prepare(ctx context.Context, rev fleet.ConfigRevision) (*bootsrv.Server, error) {
-	doc, err := bootsrv.DecodeFleetDoc(rev.Doc)
+	doc, err := bootconfig.DecodeFleetDoc(rev.Doc)
 	if err != nil {
 		return nil, fmt.Errorf("fleet configuration revision %d: %w", rev.Revision, err)
 	}
@@ -289,7 +290,7 @@ func (m *fleetMember) prepare(ctx context.Context, rev fleet.ConfigRevision) (*b
 
 // fillImages makes the local image store hold every profile of the revision, fetching missing
 // blobs from the live peers by sha256 and checking them before they are used.
-func (m *fleetMember) fillImages(ctx context.Context, doc *bootsrv.FleetDoc) error {
+func (m *fleetMember) fillImages(ctx context.Context, doc *bootconfig.FleetDoc) error {
 	st, err := images.Create(m.local.Images)
 	if err != nil {
 		return err

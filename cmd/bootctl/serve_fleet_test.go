@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
@@ -86,7 +87,7 @@ func TestServeFleet(t *testing.T) {
 	}
 	apply := func(path string, key ed25519.PrivateKey) fleet.ConfigRevision {
 		t.Helper()
-		doc, err := bootsrv.LoadFleetFile(path)
+		doc, err := bootconfig.LoadFleetFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +198,7 @@ func TestServeFleet(t *testing.T) {
 	// A bad fleet file is refused by fleet apply's validation and never stored.
 	bad := filepath.Join(f.dir, "bad.yaml")
 	os.WriteFile(bad, []byte("servers:\n  - {name: bs0, address: 127.0.0.1}\ntopology: mini\nmapping: nosuch\ninventory: fleet-inventory.csv\nimages: images\ndhcp: {mode: \"off\"}\n"), 0o644)
-	if _, err := bootsrv.LoadFleetFile(bad); err == nil || !strings.Contains(err.Error(), "bad.yaml:4") {
+	if _, err := bootconfig.LoadFleetFile(bad); err == nil || !strings.Contains(err.Error(), "bad.yaml:4") {
 		t.Errorf("bad fleet file: %v, want an error at bad.yaml:4", err)
 	}
 

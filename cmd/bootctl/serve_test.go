@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/nodestate"
@@ -62,7 +63,7 @@ func newServeFiles(t *testing.T, dhcpMode string) *serveFiles {
 // startServer runs a boot server from the files until the returned stop function is called.
 func startServer(t *testing.T, f *serveFiles) (*bootsrv.Server, func()) {
 	t.Helper()
-	cfg, err := bootsrv.LoadConfig(f.config)
+	cfg, err := bootconfig.LoadConfig(f.config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +403,7 @@ func (lb *loopbackBoot) checkRestarted(t *testing.T, before nodestate.NodeStatus
 // reported before the DISCOVER (see bootsrv's dhcpObserver); the states must still come out in
 // order.
 func (lb *loopbackBoot) reboot(t *testing.T) {
-	tokFile := filepath.Join(lb.f.dir, "state", bootsrv.OperatorTokenFile)
+	tokFile := filepath.Join(lb.f.dir, "state", bootconfig.OperatorTokenFile)
 	wrong := testfix.WriteFile(t, filepath.Join(t.TempDir(), "wrong.token"), []byte("0123456789abcdef0123456789abcdef\n"))
 	if code, _, errs := runBootctl(t, context.Background(), "node", "reboot", "node00", "--server", lb.base, "--token-file", wrong); code != 1 || !strings.Contains(errs, "401") {
 		t.Errorf("reboot with the wrong token: %d %s", code, errs)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/nodestate"
@@ -89,7 +90,7 @@ func fleetInventory(ctx context.Context, c *fleet.Client, eps []string, members 
 	if err != nil {
 		return nil, err
 	}
-	return bootsrv.InventoryEntries(m.Inventory, func(n *bootsrv.InventoryNode) string { return owners[n.Name] }), nil
+	return bootsrv.InventoryEntries(m.Inventory, func(n *bootconfig.InventoryNode) string { return owners[n.Name] }), nil
 }
 
 // finishStatus counts the nodes by state and keeps those in state only (all when nil), in boot

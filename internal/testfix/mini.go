@@ -30,3 +30,14 @@ func MiniInventoryCSV(t testing.TB) string {
 	}
 	return sb.String()
 }
+
+// FlatInventoryCSV lists n nodes named node01.. with no position column, as an admin of a cluster
+// without a modelled network writes them.
+func FlatInventoryCSV(n int) string {
+	var sb strings.Builder
+	sb.WriteString("name,mac\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&sb, "node%02d,52:54:00:00:01:%02x\n", i, i)
+	}
+	return sb.String()
+}

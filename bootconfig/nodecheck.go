@@ -1,4 +1,4 @@
-package bootsrv
+package bootconfig
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package bootsrv
+package bootconfig
 
 import (
 	"bytes"
@@ -143,7 +143,7 @@ func LoadFleetFile(path string) (*FleetDoc, error) {
 		return nil, &Error{File: path, Line: line("images"), Field: "images", Msg: strings.TrimPrefix(err.Error(), "images: ")}
 	}
 	doc.Profiles = st.List()
-	if err := checkFleetProfiles(cfg, m.Inventory, st, line); err != nil {
+	if err := CheckProfiles(cfg, m.Inventory, st, line); err != nil {
 		return nil, err
 	}
 	if err := doc.checkMaterialize(path, cfg.Images); err != nil {
@@ -407,10 +407,10 @@ func checkFleetNodes(cfg *Config, m *FleetMachine, line func(string) int) error 
 	return nil
 }
 
-// checkFleetProfiles checks that the default profile and every profile the inventory names are in
+// CheckProfiles checks that the default profile and every profile the inventory names are in
 // the published store, and that the store's blobs are whole: the servers fetch them from peers and
 // would refuse a blob that does not match its manifest.
-func checkFleetProfiles(cfg *Config, inv *Inventory, st *images.Store, line func(string) int) error {
+func CheckProfiles(cfg *Config, inv *Inventory, st *images.Store, line func(string) int) error {
 	if _, err := st.Get(cfg.Profile); err != nil {
 		f := "profile"
 		if line(f) == 0 {

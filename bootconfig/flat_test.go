@@ -1,31 +1,18 @@
-package bootsrv
+package bootconfig
 
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/bootfabric/bootfabric/internal/testfix"
 )
 
-// flatInventoryCSV lists n nodes named node01.. with no position column, as an admin of a cluster
-// without a modelled network writes them.
-func flatInventoryCSV(n int) string {
-	var sb strings.Builder
-	sb.WriteString("name,mac\n")
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&sb, "node%02d,52:54:00:00:01:%02x\n", i, i)
-	}
-	return sb.String()
-}
-
 // TestInventoryFlat parses an inventory with no topology: the nodes take the rows' order under
 // their own names, and the flat machine finds them by those names.
 func TestInventoryFlat(t *testing.T) {
-	inv, err := ParseInventoryCSV([]byte(flatInventoryCSV(12)), "inv.csv", nil)
+	inv, err := ParseInventoryCSV([]byte(testfix.FlatInventoryCSV(12)), "inv.csv", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,26 +41,6 @@ func TestInventoryFlatPosition(t *testing.T) {
 	want := `inv.csv:3: node: position "s0-b0-n1" given, but the configuration names no topology`
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("err = %v, want %s...", err, want)
-	}
-}
-
-// TestServerFlat serves an inventory of plain names with no topology: the configuration is valid,
-// the mapping defaults to ncda and the one server owns every node.
-func TestServerFlat(t *testing.T) {
-	f := newFixture(t)
-	if err := os.WriteFile(filepath.Join(f.dir, "flat.csv"), []byte(flatInventoryCSV(12)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s := f.server(t, func(c *Config) {
-		c.Topology, c.Mapping = "", "" // the fixture's bcda needs boards
-		c.Inventory = filepath.Join(f.dir, "flat.csv")
-	})
-	if s.cfg.Mapping != "ncda" {
-		t.Errorf("mapping = %q, want ncda", s.cfg.Mapping)
-	}
-	owned := s.Authority().Owned()
-	if len(owned) != 12 || owned[0].Name != "node01" || owned[11].Name != "node12" {
-		t.Errorf("owned %d nodes (%v...), want node01..node12", len(owned), owned[0].Name)
 	}
 }
 

@@ -1,4 +1,4 @@
-package bootsrv
+package bootconfig
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ var updateConfigDoc = flag.Bool("update-config-doc", false, "rewrite ../docs/con
 const configDocPath = "../docs/config.md"
 
 // TestConfigDoc fails when docs/config.md is not what the doc comments of Config and the types it
-// holds render to; `go test ./bootsrv -run TestConfigDoc -update-config-doc` rewrites it.
+// holds render to; `go test ./bootconfig -run TestConfigDoc -update-config-doc` rewrites it.
 func TestConfigDoc(t *testing.T) {
 	got, err := renderConfigDoc(".")
 	if err != nil {
@@ -36,7 +36,7 @@ func TestConfigDoc(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s is out of date: run go test ./bootsrv -run TestConfigDoc -update-config-doc", configDocPath)
+		t.Errorf("%s is out of date: run go test ./bootconfig -run TestConfigDoc -update-config-doc", configDocPath)
 	}
 }
 
@@ -86,8 +86,8 @@ func renderConfigDoc(dir string) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	b.WriteString("# Configuration reference\n\n")
-	b.WriteString("<!-- Generated from the doc comments of bootsrv.Config (bootsrv/config.go) by\n")
-	b.WriteString("     go test ./bootsrv -run TestConfigDoc -update-config-doc; do not edit by hand. -->\n\n")
+	b.WriteString("<!-- Generated from the doc comments of bootconfig.Config (bootconfig/config.go) by\n")
+	b.WriteString("     go test ./bootconfig -run TestConfigDoc -update-config-doc; do not edit by hand. -->\n\n")
 	b.WriteString("The YAML file of `bootctl serve --config FILE`; a fleet's `fleet.yaml` is the same without the\n")
 	b.WriteString("per-server settings ([fleet.md](fleet.md)). An example with comments is\n")
 	b.WriteString("[examples/serve/bootsrv.yaml](../examples/serve/bootsrv.yaml).\n")

@@ -1,4 +1,4 @@
-package bootsrv
+package bootconfig
 
 import (
 	"errors"
@@ -741,6 +741,15 @@ func broadcast(p netip.Prefix) netip.Addr {
 
 // File returns the file the configuration came from ("" when built in code).
 func (c *Config) File() string { return c.file }
+
+// Line returns the line of field (a dotted path such as "dhcp.pool.range") in the configuration
+// file, or 0 for a configuration built in code.
+func (c *Config) Line(field string) int {
+	if c.root == nil {
+		return 0
+	}
+	return topology.FieldLine(c.root, field)
+}
 
 // ServerAddr returns this server's address.
 func (c *Config) ServerAddr() netip.Addr {
