@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/pin/tftp/v3"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 )
@@ -710,5 +711,39 @@ func TestServeCancelledAtOnce(t *testing.T) {
 	}
 	if err := srv.Serve(context.Background(), conn); err == nil || !strings.Contains(err.Error(), "twice") {
 		t.Fatalf("second Serve: %v, want error", err)
+	}
+}
+
+// TestServePortClosed closes the port under the request loop: Serve
+// returns the error instead of reading a closed socket forever.
+func TestServePortClosed(t *testing.T) {
+	srv, err := New(Config{Root: fstest.MapFS{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(context.Background(), conn) }()
+	// A datagram dropped and counted: the loop is reading.
+	c, err := net.DialUDP("udp", nil, conn.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	testfix.WaitFor(t, "the loop reading", 5*time.Second, func() bool {
+		c.Write([]byte{0, 4, 0, 1})
+		return testutil.ToFloat64(srv.m.badRequests) > 0
+	})
+	conn.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("Serve = %v, want an error wrapping net.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after its port closed")
 	}
 }
