@@ -10,32 +10,27 @@ import (
 )
 
 // BenchmarkFetch8MB fetches an 8 MB file over loopback at blksize 1468:
-// with the pin/tftp client lock-step and with Anticipate 8, and with the
-// tests' raw RFC 7440 client (rawFetchWindowed) at windowsize 4 (what UEFI
-// firmware asks for) and 16. bench/tftp/run.sh measures real clients and
-// the concurrent case beside tftpd-hpa.
+// with the pin/tftp client lock-step, and with the tests' raw RFC 7440
+// client (rawFetchWindowed) at windowsize 4 (what UEFI firmware asks for)
+// and 16. bench/tftp/run.sh measures real clients and the concurrent case
+// beside tftpd-hpa.
 func BenchmarkFetch8MB(b *testing.B) {
 	data := testfix.RandomBytes(8_000_000, 99)
 	sum := sha256.Sum256(data)
-	for _, tc := range []struct {
-		name  string
-		antic uint
-	}{{"lockstep", 0}, {"anticipate8", 8}} {
-		b.Run(tc.name, func(b *testing.B) {
-			ts := startServer(b, Config{Root: fstest.MapFS{"f": {Data: data}}, Anticipate: tc.antic})
-			b.SetBytes(int64(len(data)))
-			b.ResetTimer()
-			for range b.N {
-				got, _, err := fetch(ts.addr, "f", 1468, true)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if sha256.Sum256(got) != sum {
-					b.Fatal("sha256 differs")
-				}
+	b.Run("lockstep", func(b *testing.B) {
+		ts := startServer(b, Config{Root: fstest.MapFS{"f": {Data: data}}})
+		b.SetBytes(int64(len(data)))
+		b.ResetTimer()
+		for range b.N {
+			got, _, err := fetch(ts.addr, "f", 1468, true)
+			if err != nil {
+				b.Fatal(err)
 			}
-		})
-	}
+			if sha256.Sum256(got) != sum {
+				b.Fatal("sha256 differs")
+			}
+		}
+	})
 	for _, window := range []int{4, 16} {
 		b.Run(fmt.Sprintf("windowsize%d", window), func(b *testing.B) {
 			ts := startServer(b, Config{Root: fstest.MapFS{"f": {Data: data}}})

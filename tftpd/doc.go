@@ -2,14 +2,17 @@
 //
 // It negotiates blksize (capped by Config.MaxBlockSize), tsize, timeout
 // (RFC 2349, capped by Config.MaxClientTimeout) and windowsize (RFC 7440).
-// Every datagram on the TFTP port is taken by this package (front.go):
-// read requests run in its own sender (window.go), RFC 7440 windows for
-// clients that ask for a window of 2 or more (UEFI firmware asks for 4)
-// and lock-step, a window of one, for the rest (every PXE ROM and iPXE).
-// github.com/pin/tftp/v3 only runs the request loop, and lock-step
-// transfers when Config.Anticipate asks for its burst mode. Write requests,
-// modes other than octet and netascii, and requests the strict parser
-// rejects (duplicate options, more than 16) get a TFTP ERROR.
+// Serve reads every datagram on the TFTP port in one loop (requests.go)
+// and starts each read request on a port of its own, in one of two
+// senders: RFC 7440 windows (window.go) for clients that ask for a window
+// of 2 or more (UEFI firmware asks for 4), lock-step (lockstep.go, a thread
+// each) for the rest (every PXE ROM and iPXE), or past lockStepThreads of
+// them the windowed sender with a window of one; serveTransfer chooses. Write requests, modes other than octet and netascii, and
+// requests the strict parser rejects (duplicate options, more than 16) get
+// a TFTP ERROR; other datagrams are dropped unanswered.
+//
+// github.com/pin/tftp/v3 serves no request: the server uses only its
+// netascii converter; tests use its client.
 //
 // A host on the boot network cannot hold the server: a transfer holds its
 // slot at most Config.MaxTransferTime, one client address at most

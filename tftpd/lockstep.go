@@ -49,7 +49,7 @@ const waitSlice = 200 * time.Millisecond
 
 // lockStepThreads bounds the lock-step transfers that block a thread each;
 // beyond it, lock-step transfers run in the windowed sender with a window
-// of one, through the poller.
+// of one, through the poller (serveTransfer chooses).
 const lockStepThreads = 256
 
 // dialBlocking opens a blocking UDP socket bound to local (the zero Addr:

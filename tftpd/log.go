@@ -10,9 +10,8 @@ import (
 
 // requestLog is what every log line about one request says, as an operator
 // greps for it: the client's address ("remote"), the file it asked for
-// ("filename"), the transfer mode and options ("mode", "options") when this
-// package parsed the request (pin/tftp parses those it runs in Anticipate
-// mode), and the node's name ("node") when Config.NodeName knows the
+// ("filename"), the transfer mode and options ("mode", "options") when the
+// request parsed, and the node's name ("node") when Config.NodeName knows the
 // address. The server's name comes with the Logger (bootsrv adds "server"),
 // as in dhcpd, whose lines carry the same "node" field. The fields are built
 // only when a line is logged.
@@ -24,7 +23,7 @@ type requestLog struct {
 }
 
 // requestLog is the log context of a request from remote for filename;
-// req is nil when the request was not parsed here.
+// req is nil when the request did not parse.
 func (s *Server) requestLog(remote netip.AddrPort, filename string, req *request) requestLog {
 	return requestLog{remote: remote, filename: filename, req: req, nodeName: s.nodeName}
 }

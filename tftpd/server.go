@@ -8,12 +8,9 @@ import (
 	"io/fs"
 	"net"
 	"net/netip"
-	"regexp"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/pin/tftp/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
@@ -38,9 +35,12 @@ const (
 	DefaultMaxTransfersPerClient = 16
 )
 
-// Limits of the blksize option (RFC 2348) as pin/tftp applies them.
+// Limits of Config.MaxBlockSize. RFC 2348 allows blocks of 8..65464 bytes,
+// but a cap of 512 or less gains nothing over RFC 1350's 512-byte blocks,
+// and below 512 would give clients that ask for blksize smaller blocks than
+// clients that do not.
 const (
-	minBlockCap = 513 // pin/tftp ignores a cap of 512 or less
+	minBlockCap = 513
 	maxBlockCap = 65464
 )
 
@@ -80,19 +80,6 @@ type Config struct {
 	// MaxUnknownTransfers bounds the transfers of all the addresses Known
 	// does not know together. Default MaxTransfers/4 (at least 1).
 	MaxUnknownTransfers int
-	// Anticipate, when 2 or more, makes the server send that many DATA
-	// blocks before waiting for their ACKs on transfers that did not ask
-	// for windowsize (pin/tftp's SetAnticipate, at most 60). It is not
-	// RFC 7440 windowsize, which clients that ask for it get anyway:
-	// nothing is negotiated, the client still ACKs every block, and a lost
-	// block costs a timeout and a resend of the whole window. Off (0) by
-	// default: lock-step is what every firmware expects; enable it only
-	// for clients known to tolerate it. Retransmissions are not counted in
-	// this mode, and pin/tftp runs these transfers with the slot limits
-	// (MaxTransfers, MaxTransfersPerClient) but not the others: it ignores
-	// the timeout option and MaxTransferTime, does not notice ICMP port
-	// unreachable, and Serve waits up to Timeout x Retries for them.
-	Anticipate uint
 	// Observer is told about each read transfer (boot state). May be nil.
 	Observer Observer
 	// Registerer receives the server's metrics. May be nil.
@@ -117,7 +104,6 @@ type Server struct {
 	blockCap int
 	timeout  time.Duration
 	retries  int
-	antic    uint
 
 	maxClientTimeout time.Duration
 	maxTransferTime  time.Duration
@@ -136,13 +122,12 @@ type Server struct {
 	served   chan struct{} // closed by the first Serve call
 
 	mu      sync.Mutex
-	stats   map[netip.AddrPort]*tftp.TransferStats // running pin/tftp transfers; filled by the library hook
-	clients map[netip.Addr]int                     // running transfers per client address
-	unknown int                                    // running transfers of addresses Known does not know
-	conns   map[*net.UDPConn]struct{}              // sockets of running transfers of our own (see stop)
-	peers   map[netip.AddrPort]struct{}            // client ports (TIDs) with a transfer of our own running
+	clients map[netip.Addr]int          // running transfers per client address
+	unknown int                         // running transfers of addresses Known does not know
+	conns   map[*net.UDPConn]struct{}   // sockets of running windowed transfers (see stop)
+	peers   map[netip.AddrPort]struct{} // client ports (TIDs) with a transfer running
 
-	transfers sync.WaitGroup // transfers of our own (see front)
+	transfers sync.WaitGroup // running transfers (startTransfer)
 }
 
 // New checks cfg and returns a Server.
@@ -160,7 +145,6 @@ func New(cfg Config) (*Server, error) {
 		blockCap: cfg.MaxBlockSize,
 		timeout:  cfg.Timeout,
 		retries:  cfg.Retries,
-		antic:    cfg.Anticipate,
 
 		maxClientTimeout: cfg.MaxClientTimeout,
 		maxTransferTime:  cfg.MaxTransferTime,
@@ -179,7 +163,6 @@ func New(cfg Config) (*Server, error) {
 		threads:          make(chan struct{}, lockStepThreads),
 		stopping:         make(chan struct{}),
 		served:           make(chan struct{}),
-		stats:            make(map[netip.AddrPort]*tftp.TransferStats),
 	}, nil
 }
 
@@ -263,58 +246,6 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
 	return s.Serve(ctx, conn)
 }
 
-// Serve serves requests arriving on conn until ctx ends, then stops taking
-// requests, makes running transfers fail at their next block, waits for
-// them and returns nil. Serve owns conn and closes it. Each transfer
-// answers from its own ephemeral port, as TFTP requires.
-func (s *Server) Serve(ctx context.Context, conn *net.UDPConn) error {
-	select {
-	case <-s.served:
-		conn.Close()
-		return errors.New("tftpd: Serve called twice")
-	default:
-		close(s.served)
-	}
-	fc, err := newFront(s, conn)
-	if err != nil {
-		conn.Close()
-		return err
-	}
-	lib := tftp.NewServer(s.handleRead, s.handleWrite)
-	lib.SetHook(hook{s})
-	lib.SetBlockSize(s.blockCap)
-	// pin/tftp's MTU clamp needs the *net.UDPConn that front hides; without
-	// it the library would clamp every block to 512 bytes.
-	lib.SetBlockSizeNegotiation(false)
-	lib.SetTimeout(s.timeout)
-	lib.SetRetries(s.retries)
-	if s.antic >= 2 {
-		lib.SetAnticipate(s.antic)
-	}
-	s.log.Info("tftp serving", zap.Stringer("addr", conn.LocalAddr()),
-		zap.Int("max_blksize", s.blockCap), zap.Int("max_transfers", cap(s.slots)), zap.Uint("anticipate", s.antic))
-
-	errc := make(chan error, 1)
-	go func() { errc <- lib.Serve(fc) }()
-	select {
-	case <-ctx.Done():
-	case err = <-errc:
-		errc = nil
-	}
-	s.stop()
-	lib.Shutdown() // closes conn, waits for pin/tftp's transfers
-	if errc != nil {
-		<-errc
-	}
-	conn.Close() // Shutdown misses conn if it ran before lib.Serve stored it
-	s.transfers.Wait()
-	s.log.Info("tftp stopped", zap.Stringer("addr", conn.LocalAddr()))
-	if err != nil {
-		return fmt.Errorf("tftpd: serving on %s: %w", conn.LocalAddr(), err)
-	}
-	return nil
-}
-
 var (
 	errBusy     = errors.New("server busy")
 	errWrite    = errors.New("write requests are refused: read-only server")
@@ -322,62 +253,17 @@ var (
 	errNotFile  = errors.New("not a regular file")
 )
 
-// handleWrite refuses every write request; pin/tftp sends the ERROR packet.
-func (s *Server) handleWrite(filename string, wt io.WriterTo) error {
-	remote := netip.AddrPort{}
-	if ra, ok := wt.(interface{ RemoteAddr() net.UDPAddr }); ok {
-		a := ra.RemoteAddr()
-		remote = a.AddrPort()
-	}
-	s.m.transfers.WithLabelValues(string(OutcomeRefused)).Inc()
-	s.logRequest(zap.InfoLevel, "tftp write refused", s.requestLog(remote, filename, nil))
-	return errWrite
-}
-
-// handleRead runs one lock-step transfer in pin/tftp's goroutine for it.
-func (s *Server) handleRead(filename string, rf io.ReaderFrom) error {
-	ot, _ := rf.(tftp.OutgoingTransfer)
-	var remote netip.AddrPort
-	if ot != nil {
-		a := ot.RemoteAddr()
-		remote = a.AddrPort()
-		remote = netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port())
-	}
-	// A refusal returned here is sent by pin/tftp as an ERROR packet; once
-	// ReadFrom has run, pin/tftp has already sent one, so nil is returned
-	// to keep it from sending another.
-	return s.serveRead(s.requestLog(remote, filename, nil), func(r io.Reader, size int64) (sendStats, error) {
-		if ot != nil {
-			ot.SetSize(size)
-		}
-		s.mu.Lock()
-		s.stats[remote] = nil // let the hook record this transfer's stats
-		s.mu.Unlock()
-		_, err := rf.ReadFrom(r)
-		s.mu.Lock()
-		st := s.stats[remote]
-		delete(s.stats, remote)
-		s.mu.Unlock()
-		var out sendStats
-		if st != nil {
-			out.blockSize, _ = strconv.Atoi(st.Opts["blksize"])
-			out.retransmissions = retransmissions(*st, err == nil)
-		}
-		return out, err
-	})
-}
-
-// sendStats is what an engine reports of a transfer it ran.
+// sendStats is what a sender reports of a transfer it ran.
 type sendStats struct {
 	blockSize       int // 0: the default, 512
 	windowSize      int // 0: lock-step
 	retransmissions int
 }
 
-// serveRead is one read transfer, whichever engine moves its blocks: the
+// serveRead is one read transfer, whichever sender moves its blocks: the
 // transfer limit, path resolution, opening the file and reporting are
 // here, and send runs the protocol over the open file. rl names the
-// request. The error returned is a refusal for the engine to send to the
+// request. The error returned is a refusal for the caller to send to the
 // client before any protocol ran; once send has run it is nil, whatever
 // the outcome.
 func (s *Server) serveRead(rl requestLog, send func(r io.Reader, size int64) (sendStats, error)) error {
@@ -521,11 +407,7 @@ func (s *Server) logDone(r TransferResult, rl requestLog) {
 		zap.Duration("duration", r.Duration), zap.Int("retransmissions", r.Retransmissions), errField)...)
 }
 
-// clientError matches the error pin/tftp returns when the client sends an
-// ERROR packet; block 0 means right after the OACK, before any data.
-var clientError = regexp.MustCompile(`^sending block (\d+): code=(\d+)`)
-
-// classify names the outcome of a failed ReadFrom. bytes is how much of
+// classify names the outcome of a failed send. bytes is how much of
 // the file had been read.
 func classify(err error, bytes int64) Outcome {
 	if errors.Is(err, errShutdown) {
@@ -545,64 +427,10 @@ func classify(err error, bytes int64) Outcome {
 		}
 		return OutcomeAborted
 	}
-	if m := clientError.FindStringSubmatch(err.Error()); m != nil {
-		if m[1] == "0" && bytes == 0 {
-			return OutcomeProbe
-		}
-		return OutcomeAborted
-	}
 	return OutcomeError
 }
 
-// retransmissions derives resends from pin/tftp's counters: every
-// datagram sent but not acknowledged was sent again, except the last one
-// of a failed transfer.
-func retransmissions(st tftp.TransferStats, ok bool) int {
-	r := st.DatagramsSent - st.DatagramsAcked
-	if !ok {
-		r--
-	}
-	return max(r, 0)
-}
-
-// hook receives pin/tftp's per-transfer statistics. The library calls it in
-// the transfer goroutine inside ReadFrom, so handleRead finds the entry
-// right after ReadFrom returns. Calls without a remote address come from
-// the accept loop: malformed or unexpected datagrams. Statistics of
-// transfers handleRead is not waiting for (refused before ReadFrom) are
-// dropped so the map cannot grow.
-type hook struct{ s *Server }
-
-func (h hook) OnSuccess(st tftp.TransferStats) { h.record(st) }
-
-func (h hook) OnFailure(st tftp.TransferStats, err error) {
-	if st.RemoteAddr == nil {
-		select {
-		case <-h.s.stopping:
-			return // the request loop's read failing as Serve closes the socket
-		default:
-		}
-		h.s.m.badRequests.Inc()
-		h.s.log.Debug("tftp bad request dropped", zap.Error(err))
-		return
-	}
-	h.record(st)
-}
-
-func (h hook) record(st tftp.TransferStats) {
-	a, ok := netip.AddrFromSlice(st.RemoteAddr)
-	if !ok {
-		return
-	}
-	key := netip.AddrPortFrom(a.Unmap(), uint16(st.Tid))
-	h.s.mu.Lock()
-	if _, running := h.s.stats[key]; running {
-		h.s.stats[key] = &st
-	}
-	h.s.mu.Unlock()
-}
-
-// countingReader counts file bytes handed to the library and fails the
+// countingReader counts file bytes handed to the sender and fails the
 // transfer at its next block once the server is stopping.
 type countingReader struct {
 	r    io.Reader

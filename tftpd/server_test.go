@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/pin/tftp/v3"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 )
@@ -235,9 +236,10 @@ func TestClassify(t *testing.T) {
 		bytes int64
 		want  Outcome
 	}{
-		{"probe abort after OACK", errors.New("sending block 0: code=8, error: User aborted the transfer"), 0, OutcomeProbe},
-		{"code 5 after OACK", errors.New("sending block 0: code=5, error: "), 0, OutcomeProbe},
-		{"abort mid transfer", errors.New("sending block 12: code=0, error: disk full"), 17616, OutcomeAborted},
+		{"probe abort after OACK", fmt.Errorf("OACK: %w", &peerError{block: 0, code: 8, msg: "User aborted the transfer"}), 0, OutcomeProbe},
+		{"code 5 after OACK", &peerError{block: 0, code: 5}, 0, OutcomeProbe},
+		{"abort mid transfer", fmt.Errorf("block 13: %w", &peerError{block: 12, code: 0, msg: "disk full"}), 17616, OutcomeAborted},
+		{"client gone", fmt.Errorf("%w (recv after block 3): connection refused", errGone), 4404, OutcomeAborted},
 		{"timeout", &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, 1468, OutcomeTimeout},
 		{"shutdown", fmt.Errorf("x: %w", errShutdown), 0, OutcomeError},
 		{"other", errors.New("read /x: input/output error"), 0, OutcomeError},
@@ -638,29 +640,6 @@ func TestConcurrentFetches(t *testing.T) {
 	}
 }
 
-// TestAnticipate checks the opt-in burst mode with the pin/tftp client and
-// with the UEFI probe sequence.
-func TestAnticipate(t *testing.T) {
-	data := testfix.RandomBytes(2_000_000, 9)
-	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}, Anticipate: 8})
-	got, size, err := fetch(ts.addr, "f", 1468, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sha256.Sum256(got) != sha256.Sum256(data) || size != int64(len(data)) {
-		t.Fatalf("fetched %d bytes (tsize %d), sha256 differs or size wrong", len(got), size)
-	}
-	if res := ts.rec.next(t); res.Outcome != OutcomeOK {
-		t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
-	}
-	rc, first := rawRRQ(t, ts.addr, "f", "tsize", "0")
-	parseOACK(t, first)
-	rc.send(t, rawError(8, "User aborted the transfer"))
-	if res := ts.rec.next(t); res.Outcome != OutcomeProbe {
-		t.Fatalf("probe outcome %s: %v", res.Outcome, res.Err)
-	}
-}
-
 // TestRetransmissionCounted withholds one ACK so the server sends a block
 // again, and checks the result and the metric count it.
 func TestRetransmissionCounted(t *testing.T) {
@@ -732,5 +711,39 @@ func TestServeCancelledAtOnce(t *testing.T) {
 	}
 	if err := srv.Serve(context.Background(), conn); err == nil || !strings.Contains(err.Error(), "twice") {
 		t.Fatalf("second Serve: %v, want error", err)
+	}
+}
+
+// TestServePortClosed closes the port under the request loop: Serve
+// returns the error instead of reading a closed socket forever.
+func TestServePortClosed(t *testing.T) {
+	srv, err := New(Config{Root: fstest.MapFS{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(context.Background(), conn) }()
+	// A datagram dropped and counted: the loop is reading.
+	c, err := net.DialUDP("udp", nil, conn.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	testfix.WaitFor(t, "the loop reading", 5*time.Second, func() bool {
+		c.Write([]byte{0, 4, 0, 1})
+		return testutil.ToFloat64(srv.m.badRequests) > 0
+	})
+	conn.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("Serve = %v, want an error wrapping net.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after its port closed")
 	}
 }

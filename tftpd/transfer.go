@@ -67,8 +67,13 @@ func (s *Server) releasePeer(remote netip.AddrPort) {
 	s.mu.Unlock()
 }
 
-// serveTransfer answers one read request: RFC 7440 windows when the client
-// asked for a window of 2 or more, lock-step otherwise.
+// serveTransfer answers one read request, and is where its sender is
+// chosen:
+//   - windowsize 2 or more (UEFI firmware): the windowed sender (window.go);
+//   - lock-step (every PXE ROM and iPXE): lockStepSender, which blocks a
+//     thread in recv(2), while one of lockStepThreads is free; when all are
+//     taken, the windowed sender with a window of one, through the poller,
+//     so that a storm of lock-step clients cannot pin a thread each.
 func (s *Server) serveTransfer(req request, remote netip.AddrPort, local netip.Addr) {
 	if req.windowSize() < 2 {
 		select {
@@ -76,9 +81,15 @@ func (s *Server) serveTransfer(req request, remote netip.AddrPort, local netip.A
 			defer func() { <-s.threads }()
 			s.serveLockStep(req, remote, local)
 			return
-		default: // too many threads blocked already: through the poller
+		default:
 		}
 	}
+	s.serveWindowed(req, remote, local)
+}
+
+// serveWindowed runs a transfer in the windowed sender, with the window
+// req negotiates (one when it asks for none).
+func (s *Server) serveWindowed(req request, remote netip.AddrPort, local netip.Addr) {
 	rl := s.requestLog(remote, req.filename, &req)
 	laddr := &net.UDPAddr{}
 	if local.IsValid() {
