@@ -7,9 +7,10 @@
 // senders: RFC 7440 windows (window.go) for clients that ask for a window
 // of 2 or more (UEFI firmware asks for 4), lock-step (lockstep.go, a thread
 // each) for the rest (every PXE ROM and iPXE), or past lockStepThreads of
-// them the windowed sender with a window of one; serveTransfer chooses. Write requests, modes other than octet and netascii, and
-// requests the strict parser rejects (duplicate options, more than 16) get
-// a TFTP ERROR; other datagrams are dropped unanswered.
+// them the windowed sender with a window of one; serveTransfer chooses.
+// Write requests, modes other than octet and netascii, and requests the
+// strict parser rejects (duplicate options, more than 16) get a TFTP ERROR;
+// other datagrams are dropped unanswered.
 //
 // github.com/pin/tftp/v3 serves no request: the server uses only its
 // netascii converter; tests use its client.

@@ -12,12 +12,9 @@ import (
 	"golang.org/x/net/ipv6"
 )
 
-// The request path: Serve reads every datagram on the TFTP port in one loop
-// (readRequests) and dispatches it: a read request starts a transfer on a
-// port of its own (transfer.go), a write request gets a TFTP ERROR, anything
-// else is dropped and counted.
-
-// Serve serves requests arriving on conn until ctx ends, then stops taking
+// Serve serves requests arriving on conn until ctx ends: one loop
+// (readRequests) reads every datagram and dispatches it, a read request to
+// a transfer on a port of its own (transfer.go). Then it stops taking
 // requests, makes running transfers fail at their next block, waits for
 // them and returns nil. Serve owns conn and closes it. Each transfer
 // answers from its own ephemeral port, as TFTP requires.
