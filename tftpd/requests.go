@@ -16,8 +16,9 @@ import (
 // (readRequests) reads every datagram and dispatches it, a read request to
 // a transfer on a port of its own (transfer.go). Then it stops taking
 // requests, makes running transfers fail at their next block, waits for
-// them and returns nil. Serve owns conn and closes it. Each transfer
-// answers from its own ephemeral port, as TFTP requires.
+// them and returns nil, or the error when the port fails under the loop.
+// Serve owns conn and closes it. Each transfer answers from its own
+// ephemeral port, as TFTP requires.
 func (s *Server) Serve(ctx context.Context, conn *net.UDPConn) error {
 	select {
 	case <-s.served:
