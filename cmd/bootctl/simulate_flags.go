@@ -1,0 +1,266 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bootfabric/bootfabric/fabricsim"
+	"github.com/bootfabric/bootfabric/topology"
+	"github.com/bootfabric/bootfabric/units"
+	"github.com/urfave/cli/v2"
+)
+
+// simConfig reads the protocol, file and timing flags; with --profile the image is the profile's
+// kernel and initrd at their stored sizes.
+func simConfig(c *cli.Context, in *machineInput) (fabricsim.FlowConfig, error) {
+	proto, err := fabricsim.ParseProtocol(c.String("protocol"))
+	if err != nil {
+		return fabricsim.FlowConfig{}, badInput("--protocol: %w", err)
+	}
+	cfg := fabricsim.DefaultFlowConfig(proto)
+	spec := c.String("files")
+	if c.IsSet("image-size") && !c.IsSet("files") {
+		spec = "nbp=70KB:tftp,image=" + c.String("image-size")
+	}
+	if in.Profile != "" {
+		// The profile's kernel and initrd count as one image, as --image-size does, so that
+		// simulate and report predict the same boot.
+		if c.IsSet("files") {
+			return cfg, badInput("--profile %s and --files both give the files fetched; give one", in.Profile)
+		}
+		spec = fmt.Sprintf("nbp=70KB:tftp,image=%dB", in.KernelBytes+in.InitrdBytes)
+	}
+	if cfg.Files, err = fabricsim.ParseFiles(spec, proto); err != nil {
+		return cfg, badInput("--files: %w", err)
+	}
+	cfg.TFTPBlockSize, cfg.TFTPWindowSize = c.Int("blksize"), c.Int("windowsize")
+	if cfg.HTTPWindowBytes, err = units.ParseSize(c.String("http-window")); err != nil {
+		return cfg, badInput("--http-window: %w", err)
+	}
+	if err := simDurations(c, &cfg); err != nil {
+		return cfg, err
+	}
+	if cfg.TimeStep, err = simTimeStep(c.String("time-step")); err != nil {
+		return cfg, err
+	}
+	cfg.ServerCapMbps = c.Float64("server-cap")
+	if !(cfg.ServerCapMbps >= 0) {
+		return cfg, badInput("--server-cap: %v must be 0 (none) or a positive rate in Mb/s", cfg.ServerCapMbps)
+	}
+	return cfg, simCheckTFTP(&cfg)
+}
+
+// simCheckTFTP checks the TFTP parameters when a file uses TFTP, so that they are reported as
+// flags rather than by the simulator.
+func simCheckTFTP(cfg *fabricsim.FlowConfig) error {
+	for _, f := range cfg.Files {
+		if f.Protocol == fabricsim.TFTP && (cfg.TFTPBlockSize < 8 || cfg.TFTPBlockSize > 65464) {
+			return badInput("--blksize: %d is not 8..65464 bytes", cfg.TFTPBlockSize)
+		}
+		if f.Protocol == fabricsim.TFTP && (cfg.TFTPWindowSize < 1 || cfg.TFTPWindowSize > 65535) {
+			return badInput("--windowsize: %d is not 1..65535 blocks", cfg.TFTPWindowSize)
+		}
+	}
+	return nil
+}
+
+// simDurations reads --rtt, --server-time, --dhcp and the health report time: --health-time, or
+// --health when it is a duration rather than the name of an aggregation (see simOptions).
+func simDurations(c *cli.Context, cfg *fabricsim.FlowConfig) error {
+	for _, d := range []struct {
+		flag string
+		dst  *float64
+	}{{"rtt", &cfg.RTTSeconds}, {"server-time", &cfg.ServerSeconds}, {"dhcp", &cfg.DHCPSeconds}, {"health-time", &cfg.HealthSeconds}} {
+		if d.flag == "health-time" && !c.IsSet("health-time") {
+			hv := c.String("health")
+			if _, err := fabricsim.ParseHealthAlgorithm(hv); err == nil {
+				continue
+			}
+			v, err := time.ParseDuration(hv)
+			if err != nil || v < 0 {
+				return badInput("--health: %q is not binomial, task or a non-negative duration like 100ms", hv)
+			}
+			*d.dst = v.Seconds()
+			continue
+		}
+		v := c.Duration(d.flag)
+		if v < 0 {
+			return badInput("--%s: %v must not be negative", d.flag, v)
+		}
+		*d.dst = v.Seconds()
+	}
+	return nil
+}
+
+// simTimeStep reads --time-step in seconds.
+func simTimeStep(step string) (float64, error) {
+	switch step {
+	case "auto", "0":
+		// Exact: the incremental solver makes an exact ramp cheap, so the 10 ms grid that auto
+		// meant for spread arrivals is no longer needed.
+		return 0, nil
+	}
+	d, err := time.ParseDuration(step)
+	if err != nil || d < 0 {
+		return 0, badInput("--time-step: %q is not auto, 0 or a non-negative duration like 10ms", step)
+	}
+	return d.Seconds(), nil
+}
+
+// simArrivals returns the arrival times of batch b's nodes for the --arrival value.
+func simArrivals(arrival string, listed map[int]float64, b topology.Batch, g *topology.Graph) ([]float64, error) {
+	switch {
+	case arrival == "all":
+		return nil, nil
+	case strings.HasPrefix(arrival, "ramp:"):
+		rate, err := strconv.ParseFloat(strings.TrimPrefix(arrival, "ramp:"), 64)
+		if err != nil {
+			return nil, badInput("--arrival %s: want ramp:N with N nodes per second", arrival)
+		}
+		arr, err := fabricsim.RampArrivals(len(b.Nodes), rate)
+		if err != nil {
+			return nil, badInput("--arrival %s: %w", arrival, err)
+		}
+		return arr, nil
+	}
+	arr := make([]float64, len(b.Nodes))
+	in := make(map[int]bool, len(b.Nodes))
+	for i, n := range b.Nodes {
+		t, ok := listed[n]
+		if !ok {
+			return nil, badInput("--arrival %s: node %s of batch %q has no arrival time", arrival, g.VertexName(g.Nodes()[n]), b.Label)
+		}
+		arr[i] = t
+		in[n] = true
+	}
+	for n := range listed {
+		if !in[n] {
+			return nil, badInput("--arrival %s: node %s is not in batch %q", arrival, g.VertexName(g.Nodes()[n]), b.Label)
+		}
+	}
+	return arr, nil
+}
+
+// simReadArrivals reads the --arrival file (see fabricsim.ReadArrivals).
+func simReadArrivals(path string, h *topology.Hierarchy) (map[int]float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("--arrival %q: not all, ramp:N or an existing file", path)
+		}
+		return nil, fmt.Errorf("--arrival: %w", err)
+	}
+	defer f.Close()
+	return fabricsim.ReadArrivals(f, path, h)
+}
+
+// simFails is --fail and --detect, checked against the machine and the servers down from the start.
+type simFails struct {
+	failures []fabricsim.ServerFailure
+	detect   float64
+}
+
+// simFailures reads --fail and --detect (nil without --fail). A failed server must be up at the
+// start (not in --failed-servers or --failed-during-boot), fail once, and leave one server up.
+func simFailures(c *cli.Context, g *topology.Graph, in *machineInput) (*simFails, error) {
+	items := c.StringSlice("fail")
+	if len(items) == 0 {
+		if c.IsSet("detect") {
+			return nil, badInput("--detect needs --fail")
+		}
+		return nil, nil
+	}
+	d := c.Duration("detect")
+	if d < 0 {
+		return nil, badInput("--detect: %v must not be negative", d)
+	}
+	servers := len(g.Servers())
+	out := &simFails{detect: d.Seconds()}
+	down := 0
+	for s := 0; s < servers; s++ {
+		if simIsSet(in.Absent, s) || simIsSet(in.Dead, s) {
+			down++
+		}
+	}
+	seen := make([]bool, servers)
+	for _, item := range items {
+		item = strings.TrimSpace(item)
+		f, err := simParseFailure(g, in, item, seen)
+		if err != nil {
+			return nil, err
+		}
+		seen[f.Server] = true
+		down++
+		out.failures = append(out.failures, f)
+	}
+	if down == servers {
+		return nil, badInput("--fail: all %d boot servers would be down (%d fail, %d down from the start); at least one must stay up",
+			servers, len(out.failures), servers-len(out.failures))
+	}
+	return out, nil
+}
+
+func simIsSet(v []bool, s int) bool { return s < len(v) && v[s] }
+
+// simParseFailure parses one --fail item, SERVER@TIME, of a server up from the start that has not
+// failed yet (seen).
+func simParseFailure(g *topology.Graph, in *machineInput, item string, seen []bool) (fabricsim.ServerFailure, error) {
+	name, at, ok := strings.Cut(item, "@")
+	if !ok {
+		return fabricsim.ServerFailure{}, badInput("--fail %q: want SERVER@TIME, e.g. bs3@12s", item)
+	}
+	srv, err := simServer(g, strings.TrimSpace(name))
+	if err != nil {
+		return fabricsim.ServerFailure{}, badInput("--fail %q: %w", item, err)
+	}
+	t, err := simSeconds(strings.TrimSpace(at))
+	if err != nil {
+		return fabricsim.ServerFailure{}, badInput("--fail %q: %w", item, err)
+	}
+	sname := g.VertexName(g.Servers()[srv])
+	switch {
+	case seen[srv]:
+		return fabricsim.ServerFailure{}, badInput("--fail %q: %s fails twice", item, sname)
+	case simIsSet(in.Absent, srv):
+		return fabricsim.ServerFailure{}, badInput("--fail %q: %s is down from the start (--failed-servers)", item, sname)
+	case simIsSet(in.Dead, srv):
+		return fabricsim.ServerFailure{}, badInput("--fail %q: %s is down from the start (--failed-during-boot)", item, sname)
+	}
+	return fabricsim.ServerFailure{Server: srv, Seconds: t}, nil
+}
+
+// simServer parses a boot server: its name (bs3), or its index (3).
+func simServer(g *topology.Graph, s string) (int, error) {
+	for i, v := range g.Servers() {
+		if g.VertexName(v) == s {
+			return i, nil
+		}
+	}
+	n := len(g.Servers())
+	i, err := strconv.Atoi(strings.TrimPrefix(s, "bs"))
+	if err != nil || i < 0 || i >= n {
+		return 0, fmt.Errorf("%q is not a boot server (0-%d or bs0-bs%d)", s, n-1, n-1)
+	}
+	return i, nil
+}
+
+// simSeconds parses a time from the start of the boot: a duration (12s, 1m30s) or seconds (12.5).
+func simSeconds(s string) (float64, error) {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		d, derr := time.ParseDuration(s)
+		if derr != nil {
+			return 0, fmt.Errorf("time %q: want a duration like 12s or a number of seconds", s)
+		}
+		v = d.Seconds()
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("time %q must not be negative", s)
+	}
+	return v, nil
+}
