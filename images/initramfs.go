@@ -154,17 +154,17 @@ func BuildInitramfs(w io.Writer, cfg InitramfsConfig) error {
 		return err
 	}
 	bw := bufio.NewWriter(zw)
-	c := &cpioWriter{w: bw}
+	c := newEntryWriter(bw)
 	entries := []cpioEntry{}
 	for _, d := range []string{"bin", "dev", "etc", "proc", "run", "sbin", "sys", "tmp", "usr", "usr/bin", "usr/sbin"} {
-		entries = append(entries, cpioEntry{Name: d, Mode: cpioDir | 0o755})
+		entries = append(entries, cpioEntry{Name: d, Mode: CpioDir | 0o755})
 	}
 	entries = append(entries,
-		cpioEntry{Name: "dev/console", Mode: cpioCharDev | 0o600, RMajor: 5, RMin: 1},
-		cpioEntry{Name: "bin/busybox", Mode: cpioRegular | 0o755, Data: bb},
-		cpioEntry{Name: "bin/sh", Mode: cpioSymlink | 0o777, Data: []byte("busybox")},
-		cpioEntry{Name: "etc/udhcpc.script", Mode: cpioRegular | 0o755, Data: []byte(udhcpcScript)},
-		cpioEntry{Name: "init", Mode: cpioRegular | 0o755, Data: []byte(cfg.Init)},
+		cpioEntry{Name: "dev/console", Mode: CpioCharDev | 0o600, RMajor: 5, RMin: 1},
+		cpioEntry{Name: "bin/busybox", Mode: CpioRegular | 0o755, Data: bb},
+		cpioEntry{Name: "bin/sh", Mode: CpioSymlink | 0o777, Data: []byte("busybox")},
+		cpioEntry{Name: "etc/udhcpc.script", Mode: CpioRegular | 0o755, Data: []byte(udhcpcScript)},
+		cpioEntry{Name: "init", Mode: CpioRegular | 0o755, Data: []byte(cfg.Init)},
 	)
 	if len(cfg.Modules) > 0 {
 		mods, err := moduleEntries(cfg.Modules)
@@ -178,7 +178,7 @@ func BuildInitramfs(w io.Writer, cfg InitramfsConfig) error {
 			return fmt.Errorf("images: initramfs: %w", err)
 		}
 	}
-	if err := c.close(); err != nil {
+	if err := c.Close(); err != nil {
 		return fmt.Errorf("images: initramfs: %w", err)
 	}
 	if err := bw.Flush(); err != nil {
@@ -237,7 +237,7 @@ func checkStatic(path string) error {
 // moduleEntries returns the archive entries of kernel modules: the
 // directories, each module under lib/modules/ and etc/modules.order.
 func moduleEntries(paths []string) ([]cpioEntry, error) {
-	out := []cpioEntry{{Name: "lib", Mode: cpioDir | 0o755}, {Name: "lib/modules", Mode: cpioDir | 0o755}}
+	out := []cpioEntry{{Name: "lib", Mode: CpioDir | 0o755}, {Name: "lib/modules", Mode: CpioDir | 0o755}}
 	var order strings.Builder
 	seen := map[string]bool{}
 	for _, p := range paths {
@@ -256,8 +256,8 @@ func moduleEntries(paths []string) ([]cpioEntry, error) {
 		if len(data) < 4 || string(data[:4]) != "\x7fELF" {
 			return nil, fmt.Errorf("module %s is not an ELF object", p)
 		}
-		out = append(out, cpioEntry{Name: "lib/modules/" + base, Mode: cpioRegular | 0o644, Data: data})
+		out = append(out, cpioEntry{Name: "lib/modules/" + base, Mode: CpioRegular | 0o644, Data: data})
 		order.WriteString(base + "\n")
 	}
-	return append(out, cpioEntry{Name: "etc/modules.order", Mode: cpioRegular | 0o644, Data: []byte(order.String())}), nil
+	return append(out, cpioEntry{Name: "etc/modules.order", Mode: CpioRegular | 0o644, Data: []byte(order.String())}), nil
 }

@@ -29,7 +29,7 @@ type newcEntry struct {
 	nlink uint32
 }
 
-// parseNewc reads a newc archive independently of cpioWriter.
+// parseNewc reads a newc archive independently of CpioWriter.
 func parseNewc(t *testing.T, b []byte) []newcEntry {
 	t.Helper()
 	var out []newcEntry
@@ -110,7 +110,7 @@ func TestBuildInitramfs(t *testing.T) {
 		name string
 		mode uint32
 	}{
-		{"init", cpioRegular | 0o755}, {"bin/sh", cpioSymlink | 0o777}, {"dev/console", cpioCharDev | 0o600}, {"bin", cpioDir | 0o755},
+		{"init", CpioRegular | 0o755}, {"bin/sh", CpioSymlink | 0o777}, {"dev/console", CpioCharDev | 0o600}, {"bin", CpioDir | 0o755},
 	}
 	for _, c := range checks {
 		if got := byName[c.name].mode; got != c.mode {

@@ -150,7 +150,7 @@ func RenderOverlays(w io.Writer, node OverlayNode, overlays ...*Overlay) error {
 				}
 				data = buf.Bytes()
 			}
-			files[f.name] = cpioEntry{Name: f.name, Mode: cpioRegular | f.mode, Data: data}
+			files[f.name] = cpioEntry{Name: f.name, Mode: CpioRegular | f.mode, Data: data}
 		}
 	}
 	return writeOverlayArchive(w, files, modes)
@@ -172,7 +172,7 @@ func writeOverlayArchive(w io.Writer, files map[string]cpioEntry, modes map[stri
 		if !ok {
 			m = 0o755
 		}
-		entries = append(entries, cpioEntry{Name: d, Mode: cpioDir | m})
+		entries = append(entries, cpioEntry{Name: d, Mode: CpioDir | m})
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
 	sort.Strings(names)
@@ -181,13 +181,13 @@ func writeOverlayArchive(w io.Writer, files map[string]cpioEntry, modes map[stri
 	}
 	zw := gzip.NewWriter(w)
 	bw := bufio.NewWriter(zw)
-	c := &cpioWriter{w: bw}
+	c := newEntryWriter(bw)
 	for _, e := range entries {
 		if err := c.add(e); err != nil {
 			return fmt.Errorf("images: overlay: %w", err)
 		}
 	}
-	err := c.close()
+	err := c.Close()
 	if err == nil {
 		err = bw.Flush()
 	}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/bootfabric/bootfabric/images"
 )
 
 // AgentDir is where the agent's files go in the image: a name no distribution uses.
@@ -116,10 +118,10 @@ exit 0
 // image has: the kernel unpacks entries in order, a later one replacing an earlier. modules are
 // kernel modules the agent loads, in order, before it brings the network up.
 func (e *emitter) writeAgent(busybox string, modules []string) error {
-	if err := e.put(AgentDir, meta{mode: sIFDIR | 0o755}, e.ino(), 2, 0); err != nil {
+	if err := e.put(AgentDir, meta{mode: images.CpioDir | 0o755}, e.ino(), 2, 0); err != nil {
 		return err
 	}
-	if err := e.copyFile(busybox, AgentDir+"/busybox", sIFREG|0o755); err != nil {
+	if err := e.copyFile(busybox, AgentDir+"/busybox", images.CpioRegular|0o755); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
 	if err := e.writeModules(modules); err != nil {
@@ -129,10 +131,10 @@ func (e *emitter) writeAgent(busybox string, modules []string) error {
 		return err
 	}
 	for _, s := range []struct{ name, body string }{{AgentDir + "/udhcpc.script", agentDHCPScript}, {"init", AgentInit}} {
-		if err := e.put(s.name, meta{mode: sIFREG | 0o755}, e.ino(), 1, int64(len(s.body))); err != nil {
+		if err := e.put(s.name, meta{mode: images.CpioRegular | 0o755}, e.ino(), 1, int64(len(s.body))); err != nil {
 			return err
 		}
-		if err := e.cw.bytes([]byte(s.body)); err != nil {
+		if err := e.bytes(s.body); err != nil {
 			return err
 		}
 	}
@@ -144,7 +146,7 @@ func (e *emitter) writeModules(modules []string) error {
 	if len(modules) == 0 {
 		return nil
 	}
-	if err := e.put(AgentDir+"/modules", meta{mode: sIFDIR | 0o755}, e.ino(), 2, 0); err != nil {
+	if err := e.put(AgentDir+"/modules", meta{mode: images.CpioDir | 0o755}, e.ino(), 2, 0); err != nil {
 		return err
 	}
 	var order strings.Builder
@@ -155,15 +157,15 @@ func (e *emitter) writeModules(modules []string) error {
 			return fmt.Errorf("agent: module %s: a module named %s is already given", m, base)
 		}
 		seen[base] = true
-		if err := e.copyFile(m, AgentDir+"/modules/"+base, sIFREG|0o644); err != nil {
+		if err := e.copyFile(m, AgentDir+"/modules/"+base, images.CpioRegular|0o644); err != nil {
 			return fmt.Errorf("agent: module %w", err)
 		}
 		order.WriteString(base + "\n")
 	}
-	if err := e.put(AgentDir+"/modules.order", meta{mode: sIFREG | 0o644}, e.ino(), 1, int64(order.Len())); err != nil {
+	if err := e.put(AgentDir+"/modules.order", meta{mode: images.CpioRegular | 0o644}, e.ino(), 1, int64(order.Len())); err != nil {
 		return err
 	}
-	return e.cw.bytes([]byte(order.String()))
+	return e.bytes(order.String())
 }
 
 // copyFile writes the file at src as the archive entry name.
@@ -183,7 +185,7 @@ func (e *emitter) copyFile(src, name string, mode uint32) error {
 	if err := e.put(name, meta{mode: mode}, e.ino(), 1, fi.Size()); err != nil {
 		return err
 	}
-	if err := e.cw.data(f, fi.Size()); err != nil {
+	if err := e.data(f, fi.Size()); err != nil {
 		return fmt.Errorf("copying %s: %w", src, err)
 	}
 	return nil
@@ -196,11 +198,11 @@ func (e *emitter) writeConsole() error {
 		return nil
 	}
 	if d := e.t.lookup("dev"); d == nil {
-		if err := e.put("dev", meta{mode: sIFDIR | 0o755}, e.ino(), 2, 0); err != nil {
+		if err := e.put("dev", meta{mode: images.CpioDir | 0o755}, e.ino(), 2, 0); err != nil {
 			return err
 		}
 	} else if d.children == nil {
 		return nil // not a directory: leave the image as it is
 	}
-	return e.put("dev/console", meta{mode: sIFCHR | 0o600, rmajor: 5, rmin: 1}, e.ino(), 1, 0)
+	return e.put("dev/console", meta{mode: images.CpioCharDev | 0o600, rmajor: 5, rmin: 1}, e.ino(), 1, 0)
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/bootfabric/bootfabric/images"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/klauspost/compress/gzip"
@@ -130,7 +131,7 @@ func shortHash(h v1.Hash) string {
 // emitter writes the final tree as an archive during the second pass over the layers.
 type emitter struct {
 	t       *tree
-	cw      *cpioWriter
+	cw      *images.CpioWriter
 	nextIno uint32
 	entries int
 
@@ -138,8 +139,20 @@ type emitter struct {
 	kernelOut io.Writer // where the kernel's data is copied to as well
 }
 
-func newEmitter(t *tree, w io.Writer) *emitter {
-	return &emitter{t: t, cw: &cpioWriter{w: w}, nextIno: uint32(len(t.inodes)) + 1}
+func newEmitter(t *tree) *emitter {
+	return &emitter{t: t, nextIno: uint32(len(t.inodes)) + 1}
+}
+
+// data writes the current entry's size bytes from r.
+func (e *emitter) data(r io.Reader, size int64) error {
+	_, err := io.CopyN(e.cw, r, size)
+	return err
+}
+
+// bytes writes the current entry's data, held whole (a symlink's target, a script).
+func (e *emitter) bytes(s string) error {
+	_, err := e.cw.Write([]byte(s))
+	return err
 }
 
 // dirs writes every directory, parents first.
@@ -161,7 +174,7 @@ func (e *emitter) ino() uint32 {
 
 func (e *emitter) put(name string, m meta, ino, nlink uint32, size int64) error {
 	e.entries++
-	return e.cw.header(cpioHeader{Name: name, Ino: ino, Mode: m.mode, UID: m.uid, GID: m.gid, Nlink: nlink,
+	return e.cw.WriteHeader(&images.CpioHeader{Name: name, Ino: ino, Mode: m.mode, UID: m.uid, GID: m.gid, Nlink: nlink,
 		Mtime: m.mtime, Size: size, RMajor: m.rmajor, RMin: m.rmin})
 }
 
@@ -188,7 +201,7 @@ func (e *emitter) entry(h *tar.Header, r io.Reader, at src) error {
 	if err := e.put(p, n.meta, e.ino(), 1, int64(len(n.meta.link))); err != nil {
 		return err
 	}
-	return e.cw.bytes([]byte(n.meta.link))
+	return e.bytes(n.meta.link)
 }
 
 // file writes an inode's data under its first path; its other paths follow as links.
@@ -200,7 +213,7 @@ func (e *emitter) file(in *inode, r io.Reader) error {
 	if in == e.kernel {
 		r = io.TeeReader(r, e.kernelOut)
 	}
-	if err := e.cw.data(r, n.meta.size); err != nil {
+	if err := e.data(r, n.meta.size); err != nil {
 		return fmt.Errorf("copying %s: %w", in.members[0], err)
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"path"
 	"strings"
 	"testing"
+
+	"github.com/bootfabric/bootfabric/images"
 )
 
 // FuzzTreeApply feeds entry names, link targets and types through the tree: it never panics,
@@ -28,7 +30,7 @@ func FuzzTreeApply(f *testing.F) {
 			if p == ".." || strings.HasPrefix(p, "../") || strings.Contains(p, "/../") || path.Clean(p) != p {
 				t.Fatalf("path %q in the tree", p)
 			}
-			if n.meta.mode&sIFMT == sIFLNK && checkSymlink(p, n.meta.link) != nil {
+			if n.meta.mode&images.CpioTypeMask == images.CpioSymlink && checkSymlink(p, n.meta.link) != nil {
 				t.Fatalf("symlink %q -> %q escapes", p, n.meta.link)
 			}
 		})

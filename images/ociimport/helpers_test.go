@@ -227,10 +227,10 @@ func parseCpio(b []byte) ([]entry, error) {
 			return out, nil
 		}
 		e := entry{Name: name, Mode: strconv.FormatUint(mode, 8), Owner: fmt.Sprintf("%d:%d", uid, gid), Nlink: int(nlink), Data: data}
-		if t := mode & sIFMT; t == sIFCHR || t == sIFBLK {
+		if t := mode & images.CpioTypeMask; t == images.CpioCharDev || t == images.CpioBlockDev {
 			e.Dev = fmt.Sprintf("%d:%d", rmaj, rmin)
 		}
-		if mode&sIFMT == sIFREG && nlink > 1 {
+		if mode&images.CpioTypeMask == images.CpioRegular && nlink > 1 {
 			if first, ok := firstOf[ino]; ok {
 				e.LinkOf = first
 			} else {

@@ -168,7 +168,7 @@ func (b *build) write(res *Result) error {
 	if err != nil {
 		return err
 	}
-	e := newEmitter(b.t, nil)
+	e := newEmitter(b.t)
 	if err := b.kernelFile(e, res); err != nil {
 		out.Close()
 		return err
@@ -196,7 +196,7 @@ func (b *build) archive(out *os.File, e *emitter) (int64, error) {
 		return 0, err
 	}
 	bw := bufio.NewWriterSize(zw, 1<<20)
-	e.cw.w = bw
+	e.cw = images.NewCpioWriter(bw)
 	if err := e.dirs(); err != nil {
 		return 0, b.opt.bad(err)
 	}
@@ -209,7 +209,7 @@ func (b *build) archive(out *os.File, e *emitter) (int64, error) {
 		err = e.writeAgent(b.opt.Busybox, b.opt.Modules)
 	}
 	if err == nil {
-		err = e.cw.close()
+		err = e.cw.Close()
 	}
 	if err == nil {
 		err = bw.Flush()
@@ -223,7 +223,7 @@ func (b *build) archive(out *os.File, e *emitter) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("ociimport: writing the initramfs: %w", err)
 	}
-	return e.cw.n, nil
+	return e.cw.Len(), nil
 }
 
 // kernelFile arranges for the kernel: the file given, or the image's, copied out during the
@@ -308,7 +308,7 @@ func findKernel(t *tree) (string, *inode, error) {
 // resolve follows symlinks from p inside the tree, at most 40 deep as the kernel does.
 func (t *tree) resolve(p string, depth int) (string, *node) {
 	n := t.lookup(p)
-	if n == nil || n.meta.mode&sIFMT != sIFLNK {
+	if n == nil || n.meta.mode&images.CpioTypeMask != images.CpioSymlink {
 		return p, n
 	}
 	if depth >= 40 {

@@ -7,6 +7,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"github.com/bootfabric/bootfabric/images"
 )
 
 // errBadPath is wrapped by errors about entry names and link targets.
@@ -48,7 +50,7 @@ type tree struct {
 }
 
 func newTree() *tree {
-	return &tree{root: &node{meta: meta{mode: sIFDIR | 0o755}, children: map[string]*node{}}, inodes: map[src]*inode{}}
+	return &tree{root: &node{meta: meta{mode: images.CpioDir | 0o755}, children: map[string]*node{}}, inodes: map[src]*inode{}}
 }
 
 // cleanName turns a tar name into a path relative to the root ("" for the root itself) and
@@ -74,10 +76,10 @@ func (t *tree) parent(p string, l int) (*node, error) {
 	for i, name := range parts[:len(parts)-1] {
 		n := dir.children[name]
 		if n == nil {
-			n = &node{from: src{l, -1}, implicit: true, meta: meta{mode: sIFDIR | 0o755}, children: map[string]*node{}}
+			n = &node{from: src{l, -1}, implicit: true, meta: meta{mode: images.CpioDir | 0o755}, children: map[string]*node{}}
 			dir.children[name] = n
 		}
-		if n.meta.mode&sIFMT != sIFDIR {
+		if n.meta.mode&images.CpioTypeMask != images.CpioDir {
 			return nil, fmt.Errorf("%w: %q: %s is not a directory", errBadPath, p, strings.Join(parts[:i+1], "/"))
 		}
 		dir = n
@@ -128,12 +130,12 @@ func (t *tree) apply(h *tar.Header, at src) error {
 	switch {
 	case h.Typeflag == tar.TypeLink:
 		err = t.hardLink(n, h.Linkname)
-	case m.mode&sIFMT == sIFDIR:
+	case m.mode&images.CpioTypeMask == images.CpioDir:
 		n.children = map[string]*node{}
 		if old := dir.children[base]; old != nil && old.children != nil {
 			n.children = old.children // a directory declared again keeps its contents
 		}
-	case m.mode&sIFMT == sIFREG:
+	case m.mode&images.CpioTypeMask == images.CpioRegular:
 		n.inode = &inode{from: at}
 		t.inodes[at] = n.inode
 	}
@@ -155,7 +157,7 @@ func (t *tree) hardLink(n *node, target string) error {
 	if tn == nil || tp == "" {
 		return fmt.Errorf("%w: hard link to %q: no such file in this or a lower layer", errBadPath, target)
 	}
-	if tn.meta.mode&sIFMT == sIFDIR {
+	if tn.meta.mode&images.CpioTypeMask == images.CpioDir {
 		return fmt.Errorf("%w: hard link to directory %q", errBadPath, target)
 	}
 	n.meta = tn.meta
@@ -277,20 +279,20 @@ func headerMeta(h *tar.Header, p string) (meta, error) {
 	perm := uint32(h.Mode) & 0o7777
 	switch h.Typeflag {
 	case tar.TypeReg, tar.TypeLink: // archive/tar reads the old TypeRegA as TypeReg
-		m.mode, m.size = sIFREG|perm, h.Size
+		m.mode, m.size = images.CpioRegular|perm, h.Size
 	case tar.TypeDir:
-		m.mode = sIFDIR | perm
+		m.mode = images.CpioDir | perm
 	case tar.TypeSymlink:
 		if err := checkSymlink(p, h.Linkname); err != nil {
 			return m, err
 		}
-		m.mode, m.link = sIFLNK|0o777, h.Linkname
+		m.mode, m.link = images.CpioSymlink|0o777, h.Linkname
 	case tar.TypeChar:
-		m.mode = sIFCHR | perm
+		m.mode = images.CpioCharDev | perm
 	case tar.TypeBlock:
-		m.mode = sIFBLK | perm
+		m.mode = images.CpioBlockDev | perm
 	case tar.TypeFifo:
-		m.mode = sIFIFO | perm
+		m.mode = images.CpioFIFO | perm
 	default:
 		return m, fmt.Errorf("%w: %q: tar entry type %q is not a file, directory, link or device", errBadPath, h.Name, h.Typeflag)
 	}
