@@ -63,7 +63,7 @@ type File struct {
 	Protocol Protocol `json:"protocol"`
 }
 
-// Defaults of FlowConfig, documented in the README.
+// Defaults of FlowConfig, documented in docs/plan.md.
 const (
 	// DefaultNBPBytes is undionly.kpxe, the iPXE network boot program, about 70 KB.
 	DefaultNBPBytes = 70e3

@@ -304,7 +304,7 @@ func TestFlowNeverSlowerThanAnalytic(t *testing.T) {
 	}
 }
 
-// TestFlowExample is the README's worked example: bcda, 161 boards (5 full supernodes plus board
+// TestFlowExample is docs/plan.md's worked example: bcda, 161 boards (5 full supernodes plus board
 // 160, which shares server 0 with board 0).
 func TestFlowExample(t *testing.T) {
 	g, an := sunway(t)

@@ -220,7 +220,7 @@ func TestHealthIdleTaskSlower(t *testing.T) {
 	}
 }
 
-// hsInterference is the straggler table of the README.
+// hsInterference are the interference cases docs/plan.md reports.
 var hsInterference = []struct {
 	name string
 	st   HealthStragglers

@@ -195,7 +195,7 @@ func dumpDOM(t *testing.T, page string) string {
 	return stdout.String()
 }
 
-// TestDocsFigure renders the headline's plot of the paper machine alone, as in the README: the
+// TestDocsFigure renders the headline's plot of the paper machine alone, as in docs/report.md: the
 // end-to-end boot time. With BOOTFABRIC_DOCS_PNG=path it also writes the PNG there (the committed
 // docs/report-boot-time.png).
 func TestDocsFigure(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 )
 
 // sunway is the paper's machine: 40 cabinets x 4 supernodes x 32 boards x 8 nodes, 160 boot
-// servers, 20 on each of 8 cascade switches; segments N1..N5 as in the papers README. The paper
-// gives no latencies; 10 us per hop is a typical store-and-forward Ethernet switch hop.
+// servers, 20 on each of 8 cascade switches; segments N1..N5 as the SCDA/BCDA paper names them. The
+// paper gives no latencies; 10 us per hop is a typical store-and-forward Ethernet switch hop.
 func sunway() *Machine {
 	return &Machine{
 		Name:        "sunway",
