@@ -14,120 +14,13 @@ import (
 // DefaultBusybox is where Debian's busybox-static package puts its binary.
 const DefaultBusybox = "/bin/busybox"
 
-// DefaultInit is the test initramfs's /init. It loads the kernel modules
-// listed in /etc/modules.order (InitramfsConfig.Modules, in order), brings
-// up the first network interface with udhcpc, POSTs a JSON health report to
-// the URL given as bootfabric.health= on the kernel command line (busybox
-// wget), and powers off. The report is what bootsrv accepts:
-//
-//	{"status":"ok"|"failed", "details":{"node":..., "detail":...,
-//	 "interface":..., "mac":..., "ip":..., "kernel":..., "uptime_seconds":...}}
-//
-// Each step is logged on the console with the uptime, so that a serial log
-// shows where a boot spends its time.
-//
-// busybox wget's -T option crashes the Debian 12 static build, so the
-// timeout applet bounds each attempt instead.
-const DefaultInit = `#!/bin/sh
-# bootfabric test initramfs: DHCP, health report, power off.
-export PATH=/bin:/sbin:/usr/bin:/usr/sbin
-/bin/busybox --install -s
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev 2>/dev/null
-log() { echo "bootfabric: [$(cut -d' ' -f1 /proc/uptime)] $*"; }
-log "init started"
-if [ -f /etc/modules.order ]; then
-	while read -r m; do
-		[ -n "$m" ] && { insmod "/lib/modules/$m" || log "insmod $m failed"; }
-	done < /etc/modules.order
-	log "modules loaded"
-fi
-
-health=""
-node=""
-for arg in $(cat /proc/cmdline); do
-	case "$arg" in
-	bootfabric.health=*) health="${arg#bootfabric.health=}" ;;
-	bootfabric.node=*) node="${arg#bootfabric.node=}" ;;
-	esac
-done
-
-ip link set lo up
-iface=""
-for try in 1 2 3 4 5 6 7 8 9 10; do
-	for d in /sys/class/net/*; do
-		n="${d##*/}"
-		[ "$n" = lo ] && continue
-		iface="$n"
-		break
-	done
-	[ -n "$iface" ] && break
-	sleep 1
-done
-
-status=ok
-detail=""
-if [ -z "$iface" ]; then
-	status=failed
-	detail="no network interface"
-elif ! udhcpc -i "$iface" -n -q -t 5 -T 2 -s /etc/udhcpc.script; then
-	status=failed
-	detail="no DHCP lease on $iface"
-fi
-log "dhcp done on $iface: $status"
-addr="$(cat /tmp/ip 2>/dev/null)"
-mac="$(cat "/sys/class/net/$iface/address" 2>/dev/null)"
-uptime="$(cut -d' ' -f1 /proc/uptime)"
-report="{\"status\":\"$status\",\"details\":{\"node\":\"$node\",\"detail\":\"$detail\",\"interface\":\"$iface\",\"mac\":\"$mac\",\"ip\":\"$addr\",\"kernel\":\"$(uname -r)\",\"uptime_seconds\":$uptime}}"
-log "$report"
-
-if [ -n "$health" ]; then
-	sent=no
-	for try in 1 2 3 4 5; do
-		if timeout 10 wget -q -O /dev/null --header "Content-Type: application/json" --post-data "$report" "$health"; then
-			sent=yes
-			break
-		fi
-		sleep 1
-	done
-	log "health report sent=$sent to $health"
-else
-	log "no bootfabric.health= on the kernel command line"
-fi
-sync
-poweroff -f
-sleep 5
-echo o > /proc/sysrq-trigger
-`
-
-// udhcpcScript configures the address udhcpc leased; busybox passes the
-// prefix length in $mask and routers in $router.
-const udhcpcScript = `#!/bin/sh
-case "$1" in
-deconfig)
-	ip addr flush dev "$interface"
-	ip link set "$interface" up
-	;;
-bound|renew)
-	ip addr flush dev "$interface"
-	ip addr add "$ip/${mask:-24}" dev "$interface"
-	for r in $router; do
-		ip route add default via "$r" dev "$interface" && break
-	done
-	echo "$ip" > /tmp/ip
-	;;
-esac
-exit 0
-`
-
 // InitramfsConfig configures BuildInitramfs; zero values take defaults.
 type InitramfsConfig struct {
 	Busybox string // static busybox binary; DefaultBusybox when empty
-	Init    string // /init script; DefaultInit when empty
+	Init    string // /init script; AgentInit(InitramfsLayout()) when empty
 	// Modules are kernel module files (uncompressed .ko) copied into
 	// /lib/modules/ under their base names and listed, in the given order,
-	// in /etc/modules.order; DefaultInit insmods them in that order before
+	// in /etc/modules.order; the default /init insmods them in that order before
 	// it brings the network up, so list dependencies first.
 	Modules []string
 }
@@ -140,7 +33,7 @@ func BuildInitramfs(w io.Writer, cfg InitramfsConfig) error {
 		cfg.Busybox = DefaultBusybox
 	}
 	if cfg.Init == "" {
-		cfg.Init = DefaultInit
+		cfg.Init = AgentInit(InitramfsLayout())
 	}
 	bb, err := os.ReadFile(cfg.Busybox)
 	if err != nil {
@@ -163,7 +56,7 @@ func BuildInitramfs(w io.Writer, cfg InitramfsConfig) error {
 		cpioEntry{Name: "dev/console", Mode: CpioCharDev | 0o600, RMajor: 5, RMin: 1},
 		cpioEntry{Name: "bin/busybox", Mode: CpioRegular | 0o755, Data: bb},
 		cpioEntry{Name: "bin/sh", Mode: CpioSymlink | 0o777, Data: []byte("busybox")},
-		cpioEntry{Name: "etc/udhcpc.script", Mode: CpioRegular | 0o755, Data: []byte(udhcpcScript)},
+		cpioEntry{Name: "etc/udhcpc.script", Mode: CpioRegular | 0o755, Data: []byte(AgentDHCPScript(InitramfsLayout()))},
 		cpioEntry{Name: "init", Mode: CpioRegular | 0o755, Data: []byte(cfg.Init)},
 	)
 	if len(cfg.Modules) > 0 {

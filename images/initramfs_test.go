@@ -120,9 +120,15 @@ func TestBuildInitramfs(t *testing.T) {
 	if c := byName["dev/console"]; c.rmaj != 5 || c.rmin != 1 {
 		t.Errorf("dev/console is %d:%d, want 5:1", c.rmaj, c.rmin)
 	}
-	if string(byName["bin/sh"].data) != "busybox" || string(byName["init"].data) != DefaultInit {
+	if string(byName["bin/sh"].data) != "busybox" || string(byName["init"].data) != AgentInit(InitramfsLayout()) {
 		t.Error("bin/sh target or init contents wrong")
 	}
+}
+
+// execLayout is an agent that execs an init after its report, as an imported image's does.
+func execLayout() AgentLayout {
+	return AgentLayout{Busybox: "/a/busybox", ModulesDir: "/a/modules", ModulesOrder: "/a/modules.order",
+		DHCPScript: "/a/udhcpc.script", IPFile: "/a/ip", Init: "/sbin/init"}
 }
 
 // TestInitScriptsParse checks the shell syntax of /init and the udhcpc
@@ -130,7 +136,8 @@ func TestBuildInitramfs(t *testing.T) {
 func TestInitScriptsParse(t *testing.T) {
 	bb := needBusybox(t)
 	dir := t.TempDir()
-	for name, body := range map[string]string{"init": DefaultInit, "udhcpc.script": udhcpcScript} {
+	for name, body := range map[string]string{"init": AgentInit(InitramfsLayout()), "udhcpc.script": AgentDHCPScript(InitramfsLayout()),
+		"agent init": AgentInit(execLayout())} {
 		p := filepath.Join(dir, name)
 		must(t, os.WriteFile(p, []byte(body), 0o755))
 		if out, err := exec.Command(bb, "sh", "-n", p).CombinedOutput(); err != nil {
@@ -138,9 +145,12 @@ func TestInitScriptsParse(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"udhcpc -i", "bootfabric.health=", "--post-data", "poweroff -f"} {
-		if !strings.Contains(DefaultInit, want) {
-			t.Errorf("DefaultInit lacks %q", want)
+		if !strings.Contains(AgentInit(InitramfsLayout()), want) {
+			t.Errorf("the test initramfs's init lacks %q", want)
 		}
+	}
+	if s := AgentInit(execLayout()); !strings.Contains(s, `exec "$init"`) || strings.Contains(s, "poweroff") {
+		t.Errorf("an agent with an init powers off, or does not exec it:\n%s", s)
 	}
 }
 
@@ -191,7 +201,7 @@ func TestInitramfsCpioTool(t *testing.T) {
 		t.Fatalf("cpio -i: %v\n%s", err, out)
 	}
 	got, err := os.ReadFile(filepath.Join(ex, "init"))
-	if err != nil || string(got) != DefaultInit {
+	if err != nil || string(got) != AgentInit(InitramfsLayout()) {
 		t.Fatalf("extracted init: %v", err)
 	}
 	if l, err := os.Readlink(filepath.Join(ex, "bin/sh")); err != nil || l != "busybox" {

@@ -33,8 +33,8 @@ func TestImportAgent(t *testing.T) {
 		{Name: ".bootfabric/busybox", Mode: "100755", Owner: "0:0", Nlink: 1, Data: string(bb)},
 		{Name: "dev", Mode: "40755", Owner: "0:0", Nlink: 2},
 		{Name: "dev/console", Mode: "20600", Owner: "0:0", Nlink: 1, Dev: "5:1"},
-		{Name: ".bootfabric/udhcpc.script", Mode: "100755", Owner: "0:0", Nlink: 1, Data: agentDHCPScript},
-		{Name: "init", Mode: "100755", Owner: "0:0", Nlink: 1, Data: AgentInit},
+		{Name: ".bootfabric/udhcpc.script", Mode: "100755", Owner: "0:0", Nlink: 1, Data: images.AgentDHCPScript(agentLayout())},
+		{Name: "init", Mode: "100755", Owner: "0:0", Nlink: 1, Data: images.AgentInit(agentLayout())},
 	}
 	for i := range want {
 		if tail[i] != want[i] {
@@ -60,7 +60,7 @@ func TestImportAgent(t *testing.T) {
 	if _, _, err := importInto(t, filepath.Join(dir, "n"), Options{Source: src, Modules: []string{ko}}); err == nil {
 		t.Error("modules without the agent: no error")
 	}
-	for name, script := range map[string]string{"init": AgentInit, "udhcpc.script": agentDHCPScript} {
+	for name, script := range map[string]string{"init": images.AgentInit(agentLayout()), "udhcpc.script": images.AgentDHCPScript(agentLayout())} {
 		p := filepath.Join(dir, name)
 		os.WriteFile(p, []byte(script), 0o755)
 		if out, err := exec.Command(images.DefaultBusybox, "sh", "-n", p).CombinedOutput(); err != nil {

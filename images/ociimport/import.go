@@ -34,7 +34,7 @@ type Options struct {
 	Compression string // Gzip (default) or Zstd
 	Platform    string // os/arch[/variant] picked from a multi-platform index; default linux/GOARCH
 	TempDir     string // where an OCI archive is unpacked; default os.TempDir()
-	// Busybox, when set, is a static busybox binary: Import adds the agent (AgentInit as /init,
+	// Busybox, when set, is a static busybox binary: Import adds the agent (images.AgentInit as /init,
 	// busybox under AgentDir) that reports the node's health and then runs the image's init.
 	// Empty: the image's files only (boot it with rdinit=/sbin/init on the command line).
 	Busybox string

@@ -1,0 +1,161 @@
+package images
+
+import (
+	"strings"
+	"text/template"
+)
+
+// AgentLayout is where a node agent's files are in an initramfs, and what it does once it has
+// reported: the test initramfs powers the node off, an imported container image's agent hands
+// over to the image's own init.
+type AgentLayout struct {
+	Busybox      string // the static busybox; every command runs through it, so nothing else is needed
+	ModulesDir   string // kernel modules, loaded in the order ModulesOrder lists them
+	ModulesOrder string
+	DHCPScript   string // udhcpc's script (AgentDHCPScript)
+	IPFile       string // where the DHCP script keeps the leased address, for the report
+	// Init, when set, is the init to exec after the report (bootfabric.init= on the kernel
+	// command line overrides it); empty, the agent powers the node off.
+	Init string
+}
+
+// InitramfsLayout is the test initramfs's layout (BuildInitramfs): the agent powers off.
+func InitramfsLayout() AgentLayout {
+	return AgentLayout{Busybox: "/bin/busybox", ModulesDir: "/lib/modules", ModulesOrder: "/etc/modules.order",
+		DHCPScript: "/etc/udhcpc.script", IPFile: "/tmp/ip"}
+}
+
+// AgentInit is a node agent's /init: it loads the kernel modules ModulesOrder lists, brings up
+// the first network interface with udhcpc, POSTs a JSON health report to the URL given as
+// bootfabric.health= on the kernel command line (busybox wget), then powers off or execs Init. The
+// report is what bootsrv accepts:
+//
+//	{"status":"ok"|"failed", "details":{"node":..., "detail":..., "interface":..., "mac":...,
+//	 "ip":..., "kernel":..., "uptime_seconds":...[, "init":...]}}
+//
+// Each step is logged on the console with the uptime, so that a serial log shows where a boot
+// spends its time. busybox wget's -T option crashes the Debian 12 static build, so the timeout
+// applet bounds each attempt instead.
+func AgentInit(l AgentLayout) string { return renderAgent(agentInit, l) }
+
+// AgentDHCPScript is the udhcpc script of AgentInit: it configures the leased address (busybox
+// passes the prefix length in $mask and the routers in $router) and keeps it in IPFile.
+func AgentDHCPScript(l AgentLayout) string { return renderAgent(agentDHCP, l) }
+
+func renderAgent(t *template.Template, l AgentLayout) string {
+	var b strings.Builder
+	if err := t.Execute(&b, l); err != nil {
+		panic(err) // the templates are constants and take only strings
+	}
+	return b.String()
+}
+
+var (
+	agentInit = template.Must(template.New("init").Parse(agentInitText))
+	agentDHCP = template.Must(template.New("udhcpc").Parse(agentDHCPText))
+)
+
+const agentInitText = `#!{{.Busybox}} sh
+# bootfabric node agent: DHCP, health report, then {{if .Init}}the image's own init{{else}}power off{{end}}.
+bb={{.Busybox}}
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+for d in proc sys dev run tmp; do $bb mkdir -p /$d; done
+$bb mount -t proc proc /proc
+$bb mount -t sysfs sysfs /sys
+$bb mount -t devtmpfs devtmpfs /dev 2>/dev/null
+log() { echo "bootfabric: [$($bb cut -d' ' -f1 /proc/uptime)] $*" > /dev/console; }
+log "init started"
+if [ -f {{.ModulesOrder}} ]; then
+	while read -r m; do
+		[ -n "$m" ] && { $bb insmod "{{.ModulesDir}}/$m" || log "insmod $m failed"; }
+	done < {{.ModulesOrder}}
+	log "modules loaded"
+fi
+health=""
+node=""
+init="{{.Init}}"
+for arg in $($bb cat /proc/cmdline); do
+	case "$arg" in
+	bootfabric.health=*) health="${arg#bootfabric.health=}" ;;
+	bootfabric.node=*) node="${arg#bootfabric.node=}" ;;
+{{- if .Init}}
+	bootfabric.init=*) init="${arg#bootfabric.init=}" ;;
+{{- end}}
+	esac
+done
+$bb ip link set lo up
+iface=""
+for try in 1 2 3 4 5 6 7 8 9 10; do
+	for d in /sys/class/net/*; do
+		n="${d##*/}"
+		[ "$n" = lo ] && continue
+		iface="$n"
+		break
+	done
+	[ -n "$iface" ] && break
+	$bb sleep 1
+done
+status=ok
+detail=""
+if [ -z "$iface" ]; then
+	status=failed
+	detail="no network interface"
+elif ! $bb udhcpc -i "$iface" -n -q -t 5 -T 2 -s {{.DHCPScript}}; then
+	status=failed
+	detail="no DHCP lease on $iface"
+fi
+{{- if .Init}}
+[ -e "$init" ] || { status=failed; detail="no $init in the image"; }
+{{- end}}
+log "dhcp done on $iface: $status"
+addr="$($bb cat {{.IPFile}} 2>/dev/null)"
+mac="$($bb cat "/sys/class/net/$iface/address" 2>/dev/null)"
+uptime="$($bb cut -d' ' -f1 /proc/uptime)"
+report="{\"status\":\"$status\",\"details\":{\"node\":\"$node\",\"detail\":\"$detail\",\"interface\":\"$iface\",\"mac\":\"$mac\",\"ip\":\"$addr\",\"kernel\":\"$($bb uname -r)\",\"uptime_seconds\":$uptime{{if .Init}},\"init\":\"$init\"{{end}}}}"
+log "$report"
+if [ -n "$health" ]; then
+	sent=no
+	for try in 1 2 3 4 5; do
+		if $bb timeout 10 $bb wget -q -O /dev/null --header "Content-Type: application/json" --post-data "$report" "$health"; then
+			sent=yes
+			break
+		fi
+		$bb sleep 1
+	done
+	log "health report sent=$sent to $health"
+else
+	log "no bootfabric.health= on the kernel command line"
+fi
+{{- if .Init}}
+if [ -e "$init" ]; then
+	log "exec $init"
+	exec "$init"
+fi
+log "no $init in the image: a busybox shell instead"
+exec $bb sh
+{{- else}}
+$bb sync
+$bb poweroff -f
+$bb sleep 5
+echo o > /proc/sysrq-trigger
+{{- end}}
+`
+
+const agentDHCPText = `#!{{.Busybox}} sh
+bb={{.Busybox}}
+case "$1" in
+deconfig)
+	$bb ip addr flush dev "$interface"
+	$bb ip link set "$interface" up
+	;;
+bound|renew)
+	$bb ip addr flush dev "$interface"
+	$bb ip addr add "$ip/${mask:-24}" dev "$interface"
+	for r in $router; do
+		$bb ip route add default via "$r" dev "$interface" && break
+	done
+	echo "$ip" > {{.IPFile}}
+	;;
+esac
+exit 0
+`
