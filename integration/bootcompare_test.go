@@ -44,37 +44,12 @@ var compareFiles = BootFiles{NBP: debianNBP, Kernel: 1 << 20, Initrd: 3 << 20}
 // compareFileTimeout is the firmware's patience with one file: a 3 MB initrd needs 3.2 Mb/s.
 const compareFileTimeout = "8"
 
-// firmwareScript is a node's firmware: DHCP, the NBP, the iPXE script, kernel and initrd, each
-// file given up after BF_FILE_TIMEOUT seconds, the whole boot started over on any failure, at
-// most BF_ATTEMPTS times; then the health report. Each event is a line "EVENT UNIX-SECONDS".
+// firmwareScript is a node's firmware, powered on by its "BMC" (powerScript): retryFirmware, each
+// file given up after BF_FILE_TIMEOUT seconds.
 const firmwareScript = `ts() { date +%s.%N; }
 ip link set lo up
 ip link set eth0 up
-echo "on $(ts)"
-mac=$(cat /sys/class/net/eth0/address)
-attempt=0
-while [ "$attempt" -lt "$BF_ATTEMPTS" ]; do
-	attempt=$((attempt + 1))
-	echo "dhcp $(ts) $attempt"
-	out=$(mktemp)
-	BF_OUT="$out" udhcpc -i eth0 -f -q -n -t 60 -T 1 -A 1 -V PXEClient:Arch:00000:UNDI:002001 -x 0x5d:0000 -s "$BF_UDHCPC_SCRIPT" >/dev/null 2>&1 || { echo "fail $(ts) dhcp"; rm -f "$out"; continue; }
-	read -r ACKED SIADDR YIADDR BOOTFILE < "$out" || true
-	rm -f "$out"
-	curl -sSf --max-time 4 -o /dev/null --tftp-blksize 1468 "tftp://$SIADDR/$BOOTFILE" || { echo "fail $(ts) nbp"; continue; }
-	script=$(curl -sSf --max-time 10 "http://$SIADDR/ipxe/$mac") || { echo "fail $(ts) script"; continue; }
-	kernel=$(echo "$script" | awk '$1 == "kernel" {print $2}')
-	initrd=$(echo "$script" | awk '$1 == "initrd" {print $2}')
-	health=$(echo "$script" | tr ' ' '\n' | sed -n 's/^bootfabric.health=//p')
-	curl -sSf --max-time "$BF_FILE_TIMEOUT" -o /dev/null "$kernel" || { echo "fail $(ts) kernel"; continue; }
-	curl -sSf --max-time "$BF_FILE_TIMEOUT" -o /dev/null "$initrd" || { echo "fail $(ts) initrd"; continue; }
-	echo "files $(ts)"
-	curl -sSf --max-time 10 -o /dev/null -H 'Content-Type: application/json' -d '{"status":"ok","details":"container node"}' "$health" || { echo "fail $(ts) health"; continue; }
-	echo "reported $(ts)"
-	exit 0
-done
-echo "giveup $(ts)"
-exit 1
-`
+` + retryFirmware
 
 // powerScript is the nodes' "BMC": on starts the node's firmware in its namespace, in a session
 // of its own, off kills that session, status says whether it runs.

@@ -476,15 +476,15 @@ type FleetBoot struct {
 	CPU   CPUUse
 }
 
-// fleetNodeScript boots a container node as PXE firmware and iPXE retry: any step that fails
-// (no DHCP answer, a transfer cut by a dead server) starts the boot over from DHCP, which is how
-// a fleet's new owner gets the node. udhcpc asks every second (-T 1) for up to a minute. An HTTP
-// transfer from a server that dies fails at once (its kernel closes the connection); a TFTP
-// transfer only times out, so the NBP (74 KB, milliseconds) gets 4 s, as a PXE ROM's TFTP gives
-// up after a few seconds of retries (curl then retransmits after 1 s). Each step prints
-// "EVENT UNIX-SECONDS ARGS".
-const fleetNodeScript = "set -u\n" + waitAtGate + `if [ "$BF_DELAY" != 0 ]; then sleep "$BF_DELAY"; fi
-echo "on $(ts)"
+// retryFirmware boots a container node as PXE firmware and iPXE retry: any step that fails (no
+// DHCP answer, a transfer cut by a dead server) starts the boot over from DHCP, at most BF_ATTEMPTS
+// times, which is how a fleet's new owner gets the node. udhcpc asks every second (-T 1) for up to
+// a minute. An HTTP transfer from a server that dies fails at once (its kernel closes the
+// connection); a TFTP transfer only times out, so the NBP (74 KB, milliseconds) gets 4 s, as a PXE
+// ROM's TFTP gives up after a few seconds of retries (curl then retransmits after 1 s); the kernel
+// and the initrd get BF_FILE_TIMEOUT seconds each. Each step prints "EVENT UNIX-SECONDS ARGS"; ts
+// and the links come first (waitAtGate).
+const retryFirmware = `echo "on $(ts)"
 mac=$(cat /sys/class/net/eth0/address)
 attempt=0
 while [ "$attempt" -lt "$BF_ATTEMPTS" ]; do
@@ -501,9 +501,9 @@ while [ "$attempt" -lt "$BF_ATTEMPTS" ]; do
 	kernel=$(echo "$script" | awk '$1 == "kernel" {print $2}')
 	initrd=$(echo "$script" | awk '$1 == "initrd" {print $2}')
 	health=$(echo "$script" | tr ' ' '\n' | sed -n 's/^bootfabric.health=//p')
-	curl -sSf --max-time 120 -o /dev/null "$kernel" || { echo "fail $(ts) kernel $?"; continue; }
+	curl -sSf --max-time "$BF_FILE_TIMEOUT" -o /dev/null "$kernel" || { echo "fail $(ts) kernel $?"; continue; }
 	echo "kernel $(ts)"
-	curl -sSf --max-time 120 -o /dev/null "$initrd" || { echo "fail $(ts) initrd $?"; continue; }
+	curl -sSf --max-time "$BF_FILE_TIMEOUT" -o /dev/null "$initrd" || { echo "fail $(ts) initrd $?"; continue; }
 	echo "initrd $(ts)"
 	curl -sSf --max-time 10 -o /dev/null -H 'Content-Type: application/json' -d '{"status":"ok","details":"container node"}' "$health" || { echo "fail $(ts) health $?"; continue; }
 	echo "reported $(ts)"
@@ -512,6 +512,10 @@ done
 echo "giveup $(ts)"
 exit 1
 `
+
+// fleetNodeScript is retryFirmware behind the batch's gate, after the node's delay.
+const fleetNodeScript = "set -u\n" + waitAtGate + `if [ "$BF_DELAY" != 0 ]; then sleep "$BF_DELAY"; fi
+` + retryFirmware
 
 // fleetUdhcpcScript is udhcpc's event script: on bound it records when the ACK came (the node's
 // "bound" time: printed after udhcpc exits, on a loaded host it came up to a second later), the
@@ -549,7 +553,7 @@ func (c *Cluster) BootFleet(ctx context.Context, opt FleetBootOptions) (*FleetBo
 	cpu, err := c.runBatch(ctx, nodes, opt.Timeout, nodeBatch{
 		script: fleetNodeScript, udhcpc: fleetUdhcpcScript, udhcpcFile: "udhcpc-fleet.script",
 		env: func(k int) []string {
-			return []string{"BF_DELAY=" + opt.delay(k), "BF_ATTEMPTS=" + strconv.Itoa(opt.Attempts)}
+			return []string{"BF_DELAY=" + opt.delay(k), "BF_ATTEMPTS=" + strconv.Itoa(opt.Attempts), "BF_FILE_TIMEOUT=120"}
 		},
 		onOpen: func(start time.Time) {
 			res.Start = start
