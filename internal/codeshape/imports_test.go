@@ -1,0 +1,115 @@
+package codeshape
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/bootfabric/bootfabric/"
+
+// allowedImports is the design's layering (docs/packages.md): what each package may import of the
+// module, outside its tests. The algorithm packages never import a server; the servers never the
+// simulator; nothing imports the command.
+var allowedImports = map[string][]string{
+	"units": nil, "nodeset": nil, "power": nil, "images": nil,
+	"topology":         {"internal/yamlerr"},
+	"mapping":          {"topology"},
+	"routing":          {"topology", "internal/heapq"},
+	"fabricsim":        {"topology", "mapping", "routing", "units", "internal/heapq"},
+	"report":           {"fabricsim", "mapping", "topology", "units", "internal/yamlerr"},
+	"dhcpd":            {"internal/promreg"},
+	"tftpd":            {"internal/promreg"},
+	"fleet":            {"internal/promreg"},
+	"images/ociimport": {"images"},
+	"nodestate":        {"fleet", "internal/promreg"},
+	"bootconfig":       {"dhcpd", "images", "mapping", "topology", "nodeset", "internal/yamlerr"},
+	"bootsrv":          {"bootconfig", "nodestate", "dhcpd", "tftpd", "images", "fleet", "topology", "nodeset", "internal/promreg"},
+	"bootrun":          {"bootsrv", "nodestate", "fabricsim", "mapping", "topology", "power"},
+	"integration":      {"bootconfig", "bootsrv", "nodestate", "fabricsim", "fleet", "images", "mapping", "topology"},
+	"cmd/bootctl": {"bootconfig", "bootrun", "bootsrv", "fabricsim", "fleet", "images", "images/ociimport", "integration",
+		"mapping", "nodeset", "nodestate", "power", "report", "routing", "topology", "units", "internal/progress", "internal/suggest"},
+	"bench/dhcp":     {"dhcpd", "topology"},
+	"bench/httpboot": {"images", "integration", "topology"},
+
+	"internal/yamlerr":                 {"internal/suggest"},
+	"internal/suggest":                 nil,
+	"internal/heapq":                   nil,
+	"internal/promreg":                 nil,
+	"internal/progress":                nil,
+	"internal/procgroup":               nil,
+	"internal/testenv":                 nil,
+	"internal/codeshape":               nil,
+	"internal/codeshape/cmd/codeshape": {"internal/codeshape"},
+	"internal/etcdtest":                {"internal/procgroup", "internal/testenv"},
+	"internal/ipmisim":                 {"internal/procgroup", "internal/testenv"},
+	"internal/testfix":                 {"images", "topology", "internal/testenv"},
+}
+
+// TestImportLayers checks every package's imports of the module against allowedImports, and that
+// every package is listed there.
+func TestImportLayers(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	imports, err := moduleImports(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(imports) < 20 {
+		t.Fatalf("found only %d packages below %s: the walk is broken", len(imports), root)
+	}
+	for pkg, imps := range imports {
+		allowed, ok := allowedImports[pkg]
+		if !ok {
+			t.Errorf("package %s is not in allowedImports: place it in the layers (docs/packages.md)", pkg)
+			continue
+		}
+		for _, imp := range imps {
+			if !slices.Contains(allowed, imp) {
+				t.Errorf("%s imports %s, which its layer does not allow", pkg, imp)
+			}
+		}
+	}
+}
+
+// moduleImports returns, for each package directory below root (relative), the module packages
+// its non-test files import.
+func moduleImports(root string) (map[string][]string, error) {
+	out := map[string][]string{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		rel = filepath.ToSlash(rel)
+		if _, ok := out[rel]; !ok {
+			out[rel] = nil
+		}
+		for _, is := range f.Imports {
+			p, _ := strconv.Unquote(is.Path.Value)
+			if strings.HasPrefix(p, module) && !slices.Contains(out[rel], p[len(module):]) {
+				out[rel] = append(out[rel], p[len(module):])
+			}
+		}
+		return nil
+	})
+	return out, err
+}
