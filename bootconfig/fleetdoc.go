@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/images"
+	"github.com/bootfabric/bootfabric/internal/atomicfile"
 	"github.com/bootfabric/bootfabric/topology"
 	"gopkg.in/yaml.v3"
 )
@@ -692,22 +693,7 @@ func writeFileAtomic(path string, data []byte) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", fmt.Errorf("fleet configuration: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".fleet-*")
-	if err != nil {
-		return "", fmt.Errorf("fleet configuration: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
+	if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
 		return "", fmt.Errorf("fleet configuration: writing %s: %w", path, err)
 	}
 	return path, nil

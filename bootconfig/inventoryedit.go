@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bootfabric/bootfabric/internal/atomicfile"
 	"github.com/bootfabric/bootfabric/topology"
 )
 
@@ -259,31 +260,8 @@ func (ed *InventoryEdit) Save() error {
 	if !bytes.Equal(now, ed.orig) {
 		return fmt.Errorf("%s: %w", ed.file, ErrInventoryChanged)
 	}
-	return replaceFile(ed.file, data, fi.Mode().Perm())
-}
-
-// replaceFile writes data to a temporary file next to path, syncs it and renames it over path.
-func replaceFile(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("inventory: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), mode)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("inventory: writing %s: %w", path, err)
+	if err := atomicfile.WriteFile(ed.file, data, fi.Mode().Perm()); err != nil {
+		return fmt.Errorf("inventory: writing %s: %w", ed.file, err)
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/bootfabric/bootfabric/internal/atomicfile"
 )
 
 // DefaultBusybox is where Debian's busybox-static package puts its binary.
@@ -86,21 +88,7 @@ func BuildInitramfs(w io.Writer, cfg InitramfsConfig) error {
 // WriteInitramfs builds the initramfs into path (atomically: temporary
 // file, then rename).
 func WriteInitramfs(path string, cfg InitramfsConfig) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".initramfs-*")
-	if err != nil {
-		return fmt.Errorf("images: initramfs: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	err = BuildInitramfs(tmp, cfg)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
+	err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return BuildInitramfs(w, cfg) })
 	if err != nil {
 		return fmt.Errorf("images: writing initramfs %s: %w", path, err)
 	}

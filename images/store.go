@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/bootfabric/bootfabric/internal/atomicfile"
 )
 
 const (
@@ -271,25 +273,7 @@ func (s *Store) writeManifest(profiles map[string]Profile) error {
 		return fmt.Errorf("images: encoding manifest: %w", err)
 	}
 	b = append(b, '\n')
-	tmp, err := os.CreateTemp(s.dir, ".manifest-*")
-	if err != nil {
-		return fmt.Errorf("images: writing manifest: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(b)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(s.dir, manifestName))
-	}
-	if err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(s.dir, manifestName), b, 0o644); err != nil {
 		return fmt.Errorf("images: writing manifest in %s: %w", s.dir, err)
 	}
 	return nil

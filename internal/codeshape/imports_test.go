@@ -17,18 +17,19 @@ const module = "github.com/bootfabric/bootfabric/"
 // module, outside its tests. The algorithm packages never import a server; the servers never the
 // simulator; nothing imports the command.
 var allowedImports = map[string][]string{
-	"units": nil, "nodeset": nil, "power": nil, "images": nil,
+	"units": nil, "nodeset": nil, "power": nil,
+	"images":           {"internal/atomicfile"},
 	"topology":         {"internal/yamlerr"},
 	"mapping":          {"topology"},
 	"routing":          {"topology", "internal/heapq"},
 	"fabricsim":        {"topology", "mapping", "routing", "units", "internal/heapq"},
-	"report":           {"fabricsim", "mapping", "topology", "units", "internal/yamlerr"},
+	"report":           {"fabricsim", "mapping", "topology", "units", "internal/yamlerr", "internal/atomicfile"},
 	"dhcpd":            {"internal/promreg"},
 	"tftpd":            {"internal/promreg"},
 	"fleet":            {"internal/promreg"},
 	"images/ociimport": {"images"},
 	"nodestate":        {"fleet", "internal/promreg"},
-	"bootconfig":       {"dhcpd", "images", "mapping", "topology", "nodeset", "internal/yamlerr"},
+	"bootconfig":       {"dhcpd", "images", "mapping", "topology", "nodeset", "internal/yamlerr", "internal/atomicfile"},
 	"bootsrv":          {"bootconfig", "nodestate", "dhcpd", "tftpd", "images", "fleet", "topology", "nodeset", "internal/promreg"},
 	"bootrun":          {"bootsrv", "nodestate", "fabricsim", "mapping", "topology", "power"},
 	"integration":      {"bootconfig", "bootsrv", "nodestate", "fabricsim", "fleet", "images", "mapping", "topology"},
@@ -39,6 +40,7 @@ var allowedImports = map[string][]string{
 
 	"internal/yamlerr":                 {"internal/suggest"},
 	"internal/suggest":                 nil,
+	"internal/atomicfile":              nil,
 	"internal/heapq":                   nil,
 	"internal/promreg":                 nil,
 	"internal/progress":                nil,
