@@ -1,23 +1,18 @@
 package dhcpd
 
 import (
-	"bytes"
 	"container/heap"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/bootfabric/bootfabric/internal/promreg"
 	"github.com/prometheus/client_golang/prometheus"
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Pool errors. Handlers turn ErrNotOwned and ErrNotInPool into a NAK and
@@ -148,15 +143,6 @@ func (k hwKey) hw() net.HardwareAddr {
 	return append(net.HardwareAddr(nil), k.b[:k.n]...)
 }
 
-// commitBatch is one group commit: every Commit that dirtied an address before
-// the writer took the batch waits for done and returns err.
-type commitBatch struct {
-	done chan struct{}
-	err  error
-}
-
-var leaseBucket = []byte("leases")
-
 // OpenPool opens (creating if needed) the lease file at path for the
 // inclusive range start..end. Leases outside the range are kept on disk
 // but not used. Close it to stop its writer and release the file.
@@ -201,48 +187,6 @@ func (o PoolOptions) withDefaults() PoolOptions {
 		o.Now = time.Now
 	}
 	return o
-}
-
-// openLeaseDB opens the bbolt lease file. The freelist is rebuilt when the
-// file is opened instead of being written by every commit: a lease commit
-// then writes only the leaf it changed and the meta page.
-func openLeaseDB(path string) (*bolt.DB, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
-	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("dhcpd: open lease store %s: locked by another process (another server on this state directory?): %w", path, err)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("dhcpd: open lease store %s: %w", path, err)
-	}
-	return db, nil
-}
-
-// loadLeases reads every lease of the file into the tables, creating the
-// bucket of a new file.
-func (p *Pool) loadLeases(tx *bolt.Tx) error {
-	b, err := tx.CreateBucketIfNotExists(leaseBucket)
-	if err != nil {
-		return err
-	}
-	return b.ForEach(func(k, v []byte) error {
-		if len(k) != 4 {
-			return fmt.Errorf("lease key %x: want 4 bytes", k)
-		}
-		rec, err := decodeLease(v)
-		if err != nil {
-			return fmt.Errorf("lease %v: %w", net.IP(k), err)
-		}
-		ip := binary.BigEndian.Uint32(k)
-		if rec.state == LeaseOffered {
-			return nil // written by an older version; offers are not kept
-		}
-		if rec.mac.n > 0 {
-			p.byMAC[rec.mac] = ip
-			rec.limited = p.isLimited(rec.mac.hw())
-		}
-		p.byIP[ip] = rec
-		return nil
-	})
 }
 
 // isLimited reports whether mac is a limited client (PoolOptions.Limited).
@@ -492,22 +436,6 @@ func (p *Pool) Leases() []Lease {
 	return out
 }
 
-// PoolStats are the pool's counters since it was opened.
-type PoolStats struct {
-	// Exhausted counts offers refused because no address was free.
-	Exhausted uint64
-	// Transactions counts lease-file commits (one fsync each); Writes the
-	// lease records they wrote or deleted.
-	Transactions, Writes uint64
-	// Cached counts requests answered with a lease already on disk.
-	Cached uint64
-}
-
-// Stats returns the pool's counters.
-func (p *Pool) Stats() PoolStats {
-	return PoolStats{Exhausted: p.m.nExhausted.Load(), Transactions: p.m.nTx.Load(), Writes: p.m.nWrites.Load(), Cached: p.m.nCached.Load()}
-}
-
 // pickLocked finds an address for a new client: requested if free, else a
 // never-used one, else the longest-expired one. Never-used addresses go
 // first so that expired leases stay with their clients as long as possible.
@@ -648,130 +576,6 @@ func (p *Pool) shareFullLocked(key hwKey, now int64) bool {
 	return n >= p.opts.LimitedMax
 }
 
-// markLocked queues ip's current state for the writer and returns the batch
-// it will be written in.
-func (p *Pool) markLocked(ip uint32) *commitBatch {
-	p.dirty[ip] = struct{}{}
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
-	return p.pending
-}
-
-// writer commits the dirty addresses, all of them in one transaction, until
-// Close; then it writes what is left and returns.
-func (p *Pool) writer() {
-	defer close(p.done)
-	for {
-		select {
-		case <-p.kick:
-			p.flush()
-		case <-p.stop:
-			p.flush()
-			return
-		}
-	}
-}
-
-type leaseWrite struct {
-	key [4]byte
-	ip  uint32
-	put bool     // false: delete
-	rec leaseRec // the version written
-}
-
-// flush writes the current state of every dirty address in one transaction,
-// then wakes the Commits waiting for it. The lock is held only to copy the
-// records, never across the write.
-func (p *Pool) flush() {
-	p.mu.Lock()
-	if len(p.dirty) == 0 {
-		p.mu.Unlock()
-		return
-	}
-	writes := make([]leaseWrite, 0, len(p.dirty))
-	for ip := range p.dirty {
-		w := leaseWrite{ip: ip}
-		binary.BigEndian.PutUint32(w.key[:], ip)
-		// An offer is not a lease: the address is written as free (its
-		// previous lease ended, or it would not have been offered).
-		if r, held := p.byIP[ip]; held && r.state != LeaseOffered {
-			w.put, w.rec = true, r // encoded outside the lock
-		}
-		writes = append(writes, w)
-	}
-	clear(p.dirty)
-	b := p.pending
-	p.pending = newBatch()
-	p.mu.Unlock()
-
-	// Keys in order: bbolt splits and fills pages best that way.
-	slices.SortFunc(writes, func(a, b leaseWrite) int { return bytes.Compare(a.key[:], b.key[:]) })
-	t0 := time.Now()
-	err := p.db.Update(func(tx *bolt.Tx) error {
-		bk := tx.Bucket(leaseBucket)
-		for _, w := range writes {
-			var err error
-			if w.put {
-				err = bk.Put(w.key[:], encodeLease(w.rec))
-			} else {
-				err = bk.Delete(w.key[:])
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	p.m.commitSeconds.Observe(time.Since(t0).Seconds())
-	if err != nil {
-		b.err = fmt.Errorf("dhcpd: write %d leases to %s: %w", len(writes), p.db.Path(), err)
-	} else {
-		p.m.tx.Inc()
-		p.m.nTx.Add(1)
-		p.m.writes.Add(float64(len(writes)))
-		p.m.nWrites.Add(uint64(len(writes)))
-		p.mu.Lock()
-		for _, w := range writes {
-			if r, held := p.byIP[w.ip]; held && w.put && r.gen == w.rec.gen {
-				r.durable = w.rec.gen
-				p.byIP[w.ip] = r
-			}
-		}
-		p.mu.Unlock()
-	}
-	close(b.done)
-}
-
-func newBatch() *commitBatch { return &commitBatch{done: make(chan struct{})} }
-
-// countLeases counts the leases of the range by state, for the metrics.
-func (p *Pool) countLeases() map[string]int {
-	now := p.opts.Now().UnixNano()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	c := map[string]int{"free": p.unused, "offered": 0, "bound": 0, "declined": 0, "expired": 0}
-	for ip, r := range p.byIP {
-		if !p.inRange(ip) {
-			continue
-		}
-		switch {
-		case r.expiry <= now:
-			c["expired"]++
-		case r.state == LeaseOffered:
-			c["offered"]++
-		case r.state == LeaseBound:
-			c["bound"]++
-		case r.state == LeaseDeclined:
-			c["declined"]++
-		default:
-			c["expired"]++
-		}
-	}
-	return c
-}
-
 // expiryHeap orders the range's records by expiry, then address. It stays on container/heap, not
 // internal/heapq: its key is Unix nanoseconds, which a float64 key would round to 256 ns, so the
 // "earliest expiry is still ahead" test could look at the wrong record; and it is off the hot path
@@ -795,102 +599,6 @@ func (h *expiryHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
-}
-
-// poolMetrics are the pool's collectors, with plain counters for Stats.
-type poolMetrics struct {
-	exhausted     prometheus.Counter
-	tx            prometheus.Counter
-	writes        prometheus.Counter
-	commitSeconds prometheus.Histogram
-	size          prometheus.Gauge
-	cached        countingCounter
-
-	nExhausted, nTx, nWrites, nCached atomic.Uint64
-}
-
-func newPoolMetrics(reg prometheus.Registerer, leases func() map[string]int) (*poolMetrics, error) {
-	m := &poolMetrics{}
-	ex := prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "bootfabric", Subsystem: "dhcp_pool", Name: "exhausted_total",
-		Help: "DHCPDISCOVERs left unanswered because no pool address was free.",
-	})
-	cached := prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "bootfabric", Subsystem: "dhcp_pool", Name: "cached_total",
-		Help: "DHCPREQUESTs answered with a lease already on disk and less than half used (no write).",
-	})
-	m.tx = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "bootfabric", Subsystem: "dhcp_pool", Name: "commits_total",
-		Help: "Lease-file transactions committed (one fsync each); many leases share one.",
-	})
-	m.writes = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "bootfabric", Subsystem: "dhcp_pool", Name: "lease_writes_total",
-		Help: "Lease records written or deleted by those transactions.",
-	})
-	m.commitSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: "bootfabric", Subsystem: "dhcp_pool", Name: "commit_seconds",
-		Help:    "Time to write and fsync one lease-file transaction.",
-		Buckets: prometheus.ExponentialBuckets(100e-6, 2, 14),
-	})
-	m.size = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: "bootfabric", Subsystem: "dhcp_pool", Name: "size",
-		Help: "Addresses in the pool's range.",
-	})
-	lc := &leaseCollector{count: leases, desc: prometheus.NewDesc("bootfabric_dhcp_pool_leases",
-		"Pool addresses by state (free: never used; expired: reclaimable).", []string{"state"}, nil)}
-	if err := errors.Join(promreg.Register(reg, &ex), promreg.Register(reg, &cached), promreg.Register(reg, &m.tx),
-		promreg.Register(reg, &m.writes), promreg.Register(reg, &m.commitSeconds), promreg.Register(reg, &m.size),
-		promreg.Register(reg, &lc)); err != nil {
-		return nil, err
-	}
-	m.exhausted = countingCounter{ex, &m.nExhausted}
-	m.cached = countingCounter{cached, &m.nCached}
-	return m, nil
-}
-
-// countingCounter is a Prometheus counter that also keeps a count Stats can read.
-type countingCounter struct {
-	prometheus.Counter
-	n *atomic.Uint64
-}
-
-func (c countingCounter) Inc() { c.Counter.Inc(); c.n.Add(1) }
-
-// AddN adds n.
-func (c countingCounter) AddN(n uint64) { c.Counter.Add(float64(n)); c.n.Add(n) }
-
-// leaseCollector reports the leases by state when scraped.
-type leaseCollector struct {
-	count func() map[string]int
-	desc  *prometheus.Desc
-}
-
-func (c *leaseCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-func (c *leaseCollector) Collect(ch chan<- prometheus.Metric) {
-	for st, n := range c.count() {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), st)
-	}
-}
-
-// Lease record: state(1) expiry-unix-nanos(8) maclen(1) mac.
-func encodeLease(r leaseRec) []byte {
-	v := make([]byte, 10+int(r.mac.n))
-	v[0] = byte(r.state)
-	binary.BigEndian.PutUint64(v[1:9], uint64(r.expiry))
-	v[9] = r.mac.n
-	copy(v[10:], r.mac.b[:r.mac.n])
-	return v
-}
-
-func decodeLease(v []byte) (leaseRec, error) {
-	if len(v) < 10 || len(v) != 10+int(v[9]) || v[9] > 16 {
-		return leaseRec{}, fmt.Errorf("record of %d bytes is malformed", len(v))
-	}
-	r := leaseRec{state: LeaseState(v[0]), expiry: int64(binary.BigEndian.Uint64(v[1:9])), mac: keyOf(v[10:])}
-	if r.state < LeaseOffered || r.state > LeaseReleased {
-		return leaseRec{}, fmt.Errorf("unknown lease state %d", r.state)
-	}
-	return r, nil
 }
 
 func ip2u(ip net.IP) uint32 {
