@@ -41,8 +41,8 @@ type nodeAuth struct {
 // token returns the node's token for one boot attempt: HMAC-SHA256 of its name and the attempt's
 // number under the secret, so that the server keeps no per-node secret and every restart (or every
 // server of a fleet, which derive the secret from the fleet secret) agrees. The node learns it from
-// its iPXE script in that attempt and spends it on the attempt's health report (nodestate.NodeStatus.AttemptOpen): a
-// token taken from a node that is down or already booted opens nothing.
+// its iPXE script in that attempt and spends it on the attempt's health report (NodeStatus's
+// AttemptOpen): a token taken from a node that is down or already booted opens nothing.
 func (a nodeAuth) token(name string, attempt int) string {
 	return a.mac("bootfabric node token", name+"\x00"+strconv.Itoa(attempt))
 }

@@ -110,9 +110,9 @@ func setSpeedups(rows []PlanRow) {
 }
 
 // AssignServers is the mapping of every plan row for algo and batch: mapping.AssignOwners with the
-// input's absent and dead servers, which for the block-cyclic algorithms is
-// mapping.Owners, the function every boot server uses (bootconfig.AssignServers). moved is the number of
-// nodes moved off dead servers.
+// input's absent and dead servers, which for the block-cyclic algorithms is mapping.Owners, the
+// function every boot server uses (bootconfig.AssignServers). moved is the number of nodes moved
+// off dead servers.
 func (in *PlanInput) AssignServers(algo mapping.Algo, batch []int) (a *mapping.Assignment, moved int, err error) {
 	if a, moved, err = mapping.AssignOwners(in.Graph, algo, batch, in.Absent, in.Dead); err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", algo.Name, err)
