@@ -63,14 +63,7 @@ func TestFleetDocFlat(t *testing.T) {
 	if doc.Topology != (FleetFile{}) || doc.Mapping != "ncda" {
 		t.Errorf("topology %+v, mapping %q; want none and ncda", doc.Topology, doc.Mapping)
 	}
-	enc, err := doc.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := DecodeFleetDoc(enc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := roundTrip(t, doc)
 	m, err := back.Machine()
 	if err != nil {
 		t.Fatal(err)

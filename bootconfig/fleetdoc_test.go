@@ -81,6 +81,20 @@ func newFleetFixture(t testing.TB) *fleetFixture {
 }
 
 // lineOf returns the 1-based line of the first line of text containing sub.
+// roundTrip encodes doc as fleet apply stores it and decodes it as a server reads it.
+func roundTrip(t testing.TB, doc *FleetDoc) *FleetDoc {
+	t.Helper()
+	enc, err := doc.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeFleetDoc(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
 func lineOf(t testing.TB, text, sub string) int {
 	t.Helper()
 	for i, l := range strings.Split(text, "\n") {
@@ -120,14 +134,7 @@ func TestLoadFleetFile(t *testing.T) {
 	if len(doc.Profiles) != 2 || doc.Profiles[1].Files["vmlinuz"].Size != int64(len("kernel of rescue")) {
 		t.Errorf("profiles = %+v", doc.Profiles)
 	}
-	enc, err := doc.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := DecodeFleetDoc(enc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := roundTrip(t, doc)
 	if diff := cmp.Diff(doc, back); diff != "" {
 		t.Errorf("JSON round trip (-want +got):\n%s", diff)
 	}
@@ -241,14 +248,7 @@ func TestFleetDocPoolAndPresetRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(&FleetPool{Range: "10.0.0.100-10.0.0.199", Lease: "10m0s", Unknown: true, UnknownMax: 7}, doc.DHCP.Pool); diff != "" {
 		t.Errorf("pool (-want +got):\n%s", diff)
 	}
-	enc, err := doc.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := DecodeFleetDoc(enc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := roundTrip(t, doc)
 	if diff := cmp.Diff(doc, back); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
