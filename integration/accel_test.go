@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
 )
 
 // fakeQEMU writes a shell script that stands in for the emulator: it prints stdout on its stdout
@@ -33,7 +36,7 @@ func TestProbeKVM(t *testing.T) {
 	}{
 		{"iPXE comes up", "SeaBIOS\r\niPXE (PCI 00:02.0) starting execution...ok\r\n" + probeReady + "\r\n", "", true, ""},
 		{"emulation failure", "iPXE (PCI 00:02.0) starting execution..", "KVM internal error. Suberror: 1", false, `QEMU says "KVM internal error. Suberror: 1"`},
-		{"exits", "", "qemu: could not open /dev/kvm", false, "exited before iPXE came up: qemu: could not open /dev/kvm"},
+		{"exits", "", "qemu: could not open /dev/kvm", false, "exited before iPXE asked for DHCP: qemu: could not open /dev/kvm"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := ProbeKVM(context.Background(), fakeQEMU(t, tc.stdout, tc.stderr, tc.sleep), "/r.rom")
@@ -86,4 +89,70 @@ func TestResolveAccel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// kvmFailingQEMU writes an emulator that behaves as nested KVM has been seen to: the probe guest
+// gets as far as iPXE's first DHCP request (after the banner key the probe must send), and every
+// real VM started under KVM prints QEMU's "KVM internal error" and hangs, paused, as QEMU does.
+// Under TCG it is the real QEMU.
+func kvmFailingQEMU(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "qemu")
+	script := `#!/bin/sh
+case "$*" in
+*restrict=on*)
+	printf 'iPXE initialising devices...ok\r\nFeatures: DNS HTTP\r\n'
+	dd bs=1 count=1 2>/dev/null >/dev/null
+	printf 'Configuring (net0 52:54:00:12:34:56)......\r\n'
+	exec sleep 30 ;;
+*accel=kvm*)
+	printf 'SeaBIOS (version test)\r\niPXE (PCI 00:02.0) starting execution...ok\r\n'
+	echo 'KVM internal error. Suberror: 1' >&2
+	echo 'emulation failure' >&2
+	exec sleep 300 ;;
+esac
+exec qemu-system-x86_64 "$@"
+`
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestQEMUKVMFallback: a probe guest runs under KVM, then KVM fails the real VM. Under auto the VM
+// is started again under TCG and boots, and the cluster's next VM starts under TCG at once; with
+// KVM forced the VM fails with the reason instead of hanging.
+func TestQEMUKVMFallback(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c := qemuCluster(t, ctx)
+	log := zaptest.NewLogger(t)
+	qemu := kvmFailingQEMU(t)
+	kvmHere := func() (string, string) { return "kvm", "" }
+	t.Setenv(AccelVar, "")
+
+	rs, err := BootVMs(ctx, c, 1, QEMUOptions{QEMU: qemu, Log: log, detect: kvmHere})
+	if err != nil {
+		t.Fatalf("auto, KVM failing the VM: %v", err)
+	}
+	r := rs[0]
+	t.Logf("%s: accel %s, kvm fault %q, health %q after %.2f s", r.Node, r.Accel, r.KVMFault, r.Health, r.Seconds)
+	if r.Accel != "tcg" || !strings.Contains(r.KVMFault, "KVM internal error") || r.Health != "ok" {
+		t.Fatalf("got accel %q, kvm fault %q, health %q; want tcg after a KVM internal error, health ok", r.Accel, r.KVMFault, r.Health)
+	}
+	if b, err := os.ReadFile(r.SerialLog + ".kvm"); err != nil || !strings.Contains(string(b), "KVM internal error") {
+		t.Errorf("the KVM run's console %s.kvm: %v; want QEMU's error in it:\n%s", r.SerialLog, err, b)
+	}
+	again, err := BootVMs(ctx, c, 1, QEMUOptions{QEMU: qemu, Log: log, detect: kvmHere})
+	if err != nil || again[0].Accel != "tcg" || again[0].KVMFault != "" {
+		t.Fatalf("the next VM: accel %q, kvm fault %q, %v; want TCG from the start", again[0].Accel, again[0].KVMFault, err)
+	}
+
+	t.Setenv(AccelVar, "kvm")
+	start := time.Now()
+	forced, err := BootVMs(ctx, c, 1, QEMUOptions{QEMU: qemu, Log: log, detect: kvmHere})
+	if err == nil || !strings.Contains(forced[0].Err, "KVM failed the guest") || forced[0].Accel != "kvm" {
+		t.Fatalf("forced kvm: %+v, %v; want the VM failed, saying KVM failed it", forced, err)
+	}
+	t.Logf("forced kvm: %v after %.1f s", err, time.Since(start).Seconds())
 }

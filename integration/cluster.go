@@ -126,6 +126,8 @@ type Cluster struct {
 	path  string
 	run   runner
 	log   *zap.Logger
+	// accels is the VMs' accelerator settled in this process, per QEMUOptions.Accel as asked for.
+	accels map[string]accelChoice
 }
 
 // nsName returns the namespace of a vertex.

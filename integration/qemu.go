@@ -25,6 +25,10 @@ type QEMUOptions struct {
 	// QEMU is the emulator binary. Default qemu-system-x86_64.
 	QEMU string
 	// Accel is kvm, tcg, auto or "" (AccelVar from the environment, else auto): see ResolveAccel.
+	// The cluster settles it once (the probe takes seconds) and remembers it. Under auto, a VM that
+	// KVM fails anyway (QEMU's "KVM internal error", or a console silent for kvmSilentLimit) is
+	// started again under TCG with a warning, and so are the cluster's later VMs; kvm insists, and
+	// such a VM fails with the reason.
 	Accel string
 	// Firmware is bios (SeaBIOS, the default), uefi (OVMF; Debian package ovmf, with iPXE's EFI
 	// driver from the NIC's option ROM booting the NIC), uefi-pxe (OVMF with no option ROM: its
@@ -59,6 +63,13 @@ type QEMUOptions struct {
 	// Progress, when set, is told how many VMs have finished (healthy, failed or stopped) of all,
 	// every 100 ms while BootVMs waits: for a progress bar, as a batch of VMs takes tens of seconds.
 	Progress func(done, total int)
+
+	// detect stands in for DetectAccel (tests); nil: DetectAccel.
+	detect func() (accel, reason string)
+	// accelForced is set by prepareVMs when KVM was asked for by name: no fallback to TCG.
+	accelForced bool
+	// accelKey is Accel as asked for (AccelVar read), under which the cluster keeps its choice.
+	accelKey string
 }
 
 // uefi says whether the VM boots OVMF.
@@ -175,7 +186,10 @@ type VMResult struct {
 	Seconds   float64 `json:"seconds"`
 	Health    string  `json:"health,omitempty"`
 	SerialLog string  `json:"serial_log"`
-	Err       string  `json:"error,omitempty"`
+	// KVMFault, when set, is why KVM failed this VM's first start; it was started again under TCG
+	// (Accel), and the first start's console is in SerialLog with the suffix ".kvm".
+	KVMFault string `json:"kvm_fault,omitempty"`
+	Err      string `json:"error,omitempty"`
 }
 
 // serverStateEvents names bootsrv's states as VMResult events.
@@ -319,7 +333,7 @@ func BootVMs(ctx context.Context, c *Cluster, n int, opt QEMUOptions) ([]VMResul
 		vms[i] = vm
 	}
 	log.Info("VMs started", zap.Int("n", n), zap.String("accel", opt.Accel))
-	c.watchVMs(ctx, vms, clients, opt.Progress)
+	c.watchVMs(ctx, vms, clients, opt)
 	if opt.Linger > 0 {
 		select {
 		case <-time.After(opt.Linger):
@@ -340,12 +354,13 @@ func (c *Cluster) prepareVMs(ctx context.Context, n int, opt QEMUOptions) (QEMUO
 	if err := CheckQEMUHost(opt); err != nil {
 		return opt, err
 	}
-	accel, why, err := ResolveAccel(ctx, opt.QEMU, opt.Accel, opt.Log)
+	choice, err := c.settleAccel(ctx, opt)
 	if err != nil {
 		return opt, fmt.Errorf("qemu cluster %s: %w", c.Name, err)
 	}
-	opt.Log.Info("accelerator", zap.String("accel", accel), zap.String("why", why))
-	opt.Accel = accel
+	opt.Log.Info("accelerator", zap.String("accel", choice.accel), zap.String("why", choice.why))
+	opt.accelKey, _ = accelRequest(opt.Accel)
+	opt.Accel, opt.accelForced = choice.accel, choice.forced
 	first := make([]int, n)
 	for i := range first {
 		first[i] = i
@@ -417,9 +432,9 @@ func (c *Cluster) stopVMs(vms []*vmRun, log *zap.Logger) {
 }
 
 // watchVMs polls the servers every 100 ms until every VM has ended (healthy, failed, or QEMU
-// exited without a report) or ctx ends (opt.Timeout bounds it), telling progress (when not nil)
-// how many have.
-func (c *Cluster) watchVMs(ctx context.Context, vms []*vmRun, clients map[string]*http.Client, progress func(done, total int)) {
+// exited without a report) or ctx ends (opt.Timeout bounds it), telling opt.Progress (when not
+// nil) how many have. A VM that KVM fails is started again under TCG (rescueFromKVM).
+func (c *Cluster) watchVMs(ctx context.Context, vms []*vmRun, clients map[string]*http.Client, opt QEMUOptions) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for pending := len(vms); pending > 0; {
@@ -428,11 +443,85 @@ func (c *Cluster) watchVMs(ctx context.Context, vms []*vmRun, clients map[string
 			return
 		case <-tick.C:
 		}
+		c.rescueFromKVM(ctx, vms, opt)
 		c.observeVMs(ctx, vms, clients)
 		pending = pendingVMs(vms)
-		if progress != nil {
-			progress(len(vms)-pending, len(vms))
+		if opt.Progress != nil {
+			opt.Progress(len(vms)-pending, len(vms))
 		}
+	}
+}
+
+// Accel settles the accelerator of the cluster's VMs for requested (as QEMUOptions.Accel), once:
+// later calls and BootVMs reuse the answer, so the probe runs once per cluster and process.
+func (c *Cluster) Accel(ctx context.Context, requested string, log *zap.Logger) (accel, why string, err error) {
+	opt := QEMUOptions{Accel: requested, Log: log}
+	opt.defaults(c)
+	choice, err := c.settleAccel(ctx, opt)
+	return choice.accel, choice.why, err
+}
+
+func (c *Cluster) settleAccel(ctx context.Context, opt QEMUOptions) (accelChoice, error) {
+	key, _ := accelRequest(opt.Accel)
+	if choice, ok := c.accels[key]; ok {
+		return choice, nil
+	}
+	detect := opt.detect
+	if detect == nil {
+		detect = DetectAccel
+	}
+	choice, err := resolveAccel(ctx, opt.QEMU, opt.Accel, detect, opt.Log)
+	if err != nil {
+		return choice, err
+	}
+	if c.accels == nil {
+		c.accels = map[string]accelChoice{}
+	}
+	c.accels[key] = choice
+	return choice, nil
+}
+
+// kvmSilentLimit is how long a VM under KVM may keep its console silent before it counts as a
+// guest KVM cannot run: SeaBIOS and OVMF print within a second or two under a KVM that works.
+const kvmSilentLimit = 30 * time.Second
+
+// rescueFromKVM starts again under TCG each unfinished VM that KVM failed. Nested KVM has been
+// seen to run the probe guest and then fail a real one inside iPXE, where QEMU pauses it for good.
+// The cluster's later VMs then start under TCG too. With KVM forced (accelForced), such a VM
+// fails instead, with the reason.
+func (c *Cluster) rescueFromKVM(ctx context.Context, vms []*vmRun, opt QEMUOptions) {
+	for i, vm := range vms {
+		if vm.finished || vm.res.Accel != "kvm" {
+			continue
+		}
+		why := vm.kvmFault()
+		if why == "" {
+			continue
+		}
+		if opt.accelForced {
+			vm.res.Err = "KVM failed the guest: " + why + " (KVM was asked for by name; auto falls back to TCG)"
+			vm.finished = true
+			continue
+		}
+		opt.Log.Warn("KVM failed a VM; starting it again under TCG", zap.String("node", vm.res.Node), zap.String("why", why))
+		c.accels[opt.accelKey] = accelChoice{accel: "tcg", why: "KVM failed VM " + vm.res.Node + ": " + why}
+		c.stopVMs([]*vmRun{vm}, opt.Log)
+		if err := os.Rename(vm.res.SerialLog, vm.res.SerialLog+".kvm"); err != nil {
+			opt.Log.Warn("keeping the KVM run's console", zap.Error(err))
+		}
+		if err := c.announceReboots(ctx, []int{i}); err != nil {
+			opt.Log.Warn("re-arming the node's boot", zap.String("node", vm.res.Node), zap.Error(err))
+		}
+		tcg := opt
+		tcg.Accel = "tcg"
+		again, err := c.startVM(ctx, i, tcg)
+		if err != nil {
+			vm.res.Err = fmt.Sprintf("KVM failed the guest (%s), and starting it under TCG failed: %v", why, err)
+			vm.finished = true
+			continue
+		}
+		again.res.KVMFault = why
+		vms[i] = again
 	}
 }
 
@@ -544,8 +633,10 @@ type vmRun struct {
 	serial   map[string]float64 // console marks, seconds from start
 	uptime   map[string]float64
 	exited   time.Time
+	console  bool   // the console has printed a line
+	fault    string // QEMU's stderr line saying KVM failed the guest
 	waitDone chan struct{}
-	readDone chan struct{}
+	readers  sync.WaitGroup // the console and stderr readers
 }
 
 func (c *Cluster) startVM(ctx context.Context, i int, opt QEMUOptions) (*vmRun, error) {
@@ -559,7 +650,11 @@ func (c *Cluster) startVM(ctx context.Context, i int, opt QEMUOptions) (*vmRun, 
 		logf.Close()
 		return nil, err
 	}
-	vm.cmd.Stderr = logf
+	stderr, err := vm.cmd.StderrPipe()
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
 	fmt.Fprintf(logf, "# %s\n", strings.Join(vm.cmd.Args, " "))
 	vm.res.Started = time.Now()
 	if err := vm.cmd.Start(); err != nil {
@@ -572,9 +667,24 @@ func (c *Cluster) startVM(ctx context.Context, i int, opt QEMUOptions) (*vmRun, 
 		logf.Close()
 		return nil, err
 	}
-	go vm.readSerial(stdout, logf)
-	go vm.reap()
+	log := &lockedWriter{w: logf}
+	vm.readers.Add(2)
+	go vm.readSerial(stdout, log)
+	go vm.readStderr(stderr, log)
+	go vm.reap(logf)
 	return vm, nil
+}
+
+// lockedWriter serialises whole writes: the console and stderr readers share the VM's log.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // vmFiles creates the VM's serial log, CLUSTER-DIR/vm-NODE.log, and under UEFI its copy of the
@@ -616,13 +726,15 @@ func newVMRun(node Endpoint, opt QEMUOptions, logPath, vars string) (*vmRun, io.
 		res: VMResult{Node: node.Name, MAC: node.MAC, Accel: opt.Accel, Events: map[string]float64{}, SerialLog: logPath},
 		cmd: cmd, stdin: stdin, skipBanner: !opt.WaitBanner,
 		serial: map[string]float64{}, uptime: map[string]float64{},
-		waitDone: make(chan struct{}), readDone: make(chan struct{}),
+		waitDone: make(chan struct{}),
 	}, stdout, nil
 }
 
-// reap waits for QEMU once its console is read to the end, and records when it exited.
-func (vm *vmRun) reap() {
-	<-vm.readDone
+// reap waits for QEMU once its console and stderr are read to the end, closes the log, and
+// records when QEMU exited.
+func (vm *vmRun) reap(logf *os.File) {
+	vm.readers.Wait()
+	logf.Close()
 	_ = vm.cmd.Wait()
 	vm.mu.Lock()
 	vm.exited = time.Now()
@@ -634,13 +746,43 @@ func (vm *vmRun) reap() {
 // ansi matches terminal control sequences SeaBIOS and iPXE print.
 var ansi = regexp.MustCompile(`\x1b\[[0-9;?=]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1bc`)
 
+// readStderr copies QEMU's stderr to the log as readSerial does, and records the first line that
+// says KVM failed the guest.
+func (vm *vmRun) readStderr(r io.Reader, w io.Writer) {
+	defer vm.readers.Done()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		fmt.Fprintf(w, "[%7.3f] %s\n", time.Since(vm.res.Started).Seconds(), line)
+		if kvmFault(line) {
+			vm.mu.Lock()
+			if vm.fault == "" {
+				vm.fault = line
+			}
+			vm.mu.Unlock()
+		}
+	}
+}
+
+// kvmFault says why KVM failed the VM, or "" while nothing says so: QEMU's own word on stderr, or
+// a console still silent kvmSilentLimit after the start.
+func (vm *vmRun) kvmFault() string {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	switch {
+	case vm.fault != "":
+		return "QEMU says " + strconv.Quote(vm.fault)
+	case !vm.console && time.Since(vm.res.Started) > kvmSilentLimit:
+		return fmt.Sprintf("its console stayed silent for %v", kvmSilentLimit)
+	}
+	return ""
+}
+
 // readSerial copies the console to the log, each line prefixed with the host time since QEMU
 // start, and records the console marks.
-func (vm *vmRun) readSerial(r io.Reader, logf *os.File) {
-	defer close(vm.readDone)
-	defer logf.Close()
-	w := bufio.NewWriter(logf)
-	defer w.Flush()
+func (vm *vmRun) readSerial(r io.Reader, w io.Writer) {
+	defer vm.readers.Done()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -650,7 +792,6 @@ func (vm *vmRun) readSerial(r io.Reader, logf *os.File) {
 			continue
 		}
 		fmt.Fprintf(w, "[%7.3f] %s\n", at, line)
-		w.Flush()
 		// iPXE prints its features just before the banner prompt; any key but Ctrl-B ends the
 		// prompt at once, and iPXE goes on to configure the network.
 		if vm.skipBanner && strings.HasPrefix(line, "Features:") {
@@ -658,6 +799,7 @@ func (vm *vmRun) readSerial(r io.Reader, logf *os.File) {
 			_, _ = io.WriteString(vm.stdin, "\r")
 		}
 		vm.mu.Lock()
+		vm.console = true
 		for _, m := range serialMarks {
 			if _, seen := vm.serial[m.event]; !seen && strings.Contains(line, m.substr) {
 				vm.serial[m.event] = at

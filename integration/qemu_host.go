@@ -52,54 +52,74 @@ func DetectAccel() (accel, reason string) {
 
 // ResolveAccel decides the accelerator of test-cluster VMs. requested is kvm, tcg, auto or ""
 // (take AccelVar from the environment, else auto). auto uses KVM only when DetectAccel finds it and
-// ProbeKVM then runs a real guest through its firmware; otherwise TCG, with the reason. kvm (asked
-// for, or forced through AccelVar) is an error when the probe fails, so that a forced choice never
-// turns into a 10-minute hang inside a guest.
+// ProbeKVM then runs a real guest through its firmware up to its first DHCP request; otherwise TCG,
+// with the reason. kvm (asked for, or forced through AccelVar) is an error when the probe fails, so
+// that a forced choice never turns into a 10-minute hang inside a guest.
 func ResolveAccel(ctx context.Context, qemu, requested string, log *zap.Logger) (accel, reason string, err error) {
-	src := "--accel"
+	c, err := resolveAccel(ctx, qemu, requested, DetectAccel, log)
+	return c.accel, c.why, err
+}
+
+// accelChoice is a settled accelerator: which one, why, and whether KVM was asked for by name.
+// A forced KVM has no fallback: a VM that KVM fails then fails, saying so.
+type accelChoice struct {
+	accel, why string
+	forced     bool
+}
+
+// accelRequest is requested as ResolveAccel takes it, with AccelVar read when it is empty, and
+// the name of where it came from (for messages).
+func accelRequest(requested string) (value, source string) {
 	if requested == "" {
-		requested, src = os.Getenv(AccelVar), AccelVar
+		return os.Getenv(AccelVar), AccelVar
 	}
+	return requested, "--accel"
+}
+
+func resolveAccel(ctx context.Context, qemu, requested string, detect func() (string, string), log *zap.Logger) (accelChoice, error) {
+	requested, src := accelRequest(requested)
 	switch requested {
 	case "tcg":
-		return "tcg", src + "=tcg", nil
+		return accelChoice{accel: "tcg", why: src + "=tcg"}, nil
 	case "", "auto":
-		a, why := DetectAccel()
+		a, why := detect()
 		if a != "kvm" {
-			return "tcg", why, nil
+			return accelChoice{accel: "tcg", why: why}, nil
 		}
 		if err := ProbeKVM(ctx, qemu, DefaultIPXEROM); err != nil {
 			if log != nil {
 				log.Warn("KVM cannot run a guest here; using TCG", zap.Error(err))
 			}
-			return "tcg", err.Error(), nil
+			return accelChoice{accel: "tcg", why: err.Error()}, nil
 		}
-		return "kvm", "a probe guest ran under KVM", nil
+		return accelChoice{accel: "kvm", why: "a probe guest ran under KVM up to its first DHCP request"}, nil
 	case "kvm":
-		if a, why := DetectAccel(); a != "kvm" {
-			return "", "", fmt.Errorf("%s=kvm: %s (use tcg, or auto to choose)", src, why)
+		if a, why := detect(); a != "kvm" {
+			return accelChoice{}, fmt.Errorf("%s=kvm: %s (use tcg, or auto to choose)", src, why)
 		}
 		if err := ProbeKVM(ctx, qemu, DefaultIPXEROM); err != nil {
-			return "", "", fmt.Errorf("%s=kvm: %w (use tcg, or auto to choose)", src, err)
+			return accelChoice{}, fmt.Errorf("%s=kvm: %w (use tcg, or auto to choose)", src, err)
 		}
-		return "kvm", src + "=kvm, and a probe guest ran under KVM", nil
+		return accelChoice{accel: "kvm", why: src + "=kvm, and a probe guest ran under KVM", forced: true}, nil
 	}
-	return "", "", fmt.Errorf("%s: %q is not one of kvm, tcg, auto", src, requested)
+	return accelChoice{}, fmt.Errorf("%s: %q is not one of kvm, tcg, auto", src, requested)
 }
 
-// probeTimeout bounds ProbeKVM. Under KVM the probe guest reaches iPXE in well under a second;
-// the limit leaves room for a loaded host.
+// probeTimeout bounds ProbeKVM. Under KVM the probe guest asks for DHCP within about a second;
+// under TCG within about 4 s here. A KVM that is slower than that is worth less than TCG.
 const probeTimeout = 20 * time.Second
 
-// probeReady is what iPXE prints on the serial console once its own code runs: the point where
-// guests die under nested virtualisation that cannot emulate the firmware's real-mode code.
-const probeReady = "iPXE initialising devices...ok"
+// probeReady is what iPXE prints on the serial console when it sends its first DHCP request: the
+// probe guest has then run SeaBIOS, the option ROM's set-up and iPXE's own code, everything a
+// test-cluster VM runs before the boot server sees it. Nested KVM has been seen to run a guest up to
+// "iPXE initialising devices" and fail it just after.
+const probeReady = "Configuring (net0"
 
 // ProbeKVM boots a real tiny guest under KVM the way test-cluster VMs boot (SeaBIOS, then the iPXE
 // option ROM rom of a virtio NIC on QEMU's own isolated user network, which sends nothing off the
-// host) and reports whether iPXE comes up. It returns nil once iPXE has initialised its devices,
-// and an error naming what happened otherwise: QEMU's "KVM internal error", an exit, or silence
-// until probeTimeout.
+// host) and reports whether iPXE gets as far as its first DHCP request. It returns nil then, and an
+// error naming what happened otherwise: QEMU's "KVM internal error", an exit, or silence until
+// probeTimeout.
 func ProbeKVM(ctx context.Context, qemu, rom string) error {
 	if qemu == "" {
 		qemu = "qemu-system-x86_64"
@@ -118,11 +138,15 @@ func ProbeKVM(ctx context.Context, qemu, rom string) error {
 	if err != nil {
 		return fmt.Errorf("KVM probe: %w", err)
 	}
+	keys, err := cmd.StdinPipe()
+	if err != nil {
+		return fmt.Errorf("KVM probe: %w", err)
+	}
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("KVM probe: starting %s: %w", qemu, err)
 	}
-	ok := consoleShows(out, probeReady)
+	ok := consoleShows(out, probeReady, keys)
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	if ok {
@@ -132,15 +156,22 @@ func ProbeKVM(ctx context.Context, qemu, rom string) error {
 }
 
 // consoleShows reads the serial console r until want appears in it (true) or r ends (false). It
-// looks in a sliding window of the output, so want may span reads.
-func consoleShows(r io.Reader, want string) bool {
+// looks in a sliding window of the output, so want may span reads. When iPXE prints its features
+// it answers the banner prompt that follows with a key on keys, as BootVMs does, so that iPXE goes
+// on at once instead of after 2 s.
+func consoleShows(r io.Reader, want string, keys io.Writer) bool {
 	buf := make([]byte, 4096)
 	var tail []byte
+	answered := false
 	for {
 		n, err := r.Read(buf)
 		tail = append(tail, buf[:n]...)
 		if strings.Contains(string(tail), want) {
 			return true
+		}
+		if !answered && strings.Contains(string(tail), "Features:") {
+			answered = true
+			_, _ = io.WriteString(keys, "\r")
 		}
 		if len(tail) > 256 {
 			tail = tail[len(tail)-256:]
@@ -151,22 +182,28 @@ func consoleShows(r io.Reader, want string) bool {
 	}
 }
 
-// probeFailure says why the probe guest did not reach iPXE, from QEMU's stderr and whether the
-// probe timed out.
+// kvmFault says whether a line QEMU wrote on its stderr is KVM failing the guest: QEMU then
+// pauses the VM for good instead of exiting.
+func kvmFault(line string) bool {
+	return strings.Contains(line, "KVM internal error") || strings.Contains(line, "emulation failure")
+}
+
+// probeFailure says why the probe guest did not reach iPXE's first DHCP request, from QEMU's
+// stderr and whether the probe timed out.
 func probeFailure(qemu, stderr string, timedOut bool) error {
 	msg := strings.TrimSpace(stderr)
 	for _, l := range strings.Split(msg, "\n") {
-		if strings.Contains(l, "KVM internal error") || strings.Contains(l, "emulation failure") {
+		if kvmFault(l) {
 			return fmt.Errorf("KVM cannot run a guest here (nested virtualisation?): QEMU says %q", strings.TrimSpace(l))
 		}
 	}
 	if timedOut {
-		return fmt.Errorf("KVM cannot run a guest here (nested virtualisation?): the probe guest did not reach iPXE within %v", probeTimeout)
+		return fmt.Errorf("KVM cannot run a guest here (nested virtualisation?): the probe guest did not reach iPXE's first DHCP request within %v", probeTimeout)
 	}
 	if msg == "" {
 		msg = "no message"
 	}
-	return fmt.Errorf("KVM probe: %s exited before iPXE came up: %s", qemu, msg)
+	return fmt.Errorf("KVM probe: %s exited before iPXE asked for DHCP: %s", qemu, msg)
 }
 
 // limitedWriter keeps the first n bytes written to it and drops the rest.

@@ -20,7 +20,7 @@ func TestQEMUHTTPBoot(t *testing.T) {
 	defer cancel()
 	c := qemuCluster(t, ctx)
 	log := zaptest.NewLogger(t)
-	accel, _ := testAccel(t, ctx, log)
+	testAccel(t, ctx, c, log)
 	const tftpTransfers = "bootfabric_tftp_transfers_total"
 	boot := func(n int, timeout time.Duration) []VMResult {
 		t.Helper()
@@ -29,7 +29,7 @@ func TestQEMUHTTPBoot(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("load average before %d uefi-http VMs: %s", n, loadAvg())
-		rs, err := BootVMs(ctx, c, n, QEMUOptions{Accel: accel, Log: log, Firmware: "uefi-http", Timeout: timeout})
+		rs, err := BootVMs(ctx, c, n, QEMUOptions{Log: log, Firmware: "uefi-http", Timeout: timeout})
 		for _, r := range rs {
 			t.Logf("%s (%s, %s): health %q after %.2f s; first file %q; events %v", r.Node, r.Server, r.Accel, r.Health, r.Seconds, r.NBP, r.Events)
 			if r.Err != "" {

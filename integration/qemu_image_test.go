@@ -40,8 +40,8 @@ func TestQEMUBootContainerImage(t *testing.T) {
 
 	c := qemuImageCluster(t, ctx, oci)
 	log := zaptest.NewLogger(t)
-	accel, why := testAccel(t, ctx, log)
-	rs, err := BootVMs(ctx, c, 1, QEMUOptions{Accel: accel, Log: log, MemoryMB: 1024, Timeout: 150 * time.Second, Linger: 40 * time.Second})
+	accel, why := testAccel(t, ctx, c, log)
+	rs, err := BootVMs(ctx, c, 1, QEMUOptions{Log: log, MemoryMB: 1024, Timeout: 150 * time.Second, Linger: 40 * time.Second})
 	var serial []byte
 	if len(rs) == 1 {
 		serial, _ = os.ReadFile(rs[0].SerialLog)
@@ -63,7 +63,7 @@ func TestQEMUBootContainerImage(t *testing.T) {
 
 	// Beside it, the busybox test initramfs on the same kind of cluster and accelerator.
 	base := qemuCluster(t, ctx)
-	bs, err := BootVMs(ctx, base, 1, QEMUOptions{Accel: accel, Log: log})
+	bs, err := BootVMs(ctx, base, 1, QEMUOptions{Log: log})
 	if err != nil {
 		t.Fatalf("busybox test initramfs: %v", err)
 	}

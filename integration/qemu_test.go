@@ -152,11 +152,11 @@ func qemuCluster(tb testing.TB, ctx context.Context) *Cluster {
 	return c
 }
 
-// testAccel resolves the VMs' accelerator as BootVMs would, logs it and returns it with the
-// reason.
-func testAccel(t *testing.T, ctx context.Context, log *zap.Logger) (accel, why string) {
+// testAccel settles c's VMs' accelerator as BootVMs does (once per cluster), logs it and returns it
+// with the reason. A VM that KVM fails later still falls back to TCG: VMResult.Accel says which ran.
+func testAccel(t *testing.T, ctx context.Context, c *Cluster, log *zap.Logger) (accel, why string) {
 	t.Helper()
-	accel, why, err := ResolveAccel(ctx, "", "", log)
+	accel, why, err := c.Accel(ctx, "", log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestQEMUBoot(t *testing.T) {
 	c := qemuCluster(t, ctx)
 	log := zaptest.NewLogger(t)
 	// Once for the whole test: on a host whose KVM cannot run guests the probe costs its timeout.
-	accel, why := testAccel(t, ctx, log)
+	_, why := testAccel(t, ctx, c, log)
 	report := func(rs []VMResult) {
 		for _, r := range rs {
 			t.Logf("%s (%s, %s): health %q after %.2f s; events %v; guest uptime %v; nbp %q; serial %s", r.Node, r.Server, r.Accel, r.Health, r.Seconds, r.Events, r.GuestUptime, r.NBP, r.SerialLog)
@@ -191,7 +191,7 @@ func TestQEMUBoot(t *testing.T) {
 	}
 
 	t.Logf("load average before 1 VM: %s", loadAvg())
-	one, err := BootVMs(ctx, c, 1, QEMUOptions{Accel: accel, Log: log})
+	one, err := BootVMs(ctx, c, 1, QEMUOptions{Log: log})
 	report(one)
 	if err != nil {
 		dumpSerial(one)
@@ -204,7 +204,7 @@ func TestQEMUBoot(t *testing.T) {
 	// host); what the code controls is checked always: no firmware wait remains. iPXE's proxyDHCP
 	// wait would show between offer and bound (~3 s), its IPv6 wait between bound and the script
 	// request (~13-16 s), its banner before the DHCP discover (2 s).
-	t.Logf("1 VM: health after %.2f s (target 8 s); accel %s %s; load average %s", one[0].Seconds, accel, why, loadAvg())
+	t.Logf("1 VM: health after %.2f s (target 8 s); accel %s %s; load average %s", one[0].Seconds, one[0].Accel, why, loadAvg())
 	ev := one[0].Events
 	for _, w := range []struct {
 		from, to string
@@ -223,7 +223,7 @@ func TestQEMUBoot(t *testing.T) {
 
 	if os.Getenv("BOOTFABRIC_QEMU_SLOW") != "" {
 		// The default set-up, for comparison: no router advertisements, so iPXE waits out IPv6.
-		slow, err := BootVMs(ctx, c, 1, QEMUOptions{Accel: accel, Log: log, NoRouterAdvertisements: true})
+		slow, err := BootVMs(ctx, c, 1, QEMUOptions{Log: log, NoRouterAdvertisements: true})
 		report(slow)
 		if err != nil {
 			t.Fatalf("1 VM without router advertisements: %v", err)
@@ -236,7 +236,7 @@ func TestQEMUBoot(t *testing.T) {
 	if _, err := os.Stat("/usr/share/OVMF/OVMF_CODE_4M.fd"); err == nil {
 		// UEFI: OVMF, iPXE's EFI driver from efi-virtio.rom, the kernel's EFI stub.
 		t.Logf("load average before 1 UEFI VM: %s", loadAvg())
-		uefi, err := BootVMs(ctx, c, 1, QEMUOptions{Accel: accel, Log: log, Firmware: "uefi"})
+		uefi, err := BootVMs(ctx, c, 1, QEMUOptions{Log: log, Firmware: "uefi"})
 		report(uefi)
 		if b, rerr := os.ReadFile(uefi[0].SerialLog); rerr == nil {
 			t.Logf("serial log of the UEFI VM:\n%s", tail(string(b), 40))
@@ -247,7 +247,7 @@ func TestQEMUBoot(t *testing.T) {
 		// OVMF's own PXE client: DHCP, then ipxe.efi over TFTP, which is where firmware asks
 		// for windowsize (RFC 7440).
 		t.Logf("load average before 1 UEFI PXE VM: %s", loadAvg())
-		pxe, err := BootVMs(ctx, c, 1, QEMUOptions{Accel: accel, Log: log, Firmware: "uefi-pxe"})
+		pxe, err := BootVMs(ctx, c, 1, QEMUOptions{Log: log, Firmware: "uefi-pxe"})
 		report(pxe)
 		if err != nil {
 			dumpSerial(pxe)
@@ -262,7 +262,7 @@ func TestQEMUBoot(t *testing.T) {
 	}
 
 	t.Logf("load average before 4 VMs: %s", loadAvg())
-	four, err := BootVMs(ctx, c, 4, QEMUOptions{Accel: accel, Log: log, Timeout: 120 * time.Second})
+	four, err := BootVMs(ctx, c, 4, QEMUOptions{Log: log, Timeout: 120 * time.Second})
 	report(four)
 	if err != nil {
 		dumpSerial(four)
@@ -294,14 +294,10 @@ func BenchmarkQEMUBoot(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	c := qemuCluster(b, ctx)
-	accel, _, err := ResolveAccel(ctx, "", "", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
 	total := 0.0
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		rs, err := BootVMs(ctx, c, 1, QEMUOptions{Accel: accel, Log: zaptest.NewLogger(b)})
+		rs, err := BootVMs(ctx, c, 1, QEMUOptions{Log: zaptest.NewLogger(b)})
 		if err != nil {
 			b.Fatal(err)
 		}

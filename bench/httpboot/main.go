@@ -89,10 +89,6 @@ func run(bootctl string, rounds int, ways []string, accel, stateDir string) erro
 		defer os.RemoveAll(d)
 		stateDir = d
 	}
-	acc, why, err := integration.ResolveAccel(ctx, "", accel, log)
-	if err != nil {
-		return err
-	}
 	// Two clusters, each one node and one server: bootctl serve in one, dnsmasq and busybox
 	// httpd in the other.
 	bf, err := integration.Up(ctx, integration.Spec{Name: "hbbf", Machine: machine("hbbf"), Scale: 1, StateDir: stateDir}, log)
@@ -114,8 +110,13 @@ func run(bootctl string, rounds int, ways []string, accel, stateDir string) erro
 		}
 	}
 
+	// Settled once per cluster; a VM that KVM fails falls back to TCG (VMResult.Accel says).
+	acc, why, err := bf.Accel(ctx, accel, log)
+	if err != nil {
+		return err
+	}
 	load0 := loadAvg()
-	results, err := boots(ctx, bf, dm, rounds, ways, acc, log)
+	results, err := boots(ctx, bf, dm, rounds, ways, accel, log)
 	if err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func run(bootctl string, rounds int, ways []string, accel, stateDir string) erro
 }
 
 // boots boots one VM per way and round, rounds outermost, so that the ways share the host's load.
-func boots(ctx context.Context, bf, dm *integration.Cluster, rounds int, ways []string, acc string, log *zap.Logger) (map[string][]integration.VMResult, error) {
+func boots(ctx context.Context, bf, dm *integration.Cluster, rounds int, ways []string, accel string, log *zap.Logger) (map[string][]integration.VMResult, error) {
 	results := map[string][]integration.VMResult{}
 	for r := 0; r < rounds; r++ {
 		for _, w := range ways {
@@ -132,7 +133,7 @@ func boots(ctx context.Context, bf, dm *integration.Cluster, rounds int, ways []
 			if w == "dnsmasq-http" {
 				c, fw = dm, "uefi-http"
 			}
-			rs, err := integration.BootVMs(ctx, c, 1, integration.QEMUOptions{Accel: acc, Firmware: fw, Log: log, Timeout: 150 * time.Second})
+			rs, err := integration.BootVMs(ctx, c, 1, integration.QEMUOptions{Accel: accel, Firmware: fw, Log: log, Timeout: 150 * time.Second})
 			// Without bootctl serve nobody records the health report on the server side, so the
 			// VM's exit after its console says "sent=yes" is the end of a dnsmasq boot.
 			if len(rs) == 1 && rs[0].Events["serial_report"] > 0 {
