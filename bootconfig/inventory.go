@@ -385,7 +385,7 @@ func (b *inventoryBuilder) parseBMC(line int, f invFields) (*NodeBMC, error) {
 		}
 		host = h
 	}
-	if host == "" || strings.ContainsAny(host, " /@[]") {
+	if host == "" || strings.HasPrefix(host, "-") || strings.ContainsAny(host, " /@[]") {
 		return nil, b.errAt(line, "bmc", "%q is not a host or host:port", f.bmc)
 	}
 	drv := cmp.Or(f.bmcDriver, "ipmi")
@@ -435,7 +435,7 @@ func (b *inventoryBuilder) checkName(line int, name string) error {
 		return b.errAt(line, "name", "missing node name")
 	}
 	if !validHostName(name) {
-		return b.errAt(line, "name", "%q is not a host name (letters, digits, '-', '.')", name)
+		return b.errAt(line, "name", "%q is not a host name (letters, digits, '-', '.', not starting with '-')", name)
 	}
 	if j, dup := b.inv.byName[name]; dup {
 		return b.errAt(line, "name", "%q already on line %d", name, b.inv.Nodes[j].Line)
@@ -516,7 +516,9 @@ func (b *inventoryBuilder) done() (*Inventory, error) {
 }
 
 func validHostName(s string) bool {
-	if len(s) > 253 {
+	// A leading '-' is no host name's (RFC 1123), and a command that takes the name as a word
+	// (an exec power template, ssh) would read it as an option.
+	if len(s) > 253 || strings.HasPrefix(s, "-") {
 		return false
 	}
 	for _, r := range s {

@@ -105,6 +105,8 @@ func TestInventoryErrors(t *testing.T) {
 		{"i.csv", hdr + "node7,52:54:00:00:00:02,10.0.0.3,\n", "i.csv:2: node: node name \"node7\""},
 		{"i.csv", hdr + ",52:54:00:00:00:02,10.0.0.3,s0-b0-n0\n", "i.csv:2: name: missing node name"},
 		{"i.csv", hdr + "a b,52:54:00:00:00:02,10.0.0.3,s0-b0-n0\n", "i.csv:2: name: \"a b\" is not a host name"},
+		{"i.csv", hdr + "-oProxyCommand=x,52:54:00:00:00:02,10.0.0.3,s0-b0-n0\n", "i.csv:2: name: \"-oProxyCommand=x\" is not a host name"},
+		{"i.csv", "name,mac,bmc\nb,52:54:00:00:00:02,-oProxyCommand=x\n", "i.csv:2: bmc: \"-oProxyCommand=x\" is not a host or host:port"},
 		{"i.csv", hdr + "a,52:54:00:00:00:02\n", "i.csv:2: wrong number of fields"},
 		{"i.yaml", "- {name: a, mac: '52:54:00:00:00:01', colour: red}\n", `i.yaml:1: nodes[0]: unknown field "colour" (fields here: name, mac, ip, node, position, profile, bmc, bmc_driver, bmc_creds, groups)`},
 		{"i.yaml", "- {name: a, mac: '52:54:00:00:00:01', node: s0-b0-n0}\n- {name: b, mac: '52:54:00:00:00:01', node: s0-b0-n1}\n", "i.yaml:2: mac: 52:54:00:00:00:01 already belongs to a (line 1)"},

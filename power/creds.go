@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
-
 	"regexp"
+	"sort"
+	"syscall"
 
 	"gopkg.in/yaml.v3"
 )
@@ -53,6 +53,10 @@ func LoadCredentials(path string) (*Credentials, error) {
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 		return nil, fmt.Errorf("credentials %s: mode %04o lets others read it: chmod 600 %s", path, perm, path)
+	}
+	// As ssh does for a private key: a file someone else owns could be rewritten by them.
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Geteuid() {
+		return nil, fmt.Errorf("credentials %s: owned by uid %d, not by you (uid %d) or root: chown %d %s", path, st.Uid, os.Geteuid(), os.Geteuid(), path)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxCredsFile+1))
 	if err != nil {

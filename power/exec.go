@@ -20,9 +20,17 @@ import (
 // on the command line (where ps shows it) but in the environment, as BMC_PASSWORD and as
 // IPMI_PASSWORD (ipmitool -E reads it).
 type Exec struct {
-	cmds map[Op][]*template.Template
+	cmds map[Op][]execWord
 	vars ExecVars
 	pass string
+}
+
+// execWord is one word of a command template. option says whether the template itself writes a
+// leading '-': a word that only a value makes start with '-' would pass that value to the command
+// as an option (ssh's -oProxyCommand=...), and is refused.
+type execWord struct {
+	tpl    *template.Template
+	option bool
 }
 
 // ExecVars are the values a template may use.
@@ -44,14 +52,14 @@ type ExecTemplates struct {
 // NewExec parses the templates for one node. A template left empty makes its action fail with
 // that said.
 func NewExec(t ExecTemplates, vars ExecVars, password string) (*Exec, error) {
-	e := &Exec{cmds: map[Op][]*template.Template{}, vars: vars, pass: password}
+	e := &Exec{cmds: map[Op][]execWord{}, vars: vars, pass: password}
 	for op, text := range map[Op]string{OpOn: t.On, OpOff: t.Off, OpCycle: t.Cycle, OpStatus: t.Status, OpPXE: t.PXE} {
 		for _, w := range strings.Fields(text) {
 			tpl, err := template.New(string(op)).Option("missingkey=error").Parse(w)
 			if err != nil {
 				return nil, fmt.Errorf("exec template %s: %w", op, err)
 			}
-			e.cmds[op] = append(e.cmds[op], tpl)
+			e.cmds[op] = append(e.cmds[op], execWord{tpl: tpl, option: strings.HasPrefix(w, "-")})
 		}
 	}
 	return e, nil
@@ -68,10 +76,13 @@ func (e *Exec) run(ctx context.Context, op Op, mode BootMode) (string, error) {
 	argv := make([]string, len(words))
 	for i, w := range words {
 		var b strings.Builder
-		if err := w.Execute(&b, vars); err != nil {
+		if err := w.tpl.Execute(&b, vars); err != nil {
 			return "", &Error{Class: Failed, Op: string(op), Err: fmt.Errorf("exec template: %w", err)}
 		}
 		argv[i] = b.String()
+		if !w.option && strings.HasPrefix(argv[i], "-") {
+			return "", &Error{Class: Failed, Op: string(op), Err: fmt.Errorf("exec template: word %d renders to %q, which the command would read as an option: a node or BMC value may not start with '-'", i+1, e.redact(argv[i]))}
+		}
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "BMC_PASSWORD="+e.pass, "IPMI_PASSWORD="+e.pass)
@@ -87,16 +98,22 @@ func (e *Exec) run(ctx context.Context, op Op, mode BootMode) (string, error) {
 		return "", &Error{Class: TimedOut, Op: string(op), Err: fmt.Errorf("%s: %w", argv[0], ctx.Err())}
 	}
 	if err != nil {
-		msg := strings.TrimSpace(errb.String())
-		if e.pass != "" {
-			msg = strings.ReplaceAll(msg, e.pass, "***")
-		}
+		msg := e.redact(strings.TrimSpace(errb.String()))
 		if len(msg) > 200 {
 			msg = msg[len(msg)-200:]
 		}
 		return "", &Error{Class: Failed, Op: string(op), Err: fmt.Errorf("%s: %v: %s", argv[0], err, msg)}
 	}
 	return out.String(), nil
+}
+
+// redact hides the password in what a command printed, before it goes into an error, a log or
+// JSON output.
+func (e *Exec) redact(s string) string {
+	if e.pass == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, e.pass, "***")
 }
 
 // On implements Controller.
@@ -129,5 +146,5 @@ func (e *Exec) Status(ctx context.Context) (State, error) {
 			return Off, nil
 		}
 	}
-	return "", &Error{Class: Failed, Op: string(OpStatus), Err: fmt.Errorf("status output %q does not end in on or off", strings.TrimSpace(out))}
+	return "", &Error{Class: Failed, Op: string(OpStatus), Err: fmt.Errorf("status output %q does not end in on or off", e.redact(strings.TrimSpace(out)))}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/bootrun"
 	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/internal/atomicfile"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 )
@@ -93,7 +94,9 @@ func bootControl(e *env, c *cli.Context, word string) error {
 	if _, err := bootrun.ReadJournal(path); err != nil {
 		return badInput("--journal: %w", err)
 	}
-	if err := os.WriteFile(path+".control", []byte(word+"\n"), 0o600); err != nil {
+	// Written whole and renamed into place: a link planted at JOURNAL.control is replaced, never
+	// followed to a file of someone else's.
+	if err := atomicfile.WriteFile(path+".control", []byte(word+"\n"), 0o600); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintf(e.stdout, "%s: asked; the run reads it at its next poll\n", word)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/images/ociimport"
+	"github.com/bootfabric/bootfabric/units"
 	"github.com/urfave/cli/v2"
 )
 
@@ -28,6 +29,8 @@ func imageImportCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "agent", Value: true, Usage: "add the bootfabric agent as /init: DHCP, the health report with the node's token, then the image's /sbin/init (--agent=false: the image alone; boot it with rdinit=/sbin/init)"},
 			&cli.StringFlag{Name: "busybox", Value: images.DefaultBusybox, Usage: "static busybox the agent runs on (Debian package busybox-static)"},
 			&cli.StringSliceFlag{Name: "module", Usage: "kernel module (uncompressed .ko) the agent loads before DHCP, e.g. the NIC driver of a kernel given with --kernel; repeatable, dependencies first"},
+			&cli.StringFlag{Name: "max-size", Value: "8GiB", Usage: "refuse an image whose files hold more than this, uncompressed (the initramfs a node unpacks in RAM)"},
+			&cli.IntFlag{Name: "max-entries", Value: ociimport.DefaultMaxEntries, Usage: "refuse an image with more tar entries than this in all its layers"},
 			outputFlag("table", "json", "yaml"),
 		},
 		Action: func(c *cli.Context) error { return imageImport(e, c) },
@@ -47,6 +50,14 @@ func imageImport(e *env, c *cli.Context) error {
 	}
 	if err := importAgentFlags(c, &opt); err != nil {
 		return err
+	}
+	maxSize, err := units.ParseSize(c.String("max-size"))
+	if err != nil {
+		return badInput("--max-size: %w", err)
+	}
+	opt.MaxBytes = int64(maxSize)
+	if opt.MaxEntries = c.Int("max-entries"); opt.MaxEntries <= 0 {
+		return badInput("--max-entries: %d is not a positive count", opt.MaxEntries)
 	}
 	if opt.Kernel != "" {
 		if fi, err := os.Stat(opt.Kernel); err != nil {

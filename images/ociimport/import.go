@@ -42,7 +42,21 @@ type Options struct {
 	// brings the network up: the NIC's driver when the kernel has it as a module and the image
 	// has no modules of its own for that kernel. List dependencies first.
 	Modules []string
+	// MaxBytes bounds the files of the final tree, uncompressed (the initramfs a node unpacks in
+	// RAM), and MaxEntries the tar entries read from all layers (what the index holds in memory,
+	// about 800 bytes each): a small compressed layer can hold gigabytes of zeros or millions of
+	// empty files. Zero: DefaultMaxBytes, DefaultMaxEntries.
+	MaxBytes   int64
+	MaxEntries int
 }
+
+// The import's default ceilings: a full Debian system with its documentation is about 60,000
+// entries and 1 GiB; an initramfs over 8 GiB would not fit the RAM of most nodes next to its
+// unpacked copy.
+const (
+	DefaultMaxBytes   int64 = 8 << 30
+	DefaultMaxEntries       = 1_000_000
+)
 
 // Result describes an import.
 type Result struct {
@@ -116,6 +130,12 @@ func (opt Options) withDefaults() (Options, v1.Platform, error) {
 	if opt.TempDir == "" {
 		opt.TempDir = os.TempDir()
 	}
+	if opt.MaxBytes <= 0 {
+		opt.MaxBytes = DefaultMaxBytes
+	}
+	if opt.MaxEntries <= 0 {
+		opt.MaxEntries = DefaultMaxEntries
+	}
 	if opt.Busybox != "" {
 		if err := images.CheckStatic(opt.Busybox); err != nil {
 			return opt, v1.Platform{}, fmt.Errorf("ociimport: %w: agent: %w", ErrOptions, err)
@@ -149,15 +169,26 @@ type build struct {
 	files  map[string]string // profile file name -> path, for AddStaged
 }
 
-// index is the first pass: the tree from the layers' headers.
+// index is the first pass: the tree from the layers' headers, within the options' ceilings.
 func (b *build) index() error {
+	entries := 0
 	for i := range b.lr.layers {
-		err := b.lr.read(b.ctx, i, func(h *tar.Header, _ io.Reader, at src) error { return b.t.apply(h, at) })
+		err := b.lr.read(b.ctx, i, func(h *tar.Header, _ io.Reader, at src) error {
+			if entries++; entries > b.opt.MaxEntries {
+				return fmt.Errorf("over %d entries (--max-entries)", b.opt.MaxEntries)
+			}
+			return b.t.apply(h, at)
+		})
 		if err != nil {
 			return b.opt.bad(err)
 		}
 	}
 	b.t.finish()
+	var size int64
+	b.t.walk(func(_ string, n *node) { size += n.meta.size })
+	if size > b.opt.MaxBytes {
+		return b.opt.bad(fmt.Errorf("its files hold %d bytes, over the ceiling of %d (--max-size)", size, b.opt.MaxBytes))
+	}
 	return nil
 }
 
