@@ -50,7 +50,9 @@ func CreateJournal(path string, nodes []string) (*Journal, error) {
 }
 
 // ResumeJournal opens the journal at path of a run of the same nodes and returns each node's
-// last entry (nil for nodes it never recorded).
+// last entry (nil for nodes it never recorded). A last line cut short (the run killed while
+// writing it) is cut off the file before anything is appended, so that the next entry starts a
+// line of its own.
 func ResumeJournal(path string, nodes []string) (*Journal, []*JournalEntry, error) {
 	entries, err := ReadJournal(path)
 	if err != nil {
@@ -63,6 +65,18 @@ func ResumeJournal(path string, nodes []string) (*Journal, []*JournalEntry, erro
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal: %w", err)
 	}
+	if fi, err := f.Stat(); err != nil || fi.Size() > entries.whole {
+		if err == nil {
+			err = f.Truncate(entries.whole)
+		}
+		if err == nil {
+			err = f.Sync()
+		}
+		if err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("journal %s: cutting its torn last line: %w", path, err)
+		}
+	}
 	return &Journal{f: f, path: path}, entries.Last, nil
 }
 
@@ -70,6 +84,7 @@ func ResumeJournal(path string, nodes []string) (*Journal, []*JournalEntry, erro
 type JournalContents struct {
 	Nodes []string
 	Last  []*JournalEntry
+	whole int64 // bytes of whole lines: the file less a torn last line
 }
 
 // ReadJournal reads the journal at path. A last line cut short (the run killed while writing)
@@ -84,7 +99,7 @@ func ReadJournal(path string) (*JournalContents, error) {
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, 1<<20)
-	var out JournalContents
+	out := JournalContents{whole: int64(len(data))}
 	for line := 1; sc.Scan(); line++ {
 		if line == 1 {
 			var h journalHeader
