@@ -175,7 +175,7 @@ func TestAttackSpoofedDiscover(t *testing.T) {
 	}
 	mac, _ := net.ParseMAC("52:54:00:00:00:00")
 	obs := newDHCPObserver(s)
-	obs.OnDHCP(mac, dhcpv4.MessageTypeDiscover, dhcpd.OutcomeOffered, nil)
+	obs.OnDHCP(mac, dhcpv4.MessageTypeDiscover, dhcpd.OutcomeOffered, nil, dhcpd.KindPXE)
 	if n := nodeAt(t, s, "node00"); n.State != nodestate.Healthy || n.Attempt != 0 || n.LastEvent != nodestate.EvOffer {
 		t.Errorf("after a spoofed DISCOVER: %v attempt %d last %v", n.State, n.Attempt, n.LastEvent)
 	}
@@ -198,7 +198,7 @@ func TestAttackSpoofedDiscover(t *testing.T) {
 	if w.Code != 200 {
 		t.Fatalf("reboot: %d %s", w.Code, w.Body)
 	}
-	obs.OnDHCP(mac, dhcpv4.MessageTypeDiscover, dhcpd.OutcomeOffered, nil)
+	obs.OnDHCP(mac, dhcpv4.MessageTypeDiscover, dhcpd.OutcomeOffered, nil, dhcpd.KindPXE)
 	if n := nodeAt(t, s, "node00"); n.State != nodestate.Offered || n.Attempt != 1 {
 		t.Errorf("after the asked-for reboot: %v attempt %d", n.State, n.Attempt)
 	}

@@ -221,6 +221,9 @@ func (s *Server) handleScript(w http.ResponseWriter, r *http.Request) {
 		refuse(w, err)
 		return
 	}
+	if !s.claimOnce(w, r, name, st, nodestate.ScriptFile) {
+		return
+	}
 	if learn {
 		s.tracker.LearnIP(name, c.From)
 	}
@@ -238,6 +241,25 @@ func (s *Server) handleScript(w http.ResponseWriter, r *http.Request) {
 	if _, err := w.Write(script); err == nil && (s.cfg.DHCP.Mode == bootconfig.DHCPOff || st.AttemptOpen()) {
 		s.observe(s.reqLog(r, name), name, nodestate.EvScript, "GET "+r.URL.Path)
 	}
+}
+
+// claimOnce records that file, which carries the node's token, goes out in the node's open
+// attempt, or answers 409 when it went out already: a host that takes the node's address after
+// the node fetched it cannot fetch it again to learn the token (it would have to start a new
+// attempt first, and the node's own report would then show it). It claims nothing when node
+// authentication is off, outside an open attempt, or with DHCP off (where a script fetch is the
+// only sign of an attempt).
+func (s *Server) claimOnce(w http.ResponseWriter, r *http.Request, name string, st nodestate.NodeStatus, file nodestate.TokenFile) bool {
+	if s.nodes.secret == nil || !st.AttemptOpen() || s.cfg.DHCP.Mode == bootconfig.DHCPOff {
+		return true
+	}
+	if s.tracker.ClaimServed(name, st.Attempt, file) {
+		return true
+	}
+	msg := fmt.Sprintf("node %s: boot attempt %d's %s went out already; a new attempt, with a new token, starts when the node's firmware asks for DHCP again", name, st.Attempt, file)
+	s.reqLog(r, name).Info("token file refused", zap.String("reason", msg))
+	apiError(w, http.StatusConflict, "%s", msg)
+	return false
 }
 
 // script renders the iPXE script of a node, with the token of its current boot attempt.

@@ -44,7 +44,7 @@ func dhcpDetail(t dhcpv4.MessageType, out dhcpd.Outcome) string {
 }
 
 // OnDHCP implements dhcpd.Observer.
-func (o dhcpObserver) OnDHCP(mac net.HardwareAddr, t dhcpv4.MessageType, out dhcpd.Outcome, ip net.IP) {
+func (o dhcpObserver) OnDHCP(mac net.HardwareAddr, t dhcpv4.MessageType, out dhcpd.Outcome, ip net.IP, kind dhcpd.ClientKind) {
 	var buf [2]nodestate.Event
 	evs := appendDHCPEvents(buf[:0], t, out)
 	if len(evs) == 0 {
@@ -60,7 +60,20 @@ func (o dhcpObserver) OnDHCP(mac net.HardwareAddr, t dhcpv4.MessageType, out dhc
 	}
 	// dhcpd reports a request before it sends the reply, so a client's DISCOVER is always
 	// observed before the REQUEST that the OFFER prompted.
-	o.s.tracker.ObserveDHCP(mac, evs, addr, detail)
+	o.s.tracker.ObserveDHCP(mac, evs, addr, detail, DHCPClient(kind))
+}
+
+// DHCPClient maps dhcpd's client kinds to the node state machine's.
+func DHCPClient(k dhcpd.ClientKind) nodestate.Client {
+	switch k {
+	case dhcpd.KindPXE, dhcpd.KindHTTP:
+		return nodestate.ClientFirmware
+	case dhcpd.KindIPXE:
+		return nodestate.ClientIPXE
+	case dhcpd.KindPlain:
+		return nodestate.ClientOS
+	}
+	return nodestate.ClientUnknown
 }
 
 // DHCPEvents maps a handled DHCP request (its message type and what the server did) to boot

@@ -96,6 +96,9 @@ func (s *Server) handleOverlay(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	if !s.claimOnce(w, r, name, st, nodestate.OverlayFile) {
+		return
+	}
 	var buf bytes.Buffer
 	if err := images.RenderOverlays(&buf, overlayNode(n, st), overlays...); err != nil {
 		s.reqLog(r, name).Error("rendering the overlay", zap.Error(err))

@@ -150,9 +150,9 @@ func Classify(req *dhcpv4.DHCPv4, cfg BootConfig, server net.IP, name string) Bo
 		vars.token = cfg.Token(req.ClientHWAddr)
 	}
 
-	switch {
-	case isIPXE(req, cfg.IPXEUserClass):
-		bc.Kind = KindIPXE
+	bc.Kind = KindOf(req, cfg.IPXEUserClass)
+	switch bc.Kind {
+	case KindIPXE:
 		bc.BootFile = expand(cfg.IPXEScriptURL, vars)
 		bc.IPXENoProxyWait = true
 		if strings.HasPrefix(vendor, VendorHTTPClient) {
@@ -160,21 +160,41 @@ func Classify(req *dhcpv4.DHCPv4, cfg BootConfig, server net.IP, name string) Bo
 		} else if strings.HasPrefix(vendor, VendorPXEClient) {
 			bc.VendorClass = VendorPXEClient
 		}
-	case strings.HasPrefix(vendor, VendorHTTPClient) || (bc.ArchKnown && isHTTPArch(bc.Arch)):
-		bc.Kind = KindHTTP
+	case KindHTTP:
 		bc.VendorClass = VendorHTTPClient
 		if file != "" {
 			bc.BootFile = expand(cfg.HTTPBootURL, vars)
 		}
-	case strings.HasPrefix(vendor, VendorPXEClient):
-		bc.Kind = KindPXE
+	case KindPXE:
 		bc.VendorClass = VendorPXEClient
 		bc.BootFile = file
 	default:
-		bc.Kind = KindPlain
 		bc.BootFile = cfg.PlainFile
 	}
 	return bc
+}
+
+// KindOf says what kind of boot client sent req: iPXE by its user class (ipxeUserClass, empty:
+// "iPXE"), UEFI HTTP boot by its vendor class or architecture, PXE firmware by its vendor class,
+// else a plain DHCP client.
+func KindOf(req *dhcpv4.DHCPv4, ipxeUserClass string) ClientKind {
+	if ipxeUserClass == "" {
+		ipxeUserClass = "iPXE"
+	}
+	vendor := req.ClassIdentifier()
+	switch {
+	case isIPXE(req, ipxeUserClass):
+		return KindIPXE
+	case strings.HasPrefix(vendor, VendorHTTPClient):
+		return KindHTTP
+	}
+	if archs := req.ClientArch(); len(archs) > 0 && isHTTPArch(archs[0]) {
+		return KindHTTP
+	}
+	if strings.HasPrefix(vendor, VendorPXEClient) {
+		return KindPXE
+	}
+	return KindPlain
 }
 
 // isIPXE reports whether req comes from iPXE: the configured user class in

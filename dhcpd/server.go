@@ -26,17 +26,17 @@ var ErrPortInUse = errors.New("port already held by another process (another DHC
 // (discover -> offered -> bound). OnDHCP is called from the worker before the
 // reply is sent, so that a client's next request is never observed before the
 // answer to its previous one; if sending then fails, it is called again with
-// OutcomeSendFailed. It must be fast and must not block.
+// OutcomeSendFailed. It must be fast and must not block. kind is the client's (KindOf).
 type Observer interface {
-	OnDHCP(mac net.HardwareAddr, msgType dhcpv4.MessageType, outcome Outcome, ip net.IP)
+	OnDHCP(mac net.HardwareAddr, msgType dhcpv4.MessageType, outcome Outcome, ip net.IP, kind ClientKind)
 }
 
 // ObserverFunc adapts a function to Observer.
-type ObserverFunc func(mac net.HardwareAddr, msgType dhcpv4.MessageType, outcome Outcome, ip net.IP)
+type ObserverFunc func(mac net.HardwareAddr, msgType dhcpv4.MessageType, outcome Outcome, ip net.IP, kind ClientKind)
 
 // OnDHCP implements Observer.
-func (f ObserverFunc) OnDHCP(mac net.HardwareAddr, t dhcpv4.MessageType, o Outcome, ip net.IP) {
-	f(mac, t, o, ip)
+func (f ObserverFunc) OnDHCP(mac net.HardwareAddr, t dhcpv4.MessageType, o Outcome, ip net.IP, kind ClientKind) {
+	f(mac, t, o, ip, kind)
 }
 
 // Config configures a Server. The zero value of every field is usable and
@@ -509,7 +509,7 @@ func (s *Server) work(ctx context.Context, j job) {
 		s.m.drops.WithLabelValues(string(OutcomeError)).Inc()
 	}
 	if s.cfg.Observer != nil {
-		s.cfg.Observer.OnDHCP(j.req.ClientHWAddr, j.req.MessageType(), d.Outcome, d.IP)
+		s.cfg.Observer.OnDHCP(j.req.ClientHWAddr, j.req.MessageType(), d.Outcome, d.IP, KindOf(j.req, s.cfg.Boot.IPXEUserClass))
 	}
 	if d.Reply != nil && !s.send(j, d, sip) {
 		return
@@ -542,7 +542,7 @@ func (s *Server) send(j job, d Decision, sip net.IP) bool {
 		s.count(j.req, OutcomeSendFailed)
 		s.m.drops.WithLabelValues(string(OutcomeSendFailed)).Inc()
 		if s.cfg.Observer != nil {
-			s.cfg.Observer.OnDHCP(j.req.ClientHWAddr, j.req.MessageType(), OutcomeSendFailed, d.IP)
+			s.cfg.Observer.OnDHCP(j.req.ClientHWAddr, j.req.MessageType(), OutcomeSendFailed, d.IP, KindOf(j.req, s.cfg.Boot.IPXEUserClass))
 		}
 		return false
 	}

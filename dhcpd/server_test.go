@@ -30,7 +30,7 @@ type recorder struct {
 	events []event
 }
 
-func (r *recorder) OnDHCP(mac net.HardwareAddr, t dhcpv4.MessageType, o Outcome, ip net.IP) {
+func (r *recorder) OnDHCP(mac net.HardwareAddr, t dhcpv4.MessageType, o Outcome, ip net.IP, _ ClientKind) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := event{MAC: mac.String(), Type: t.String(), Outcome: o}
@@ -316,7 +316,7 @@ type blockingObserver struct {
 	release chan struct{}
 }
 
-func (o *blockingObserver) OnDHCP(net.HardwareAddr, dhcpv4.MessageType, Outcome, net.IP) {
+func (o *blockingObserver) OnDHCP(net.HardwareAddr, dhcpv4.MessageType, Outcome, net.IP, ClientKind) {
 	first := false
 	o.once.Do(func() { first = true })
 	if first {

@@ -185,12 +185,58 @@ func Next(cur State, ev Event) (State, bool) {
 	return cur, false
 }
 
-// nextOnDiscover is Next for a DISCOVER (ev is EvDiscover or EvRebootDiscover).
+// nextOnDiscover is Next for a DISCOVER (ev is EvDiscover or EvRebootDiscover) about which
+// nothing more is known.
 func nextOnDiscover(cur State, ev Event) (State, bool) {
+	return NextOnDiscover(cur, ev, Discovery{})
+}
+
+// Client is the kind of DHCP client that sent a DISCOVER, as the DHCP server classified it.
+type Client uint8
+
+const (
+	// ClientUnknown: not said (the rules of Next alone apply).
+	ClientUnknown Client = iota
+	// ClientOS: a plain DHCP client, such as the booted system's.
+	ClientOS
+	// ClientFirmware: PXE or UEFI HTTP boot firmware (vendor class PXEClient or HTTPClient).
+	ClientFirmware
+	// ClientIPXE: iPXE (its user class).
+	ClientIPXE
+)
+
+// Discovery is what is known of a DISCOVER besides the node's state.
+type Discovery struct {
+	From Client
+	// Armed: the operator asked for the node's reboot (RebootRequested).
+	Armed bool
+	// ScriptServed: the node's iPXE script went out in the current attempt.
+	ScriptServed bool
+}
+
+// NextOnDiscover is the state a node in state cur moves to on a DISCOVER, knowing d.
+//
+// An armed reboot wins over every state: the operator's word starts the attempt over, so that a
+// node stuck mid-boot can be rebooted. Otherwise, while the NBP or the kernel is being loaded a
+// DISCOVER is expected from iPXE (after the firmware loaded it) and from the booted kernel (after
+// the kernel and initrd: booted); the firmware asking again, or iPXE asking again after its script
+// went out, means the machine started over, and so does the attempt. From booted and healthy a
+// DISCOVER stays an event: anyone on the boot network can send one with the node's MAC.
+func NextOnDiscover(cur State, ev Event, d Discovery) (State, bool) {
+	if d.Armed {
+		return Discover, true
+	}
+	restarted := d.From == ClientFirmware || (d.From == ClientIPXE && d.ScriptServed)
 	switch cur {
 	case NBP:
+		if restarted {
+			return move(cur, Discover)
+		}
 		return cur, false
 	case Kernel, Initrd:
+		if restarted || d.From == ClientIPXE {
+			return move(cur, Discover)
+		}
 		return Booted, true
 	case Booted, Healthy:
 		if ev == EvDiscover {

@@ -36,7 +36,20 @@ type NodeStatus struct {
 	Server string `json:"server,omitempty"`
 	// Reported says the current attempt's health report came: the attempt's token is spent.
 	Reported bool `json:"reported,omitempty"`
+	// Served lists the files that carry the attempt's token and go to a node once per attempt
+	// (its iPXE script, its overlay): a host that takes the node's address later cannot fetch them
+	// again to learn the token.
+	Served []TokenFile `json:"served,omitempty"`
 }
+
+// TokenFile is a file that carries a boot attempt's token.
+type TokenFile string
+
+// The files served once per attempt.
+const (
+	ScriptFile  TokenFile = "script"
+	OverlayFile TokenFile = "overlay"
+)
 
 // Health is a node's latest health report.
 type Health struct {

@@ -54,6 +54,16 @@ func appendStatusJSON(b []byte, n *NodeStatus) ([]byte, error) {
 	if n.Reported {
 		b = append(b, `,"reported":true`...)
 	}
+	if len(n.Served) > 0 {
+		b = append(b, `,"served":[`...)
+		for i, f := range n.Served {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, string(f))
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}'), nil
 }
 

@@ -170,6 +170,7 @@ func (t *Tracker) addLocked(n Node, saved map[string]NodeStatus) bool {
 		st.State, st.Since, st.Attempt, st.Times = s.State, s.Since, s.Attempt, maps.Clone(s.Times)
 		st.LastEvent, st.LastSeen, st.Error, st.Health, st.History = s.LastEvent, s.LastSeen, s.Error, s.Health, slices.Clone(s.History)
 		st.HistoryDropped, st.RebootRequested, st.Reported = s.HistoryDropped, s.RebootRequested, s.Reported
+		st.Served = slices.Clone(s.Served)
 		st.Server = s.Server
 		if st.Times == nil {
 			st.Times = map[State]time.Time{}
@@ -309,7 +310,10 @@ func (t *Tracker) NameByMAC(mac net.HardwareAddr) (string, bool) {
 // address mac, under one lock: ip (when valid) is the address an ACK gave it. It is the DHCP
 // reply path's only call into the tracker, so it allocates nothing on the way (detail is one of
 // a fixed set of strings) and reports false for a MAC it does not track.
-func (t *Tracker) ObserveDHCP(mac net.HardwareAddr, evs []Event, ip netip.Addr, detail string) bool {
+//
+// from is the kind of client that sent the request (ClientUnknown where it is not known): with
+// it, a DISCOVER from firmware or iPXE mid-boot starts the attempt over (NextOnDiscover).
+func (t *Tracker) ObserveDHCP(mac net.HardwareAddr, evs []Event, ip netip.Addr, detail string, from Client) bool {
 	t.mu.Lock()
 	name, ok := t.byHW[string(mac)]
 	if !ok {
@@ -325,7 +329,7 @@ func (t *Tracker) ObserveDHCP(mac net.HardwareAddr, evs []Event, ip netip.Addr, 
 		if ev == EvAck && ip.IsValid() && !addressSettled(n) {
 			t.learnIPLocked(n, ip)
 		}
-		if tr, ch := t.applyLocked(n, ev, detail); ch {
+		if tr, ch := t.applyLocked(n, ev, detail, from); ch {
 			moves = append(moves, tr)
 		}
 	}
@@ -403,7 +407,7 @@ func (t *Tracker) Observe(name string, ev Event, detail string) (Transition, boo
 		t.mu.Unlock()
 		return Transition{}, false, fmt.Errorf("%w %q", ErrUnknownNode, name)
 	}
-	tr, changed := t.applyLocked(n, ev, detail)
+	tr, changed := t.applyLocked(n, ev, detail, ClientUnknown)
 	urgent := t.dirty[name]
 	t.mu.Unlock()
 	if urgent {
@@ -460,7 +464,7 @@ func (t *Tracker) Report(name string, h Health) (State, error) {
 			detail += ": " + string(h.Details)
 		}
 	}
-	tr, changed := t.applyLocked(n, ev, detail)
+	tr, changed := t.applyLocked(n, ev, detail, ClientUnknown)
 	state := n.State
 	t.mu.Unlock()
 	if changed {
@@ -477,7 +481,7 @@ func dhcpStage(s State) bool { return s == Discover || s == Offered || s == Boun
 // applyLocked applies event ev to node n: its state moves as Next says, with the attempt, times,
 // error and history that go with the move. It returns the transition and whether the state
 // changed.
-func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string) (Transition, bool) {
+func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string, from Client) (Transition, bool) {
 	now := t.now().UTC()
 	if ev == EvDiscover && (n.RebootRequested || t.opts.ResetOnDiscover) {
 		ev = EvRebootDiscover
@@ -486,7 +490,13 @@ func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string) (Transitio
 		detail = detail[:MaxDetailLen] + "..."
 	}
 	n.LastEvent, n.LastSeen = ev, now
-	to, changed := Next(n.State, ev)
+	var to State
+	var changed bool
+	if ev == EvDiscover || ev == EvRebootDiscover {
+		to, changed = NextOnDiscover(n.State, ev, Discovery{From: from, Armed: n.RebootRequested, ScriptServed: slices.Contains(n.Served, ScriptFile)})
+	} else {
+		to, changed = Next(n.State, ev)
+	}
 	if changed && n.State == Pending && t.opts.DHCPStartsBoots && !dhcpEvent(ev) {
 		to, changed = Pending, false
 	}
@@ -545,6 +555,7 @@ func startAttempt(n *NodeStatus) {
 	n.Error = ""
 	n.RebootRequested = false
 	n.Reported = false
+	n.Served = nil
 }
 
 // appendHistory appends tr to n's history, dropping the oldest entries beyond the configured
@@ -575,6 +586,20 @@ func (t *Tracker) OpenAttempt(name string) {
 	n.Attempt++
 	n.Reported = false
 	t.markLocked(name, true, time.Time{})
+}
+
+// ClaimServed records that file goes to the named node in its boot attempt attempt, once: it
+// reports false when that attempt is no longer the node's, or file went out in it already.
+func (t *Tracker) ClaimServed(name string, attempt int, file TokenFile) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok := t.nodes[name]
+	if !ok || n.Attempt != attempt || slices.Contains(n.Served, file) {
+		return false
+	}
+	n.Served = append(n.Served, file)
+	t.markLocked(name, false, t.now())
+	return true
 }
 
 // RequestReboot records that the operator asked for the node's reboot: its next DISCOVER starts a

@@ -31,11 +31,11 @@ func TestTrackerLazyDHCPSave(t *testing.T) {
 	due := func() error { return tr.flush(clock.now().Add(-lazyFlush)) }
 	a, b, c := nodes[0], nodes[1], nodes[2]
 	for _, n := range nodes {
-		if !tr.ObserveDHCP(n.MAC, []Event{EvDiscover, EvOffer}, netip.Addr{}, "dhcp discover: offered") {
+		if !tr.ObserveDHCP(n.MAC, []Event{EvDiscover, EvOffer}, netip.Addr{}, "dhcp discover: offered", ClientUnknown) {
 			t.Fatalf("%s not tracked by MAC", n.Name)
 		}
 	}
-	tr.ObserveDHCP(a.MAC, []Event{EvAck}, netip.Addr{}, "dhcp request: acked")
+	tr.ObserveDHCP(a.MAC, []Event{EvAck}, netip.Addr{}, "dhcp request: acked", ClientUnknown)
 	clock.t = clock.t.Add(time.Second)
 	if err := due(); err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func TestTrackerLazyDHCPSave(t *testing.T) {
 	if diff := cmp.Diff(want, store.saved); diff != "" {
 		t.Fatalf("after lazyFlush the handshake is saved (-want +saved):\n%s", diff)
 	}
-	tr.ObserveDHCP(a.MAC, []Event{EvDiscover, EvOffer}, netip.Addr{}, "dhcp discover: offered")
+	tr.ObserveDHCP(a.MAC, []Event{EvDiscover, EvOffer}, netip.Addr{}, "dhcp discover: offered", ClientUnknown)
 	if err := tr.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestTrackerLazySaveFailure(t *testing.T) {
 	if err := tr.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	tr.ObserveDHCP(nodes[0].MAC, []Event{EvDiscover, EvOffer}, netip.Addr{}, "")
+	tr.ObserveDHCP(nodes[0].MAC, []Event{EvDiscover, EvOffer}, netip.Addr{}, "", ClientUnknown)
 	store.set(true)
 	if err := tr.Flush(); err == nil {
 		t.Fatal("save to a store that is down succeeded")

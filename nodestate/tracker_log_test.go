@@ -26,8 +26,8 @@ func TestTrackerLogsTransitions(t *testing.T) {
 	}
 	name := nodes[0].Name
 	// One DHCP request bringing two events moves the node twice: two lines.
-	tr.ObserveDHCP(nodes[0].MAC, []Event{EvDiscover, EvOffer}, netip.Addr{}, "dhcp")
-	tr.ObserveDHCP(nodes[0].MAC, []Event{EvOffer}, netip.Addr{}, "dhcp") // a retransmit: no change
+	tr.ObserveDHCP(nodes[0].MAC, []Event{EvDiscover, EvOffer}, netip.Addr{}, "dhcp", ClientUnknown)
+	tr.ObserveDHCP(nodes[0].MAC, []Event{EvOffer}, netip.Addr{}, "dhcp", ClientUnknown) // a retransmit: no change
 	for _, ev := range []Event{EvAck, EvNBP, EvScript, EvKernel, EvInitrd, EvInitrd} {
 		if _, _, err := tr.Observe(name, ev, ""); err != nil {
 			t.Fatal(err)

@@ -296,13 +296,13 @@ func TestAddressSettled(t *testing.T) {
 		do     func()
 		wantIP netip.Addr
 	}{
-		{"first ACK", func() { tr.ObserveDHCP(node.MAC, []Event{EvDiscover, EvOffer, EvAck}, first, "") }, first},
+		{"first ACK", func() { tr.ObserveDHCP(node.MAC, []Event{EvDiscover, EvOffer, EvAck}, first, "", ClientUnknown) }, first},
 		{"iPXE fetched its script", func() { tr.Observe(node.Name, EvScript, "") }, first},
-		{"ACK elsewhere mid-boot", func() { tr.ObserveDHCP(node.MAC, []Event{EvAck}, second, "") }, first},
+		{"ACK elsewhere mid-boot", func() { tr.ObserveDHCP(node.MAC, []Event{EvAck}, second, "", ClientUnknown) }, first},
 		{"healthy", func() { tr.Report(node.Name, Health{Status: "ok"}) }, first},
-		{"ACK elsewhere when healthy", func() { tr.ObserveDHCP(node.MAC, []Event{EvDiscover, EvOffer, EvAck}, second, "") }, first},
+		{"ACK elsewhere when healthy", func() { tr.ObserveDHCP(node.MAC, []Event{EvDiscover, EvOffer, EvAck}, second, "", ClientUnknown) }, first},
 		{"operator's reboot", func() { tr.RequestReboot(node.Name) }, first},
-		{"ACK in the new attempt", func() { tr.ObserveDHCP(node.MAC, []Event{EvDiscover, EvOffer, EvAck}, third, "") }, third},
+		{"ACK in the new attempt", func() { tr.ObserveDHCP(node.MAC, []Event{EvDiscover, EvOffer, EvAck}, third, "", ClientUnknown) }, third},
 	} {
 		step.do()
 		st, _ := tr.Node(node.Name)

@@ -1,0 +1,71 @@
+package nodestate
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// TestNextOnDiscover: who sent a DISCOVER decides what it means mid-boot, and an armed reboot wins
+// over every state (issue 37: a node stuck in nbp, kernel or initrd could not be rebooted).
+func TestNextOnDiscover(t *testing.T) {
+	fw, ipxe, os := Discovery{From: ClientFirmware}, Discovery{From: ClientIPXE}, Discovery{From: ClientOS}
+	afterScript := Discovery{From: ClientIPXE, ScriptServed: true}
+	armed := Discovery{From: ClientOS, Armed: true}
+	for _, tc := range []struct {
+		name string
+		cur  State
+		ev   Event
+		d    Discovery
+		want State
+		chg  bool
+	}{
+		{"nbp, iPXE after the firmware loaded it", NBP, EvDiscover, ipxe, NBP, false},
+		{"nbp, iPXE again after its script", NBP, EvDiscover, afterScript, Discover, true},
+		{"nbp, firmware again", NBP, EvDiscover, fw, Discover, true},
+		{"nbp, unknown client", NBP, EvDiscover, Discovery{}, NBP, false},
+		{"kernel, booted system", Kernel, EvDiscover, os, Booted, true},
+		{"initrd, booted system", Initrd, EvDiscover, os, Booted, true},
+		{"kernel, firmware again", Kernel, EvDiscover, fw, Discover, true},
+		{"initrd, iPXE again", Initrd, EvDiscover, ipxe, Discover, true},
+		{"kernel, unknown client", Kernel, EvDiscover, Discovery{}, Booted, true},
+		{"healthy, firmware: only an event", Healthy, EvDiscover, fw, Healthy, false},
+		{"booted, reset on discover", Booted, EvRebootDiscover, fw, Discover, true},
+		{"nbp, armed", NBP, EvRebootDiscover, armed, Discover, true},
+		{"kernel, armed", Kernel, EvRebootDiscover, armed, Discover, true},
+		{"initrd, armed", Initrd, EvRebootDiscover, armed, Discover, true},
+		{"discover, armed: a new attempt all the same", Discover, EvRebootDiscover, armed, Discover, true},
+		{"bound, firmware retry", Bound, EvDiscover, fw, Discover, true},
+		{"failed, any", Failed, EvDiscover, os, Discover, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, chg := NextOnDiscover(tc.cur, tc.ev, tc.d)
+			if got != tc.want || chg != tc.chg {
+				t.Errorf("NextOnDiscover(%v, %v, %+v) = %v, %v; want %v, %v", tc.cur, tc.ev, tc.d, got, chg, tc.want, tc.chg)
+			}
+		})
+	}
+}
+
+// TestArmedRebootMidBoot: through the tracker, a reboot armed while the node is in nbp starts a
+// new attempt at its next DISCOVER, whoever sends it, and clears itself.
+func TestArmedRebootMidBoot(t *testing.T) {
+	nodes := testNodes(t, 1)
+	tr, err := NewTracker(nodes, "default", TrackerOptions{Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := nodes[0].Name
+	tr.ObserveDHCP(nodes[0].MAC, []Event{EvDiscover, EvOffer, EvAck}, nodes[0].IP, "dhcp", ClientFirmware)
+	if _, _, err := tr.Observe(name, EvScript, "script"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.RequestReboot(name); err != nil {
+		t.Fatal(err)
+	}
+	tr.ObserveDHCP(nodes[0].MAC, []Event{EvDiscover, EvOffer}, nodes[0].IP, "dhcp", ClientUnknown)
+	st, _ := tr.Node(name)
+	if st.State != Offered || st.Attempt != 2 || st.RebootRequested || len(st.Served) != 0 {
+		t.Errorf("after the armed DISCOVER: %v attempt %d armed %v served %v; want offered, attempt 2, disarmed", st.State, st.Attempt, st.RebootRequested, st.Served)
+	}
+}
