@@ -122,4 +122,3 @@ func TestTrustLast(t *testing.T) {
 		t.Errorf("old record: Check of an older revision = %v, want %v", err, ErrRollback)
 	}
 }
-
