@@ -2,6 +2,7 @@ package bootsrv
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -66,6 +67,8 @@ type member struct {
 	opts       MemberOptions
 	log        *zap.Logger
 	membership *fleet.Membership
+	info       MemberInfo    // as published at the join; publish adds the revisions
+	checked    *RevisionInfo // the newest revision given, and whether Trust refused it
 
 	// A revision that could not be applied for a reason that may pass (a peer restarting while
 	// its blobs are fetched) is tried again after retryWait, which doubles up to maxRetryWait.
@@ -124,17 +127,34 @@ func (m *member) run(ctx context.Context) error {
 }
 
 // applyRevision replaces the running boot server with one built from rev. A revision not signed
-// by a trusted key, or older than one applied before, is refused and logged. A revision that does
-// not build here is logged and tried again later (m.retry), the previous one running meanwhile;
-// it is an error only when nothing runs yet and the cause is this server's own settings.
+// by a trusted key, too far in the future, or older than one applied before, is refused and
+// logged; when nothing runs yet (a restart), the revision applied last is served instead, so that
+// a forgery in etcd does not silence a restarted server. A revision that does not build here is
+// logged and tried again later (m.retry), the previous one running meanwhile; it is an error only
+// when nothing runs yet and the cause is this server's own settings.
 func (m *member) applyRevision(ctx context.Context, rev fleet.ConfigRevision) error {
 	if m.cur != nil && rev.Revision == m.cur.Revision {
 		return nil
 	}
-	if err := m.opts.Trust.Check(rev); err != nil {
-		m.log.Error("configuration revision refused", zap.Int64("revision", rev.Revision), zap.Error(err), zap.Bool("serving", m.running))
-		return nil
+	err := m.opts.Trust.Check(rev)
+	if m.checked == nil || rev.Revision > m.checked.Revision {
+		m.checked = revisionInfo(rev, err) // a retry of an older one does not hide the refusal
 	}
+	if err == nil {
+		return m.apply(ctx, rev)
+	}
+	m.log.Error("configuration revision refused", zap.Int64("revision", rev.Revision), zap.Error(err), zap.Bool("serving", m.running))
+	if last, ok := m.opts.Trust.Last(m.opts.Client.Fleet()); ok && m.cur == nil {
+		m.log.Warn("serving the configuration revision applied last until a trusted one is current",
+			zap.Int64("revision", last.Revision), zap.Int64("number", last.Number))
+		return m.apply(ctx, last)
+	}
+	m.publish(ctx)
+	return nil
+}
+
+// apply builds and starts the boot server of rev, which Trust passed.
+func (m *member) apply(ctx context.Context, rev fleet.ConfigRevision) error {
 	srv, err := m.prepare(ctx, rev)
 	if err != nil {
 		if m.cur == nil && isSettingsError(err) {
@@ -158,7 +178,31 @@ func (m *member) applyRevision(ctx context.Context, rev fleet.ConfigRevision) er
 	m.cur = &rev
 	m.stop = m.start(ctx, srv)
 	m.running = true
+	m.publish(ctx)
 	return nil
+}
+
+// publish puts the revision running and the last one checked in this server's member record,
+// where bootctl reads them back. Best effort: a failure is logged, and the next revision or
+// re-join publishes again.
+func (m *member) publish(ctx context.Context) {
+	if m.membership == nil {
+		return
+	}
+	info := m.info
+	info.Checked = m.checked
+	if m.cur != nil {
+		info.Running = revisionInfo(*m.cur, nil)
+	}
+	b, err := json.Marshal(info)
+	if err == nil {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		err = m.membership.SetInfo(pctx, b)
+	}
+	if err != nil {
+		m.log.Warn("publishing the configuration revision in the member record", zap.Error(err))
+	}
 }
 
 // isSettingsError says whether err comes from this host's settings or the configuration they
@@ -231,7 +275,9 @@ func (m *member) join(ctx context.Context, cfg *bootconfig.Config) error {
 		}
 		url = "http://" + net.JoinHostPort(cfg.Servers[cfg.ServerID].Address, port)
 	}
-	info := MemberInfo{URL: url, Address: cfg.Servers[cfg.ServerID].Address}
+	m.info = MemberInfo{URL: url, Address: cfg.Servers[cfg.ServerID].Address, Joined: time.Now().UTC()}
+	info := m.info
+	info.Checked = m.checked
 	var err error
 	if m.membership, err = JoinFleet(ctx, m.opts.Client, m.opts.Name, info, m.opts.TTL); err != nil {
 		return err

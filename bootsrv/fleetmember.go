@@ -19,12 +19,39 @@ type MemberInfo struct {
 	// Joined is when the server joined the fleet (its clock, UTC): etcd keeps only the revision
 	// of the join, which says nothing to a person.
 	Joined time.Time `json:"joined,omitzero"`
+	// Running is the configuration revision the server serves, and Checked the newest it was
+	// given and what it made of it: bootctl reads them back to tell the operator whether the
+	// servers took the revision it wrote, and refuses to build on one older than they run.
+	Running *RevisionInfo `json:"running,omitempty"`
+	Checked *RevisionInfo `json:"checked,omitempty"`
 }
 
-// JoinFleet makes server name a member of c's fleet for ttl, publishing info (Joined set to now).
+// RevisionInfo names a configuration revision in a member's record.
+type RevisionInfo struct {
+	Revision int64  `json:"revision"` // etcd revision
+	Number   int64  `json:"number"`
+	Serial   uint64 `json:"serial"`
+	SHA256   string `json:"sha256"`
+	// Refused says why the server refuses it (fleet.Trust.Check); empty when it applies it.
+	Refused string `json:"refused,omitempty"`
+}
+
+// revisionInfo names rev; refused is why it is refused, or nil.
+func revisionInfo(rev fleet.ConfigRevision, refused error) *RevisionInfo {
+	ri := &RevisionInfo{Revision: rev.Revision, Number: rev.Number, Serial: rev.Serial, SHA256: rev.SHA256}
+	if refused != nil {
+		ri.Refused = refused.Error()
+	}
+	return ri
+}
+
+// JoinFleet makes server name a member of c's fleet for ttl, publishing info (Joined set to now
+// unless set).
 // The membership is the caller's to Leave; FleetOptions.Membership takes it.
 func JoinFleet(ctx context.Context, c *fleet.Client, name string, info MemberInfo, ttl time.Duration) (*fleet.Membership, error) {
-	info.Joined = time.Now().UTC()
+	if info.Joined.IsZero() {
+		info.Joined = time.Now().UTC()
+	}
 	b, err := json.Marshal(info)
 	if err != nil {
 		return nil, fmt.Errorf("fleet %s: joining as %s: %w", c.Fleet(), name, err)

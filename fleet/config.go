@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -60,61 +61,119 @@ type ConfigRevision struct {
 	Signature []byte
 
 	fleet string // the fleet it was read from: part of what is signed
+	value []byte // the value as etcd stores it: a server keeps it to serve again (Trust.Last)
 }
 
-// ApplyConfig signs doc with key and stores it as the fleet's configuration, returning its etcd
-// revision. A document equal to the stored one, stored under a signature of this key, is not
-// written again: its revision is returned, so applying the same file twice does not make every
-// server reload.
+// ErrConflict is returned by PublishConfig when the configuration it built on is no longer the
+// current one: another was written in between, and writing over it would lose its change.
+var ErrConflict = errors.New("a new configuration was written meanwhile")
+
+// PublishOptions say what a new revision builds on.
+type PublishOptions struct {
+	// Trusted are the keys the servers trust (their --config-key); the signing key is added. The
+	// current revision counts (its serial, the same-document shortcut) only when CheckRevision
+	// passes it under them: a forged one must not push the serials on.
+	Trusted []ed25519.PublicKey
+	// Base, when not 0, is the etcd revision of the configuration the document was edited from:
+	// when another is current at the write, nothing is written (ErrConflict).
+	Base int64
+	// After is a serial the new one must exceed: the newest a server says it applied, so that the
+	// servers do not take the new revision for a rollback.
+	After uint64
+}
+
+// ApplyConfig is PublishConfig with the signing key alone trusted and nothing to build on.
 func (c *Client) ApplyConfig(ctx context.Context, doc []byte, key ed25519.PrivateKey) (int64, error) {
+	rev, _, err := c.PublishConfig(ctx, doc, key, PublishOptions{})
+	return rev.Revision, err
+}
+
+// PublishConfig signs doc with key and stores it as the fleet's configuration, returning the
+// revision now current and whether it was written. A document equal to the current revision, which
+// CheckRevision passes and whose serial exceeds opts.After, is not written again, so applying the
+// same file twice does not make every server reload. The write is a transaction on the revision
+// read, so that nothing written in between (a forgery, another operator's apply) is overwritten
+// unseen: that is ErrConflict.
+func (c *Client) PublishConfig(ctx context.Context, doc []byte, key ed25519.PrivateKey, opts PublishOptions) (ConfigRevision, bool, error) {
 	if len(key) != ed25519.PrivateKeySize {
-		return 0, errors.New("apply config: no signing key")
+		return ConfigRevision{}, false, errors.New("apply config: no signing key")
 	}
-	pub := key.Public().(ed25519.PublicKey)
+	trusted := append(slices.Clone(opts.Trusted), key.Public().(ed25519.PublicKey))
 	sum := sha256.Sum256(doc)
-	// The serial is the time of the apply, or one more than the stored revision's when the
-	// operator's clock is behind it; a stored serial counts only when this key signed it, so
-	// that a forged value cannot push the serials to their end.
-	serial := uint64(c.opts.Now().UnixNano())
-	cur, err := c.Config(ctx)
+	now := c.opts.Now()
+	// The serial is the time of the apply, or one more than the current revision's or the newest
+	// applied when the operator's clock is behind them (within MaxSerialAhead, which the check
+	// bounds).
+	serial := max(uint64(now.UnixNano()), opts.After+1)
+	// A value that does not even decode is no revision to build on: it is written over, which is
+	// how the operator recovers from one.
+	var read int64
+	kv, err := c.configKV(ctx)
 	switch {
-	case err == nil && cur.Verify([]ed25519.PublicKey{pub}) == nil:
-		if cur.SHA256 == hex.EncodeToString(sum[:]) {
-			return cur.Revision, nil
+	case err == nil:
+		read = kv.ModRevision
+		cur, derr := decodeConfig(c.fleet, kv)
+		if derr != nil || CheckRevision(cur, trusted, now) != nil || cur.Serial <= opts.After {
+			break
+		}
+		if cur.SHA256 == hex.EncodeToString(sum[:]) && (opts.Base == 0 || opts.Base == cur.Revision) {
+			return cur, false, nil
 		}
 		serial = max(serial, cur.Serial+1)
-	case err != nil && !errors.Is(err, ErrNoConfig):
-		return 0, err
+	case !errors.Is(err, ErrNoConfig):
+		return ConfigRevision{}, false, err
+	}
+	if opts.Base != 0 && read != opts.Base {
+		return ConfigRevision{}, false, fmt.Errorf("%w (etcd revision %d, built on %d)", ErrConflict, read, opts.Base)
 	}
 	val, err := encodeConfig(doc, sum, c.fleet, serial, key)
 	if err != nil {
-		return 0, err
+		return ConfigRevision{}, false, err
 	}
-	var resp *clientv3.PutResponse
+	k := c.keys.config()
+	var resp *clientv3.TxnResponse
 	err = c.do(ctx, "config_put", func(ctx context.Context) (err error) {
-		resp, err = c.cli.Put(ctx, c.keys.config(), string(val))
+		resp, err = c.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", read)).
+			Then(clientv3.OpPut(k, string(val)), clientv3.OpGet(k)).Commit()
 		return err
 	})
 	if err != nil {
-		return 0, c.wrap("apply config", err)
+		return ConfigRevision{}, false, c.wrap("apply config", err)
 	}
-	return resp.Header.Revision, nil
+	if !resp.Succeeded {
+		return ConfigRevision{}, false, fmt.Errorf("%w (since etcd revision %d was read)", ErrConflict, read)
+	}
+	kvs := resp.Responses[1].GetResponseRange().Kvs
+	if len(kvs) != 1 {
+		return ConfigRevision{}, false, fmt.Errorf("apply config: the configuration is gone right after its write")
+	}
+	out, err := decodeConfig(c.fleet, kvs[0])
+	return out, true, err
 }
 
 // Config returns the fleet's current configuration, or ErrNoConfig.
 func (c *Client) Config(ctx context.Context) (ConfigRevision, error) {
+	kv, err := c.configKV(ctx)
+	if err != nil {
+		return ConfigRevision{}, err
+	}
+	return decodeConfig(c.fleet, kv)
+}
+
+// configKV reads the configuration's key as etcd stores it, or ErrNoConfig.
+func (c *Client) configKV(ctx context.Context) (*mvccpb.KeyValue, error) {
 	var resp *clientv3.GetResponse
 	err := c.do(ctx, "config_get", func(ctx context.Context) (err error) {
 		resp, err = c.cli.Get(ctx, c.keys.config())
 		return err
 	})
 	if err != nil {
-		return ConfigRevision{}, c.wrap("read config", err)
+		return nil, c.wrap("read config", err)
 	}
 	if len(resp.Kvs) == 0 {
-		return ConfigRevision{}, ErrNoConfig
+		return nil, ErrNoConfig
 	}
-	return decodeConfig(c.fleet, resp.Kvs[0])
+	return resp.Kvs[0], nil
 }
 
 // WatchConfig delivers the current configuration (when there is one) and then every new one, in
@@ -191,7 +250,7 @@ func encodeConfig(doc []byte, sum [32]byte, fleet string, serial uint64, key ed2
 // unsigned (bfc1) value decodes with no signature, so that the refusal can say so.
 func decodeConfig(fleet string, kv *mvccpb.KeyValue) (ConfigRevision, error) {
 	v := kv.Value
-	cr := ConfigRevision{Revision: kv.ModRevision, Number: kv.Version, fleet: fleet}
+	cr := ConfigRevision{Revision: kv.ModRevision, Number: kv.Version, fleet: fleet, value: bytes.Clone(v)}
 	var want, body []byte
 	switch {
 	case len(v) >= configHeader && string(v[:len(configMagic)]) == configMagic:

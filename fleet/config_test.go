@@ -2,7 +2,9 @@ package fleet
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -105,4 +107,39 @@ func TestWatchConfig(t *testing.T) {
 			return false
 		}
 	})
+}
+
+// TestPublishConfig: a revision builds on the current one only when the servers would take it.
+// A forgery's serial (a leaked key's, far ahead) does not carry over, a same document whose serial
+// is at or below what a server runs is written again rather than reported unchanged, and a
+// revision written since the base was read is not overwritten.
+func TestPublishConfig(t *testing.T) {
+	e := startEtcd(t, 1)
+	ctx := ctxFor(t, 20*time.Second)
+	c := open(t, e.Endpoints)
+	future := time.Unix(0, math.MaxInt64)
+	leaked := open(t, e.Endpoints, func(o *Options) { o.Now = func() time.Time { return future } })
+	trusted := []ed25519.PublicKey{testKey.Public().(ed25519.PublicKey)}
+
+	first, changed, err := c.PublishConfig(ctx, []byte("v1"), testKey, PublishOptions{})
+	if err != nil || !changed || first.Number != 1 || string(first.Doc) != "v1" {
+		t.Fatalf("first: %+v changed %v, %v", first, changed, err)
+	}
+	if _, err := leaked.ApplyConfig(ctx, []byte("v2"), testKey); err != nil {
+		t.Fatal(err)
+	}
+	third, changed, err := c.PublishConfig(ctx, []byte("v3"), testKey, PublishOptions{Trusted: trusted})
+	if err != nil || !changed || third.Serial >= uint64(future.UnixNano()) || third.Serial <= first.Serial {
+		t.Fatalf("after a serial far ahead: serial %d changed %v, %v; want the time now", third.Serial, changed, err)
+	}
+	same, changed, err := c.PublishConfig(ctx, []byte("v3"), testKey, PublishOptions{Trusted: trusted, After: third.Serial})
+	if err != nil || !changed || same.Serial <= third.Serial {
+		t.Errorf("same document, a server runs a serial as high: serial %d after %d, changed %v, %v; want written again", same.Serial, third.Serial, changed, err)
+	}
+	if _, _, err := c.PublishConfig(ctx, []byte("v4"), testKey, PublishOptions{Base: third.Revision}); !errors.Is(err, ErrConflict) {
+		t.Errorf("base no longer current: %v, want ErrConflict", err)
+	}
+	if cur, _ := c.Config(ctx); cur.Revision != same.Revision {
+		t.Errorf("configuration at etcd revision %d after the conflict, want %d", cur.Revision, same.Revision)
+	}
 }

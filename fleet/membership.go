@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -106,11 +107,14 @@ func (m *Membership) join(ctx context.Context) error {
 		return c.wrap("join "+m.name, err)
 	}
 	key := c.keys.member(m.name)
+	m.mu.Lock()
+	info := string(m.info) // SetInfo may change it meanwhile
+	m.mu.Unlock()
 	var resp *clientv3.TxnResponse
 	err = c.do(ctx, "member_join", func(ctx context.Context) (err error) {
 		resp, err = c.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, string(m.info), clientv3.WithLease(grant.ID))).
+			Then(clientv3.OpPut(key, info, clientv3.WithLease(grant.ID))).
 			Else(clientv3.OpGet(key)).
 			Commit()
 		return err
@@ -250,6 +254,30 @@ func (m *Membership) rejoin(ctx context.Context) bool {
 			return false
 		}
 	}
+}
+
+// SetInfo replaces the member record: at once when the member key is still on this membership's
+// lease, and at the next re-join in any case. A lost lease is no error here: the re-join
+// publishes info.
+func (m *Membership) SetInfo(ctx context.Context, info []byte) error {
+	m.mu.Lock()
+	m.info = bytes.Clone(info)
+	lease, left := m.lease, m.left
+	m.mu.Unlock()
+	if left {
+		return nil
+	}
+	key := m.c.keys.member(m.name)
+	err := m.c.do(ctx, "member_info", func(ctx context.Context) error {
+		_, err := m.c.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.LeaseValue(key), "=", lease)).
+			Then(clientv3.OpPut(key, string(info), clientv3.WithLease(lease))).Commit()
+		return err
+	})
+	if err != nil {
+		return m.c.wrap("publish "+m.name+"'s member record", err)
+	}
+	return nil
 }
 
 // Valid reports whether this server may act as a member now: the time since the last renewal was

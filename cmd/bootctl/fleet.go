@@ -52,7 +52,7 @@ func fleetCommand(e *env) *cli.Command {
 						Usage: "the operator's private key (bootctl fleet keygen): servers apply only revisions signed by a key they trust (serve --config-key)"},
 					&cli.BoolFlag{Name: "dry-run", Usage: "check the file and show the revision; do not contact etcd"},
 					outputFlag("table", "json", "yaml"),
-				}, etcdSecurityFlags()...),
+				}, append(publishFlags(), etcdSecurityFlags()...)...),
 				Action: func(c *cli.Context) error { return fleetApply(c, e) },
 			},
 			{
@@ -164,6 +164,8 @@ type fleetApplyResult struct {
 	Mapping  string            `json:"mapping"`
 	Servers  []fleetServerRow  `json:"servers"`
 	Profiles []fleetProfileRow `json:"profiles"`
+	// Applied is what each live server made of the revision, as it reported within --wait.
+	Applied []serverVerdict `json:"applied_by,omitempty"`
 }
 
 func fleetApply(c *cli.Context, e *env) error {
@@ -195,14 +197,19 @@ func fleetApply(c *cli.Context, e *env) error {
 		return badInput("--fleet: %w", err)
 	}
 	if !res.DryRun {
-		if err := storeRevision(c, res, enc, key); err != nil {
+		if err := storeRevision(c, e, res, enc, key); err != nil {
 			return err
 		}
 	}
 	if format != "table" {
-		return writeData(e.stdout, format, res)
+		err = writeData(e.stdout, format, res)
+	} else {
+		err = writeFleetApply(e, res)
 	}
-	return writeFleetApply(e, res)
+	if err != nil {
+		return err
+	}
+	return refusedError(res.Fleet, res.Number, res.Revision, res.Applied)
 }
 
 // signingKey reads --sign-key, which every apply but a dry run needs.
@@ -221,28 +228,44 @@ func signingKey(c *cli.Context) (ed25519.PrivateKey, error) {
 }
 
 // storeRevision signs enc with key and stores it as the fleet's configuration, noting in res the
-// revision and whether it changed.
-func storeRevision(c *cli.Context, res *fleetApplyResult, enc []byte, key ed25519.PrivateKey) error {
+// revision, whether it changed and what the live servers made of it. A current revision that the
+// servers refuse (a forgery, a rollback) is replaced, with a warning: this is how the operator
+// recovers from one, as the document comes whole from the operator's files.
+func storeRevision(c *cli.Context, e *env, res *fleetApplyResult, enc []byte, key ed25519.PrivateKey) error {
+	trusted, err := operatorTrust(c, key)
+	if err != nil {
+		return err
+	}
 	cl, eps, err := openFleet(c)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	cur, err := cl.Config(c.Context)
-	if err != nil && !errors.Is(err, fleet.ErrNoConfig) {
+	ms, err := liveRevisions(c.Context, cl)
+	if err != nil {
 		return &fleetEtcdError{eps, err}
 	}
-	if res.Revision, err = cl.ApplyConfig(c.Context, enc, key); err != nil {
+	switch cur, err := cl.Config(c.Context); {
+	case err == nil:
+		if perr := baseProblem(cl, &cur, trusted, ms); perr != nil {
+			fmt.Fprintf(e.stderr, "warning: %v; replacing it with %s\n", perr, c.String("file"))
+		}
+	case !errors.Is(err, fleet.ErrNoConfig):
+		fmt.Fprintf(e.stderr, "warning: fleet %s: the current configuration cannot be read (%v); replacing it with %s\n", cl.Fleet(), err, c.String("file"))
+	}
+	rev, changed, err := cl.PublishConfig(c.Context, enc, key, fleet.PublishOptions{Trusted: trusted, After: afterSerial(ms)})
+	if err != nil {
 		if errors.Is(err, fleet.ErrConfigTooLarge) {
 			return badInput("%s: %w", c.String("file"), err)
 		}
+		if errors.Is(err, fleet.ErrConflict) {
+			return fmt.Errorf("fleet %s: %w: run the command again", cl.Fleet(), err)
+		}
 		return &fleetEtcdError{eps, err}
 	}
-	res.Changed = res.Revision != cur.Revision
-	// The write does not say the key's version: read it back, and keep it only if the stored
-	// configuration is still this one (another apply may have come in between).
-	if after, err := cl.Config(c.Context); err == nil && after.SHA256 == res.SHA256 && after.Revision == res.Revision {
-		res.Number = after.Number
+	res.Revision, res.Number, res.Changed = rev.Revision, rev.Number, changed
+	if res.Applied, err = confirmRevision(c.Context, cl, rev, c.Duration("wait")); err != nil {
+		return &fleetEtcdError{eps, err}
 	}
 	return nil
 }
@@ -280,6 +303,9 @@ func writeFleetApply(e *env, r *fleetApplyResult) error {
 		fmt.Fprintf(e.stdout, "fleet %s: configuration %d applied (etcd revision %d), signed by key %s; sha256 %s (%d bytes)\n", r.Fleet, r.Number, r.Revision, r.Key, r.SHA256, r.Bytes)
 	default:
 		fmt.Fprintf(e.stdout, "fleet %s: configuration %d unchanged (the same is stored, etcd revision %d); sha256 %s\n", r.Fleet, r.Number, r.Revision, r.SHA256)
+	}
+	if !r.DryRun {
+		fmt.Fprintln(e.stdout, describeVerdicts(r.Applied))
 	}
 	fmt.Fprintf(e.stdout, "%s, %s (%s), %s\n\n", fleetPlural(len(r.Servers), "server"), fleetPlural(r.Nodes, "node"), r.Mapping, fleetPlural(len(r.Profiles), "profile"))
 	t := newTable(e.stdout)

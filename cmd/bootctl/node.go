@@ -64,13 +64,13 @@ func nodeInventoryCommands(e *env) []*cli.Command {
 				&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "timeout of the request"}),
 			Action: func(c *cli.Context) error { return nodeShow(e, c) }},
 		{Name: "add", Usage: "add a node to the inventory file (checked as the server reads it; written by temp file and rename), or with --etcd to the fleet's as a new signed revision",
-			ArgsUsage: "NAME", Flags: withOutput(append(nodeFieldCLIFlags(), signKeyFlag())...),
+			ArgsUsage: "NAME", Flags: withOutput(append(nodeFieldCLIFlags(), signFlags()...)...),
 			Action: func(c *cli.Context) error { return nodeAdd(e, c) }},
 		{Name: "set", Usage: "change fields of nodes in the inventory file", ArgsUsage: "[NODES...]",
-			Description: nodesHelp, Flags: withOutput(append(nodeFieldCLIFlags(), groupFlag(), signKeyFlag())...),
+			Description: nodesHelp, Flags: withOutput(append(append(nodeFieldCLIFlags(), groupFlag()), signFlags()...)...),
 			Action: func(c *cli.Context) error { return nodeSet(e, c) }},
 		{Name: "delete", Usage: "delete nodes from the inventory file", ArgsUsage: "[NODES...]",
-			Description: nodesHelp, Flags: withOutput(groupFlag(), signKeyFlag()),
+			Description: nodesHelp, Flags: withOutput(append([]cli.Flag{groupFlag()}, signFlags()...)...),
 			Action: func(c *cli.Context) error { return nodeDelete(e, c) }},
 	}
 }

@@ -48,6 +48,8 @@ type nodeEditResult struct {
 	Fleet    string `json:"fleet,omitempty"`
 	Number   int64  `json:"configuration,omitempty"`
 	Revision int64  `json:"etcd_revision,omitempty"`
+	// Applied is what each live server made of the new revision, as it reported within --wait.
+	Applied []serverVerdict `json:"applied_by,omitempty"`
 }
 
 // editedFields returns the columns the flags set, by column name.
@@ -195,7 +197,9 @@ func openInventoryEdit(c *cli.Context) (*nodeInventory, *bootconfig.InventoryEdi
 	}
 	var ed *bootconfig.InventoryEdit
 	if ni.fleet != nil {
-		ed, err = ni.fleet.editOf()
+		if err = ni.fleet.checkBase(c); err == nil {
+			ed, err = ni.fleet.editOf()
+		}
 	} else if ed, err = bootconfig.ReadInventoryEdit(ni.inv.File); err != nil {
 		err = asBadInput(err)
 	}
@@ -228,7 +232,10 @@ func saveEdit(e *env, c *cli.Context, format string, ni *nodeInventory, ed *boot
 		return err
 	}
 	if format != "table" {
-		return writeData(e.stdout, format, res)
+		if err := writeData(e.stdout, format, res); err != nil {
+			return err
+		}
+		return refusedError(res.Fleet, res.Number, res.Revision, res.Applied)
 	}
 	what := fmt.Sprintf("%s: %s %s", res.Inventory, describeNodes(res.Nodes), res.Action)
 	if !res.Changed {
@@ -239,10 +246,13 @@ func saveEdit(e *env, c *cli.Context, format string, ni *nodeInventory, ed *boot
 		next = "The fleet's servers apply it without a restart."
 		if res.Changed {
 			what += fmt.Sprintf("\nfleet %s: configuration %d applied (etcd revision %d)", res.Fleet, res.Number, res.Revision)
+			next = describeVerdicts(res.Applied)
 		}
 	}
-	_, err = fmt.Fprintf(e.stdout, "%s\n%s\n", what, next)
-	return err
+	if _, err = fmt.Fprintf(e.stdout, "%s\n%s\n", what, next); err != nil {
+		return err
+	}
+	return refusedError(res.Fleet, res.Number, res.Revision, res.Applied)
 }
 
 // checkProfiles refuses a profile that the configuration's image store lacks (with --config): the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -17,10 +18,10 @@ func nodeFleetFlags() []cli.Flag {
 	return append([]cli.Flag{fleetEtcdFlag(), fleetNameFlag()}, etcdSecurityFlags()...)
 }
 
-// signKeyFlag is --sign-key of the node commands that write a fleet's inventory.
-func signKeyFlag() cli.Flag {
-	return &cli.StringFlag{Name: "sign-key", EnvVars: []string{"BOOTCTL_SIGN_KEY"},
-		Usage: "with --etcd: the operator's private key that signs the new revision (bootctl fleet keygen)"}
+// signFlags are --sign-key and publishFlags of the node commands that write a fleet's inventory.
+func signFlags() []cli.Flag {
+	return append([]cli.Flag{&cli.StringFlag{Name: "sign-key", EnvVars: []string{"BOOTCTL_SIGN_KEY"},
+		Usage: "with --etcd: the operator's private key that signs the new revision (bootctl fleet keygen)"}}, publishFlags()...)
 }
 
 // fleetSource is the fleet whose current configuration holds the inventory a node command acts
@@ -30,6 +31,32 @@ type fleetSource struct {
 	eps []string
 	cur *fleet.ConfigRevision
 	doc *bootconfig.FleetDoc
+
+	// For an edit (checkBase): the key that signs it, the keys the servers trust, and what the
+	// live servers run.
+	key     ed25519.PrivateKey
+	trusted []ed25519.PublicKey
+	live    []memberRevisions
+}
+
+// checkBase makes sure the revision read may be edited: the servers would take it (signed by a
+// trusted key, not rolled back); else the edit would sign whatever someone wrote into etcd.
+func (f *fleetSource) checkBase(c *cli.Context) error {
+	key, err := signingKey(c)
+	if err != nil {
+		return err
+	}
+	if f.trusted, err = operatorTrust(c, key); err != nil {
+		return err
+	}
+	f.key = key
+	if f.live, err = liveRevisions(c.Context, f.cl); err != nil {
+		return &fleetEtcdError{f.eps, err}
+	}
+	if err := baseProblem(f.cl, f.cur, f.trusted, f.live); err != nil {
+		return badInput("%w; nothing is written: %s", err, recoverHint)
+	}
+	return nil
 }
 
 // loadFleetNodeInventory reads the inventory of the fleet's current revision, with each node's
@@ -85,13 +112,9 @@ func (f *fleetSource) editOf() (*bootconfig.InventoryEdit, error) {
 }
 
 // apply stores the edited inventory as the fleet's new revision, signed with --sign-key, after
-// checking it as fleet apply checks a fleet file. A revision applied by someone else since this
-// one was read is not overwritten: its change would be lost.
+// checking it as fleet apply checks a fleet file (checkBase came first). A revision applied by
+// someone else since this one was read is not overwritten: its change would be lost.
 func (f *fleetSource) apply(c *cli.Context, data []byte, res *nodeEditResult) error {
-	key, err := signingKey(c)
-	if err != nil {
-		return err
-	}
 	nd, _, err := f.doc.WithInventory(string(data))
 	if err != nil {
 		return badInput("the fleet's inventory would be refused, nothing is written: %w", err)
@@ -100,18 +123,16 @@ func (f *fleetSource) apply(c *cli.Context, data []byte, res *nodeEditResult) er
 	if err != nil {
 		return err
 	}
-	now, err := f.cl.Config(c.Context)
+	rev, _, err := f.cl.PublishConfig(c.Context, enc, f.key, fleet.PublishOptions{Trusted: f.trusted, Base: f.cur.Revision, After: afterSerial(f.live)})
+	if errors.Is(err, fleet.ErrConflict) {
+		return fmt.Errorf("fleet %s: %w while this one was edited: run the command again", f.cl.Fleet(), err)
+	}
 	if err != nil {
 		return &fleetEtcdError{f.eps, err}
 	}
-	if now.Revision != f.cur.Revision {
-		return fmt.Errorf("fleet %s: a new configuration was applied while this one was edited (etcd revision %d, read at %d): run the command again", f.cl.Fleet(), now.Revision, f.cur.Revision)
-	}
-	if res.Revision, err = f.cl.ApplyConfig(c.Context, enc, key); err != nil {
+	res.Revision, res.Number = rev.Revision, rev.Number
+	if res.Applied, err = confirmRevision(c.Context, f.cl, rev, c.Duration("wait")); err != nil {
 		return &fleetEtcdError{f.eps, err}
-	}
-	if after, err := f.cl.Config(c.Context); err == nil && after.Revision == res.Revision {
-		res.Number = after.Number
 	}
 	return nil
 }

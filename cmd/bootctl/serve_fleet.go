@@ -21,8 +21,9 @@ func fleetServeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "fleet", Value: "default", EnvVars: []string{"BOOTCTL_FLEET"}, Usage: "with --etcd: the fleet's name"},
 		&cli.DurationFlag{Name: "lease-ttl", Value: fleet.DefaultTTL, EnvVars: []string{"BOOTCTL_LEASE_TTL"},
 			Usage: "with --etcd: membership lease; a dead server's nodes move after about this long"},
-		&cli.StringFlag{Name: "config-key", EnvVars: []string{"BOOTCTL_CONFIG_KEY"},
-			Usage: "with --etcd: the public keys (PEM, the .pub of bootctl fleet keygen) whose signatures make a configuration revision trusted; others are refused"},
+		&cli.StringSliceFlag{Name: "config-key", EnvVars: []string{"BOOTCTL_CONFIG_KEY"},
+			Usage: "with --etcd: the public keys (PEM, the .pub of bootctl fleet keygen) whose signatures make a configuration revision trusted; others are refused. " +
+				"Repeat it (or list several keys in one file) while a key is replaced: every key given is trusted"},
 		&cli.StringFlag{Name: "fleet-secret", EnvVars: []string{"BOOTCTL_FLEET_SECRET"},
 			Usage: "with --etcd: the secret every server of the fleet shares (the .secret of bootctl fleet keygen, mode 600): it derives the node tokens, " +
 				"and a server cut off from etcd believes only peers that prove themselves with it"},
@@ -98,12 +99,12 @@ func serveFleet(e *env, c *cli.Context) error {
 
 // fleetKeys reads --config-key and --fleet-secret, which every fleet member needs.
 func fleetKeys(c *cli.Context) ([]ed25519.PublicKey, []byte, error) {
-	if c.String("config-key") == "" {
-		return nil, nil, badInput("--config-key: a fleet member needs the operator's public key: it applies only configuration revisions signed by it (bootctl fleet keygen)")
-	}
-	trusted, err := fleet.LoadTrustedKeys(c.String("config-key"))
+	trusted, err := trustedKeys(c)
 	if err != nil {
-		return nil, nil, badInput("--config-key: %w", err)
+		return nil, nil, err
+	}
+	if len(trusted) == 0 {
+		return nil, nil, badInput("--config-key: a fleet member needs the operator's public key: it applies only configuration revisions signed by it (bootctl fleet keygen)")
 	}
 	if c.String("fleet-secret") == "" {
 		return nil, nil, badInput("--fleet-secret: a fleet member needs the secret the fleet's servers share (bootctl fleet keygen writes it beside the signing key)")
