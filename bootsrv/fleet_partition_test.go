@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootconfig"
+	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/nodestate"
@@ -242,4 +243,68 @@ func (r partitionRound) heldByOthers(names []string) int {
 		}
 	}
 	return n
+}
+
+// TestFleetSecondPartition: after a first partition bs1's nodes that were booting stay with the
+// servers that took them over; when bs1 is cut off again before those boots end, fenced, it
+// answered them as home nodes while their holders did too (issue 36 item 2: 8 and 24 DISCOVERs
+// answered twice). Fenced, it answers only the home nodes it held at its last reconcile.
+func TestFleetSecondPartition(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: two partitions longer than the lease take about 20 s")
+	}
+	ec := etcdtest.Start(t, etcdtest.Options{Members: 1})
+	f := newFixture(t)
+	px := startCutProxy(t, ec.Endpoints[0])
+	ms := make([]*fleetMember, 4)
+	for id := range ms {
+		eps := ec.Endpoints
+		if id == 1 {
+			eps = []string{px.addr()}
+		}
+		ms[id] = startFleetMemberEdit(t, f, eps, id, func(c *bootconfig.Config) { c.HTTP.Listen = fmt.Sprintf("127.0.0.1:%d", testfix.FreePort(t)) })
+	}
+	testfix.WaitFor(t, "every server answers its blocks", 10*time.Second, func() bool {
+		for id, m := range ms {
+			if !slices.Equal(m.tracked(), ruleOwned(t, m.srv, id, nil)) {
+				return false
+			}
+		}
+		return true
+	})
+	own1 := ms[1].tracked()
+	r := partitionRound{t: t, ms: ms, px: px, own1: own1, mid: own1[:len(own1)/2]}
+	bs1 := ms[1]
+	for _, n := range r.mid {
+		bs1.srv.Tracker().Observe(n, nodestate.EvDiscover, "partition test")
+	}
+	if err := bs1.srv.Tracker().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	px.setCut(true)
+	testfix.WaitFor(t, "the others take bs1's nodes over", 10*time.Second, func() bool { return r.heldByOthers(own1) == len(own1) })
+	for _, m := range r.others() {
+		for _, n := range m.tracked() {
+			if slices.Contains(r.mid, n) {
+				m.srv.Tracker().Observe(n, nodestate.EvOffer, "partition test")
+			}
+		}
+		if err := m.srv.Tracker().Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	px.setCut(false)
+	testfix.WaitFor(t, "bs1 back with its idle nodes, the booting ones held elsewhere", 15*time.Second, func() bool {
+		want := slices.DeleteFunc(slices.Clone(own1), func(n string) bool { return slices.Contains(r.mid, n) })
+		return slices.Equal(bs1.tracked(), want) && r.heldByOthers(r.mid) == len(r.mid)
+	})
+	// The second cut, while those boots go on: watch through bs1's fenced time and past its lease.
+	w := watchAnswers(ms)
+	px.setCut(true)
+	testfix.WaitFor(t, "bs1 fenced", 10*time.Second, func() bool { return !bs1.srv.fleet.m.Valid() })
+	time.Sleep(2 * fleet.DefaultTTL) // the fenced window is what is watched: no condition ends it sooner
+	px.setCut(false)
+	if bad := w.end(); len(bad) > 0 {
+		t.Errorf("nodes answered by two servers at once during the second partition:\n%v", bad)
+	}
 }

@@ -124,8 +124,8 @@ func newFleetRuntime(s *Server, o FleetOptions) (*fleetRuntime, error) {
 // fleetReservations is DHCP's view of a fleet server's ownership: nothing before the first
 // reconcile; the current ownership while the membership is valid in the term it was computed under;
 // nothing once the lease was lost (the others may have taken the nodes over), until a reconcile
-// under the new lease; else, fenced, its home nodes, or nothing when a peer says it is still a
-// valid member (this server is the one cut off: fleetwitness.go).
+// under the new lease; else, fenced, the home nodes it answered at its last reconcile, or nothing
+// when a peer says it is still a valid member (this server is the one cut off: fleetwitness.go).
 type fleetReservations struct{ f *fleetRuntime }
 
 // Lookup implements dhcpd.Reservations.
@@ -141,7 +141,12 @@ func (r fleetReservations) Lookup(mac net.HardwareAddr) (dhcpd.Reservation, bool
 		return dhcpd.Reservation{}, false // cut off alone: the others act for the fleet
 	}
 	// Fenced, or valid again on the same lease before the next reconcile: nobody can have
-	// taken a node over while the lease lived, so the home nodes are still this server's.
+	// taken a node over while the lease lived, so the home nodes this server answered at its last
+	// reconcile are still its own. A home node another server held then (taken over in an
+	// earlier partition and still booting there) stays with that server.
+	if _, ok := (*r.f.curRes.Load()).Lookup(mac); !ok {
+		return dhcpd.Reservation{}, false
+	}
 	return r.f.homeRes.Lookup(mac)
 }
 
