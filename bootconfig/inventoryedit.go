@@ -237,6 +237,23 @@ func (ed *InventoryEdit) Check(h *topology.Hierarchy) (*Inventory, error) {
 	return ParseInventoryCSV(data, ed.file, h)
 }
 
+// CheckFlat is Check for a flat machine, which the inventory itself describes: a node added is a
+// node of the machine, which grows with it.
+func (ed *InventoryEdit) CheckFlat() (*Inventory, error) {
+	data, err := ed.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	inv, err := ParseInventoryCSV(data, ed.file, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := FlatHierarchy(inv); err != nil {
+		return nil, err
+	}
+	return inv, nil
+}
+
 // ErrInventoryChanged is returned by Save when the file changed since it was read.
 var ErrInventoryChanged = errors.New("the inventory file changed while it was edited; run the command again")
 

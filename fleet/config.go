@@ -130,25 +130,30 @@ func (c *Client) PublishConfig(ctx context.Context, doc []byte, key ed25519.Priv
 	if err != nil {
 		return ConfigRevision{}, false, err
 	}
+	out, err := c.putConfigIf(ctx, read, val)
+	return out, err == nil, err
+}
+
+// putConfigIf writes val as the configuration if its key is still at etcd revision read (0: absent).
+func (c *Client) putConfigIf(ctx context.Context, read int64, val []byte) (ConfigRevision, error) {
 	k := c.keys.config()
 	var resp *clientv3.TxnResponse
-	err = c.do(ctx, "config_put", func(ctx context.Context) (err error) {
+	err := c.do(ctx, "config_put", func(ctx context.Context) (err error) {
 		resp, err = c.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", read)).
 			Then(clientv3.OpPut(k, string(val)), clientv3.OpGet(k)).Commit()
 		return err
 	})
 	if err != nil {
-		return ConfigRevision{}, false, c.wrap("apply config", err)
+		return ConfigRevision{}, c.wrap("apply config", err)
 	}
 	if !resp.Succeeded {
-		return ConfigRevision{}, false, fmt.Errorf("%w (since etcd revision %d was read)", ErrConflict, read)
+		return ConfigRevision{}, fmt.Errorf("%w (since etcd revision %d was read)", ErrConflict, read)
 	}
 	kvs := resp.Responses[1].GetResponseRange().Kvs
 	if len(kvs) != 1 {
-		return ConfigRevision{}, false, fmt.Errorf("apply config: the configuration is gone right after its write")
+		return ConfigRevision{}, fmt.Errorf("apply config: the configuration is gone right after its write")
 	}
-	out, err := decodeConfig(c.fleet, kvs[0])
-	return out, true, err
+	return decodeConfig(c.fleet, kvs[0])
 }
 
 // Config returns the fleet's current configuration, or ErrNoConfig.

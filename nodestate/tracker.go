@@ -490,13 +490,7 @@ func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string, from Clien
 		detail = detail[:MaxDetailLen] + "..."
 	}
 	n.LastEvent, n.LastSeen = ev, now
-	var to State
-	var changed bool
-	if ev == EvDiscover || ev == EvRebootDiscover {
-		to, changed = NextOnDiscover(n.State, ev, Discovery{From: from, Armed: n.RebootRequested, ScriptServed: slices.Contains(n.Served, ScriptFile)})
-	} else {
-		to, changed = Next(n.State, ev)
-	}
+	to, changed := nextFor(n, ev, from)
 	if changed && n.State == Pending && t.opts.DHCPStartsBoots && !dhcpEvent(ev) {
 		to, changed = Pending, false
 	}
@@ -522,6 +516,14 @@ func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string, from Clien
 	}
 	t.appendHistory(n, tr)
 	return tr, true
+}
+
+// nextFor is Next for node n, with what the tracker knows of a DISCOVER (NextOnDiscover).
+func nextFor(n *NodeStatus, ev Event, from Client) (State, bool) {
+	if ev == EvDiscover || ev == EvRebootDiscover {
+		return NextOnDiscover(n.State, ev, Discovery{From: from, Armed: n.RebootRequested, ScriptServed: slices.Contains(n.Served, ScriptFile)})
+	}
+	return Next(n.State, ev)
 }
 
 // dhcpEvent says whether ev comes from the DHCP exchange (or the health report, which a pending

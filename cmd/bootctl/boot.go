@@ -80,6 +80,7 @@ type bootSetup struct {
 	cfg    bootrun.Config
 	post   float64
 	server []string // each node's boot server name
+	failed []int    // the configuration's failed_servers
 }
 
 func bootAction(e *env, c *cli.Context) error {
@@ -120,7 +121,8 @@ func loadBootSetup(c *cli.Context) (*bootSetup, error) {
 	if s.nodes, err = sel.pick(s.inv); err != nil {
 		return nil, err
 	}
-	if s.a, err = bootconfig.AssignServers(s.g.Hierarchy(), algo, len(servers), nil, nil); err != nil {
+	// The servers' own rule: failed_servers' nodes are dealt to the others, as every server deals them.
+	if s.a, err = bootconfig.AssignServers(s.g.Hierarchy(), algo, len(servers), s.failed, nil); err != nil {
 		return nil, badInput("--config: mapping: %w", err)
 	}
 	for _, n := range s.nodes {
@@ -150,9 +152,13 @@ func bootMachine(c *cli.Context, s *bootSetup) (string, []string, error) {
 	if err != nil {
 		return "", nil, configError(err)
 	}
-	algo := cmp.Or(cfg.Mapping, "bcda")
+	// As serve reads it: the defaults (the mapping above all) applied, failed_servers checked.
+	if err := cfg.Validate(); err != nil {
+		return "", nil, configError(err)
+	}
+	algo := cfg.Mapping
+	s.failed = cfg.FailedServers
 	if cfg.Topology == "" {
-		algo = cmp.Or(cfg.Mapping, "ncda") // as serve: the flat machine has no boards
 		err = bootFlatMachine(s, cfg)
 	} else {
 		err = bootTopology(s, cfg, path)

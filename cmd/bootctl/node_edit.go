@@ -213,7 +213,11 @@ func openInventoryEdit(c *cli.Context) (*nodeInventory, *bootconfig.InventoryEdi
 // saveEdit checks the edited inventory as a server would read it, writes it (unless it is
 // unchanged) and reports.
 func saveEdit(e *env, c *cli.Context, format string, ni *nodeInventory, ed *bootconfig.InventoryEdit, res nodeEditResult) error {
-	inv, err := ed.Check(ni.h)
+	check := func() (*bootconfig.Inventory, error) { return ed.Check(ni.h) }
+	if ni.flat {
+		check = ed.CheckFlat
+	}
+	inv, err := check()
 	if err != nil {
 		return badInput("the inventory would be refused, nothing is written: %w", err)
 	}

@@ -32,6 +32,7 @@ func inventoryFlags() []cli.Flag {
 type nodeInventory struct {
 	inv   *bootconfig.Inventory
 	h     *topology.Hierarchy
+	flat  bool               // the machine is the inventory's own (no topology): it grows with it
 	cfg   *bootconfig.Config // nil without --config
 	owner map[string]string  // with --etcd: each node's owner among the live servers
 	fleet *fleetSource       // with --etcd: the fleet read; nil for a file
@@ -60,6 +61,10 @@ func loadNodeInventory(c *cli.Context) (*nodeInventory, error) {
 		if cfg, err = bootconfig.LoadConfig(cfgPath); err != nil {
 			return nil, configError(err)
 		}
+		// As serve reads it: the defaults (the mapping above all) applied, the servers checked.
+		if err := cfg.Validate(); err != nil {
+			return nil, configError(err)
+		}
 		topo, invFile = cfg.Topology, cfg.Inventory
 	}
 	if invFile == "" {
@@ -70,7 +75,7 @@ func loadNodeInventory(c *cli.Context) (*nodeInventory, error) {
 		if err != nil {
 			return nil, asBadInput(err)
 		}
-		return &nodeInventory{inv: inv, h: h, cfg: cfg}, nil
+		return &nodeInventory{inv: inv, h: h, cfg: cfg, flat: true}, nil
 	}
 	m, err := topology.Load(topo)
 	if err != nil {

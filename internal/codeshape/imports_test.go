@@ -34,7 +34,8 @@ var allowedImports = map[string][]string{
 	"bootrun":          {"bootsrv", "nodestate", "fabricsim", "mapping", "topology", "power"},
 	"integration":      {"bootconfig", "bootsrv", "nodestate", "fabricsim", "fleet", "images", "mapping", "topology"},
 	"cmd/bootctl": {"bootconfig", "bootrun", "bootsrv", "fabricsim", "fleet", "images", "images/ociimport", "integration",
-		"mapping", "nodeset", "nodestate", "power", "report", "routing", "topology", "units", "internal/progress", "internal/suggest"},
+		"mapping", "nodeset", "nodestate", "power", "report", "routing", "topology", "units", "internal/progress", "internal/suggest",
+		"internal/atomicfile"},
 	"bench/dhcp":     {"dhcpd", "topology"},
 	"bench/httpboot": {"images", "integration", "topology"},
 
