@@ -15,6 +15,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
@@ -108,9 +109,10 @@ type BMC struct {
 	// User and Password are the account's credentials.
 	User, Password string
 
-	opts   Options
-	srv    *httptest.Server
-	closed chan struct{}
+	opts        Options
+	srv         *httptest.Server
+	systemsBody json.RawMessage // the Systems collection (fixed)
+	closed      chan struct{}
 
 	mu        sync.Mutex
 	systems   map[string]*system
@@ -170,6 +172,12 @@ func New(opts Options, dir string) (*BMC, error) {
 		b.order = append(b.order, id)
 	}
 	sort.Strings(b.order)
+	uris := make([]string, len(b.order))
+	for i, id := range b.order {
+		uris[i] = systemsPath + "/" + id
+	}
+	// Made once: a BMC serving a thousand systems would otherwise build it for every request.
+	b.systemsBody = json.RawMessage(mustJSON(collection(systemsPath, "#ComputerSystemCollection.ComputerSystemCollection", "Computer System Collection", uris)))
 	h := http.HandlerFunc(b.serve)
 	if !opts.TLS {
 		b.srv = httptest.NewServer(h)
@@ -337,4 +345,12 @@ func powerState(on bool) string {
 		return "On"
 	}
 	return "Off"
+}
+
+func mustJSON(v any) []byte {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // maps of strings: cannot fail
+	}
+	return data
 }

@@ -183,11 +183,7 @@ func (b *BMC) session(w http.ResponseWriter, r *http.Request, id string) {
 }
 
 func (b *BMC) systemList(w http.ResponseWriter) {
-	uris := make([]string, len(b.order))
-	for i, id := range b.order {
-		uris[i] = systemsPath + "/" + id
-	}
-	writeJSON(w, http.StatusOK, collection(systemsPath, "#ComputerSystemCollection.ComputerSystemCollection", "Computer System Collection", uris))
+	writeJSON(w, http.StatusOK, b.systemsBody)
 }
 
 // system serves a ComputerSystem, its Settings resource and its reset action.
