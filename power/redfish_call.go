@@ -63,6 +63,7 @@ func (c *rfCall) note(b *bool) {
 // call connects, logs in, runs f, logs out, and returns f's error classified.
 func (d *Redfish) call(ctx context.Context, op string, f func(*rfCall) error) error {
 	c := &rfCall{d: d, ctx: ctx}
+	defer d.transport.CloseIdleConnections()
 	err := c.connect()
 	if err == nil {
 		err = f(c)
@@ -76,8 +77,10 @@ func (d *Redfish) call(ctx context.Context, op string, f func(*rfCall) error) er
 
 // connect reads the service root and opens a session (or sets basic authentication).
 func (c *rfCall) connect() error {
+	// One connection for the call's requests (one TLS handshake, not five); closed when the
+	// call ends (call), as a BMC's few connection slots are not ours to hold between actions.
 	cfg := gofish.ClientConfig{
-		Endpoint: c.d.endpoint, HTTPClient: &http.Client{Transport: c}, NoModifyTransport: true,
+		Endpoint: c.d.endpoint, HTTPClient: &http.Client{Transport: c}, NoModifyTransport: true, ReuseConnections: true,
 	}
 	if c.d.cfg.BasicAuth {
 		cfg.Username, cfg.Password, cfg.BasicAuth = c.d.cfg.Username, c.d.cfg.Password, true
