@@ -49,12 +49,12 @@ type InventoryNode struct {
 // (package power) and the name of its login in the credentials file (never the login itself).
 type NodeBMC struct {
 	Address string `json:"address"`         // host or host:port
-	Driver  string `json:"driver"`          // ipmi, exec
+	Driver  string `json:"driver"`          // ipmi, redfish, exec
 	Creds   string `json:"creds,omitempty"` // the credentials file's entry; "" is "default"
 }
 
 // BMCDrivers are the drivers an inventory may name (package power's).
-var BMCDrivers = []string{"ipmi", "exec"}
+var BMCDrivers = []string{"ipmi", "redfish", "exec"}
 
 // Inventory is the list of machines a boot server may be asked about, indexed by MAC, name and IP.
 type Inventory struct {

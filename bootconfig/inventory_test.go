@@ -118,7 +118,7 @@ func TestInventoryErrors(t *testing.T) {
 		{"i.yaml", "- {name: [a], mac: x}\n", "i.yaml:1: nodes[0].name: want text, not a list"},
 		{"i.yaml", "- {name: a\n", "i.yaml:1: invalid YAML: did not find expected"},
 		{"i.yaml", "", "i.yaml: empty inventory"},
-		{"i.csv", "name,mac,bmc,bmc_driver\na,52:54:00:00:00:01,10.1.0.1,redfsh\n", `i.csv:2: bmc_driver: "redfsh" is not a driver (drivers: ipmi, exec)`},
+		{"i.csv", "name,mac,bmc,bmc_driver\na,52:54:00:00:00:01,10.1.0.1,redfsh\n", `i.csv:2: bmc_driver: "redfsh" is not a driver (drivers: ipmi, redfish, exec)`},
 		{"i.csv", "name,mac,bmc,bmc_driver\na,52:54:00:00:00:01,,ipmi\n", `i.csv:2: bmc: missing: bmc_driver "ipmi" is given without the BMC's address`},
 		{"i.csv", "name,mac,bmc\na,52:54:00:00:00:01,10.1.0.1:99999\n", `i.csv:2: bmc: "10.1.0.1:99999": port "99999" is not 1-65535`},
 		{"i.csv", "name,mac,bmc\na,52:54:00:00:00:01,a b\n", `i.csv:2: bmc: "a b" is not a host or host:port`},

@@ -2,9 +2,9 @@
 // their next boot to the network: what an operator does with ipmitool or a Redfish client before a
 // network boot, behind one small interface with a driver per kind of controller.
 //
-// A Controller acts on one machine. Drivers: ipmi (IPMI 2.0 RMCP+, "lanplus"), exec (a command
-// template per action, as Warewulf's ipmitool template, for anything else). Every error a driver
-// returns is classified (Classify) so that a caller can tell an unreachable BMC from a refused
+// A Controller acts on one machine. Drivers: ipmi (IPMI 2.0 RMCP+, "lanplus"), redfish (DMTF
+// Redfish over HTTPS, through gofish), exec (a command template per action, as Warewulf's
+// ipmitool template, for anything else). Every error a driver returns is classified (Classify) so that a caller can tell an unreachable BMC from a refused
 // password, a busy controller or a timeout, and never carries a password.
 package power
 
@@ -47,6 +47,11 @@ type Controller interface {
 	PXENext(ctx context.Context, mode BootMode) error
 }
 
+// Identifier lights a machine's identify LED or puts it out: the drivers whose BMCs have one.
+type Identifier interface {
+	Identify(ctx context.Context, on bool) error
+}
+
 // Class is the kind of a controller's failure, for the operator and for retry decisions.
 type Class string
 
@@ -62,7 +67,7 @@ const (
 // Error is a classified controller failure.
 type Error struct {
 	Class Class
-	Op    string // "on", "off", "cycle", "status", "pxe"
+	Op    string // "on", "off", "cycle", "status", "pxe", "identify"
 	Err   error
 }
 

@@ -17,6 +17,9 @@ const (
 	OpCycle  Op = "cycle"
 	OpStatus Op = "status"
 	OpPXE    Op = "pxe" // one-time network boot
+	// OpIdentify lights the identify LED (RunOptions.Identify) or puts it out, where the
+	// driver is an Identifier.
+	OpIdentify Op = "identify"
 )
 
 // ParseOp returns the action named s.
@@ -59,6 +62,8 @@ type RunOptions struct {
 	Timeout time.Duration
 	// Mode is the firmware of OpPXE (default legacy).
 	Mode BootMode
+	// Identify is OpIdentify's LED: lit (true) or out.
+	Identify bool
 	// Progress, when set, is called after each node with the count done so far.
 	Progress func(done, total int)
 }
@@ -151,6 +156,11 @@ func do(ctx context.Context, pace *Pacer, t Target, op Op, opts RunOptions) (Sta
 		return c.Status(ctx)
 	case OpPXE:
 		return "", c.PXENext(ctx, opts.Mode)
+	case OpIdentify:
+		if id, ok := c.(Identifier); ok {
+			return "", id.Identify(ctx, opts.Identify)
+		}
+		return "", &Error{Class: Failed, Op: string(op), Err: fmt.Errorf("%s: its driver has no identify LED", t.BMC)}
 	}
 	return "", &Error{Class: Failed, Op: string(op), Err: fmt.Errorf("unknown action")}
 }

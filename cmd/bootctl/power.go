@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -27,7 +28,7 @@ func powerCommand(e *env) *cli.Command {
 		{power.OpOff, "power the nodes off at once (as the power button held down)"},
 		{power.OpCycle, "power the nodes off and on again (a node that is off is powered on)"},
 		{power.OpStatus, "show the nodes' power state"},
-		{power.OpPXE, "make the nodes' next boot, and only the next, a network boot (--mode legacy|uefi)"},
+		{power.OpPXE, "make the nodes' next boot, and only the next, a network boot (--mode legacy|uefi|uefi-http)"},
 	} {
 		subs = append(subs, &cli.Command{
 			Name: string(s.op), Usage: s.usage, ArgsUsage: "[NODES...]",
@@ -38,7 +39,8 @@ func powerCommand(e *env) *cli.Command {
 			Action: func(c *cli.Context) error { return powerAction(e, c, s.op) },
 		})
 	}
-	return &cli.Command{Name: "power", Usage: "power nodes on, off or cycle them through their BMCs (IPMI, or a command per action)", Subcommands: subs}
+	subs = append(subs, identifyCommand(e))
+	return &cli.Command{Name: "power", Usage: "power nodes on, off or cycle them through their BMCs (IPMI, Redfish, or a command per action)", Subcommands: subs}
 }
 
 func powerFlags() []cli.Flag {
@@ -50,11 +52,16 @@ func powerFlags() []cli.Flag {
 		&cli.StringFlag{Name: "credentials", EnvVars: []string{"BOOTCTL_BMC_CREDENTIALS"},
 			Usage: "BMC logins (YAML: NAME: {user: U, password: P}; mode 600), by the inventory's bmc_creds (default: default)"},
 		&cli.StringFlag{Name: "exec-templates", Usage: "command templates of the exec driver (YAML: on, off, cycle, status, pxe)"},
+		&cli.StringFlag{Name: "redfish-ca", EnvVars: []string{"BOOTCTL_REDFISH_CA"},
+			Usage: "PEM file of the CA certificates that sign the Redfish BMCs' (default: the system's)"},
+		&cli.BoolFlag{Name: "redfish-insecure-skip-verify",
+			Usage: "accept any certificate a Redfish BMC presents (anyone on the management network could take its place and learn its password)"},
+		&cli.StringFlag{Name: "http-boot-uri", Usage: "pxe --mode uefi-http: the URI the firmware boots, where the BMC takes one (else DHCP says)"},
 		&cli.IntFlag{Name: "fan-out", Value: 50, Usage: "BMCs asked at once"},
 		&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "least time between two actions on one BMC"},
 		&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "time one node's action may take"},
-		withChoices(cli.StringFlag{Name: "mode", Value: string(power.Legacy), Usage: "pxe: the firmware, legacy or uefi"},
-			string(power.Legacy), string(power.UEFI)),
+		withChoices(cli.StringFlag{Name: "mode", Value: string(power.Legacy), Usage: "pxe: the firmware, legacy, uefi or uefi-http (Redfish)"},
+			string(power.Legacy), string(power.UEFI), string(power.UEFIHTTP)),
 		groupFlag(),
 		outputFlag("table", "json", "yaml"),
 	}
@@ -77,19 +84,29 @@ func powerAction(e *env, c *cli.Context, op power.Op) error {
 	if err != nil {
 		return err
 	}
-	targets, err := powerTargets(c)
+	sel, err := parseSelection(c)
 	if err != nil {
 		return err
 	}
+	targets, err := powerTargets(c, sel)
+	if err != nil {
+		return err
+	}
+	return runPower(c.Context, e, op, targets, opts, format)
+}
+
+// runPower runs op on the targets and reports it.
+func runPower(ctx context.Context, e *env, op power.Op, targets []power.Target, opts power.RunOptions, format string) error {
 	bar := e.progressBar("power "+string(op), len(targets), "nodes")
 	opts.Progress = bar.Func()
-	res := powerResult{Op: op, Nodes: len(targets), Result: power.Run(c.Context, targets, op, opts)}
+	res := powerResult{Op: op, Nodes: len(targets), Result: power.Run(ctx, targets, op, opts)}
 	bar.Done()
 	for _, r := range res.Result {
 		if r.Class != "" {
 			res.Failed++
 		}
 	}
+	var err error
 	if format != "table" {
 		err = writeData(e.stdout, format, res)
 	} else {
@@ -110,8 +127,8 @@ func powerRunOptions(c *cli.Context) (power.RunOptions, error) {
 		return o, badInput("--interval: %v is negative", o.MinInterval)
 	case o.Timeout <= 0:
 		return o, badInput("--timeout: %v: want a positive duration", o.Timeout)
-	case o.Mode != power.Legacy && o.Mode != power.UEFI:
-		return o, badInput("--mode: %q: want legacy or uefi", c.String("mode"))
+	case o.Mode != power.Legacy && o.Mode != power.UEFI && o.Mode != power.UEFIHTTP:
+		return o, badInput("--mode: %q: want legacy, uefi or uefi-http", c.String("mode"))
 	}
 	if o.MinInterval == 0 {
 		o.MinInterval = power.NoInterval // the flag's 0 is none, not power's default
@@ -119,13 +136,9 @@ func powerRunOptions(c *cli.Context) (power.RunOptions, error) {
 	return o, nil
 }
 
-// powerTargets resolves NODES to the nodes' controllers, checking everything before any BMC is
-// asked.
-func powerTargets(c *cli.Context) ([]power.Target, error) {
-	sel, err := parseSelection(c)
-	if err != nil {
-		return nil, err
-	}
+// powerTargets resolves the selected nodes to their controllers, checking everything before any
+// BMC is asked.
+func powerTargets(c *cli.Context, sel nodeSelection) ([]power.Target, error) {
 	if sel.all() {
 		return nil, badInput("give the NODES (ranges, comma lists, @FILE or all) or --group")
 	}
@@ -152,6 +165,7 @@ func nodeTargets(c *cli.Context, inv *bootconfig.Inventory, nodes []*bootconfig.
 		return nil, badInput("--credentials: %w", err)
 	}
 	var templates *power.ExecTemplates
+	var rf *redfishTrust
 	targets := make([]power.Target, 0, len(nodes))
 	for _, n := range nodes {
 		if n.BMC == nil {
@@ -166,7 +180,12 @@ func nodeTargets(c *cli.Context, inv *bootconfig.Inventory, nodes []*bootconfig.
 				return nil, err
 			}
 		}
-		ctl, err := controllerOf(n, login, templates, c.Duration("timeout"))
+		if n.BMC.Driver == "redfish" && rf == nil {
+			if rf, err = loadRedfishTrust(c); err != nil {
+				return nil, err
+			}
+		}
+		ctl, err := controllerOf(n, login, templates, rf, c.Duration("timeout"))
 		if err != nil {
 			return nil, badInput("%s:%d: node %s: %w", inv.File, n.Line, n.Name, err)
 		}
@@ -176,8 +195,12 @@ func nodeTargets(c *cli.Context, inv *bootconfig.Inventory, nodes []*bootconfig.
 }
 
 // controllerOf makes a node's controller by its inventory driver.
-func controllerOf(n *bootconfig.InventoryNode, login power.Credential, templates *power.ExecTemplates, timeout time.Duration) (power.Controller, error) {
+func controllerOf(n *bootconfig.InventoryNode, login power.Credential, templates *power.ExecTemplates, rf *redfishTrust, timeout time.Duration) (power.Controller, error) {
 	switch n.BMC.Driver {
+	case "redfish":
+		// A BMC that serves several systems (a chassis manager) is asked for the node's.
+		return power.NewRedfish(power.RedfishConfig{Endpoint: n.BMC.Address, Username: login.User, Password: login.Password,
+			System: n.Name, RootCAs: rf.roots, InsecureSkipVerify: rf.insecure, HTTPBootURI: rf.httpBootURI})
 	case "exec":
 		return power.NewExec(*templates, power.ExecVars{Node: n.Name, BMC: n.BMC.Address, User: login.User}, login.Password)
 	case "ipmi":

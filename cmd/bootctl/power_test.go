@@ -103,7 +103,7 @@ func TestPowerBadInput(t *testing.T) {
 		{"credentials readable by others", []string{"power", "on", "--inventory", f.inv, "--topology", "mini", "--credentials", open, "s0-b0-n0"}, "mode 0644 lets others read it"},
 		{"driver misspelt", []string{"power", "on", "--inventory", badInv, "--topology", "mini", "--credentials", f.creds, "s0-b0-n0"}, `bad.csv:2: bmc_driver: "redfsh" is not a driver`},
 		{"no credentials", []string{"power", "on", "--inventory", f.inv, "--topology", "mini", "s0-b0-n0"}, "--credentials: required"},
-		{"bad mode", f.args("pxe", "s0-b0-n0", "--mode", "efi"), `--mode: "efi": want legacy or uefi`},
+		{"bad mode", f.args("pxe", "s0-b0-n0", "--mode", "efi"), `--mode: "efi": want legacy, uefi or uefi-http`},
 		{"no nodes", []string{"power", "on", "--inventory", f.inv, "--topology", "mini", "--credentials", f.creds}, "give the NODES (ranges, comma lists, @FILE or all) or --group"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantBadInput(t, ctx, tc.args, tc.want) })

@@ -51,6 +51,7 @@ var allowedImports = map[string][]string{
 	"internal/codeshape/cmd/codeshape": {"internal/codeshape"},
 	"internal/etcdtest":                {"internal/procgroup", "internal/testenv"},
 	"internal/ipmisim":                 {"internal/procgroup", "internal/testenv"},
+	"internal/redfishsim":              {"internal/procgroup"},
 	"internal/testfix":                 {"images", "topology", "internal/testenv"},
 }
 
