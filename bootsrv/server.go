@@ -90,6 +90,10 @@ func New(cfg *bootconfig.Config, opts Options) (_ *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// Everything Check checks comes before the first file New writes (the state files).
+	if err := checkInterfaces(cfg); err != nil {
+		return nil, err
+	}
 	s := newServer(cfg, opts)
 	algo, err := s.loadMachine()
 	if err != nil {
