@@ -2,7 +2,9 @@ package bootsrv
 
 import (
 	"fmt"
+	"net"
 	"slices"
+	"strings"
 
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/images"
@@ -30,11 +32,14 @@ func (r *CheckResult) String() string {
 }
 
 // Check validates a configuration and everything it names as New would (topology, inventory,
-// mapping, addresses, the image store, the iPXE binaries, the default profile and every profile
+// mapping, addresses, the DHCP interfaces, the image store, the iPXE binaries, the default profile and every profile
 // the inventory names, the store's blobs against their manifest), without opening a socket, the
 // state store or the secret files, so that it can run beside a live server. Errors are New's.
 func Check(cfg *bootconfig.Config) (*CheckResult, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkInterfaces(cfg); err != nil {
 		return nil, err
 	}
 	s := newServer(cfg, Options{})
@@ -66,4 +71,27 @@ func Check(cfg *bootconfig.Config) (*CheckResult, error) {
 	}
 	slices.Sort(r.Profiles)
 	return r, nil
+}
+
+// checkInterfaces checks that every interface dhcp.interfaces names exists on this host, so that
+// a typo is one line naming the field at --check (and before New writes a state file), not a bind
+// error after the server has started. The error names the host's interfaces.
+func checkInterfaces(cfg *bootconfig.Config) error {
+	if cfg.DHCP.Mode == bootconfig.DHCPOff {
+		return nil
+	}
+	for i, name := range cfg.DHCP.Interfaces {
+		if _, err := net.InterfaceByName(name); err == nil {
+			continue
+		}
+		var have []string
+		if ifs, err := net.Interfaces(); err == nil {
+			for _, ifc := range ifs {
+				have = append(have, ifc.Name)
+			}
+		}
+		return &bootconfig.Error{File: cfg.File(), Line: cfg.Line("dhcp.interfaces"), Field: fmt.Sprintf("dhcp.interfaces[%d]", i),
+			Msg: fmt.Sprintf("this host has no interface %q (it has: %s)", name, strings.Join(have, ", "))}
+	}
+	return nil
 }

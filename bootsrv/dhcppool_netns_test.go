@@ -43,7 +43,12 @@ func TestNetnsPoolUdhcpc(t *testing.T) {
 				// 41 addresses: 31 kept for the inventory's nodes without an ip, 10 for unknown MACs.
 				Pool: &bootconfig.PoolConfig{Range: "10.78.0.100-10.78.0.140", Lease: bootconfig.Duration(10 * time.Minute), Unknown: true}}
 		})
-		s, err := New(c, Options{Logger: zaptest.NewLogger(t)})
+		// New checks dhcp.interfaces against the interfaces it sees: those of the server's namespace.
+		var s *Server
+		err := testfix.InNetns(srvNS, func() (err error) {
+			s, err = New(c, Options{Logger: zaptest.NewLogger(t)})
+			return err
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

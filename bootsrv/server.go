@@ -90,6 +90,10 @@ func New(cfg *bootconfig.Config, opts Options) (_ *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// Everything Check checks comes before the first file New writes (the state files).
+	if err := checkInterfaces(cfg); err != nil {
+		return nil, err
+	}
 	s := newServer(cfg, opts)
 	algo, err := s.loadMachine()
 	if err != nil {
@@ -199,6 +203,9 @@ func (s *Server) openImages() (err error) {
 	if s.images, err = images.Open(cfg.Images); err != nil {
 		return fmt.Errorf("%s: images: %w", cfg.File(), err)
 	}
+	// bootctl image add, import and delete rewrite the manifest under a running server: follow it,
+	// so that the next request gets the new profile, and say so.
+	s.images.Follow(s.storeChanged)
 	// A server without its iPXE binaries or its default profile would answer every node and then
 	// fail each boot one step later: refuse to start instead, naming what is missing.
 	ipxe, err := images.LocateIPXE(cfg.IPXEDir)
@@ -216,6 +223,23 @@ func (s *Server) openImages() (err error) {
 		return fmt.Errorf("%s: profile %q is not in the image store %s (bootctl image list --store %s): %w", cfg.File(), cfg.Profile, cfg.Images, cfg.Images, err)
 	}
 	return nil
+}
+
+// storeChanged logs what another process changed in the image store, which the server serves
+// from the next request on.
+func (s *Server) storeChanged(c images.Change, err error) {
+	log := s.log.Named("images")
+	if err != nil {
+		log.Error("image store manifest changed but cannot be read; still serving the profiles read before", zap.Error(err))
+		return
+	}
+	log.Info("image store changed; serving it from the next request on",
+		zap.Strings("added", c.Added), zap.Strings("replaced", c.Replaced), zap.Strings("removed", c.Removed))
+	for _, n := range c.Removed {
+		if n == s.cfg.Profile {
+			log.Warn("the default profile was removed from the image store: nodes without a profile of their own cannot boot", zap.String("profile", n))
+		}
+	}
 }
 
 // openStore opens where boot states are kept: the fleet's records in etcd, or this server's

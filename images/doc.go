@@ -10,5 +10,7 @@
 //
 // The manifest is replaced atomically (write to a temporary file, rename),
 // and blobs are immutable, so a reader never sees a half-written profile.
-// One process should write to a store at a time.
+// Writers (Add, Delete, ImportProfiles, GC) take an flock on .lock and read
+// the manifest again under it, so processes writing at once lose nothing; a
+// reader that Follows the store re-reads the manifest when it changes.
 package images

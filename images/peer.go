@@ -207,24 +207,25 @@ func (s *Store) fetchMissing(ctx context.Context, profiles []Profile, fetch func
 // recordImports writes the manifest with profiles added to the store's, replacing those of the
 // same names; each keeps only its own files.
 func (s *Store) recordImports(profiles []Profile) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	next := make(map[string]Profile, len(s.profiles)+len(profiles))
-	for k, v := range s.profiles {
-		next[k] = v
-	}
-	for _, p := range profiles {
-		p = cloneProfile(p)
-		files := make(map[string]Blob, len(p.Files))
-		for _, n := range p.FileNames() {
-			files[n] = p.Files[n] // only the profile's own files
+	return s.update(func(next map[string]Profile) error {
+		// Checked again under the store lock: a gc between the fetch and now removes unreferenced
+		// blobs, and a profile must never be listed without its files.
+		for _, p := range profiles {
+			for _, n := range p.FileNames() {
+				if b := p.Files[n]; !s.HasBlob(b.SHA256, b.Size) {
+					return fmt.Errorf("images: import: profile %q: file %q: blob %s was removed (image gc?) before the profile was recorded", p.Name, n, b.SHA256)
+				}
+			}
 		}
-		p.Files = files
-		next[p.Name] = p
-	}
-	if err := s.writeManifest(next); err != nil {
-		return err
-	}
-	s.profiles = next
-	return nil
+		for _, p := range profiles {
+			p = cloneProfile(p)
+			files := make(map[string]Blob, len(p.Files))
+			for _, n := range p.FileNames() {
+				files[n] = p.Files[n] // only the profile's own files
+			}
+			p.Files = files
+			next[p.Name] = p
+		}
+		return nil
+	})
 }

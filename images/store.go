@@ -41,6 +41,10 @@ type Store struct {
 
 	mu       sync.RWMutex
 	profiles map[string]Profile
+	stamp    fileStamp // of the manifest profiles were read from or written to
+	// follow, when set (Follow), makes every read check the manifest on disk first and is told
+	// what changed.
+	follow func(Change, error)
 }
 
 // ErrNoStore is wrapped when Open finds no store directory.
@@ -72,43 +76,62 @@ func Create(dir string) (*Store, error) {
 }
 
 func open(dir string) (*Store, error) {
-	s := &Store{dir: dir, profiles: map[string]Profile{}}
+	profiles, stamp, err := readManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{dir: dir, profiles: profiles, stamp: stamp}, nil
+}
+
+// readManifest reads and checks the manifest of the store in dir (none: no profiles) and returns
+// its profiles with the stamp of the very file it read.
+func readManifest(dir string) (map[string]Profile, fileStamp, error) {
+	profiles := map[string]Profile{}
 	path := filepath.Join(dir, manifestName)
-	b, err := os.ReadFile(path)
+	b, stamp, err := readStamped(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return s, nil
+		return profiles, fileStamp{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("images: reading %s: %w", path, err)
+		return nil, fileStamp{}, fmt.Errorf("images: reading %s: %w", path, err)
 	}
 	var m manifest
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("images: parsing %s: %w", path, err)
+		return nil, fileStamp{}, fmt.Errorf("images: parsing %s: %w", path, err)
 	}
 	if m.Version != manifestVersion {
-		return nil, fmt.Errorf("images: %s: manifest version %d, this program reads %d", path, m.Version, manifestVersion)
+		return nil, fileStamp{}, fmt.Errorf("images: %s: manifest version %d, this program reads %d", path, m.Version, manifestVersion)
 	}
 	for i, p := range m.Profiles {
-		if err := p.Validate(); err != nil {
-			return nil, fmt.Errorf("images: %s: profiles[%d]: %w", path, i, err)
+		if err := checkManifestProfile(p); err != nil {
+			return nil, fileStamp{}, fmt.Errorf("images: %s: profiles[%d]: %w", path, i, err)
 		}
-		if _, dup := s.profiles[p.Name]; dup {
-			return nil, fmt.Errorf("images: %s: profiles[%d]: duplicate profile %q", path, i, p.Name)
+		if _, dup := profiles[p.Name]; dup {
+			return nil, fileStamp{}, fmt.Errorf("images: %s: profiles[%d]: duplicate profile %q", path, i, p.Name)
 		}
-		for _, n := range p.FileNames() {
-			bl, ok := p.Files[n]
-			if !ok {
-				return nil, fmt.Errorf("images: %s: profile %q: file %q has no blob", path, p.Name, n)
-			}
-			if !validHash(bl.SHA256) {
-				return nil, fmt.Errorf("images: %s: profile %q: file %q: bad sha256 %q", path, p.Name, n, bl.SHA256)
-			}
-		}
-		s.profiles[p.Name] = p
+		profiles[p.Name] = p
 	}
-	return s, nil
+	return profiles, stamp, nil
+}
+
+// checkManifestProfile checks a profile as the manifest records it: valid, with a well-formed
+// blob for each of its files.
+func checkManifestProfile(p Profile) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	for _, n := range p.FileNames() {
+		bl, ok := p.Files[n]
+		if !ok {
+			return fmt.Errorf("profile %q: file %q has no blob", p.Name, n)
+		}
+		if !validHash(bl.SHA256) {
+			return fmt.Errorf("profile %q: file %q: bad sha256 %q", p.Name, n, bl.SHA256)
+		}
+	}
+	return nil
 }
 
 // Dir returns the store's directory.
@@ -134,6 +157,13 @@ func (s *Store) add(p Profile, files map[string]string, move bool) (Profile, err
 	}
 	p.BootFiles = slices.Clone(p.BootFiles)
 	p.Files = map[string]Blob{}
+	// The store lock is held from the first blob to the manifest, so that a gc in another process
+	// never sees these blobs unreferenced.
+	unlock, err := s.lock()
+	if err != nil {
+		return Profile{}, err
+	}
+	defer unlock()
 	for _, n := range names {
 		src, ok := files[n]
 		if !ok {
@@ -145,17 +175,13 @@ func (s *Store) add(p Profile, files map[string]string, move bool) (Profile, err
 		}
 		p.Files[n] = b
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	next := make(map[string]Profile, len(s.profiles)+1)
-	for k, v := range s.profiles {
-		next[k] = v
-	}
-	next[p.Name] = p
-	if err := s.writeManifest(next); err != nil {
+	err = s.updateLocked(func(next map[string]Profile) error {
+		next[p.Name] = p
+		return nil
+	})
+	if err != nil {
 		return Profile{}, err
 	}
-	s.profiles = next
 	return cloneProfile(p), nil
 }
 
@@ -281,6 +307,7 @@ func (s *Store) writeManifest(profiles map[string]Profile) error {
 
 // List returns all profiles sorted by name.
 func (s *Store) List() []Profile {
+	s.sync()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := sortedProfiles(s.profiles)
@@ -292,6 +319,7 @@ func (s *Store) List() []Profile {
 
 // Get returns the named profile, or an error wrapping ErrNotFound.
 func (s *Store) Get(name string) (Profile, error) {
+	s.sync()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	p, ok := s.profiles[name]

@@ -68,7 +68,9 @@ func OpenStore(dir string) (*Store, error) {
 	}
 	var db *bolt.DB
 	err := guard(func() (err error) {
-		db, err = bolt.Open(path, 0o644, &bolt.Options{
+		// 0600 like its siblings (leases.db, the secrets): it holds the nodes' addresses and
+		// health reports.
+		db, err = bolt.Open(path, 0o600, &bolt.Options{
 			Timeout: time.Second,
 			// Address space, not memory: a map that does not have to grow as the file does spares
 			// the flush bbolt's remapping, which copies every cached page out of the old map.
@@ -82,6 +84,10 @@ func OpenStore(dir string) (*Store, error) {
 	if err != nil {
 		return nil, openError(path, err)
 	}
+	// bbolt grows a file whose map is larger than AllocSize (16 MiB by default) by AllocSize at a
+	// time, so the large initial map above made a 3-node state file 16.8 MB. Small steps keep the
+	// file near its contents; a step is one truncate, rare at a few hundred bytes per node.
+	db.AllocSize = stateAllocSize
 	err = guard(func() error { return db.Update(initBuckets) })
 	if err != nil {
 		db.Close()
@@ -89,6 +95,9 @@ func OpenStore(dir string) (*Store, error) {
 	}
 	return &Store{db: db}, nil
 }
+
+// stateAllocSize is how much a state file grows at a time.
+const stateAllocSize = 256 << 10
 
 // checkFile checks an existing state file before it is opened for writing: its page tree is walked
 // on the raw bytes (walkPages), then the file is opened read-only for bbolt's own consistency check

@@ -9,9 +9,13 @@ import (
 
 // bashCompletion asks bootctl itself for the words that may follow (urfave/cli's
 // --generate-bash-completion), so that it follows the command tree of the installed binary.
-const bashCompletion = `# bash completion for bootctl; install with:
-#   bootctl completion bash > /etc/bash_completion.d/bootctl
-# or for this shell only: source <(bootctl completion bash)
+//
+// The headers say ~/.bashrc and ~/.zshrc, never a system-wide directory: on Debian, systemd-boot
+// owns the name bootctl and its completion, which a file in /etc/bash_completion.d would replace
+// for every user (README, Install).
+const bashCompletion = `# bash completion for bootfabric's bootctl; add to ~/.bashrc:
+#   source <(bootctl completion bash)
+# (not /etc/bash_completion.d: systemd-boot's bootctl has that name and completion there)
 _bootctl_complete() {
   local cur words cword
   COMPREPLY=()
@@ -31,9 +35,9 @@ complete -o bashdefault -o default -F _bootctl_complete bootctl
 
 // zshCompletion is the same for zsh.
 const zshCompletion = `#compdef bootctl
-# zsh completion for bootctl; install with:
-#   bootctl completion zsh > "${fpath[1]}/_bootctl"
-# or for this shell only: source <(bootctl completion zsh)
+# zsh completion for bootfabric's bootctl; add to ~/.zshrc (after compinit):
+#   source <(bootctl completion zsh)
+# (not a system-wide $fpath directory: systemd-boot's bootctl has that name)
 _bootctl() {
   local -a opts
   local cur=${words[-1]}
@@ -87,13 +91,17 @@ func completionCommand(e *env) *cli.Command {
 	}
 }
 
+// manSection is the manual section of bootctl's page: 1, user commands, as the README says
+// (bootctl(1)); urfave/cli's ToMan would write 8.
+const manSection = 1
+
 // manCommand prints bootctl(1), generated from the command tree.
 func manCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:  "man",
 		Usage: "print the manual page (roff), generated from the commands and flags: bootctl man | man -l -",
 		Action: func(c *cli.Context) error {
-			text, err := c.App.ToMan()
+			text, err := c.App.ToManWithSection(manSection)
 			if err != nil {
 				return err
 			}

@@ -187,6 +187,32 @@ func TestCompletionAndMan(t *testing.T) {
 			t.Errorf("man page lacks %q", w)
 		}
 	}
+	// bootctl(1), as the README says.
+	if !strings.Contains(out, `.TH bootctl 1`) {
+		t.Errorf("man page is not in section 1: %q", strings.SplitN(out[strings.Index(out, ".TH"):], "\n", 2)[0])
+	}
+}
+
+// TestCompletionHeaders: the scripts tell the admin to source them from their own shell's rc
+// file, never to install them system-wide, where they would replace systemd-boot's bootctl
+// completion for every user.
+func TestCompletionHeaders(t *testing.T) {
+	for _, tc := range []struct{ shell, want string }{
+		{"bash", "source <(bootctl completion bash)"},
+		{"zsh", "source <(bootctl completion zsh)"},
+	} {
+		_, out, _ := bootctl(t, "completion", tc.shell)
+		var header []string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "#") {
+				header = append(header, l)
+			}
+		}
+		h := strings.Join(header, "\n")
+		if !strings.Contains(h, tc.want) || strings.Contains(h, "> /etc/") || strings.Contains(h, "> \"${fpath") {
+			t.Errorf("%s header:\n%s\nwant %q and no install into a system directory", tc.shell, h, tc.want)
+		}
+	}
 }
 
 // TestBinaryVersionAndInterrupt runs the built binary: --version names the commit it was built

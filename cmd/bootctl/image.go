@@ -50,9 +50,10 @@ func summarizeProfile(p images.Profile) imageSummary {
 
 func imageCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:        "image",
-		Usage:       "manage boot profiles (kernel, initrd, command line, boot files) in an image store",
-		Subcommands: []*cli.Command{imageAddCommand(e), imageImportCommand(e), imageListCommand(e), imageVerifyCommand(e)},
+		Name:  "image",
+		Usage: "manage boot profiles (kernel, initrd, command line, boot files) in an image store",
+		Subcommands: []*cli.Command{imageAddCommand(e), imageImportCommand(e), imageListCommand(e), imageVerifyCommand(e),
+			imageDeleteCommand(e), imageGCCommand(e)},
 	}
 }
 

@@ -3,10 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/images/ociimport"
@@ -17,7 +17,7 @@ import (
 func imageImportCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "import",
-		Usage:     "import a container image (OCI layout directory, OCI archive or docker save tarball) as a profile booted from RAM",
+		Usage:     "import a container image (OCI layout directory, OCI archive, docker save tarball) or a root file system tarball (.tar, .tar.gz, .tar.zst, .tar.xz) as a profile booted from RAM",
 		ArgsUsage: "SOURCE",
 		Flags: []cli.Flag{
 			storeFlag(),
@@ -28,7 +28,7 @@ func imageImportCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "platform", Usage: "os/arch[/variant] to take from a multi-platform image (default linux/ and this machine's architecture)"},
 			&cli.BoolFlag{Name: "agent", Value: true, Usage: "add the bootfabric agent as /init: DHCP, the health report with the node's token, then the image's /sbin/init (--agent=false: the image alone; boot it with rdinit=/sbin/init)"},
 			&cli.StringFlag{Name: "busybox", Value: images.DefaultBusybox, Usage: "static busybox the agent runs on (Debian package busybox-static)"},
-			&cli.StringSliceFlag{Name: "module", Usage: "kernel module (uncompressed .ko) the agent loads before DHCP, e.g. the NIC driver of a kernel given with --kernel; repeatable, dependencies first"},
+			&cli.StringSliceFlag{Name: "module", Usage: "kernel module the agent loads before DHCP: a NAME (virtio_net: with its dependencies, from the modules.dep of the kernel's version in the image, else in /lib/modules) or a .ko file (.ko.xz and .ko.zst are decompressed); repeatable, in load order"},
 			&cli.StringFlag{Name: "max-size", Value: "8GiB", Usage: "refuse an image whose files hold more than this, uncompressed (the initramfs a node unpacks in RAM)"},
 			&cli.IntFlag{Name: "max-entries", Value: ociimport.DefaultMaxEntries, Usage: "refuse an image with more tar entries than this in all its layers"},
 			outputFlag("table", "json", "yaml"),
@@ -70,6 +70,11 @@ func imageImport(e *env, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// On stderr in every format (and in the result's warnings): the profile is stored, but the
+	// admin should know before a node tries it.
+	for _, w := range res.Warnings {
+		fmt.Fprintf(e.stderr, "bootctl image import: warning: %s\n", w)
+	}
 	if format != "table" {
 		return writeData(e.stdout, format, res)
 	}
@@ -88,20 +93,6 @@ func importAgentFlags(c *cli.Context, opt *ociimport.Options) error {
 	opt.Busybox = c.String("busybox")
 	if err := images.CheckStatic(opt.Busybox); err != nil {
 		return badInput("--busybox: %w (install busybox-static, or --agent=false)", err)
-	}
-	for _, m := range mods {
-		b := make([]byte, 4)
-		f, err := os.Open(m)
-		if err == nil {
-			_, err = io.ReadFull(f, b)
-			f.Close()
-		}
-		if err != nil {
-			return badInput("--module: %w", err)
-		}
-		if string(b) != "\x7fELF" {
-			return badInput("--module: %s is not an uncompressed kernel module (ELF); busybox insmod needs a plain .ko", m)
-		}
 	}
 	opt.Modules = mods
 	return nil
@@ -142,6 +133,12 @@ func writeImportTable(e *env, res ociimport.Result) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(e.stdout, "image %s, initrd %s (%s) sha256 %s\n", res.Digest, p.Initrd, res.Compression, p.Files[p.Initrd].SHA256)
-	return err
+	if _, err := fmt.Fprintf(e.stdout, "image %s, initrd %s (%s) sha256 %s\n", orDash(res.Digest), p.Initrd, res.Compression, p.Files[p.Initrd].SHA256); err != nil {
+		return err
+	}
+	if len(res.Modules) > 0 {
+		_, err := fmt.Fprintf(e.stdout, "modules, in load order: %s\n", strings.Join(res.Modules, " "))
+		return err
+	}
+	return nil
 }

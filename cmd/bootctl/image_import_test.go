@@ -110,12 +110,21 @@ func TestImageImport(t *testing.T) {
 	// /dev with /dev/console, which this image lacks.
 	testenv.NeedFile(t, images.DefaultBusybox, "busybox-static")
 	code, out, errs = runBootctl(t, ctx, "image", "import", "--store", store, "--name", "agent", "--output", "json", src)
+	var warned struct{ Warnings []string }
+	json.Unmarshal([]byte(out), &warned)
 	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Entries != 10 {
 		t.Errorf("import with the agent: %d %v %+v\n%s", code, err, res, errs)
 	}
+	// The image has no /sbin/init: a warning on stderr and in the result, the profile stored.
+	if len(warned.Warnings) != 1 || !strings.Contains(errs, "warning: the image has no /sbin/init") {
+		t.Errorf("import of an image without init: warnings %q, stderr %q", warned.Warnings, errs)
+	}
 	notELF := filepath.Join(dir, "virtio_net.ko.xz")
 	os.WriteFile(notELF, []byte{0xfd, '7', 'z', 'X', 'Z', 0}, 0o644)
-	if code, _, errs := runBootctl(t, ctx, "image", "import", "--store", store, "--name", "m", "--module", notELF, src); code != 2 || !strings.Contains(errs, "is not an uncompressed kernel module") {
-		t.Errorf("compressed module: %d %q", code, errs)
+	if code, _, errs := runBootctl(t, ctx, "image", "import", "--store", store, "--name", "m", "--module", notELF, src); code != 2 || !strings.Contains(errs, "virtio_net.ko.xz: xz:") {
+		t.Errorf("broken compressed module: %d %q", code, errs)
+	}
+	if code, _, errs := runBootctl(t, ctx, "image", "import", "--store", store, "--name", "m", "--module", "virtio_net", src); code != 2 || !strings.Contains(errs, "no modules.dep for kernel 6.1.0-amd64") {
+		t.Errorf("module name without modules.dep: %d %q", code, errs)
 	}
 }

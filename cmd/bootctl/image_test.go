@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bootfabric/bootfabric/images"
 )
 
 func TestImageCommands(t *testing.T) {
@@ -89,5 +91,66 @@ func TestImageNoSilentStore(t *testing.T) {
 		if _, err := os.Stat(typo); err == nil {
 			t.Fatalf("%v created %s", args, typo)
 		}
+	}
+}
+
+// TestImageDeleteGC: image delete removes a profile (an unknown name is exit 2 with the nearest
+// one), image gc --dry-run lists the unreferenced blobs and removes nothing, image gc removes
+// them and says how many bytes, and never a blob a profile still references.
+func TestImageDeleteGC(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	t.Setenv("BOOTCTL_IMAGES", store)
+	randomFile(t, filepath.Join(dir, "vmlinuz"), 4096, 7)
+	randomFile(t, filepath.Join(dir, "v1", "initrd.img"), 1000, 8)
+	randomFile(t, filepath.Join(dir, "v2", "initrd.img"), 2000, 9)
+	ctx := context.Background()
+	add := func(name, initrd string) {
+		t.Helper()
+		if code, out, errs := runBootctl(t, ctx, "image", "add", "--name", name, "--kernel", filepath.Join(dir, "vmlinuz"), "--initrd", initrd); code != 0 {
+			t.Fatalf("add %s: %d\n%s%s", name, code, out, errs)
+		}
+	}
+	add("default", filepath.Join(dir, "v1", "initrd.img"))
+	add("rescue", filepath.Join(dir, "v1", "initrd.img"))
+	add("default", filepath.Join(dir, "v2", "initrd.img")) // v1's initrd still rescue's
+
+	gc := func(args ...string) (int, images.GCResult, string) {
+		t.Helper()
+		code, out, errs := runBootctl(t, ctx, append([]string{"image", "gc", "-o", "json"}, args...)...)
+		var res images.GCResult
+		if err := json.Unmarshal([]byte(out), &res); code == 0 && err != nil {
+			t.Fatalf("gc output: %v\n%s", err, out)
+		}
+		return code, res, errs
+	}
+	if _, res, _ := gc(); len(res.Removed) != 0 || res.Kept != 3 {
+		t.Fatalf("gc with every blob referenced: %+v", res)
+	}
+	if code, out, errs := runBootctl(t, ctx, "image", "delete", "rescue"); code != 0 || !strings.Contains(out, "deleted profile rescue") {
+		t.Fatalf("delete: %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := runBootctl(t, ctx, "image", "delete", "defualt"); code != 2 || !strings.Contains(errs, `no profile "defualt"`) || !strings.Contains(errs, `did you mean "default"`) {
+		t.Errorf("delete of a typo: %d %q", code, errs)
+	}
+	for _, tc := range []struct {
+		args    []string
+		removed int
+		bytes   int64
+	}{
+		{[]string{"--dry-run"}, 1, 1000},
+		{nil, 1, 1000},
+		{nil, 0, 0},
+	} {
+		code, res, errs := gc(tc.args...)
+		if code != 0 || len(res.Removed) != tc.removed || res.Bytes != tc.bytes || res.Kept != 2 {
+			t.Errorf("gc %v: %d %+v %s; want %d removed, %d bytes, 2 kept", tc.args, code, res, errs, tc.removed, tc.bytes)
+		}
+	}
+	if code, out, _ := runBootctl(t, ctx, "image", "verify"); code != 0 || !strings.Contains(out, "2 files checked, 0 problems") {
+		t.Errorf("verify after gc: %d\n%s", code, out)
+	}
+	if code, out, _ := runBootctl(t, ctx, "image", "gc", "--dry-run"); code != 0 || !strings.Contains(out, "would remove 0 blobs, 0.0 MB; 2 blobs referenced by profiles kept") {
+		t.Errorf("gc table: %d\n%s", code, out)
 	}
 }

@@ -25,7 +25,7 @@ func reportCommand(e *env) *cli.Command {
 			"paper's ladder, written to report.html.",
 		Flags: append(withoutFlags(machineFlags(), "failed-during-boot"),
 			&cli.StringSliceFlag{Name: "scenario", Aliases: []string{"s"}, Usage: "what-if scenario YAML file (repeatable); see examples/scenarios/"},
-			&cli.StringFlag{Name: "out", Usage: "output file, written atomically, its extension that of the format; - for stdout (default: report.html, report.md, report.csv or report.json)"},
+			&cli.StringFlag{Name: "out", Usage: "output file, written atomically, its extension that of the format; - for stdout (default: report.html for html, stdout for markdown, csv and json)"},
 			withChoices(cli.StringFlag{Name: "output", Aliases: []string{"o", "format"}, Usage: "report format: html, markdown, csv, json (default: from the --out extension, else html)"},
 				"html", "markdown", "csv", "json"),
 			&cli.StringFlag{Name: "dist-batch", Usage: "batch whose node completion times are plotted: its label (\"1 cabinet\") or 1-based position in the ladder (default: the batch whose flow-model completion times spread most, else the largest)"},
@@ -137,17 +137,20 @@ func reportExtensions(format string) []string {
 }
 
 // reportFormat checks --output (alias --format) against --out: the format is --output, or the one
-// the --out extension names, or html; --out defaults to report.EXT. An --out extension that is no
-// report format's, or another format's than --output, is refused (r.pdf would hold HTML).
+// the --out extension names, or html; --out defaults to report.html for html and to stdout for the
+// others. An --out extension that is no report format's, or another format's than --output, is
+// refused (r.pdf would hold HTML).
 func reportFormat(format, out string) (string, string, error) {
 	if format != "" && !slices.Contains(report.Formats(), format) {
 		return "", "", badInput("--output: %q is not one of %s", format, strings.Join(report.Formats(), ", "))
 	}
 	if out == "" {
-		if format == "" {
-			format = "html"
+		// Results go to stdout, as every command's -o does; only the HTML page, made to be opened
+		// in a browser, gets a file by default.
+		if format == "" || format == "html" {
+			return "html", "report.html", nil
 		}
-		return format, "report" + reportExtensions(format)[0], nil
+		return format, "-", nil
 	}
 	ext := strings.ToLower(filepath.Ext(out))
 	if out == "-" || ext == "" {

@@ -8,7 +8,7 @@ import (
 )
 
 // TestReportOutputFlag: report takes -o/--output like every command (--format stays an alias),
-// --out defaults to report.EXT for the format, and an --out extension that is not the format's is
+// --out defaults to report.html for HTML and to stdout for the other formats, and an --out extension that is not the format's is
 // refused before any work, leaving nothing behind.
 func TestReportOutputFlag(t *testing.T) {
 	quick := []string{"report", "-t", "mini", "--batch", "1", "--flow=false"}
@@ -23,7 +23,9 @@ func TestReportOutputFlag(t *testing.T) {
 		{"-o json to stdout", []string{"-o", "json", "--out", "-"}, 0, "{\n  \"machine\": {", "", ""},
 		{"--format alias", []string{"--format", "markdown", "--out", "-"}, 0, "# Boot capacity report: mini", "", ""},
 		{"--output before the command", []string{"--output=csv", "--out", "-"}, 0, "scenario,batch,nodes,algo,", "", ""},
-		{"-o json names the file", []string{"-o", "json"}, 0, "", "report.json", "{"},
+		{"-o json goes to stdout", []string{"-o", "json"}, 0, "{\n  \"machine\": {", "", ""},
+		{"-o csv goes to stdout", []string{"-o", "csv"}, 0, "scenario,batch,nodes,algo,", "", ""},
+		{"-o json --out FILE", []string{"-o", "json", "--out", "r.json"}, 0, "", "r.json", "{"},
 		{"default is html", nil, 0, "", "report.html", "<!DOCTYPE html>"},
 		{"extension gives the format", []string{"--out", "r.MD"}, 0, "", "r.MD", "# Boot capacity report"},
 		{"extension and format agree", []string{"-o", "markdown", "--out", "r.markdown"}, 0, "", "r.markdown", "# Boot"},

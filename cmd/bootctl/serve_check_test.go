@@ -47,6 +47,9 @@ func TestServeCheckBad(t *testing.T) {
 		{"unknown field", func(f *serveFiles) {
 			writeText(t, f.config, readText(t, f.config)+"inventroy: x.csv\n")
 		}, `serve.yaml:13: unknown field "inventroy" (did you mean inventory?)`},
+		{"no such interface", func(f *serveFiles) {
+			writeText(t, f.config, strings.Replace(readText(t, f.config), "{mode: reservation,", "{mode: reservation, interfaces: [lo, bf-nosuch0],", 1))
+		}, `serve.yaml:12: dhcp.interfaces[1]: this host has no interface "bf-nosuch0" (it has: lo`},
 		{"no image store", func(f *serveFiles) {
 			if err := os.RemoveAll(filepath.Join(f.dir, "images")); err != nil {
 				t.Fatal(err)
@@ -85,9 +88,24 @@ func writeText(t *testing.T, path, text string) {
 func TestServeCheckExamples(t *testing.T) {
 	f := newServeFiles(t, "off")
 	code, out, errs := runBootctl(t, context.Background(), "serve", "--check", "--config", "../../examples/serve/flat.yaml",
-		"--images", filepath.Join(f.dir, "images"), "--ipxe-dir", filepath.Join(f.dir, "ipxe"))
+		"--images", filepath.Join(f.dir, "images"), "--ipxe-dir", filepath.Join(f.dir, "ipxe"),
+		"--interface", "lo") // the example's eth1 is the admin's; --check refuses an interface this host lacks
 	want := "../../examples/serve/flat.yaml: ok: server bs0 (0 of 1), flat machine, 4 inventory nodes, 4 owned (ncda), profiles [default], dhcp reservation\n"
 	if code != 0 || out != want {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 0 and %q", code, out, errs, want)
+	}
+}
+
+// TestServeChecksBeforeState: serve itself refuses a configuration --check refuses (here an
+// interface the host lacks) with the same one line and exit 2, before it writes any state file.
+func TestServeChecksBeforeState(t *testing.T) {
+	f := newServeFiles(t, "reservation")
+	writeText(t, f.config, strings.Replace(readText(t, f.config), "{mode: reservation,", "{mode: reservation, interfaces: [bf-nosuch0],", 1))
+	code, out, errs := runBootctl(t, context.Background(), "serve", "--config", f.config)
+	if code != 2 || out != "" || !strings.Contains(errs, `dhcp.interfaces[0]: this host has no interface "bf-nosuch0"`) || strings.Count(errs, "\n") != 1 {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 2 and one line naming dhcp.interfaces", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "state")); !os.IsNotExist(err) {
+		t.Errorf("serve wrote its state directory before refusing the configuration (%v)", err)
 	}
 }

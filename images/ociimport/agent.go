@@ -3,7 +3,6 @@ package ociimport
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/bootfabric/bootfabric/images"
@@ -24,7 +23,7 @@ func agentLayout() images.AgentLayout {
 // writeAgent appends the agent after the image's files, so that its /init wins over any the
 // image has: the kernel unpacks entries in order, a later one replacing an earlier. modules are
 // kernel modules the agent loads, in order, before it brings the network up.
-func (e *emitter) writeAgent(busybox string, modules []string) error {
+func (e *emitter) writeAgent(busybox string, modules []agentModule) error {
 	if err := e.put(AgentDir, meta{mode: images.CpioDir | 0o755}, e.ino(), 2, 0); err != nil {
 		return err
 	}
@@ -48,8 +47,9 @@ func (e *emitter) writeAgent(busybox string, modules []string) error {
 	return nil
 }
 
-// writeModules adds the modules under AgentDir/modules and their order in AgentDir/modules.order.
-func (e *emitter) writeModules(modules []string) error {
+// writeModules adds the modules under AgentDir/modules, uncompressed, and their order in
+// AgentDir/modules.order.
+func (e *emitter) writeModules(modules []agentModule) error {
 	if len(modules) == 0 {
 		return nil
 	}
@@ -57,17 +57,18 @@ func (e *emitter) writeModules(modules []string) error {
 		return err
 	}
 	var order strings.Builder
-	seen := map[string]bool{}
 	for _, m := range modules {
-		base := filepath.Base(m)
-		if seen[base] {
-			return fmt.Errorf("agent: module %s: a module named %s is already given", m, base)
+		data, err := m.moduleBytes()
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
 		}
-		seen[base] = true
-		if err := e.copyFile(m, AgentDir+"/modules/"+base, images.CpioRegular|0o644); err != nil {
-			return fmt.Errorf("agent: module %w", err)
+		if err := e.put(AgentDir+"/modules/"+m.name, meta{mode: images.CpioRegular | 0o644}, e.ino(), 1, int64(len(data))); err != nil {
+			return err
 		}
-		order.WriteString(base + "\n")
+		if _, err := e.cw.Write(data); err != nil {
+			return err
+		}
+		order.WriteString(m.name + "\n")
 	}
 	if err := e.put(AgentDir+"/modules.order", meta{mode: images.CpioRegular | 0o644}, e.ino(), 1, int64(order.Len())); err != nil {
 		return err

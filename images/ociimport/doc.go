@@ -3,7 +3,9 @@
 // file system, booted from RAM), and its kernel comes from the image's /boot or from a file.
 //
 // The image is read with go-containerregistry from an OCI image layout directory, an OCI
-// archive (a tar of such a layout) or a `docker save` tarball; no registry is involved.
+// archive (a tar of such a layout) or a `docker save` tarball; no registry is involved. A root
+// file system tarball (plain, gzip, zstd or xz; mmdebstrap's output) is read as the one layer.
+// Modules the agent loads may be named: they are resolved with modules.dep (modules.go).
 //
 // Import reads every layer twice, streaming: a first pass reads only the tar headers and builds
 // the final tree (which entry of which layer survives the whiteouts, which paths share an inode);

@@ -7,8 +7,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/bootfabric/bootfabric/images"
@@ -16,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
 )
 
 // entryFunc is called for each tar entry of a layer; r reads the entry's data.
@@ -27,6 +30,15 @@ type entryFunc func(h *tar.Header, r io.Reader, at src) error
 type layerReader struct {
 	layers []v1.Layer
 	blobs  layout.Path // the layout's directory, "" for a docker save tarball
+	rootfs string      // a root file system tarball, read as the only layer (layers is nil)
+}
+
+// count is the number of layers.
+func (lr layerReader) count() int {
+	if lr.rootfs != "" {
+		return 1
+	}
+	return len(lr.layers)
 }
 
 // uncompressed opens layer l's tar. A layout's blob is decompressed here, with klauspost's
@@ -75,6 +87,9 @@ func (r readCloser) Close() error { return r.close() }
 
 // read calls f for every entry of layer i, then verifies the layer's digest.
 func (lr layerReader) read(ctx context.Context, i int, f entryFunc) error {
+	if lr.rootfs != "" {
+		return lr.readRootfs(ctx, f)
+	}
 	l := lr.layers[i]
 	want, err := l.DiffID()
 	if err != nil {
@@ -87,21 +102,8 @@ func (lr layerReader) read(ctx context.Context, i int, f entryFunc) error {
 	defer rc.Close()
 	h := sha256.New()
 	tee := io.TeeReader(rc, h)
-	tr := tar.NewReader(tee)
-	for n := 0; ; n++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return lr.wrap(i, l, fmt.Errorf("tar entry %d: %w", n, err))
-		}
-		if err := f(hdr, tr, src{i, n}); err != nil {
-			return lr.wrap(i, l, fmt.Errorf("%s: %w", hdr.Name, err))
-		}
+	if err := readTar(ctx, tee, i, f); err != nil {
+		return lr.wrap(i, l, err)
 	}
 	// The tar's end blocks and any padding are part of what the diff ID covers.
 	if _, err := io.Copy(io.Discard, tee); err != nil {
@@ -113,7 +115,79 @@ func (lr layerReader) read(ctx context.Context, i int, f entryFunc) error {
 	return nil
 }
 
+// readTar calls f for every entry of the tar r, layer i.
+func readTar(ctx context.Context, r io.Reader, i int, f entryFunc) error {
+	tr := tar.NewReader(r)
+	for n := 0; ; n++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("tar entry %d: %w", n, err)
+		}
+		if err := f(hdr, tr, src{i, n}); err != nil {
+			return fmt.Errorf("%s: %w", hdr.Name, err)
+		}
+	}
+}
+
+// readRootfs reads the root file system tarball, decompressed, as layer 0. It has no digest to
+// check; a truncated compressed stream fails in its decompressor, read to its end here.
+func (lr layerReader) readRootfs(ctx context.Context, f entryFunc) error {
+	file, err := os.Open(lr.rootfs)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	r, _, err := decompressed(bufio.NewReaderSize(file, 1<<20))
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := readTar(ctx, r, 0, f); err != nil {
+		return tarError(err)
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return tarError(err)
+	}
+	return nil
+}
+
+// decompressed returns br decompressed by its magic (gzip, zstd, xz, or none) and the
+// compression's name ("" for none).
+func decompressed(br *bufio.Reader) (io.ReadCloser, string, error) {
+	magic, _ := br.Peek(6)
+	switch {
+	case len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b:
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, "", fmt.Errorf("gzip: %w", err)
+		}
+		return zr, "gzip", nil
+	case bytes.HasPrefix(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(128<<20))
+		if err != nil {
+			return nil, "", fmt.Errorf("zstd: %w", err)
+		}
+		return readCloser{zr, func() error { zr.Close(); return nil }}, "zstd", nil
+	case bytes.Equal(magic, []byte{0xfd, '7', 'z', 'X', 'Z', 0}):
+		xr, err := xz.NewReader(br)
+		if err != nil {
+			return nil, "", fmt.Errorf("xz: %w", err)
+		}
+		return io.NopCloser(xr), "xz", nil
+	}
+	return io.NopCloser(br), "", nil
+}
+
 func (lr layerReader) wrap(i int, l v1.Layer, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
 	d, derr := l.Digest()
 	if derr != nil {
 		return fmt.Errorf("layer %d of %d: %w", i+1, len(lr.layers), err)
@@ -137,10 +211,12 @@ type emitter struct {
 
 	kernel    *inode    // the inode whose data is the boot kernel, if taken from the image
 	kernelOut io.Writer // where the kernel's data is copied to as well
+	// capture keeps the data of the image's modules the agent loads (decompressed after the pass)
+	capture map[*inode]*bytes.Buffer
 }
 
 func newEmitter(t *tree) *emitter {
-	return &emitter{t: t, nextIno: uint32(len(t.inodes)) + 1}
+	return &emitter{t: t, nextIno: uint32(len(t.inodes)) + 1, capture: map[*inode]*bytes.Buffer{}}
 }
 
 // data writes the current entry's size bytes from r.
@@ -212,6 +288,9 @@ func (e *emitter) file(in *inode, r io.Reader) error {
 	}
 	if in == e.kernel {
 		r = io.TeeReader(r, e.kernelOut)
+	}
+	if buf := e.capture[in]; buf != nil {
+		r = io.TeeReader(r, buf)
 	}
 	if err := e.data(r, n.meta.size); err != nil {
 		return fmt.Errorf("copying %s: %w", in.members[0], err)

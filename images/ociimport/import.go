@@ -38,9 +38,12 @@ type Options struct {
 	// busybox under AgentDir) that reports the node's health and then runs the image's init.
 	// Empty: the image's files only (boot it with rdinit=/sbin/init on the command line).
 	Busybox string
-	// Modules are kernel modules (uncompressed .ko) the agent loads, in this order, before it
-	// brings the network up: the NIC's driver when the kernel has it as a module and the image
-	// has no modules of its own for that kernel. List dependencies first.
+	// Modules are kernel modules the agent loads, in this order, before it brings the network up:
+	// the NIC's driver when the kernel has it as a module. Each is a file (a path, or a name ending
+	// in .ko, .ko.xz, .ko.zst or .ko.gz; compressed ones are decompressed, since busybox insmod
+	// reads plain ELF) or a module name (virtio_net), resolved with its dependencies, loaded first,
+	// from the modules.dep of the profile's kernel version in the image, else on the host
+	// (HostModules).
 	Modules []string
 	// MaxBytes bounds the files of the final tree, uncompressed (the initramfs a node unpacks in
 	// RAM), and MaxEntries the tar entries read from all layers (what the index holds in memory,
@@ -48,6 +51,9 @@ type Options struct {
 	// empty files. Zero: DefaultMaxBytes, DefaultMaxEntries.
 	MaxBytes   int64
 	MaxEntries int
+	// HostModules is where the host's module directories are (DefaultHostModules), searched for a
+	// module name when the image has no modules.dep for the kernel.
+	HostModules string
 }
 
 // The import's default ceilings: a full Debian system with its documentation is about 60,000
@@ -70,6 +76,13 @@ type Result struct {
 	KernelSource string         `json:"kernel_source"` // path in the image, or the file given
 	Compression  string         `json:"compression"`
 	Agent        bool           `json:"agent"` // the health-reporting /init was added
+	// Modules are the module files the agent loads, in order; ModulesFrom the modules.dep the
+	// names were resolved with.
+	Modules     []string `json:"modules"`
+	ModulesFrom string   `json:"modules_from,omitempty"`
+	// Warnings are what the import noticed that may keep the image from booting (no init the
+	// agent can start); the profile is stored all the same.
+	Warnings []string `json:"warnings"`
 }
 
 // Import reads the image opt.Source, builds its initramfs and kernel and stores them in st as
@@ -84,19 +97,19 @@ func Import(ctx context.Context, st *images.Store, opt Options) (Result, error) 
 		return Result{}, opt.bad(err)
 	}
 	defer src.cleanup()
-	res := Result{Source: opt.Source, Format: src.format, Compression: opt.Compression, Agent: opt.Busybox != ""}
-	if d, err := src.img.Digest(); err == nil {
-		res.Digest = d.String()
-	}
-	layers, err := src.img.Layers()
+	res := Result{Source: opt.Source, Format: src.format, Compression: opt.Compression, Agent: opt.Busybox != "",
+		Modules: []string{}, Warnings: []string{}}
+	lr, err := src.reader(&res)
 	if err != nil {
 		return Result{}, opt.bad(err)
 	}
-	res.Layers = len(layers)
-	b := &build{ctx: ctx, st: st, opt: opt, lr: layerReader{layers: layers, blobs: src.blobs}, t: newTree()}
+	b := &build{ctx: ctx, st: st, opt: opt, lr: lr, t: newTree()}
 	defer b.removeStaged()
 	if err := b.index(); err != nil {
 		return Result{}, err
+	}
+	if err := b.prepare(&res); err != nil {
+		return Result{}, opt.bad(err)
 	}
 	if err := b.write(&res); err != nil {
 		return Result{}, err
@@ -107,6 +120,30 @@ func Import(ctx context.Context, st *images.Store, opt Options) (Result, error) 
 	}
 	res.Profile = p
 	return res, nil
+}
+
+// prepare settles, between the passes, what the second needs: the agent's modules, and the
+// warning when the image has no init to start.
+func (b *build) prepare(res *Result) error {
+	kernel := b.opt.Kernel
+	if kernel == "" {
+		p, _, err := findKernel(b.t)
+		if err != nil {
+			return err
+		}
+		kernel = p
+	}
+	if err := b.resolveModules(kernel); err != nil {
+		return err
+	}
+	for _, m := range b.modules {
+		res.Modules = append(res.Modules, m.name)
+	}
+	res.ModulesFrom = b.modulesFrom
+	if w := b.initWarning(); w != "" {
+		res.Warnings = append(res.Warnings, w)
+	}
+	return nil
 }
 
 // ErrOptions is wrapped by errors about the Options themselves (not the image).
@@ -136,17 +173,37 @@ func (opt Options) withDefaults() (Options, v1.Platform, error) {
 	if opt.MaxEntries <= 0 {
 		opt.MaxEntries = DefaultMaxEntries
 	}
-	if opt.Busybox != "" {
-		if err := images.CheckStatic(opt.Busybox); err != nil {
-			return opt, v1.Platform{}, fmt.Errorf("ociimport: %w: agent: %w", ErrOptions, err)
-		}
-	} else if len(opt.Modules) > 0 {
-		return opt, v1.Platform{}, fmt.Errorf("ociimport: %w: modules are loaded by the agent, and there is no agent (no busybox)", ErrOptions)
+	if opt.HostModules == "" {
+		opt.HostModules = DefaultHostModules
+	}
+	if err := opt.checkAgent(); err != nil {
+		return opt, v1.Platform{}, err
 	}
 	if err := (images.Profile{Name: opt.Name, Kernel: "vmlinuz", Cmdline: opt.Cmdline}).Validate(); err != nil {
 		return opt, v1.Platform{}, fmt.Errorf("ociimport: %w: %w", ErrOptions, err)
 	}
 	return opt, *pl, nil
+}
+
+// checkAgent checks the agent's busybox and the modules given as files.
+func (opt Options) checkAgent() error {
+	if opt.Busybox == "" {
+		if len(opt.Modules) > 0 {
+			return fmt.Errorf("ociimport: %w: modules are loaded by the agent, and there is no agent (no busybox)", ErrOptions)
+		}
+		return nil
+	}
+	if err := images.CheckStatic(opt.Busybox); err != nil {
+		return fmt.Errorf("ociimport: %w: agent: %w", ErrOptions, err)
+	}
+	for _, m := range opt.Modules {
+		if isModulePath(m) {
+			if err := checkModuleFile(m); err != nil {
+				return fmt.Errorf("ociimport: %w: --module: %w", ErrOptions, err)
+			}
+		}
+	}
+	return nil
 }
 
 // bad marks err as the image's fault and names the source.
@@ -167,23 +224,38 @@ type build struct {
 	kernel string            // the kernel's path in the image, if taken from it
 	staged []string          // files to remove unless the store took them
 	files  map[string]string // profile file name -> path, for AddStaged
+	// depData holds the data of each modules.dep entry the first pass met, deps those that
+	// survive, by path in the image; modules are the agent's, in load order.
+	depData     map[src][]byte
+	deps        map[string][]byte
+	modules     []agentModule
+	modulesFrom string
 }
 
 // index is the first pass: the tree from the layers' headers, within the options' ceilings.
 func (b *build) index() error {
 	entries := 0
-	for i := range b.lr.layers {
-		err := b.lr.read(b.ctx, i, func(h *tar.Header, _ io.Reader, at src) error {
+	b.depData, b.deps = map[src][]byte{}, map[string][]byte{}
+	for i := range b.lr.count() {
+		err := b.lr.read(b.ctx, i, func(h *tar.Header, r io.Reader, at src) error {
 			if entries++; entries > b.opt.MaxEntries {
 				return fmt.Errorf("over %d entries (--max-entries)", b.opt.MaxEntries)
 			}
-			return b.t.apply(h, at)
+			if err := b.t.apply(h, at); err != nil {
+				return err
+			}
+			return b.keepModulesDep(h, r, at)
 		})
 		if err != nil {
 			return b.opt.bad(err)
 		}
 	}
 	b.t.finish()
+	for at, data := range b.depData {
+		if in := b.t.inodes[at]; in != nil {
+			b.deps[in.members[0]] = data
+		}
+	}
 	var size int64
 	b.t.walk(func(_ string, n *node) { size += n.meta.size })
 	if size > b.opt.MaxBytes {
@@ -200,6 +272,11 @@ func (b *build) write(res *Result) error {
 		return err
 	}
 	e := newEmitter(b.t)
+	for _, m := range b.modules {
+		if m.in != nil {
+			e.capture[m.in] = m.data
+		}
+	}
 	if err := b.kernelFile(e, res); err != nil {
 		out.Close()
 		return err
@@ -231,13 +308,13 @@ func (b *build) archive(out *os.File, e *emitter) (int64, error) {
 	if err := e.dirs(); err != nil {
 		return 0, b.opt.bad(err)
 	}
-	for i := range b.lr.layers {
+	for i := range b.lr.count() {
 		if err := b.lr.read(b.ctx, i, e.entry); err != nil {
 			return 0, b.opt.bad(err)
 		}
 	}
 	if b.opt.Busybox != "" {
-		err = e.writeAgent(b.opt.Busybox, b.opt.Modules)
+		err = e.writeAgent(b.opt.Busybox, b.modules)
 	}
 	if err == nil {
 		err = e.cw.Close()

@@ -24,13 +24,31 @@ var ErrBadImage = errors.New("bad image")
 // source is an opened image and what to remove once it has been read.
 type source struct {
 	img     v1.Image
-	format  string      // "oci-layout", "oci-archive" or "docker-archive"
+	format  string      // "oci-layout", "oci-archive", "docker-archive" or "rootfs-tar"
 	blobs   layout.Path // the layout's directory, "" for a docker save tarball
+	rootfs  string      // a root file system tarball (img is nil)
 	cleanup func()
 }
 
-// openSource opens the image at path: an OCI layout directory, an OCI archive or a docker save
-// tarball. An OCI archive is unpacked into a directory under tmpDir, since go-containerregistry
+// reader returns what reads the source's layers and records the image's digest and layer count.
+func (s source) reader(res *Result) (layerReader, error) {
+	if s.rootfs != "" {
+		res.Layers = 1
+		return layerReader{rootfs: s.rootfs}, nil
+	}
+	if d, err := s.img.Digest(); err == nil {
+		res.Digest = d.String()
+	}
+	layers, err := s.img.Layers()
+	if err != nil {
+		return layerReader{}, err
+	}
+	res.Layers = len(layers)
+	return layerReader{layers: layers, blobs: s.blobs}, nil
+}
+
+// openSource opens the image at path: an OCI layout directory, an OCI archive, a docker save
+// tarball or a root file system tarball (plain, gzip, zstd or xz), told apart by content. An OCI archive is unpacked into a directory under tmpDir, since go-containerregistry
 // reads layouts only from directories.
 func openSource(ctx context.Context, path string, want v1.Platform, tmpDir string) (source, error) {
 	fi, err := os.Stat(path)
@@ -48,6 +66,9 @@ func openSource(ctx context.Context, path string, want v1.Platform, tmpDir strin
 	kind, err := archiveKind(path)
 	if err != nil {
 		return source{}, err
+	}
+	if kind == "rootfs-tar" {
+		return source{format: kind, rootfs: path, cleanup: func() {}}, nil
 	}
 	if kind == "docker-archive" {
 		img, err := tarball.ImageFromPath(path, nil)
@@ -71,7 +92,9 @@ func openSource(ctx context.Context, path string, want v1.Platform, tmpDir strin
 }
 
 // archiveKind tells a docker save tarball (manifest.json) from an OCI archive (oci-layout) by
-// their member names; docker save of Docker 25 and later writes both, and either reader works.
+// their member names (docker save of Docker 25 and later writes both, and either reader works),
+// and both from a root file system tarball (what mmdebstrap or tar -C root writes), which has
+// neither. A compressed tarball is a root file system: docker save and OCI archives are plain.
 func archiveKind(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -79,13 +102,18 @@ func archiveKind(path string) (string, error) {
 	}
 	defer f.Close()
 	br := bufio.NewReader(f)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		return "", errors.New("is gzip-compressed; give the uncompressed .tar (gunzip it first)")
+	r, compression, err := decompressed(br)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	if compression != "" {
+		return compressedKind(r, compression)
 	}
 	cr := &countingReader{r: br}
 	tr := tar.NewReader(cr)
-	oci := false
-	for {
+	oci, entries := false, 0
+	for ; ; entries++ {
 		h, err := tr.Next()
 		if err == io.EOF {
 			if err := checkTarEnd(f, cr.n); err != nil {
@@ -103,10 +131,36 @@ func archiveKind(path string) (string, error) {
 			oci = true
 		}
 	}
-	if !oci {
-		return "", errors.New("is neither an OCI archive (no oci-layout member) nor a docker save tarball (no manifest.json)")
+	switch {
+	case oci:
+		return "oci-archive", nil
+	case entries == 0:
+		return "", errors.New("is an empty tar archive")
 	}
-	return "oci-archive", nil
+	return "rootfs-tar", nil
+}
+
+// compressedKind checks that a compressed tarball starts as a root file system, not as a
+// compressed image archive, which go-containerregistry reads only uncompressed.
+func compressedKind(r io.Reader, compression string) (string, error) {
+	tr := tar.NewReader(r)
+	for i := 0; i < 16; i++ {
+		h, err := tr.Next()
+		if err == io.EOF {
+			if i == 0 {
+				return "", fmt.Errorf("is an empty %s-compressed tar archive", compression)
+			}
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("is %s-compressed, but not a tar inside: %w", compression, tarError(err))
+		}
+		switch strings.TrimPrefix(h.Name, "./") {
+		case "manifest.json", "oci-layout", "index.json":
+			return "", fmt.Errorf("is a %s-compressed image archive; decompress it first (it has %s)", compression, h.Name)
+		}
+	}
+	return "rootfs-tar", nil
 }
 
 // unpackArchive writes the regular files of the tar at path under dir, refusing names that leave it.

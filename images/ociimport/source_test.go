@@ -171,11 +171,11 @@ func TestImportCorrupt(t *testing.T) {
 			os.WriteFile(p, []byte(strings.Repeat("junk", 300)), 0o644)
 			return p
 		}, "reading it as a tar archive"},
-		{"gzip-compressed archive", func(t *testing.T, dir string) string {
+		{"truncated gzip root tarball", func(t *testing.T, dir string) string {
 			p := filepath.Join(dir, "img.tar.gz")
 			os.WriteFile(p, []byte{0x1f, 0x8b, 8, 0}, 0o644)
 			return p
-		}, "gunzip it first"},
+		}, "gzip"},
 		{"missing", func(t *testing.T, dir string) string { return filepath.Join(dir, "nope.tar") }, "no such file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

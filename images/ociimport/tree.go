@@ -327,3 +327,38 @@ func clampTime(t int64) uint32 {
 	}
 	return uint32(t)
 }
+
+// follow resolves p inside the tree as the kernel would at boot: a symbolic link met at any
+// component (a merged /usr's /sbin -> usr/sbin, /sbin/init -> /lib/systemd/systemd) is followed,
+// at most 40 in all. It returns the path reached and its node, nil when nothing is there.
+func (t *tree) follow(p string) (string, *node) {
+	parts := strings.Split(p, "/")
+	cur := ""
+	for links := 0; len(parts) > 0; {
+		name := parts[0]
+		parts = parts[1:]
+		next := path.Join(cur, name)
+		n := t.lookup(next)
+		if n == nil {
+			return next, nil
+		}
+		if n.meta.mode&images.CpioTypeMask != images.CpioSymlink {
+			cur = next
+			continue
+		}
+		if links++; links > 40 {
+			return next, nil
+		}
+		target := n.meta.link
+		if !strings.HasPrefix(target, "/") {
+			target = path.Join(cur, target)
+		}
+		clean, err := cleanName(target)
+		if err != nil {
+			return next, nil
+		}
+		parts = append(strings.Split(clean, "/"), parts...)
+		cur = ""
+	}
+	return cur, t.lookup(cur)
+}
