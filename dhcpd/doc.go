@@ -7,7 +7,9 @@
 // (Classify, BuildReply, Handler.Handle; BuildReply runs a chain of option
 // modifiers per boot class, modifiers.go) kept apart from the sockets (Server),
 // which add a bounded worker pool with per-(MAC, xid) de-duplication,
-// interface-aware replies (IP_PKTINFO) and relay support (giaddr).
+// interface-aware replies (IP_PKTINFO) and relay support (giaddr). Its queue
+// (queue.go) serves REQUESTs before DISCOVERs and drops requests whose
+// client has moved on or stopped asking.
 //
 // Modes: ModeReservation answers DISCOVER/REQUEST with addresses;
 // ModeProxy is proxyDHCP (ports 67 and 4011, PXE options only, no

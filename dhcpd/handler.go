@@ -48,6 +48,8 @@ const (
 	OutcomeMalformed   Outcome = "malformed"    // unparsable packet (server only)
 	OutcomeDuplicate   Outcome = "duplicate"    // retransmit of a (MAC, xid, type) still waiting in the queue
 	OutcomeQueueFull   Outcome = "queue_full"   // dropped: worker queue full
+	OutcomeSuperseded  Outcome = "superseded"   // dropped from the queue: the client has moved past it (server only)
+	OutcomeStale       Outcome = "stale"        // dropped from the queue: not repeated for Config.StaleAfter (server only)
 	OutcomeSendFailed  Outcome = "send_failed"  // reply built but not sent
 )
 

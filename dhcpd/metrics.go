@@ -13,7 +13,9 @@ type metrics struct {
 	latency prometheus.Histogram   // receive to reply sent
 	drops   *prometheus.CounterVec // by reason
 	queue   prometheus.Gauge       // packets waiting for a worker
-	replies *prometheus.CounterVec // sent, by delivery
+	// queueWait is how long a request waited for a worker, by queue class (request, discover).
+	queueWait *prometheus.HistogramVec
+	replies   *prometheus.CounterVec // sent, by delivery
 	// unicastFallbacks counts replies broadcast because the neighbour
 	// entry for a unicast could not be installed.
 	unicastFallbacks prometheus.Counter
@@ -33,12 +35,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		drops: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "bootfabric", Subsystem: "dhcp", Name: "dropped_total",
-			Help: "DHCP packets dropped without an answer, by reason (malformed, duplicate, queue_full, send_failed, error).",
+			Help: "DHCP packets dropped without an answer, by reason (malformed, duplicate, queue_full, " +
+				"superseded and stale: dropped from the queue because the client moved on or stopped asking, send_failed, error).",
 		}, []string{"reason"}),
 		queue: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "bootfabric", Subsystem: "dhcp", Name: "queue_length",
 			Help: "DHCP requests waiting for a worker.",
 		}),
+		queueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "bootfabric", Subsystem: "dhcp", Name: "queue_wait_seconds",
+			Help: "Time DHCP requests served waited for a worker, by queue: request (every message but DISCOVER, served first) or discover.",
+			// Around clients' retransmit intervals (udhcpc 3 s, RFC 2131 4 s) and udhcpc's 9 s for three REQUESTs.
+			Buckets: []float64{0.001, 0.01, 0.1, 0.5, 1, 2, 3, 5, 9, 15, 30},
+		}, []string{"queue"}),
 		replies: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "bootfabric", Subsystem: "dhcp", Name: "replies_total",
 			Help: "DHCP replies sent, by delivery (unicast, broadcast, relay, ciaddr, peer).",
@@ -58,7 +67,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	err := errors.Join(
 		promreg.Register(reg, &m.packets), promreg.Register(reg, &m.latency), promreg.Register(reg, &m.drops),
-		promreg.Register(reg, &m.queue), promreg.Register(reg, &m.replies), promreg.Register(reg, &m.unicastFallbacks),
+		promreg.Register(reg, &m.queue), promreg.Register(reg, &m.queueWait), promreg.Register(reg, &m.replies), promreg.Register(reg, &m.unicastFallbacks),
 		promreg.Register(reg, &m.refused),
 	)
 	if err != nil {

@@ -97,8 +97,17 @@ type Config struct {
 	// Workers handling packets. 0: 8.
 	Workers int
 	// QueueSize is how many packets may wait for a worker; more are dropped
-	// (counted as queue_full). 0: 1024.
+	// (counted as queue_full). 0: 1024. Every message but DISCOVER is served
+	// before the DISCOVERs waiting (at most 8 in a row while they wait) and
+	// may take the place of the DISCOVER queued last in a full queue: a
+	// DISCOVER only starts an exchange that a REQUEST finishes.
 	QueueSize int
+	// StaleAfter drops a queued request that its client has not repeated for
+	// this long: it has given up, and answering is wasted work (counted as
+	// stale). A request whose client has moved on (a REQUEST after its
+	// DISCOVER, a new xid) is dropped too (superseded). 0: 20 s, longer than
+	// the usual retransmit intervals; negative: never stale by age.
+	StaleAfter time.Duration
 	// ReadBuffer is the socket receive buffer (SO_RCVBUF) in bytes, which
 	// absorbs bursts while the reader is descheduled. 0: 4 MiB (forced past
 	// net.core.rmem_max when running as root); negative: kernel default.
@@ -123,14 +132,6 @@ type Server struct {
 
 	mu    sync.Mutex
 	conns []*listener
-
-	// queuedMu guards queued: the requests waiting in the queue for a worker. A retransmit of one
-	// of them is dropped (the copy in the queue will be answered); once a worker takes a request,
-	// its retransmits are queued and answered again, as RFC 2131 servers answer retransmits, so a
-	// reply lost on the way (a full shaped queue, a descheduled client) costs the client one
-	// retransmit interval, never its lease.
-	queuedMu sync.Mutex
-	queued   map[dedupKey]struct{}
 
 	ifMu    sync.Mutex
 	ifAddrs map[int]ifAddr
@@ -200,6 +201,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = 1024
 	}
+	if cfg.StaleAfter == 0 {
+		cfg.StaleAfter = defaultStaleAfter
+	}
 	if cfg.ReadBuffer == 0 {
 		cfg.ReadBuffer = 4 << 20
 	}
@@ -212,7 +216,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	return &Server{
 		cfg: cfg, handler: NewHandler(cfg), log: cfg.Logger, m: m,
-		queued: map[dedupKey]struct{}{}, ifAddrs: map[int]ifAddr{},
+		ifAddrs: map[int]ifAddr{},
 	}, nil
 }
 
@@ -320,22 +324,12 @@ func (s *Server) Serve(ctx context.Context) error {
 	conns := s.conns
 	s.mu.Unlock()
 
-	queue := make(chan job, s.cfg.QueueSize)
-	// Queued requests are finished after ctx ends, so workers get a context
-	// that is never cancelled.
-	wctx := context.WithoutCancel(ctx)
-	var workers sync.WaitGroup
-	for i := 0; i < s.cfg.Workers; i++ {
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			for j := range queue {
-				s.m.queue.Dec()
-				s.dequeued(j.key)
-				s.work(wctx, j)
-			}
-		}()
-	}
+	// The requests waiting for a worker. A retransmit of one of them is dropped (the copy in the
+	// queue will be answered); once a worker takes a request, its retransmits are queued and
+	// answered again, as RFC 2131 servers answer retransmits, so a reply lost on the way (a full
+	// shaped queue, a descheduled client) costs the client one retransmit interval, never its lease.
+	queue := newJobQueue(s.cfg.QueueSize, s.cfg.StaleAfter)
+	workers := s.startWorkers(ctx, queue)
 
 	readErr := make(chan error, len(conns))
 	var readers sync.WaitGroup
@@ -359,7 +353,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		l.raw.Close()
 	}
 	readers.Wait()
-	close(queue)
+	queue.close()
 	workers.Wait()
 	s.mu.Lock()
 	s.conns = nil
@@ -371,9 +365,33 @@ func (s *Server) Serve(ctx context.Context) error {
 	return err
 }
 
+// startWorkers starts the workers, which serve queue until it is closed and empty.
+func (s *Server) startWorkers(ctx context.Context, queue *jobQueue) *sync.WaitGroup {
+	// Queued requests are finished after ctx ends, so workers get a context
+	// that is never cancelled.
+	wctx := context.WithoutCancel(ctx)
+	var workers sync.WaitGroup
+	for i := 0; i < s.cfg.Workers; i++ {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for {
+				j, ok := queue.pop(wctx, time.Now, s.dropQueued)
+				if !ok {
+					return
+				}
+				s.m.queue.Dec()
+				s.m.queueWait.WithLabelValues(class(j.key.mt)).Observe(time.Since(j.start).Seconds())
+				s.work(wctx, j)
+			}
+		}()
+	}
+	return &workers
+}
+
 // read receives packets on l (up to readBatch per recvmmsg call) and queues
 // them until the socket is closed. Buffers are reused: parsing copies.
-func (s *Server) read(ctx context.Context, l *listener, queue chan<- job) error {
+func (s *Server) read(ctx context.Context, l *listener, queue *jobQueue) error {
 	const readBatch = 32
 	msgs := make([]ipv4.Message, readBatch)
 	for i := range msgs {
@@ -406,10 +424,10 @@ func (s *Server) read(ctx context.Context, l *listener, queue chan<- job) error 
 	}
 }
 
-// enqueue parses one datagram and hands it to a worker unless it is
+// enqueue parses one datagram and queues it for a worker unless it is
 // malformed, a retransmit of a request still waiting in the queue, or the
-// queue is full.
-func (s *Server) enqueue(b []byte, cm *ipv4.ControlMessage, peer net.Addr, l *listener, start time.Time, queue chan<- job) {
+// queue is full of requests that go first.
+func (s *Server) enqueue(b []byte, cm *ipv4.ControlMessage, peer net.Addr, l *listener, start time.Time, queue *jobQueue) {
 	req, err := parse(b)
 	if err != nil {
 		s.m.drops.WithLabelValues(string(OutcomeMalformed)).Inc()
@@ -425,23 +443,34 @@ func (s *Server) enqueue(b []byte, cm *ipv4.ControlMessage, peer net.Addr, l *li
 	copy(j.key.mac[:], req.ClientHWAddr)
 	j.key.xid, j.key.mt = req.TransactionID, req.MessageType()
 
-	s.queuedMu.Lock()
-	if _, dup := s.queued[j.key]; dup {
-		s.queuedMu.Unlock()
-		s.count(req, OutcomeDuplicate)
-		s.m.drops.WithLabelValues(string(OutcomeDuplicate)).Inc()
-		return
+	res, displaced := queue.push(j, start)
+	switch res {
+	case pushQueued:
+		if displaced != nil {
+			s.drop(displaced.req, OutcomeQueueFull)
+		} else {
+			s.m.queue.Inc()
+		}
+	case pushDuplicate:
+		s.drop(req, OutcomeDuplicate)
+	case pushFull:
+		s.drop(req, OutcomeQueueFull)
 	}
-	s.queued[j.key] = struct{}{}
-	s.queuedMu.Unlock()
+}
 
-	select {
-	case queue <- j:
-		s.m.queue.Inc()
-	default:
-		s.dequeued(j.key)
-		s.count(req, OutcomeQueueFull)
-		s.m.drops.WithLabelValues(string(OutcomeQueueFull)).Inc()
+// drop counts a request dropped before a worker handled it.
+func (s *Server) drop(req *dhcpv4.DHCPv4, o Outcome) {
+	s.count(req, o)
+	s.m.drops.WithLabelValues(string(o)).Inc()
+}
+
+// dropQueued counts a request the queue skipped because its client no longer waits for the answer.
+func (s *Server) dropQueued(d dropped) {
+	s.m.queue.Dec()
+	s.drop(d.j.req, d.why)
+	if ce := s.log.Check(zap.DebugLevel, "dropping queued DHCP request"); ce != nil {
+		ce.Write(s.requestFields(d.j, Decision{}, zap.String("outcome", string(d.why)),
+			zap.Duration("waited", time.Since(d.j.start)))...)
 	}
 }
 
@@ -467,13 +496,6 @@ func parse(b []byte) (req *dhcpv4.DHCPv4, err error) {
 		return nil, errors.New("no DHCP message type (BOOTP is not served)")
 	}
 	return req, nil
-}
-
-// dequeued forgets that request k waits in the queue: a worker has it (or the queue refused it).
-func (s *Server) dequeued(k dedupKey) {
-	s.queuedMu.Lock()
-	delete(s.queued, k)
-	s.queuedMu.Unlock()
 }
 
 func (s *Server) count(req *dhcpv4.DHCPv4, o Outcome) {

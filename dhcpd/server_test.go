@@ -279,7 +279,7 @@ func TestDedup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queue := make(chan job, 3)
+	queue := newJobQueue(3, -1)
 	l := &listener{}
 	send := func(d *dhcpv4.DHCPv4) { s.enqueue(d.ToBytes(), nil, &net.UDPAddr{}, l, time.Now(), queue) }
 
@@ -288,18 +288,20 @@ func TestDedup(t *testing.T) {
 	send(d1) // retransmit while the first copy waits: dropped
 	r1 := request(t, testMAC, dhcpv4.MessageTypeRequest, dhcpv4.WithTransactionID(d1.TransactionID))
 	send(r1) // same xid, other type: queued
-	d2 := discover(t)
-	send(d2) // other xid: queued
-	d3 := discover(t)
-	send(d3) // queue full: dropped
-	if len(queue) != 3 {
-		t.Fatalf("queue has %d jobs, want 3", len(queue))
+	d2 := request(t, otherMAC, dhcpv4.MessageTypeDiscover)
+	send(d2) // other client: queued
+	d3 := request(t, mac(3), dhcpv4.MessageTypeDiscover)
+	send(d3) // queue full of what goes first or came first: dropped
+	if n := queue.len(); n != 3 {
+		t.Fatalf("queue has %d jobs, want 3", n)
 	}
-	j := <-queue
-	s.dequeued(j.key) // a worker took it: a retransmit is queued although the first is not answered yet
-	send(d1)
-	if len(queue) != 3 {
-		t.Errorf("after a worker took the first copy, its retransmit was not queued (queue %d)", len(queue))
+	j, ok := queue.pop(context.Background(), time.Now, func(d dropped) { t.Errorf("dropped %v", d.why) })
+	if !ok || j.key.mt != dhcpv4.MessageTypeRequest {
+		t.Fatalf("first job taken: %v %v, want the REQUEST", ok, j.key.mt)
+	}
+	send(r1) // a worker took it: a retransmit is queued although the first is not answered yet
+	if n := queue.len(); n != 3 {
+		t.Errorf("after a worker took the first copy, its retransmit was not queued (queue %d)", n)
 	}
 	m, _ := newMetrics(reg)
 	got := []float64{testutil.ToFloat64(m.drops.WithLabelValues("duplicate")), testutil.ToFloat64(m.drops.WithLabelValues("queue_full"))}
@@ -370,5 +372,116 @@ func TestRetransmitWhileHandled(t *testing.T) {
 	m, _ := newMetrics(reg)
 	if d := testutil.ToFloat64(m.drops.WithLabelValues("duplicate")); d != 0 {
 		t.Errorf("%v retransmits dropped as duplicates", d)
+	}
+}
+
+// holdingRecorder records every handled request, and holds the worker that handles the first one
+// until release is closed.
+type holdingRecorder struct {
+	recorder
+	blockingObserver
+}
+
+func (h *holdingRecorder) OnDHCP(mac net.HardwareAddr, t dhcpv4.MessageType, o Outcome, ip net.IP) {
+	h.recorder.OnDHCP(mac, t, o, ip)
+	h.blockingObserver.OnDHCP(mac, t, o, ip)
+}
+
+// heldServer starts a one-worker server whose worker is held by a DISCOVER from mac(100), and
+// returns it with a function sending packets to it.
+func heldServer(t *testing.T, cfg Config) (*holdingRecorder, *metrics, func(*dhcpv4.DHCPv4)) {
+	t.Helper()
+	obs := &holdingRecorder{blockingObserver: blockingObserver{started: make(chan struct{}), release: make(chan struct{})}}
+	reg := prometheus.NewRegistry()
+	cfg.Workers, cfg.Observer, cfg.Registerer = 1, obs, reg
+	cfg.Reservations = StaticReservations{macKey(testMAC): testRes}
+	_, addr := startServer(t, cfg)
+	m, err := newMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.DialUDP("udp4", nil, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	send := func(d *dhcpv4.DHCPv4) {
+		if _, err := conn.Write(d.ToBytes()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(request(t, mac(100), dhcpv4.MessageTypeDiscover))
+	select {
+	case <-obs.started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first DISCOVER was not handled")
+	}
+	return obs, m, send
+}
+
+// TestServerAnswersRequestsFirst checks the queue's order under a backlog: with the only worker
+// held, DISCOVERs from five clients, then a REQUEST, then a DISCOVER and REQUEST from one more
+// client arrive. The REQUESTs are answered first (a REQUEST finishes an exchange, a DISCOVER only
+// starts one), the DISCOVER whose client already REQUESTs is dropped as superseded, and the other
+// DISCOVERs are answered in their order.
+func TestServerAnswersRequestsFirst(t *testing.T) {
+	obs, m, send := heldServer(t, Config{})
+	for i := 1; i <= 5; i++ {
+		send(request(t, mac(i), dhcpv4.MessageTypeDiscover))
+	}
+	send(request(t, testMAC, dhcpv4.MessageTypeRequest))
+	d7 := request(t, mac(7), dhcpv4.MessageTypeDiscover)
+	send(d7)
+	send(request(t, mac(7), dhcpv4.MessageTypeRequest, dhcpv4.WithTransactionID(d7.TransactionID)))
+	testfix.WaitFor(t, "8 requests queued", 5*time.Second, func() bool { return testutil.ToFloat64(m.queue) == 8 })
+	close(obs.release)
+	testfix.WaitFor(t, "7 requests handled and 1 dropped", 5*time.Second, func() bool {
+		return len(obs.get()) == 8 && testutil.ToFloat64(m.drops.WithLabelValues("superseded")) == 1
+	})
+	var got []string
+	for _, e := range obs.get()[1:] {
+		got = append(got, e.Type+" "+e.MAC)
+	}
+	want := []string{"REQUEST " + testMAC.String(), "REQUEST " + mac(7).String()}
+	for i := 1; i <= 5; i++ {
+		want = append(want, "DISCOVER "+mac(i).String())
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("handled after the held one (-want +got):\n%s", diff)
+	}
+	if n := testutil.CollectAndCount(m.queueWait); n != 2 {
+		t.Errorf("queue wait recorded for %d queues, want 2 (request, discover)", n)
+	}
+	if n := testutil.ToFloat64(m.queue); n != 0 {
+		t.Errorf("queue length %v after the queue emptied", n)
+	}
+}
+
+// TestServerDropsStale checks that requests nobody repeated for StaleAfter are dropped unanswered
+// and counted, and that one repeated meanwhile is answered.
+func TestServerDropsStale(t *testing.T) {
+	const staleAfter = 200 * time.Millisecond
+	obs, m, send := heldServer(t, Config{StaleAfter: staleAfter})
+	sent := time.Now()
+	d2 := request(t, mac(2), dhcpv4.MessageTypeDiscover)
+	for _, d := range []*dhcpv4.DHCPv4{request(t, mac(1), dhcpv4.MessageTypeDiscover), d2, request(t, mac(3), dhcpv4.MessageTypeRequest)} {
+		send(d)
+	}
+	testfix.WaitFor(t, "3 requests queued", 5*time.Second, func() bool { return testutil.ToFloat64(m.queue) == 3 })
+	testfix.WaitFor(t, "StaleAfter past", 5*time.Second, func() bool { return time.Since(sent) > staleAfter })
+	send(d2) // its client repeats it: fresh again
+	testfix.WaitFor(t, "the retransmit seen", 5*time.Second, func() bool {
+		return testutil.ToFloat64(m.drops.WithLabelValues("duplicate")) == 1
+	})
+	close(obs.release)
+	testfix.WaitFor(t, "2 stale requests dropped", 5*time.Second, func() bool {
+		return testutil.ToFloat64(m.drops.WithLabelValues("stale")) == 2 && len(obs.get()) == 2
+	})
+	if e := obs.get()[1]; e.MAC != mac(2).String() || e.Type != "DISCOVER" {
+		t.Errorf("answered %v, want the DISCOVER repeated meanwhile", e)
+	}
+	got := []float64{testutil.ToFloat64(m.packets.WithLabelValues("DISCOVER", "stale")), testutil.ToFloat64(m.packets.WithLabelValues("REQUEST", "stale"))}
+	if diff := cmp.Diff([]float64{1, 1}, got); diff != "" {
+		t.Errorf("packets [DISCOVER REQUEST]{outcome=stale} (-want +got):\n%s", diff)
 	}
 }

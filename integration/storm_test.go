@@ -74,7 +74,10 @@ func storm(t *testing.T, m *topology.Machine, algo string) {
 		t.Fatal(err)
 	}
 	serverCPU0 := procCPUSeconds(c.Pids)
+	softnet0 := softnetDropped()
 	tl, batch, cpu, bootErr := c.Boot(ctx, nil, 6*time.Minute)
+	// The host's receive backlog drops before any server sees a packet: told apart from dhcpd's drops.
+	t.Logf("/proc/net/softnet_stat: %d packets dropped during the storm (all CPUs)", softnetDropped()-softnet0)
 	t.Logf("%d nodes, %d boot servers: the servers used %.1f CPU-seconds during the storm; the host was %.0f%% busy",
 		len(c.Nodes), len(c.Servers), procCPUSeconds(c.Pids)-serverCPU0, cpu.Busy*100)
 	for _, line := range stormTimeline(tl) {
@@ -130,8 +133,41 @@ func (c *Cluster) logServerCounters(ctx context.Context, t *testing.T) {
 					t.Logf("server %s: %s", s.Name, line)
 				}
 			}
+			if queueWaitLine(line) {
+				t.Logf("server %s: %s", s.Name, line)
+			}
 		}
 	}
+}
+
+// queueWaitLine reports whether a metrics line is one the storm logs of dhcpd's queue wait: its
+// count and sum, and how many waited at most 1 s, 3 s (udhcpc's -T) and 9 s (its three REQUESTs).
+func queueWaitLine(line string) bool {
+	const m = "bootfabric_dhcp_queue_wait_seconds"
+	for _, le := range []string{`le="1"`, `le="3"`, `le="9"`} {
+		if strings.HasPrefix(line, m+"_bucket") && strings.Contains(line, le) {
+			return true
+		}
+	}
+	return strings.HasPrefix(line, m+"_sum") || strings.HasPrefix(line, m+"_count")
+}
+
+// softnetDropped is the sum over CPUs of /proc/net/softnet_stat's second column: packets the
+// kernel dropped because a CPU's receive backlog (net.core.netdev_max_backlog) was full. 0 when
+// the file cannot be read.
+func softnetDropped() uint64 {
+	b, err := os.ReadFile("/proc/net/softnet_stat")
+	if err != nil {
+		return 0
+	}
+	var total uint64
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 {
+			n, _ := strconv.ParseUint(f[1], 16, 64)
+			total += n
+		}
+	}
+	return total
 }
 
 // logStormPrediction logs the simulator's prediction of the storm beside the measured makespan: the
