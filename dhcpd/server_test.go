@@ -382,9 +382,9 @@ type holdingRecorder struct {
 	blockingObserver
 }
 
-func (h *holdingRecorder) OnDHCP(mac net.HardwareAddr, t dhcpv4.MessageType, o Outcome, ip net.IP) {
-	h.recorder.OnDHCP(mac, t, o, ip)
-	h.blockingObserver.OnDHCP(mac, t, o, ip)
+func (h *holdingRecorder) OnDHCP(mac net.HardwareAddr, t dhcpv4.MessageType, o Outcome, ip net.IP, k ClientKind) {
+	h.recorder.OnDHCP(mac, t, o, ip, k)
+	h.blockingObserver.OnDHCP(mac, t, o, ip, k)
 }
 
 // heldServer starts a one-worker server whose worker is held by a DISCOVER from mac(100), and
