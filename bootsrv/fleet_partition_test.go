@@ -138,6 +138,22 @@ func TestFleetPartition(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: two partitions longer than the lease take about 20 s")
 	}
+	ms, px := startPartitionFleet(t)
+	own1 := ms[1].tracked()
+	half := len(own1) / 2
+	w := watchAnswers(ms)
+	for round, mid := range [][]string{own1[:half], own1[half:]} {
+		ft := partitionRound{t: t, ms: ms, px: px, own1: own1, mid: mid}
+		ft.run(round)
+	}
+	if bad := w.end(); len(bad) > 0 {
+		t.Errorf("nodes answered by two servers at once:\n%v", bad)
+	}
+}
+
+// startPartitionFleet starts four servers on a one-member etcd, bs1 reaching it through a proxy
+// that the test can cut, and waits until each answers its blocks.
+func startPartitionFleet(t *testing.T) ([]*fleetMember, *cutProxy) {
 	ec := etcdtest.Start(t, etcdtest.Options{Members: 1})
 	f := newFixture(t)
 	px := startCutProxy(t, ec.Endpoints[0])
@@ -157,16 +173,7 @@ func TestFleetPartition(t *testing.T) {
 		}
 		return true
 	})
-	own1 := ms[1].tracked()
-	half := len(own1) / 2
-	w := watchAnswers(ms)
-	for round, mid := range [][]string{own1[:half], own1[half:]} {
-		ft := partitionRound{t: t, ms: ms, px: px, own1: own1, mid: mid}
-		ft.run(round)
-	}
-	if bad := w.end(); len(bad) > 0 {
-		t.Errorf("nodes answered by two servers at once:\n%v", bad)
-	}
+	return ms, px
 }
 
 // partitionRound is one partition of TestFleetPartition.
@@ -180,32 +187,7 @@ type partitionRound struct {
 
 func (r partitionRound) run(round int) {
 	t, bs1 := r.t, r.ms[1]
-	for _, n := range r.mid {
-		bs1.srv.Tracker().Observe(n, nodestate.EvDiscover, "partition test")
-	}
-	if err := bs1.srv.Tracker().Flush(); err != nil {
-		t.Fatal(err)
-	}
-	r.px.setCut(true)
-	took := testfix.WaitFor(t, fmt.Sprintf("round %d: the others take bs1's nodes over", round), 10*time.Second, func() bool {
-		return r.heldByOthers(r.own1) == len(r.own1)
-	})
-	// The boot goes on at the holders while bs1 is away: each mid-boot node gets an offer.
-	for _, m := range r.others() {
-		for _, n := range m.tracked() {
-			if slices.Contains(r.mid, n) {
-				m.srv.Tracker().Observe(n, nodestate.EvOffer, "partition test")
-			}
-		}
-		if err := m.srv.Tracker().Flush(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r.px.setCut(false)
-	back := testfix.WaitFor(t, fmt.Sprintf("round %d: bs1 back with its idle nodes", round), 15*time.Second, func() bool {
-		want := slices.DeleteFunc(slices.Clone(r.own1), func(n string) bool { return slices.Contains(r.mid, n) })
-		return slices.Equal(bs1.tracked(), want) && r.heldByOthers(r.mid) == len(r.mid)
-	})
+	took, back := r.cutAndHeal(round)
 	// The boots end where they went on; then bs1 takes those nodes back too.
 	for _, m := range r.others() {
 		for _, n := range m.tracked() {
@@ -226,6 +208,40 @@ func (r partitionRound) run(round int) {
 		}
 	}
 	t.Logf("round %d: taken over %.1f s after the cut; bs1 back %.1f s after the heal", round, took.Seconds(), back.Seconds())
+}
+
+// cutAndHeal starts the boots of r.mid at bs1, cuts bs1 off until the others hold all its nodes,
+// lets those boots go on there, and heals: it returns once bs1 is back with its idle nodes and the
+// booting ones stay with their holders, with how long the takeover and the return took.
+func (r partitionRound) cutAndHeal(round int) (took, back time.Duration) {
+	t, bs1 := r.t, r.ms[1]
+	for _, n := range r.mid {
+		bs1.srv.Tracker().Observe(n, nodestate.EvDiscover, "partition test")
+	}
+	if err := bs1.srv.Tracker().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r.px.setCut(true)
+	took = testfix.WaitFor(t, fmt.Sprintf("round %d: the others take bs1's nodes over", round), 10*time.Second, func() bool {
+		return r.heldByOthers(r.own1) == len(r.own1)
+	})
+	// The boot goes on at the holders while bs1 is away: each mid-boot node gets an offer.
+	for _, m := range r.others() {
+		for _, n := range m.tracked() {
+			if slices.Contains(r.mid, n) {
+				m.srv.Tracker().Observe(n, nodestate.EvOffer, "partition test")
+			}
+		}
+		if err := m.srv.Tracker().Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.px.setCut(false)
+	back = testfix.WaitFor(t, fmt.Sprintf("round %d: bs1 back with its idle nodes", round), 15*time.Second, func() bool {
+		want := slices.DeleteFunc(slices.Clone(r.own1), func(n string) bool { return slices.Contains(r.mid, n) })
+		return slices.Equal(bs1.tracked(), want) && r.heldByOthers(r.mid) == len(r.mid)
+	})
+	return took, back
 }
 
 func (r partitionRound) others() []*fleetMember {
@@ -253,51 +269,11 @@ func TestFleetSecondPartition(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: two partitions longer than the lease take about 20 s")
 	}
-	ec := etcdtest.Start(t, etcdtest.Options{Members: 1})
-	f := newFixture(t)
-	px := startCutProxy(t, ec.Endpoints[0])
-	ms := make([]*fleetMember, 4)
-	for id := range ms {
-		eps := ec.Endpoints
-		if id == 1 {
-			eps = []string{px.addr()}
-		}
-		ms[id] = startFleetMemberEdit(t, f, eps, id, func(c *bootconfig.Config) { c.HTTP.Listen = fmt.Sprintf("127.0.0.1:%d", testfix.FreePort(t)) })
-	}
-	testfix.WaitFor(t, "every server answers its blocks", 10*time.Second, func() bool {
-		for id, m := range ms {
-			if !slices.Equal(m.tracked(), ruleOwned(t, m.srv, id, nil)) {
-				return false
-			}
-		}
-		return true
-	})
+	ms, px := startPartitionFleet(t)
 	own1 := ms[1].tracked()
 	r := partitionRound{t: t, ms: ms, px: px, own1: own1, mid: own1[:len(own1)/2]}
 	bs1 := ms[1]
-	for _, n := range r.mid {
-		bs1.srv.Tracker().Observe(n, nodestate.EvDiscover, "partition test")
-	}
-	if err := bs1.srv.Tracker().Flush(); err != nil {
-		t.Fatal(err)
-	}
-	px.setCut(true)
-	testfix.WaitFor(t, "the others take bs1's nodes over", 10*time.Second, func() bool { return r.heldByOthers(own1) == len(own1) })
-	for _, m := range r.others() {
-		for _, n := range m.tracked() {
-			if slices.Contains(r.mid, n) {
-				m.srv.Tracker().Observe(n, nodestate.EvOffer, "partition test")
-			}
-		}
-		if err := m.srv.Tracker().Flush(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	px.setCut(false)
-	testfix.WaitFor(t, "bs1 back with its idle nodes, the booting ones held elsewhere", 15*time.Second, func() bool {
-		want := slices.DeleteFunc(slices.Clone(own1), func(n string) bool { return slices.Contains(r.mid, n) })
-		return slices.Equal(bs1.tracked(), want) && r.heldByOthers(r.mid) == len(r.mid)
-	})
+	r.cutAndHeal(0)
 	// The second cut, while those boots go on: watch through bs1's fenced time and past its lease.
 	w := watchAnswers(ms)
 	px.setCut(true)
