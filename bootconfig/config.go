@@ -310,15 +310,40 @@ func ParseConfig(data []byte, file string) (*Config, error) {
 // Validate applies the defaults and checks the configuration. Errors name the field and, for values
 // that came from the file, its line.
 func (c *Config) Validate() error {
-	if err := c.validate(); err != nil {
-		var e *Error
-		if errors.As(err, &e) && c.root != nil {
-			e.File = c.file
-			e.Line = topology.FieldLine(c.root, e.Field)
-		}
-		return err
+	return c.located(c.validate())
+}
+
+// ValidateOwnership checks and defaults what decides which server owns which node (servers,
+// server_id, failed_servers, mapping) and nothing else: what the commands that act on nodes from an
+// admin host need of a server's configuration, as every server reads it.
+func (c *Config) ValidateOwnership() error {
+	if err := c.validateServers(); err != nil {
+		return c.located(err)
 	}
+	c.defaultMapping()
 	return nil
+}
+
+// located adds the file and the field's line to a fieldError.
+func (c *Config) located(err error) error {
+	var e *Error
+	if errors.As(err, &e) && c.root != nil {
+		e.File = c.file
+		e.Line = topology.FieldLine(c.root, e.Field)
+	}
+	return err
+}
+
+// defaultMapping applies mapping's default: bcda, or ncda on a flat machine (no topology), which
+// has no boards; dealing its nodes one by one balances the servers, and the mapping moves no
+// traffic off a link there: every server is on the core.
+func (c *Config) defaultMapping() {
+	if c.Mapping == "" {
+		c.Mapping = "bcda"
+		if c.Topology == "" {
+			c.Mapping = "ncda"
+		}
+	}
 }
 
 // fieldError is a configuration error about one field; Validate adds the file and the field's line.
@@ -378,14 +403,7 @@ func (c *Config) validateServers() error {
 // (topology, mapping, inventory, images, state_dir) and applies the defaults of mapping, profile
 // and state_flush.
 func (c *Config) validateFiles() error {
-	if c.Mapping == "" {
-		// A flat machine (no topology) has no boards; dealing its nodes one by one balances the
-		// servers, and the mapping moves no traffic off a link there: every server is on the core.
-		c.Mapping = "bcda"
-		if c.Topology == "" {
-			c.Mapping = "ncda"
-		}
-	}
+	c.defaultMapping()
 	if c.Mapping == "balanced" {
 		return fieldError("mapping", "balanced depends on the batch being booted; a server needs a fixed block-cyclic mapping (scda, bcda, ncda, cyclic:LEVEL)")
 	}

@@ -152,8 +152,8 @@ func bootMachine(c *cli.Context, s *bootSetup) (string, []string, error) {
 	if err != nil {
 		return "", nil, configError(err)
 	}
-	// As serve reads it: the defaults (the mapping above all) applied, failed_servers checked.
-	if err := cfg.Validate(); err != nil {
+	// As every server reads it: the mapping's default applied, failed_servers checked.
+	if err := cfg.ValidateOwnership(); err != nil {
 		return "", nil, configError(err)
 	}
 	algo := cfg.Mapping

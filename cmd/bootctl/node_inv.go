@@ -61,8 +61,8 @@ func loadNodeInventory(c *cli.Context) (*nodeInventory, error) {
 		if cfg, err = bootconfig.LoadConfig(cfgPath); err != nil {
 			return nil, configError(err)
 		}
-		// As serve reads it: the defaults (the mapping above all) applied, the servers checked.
-		if err := cfg.Validate(); err != nil {
+		// As every server reads it: the mapping's default applied, the servers checked.
+		if err := cfg.ValidateOwnership(); err != nil {
 			return nil, configError(err)
 		}
 		topo, invFile = cfg.Topology, cfg.Inventory

@@ -64,8 +64,8 @@ func TestNodeCommands(t *testing.T) {
 		{name: "add duplicate name", args: []string{"add", "s0-b0-n1", "--mac", "52:54:00:00:00:09"}, code: 2,
 			err: "node add: s0-b0-n1 is already in INV (line 4)"},
 		{name: "add without mac", args: []string{"add", "s0-b0-n3"}, code: 2, err: "--mac: required"},
-		{name: "add bad bmc driver", args: []string{"add", "s0-b0-n3", "--mac", "52:54:00:00:00:04", "--bmc", "10.1.0.4", "--bmc-driver", "redfish"}, code: 2,
-			err: `the inventory would be refused, nothing is written: INV:7: bmc_driver: "redfish" is not a driver`},
+		{name: "add bad bmc driver", args: []string{"add", "s0-b0-n3", "--mac", "52:54:00:00:00:04", "--bmc", "10.1.0.4", "--bmc-driver", "redfsh"}, code: 2,
+			err: `the inventory would be refused, nothing is written: INV:7: bmc_driver: "redfsh" is not a driver`},
 		{name: "set group", args: []string{"set", "--group", "compute", "--profile", "big"}, out: "s0-b0-n0, s0-b0-n1 set",
 			file: "# rack 0\nname,mac,ip,groups,bmc,bmc_driver,bmc_creds,profile\n" +
 				"s0-b0-n0,52:54:00:00:00:01,10.0.0.1,\"compute,gpu\",10.1.0.1,ipmi,rack0,big\n" +
