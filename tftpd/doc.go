@@ -5,15 +5,17 @@
 // Serve reads every datagram on the TFTP port in one loop (requests.go)
 // and starts each read request on a port of its own, in one of two
 // senders: RFC 7440 windows (window.go) for clients that ask for a window
-// of 2 or more (UEFI firmware asks for 4), lock-step (lockstep.go, a thread
-// each) for the rest (every PXE ROM and iPXE), or past lockStepThreads of
-// them the windowed sender with a window of one; serveTransfer chooses.
+// of 2 or more (UEFI firmware asks for 4), lock-step (lockstep.go) for the
+// rest (every PXE ROM and iPXE): a lock-step transfer blocks its thread in
+// recv(2) while the server runs no more transfers than GOMAXPROCS, and
+// waits through Go's poller beyond; serveTransfer chooses the sender.
 // Write requests, modes other than octet and netascii, and requests the
 // strict parser rejects (duplicate options, more than 16) get a TFTP ERROR;
 // other datagrams are dropped unanswered.
 //
 // github.com/pin/tftp/v3 serves no request: the server uses only its
-// netascii converter; tests use its client.
+// netascii converter; tests use its client, and bench/tftp runs its server
+// beside this one (docs/design.md, TFTP, says why ours serves).
 //
 // A host on the boot network cannot hold the server: a transfer holds its
 // slot at most Config.MaxTransferTime, one client address at most

@@ -15,22 +15,33 @@ import (
 )
 
 // lockStepSender sends one file lock-step (RFC 1350: one DATA block, then
-// its ACK) on a blocking socket of its own, connected to the client.
+// its ACK) on a socket of its own, connected to the client, waiting for
+// each ACK in one of two ways:
 //
-// Why not the windowed sender with a window of one: a lock-step transfer
-// waits for an ACK after every block, and through Go's network poller each
-// wait parks the goroutine and wakes it through epoll and the scheduler,
-// which on loopback costs more than the round trip itself (about 15% of
-// tftpd-hpa's rate, measured with bench/tftp/run.sh). Here the transfer's
-// goroutine blocks in recv(2) like tftpd-hpa's process does: two system
-// calls per block (send, recv), no poller, no timer per block. The socket
-// is never registered with the poller, so the blocking is the thread's
-// alone; Server bounds how many such threads run (lockStepThreads).
+//   - blocking: while the server runs no more transfers than it has Ps
+//     (GOMAXPROCS), the goroutine blocks its thread in recv(2) like
+//     tftpd-hpa's process does: two system calls per block, no poller, no
+//     timer per block. Through Go's poller a lone transfer parks and wakes
+//     its goroutine through epoll and the scheduler at every block, which
+//     on loopback costs more than the round trip itself (pin/tftp's sender,
+//     0.85x tftpd-hpa);
+//   - through the poller: once the server runs more transfers than that.
+//     A thread blocked in recv(2) keeps its P until sysmon takes it back,
+//     after 20 µs or more: 64 such threads on one P (taskset -c 0) took
+//     turns at that pace, 0.57-0.66x tftpd-hpa's aggregate for 64 clients. Through the poller
+//     the P goes where an ACK has come, and one epoll_wait wakes many.
 //
-// recv waits in slices of at most waitSlice (SO_RCVTIMEO), so that a
-// stopping server is noticed within one slice whatever the client asked.
+// A transfer starts blocking and moves to the poller, for good, at the
+// first block it finds the server crowded (crowded); the socket stays the
+// same, made non-blocking and handed to the poller as an *os.File.
+//
+// recv waits in slices of at most waitSlice (SO_RCVTIMEO, or a read
+// deadline through the poller), so that a stopping server is noticed
+// within one slice whatever the client asked.
 type lockStepSender struct {
-	fd       int // blocking UDP socket connected to the client
+	fd       int      // UDP socket connected to the client; blocking until file is set
+	file     *os.File // fd through the poller, once moved there (toPoller); nil before
+	crowded  func() bool
 	p        params
 	timeout  time.Duration
 	retries  int
@@ -46,11 +57,6 @@ type lockStepSender struct {
 // waitSlice bounds one blocking recv, hence how long Serve waits for a
 // lock-step transfer to notice that the server stops.
 const waitSlice = 200 * time.Millisecond
-
-// lockStepThreads bounds the lock-step transfers that block a thread each;
-// beyond it, lock-step transfers run in the windowed sender with a window
-// of one, through the poller (serveTransfer chooses).
-const lockStepThreads = 256
 
 // dialBlocking opens a blocking UDP socket bound to local (the zero Addr:
 // any) and connected to remote, outside Go's network poller. Connected, it
@@ -142,7 +148,12 @@ func (l *lockStepSender) exchange(pkt []byte, block uint64) error {
 		if !time.Now().Before(l.until) {
 			return fmt.Errorf("transfer ran past its limit of %v: %w", l.limit, os.ErrDeadlineExceeded)
 		}
-		if _, err := unix.Write(l.fd, pkt); err != nil {
+		if l.file == nil && l.crowded != nil && l.crowded() {
+			if err := l.toPoller(); err != nil {
+				return err
+			}
+		}
+		if err := l.write(pkt); err != nil {
 			return l.sysErr("send", block, err)
 		}
 		err := l.awaitACK(block, time.Now())
@@ -165,7 +176,7 @@ var errNoACK = errors.New("no ACK")
 // client ends the transfer; other datagrams are ignored.
 func (l *lockStepSender) awaitACK(block uint64, sent time.Time) error {
 	for {
-		n, err := unix.Read(l.fd, l.recv)
+		n, err := l.read(l.recv)
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -206,4 +217,53 @@ func (l *lockStepSender) sysErr(op string, block uint64, err error) error {
 		return fmt.Errorf("%w (%s after block %d): %w", errGone, op, block, err)
 	}
 	return os.NewSyscallError(op, err)
+}
+
+// toPoller moves the transfer's socket to Go's network poller: made
+// non-blocking, os.NewFile registers it, and reads wait as a parked
+// goroutine instead of a blocked thread.
+func (l *lockStepSender) toPoller() error {
+	if err := unix.SetNonblock(l.fd, true); err != nil {
+		return os.NewSyscallError("set non-blocking", err)
+	}
+	l.file = os.NewFile(uintptr(l.fd), "tftp transfer")
+	return nil
+}
+
+// write sends pkt as one datagram.
+func (l *lockStepSender) write(pkt []byte) error {
+	if l.file != nil {
+		_, err := l.file.Write(pkt)
+		return err
+	}
+	_, err := unix.Write(l.fd, pkt)
+	return err
+}
+
+// read receives one datagram into b; EAGAIN is one waitSlice without any,
+// whichever way the socket waits.
+func (l *lockStepSender) read(b []byte) (int, error) {
+	if l.file == nil {
+		return unix.Read(l.fd, b)
+	}
+	if err := l.file.SetReadDeadline(time.Now().Add(min(waitSlice, l.timeout))); err != nil {
+		return 0, err
+	}
+	n, err := l.file.Read(b)
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return 0, unix.EAGAIN
+	case errors.Is(err, io.EOF): // an empty datagram: *os.File reads it as the end
+		return 0, nil
+	}
+	return n, err
+}
+
+// close closes the transfer's socket, however it waits.
+func (l *lockStepSender) close() {
+	if l.file != nil {
+		l.file.Close()
+		return
+	}
+	unix.Close(l.fd)
 }

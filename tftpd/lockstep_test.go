@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"net/netip"
 	"os"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -73,20 +75,118 @@ func TestLockStepRollover(t *testing.T) {
 	}
 }
 
-// TestLockStepThroughPoller: with every lock-step thread taken, a
-// lock-step transfer runs in the windowed sender with a window of one.
+// throughPoller makes every lock-step transfer wait through the poller from
+// its first block, as on a crowded server.
+func throughPoller(s *Server) { s.blockingTransfers = 0 }
+
+// TestLockStepThroughPoller: on a crowded server a lock-step transfer
+// waits through the poller, still lock-step (window 1), with its options,
+// and a client that goes away (ICMP port unreachable, or an ERROR) ends it
+// at once.
 func TestLockStepThroughPoller(t *testing.T) {
 	data := testfix.RandomBytes(100_000, 43)
-	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}})
-	for range cap(ts.srv.threads) { // no thread free
-		ts.srv.threads <- struct{}{}
+	root := fstest.MapFS{"f": {Data: data}}
+	t.Run("fetch", func(t *testing.T) {
+		ts := startServerWith(t, Config{Root: root}, "127.0.0.1:0", throughPoller)
+		got, _, err := fetch(ts.addr, "f", 1468, true)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("fetched %d bytes (%v), want the %d-byte file", len(got), err, len(data))
+		}
+		if res := ts.rec.next(t); res.Outcome != OutcomeOK || res.WindowSize != 1 || res.BlockSize != 1468 {
+			t.Fatalf("result %+v", res)
+		}
+	})
+	t.Run("duplicate ACK", func(t *testing.T) {
+		ts := startServerWith(t, Config{Root: root, Timeout: 2 * time.Second}, "127.0.0.1:0", throughPoller)
+		rc, first := rawRRQ(t, ts.addr, "f")
+		if got := rawFetchLockStep(t, rc, first, 512, 7); !bytes.Equal(got, data) {
+			t.Fatalf("got %d bytes, want %d", len(got), len(data))
+		}
+		if res := ts.rec.next(t); res.Outcome != OutcomeOK || res.Retransmissions != 0 {
+			t.Fatalf("result %+v, want ok, no retransmission", res)
+		}
+	})
+	t.Run("client gone", func(t *testing.T) {
+		gate := make(chan struct{})
+		ts := startServerWith(t, Config{Root: gatedFS{root, gate}, Timeout: 3 * time.Second, Retries: 5}, "127.0.0.1:0", throughPoller)
+		// As in TestAttackClientGone: the OACK meets a closed port.
+		rc := sendRRQ(t, ts.addr, "127.0.0.1", "octet", "f", "blksize", "1468")
+		waitActive(t, ts.srv, 1, time.Second)
+		rc.c.Close()
+		close(gate)
+		waitActive(t, ts.srv, 0, time.Second) // well before the 3 s timeout
+		if res := ts.rec.next(t); res.Outcome != OutcomeAborted {
+			t.Errorf("outcome %s (%v), want aborted", res.Outcome, res.Err)
+		}
+	})
+	t.Run("shutdown", func(t *testing.T) {
+		ts := startServerWith(t, Config{Root: root, Timeout: 30 * time.Second, Retries: 5}, "127.0.0.1:0", throughPoller)
+		_, first := rawRRQ(t, ts.addr, "f")
+		if binary.BigEndian.Uint16(first) != opDATA {
+			t.Fatalf("want DATA 1, got % x", first[:4])
+		}
+		start := time.Now()
+		ts.stop() // the transfer waits for ACK 1 with a 30 s timeout
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("Serve returned %v after cancel, want within a wait slice", d)
+		}
+		if res := ts.rec.next(t); !errors.Is(res.Err, errShutdown) {
+			t.Errorf("result %s %v, want server shutting down", res.Outcome, res.Err)
+		}
+	})
+}
+
+// TestLockStepMovesToPoller: a transfer that started blocking moves its
+// socket to the poller at the first block it finds the server crowded,
+// and goes on to the end there.
+func TestLockStepMovesToPoller(t *testing.T) {
+	client, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
 	}
-	got, _, err := fetch(ts.addr, "f", 1468, true)
-	if err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("fetched %d bytes (%v), want the %d-byte file", len(got), err, len(data))
+	defer client.Close()
+	fd, err := dialBlocking(netip.Addr{}, client.LocalAddr().(*net.UDPAddr).AddrPort())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if res := ts.rec.next(t); res.Outcome != OutcomeOK || res.WindowSize != 1 || res.BlockSize != 1468 {
-		t.Fatalf("result %+v", res)
+	var crowded atomic.Bool
+	l := &lockStepSender{fd: fd, crowded: crowded.Load, p: params{blockSize: 512, windowSize: 1},
+		timeout: 2 * time.Second, retries: 3, stopping: make(chan struct{}), until: time.Now().Add(time.Minute), limit: time.Minute}
+	defer l.close()
+	data := testfix.RandomBytes(40*512+100, 45)
+	errc := make(chan error, 1)
+	go func() { errc <- l.run(bytes.NewReader(data)) }()
+
+	buf := make([]byte, 600)
+	var got []byte
+	for want := uint16(1); ; want++ {
+		client.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, from, err := client.ReadFromUDP(buf)
+		if err != nil {
+			t.Fatalf("waiting for DATA %d: %v", want, err)
+		}
+		if binary.BigEndian.Uint16(buf) != opDATA || binary.BigEndian.Uint16(buf[2:]) != want {
+			t.Fatalf("want DATA %d, got % x", want, buf[:4])
+		}
+		got = append(got, buf[4:n]...)
+		if want == 10 {
+			crowded.Store(true) // the server fills up: block 11 goes through the poller
+		}
+		if _, err := client.WriteToUDP([]byte{0, opACK, byte(want >> 8), byte(want)}, from); err != nil {
+			t.Fatal(err)
+		}
+		if n-4 < 512 {
+			break
+		}
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("got %d bytes, want %d", len(got), len(data))
+	}
+	if l.file == nil {
+		t.Error("the transfer never moved to the poller")
 	}
 }
 

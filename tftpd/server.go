@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"time"
 
@@ -116,10 +117,13 @@ type Server struct {
 	now              func() time.Time
 	m                *metrics
 
-	slots    chan struct{} // one token per running transfer
-	threads  chan struct{} // one token per lock-step transfer blocking a thread (lockstep.go)
-	stopping chan struct{} // closed when Serve's context ends
-	served   chan struct{} // closed by the first Serve call
+	slots chan struct{} // one token per running transfer
+	// blockingTransfers: up to this many running transfers, a lock-step one
+	// blocks its thread in recv(2); beyond, it waits through the poller
+	// (lockStepSender). GOMAXPROCS at New.
+	blockingTransfers int
+	stopping          chan struct{} // closed when Serve's context ends
+	served            chan struct{} // closed by the first Serve call
 
 	mu      sync.Mutex
 	clients map[netip.Addr]int          // running transfers per client address
@@ -146,23 +150,23 @@ func New(cfg Config) (*Server, error) {
 		timeout:  cfg.Timeout,
 		retries:  cfg.Retries,
 
-		maxClientTimeout: cfg.MaxClientTimeout,
-		maxTransferTime:  cfg.MaxTransferTime,
-		perClient:        cfg.MaxTransfersPerClient,
-		known:            cfg.Known,
-		maxUnknown:       cfg.MaxUnknownTransfers,
-		clients:          make(map[netip.Addr]int),
-		conns:            make(map[*net.UDPConn]struct{}),
-		peers:            make(map[netip.AddrPort]struct{}),
-		obs:              cfg.Observer,
-		log:              cfg.Logger,
-		nodeName:         cfg.NodeName,
-		now:              cfg.Now,
-		m:                m,
-		slots:            make(chan struct{}, cfg.MaxTransfers),
-		threads:          make(chan struct{}, lockStepThreads),
-		stopping:         make(chan struct{}),
-		served:           make(chan struct{}),
+		maxClientTimeout:  cfg.MaxClientTimeout,
+		maxTransferTime:   cfg.MaxTransferTime,
+		perClient:         cfg.MaxTransfersPerClient,
+		known:             cfg.Known,
+		maxUnknown:        cfg.MaxUnknownTransfers,
+		clients:           make(map[netip.Addr]int),
+		conns:             make(map[*net.UDPConn]struct{}),
+		peers:             make(map[netip.AddrPort]struct{}),
+		obs:               cfg.Observer,
+		log:               cfg.Logger,
+		nodeName:          cfg.NodeName,
+		now:               cfg.Now,
+		m:                 m,
+		slots:             make(chan struct{}, cfg.MaxTransfers),
+		blockingTransfers: runtime.GOMAXPROCS(0),
+		stopping:          make(chan struct{}),
+		served:            make(chan struct{}),
 	}, nil
 }
 

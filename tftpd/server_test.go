@@ -79,6 +79,13 @@ func startServer(t testing.TB, cfg Config) *testServer {
 // startServerOn is startServer listening on addr.
 func startServerOn(t testing.TB, cfg Config, addr string) *testServer {
 	t.Helper()
+	return startServerWith(t, cfg, addr, nil)
+}
+
+// startServerWith is startServerOn with tweak applied to the Server before
+// Serve starts (nil: none), for the fields no Config sets.
+func startServerWith(t testing.TB, cfg Config, addr string, tweak func(*Server)) *testServer {
+	t.Helper()
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +114,9 @@ func startServerOn(t testing.TB, cfg Config, addr string) *testServer {
 	ts.srv, err = New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if tweak != nil {
+		tweak(ts.srv)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)

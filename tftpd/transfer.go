@@ -10,7 +10,6 @@ import (
 
 	"github.com/pin/tftp/v3/netascii"
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 )
 
 // errGone ends a transfer whose client is no longer there.
@@ -71,21 +70,21 @@ func (s *Server) releasePeer(remote netip.AddrPort) {
 // chosen:
 //   - windowsize 2 or more (UEFI firmware): the windowed sender (window.go);
 //   - lock-step (every PXE ROM and iPXE): lockStepSender, which blocks a
-//     thread in recv(2), while one of lockStepThreads is free; when all are
-//     taken, the windowed sender with a window of one, through the poller,
-//     so that a storm of lock-step clients cannot pin a thread each.
+//     thread in recv(2) while the server is not crowded, and waits through
+//     the poller once it is, so that a storm of lock-step clients neither
+//     pins a thread each nor queues them all for one P.
 func (s *Server) serveTransfer(req request, remote netip.AddrPort, local netip.Addr) {
 	if req.windowSize() < 2 {
-		select {
-		case s.threads <- struct{}{}:
-			defer func() { <-s.threads }()
-			s.serveLockStep(req, remote, local)
-			return
-		default:
-		}
+		s.serveLockStep(req, remote, local)
+		return
 	}
 	s.serveWindowed(req, remote, local)
 }
+
+// crowded reports whether more transfers run than lock-step ones may block
+// a thread for: beyond blockingTransfers (GOMAXPROCS), blocked threads
+// queue for the Ps (lockStepSender).
+func (s *Server) crowded() bool { return len(s.slots) > s.blockingTransfers }
 
 // serveWindowed runs a transfer in the windowed sender, with the window
 // req negotiates (one when it asks for none).
@@ -133,21 +132,20 @@ func (s *Server) serveLockStep(req request, remote netip.AddrPort, local netip.A
 		s.logRequest(zap.WarnLevel, "tftp: cannot open a transfer socket", rl, zap.Error(err))
 		return
 	}
-	defer unix.Close(fd)
-	until := time.Now().Add(s.maxTransferTime)
+	l := &lockStepSender{fd: fd, crowded: s.crowded, timeout: s.timeout,
+		retries: s.retries, stopping: s.stopping, until: time.Now().Add(s.maxTransferTime), limit: s.maxTransferTime}
+	defer l.close()
 	refusal := s.serveRead(rl, func(r io.Reader, size int64) (sendStats, error) {
 		r, size = textMode(req, r, size)
-		p, timeout := s.negotiate(req, size)
-		l := &lockStepSender{fd: fd, p: p, timeout: timeout,
-			retries: s.retries, stopping: s.stopping, until: until, limit: s.maxTransferTime}
+		l.p, l.timeout = s.negotiate(req, size)
 		err := l.run(r)
 		if sendFailure(err) {
-			unix.Write(fd, errorPacket(errCodeUndefined, err.Error()))
+			l.write(errorPacket(errCodeUndefined, err.Error()))
 		}
 		return sendStats{blockSize: l.p.blockSize, retransmissions: l.retrans}, err
 	})
 	if refusal != nil {
-		unix.Write(fd, errorPacket(refusalCode(refusal), refusal.Error()))
+		l.write(errorPacket(refusalCode(refusal), refusal.Error()))
 	}
 }
 

@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
-# TFTP benchmark: `bootctl serve` beside tftpd-hpa in the same run.
+# TFTP benchmark: `bootctl serve` beside pin/tftp's own server and tftpd-hpa in the same run.
 #
 #   bench/tftp/run.sh            env: CLIENTS (64), SIZE_BYTES (8 MiB), BLKSIZE (1468), ROUNDS (5),
-#                                     PINS ("same split"), WINDOWS ("4 16"), PORT, HPA_PORT, BOOTCTL
+#                                     PINS ("same split"), WINDOWS ("4 16"), PORT, PIN_PORT, HPA_PORT,
+#                                     PIN_ARGS (extra pintftp flags: -single-port, -anticipate N),
+#                                     BOOTCTL
 #
 # bootctl serve (the product: bootsrv with its observer, boot-state tracking and metrics) serves
-# an 8 MiB random file from tftp.root; tftpd-hpa (`in.tftpd -l -s -B 1468`, Debian package
-# tftpd-hpa) serves the same directory. Against each, in interleaved rounds:
+# an 8 MiB random file from tftp.root; pin/tftp v3's server (bench/tftp/pintftp, the module's
+# version, its defaults: a port per transfer, lock-step) and tftpd-hpa (`in.tftpd -l -s -B 1468`,
+# Debian package tftpd-hpa) serve the same directory. Against each, in interleaved rounds:
 #   - 1 lock-step client: curl (tftp://, --tftp-blksize 1468), with PIN=same (client and server
 #     pinned to CPU 0) and PIN=split (server on CPU 0, client on CPU 1);
 #   - CLIENTS concurrent lock-step curl clients on CPU 1 (the servers stay on CPU 0);
 #   - windowed: 1 atftp client asking for RFC 7440 windowsize W (WINDOWS); tftpd-hpa does not
-#     negotiate windowsize, so against it atftp runs lock-step.
+#     negotiate windowsize, nor does pin/tftp, so against them atftp runs lock-step.
 # Every fetched file's sha256 is checked; a failed or corrupt transfer fails the run. Each line
 # prints the median of ROUNDS rounds (and min..max); a single transfer's rate is its curl
 # time_total (atftp: the process's lifetime), the concurrent rate is all bytes over the wall time.
-# "ratio" is bootctl's median over tftpd-hpa's; "paired" the median of the per-round ratios.
+# "/hpa" is a server's median over tftpd-hpa's, "/pin" bootctl's over pin/tftp's; "paired" is the
+# median of the per-round ratios of the same two.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -27,6 +31,8 @@ PINS=${PINS:-same split}
 WINDOWS=${WINDOWS:-4 16}
 PORT=${PORT:-16969}
 HPA_PORT=${HPA_PORT:-16970}
+PIN_PORT=${PIN_PORT:-16971}
+PIN_ARGS=${PIN_ARGS:-}
 ncpu=1 # the concurrent clients' CPU
 [ "$(nproc)" -ge 2 ] || PINS=same ncpu=0
 
@@ -46,6 +52,7 @@ cleanup() {
 trap cleanup EXIT
 
 if [ -n "${BOOTCTL:-}" ]; then cp "$BOOTCTL" "$work/bootctl"; else go build -o "$work/bootctl" ./cmd/bootctl; fi
+go build -o "$work/pintftp" ./bench/tftp/pintftp
 mkdir -p "$work/root" "$work/ipxe"
 chmod 755 "$work" "$work/root" # tftpd-hpa drops to user nobody
 head -c "$SIZE_BYTES" /dev/urandom >"$work/root/file"
@@ -71,23 +78,30 @@ tftp: {listen: "127.0.0.1:$PORT", root: root, max_block_size: $BLKSIZE, max_tran
 dhcp: {mode: "off"}
 YAML
 
-# Both servers run on CPU 0 (taskset); with PIN=same the single client joins them there, with
+# The servers run on CPU 0 (taskset); with PIN=same the single client joins them there, with
 # PIN=split it runs on CPU 1. Go sizes GOMAXPROCS from the affinity mask: bootctl runs on one P.
 taskset -c 0 "$work/bootctl" --log-level warn serve --config "$work/serve.yaml" 2>"$work/serve.log" &
 pids+=($!)
 # -L foreground, -l standalone (a process per transfer, like inetd), -s chroot, -B blksize cap.
+# PIN_ARGS unquoted: flags, word-split on purpose.
+# shellcheck disable=SC2086
+taskset -c 0 "$work/pintftp" -listen "127.0.0.1:$PIN_PORT" -root "$work/root" -blksize "$BLKSIZE" $PIN_ARGS &
+pids+=($!)
 taskset -c 0 in.tftpd -L -l -a "127.0.0.1:$HPA_PORT" -s -B "$BLKSIZE" "$work/root" &
 pids+=($!)
-for ((i = 0; i < 50; i++)); do
-	curl -s -o /dev/null "tftp://127.0.0.1:$PORT/file" --max-time 5 && break
-	sleep 0.1
+for p in $PORT $PIN_PORT; do
+	for ((i = 0; i < 50; i++)); do
+		curl -s -o /dev/null "tftp://127.0.0.1:$p/file" --max-time 5 && break
+		sleep 0.1
+	done
 done
 for p in "${pids[@]}"; do
-	kill -0 "$p" 2>/dev/null || { echo "run.sh: a server exited at start (port $PORT or $HPA_PORT in use?)" >&2; cat "$work/serve.log" >&2; exit 1; }
+	kill -0 "$p" 2>/dev/null || { echo "run.sh: a server exited at start (port $PORT, $PIN_PORT or $HPA_PORT in use?)" >&2; cat "$work/serve.log" >&2; exit 1; }
 done
 
-declare -A port=([bootctl]=$PORT [tftpd-hpa]=$HPA_PORT)
-servers=(bootctl tftpd-hpa)
+declare -A port=([bootctl]=$PORT [pintftp]=$PIN_PORT [tftpd-hpa]=$HPA_PORT)
+declare -A label=([bootctl]=bootctl [pintftp]=pin/tftp [tftpd-hpa]=tftpd-hpa)
+servers=(bootctl pintftp tftpd-hpa)
 fail=0
 
 # check FILE: the fetched file's sha256 against the served one's.
@@ -141,7 +155,7 @@ for pin in $PINS; do lines+=("1 lock-step curl, PIN=$pin"); done
 lines+=("$CLIENTS lock-step curl, concurrent")
 for w in $WINDOWS; do lines+=("1 atftp windowsize $w"); done
 
-echo "# TFTP: bootctl serve vs tftpd-hpa, file $SIZE_BYTES bytes, blksize $BLKSIZE, $(nproc) CPUs, $ROUNDS interleaved rounds, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# TFTP: bootctl serve vs pin/tftp v3.2.0 (pintftp${PIN_ARGS:+ $PIN_ARGS}) vs tftpd-hpa, file $SIZE_BYTES bytes, blksize $BLKSIZE, $(nproc) CPUs, $ROUNDS interleaved rounds, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((r = 0; r < ROUNDS; r++)); do
 	for s in "${servers[@]}"; do
 		for pin in $PINS; do
@@ -160,13 +174,27 @@ stats() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{ v[NR] = $1 } END { m =
 # each pair saw the same host load).
 paired() { paste <(tr ' ' '\n' <<<"$1" | grep .) <(tr ' ' '\n' <<<"$2" | grep .) | awk '$2 > 0 { print $1 / $2 }' | sort -g |
 	awk '{ v[NR] = $1 } END { if (NR == 0) { print "-"; exit } m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f\n", m }'; }
-printf '%-36s %-10s %8s %14s %7s %7s\n' "transfer" "server" "MiB/s" "min..max" "ratio" "paired"
+# ratio A B: the ratio of A's median to B's on line $l, and the paired ratio.
+ratio() {
+	local a b
+	a=$(stats "${res[$1|$l]}" | cut -d' ' -f1)
+	b=$(stats "${res[$2|$l]}" | cut -d' ' -f1)
+	printf '%s %s' "$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')" "$(paired "${res[$1|$l]}" "${res[$2|$l]}")"
+}
+printf '%-36s %-10s %8s %14s %6s %6s %6s %6s\n' "transfer" "server" "MiB/s" "min..max" "/hpa" "paired" "/pin" "paired"
 for l in "${lines[@]}"; do
-	read -r bm bmin bmax <<<"$(stats "${res[bootctl|$l]}")"
-	read -r hm hmin hmax <<<"$(stats "${res[tftpd-hpa|$l]}")"
-	ratio=$(awk -v a="$bm" -v b="$hm" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
-	printf '%-36s %-10s %8s %14s %7s %7s\n' "$l" bootctl "$bm" "$bmin..$bmax" "$ratio" "$(paired "${res[bootctl|$l]}" "${res[tftpd-hpa|$l]}")"
-	printf '%-36s %-10s %8s %14s\n' "" tftpd-hpa "$hm" "$hmin..$hmax"
+	first=$l
+	for s in "${servers[@]}"; do
+		read -r m mn mx <<<"$(stats "${res[$s|$l]}")"
+		cols=""
+		case $s in
+		bootctl) cols="$(ratio bootctl tftpd-hpa) $(ratio bootctl pintftp)" ;;
+		pintftp) cols="$(ratio pintftp tftpd-hpa)" ;;
+		esac
+		# shellcheck disable=SC2086
+		printf '%-36s %-10s %8s %14s %6s %6s %6s %6s\n' "$first" "${label[$s]}" "$m" "$mn..$mx" $cols
+		first=""
+	done
 done
 echo "# sha256 of every transfer checked; load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 exit $fail
