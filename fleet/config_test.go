@@ -3,6 +3,8 @@ package fleet
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,10 +94,12 @@ func TestWatchConfig(t *testing.T) {
 	}
 	t.Logf("etcd restart to new revision delivered: %v", time.Since(start).Round(time.Millisecond))
 
-	// The channel closes when ctx ends, even with nobody reading.
+	// The channel closes when ctx ends, even with nobody reading: cancelled once the new watch's
+	// goroutine is blocked delivering v3.
+	sending := blockedSends()
 	wctx, cancel := context.WithCancel(ctx)
 	ch2 := c.WatchConfig(wctx)
-	time.Sleep(200 * time.Millisecond) // the goroutine is blocked delivering v4
+	testfix.WaitFor(t, "the new watch delivering v3", 10*time.Second, func() bool { return blockedSends() > sending })
 	cancel()
 	testfix.WaitFor(t, "watch closed after cancel", 5*time.Second, func() bool {
 		select {
@@ -105,4 +109,17 @@ func TestWatchConfig(t *testing.T) {
 			return false
 		}
 	})
+}
+
+// blockedSends counts the goroutines in send: watches delivering a value nobody has taken yet.
+func blockedSends() int {
+	buf := make([]byte, 1<<20)
+	for n := 0; n < 8; n++ { // 256 MB at most
+		if l := runtime.Stack(buf, true); l < len(buf) {
+			buf = buf[:l]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	return strings.Count(string(buf), "fleet.send[")
 }
