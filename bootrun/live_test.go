@@ -22,6 +22,8 @@ type fakeFleet struct {
 	ons    map[string][]time.Time
 	tick   time.Duration
 	broken map[string]bool
+	// healthy, when set, is called (without mu) as a node turns Healthy.
+	healthy func(name string)
 }
 
 func (f *fakeFleet) States(context.Context) (map[string]NodeState, error) {
@@ -56,10 +58,14 @@ func (f *fakeFleet) boot(name string) {
 	f.mu.Unlock()
 	go func() {
 		for _, s := range []nodestate.State{nodestate.Discover, nodestate.Kernel, nodestate.Initrd, nodestate.Healthy} {
-			time.Sleep(f.tick)
+			time.Sleep(f.tick) // the machine takes a tick to reach the next state
 			f.mu.Lock()
 			f.states[name] = NodeState{State: s, Attempt: attempt}
+			healthy := f.healthy
 			f.mu.Unlock()
+			if s == nodestate.Healthy && healthy != nil {
+				healthy(name)
+			}
 		}
 	}()
 }
@@ -114,18 +120,18 @@ func TestLiveResume(t *testing.T) {
 	journal := filepath.Join(t.TempDir(), "run.journal")
 	ctx, cancel := context.WithCancel(context.Background())
 	l := liveRun(t, f, names, journal, false)
-	go func() {
-		for {
-			time.Sleep(5 * time.Millisecond)
-			if st, _ := f.States(ctx); st["a"].State == nodestate.Healthy {
-				cancel()
-				return
-			}
+	// The first run is stopped as soon as node a is healthy.
+	f.healthy = func(name string) {
+		if name == "a" {
+			cancel()
 		}
-	}()
+	}
 	if _, err := l.Run(ctx); err == nil {
 		t.Fatal("the first run was not stopped")
 	}
+	f.mu.Lock()
+	f.healthy = nil
+	f.mu.Unlock()
 	l.Journal.Close()
 	recs, err := liveRun(t, f, names, journal, true).Run(context.Background())
 	if err != nil {

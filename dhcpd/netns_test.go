@@ -267,7 +267,7 @@ initial-interval 1;
 		if b, _ = os.ReadFile(out); len(b) > 0 {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // polls for the lease script's output
 	}
 	if len(b) == 0 {
 		t.Fatalf("dhclient got no lease in 20 s:\n%s", log.String())

@@ -239,7 +239,12 @@ func TestServerStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx) }()
-	time.Sleep(50 * time.Millisecond)
+	// Cancelled once Serve listens, so that it is the running server that stops and frees the port.
+	testfix.WaitFor(t, "Serve listening", 5*time.Second, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.conns) > 0
+	})
 	cancel()
 	select {
 	case err := <-done:

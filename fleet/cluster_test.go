@@ -22,7 +22,7 @@ func retry(t *testing.T, timeout time.Duration, what string, f func() error) int
 		if time.Since(start) > timeout {
 			t.Fatalf("%s: still failing after %v: %v", what, timeout, err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // the pause between attempts
 	}
 }
 
@@ -191,7 +191,8 @@ func TestPartition(t *testing.T) {
 	cutAt := time.Now()
 	invalidAt := make(chan time.Time, 1)
 	go func() {
-		for m.Valid() {
+		// Polls, to time when Valid turns false; bounded by the test's wait for it below.
+		for m.Valid() && time.Since(cutAt) < time.Minute {
 			time.Sleep(5 * time.Millisecond)
 		}
 		invalidAt <- time.Now()

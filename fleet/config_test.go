@@ -5,6 +5,8 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"math"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,10 +96,12 @@ func TestWatchConfig(t *testing.T) {
 	}
 	t.Logf("etcd restart to new revision delivered: %v", time.Since(start).Round(time.Millisecond))
 
-	// The channel closes when ctx ends, even with nobody reading.
+	// The channel closes when ctx ends, even with nobody reading: cancelled once the new watch's
+	// goroutine is blocked delivering v3.
+	sending := blockedSends()
 	wctx, cancel := context.WithCancel(ctx)
 	ch2 := c.WatchConfig(wctx)
-	time.Sleep(200 * time.Millisecond) // the goroutine is blocked delivering v4
+	testfix.WaitFor(t, "the new watch delivering v3", 10*time.Second, func() bool { return blockedSends() > sending })
 	cancel()
 	testfix.WaitFor(t, "watch closed after cancel", 5*time.Second, func() bool {
 		select {
@@ -142,4 +146,25 @@ func TestPublishConfig(t *testing.T) {
 	if cur, _ := c.Config(ctx); cur.Revision != same.Revision {
 		t.Errorf("configuration at etcd revision %d after the conflict, want %d", cur.Revision, same.Revision)
 	}
+}
+
+// blockedSends counts the goroutines blocked in send: watches delivering a value nobody takes.
+// One that has just handed its value over is runnable, not blocked, until it is scheduled.
+func blockedSends() int {
+	buf := make([]byte, 1<<20)
+	for n := 0; n < 8; n++ { // 256 MB at most
+		if l := runtime.Stack(buf, true); l < len(buf) {
+			buf = buf[:l]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	blocked := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(header, "[select") && strings.Contains(g, "fleet.send[") {
+			blocked++
+		}
+	}
+	return blocked
 }

@@ -80,7 +80,12 @@ func TestJoinLeave(t *testing.T) {
 	if _, err := b.Join(ctx, "bs3", nil, 0); err != nil {
 		t.Errorf("Join after Leave: %v", err)
 	}
-	time.Sleep(1200 * time.Millisecond)
+	// Leave returns once the renewal loop has ended: nothing can renew the membership after it.
+	select {
+	case <-m.done:
+	default:
+		t.Error("the renewal loop runs on after Leave")
+	}
 	if st := m.Stats(); st.Renewals != 0 {
 		t.Errorf("left membership renewed: %+v", st)
 	}
@@ -115,9 +120,9 @@ func TestLeaseExpiry(t *testing.T) {
 	if got := latest(); !slices.Equal(got, []string{"bs0"}) {
 		t.Fatalf("after join %v", got)
 	}
-	time.Sleep(time.Second) // a few renewals
-	if st := m.Stats(); st.Renewals == 0 || st.RenewalFailures != 0 {
-		t.Errorf("stats after 1 s: %+v", st)
+	testfix.WaitFor(t, "two renewals", 10*time.Second, func() bool { return m.Stats().Renewals >= 2 })
+	if st := m.Stats(); st.RenewalFailures != 0 {
+		t.Errorf("stats after two renewals: %+v", st)
 	}
 	dying.Close() // a crash: no revoke
 	start := time.Now()
@@ -149,7 +154,7 @@ func TestFencing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond)
+	testfix.WaitFor(t, "a renewal", 10*time.Second, func() bool { return m.Stats().Renewals >= 1 })
 	term := m.Term()
 	if term != 1 {
 		t.Errorf("term %d after the join and renewals on time, want 1", term)

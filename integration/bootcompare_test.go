@@ -183,7 +183,7 @@ func (s *compareSetup) wait(b *testing.B, limit time.Duration) {
 		if done == len(s.c.Nodes) {
 			return
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond) // polls the event files the firmware processes write
 	}
 }
 

@@ -290,7 +290,7 @@ func (c *chaos) waitTakeover(t *testing.T, k int, rd *chaosRound) {
 			t.Errorf("round %d: %v did not apply the ownership with %s dead within TTL + 4 s of the kill", k, notYet, rd.victim)
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // polls the survivors' logs
 	}
 	rd.takenOver, rd.takeover = c.takeoverLogged(rd.victim, rd.kill)
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {

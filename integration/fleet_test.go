@@ -419,7 +419,7 @@ func (o etcdOutage) waitServersBack(t *testing.T, ctx context.Context, f *Fleet,
 			t.Errorf("after etcd returned: members %v (%v); not back: %v", members, merr, notBack)
 			return
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond) // polls etcd and the servers' logs
 	}
 }
 

@@ -289,27 +289,51 @@ COMP_WORDS=(bootctl plan --image); COMP_CWORD=2; _bootctl_complete; echo "${COMP
 			t.Errorf("completions %q (%v), want %q", out, err, want)
 		}
 	})
-	// A server that never answers: status waits until interrupted.
-	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
-	defer hang.Close()
+	// A server that never answers: status waits until interrupted. bootctl handles signals from
+	// before its first request, so the signal is sent once a request has arrived (or, while
+	// watching, has ended: bootctl is then waiting for the next round).
 	for _, tc := range []struct {
-		name string
-		sig  syscall.Signal
-		args []string
-		want int
+		name  string
+		sig   syscall.Signal
+		args  []string
+		ended bool
+		want  int
 	}{
-		{"SIGINT", syscall.SIGINT, []string{"status", "-s", hang.URL, "--timeout", "1m"}, 130},
-		{"SIGTERM", syscall.SIGTERM, []string{"status", "-s", hang.URL, "--timeout", "1m"}, 143},
-		{"SIGINT while watching", syscall.SIGINT, []string{"status", "-s", hang.URL, "--timeout", "100ms", "--watch", "1"}, 130},
+		{"SIGINT", syscall.SIGINT, []string{"status", "--timeout", "1m"}, false, 130},
+		{"SIGTERM", syscall.SIGTERM, []string{"status", "--timeout", "1m"}, false, 143},
+		{"SIGINT while watching", syscall.SIGINT, []string{"status", "--timeout", "100ms", "--watch", "1"}, true, 130},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(bin, tc.args...)
+			arrived, ended := make(chan struct{}, 1), make(chan struct{}, 1)
+			hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				select {
+				case arrived <- struct{}{}:
+				default:
+				}
+				<-r.Context().Done()
+				select {
+				case ended <- struct{}{}:
+				default:
+				}
+			}))
+			defer hang.Close()
+			cmd := exec.Command(bin, append(tc.args, "-s", hang.URL)...)
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(500 * time.Millisecond)
+			wait := arrived
+			if tc.ended {
+				wait = ended
+			}
+			select {
+			case <-wait:
+			case <-time.After(30 * time.Second):
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("no request from bootctl within 30 s; stderr %q", stderr.String())
+			}
 			if err := cmd.Process.Signal(tc.sig); err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -117,17 +118,16 @@ func TestServeFleet(t *testing.T) {
 		url    string
 		cancel context.CancelFunc
 		done   chan int
-		errs   *strings.Builder
+		errs   *lockedBuffer // its stderr, read while it runs
 	}
 	start := func(name, addr, images string) *member {
 		port := testfix.FreePort(t)
 		mctx, mcancel := context.WithCancel(ctx)
-		m := &member{url: fmt.Sprintf("http://%s:%d", addr, port), cancel: mcancel, done: make(chan int, 1), errs: &strings.Builder{}}
+		m := &member{url: fmt.Sprintf("http://%s:%d", addr, port), cancel: mcancel, done: make(chan int, 1), errs: &lockedBuffer{}}
 		go func() {
-			code, _, errs := runBootctl(t, mctx, "serve", "--etcd", etcd, "--fleet", "t", "--name", name, "--lease-ttl", "2s", "--config-key", keyFile+".pub", "--fleet-secret", keyFile+".secret",
+			code := run(mctx, []string{"bootctl", "serve", "--etcd", etcd, "--fleet", "t", "--name", name, "--lease-ttl", "2s", "--config-key", keyFile + ".pub", "--fleet-secret", keyFile + ".secret",
 				"--http", fmt.Sprintf("%s:%d", addr, port), "--tftp", "off", "--state-dir", filepath.Join(t.TempDir(), "state"),
-				"--images", images, "--ipxe-dir", filepath.Join(f.dir, "ipxe"), "--log-level", "warn")
-			m.errs.WriteString(errs)
+				"--images", images, "--ipxe-dir", filepath.Join(f.dir, "ipxe"), "--log-level", "warn"}, io.Discard, m.errs)
 			m.done <- code
 		}()
 		t.Cleanup(func() {
@@ -159,7 +159,9 @@ func TestServeFleet(t *testing.T) {
 	// bs0 is up, and tries again until it can.
 	bs1Images := filepath.Join(t.TempDir(), "images")
 	bs1 := start("bs1", "127.0.0.2", bs1Images)
-	time.Sleep(1500 * time.Millisecond)
+	testfix.WaitFor(t, "bs1 failing to fetch the blobs", 30*time.Second, func() bool {
+		return strings.Contains(bs1.errs.String(), "configuration revision not applied; trying again")
+	})
 	bs0 := start("bs0", "127.0.0.1", filepath.Join(f.dir, "images"))
 	// ncda over two servers: node n of the mini machine goes to server n mod 2.
 	waitNodes(bs1, []string{"node01", "node03"})
@@ -187,12 +189,13 @@ func TestServeFleet(t *testing.T) {
 	forger := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{3}, ed25519.SeedSize))
 	apply(fleetFile, forger)
 	etcdRaw.put(ctx, fleet.Root+"t/config", firstValue)
-	never := time.Now().Add(2 * time.Second)
-	for time.Now().Before(never) {
-		if got, _ := nodesOf(bs0.url); slices.Contains(got, "node06") || !slices.Contains(got, "node04") {
-			t.Fatalf("bs0 applied a forged or rolled-back revision: it answers %v", got)
-		}
-		time.Sleep(100 * time.Millisecond)
+	for _, why := range []string{"not signed by a trusted key", "older than one applied before"} {
+		testfix.WaitFor(t, "bs0 refusing a revision as "+why, 15*time.Second, func() bool {
+			return strings.Contains(bs0.errs.String(), why)
+		})
+	}
+	if got, _ := nodesOf(bs0.url); slices.Contains(got, "node06") || !slices.Contains(got, "node04") {
+		t.Fatalf("bs0 applied a forged or rolled-back revision: it answers %v", got)
 	}
 
 	// A bad fleet file is refused by fleet apply's validation and never stored.
@@ -278,4 +281,22 @@ func wantMemberInfo(t *testing.T, ctx context.Context, endpoints []string, urls 
 	if len(members) != len(urls) {
 		t.Errorf("%d members, want %d", len(members), len(urls))
 	}
+}
+
+// lockedBuffer is a server's stderr that the test reads while the server writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

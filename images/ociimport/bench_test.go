@@ -68,7 +68,7 @@ func sampleHeap(peak *uint64) func() {
 			if v := s[0].Value.Uint64(); v > *peak {
 				*peak = v
 			}
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // the sampling period
 		}
 	}()
 	return func() { done.Store(true); <-finished }

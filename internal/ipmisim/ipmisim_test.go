@@ -128,6 +128,7 @@ func powerIsOn(ctx context.Context, t *testing.T, c *client.Client) bool {
 func waitSets(t *testing.T, bmc *BMC, want ...string) {
 	t.Helper()
 	var sets []string
+	// Polls the call log (nothing signals a call); the failure names the sets seen.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		sets = sets[:0]
 		for _, call := range bmc.Calls() {
@@ -260,6 +261,7 @@ func TestSimMachine(t *testing.T) {
 
 // gone waits up to d for process pid to end (a zombie has ended) and reports whether it did.
 func gone(pid int, d time.Duration) bool {
+	// Polls: the process is not our child, so there is no wait to block in.
 	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
 		if syscall.Kill(pid, 0) != nil {
 			return true
