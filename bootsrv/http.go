@@ -243,12 +243,12 @@ func (s *Server) handleScript(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// claimOnce records that file, which carries the node's token, goes out in the node's open
-// attempt, or answers 409 when it went out already: a host that takes the node's address after
-// the node fetched it cannot fetch it again to learn the token (it would have to start a new
-// attempt first, and the node's own report would then show it). It claims nothing when node
-// authentication is off, outside an open attempt, or with DHCP off (where a script fetch is the
-// only sign of an attempt).
+// claimOnce records that file, which carries the node's token, goes out after the node's latest
+// DHCP exchange, or answers 409 when it went out already: a host that takes the node's address
+// after the node fetched it cannot fetch it again to learn the token; the node's own firmware or
+// iPXE starting over makes a DHCP exchange first. It claims nothing when node authentication is
+// off, outside an open attempt, or with DHCP off (where a script fetch is the only sign of an
+// attempt).
 func (s *Server) claimOnce(w http.ResponseWriter, r *http.Request, name string, st nodestate.NodeStatus, file nodestate.TokenFile) bool {
 	if s.nodes.secret == nil || !st.AttemptOpen() || s.cfg.DHCP.Mode == bootconfig.DHCPOff {
 		return true
@@ -256,7 +256,7 @@ func (s *Server) claimOnce(w http.ResponseWriter, r *http.Request, name string, 
 	if s.tracker.ClaimServed(name, st.Attempt, file) {
 		return true
 	}
-	msg := fmt.Sprintf("node %s: boot attempt %d's %s went out already; a new attempt, with a new token, starts when the node's firmware asks for DHCP again", name, st.Attempt, file)
+	msg := fmt.Sprintf("node %s: boot attempt %d's %s went out already since the node's last DHCP exchange; it goes out again after the next one", name, st.Attempt, file)
 	s.reqLog(r, name).Info("token file refused", zap.String("reason", msg))
 	apiError(w, http.StatusConflict, "%s", msg)
 	return false

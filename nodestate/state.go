@@ -210,32 +210,27 @@ type Discovery struct {
 	From Client
 	// Armed: the operator asked for the node's reboot (RebootRequested).
 	Armed bool
-	// ScriptServed: the node's iPXE script went out in the current attempt.
-	ScriptServed bool
 }
 
 // NextOnDiscover is the state a node in state cur moves to on a DISCOVER, knowing d.
 //
 // An armed reboot wins over every state: the operator's word starts the attempt over, so that a
-// node stuck mid-boot can be rebooted. Otherwise, while the NBP or the kernel is being loaded a
-// DISCOVER is expected from iPXE (after the firmware loaded it) and from the booted kernel (after
-// the kernel and initrd: booted); the firmware asking again, or iPXE asking again after its script
-// went out, means the machine started over, and so does the attempt. From booted and healthy a
-// DISCOVER stays an event: anyone on the boot network can send one with the node's MAC.
+// node stuck mid-boot can be rebooted. Otherwise a DISCOVER mid-boot moves no attempt: anyone on
+// the boot network can send one with the node's MAC, and a new attempt would void the token the
+// real node boots with. While the NBP is loaded iPXE asks for its own address; after the kernel and
+// initrd the booted system's DHCP client asks (booted), but firmware or iPXE asking then is a
+// machine that started over (or a spoof), not a booted one, and the attempt goes on. From booted
+// and healthy a DISCOVER is only an event.
 func NextOnDiscover(cur State, ev Event, d Discovery) (State, bool) {
 	if d.Armed {
 		return Discover, true
 	}
-	restarted := d.From == ClientFirmware || (d.From == ClientIPXE && d.ScriptServed)
 	switch cur {
 	case NBP:
-		if restarted {
-			return move(cur, Discover)
-		}
 		return cur, false
 	case Kernel, Initrd:
-		if restarted || d.From == ClientIPXE {
-			return move(cur, Discover)
+		if d.From == ClientFirmware || d.From == ClientIPXE {
+			return cur, false
 		}
 		return Booted, true
 	case Booted, Healthy:

@@ -36,9 +36,9 @@ type NodeStatus struct {
 	Server string `json:"server,omitempty"`
 	// Reported says the current attempt's health report came: the attempt's token is spent.
 	Reported bool `json:"reported,omitempty"`
-	// Served lists the files that carry the attempt's token and go to a node once per attempt
-	// (its iPXE script, its overlay): a host that takes the node's address later cannot fetch them
-	// again to learn the token.
+	// Served lists the files that carry the attempt's token and go to a node once per DHCP
+	// exchange (its iPXE script, its overlay): a host that takes the node's address later cannot
+	// fetch them again to learn the token.
 	Served []TokenFile `json:"served,omitempty"`
 }
 

@@ -490,6 +490,11 @@ func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string, from Clien
 		detail = detail[:MaxDetailLen] + "..."
 	}
 	n.LastEvent, n.LastSeen = ev, now
+	if ev == EvAck {
+		// A DHCP exchange of the node's: its firmware or iPXE starting over may fetch the files
+		// that carry the token once more.
+		n.Served = nil
+	}
 	to, changed := nextFor(n, ev, from)
 	if changed && n.State == Pending && t.opts.DHCPStartsBoots && !dhcpEvent(ev) {
 		to, changed = Pending, false
@@ -521,7 +526,7 @@ func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string, from Clien
 // nextFor is Next for node n, with what the tracker knows of a DISCOVER (NextOnDiscover).
 func nextFor(n *NodeStatus, ev Event, from Client) (State, bool) {
 	if ev == EvDiscover || ev == EvRebootDiscover {
-		return NextOnDiscover(n.State, ev, Discovery{From: from, Armed: n.RebootRequested, ScriptServed: slices.Contains(n.Served, ScriptFile)})
+		return NextOnDiscover(n.State, ev, Discovery{From: from, Armed: n.RebootRequested})
 	}
 	return Next(n.State, ev)
 }
