@@ -324,16 +324,23 @@ func (s *Server) newTFTP(opts Options) error {
 	return err
 }
 
-// tftpKnown says which TFTP clients are nodes, for the slots kept for them: in reservation mode
-// this server gives every node its address, so an address it does not know is no node of its.
+// tftpKnown says which TFTP clients are booting nodes, for the slots kept for them: in reservation
+// mode this server gives every node its address, so an address it does not know, or a node's that
+// is not booting, shares the slots of unknown addresses.
 // In proxy mode the addresses come from another DHCP server, and every address counts as a node's.
 func (s *Server) tftpKnown() func(netip.Addr) bool {
 	if s.cfg.DHCP.Mode != bootconfig.DHCPReservation {
 		return nil
 	}
 	return func(a netip.Addr) bool {
-		_, ok := s.tracker.NameByIP(a)
-		return ok
+		name, ok := s.tracker.NameByIP(a)
+		if !ok {
+			return false
+		}
+		// Only a node that is booting now gets a node's slots: the addresses of nodes powered off
+		// (or booted) are anyone's to take, and about 24 of them filled all 512 slots.
+		st, _ := s.tracker.State(name)
+		return st >= nodestate.Discover && st <= nodestate.Booted
 	}
 }
 
