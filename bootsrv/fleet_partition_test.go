@@ -284,3 +284,49 @@ func TestFleetSecondPartition(t *testing.T) {
 		t.Errorf("nodes answered by two servers at once during the second partition:\n%v", bad)
 	}
 }
+
+// fleetTestMaxKeep is the fleet tests' FleetOptions.MaxKeep: long enough for a partition test to
+// see its booting nodes kept by their holders, short enough to see a kept node go home.
+const fleetTestMaxKeep = 15 * time.Second
+
+// TestFleetKeepBounded: DISCOVERs with a taken-over node's MAC, which any host on the boot network
+// can send, kept it "mid-boot" at its holder for ever, away from its returning owner (issue 36
+// item 2). A holder keeps such a node at most MaxKeep.
+func TestFleetKeepBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a partition longer than the lease and MaxKeep take about 30 s")
+	}
+	ms, px := startPartitionFleet(t)
+	own1 := ms[1].tracked()
+	r := partitionRound{t: t, ms: ms, px: px, own1: own1, mid: own1[:len(own1)/2]}
+	r.cutAndHeal(0)
+	healed := time.Now()
+	stop := make(chan struct{})
+	spoofed := make(chan struct{})
+	go func() { // the attacker: a DISCOVER for each kept node every 200 ms, at whichever server holds it
+		defer close(spoofed)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			for _, m := range r.others() {
+				for _, n := range m.tracked() {
+					if slices.Contains(r.mid, n) {
+						m.srv.Tracker().Observe(n, nodestate.EvDiscover, "spoofed")
+					}
+				}
+			}
+		}
+	}()
+	home := testfix.WaitFor(t, "the kept nodes back at bs1 despite the spoofed DISCOVERs", fleetTestMaxKeep+20*time.Second, func() bool {
+		return r.heldByOthers(r.mid) == 0 && slices.Equal(ms[1].tracked(), own1)
+	})
+	close(stop)
+	<-spoofed
+	if d := time.Since(healed); d < fleetTestMaxKeep-2*time.Second {
+		t.Errorf("the kept nodes went home %.1f s after the heal, before MaxKeep (%v): the spoofs did not keep them", d.Seconds(), fleetTestMaxKeep)
+	}
+	t.Logf("kept nodes home %.1f s after the wait began (MaxKeep %v)", home.Seconds(), fleetTestMaxKeep)
+}

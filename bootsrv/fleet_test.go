@@ -72,7 +72,7 @@ func startFleetMemberEdit(t *testing.T, f *fixture, endpoints []string, id int, 
 		c.Close()
 		t.Fatal(err)
 	}
-	s, err := New(cfg, Options{Logger: zaptest.NewLogger(t).Named(cfg.Servers[id].Name), Fleet: &FleetOptions{Client: c, TTL: fleetTestTTL, Reconcile: 100 * time.Millisecond, Membership: ms, FleetSecret: testFleetSecret}})
+	s, err := New(cfg, Options{Logger: zaptest.NewLogger(t).Named(cfg.Servers[id].Name), Fleet: &FleetOptions{Client: c, TTL: fleetTestTTL, Reconcile: 100 * time.Millisecond, Membership: ms, FleetSecret: testFleetSecret, MaxKeep: fleetTestMaxKeep}})
 	if err != nil {
 		cancel()
 		c.Close()

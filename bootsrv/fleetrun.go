@@ -43,6 +43,10 @@ type FleetOptions struct {
 	// Membership is the server's (JoinFleet), required: the server acts under it and never
 	// leaves, so that a process reloading its configuration stays a member throughout.
 	Membership *fleet.Membership
+	// MaxKeep bounds how long a server keeps a node mid-boot that the rule gave to another live
+	// server, however alive the node looks: DISCOVERs with its MAC, which any host on the boot
+	// network can send, kept such nodes from their owner for ever. Default 5 minutes.
+	MaxKeep time.Duration
 }
 
 // fleetRuntime is a fleet server's shared state.
@@ -61,8 +65,9 @@ type fleetRuntime struct {
 	term      atomic.Uint64                            // the membership term cur was computed under
 	lease     atomic.Int64                             // the lease cur was computed under
 
-	mu   sync.Mutex // serialises reconcile
-	dead []string   // as last applied, for logs
+	mu     sync.Mutex           // serialises reconcile
+	dead   []string             // as last applied, for logs
+	lostAt map[string]time.Time // nodes kept while lost to a live owner, since when (under mu)
 
 	takeovers *prometheus.CounterVec
 	owned     prometheus.Gauge
@@ -86,6 +91,9 @@ func newFleetRuntime(s *Server, o FleetOptions) (*fleetRuntime, error) {
 	}
 	if o.Reconcile == 0 {
 		o.Reconcile = 500 * time.Millisecond
+	}
+	if o.MaxKeep == 0 {
+		o.MaxKeep = 5 * time.Minute
 	}
 	f := &fleetRuntime{opts: o, store: store, m: o.Membership}
 	empty := dhcpd.StaticReservations{}
@@ -296,6 +304,8 @@ type ownershipPlan struct {
 // and what this server tracks now.
 func (s *Server) planOwnership(au *bootconfig.Authority, v fleetView, recs map[string]nodestate.NodeStatus) ownershipPlan {
 	p := ownershipPlan{handoff: map[string]string{}, stale: map[string]nodestate.NodeStatus{}}
+	lostAt := map[string]time.Time{}
+	defer func() { s.fleet.lostAt = lostAt }()
 	inv := s.auth.Inventory()
 	for i := range inv.Nodes {
 		n := &inv.Nodes[i]
@@ -311,7 +321,7 @@ func (s *Server) planOwnership(au *bootconfig.Authority, v fleetView, recs map[s
 		}
 		st, tracked := s.tracker.State(n.Name)
 		switch {
-		case tracked && s.keepWhileBooting(n.Name, st, ownerName, v):
+		case tracked && s.keepWhileBooting(n.Name, st, ownerName, v, lostAt):
 			// Lost to a live server while booting here: keep it until the boot ends.
 			p.kept++
 			p.final = append(p.final, n)
@@ -353,10 +363,23 @@ func (v fleetView) heldByOtherLive(r nodestate.NodeStatus) bool {
 }
 
 // keepWhileBooting says whether a tracked node in state st, lost to owner, stays here for now:
-// it is mid-boot, still showing signs of life, and its new owner is live (a dead one could not
-// answer it anyway).
-func (s *Server) keepWhileBooting(name string, st nodestate.State, owner string, v fleetView) bool {
-	return midBoot(st) && owner != "" && v.live[owner] && s.stillBooting(name)
+// it is mid-boot, still showing signs of life, its new owner is live (a dead one could not answer
+// it anyway), and it has not been kept MaxKeep already. A node kept is recorded in lostAt with the
+// time it was first kept (carried over from the last reconcile).
+func (s *Server) keepWhileBooting(name string, st nodestate.State, owner string, v fleetView, lostAt map[string]time.Time) bool {
+	if !midBoot(st) || owner == "" || !v.live[owner] || !s.stillBooting(name) {
+		return false
+	}
+	now := s.tracker.Now()
+	since, ok := s.fleet.lostAt[name]
+	if !ok {
+		since = now
+	}
+	if now.Sub(since) >= s.fleet.opts.MaxKeep {
+		return false
+	}
+	lostAt[name] = since
+	return true
 }
 
 // loadRecords returns the fleet's boot-state records by node name.

@@ -489,12 +489,7 @@ func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string, from Clien
 	if len(detail) > MaxDetailLen {
 		detail = detail[:MaxDetailLen] + "..."
 	}
-	n.LastEvent, n.LastSeen = ev, now
-	if ev == EvAck {
-		// A DHCP exchange of the node's: its firmware or iPXE starting over may fetch the files
-		// that carry the token once more.
-		n.Served = nil
-	}
+	noteEvent(n, ev, now)
 	to, changed := nextFor(n, ev, from)
 	if changed && n.State == Pending && t.opts.DHCPStartsBoots && !dhcpEvent(ev) {
 		to, changed = Pending, false
@@ -521,6 +516,16 @@ func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string, from Clien
 	}
 	t.appendHistory(n, tr)
 	return tr, true
+}
+
+// noteEvent records ev as n's latest event, at now, transition or not.
+func noteEvent(n *NodeStatus, ev Event, now time.Time) {
+	n.LastEvent, n.LastSeen = ev, now
+	if ev == EvAck {
+		// A DHCP exchange of the node's: its firmware or iPXE starting over may fetch the files
+		// that carry the token once more.
+		n.Served = nil
+	}
 }
 
 // nextFor is Next for node n, with what the tracker knows of a DISCOVER (NextOnDiscover).

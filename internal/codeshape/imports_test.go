@@ -36,8 +36,9 @@ var allowedImports = map[string][]string{
 	"cmd/bootctl": {"bootconfig", "bootrun", "bootsrv", "fabricsim", "fleet", "images", "images/ociimport", "integration",
 		"mapping", "nodeset", "nodestate", "power", "report", "routing", "topology", "units", "internal/progress", "internal/suggest",
 		"internal/atomicfile"},
-	"bench/dhcp":     {"dhcpd", "topology"},
-	"bench/httpboot": {"images", "integration", "topology"},
+	"bench/dhcp":         {"dhcpd", "topology"},
+	"bench/httpboot":     {"images", "integration", "topology"},
+	"bench/tftp/pintftp": nil,
 
 	"internal/yamlerr":                 {"internal/suggest"},
 	"internal/suggest":                 nil,
