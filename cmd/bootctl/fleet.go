@@ -16,6 +16,7 @@ import (
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 )
@@ -342,8 +343,12 @@ type fleetServerStatus struct {
 	Name    string `json:"name"`
 	Address string `json:"address,omitempty"`
 	State   string `json:"state"`
-	Nodes   int    `json:"nodes"`         // owned now
-	URL     string `json:"url,omitempty"` // from its member info
+	Nodes   int    `json:"nodes"` // owned now, by the ownership rule
+	// Holds counts the nodes whose boot record names this server as the one answering them: a node
+	// mid-boot stays with the server that took it over until its boot ends (or MaxKeep), so the
+	// two counts differ while a returning owner waits.
+	Holds int    `json:"holds"`
+	URL   string `json:"url,omitempty"` // from its member info
 	// Lease is the member's etcd lease (hex) and Joined the etcd revision at which it joined;
 	// JoinedAt is when it joined, as the server published it.
 	Lease    string    `json:"lease,omitempty"`
@@ -435,6 +440,17 @@ func fleetStatus(ctx context.Context, cl *fleet.Client, eps []string) (*fleetSta
 	st := &fleetStatusResult{Fleet: cl.Fleet(), Number: cur.Number, Revision: cur.Revision, SHA256: cur.SHA256, Mapping: doc.Mapping,
 		Nodes: len(m.Inventory.Nodes), Unowned: own.Unowned, Takeovers: len(events), Recent: []fleetTakeover{}}
 	st.Servers, st.Live = fleetServerRows(ctx, cl, doc, own, members)
+	recs, err := nodestate.LoadFleetStates(ctx, cl)
+	if err != nil {
+		return nil, &fleetEtcdError{eps, err}
+	}
+	holds := map[string]int{}
+	for _, r := range recs {
+		holds[r.Server]++
+	}
+	for i := range st.Servers {
+		st.Servers[i].Holds = holds[st.Servers[i].Name]
+	}
 	gone := map[string]time.Time{}
 	for i, ev := range events {
 		tk := fleetTakeover{Seq: ev.Seq}
@@ -533,13 +549,13 @@ func writeFleetStatus(e *env, st *fleetStatusResult) error {
 	}
 	fmt.Fprintln(e.stdout)
 	t := newTable(e.stdout)
-	t.row("SERVER", "ADDRESS", "STATE", "NODES", "URL", "JOINED", "LAST SEEN", "LEASE")
+	t.row("SERVER", "ADDRESS", "STATE", "NODES", "HOLDS", "URL", "JOINED", "LAST SEEN", "LEASE")
 	for _, s := range st.Servers {
 		url, lease := orDash(s.URL), "-"
 		if s.LeaseTTL > 0 {
 			lease = fmt.Sprintf("renewed %gs ago, %gs left of %gs", s.LeaseTTL-s.LeaseLeft, s.LeaseLeft, s.LeaseTTL)
 		}
-		t.row(s.Name, s.Address, s.State, s.Nodes, url, fmtTime(s.JoinedAt), fmtTime(s.LastSeen), lease)
+		t.row(s.Name, s.Address, s.State, s.Nodes, s.Holds, url, fmtTime(s.JoinedAt), fmtTime(s.LastSeen), lease)
 	}
 	if err := t.flush(); err != nil {
 		return err

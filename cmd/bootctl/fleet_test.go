@@ -238,7 +238,7 @@ func (fe *fleetEtcd) statusNoMember(t *testing.T) {
 	if diff := cmp.Diff(fe.want, fe.status(t)); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
-	fe.wantTable(t, "configuration 1 (etcd revision", "0 of 2 servers live", "no live server owns 8 of the 8 nodes", "bs0  10.0.0.1   dead      0    -       -          -      -", "takeovers: 0")
+	fe.wantTable(t, "configuration 1 (etcd revision", "0 of 2 servers live", "no live server owns 8 of the 8 nodes", "bs0  10.0.0.1   dead      0      0    -       -          -      -", "takeovers: 0")
 }
 
 // statusBs1Live: bs1 joins and takes bs0's nodes over; status shows it live with all the nodes
@@ -279,7 +279,7 @@ func (fe *fleetEtcd) statusBs1Live(t *testing.T) {
 	if st.Servers[1].Joined <= fe.first.Revision {
 		t.Errorf("bs1 joined at revision %d, before the configuration (%d)", st.Servers[1].Joined, fe.first.Revision)
 	}
-	fe.wantTable(t, "1 of 2 servers live", "live      8  http://10.0.0.2:8080  2026-11-24T04:59:00Z                     -", "dead      0                     -                     -  2026-11-24T05:00:00Z", "takeovers: 1", "2026-11-24T05:00:00Z   bs0  bs1      4         2")
+	fe.wantTable(t, "1 of 2 servers live", "live      8      0  http://10.0.0.2:8080  2026-11-24T04:59:00Z                     -", "dead      0      0                     -                     -  2026-11-24T05:00:00Z", "takeovers: 1", "2026-11-24T05:00:00Z   bs0  bs1      4         2")
 }
 
 // applyAddedNode: an added node is a new revision, stored with the new node and hash.
