@@ -2,13 +2,8 @@ package bootsrv
 
 import (
 	"net/netip"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/bootfabric/bootfabric/bootconfig"
-	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/nodestate"
 )
 
@@ -17,16 +12,7 @@ import (
 // Only a node that is booting gets them; a pending, healthy or failed node's address shares the
 // slots of unknown addresses.
 func TestTFTPSlotsOfDownNodes(t *testing.T) {
-	f := newFixture(t)
-	inv := filepath.Join(f.dir, "inventory.csv")
-	b, err := os.ReadFile(inv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testfix.WriteFile(t, inv, []byte(strings.Replace(string(b), "127.0.0.1,", "10.0.0.250,", 1)))
-	s := f.server(t, func(c *bootconfig.Config) {
-		c.DHCP.Mode, c.DHCP.Subnet, c.DHCP.Listen = bootconfig.DHCPReservation, "10.0.0.0/8", "127.0.0.1:0"
-	})
+	s := reservationServer(t)
 	known := s.tftpKnown()
 	addr := netip.MustParseAddr("10.0.0.250")
 	step := func(what string, ev nodestate.Event, want bool) {

@@ -20,17 +20,7 @@ import (
 // iPXE stage reported the boot (issue 36 item 3). The script now goes out once per DHCP exchange of
 // the node's: the machine starting over gets it again, a host that only took the address does not.
 func TestAttackScriptOnce(t *testing.T) {
-	f := newFixture(t)
-	inv := filepath.Join(f.dir, "inventory.csv")
-	b, err := os.ReadFile(inv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testfix.WriteFile(t, inv, []byte(strings.Replace(string(b), "127.0.0.1,", "10.0.0.250,", 1)))
-	s := f.server(t, func(c *bootconfig.Config) {
-		c.DHCP.Mode, c.DHCP.Subnet, c.DHCP.Listen = bootconfig.DHCPReservation, "10.0.0.0/8", "127.0.0.1:0"
-		c.HTTP.URL = "http://10.9.9.9:8080"
-	})
+	s := reservationServer(t)
 	const nodeAddr = "10.0.0.250:40000"
 	h := s.Handler()
 	mac, _ := net.ParseMAC("52:54:00:00:00:00")
@@ -81,4 +71,21 @@ func TestAttackScriptOnce(t *testing.T) {
 	if n := nodeAt(t, s, "node00"); n.Attempt != 1 || n.State != nodestate.Booted {
 		t.Errorf("after the booted system's DHCP: attempt %d, %v; want attempt 1, booted", n.Attempt, n.State)
 	}
+}
+
+// reservationServer is the fixture's server in reservation mode, as a real network's: node00 at
+// 10.0.0.250, the nodes' subnet 10.0.0.0/8 (the DHCP server is built, not started).
+func reservationServer(t *testing.T) *Server {
+	t.Helper()
+	f := newFixture(t)
+	inv := filepath.Join(f.dir, "inventory.csv")
+	b, err := os.ReadFile(inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testfix.WriteFile(t, inv, []byte(strings.Replace(string(b), "127.0.0.1,", "10.0.0.250,", 1)))
+	return f.server(t, func(c *bootconfig.Config) {
+		c.DHCP.Mode, c.DHCP.Subnet, c.DHCP.Listen = bootconfig.DHCPReservation, "10.0.0.0/8", "127.0.0.1:0"
+		c.HTTP.URL = "http://10.9.9.9:8080"
+	})
 }
