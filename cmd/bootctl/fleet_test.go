@@ -16,6 +16,7 @@ import (
 	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
 	"github.com/bootfabric/bootfabric/internal/testfix"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -263,11 +264,21 @@ func (fe *fleetEtcd) statusBs1Live(t *testing.T) {
 	if _, err := cl.AppendEvent(fe.ctx, "takeover", ev); err != nil {
 		t.Fatal(err)
 	}
+	// Three nodes' boot records name bs1 as the server answering them (HOLDS), one names bs0.
+	recs := map[string][]byte{}
+	for i, holder := range []string{"bs1", "bs1", "bs1", "bs0"} {
+		name := fmt.Sprintf("node%d", i)
+		recs[name], _ = json.Marshal(nodestate.NodeStatus{Name: name, Server: holder})
+	}
+	if err := cl.PutRecordsIfMember(fe.ctx, mb, "nodes", recs); err != nil {
+		t.Fatal(err)
+	}
 	st := fe.status(t)
 	fe.want.Live, fe.want.Unowned, fe.want.Takeovers = 1, 0, 1
-	fe.want.Servers[1] = fleetServerStatus{Name: "bs1", Address: "10.0.0.2", State: "live", Nodes: 8, URL: "http://10.0.0.2:8080",
+	fe.want.Servers[1] = fleetServerStatus{Name: "bs1", Address: "10.0.0.2", State: "live", Nodes: 8, Holds: 3, URL: "http://10.0.0.2:8080",
 		Lease: fmt.Sprintf("%x", mb.LeaseID()), JoinedAt: joined}
 	fe.want.Servers[0].LastSeen = at // dead: when its nodes were taken over
+	fe.want.Servers[0].Holds = 1     // a record not handed over yet
 	fe.want.Recent = []fleetTakeover{{Seq: 1, TakeoverEvent: bootsrv.TakeoverEvent{From: "bs0", To: "bs1", Nodes: 4, MidBoot: 2, At: at}}}
 	if diff := cmp.Diff(fe.want, st, cmpopts.IgnoreFields(fleetServerStatus{}, "Joined", "LeaseLeft", "LeaseTTL")); diff != "" {
 		t.Errorf("status with bs1 (-want +got):\n%s", diff)
@@ -279,7 +290,7 @@ func (fe *fleetEtcd) statusBs1Live(t *testing.T) {
 	if st.Servers[1].Joined <= fe.first.Revision {
 		t.Errorf("bs1 joined at revision %d, before the configuration (%d)", st.Servers[1].Joined, fe.first.Revision)
 	}
-	fe.wantTable(t, "1 of 2 servers live", "live      8      0  http://10.0.0.2:8080  2026-11-24T04:59:00Z                     -", "dead      0      0                     -                     -  2026-11-24T05:00:00Z", "takeovers: 1", "2026-11-24T05:00:00Z   bs0  bs1      4         2")
+	fe.wantTable(t, "1 of 2 servers live", "live      8      3  http://10.0.0.2:8080  2026-11-24T04:59:00Z                     -", "dead      0      1                     -                     -  2026-11-24T05:00:00Z", "takeovers: 1", "2026-11-24T05:00:00Z   bs0  bs1      4         2")
 }
 
 // applyAddedNode: an added node is a new revision, stored with the new node and hash.
