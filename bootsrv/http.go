@@ -414,6 +414,13 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if st.Reported && st.Health != nil && st.Health.Status == rep.Status {
+		// The same report again: a node whose first answer was lost (a timeout, a server killed
+		// after it saved the report) retries it. It changes nothing, so it is answered as the
+		// first was; a different status for a reported attempt is still refused below.
+		writeJSONBody(w, http.StatusOK, HealthResponse{Node: name, State: st.State})
+		return
+	}
 	if !st.AttemptOpen() && s.nodes.secret != nil {
 		msg := fmt.Sprintf("node %s: boot attempt %d takes no report (%s): a new attempt, with a new token, starts with the node's next DHCP request", name, st.Attempt, st.State)
 		if st.Reported {

@@ -224,9 +224,16 @@ func (ht *handlerTest) statusAPI(t *testing.T) {
 	}
 }
 
-// failedReport: the attempt reported already takes no second report; in the next attempt, a
-// report can fail the node and the state follows.
+// failedReport: the attempt reported already takes no other report (the same one again, from a
+// node whose first answer was lost, is answered as the first was and changes nothing); in the next
+// attempt, a report can fail the node and the state follows.
 func (ht *handlerTest) failedReport(t *testing.T) {
+	if w := do(t, ht.h, "POST", "/api/v1/nodes/node00/health?token="+ht.tok, `{"status":"ok"}`, node00Addr); w.Code != http.StatusOK {
+		t.Errorf("the same report again: %d %s, want 200", w.Code, w.Body)
+	}
+	if n := nodeAt(t, ht.s, "node00"); n.State != nodestate.Healthy || string(n.Health.Details) != `"all good"` {
+		t.Errorf("node00 after the same report again: %+v", n)
+	}
 	if w := do(t, ht.h, "POST", "/api/v1/nodes/node00/health?token="+ht.tok, `{"status":"failed"}`, node00Addr); w.Code != http.StatusConflict {
 		t.Errorf("second report of one attempt: %d %s, want 409", w.Code, w.Body)
 	}
