@@ -165,7 +165,8 @@ func startPartitionFleet(t *testing.T) ([]*fleetMember, *cutProxy) {
 		}
 		ms[id] = startFleetMemberEdit(t, f, eps, id, func(c *bootconfig.Config) { c.HTTP.Listen = fmt.Sprintf("127.0.0.1:%d", testfix.FreePort(t)) })
 	}
-	testfix.WaitFor(t, "every server answers its blocks", 10*time.Second, func() bool {
+	// Generous: under the full suite four servers start beside the integration tests and the race run.
+	testfix.WaitFor(t, "every server answers its blocks", 45*time.Second, func() bool {
 		for id, m := range ms {
 			if !slices.Equal(m.tracked(), ruleOwned(t, m.srv, id, nil)) {
 				return false
@@ -199,7 +200,7 @@ func (r partitionRound) run(round int) {
 			t.Fatal(err)
 		}
 	}
-	testfix.WaitFor(t, fmt.Sprintf("round %d: bs1 answers all its nodes again", round), 10*time.Second, func() bool {
+	testfix.WaitFor(t, fmt.Sprintf("round %d: bs1 answers all its nodes again", round), 30*time.Second, func() bool {
 		return slices.Equal(bs1.tracked(), r.own1) && r.heldByOthers(r.own1) == 0
 	})
 	for _, n := range r.mid {
@@ -222,7 +223,7 @@ func (r partitionRound) cutAndHeal(round int) (took, back time.Duration) {
 		t.Fatal(err)
 	}
 	r.px.setCut(true)
-	took = testfix.WaitFor(t, fmt.Sprintf("round %d: the others take bs1's nodes over", round), 10*time.Second, func() bool {
+	took = testfix.WaitFor(t, fmt.Sprintf("round %d: the others take bs1's nodes over", round), 30*time.Second, func() bool {
 		return r.heldByOthers(r.own1) == len(r.own1)
 	})
 	// The boot goes on at the holders while bs1 is away: each mid-boot node gets an offer.
@@ -237,7 +238,7 @@ func (r partitionRound) cutAndHeal(round int) (took, back time.Duration) {
 		}
 	}
 	r.px.setCut(false)
-	back = testfix.WaitFor(t, fmt.Sprintf("round %d: bs1 back with its idle nodes", round), 15*time.Second, func() bool {
+	back = testfix.WaitFor(t, fmt.Sprintf("round %d: bs1 back with its idle nodes", round), 30*time.Second, func() bool {
 		want := slices.DeleteFunc(slices.Clone(r.own1), func(n string) bool { return slices.Contains(r.mid, n) })
 		return slices.Equal(bs1.tracked(), want) && r.heldByOthers(r.mid) == len(r.mid)
 	})
@@ -277,7 +278,7 @@ func TestFleetSecondPartition(t *testing.T) {
 	// The second cut, while those boots go on: watch through bs1's fenced time and past its lease.
 	w := watchAnswers(ms)
 	px.setCut(true)
-	testfix.WaitFor(t, "bs1 fenced", 10*time.Second, func() bool { return !bs1.srv.fleet.m.Valid() })
+	testfix.WaitFor(t, "bs1 fenced", 30*time.Second, func() bool { return !bs1.srv.fleet.m.Valid() })
 	time.Sleep(2 * fleet.DefaultTTL) // the fenced window is what is watched: no condition ends it sooner
 	px.setCut(false)
 	if bad := w.end(); len(bad) > 0 {
@@ -287,7 +288,7 @@ func TestFleetSecondPartition(t *testing.T) {
 
 // fleetTestMaxKeep is the fleet tests' FleetOptions.MaxKeep: long enough for a partition test to
 // see its booting nodes kept by their holders, short enough to see a kept node go home.
-const fleetTestMaxKeep = 15 * time.Second
+const fleetTestMaxKeep = 25 * time.Second
 
 // TestFleetKeepBounded: DISCOVERs with a taken-over node's MAC, which any host on the boot network
 // can send, kept it "mid-boot" at its holder for ever, away from its returning owner (issue 36
