@@ -164,6 +164,13 @@ type DHCPConfig struct {
 	Interfaces []string `yaml:"interfaces"`
 	// Listen is the listen address. Default ":67".
 	Listen string `yaml:"listen"`
+	// IPv6RA is what the server tells the boot network about IPv6 routers: no-router (answer
+	// router solicitations, and every 3 s, with a router advertisement of lifetime 0 and no
+	// prefix, so that iPXE stops waiting 13-16 s for one; a real router on the link is not
+	// displaced) or off. Sent on dhcp.interfaces, or else on the interface that holds this
+	// server's address. Default no-router in reservation mode (the server owns the boot network), off
+	// in proxy and off modes (another server does). A fleet member uses the default.
+	IPv6RA string `yaml:"ipv6_ra"`
 	// Subnet is the nodes' subnet in CIDR form (e.g. 10.0.0.0/24); it gives the subnet mask.
 	// Required in reservation mode; every inventory IP must lie in it.
 	Subnet string `yaml:"subnet"`
@@ -237,6 +244,9 @@ const (
 	DHCPReservation = "reservation"
 	DHCPProxy       = "proxy"
 	DHCPOff         = "off"
+	// IPv6RANoRouter and IPv6RAOff are the values of dhcp.ipv6_ra.
+	IPv6RANoRouter = "no-router"
+	IPv6RAOff      = "off"
 )
 
 // Duration is a time.Duration written as "200ms", "1h".
@@ -501,6 +511,16 @@ func (c *Config) validateDHCP() error {
 	}
 	if d.Listen == "" {
 		d.Listen = ":67"
+	}
+	switch d.IPv6RA {
+	case "":
+		d.IPv6RA = IPv6RAOff
+		if d.Mode == DHCPReservation {
+			d.IPv6RA = IPv6RANoRouter
+		}
+	case IPv6RANoRouter, IPv6RAOff:
+	default:
+		return fieldError("dhcp.ipv6_ra", "%q is not no-router or off", d.IPv6RA)
 	}
 	if _, _, err := net.SplitHostPort(d.Listen); err != nil {
 		return fieldError("dhcp.listen", "%q is not HOST:PORT", d.Listen)

@@ -44,7 +44,7 @@ func TestParseConfigDefaults(t *testing.T) {
 			ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout, WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout,
 			MaxRanges: DefaultMaxRanges, MaxConnsPerClient: DefaultMaxConnsPerClient},
 		TFTP:   TFTPConfig{Listen: ":69"},
-		DHCP:   DHCPConfig{Mode: "reservation", Listen: ":67", Subnet: "10.0.0.0/24", LeaseTime: Duration(time.Hour)},
+		DHCP:   DHCPConfig{Mode: "reservation", Listen: ":67", IPv6RA: "no-router", Subnet: "10.0.0.0/24", LeaseTime: Duration(time.Hour)},
 		Health: HealthConfig{MaxReportBytes: DefaultMaxReportBytes, History: DefaultHealthHistory},
 	}
 	if diff := cmp.Diff(want, c, cmp.AllowUnexported(Config{}), cmp.FilterPath(func(p cmp.Path) bool {

@@ -118,7 +118,7 @@ type LocalSettings struct {
 
 // perServerFields are the YAML settings a fleet file refuses: each server has its own.
 var perServerFields = []string{
-	"server_id", "state_dir", "ipxe_dir", "http.listen", "http.url", "tftp.listen", "tftp.root", "dhcp.listen", "dhcp.interfaces",
+	"server_id", "state_dir", "ipxe_dir", "http.listen", "http.url", "tftp.listen", "tftp.root", "dhcp.listen", "dhcp.interfaces", "dhcp.ipv6_ra",
 }
 
 // LoadFleetFile reads a fleet file (fleet.yaml): a boot server's YAML without the per-server

@@ -318,13 +318,13 @@ func TestFleetDocMaterialize(t *testing.T) {
 		{"bs0", LocalSettings{StateDir: "/var/state", Images: "/var/images"}, func(dir string) *Config {
 			return &Config{ServerID: 0, Images: "/var/images", StateDir: "/var/state", IPXEDir: "",
 				HTTP: HTTPConfig{Listen: ":80"}, TFTP: TFTPConfig{Listen: ":69", MaxBlockSize: 1468},
-				DHCP: DHCPConfig{Listen: ":67"}}
+				DHCP: DHCPConfig{Listen: ":67", IPv6RA: "no-router"}}
 		}},
 		{"bs1", LocalSettings{StateDir: "st", Images: "im", IPXEDir: "/ipxe", HTTPListen: "127.0.0.1:8080", URL: "http://bs1.test:8080/",
 			TFTPListen: "off", TFTPRoot: "/srv/tftp", DHCPListen: "10.0.0.2:67", Interfaces: []string{"eth1"}}, func(dir string) *Config {
 			return &Config{ServerID: 1, Images: "im", StateDir: "st", IPXEDir: "/ipxe",
 				HTTP: HTTPConfig{Listen: "127.0.0.1:8080", URL: "http://bs1.test:8080"}, TFTP: TFTPConfig{Listen: "off", Root: "/srv/tftp", MaxBlockSize: 1468},
-				DHCP: DHCPConfig{Listen: "10.0.0.2:67", Interfaces: []string{"eth1"}}}
+				DHCP: DHCPConfig{Listen: "10.0.0.2:67", IPv6RA: "no-router", Interfaces: []string{"eth1"}}}
 		}},
 	}
 	for _, tt := range tests {

@@ -71,10 +71,11 @@ type Server struct {
 	tftp     *tftpd.Server
 	tftpRoot *os.Root // tftp.root; nil without one
 	dhcp     []*dhcpd.Server
-	pool     *dhcpd.Pool       // dhcp.pool of a single server (dhcppool.go); nil without one
-	addrPool dhcpd.AddressPool // what DHCP allocates from: pool, or a fleet's etcd pool; nil: none
-	stopPool func()            // ends the fleet pool's watch; nil without one
-	live     []int             // servers not in failed_servers, for UnknownOwner
+	ras      []*NoRouterAdvertiser // dhcp.ipv6_ra: no-router
+	pool     *dhcpd.Pool           // dhcp.pool of a single server (dhcppool.go); nil without one
+	addrPool dhcpd.AddressPool     // what DHCP allocates from: pool, or a fleet's etcd pool; nil: none
+	stopPool func()                // ends the fleet pool's watch; nil without one
+	live     []int                 // servers not in failed_servers, for UnknownOwner
 
 	closeOnce sync.Once
 	closeErr  error
@@ -445,7 +446,35 @@ func (s *Server) Listen(ctx context.Context) (err error) {
 			s.dhcp = append(s.dhcp, d)
 		}
 	}
+	if s.cfg.DHCP.IPv6RA == bootconfig.IPv6RANoRouter {
+		s.listenRAs()
+	}
 	return nil
+}
+
+// listenRAs opens the router advertisers of dhcp.ipv6_ra. One that cannot open is logged and
+// left out: it only saves the nodes' firmware a wait, and the server serves without it.
+func (s *Server) listenRAs() {
+	addr := ""
+	if id := s.cfg.ServerID; id >= 0 && id < len(s.cfg.Servers) {
+		addr = s.cfg.Servers[id].Address
+	}
+	names, err := raInterfaces(s.cfg.DHCP.Interfaces, addr)
+	if err == nil && len(names) == 0 {
+		err = fmt.Errorf("no interface holds this server's address %q and dhcp.interfaces names none", addr)
+	}
+	if err != nil {
+		s.log.Warn("no IPv6 router advertisements (dhcp.ipv6_ra): iPXE will wait 13-16 s for a router", zap.Error(err))
+		return
+	}
+	for _, name := range names {
+		ra, err := ListenNoRouter(name, 0, s.log)
+		if err != nil {
+			s.log.Warn("no IPv6 router advertisements (dhcp.ipv6_ra): iPXE will wait 13-16 s for a router", zap.Error(err))
+			continue
+		}
+		s.ras = append(s.ras, ra)
+	}
 }
 
 // closeLocked closes the sockets opened so far (after a failed Listen).
@@ -458,6 +487,10 @@ func (s *Server) closeLocked() {
 		s.tftpConn.Close()
 		s.tftpConn = nil
 	}
+	for _, ra := range s.ras {
+		ra.Close()
+	}
+	s.ras = nil
 	if len(s.dhcp) > 0 {
 		// dhcpd closes its sockets when Serve's context ends.
 		ctx, cancel := context.WithCancel(context.Background())
@@ -567,16 +600,19 @@ func (s *Server) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.mu.Lock()
-	ln, tconn, dh := s.httpLn, s.tftpConn, s.dhcp
+	ln, tconn, dh, ras := s.httpLn, s.tftpConn, s.dhcp, s.ras
 	s.mu.Unlock()
 
-	g := &endpointGroup{errs: make(chan error, 4+len(dh)), cancel: cancel}
+	g := &endpointGroup{errs: make(chan error, 4+len(dh)+len(ras)), cancel: cancel}
 	s.serveHTTP(ctx, g, ln)
 	if tconn != nil {
 		g.run("tftp", func() error { return s.tftp.Serve(ctx, tconn) })
 	}
 	for _, d := range dh {
 		g.run("dhcp", func() error { return d.Serve(ctx) })
+	}
+	for _, ra := range ras {
+		g.run("ipv6 ra", func() error { return ra.Serve(ctx) })
 	}
 	if s.fleet != nil {
 		g.run("fleet", func() error { return s.runFleet(ctx) })

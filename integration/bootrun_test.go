@@ -128,11 +128,6 @@ func newBootRunSetup(t *testing.T, ctx context.Context) *bootRunSetup {
 	}
 	s.bmcs[5] = ipmisim.Start(t, ipmisim.Options{Password: "not-what-we-send"})
 	s.writeFiles(t)
-	closeRAs, err := startRAs(ctx, c.Servers, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeRAs)
 	s.server = "http://" + nsForward(t, c.Servers[0].Namespace, "127.0.0.1:80")
 	s.token = filepath.Join(c.dir(), "state-"+c.Servers[0].Name, bootconfig.OperatorTokenFile)
 	return s

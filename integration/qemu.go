@@ -47,9 +47,6 @@ type QEMUOptions struct {
 	MemoryMB int
 	// Timeout bounds the whole batch, from the first QEMU start. Default 120 s.
 	Timeout time.Duration
-	// NoRouterAdvertisements leaves the boot network without IPv6 router advertisements, so that
-	// iPXE waits out its IPv6 configuration (~13 s): the slow default, for comparison.
-	NoRouterAdvertisements bool
 	// WaitBanner lets iPXE wait out its "Press Ctrl-B for the iPXE command line" banner (2 s in
 	// Debian's build) instead of answering it with a key on the serial console, which SeaBIOS's
 	// serial console passes to iPXE as a key press.
@@ -299,8 +296,8 @@ type nodeView struct {
 }
 
 // BootVMs boots the cluster's first n nodes as QEMU VMs at once, from boot servers started with
-// StartQEMUServers, and returns each VM's timeline. It answers IPv6 router solicitations on every
-// boot server's network while it runs (see QEMUOptions.NoRouterAdvertisements), stops every VM
+// StartQEMUServers, and returns each VM's timeline. (The servers tell iPXE that the boot network
+// has no IPv6 router: dhcp.ipv6_ra, on by default in reservation mode.) It stops every VM
 // before it returns and records their pids in the cluster state first, so Down stops them after
 // an interrupt. Serial consoles are logged in the cluster directory as vm-NODE.log.
 //
@@ -314,13 +311,6 @@ func BootVMs(ctx context.Context, c *Cluster, n int, opt QEMUOptions) ([]VMResul
 	log := opt.Log
 	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
 	defer cancel()
-	if !opt.NoRouterAdvertisements {
-		closeRAs, err := startRAs(ctx, c.Servers, log)
-		if err != nil {
-			return nil, err
-		}
-		defer closeRAs()
-	}
 	clients, closeClients := serverClients(c.Servers)
 	defer closeClients()
 	vms := make([]*vmRun, n)
@@ -374,26 +364,6 @@ func (c *Cluster) prepareVMs(ctx context.Context, n int, opt QEMUOptions) (QEMUO
 		}
 	}
 	return opt, nil
-}
-
-// startRAs starts a router advertisement responder on every server's boot network; the function
-// it returns closes them, last started first. After a failure the ones started are closed.
-func startRAs(ctx context.Context, servers []Endpoint, log *zap.Logger) (func(), error) {
-	var ras []*raResponder
-	closeAll := func() {
-		for i := len(ras) - 1; i >= 0; i-- {
-			ras[i].Close()
-		}
-	}
-	for _, s := range servers {
-		ra, err := startRA(ctx, s.Namespace, "eth0", log)
-		if err != nil {
-			closeAll()
-			return nil, err
-		}
-		ras = append(ras, ra)
-	}
-	return closeAll, nil
 }
 
 // serverClients returns an HTTP client per server (by name) that connects from inside its

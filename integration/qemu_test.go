@@ -221,18 +221,6 @@ func TestQEMUBoot(t *testing.T) {
 		t.Logf("1 VM on a quiet host (load %.2f): %.2f s, target 8 s", l1, one[0].Seconds)
 	}
 
-	if os.Getenv("BOOTFABRIC_QEMU_SLOW") != "" {
-		// The default set-up, for comparison: no router advertisements, so iPXE waits out IPv6.
-		slow, err := BootVMs(ctx, c, 1, QEMUOptions{Log: log, NoRouterAdvertisements: true})
-		report(slow)
-		if err != nil {
-			t.Fatalf("1 VM without router advertisements: %v", err)
-		}
-		if b, err := os.ReadFile(slow[0].SerialLog); err == nil {
-			t.Logf("serial log without router advertisements:\n%s", b)
-		}
-	}
-
 	if _, err := os.Stat("/usr/share/OVMF/OVMF_CODE_4M.fd"); err == nil {
 		// UEFI: OVMF, iPXE's EFI driver from efi-virtio.rom, the kernel's EFI stub.
 		t.Logf("load average before 1 UEFI VM: %s", loadAvg())
