@@ -421,4 +421,3 @@ func nsDialer(ns string) func(ctx context.Context, network, addr string) (net.Co
 		return conn, err
 	}
 }
-
