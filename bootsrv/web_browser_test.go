@@ -85,7 +85,9 @@ func (c *cdp) event(m cdpMsg) {
 	case "Runtime.exceptionThrown":
 		c.problems = append(c.problems, "exception: "+string(m.Params))
 	case "Log.entryAdded":
-		var p struct{ Entry struct{ Level, Text, URL string } }
+		var p struct {
+			Entry struct{ Level, Text, URL string }
+		}
 		if json.Unmarshal(m.Params, &p) == nil && p.Entry.Level == "error" {
 			c.problems = append(c.problems, fmt.Sprintf("console: %s (%s)", p.Entry.Text, p.Entry.URL))
 		}
