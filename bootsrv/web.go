@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"go.uber.org/zap"
 )
@@ -176,11 +177,11 @@ func (f *webFeed) serveAsset(w http.ResponseWriter, r *http.Request, name string
 func (f *webFeed) claim(addr netip.Addr) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.total >= maxWatchers {
-		return fmt.Errorf("%d pages are watching this server already (the most it serves); try again later", maxWatchers)
-	}
 	if f.perAddr[addr] >= maxWatchersPerAddr {
 		return fmt.Errorf("%s has %d pages watching this server already (the most one address gets)", addr, maxWatchersPerAddr)
+	}
+	if f.total >= maxWatchers {
+		return fmt.Errorf("%d pages are watching this server already (the most it serves); try again later", maxWatchers)
 	}
 	f.total++
 	f.perAddr[addr]++
@@ -336,11 +337,15 @@ type webGroupKey struct {
 	rank int
 }
 
-// webGrouping chooses the layout: by the topology's level above the nodes when the machine has
-// one (boards), else by the inventory's first group of each node when any node has one, else one
-// group of every node.
+// webGrouping chooses the layout: by the level above the nodes of a configured topology (boards);
+// else, on a flat machine, by each node's first inventory group when any node has one (the
+// admin's own names say more than the switches the server made up), else by the flat machine's
+// switches; else one group of every node.
 func (s *Server) webGrouping() (func(name string) webGroupKey, string) {
 	inv := s.Authority().Inventory()
+	if key, layout, ok := webGroupsOf(inv); ok && s.cfg.Topology == "" {
+		return key, layout
+	}
 	if h := s.hier; h != nil && len(h.Levels()) >= 2 {
 		l := len(h.Levels()) - 2
 		return func(name string) webGroupKey {
@@ -352,6 +357,15 @@ func (s *Server) webGrouping() (func(name string) webGroupKey, string) {
 			return webGroupKey{h.BlockName(b, l), b}
 		}, h.Levels()[l].Name
 	}
+	if key, layout, ok := webGroupsOf(inv); ok {
+		return key, layout
+	}
+	return func(string) webGroupKey { return webGroupKey{"all nodes", 0} }, "all"
+}
+
+// webGroupsOf groups nodes by their first inventory group, in the inventory's order, when any node
+// has a group.
+func webGroupsOf(inv *bootconfig.Inventory) (func(name string) webGroupKey, string, bool) {
 	ranks := map[string]int{}
 	for i := range inv.Nodes {
 		if g := inv.Nodes[i].Groups; len(g) > 0 {
@@ -361,14 +375,14 @@ func (s *Server) webGrouping() (func(name string) webGroupKey, string) {
 		}
 	}
 	if len(ranks) == 0 {
-		return func(string) webGroupKey { return webGroupKey{"all nodes", 0} }, "all"
+		return nil, "", false
 	}
 	return func(name string) webGroupKey {
 		if n, ok := inv.ByName(name); ok && len(n.Groups) > 0 {
 			return webGroupKey{n.Groups[0], ranks[n.Groups[0]]}
 		}
 		return webGroupKey{"(no group)", len(ranks)}
-	}, "group"
+	}, "group", true
 }
 
 // measuredCurve is the boot as the server saw it: the current attempts start at the earliest time
