@@ -198,7 +198,8 @@ func (f *webFeed) release(addr netip.Addr) {
 }
 
 // snapshot returns the latest view and its version, building it anew when the one held is older
-// than webPoll: however many watchers ask, the tracker is read once per webPoll.
+// than webPoll: however many watchers ask, the tracker is read once per webPoll. now is the
+// host's clock, not the tracker's (which a test may hold still).
 func (f *webFeed) snapshot(now time.Time) ([]byte, uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -261,10 +262,9 @@ func (f *webFeed) serveEvents(w http.ResponseWriter, r *http.Request) {
 	tick := time.NewTicker(webPoll)
 	defer tick.Stop()
 	for {
-		now := f.s.tracker.Now()
-		view, version := f.snapshot(now)
+		view, version := f.snapshot(time.Now())
 		if version != sent || time.Since(lastSend) >= webKeepAlive {
-			b, err := marshalEvent(now.UTC(), view, version != sent)
+			b, err := marshalEvent(f.s.tracker.Now().UTC(), view, version != sent)
 			if err != nil || !send(b) {
 				return
 			}

@@ -283,8 +283,10 @@ func TestWebPageBrowser(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no health URL in node00's script:\n%s", script)
 	}
+	reported := time.Now()
 	httpDo(t, "POST", m[1], `{"status":"ok"}`, http.StatusOK)
 	waitPage("node00 after its report", `document.querySelector('[data-node="node00"]').dataset.state`, "healthy")
+	t.Logf("the page showed node00 healthy %v after its report (the streams look once per %v)", time.Since(reported).Round(time.Millisecond), webPoll)
 	waitPage("summary", `document.querySelector('#summary [data-state="healthy"]').dataset.nodes`, "1")
 	waitPage("curve", `document.querySelector("#curve .measured").dataset.healthy`, "1")
 
