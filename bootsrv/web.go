@@ -225,7 +225,8 @@ func (f *webFeed) snapshot(now time.Time) ([]byte, uint64) {
 // the server's clock every webKeepAlive; the stream ends after webStreamLife, at shutdown or when
 // the page goes.
 func (f *webFeed) serveEvents(w http.ResponseWriter, r *http.Request) {
-	if hs, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok {
+	hs, served := r.Context().Value(http.ServerContextKey).(*http.Server)
+	if served {
 		// Shutdown does not cancel requests in flight: a stream would hold it for its 5 s.
 		f.hookOnce.Do(func() { hs.RegisterOnShutdown(func() { close(f.stop) }) })
 	}
@@ -269,6 +270,11 @@ func (f *webFeed) serveEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			sent, lastSend = version, time.Now()
+		}
+		if !served {
+			// The handler called directly (a fuzzer, a recorder): no connection can end the
+			// stream, so the first event is the whole answer.
+			return
 		}
 		select {
 		case <-ctx.Done():

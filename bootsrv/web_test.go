@@ -337,3 +337,21 @@ func TestWebEventsFollow(t *testing.T) {
 		t.Errorf("shutdown took %v with a stream open", took)
 	}
 }
+
+// TestWebEventsDirect: the events handler called without an HTTP server (as FuzzHTTPAPI calls the
+// handler) answers its first event and returns, rather than stream to no connection for minutes.
+func TestWebEventsDirect(t *testing.T) {
+	f := newFixture(t)
+	h := f.server(t, nil).Handler()
+	done := make(chan *httptest.ResponseRecorder, 1)
+	go func() { done <- do(t, h, "GET", "/ui/events", "", "192.0.2.9:1") }()
+	select {
+	case w := <-done:
+		body := w.Body.String()
+		if w.Code != 200 || !strings.HasPrefix(body, "retry: 3000\n\ndata: {\"at\":") || strings.Count(body, "data: ") != 1 || !strings.HasSuffix(body, "}\n\n") {
+			t.Errorf("%d %q", w.Code, body)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the handler did not return in 30 s")
+	}
+}
