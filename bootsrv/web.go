@@ -334,7 +334,11 @@ func webNode(n nodestate.NodeStatus) WebNode {
 	if len(e) > webMaxError {
 		e = e[:webMaxError] + "..."
 	}
-	return WebNode{Name: n.Name, State: n.State.String(), Since: n.Since.UTC(), Attempt: n.Attempt, Position: n.Position, Profile: n.Profile, Error: e}
+	w := WebNode{Name: n.Name, State: n.State.String(), Since: n.Since.UTC(), Attempt: n.Attempt, Profile: n.Profile, Error: e}
+	if n.Position != n.Name {
+		w.Position = n.Position // a flat machine's positions are the names: not twice per node
+	}
+	return w
 }
 
 // webGroupKey is the group a node goes in and the group's rank (its place on the page).
