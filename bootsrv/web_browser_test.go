@@ -19,6 +19,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/internal/testenv"
+	"github.com/bootfabric/bootfabric/nodestate"
 )
 
 // cdp is a minimal Chrome DevTools Protocol client over --remote-debugging-pipe: requests go to
@@ -204,7 +205,8 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 // TestWebPageBrowser: a real browser loads the boot page from a running server, shows every node
 // on its board, and follows node00 through a boot driven over the server's own HTTP API (the
 // script fetch from node00's address, then its health report), the curve counting it healthy;
-// every request the page made went to the server, and the page raised no error.
+// node01's failed report, markup a hostile node wrote, shows as text; every request the page made
+// went to the server, and the page raised no error.
 func TestWebPageBrowser(t *testing.T) {
 	f := newFixture(t)
 	s := f.server(t, func(c *bootconfig.Config) { c.TFTP.Listen = "off" })
@@ -289,6 +291,18 @@ func TestWebPageBrowser(t *testing.T) {
 	t.Logf("the page showed node00 healthy %v after its report (the streams look once per %v)", time.Since(reported).Round(time.Millisecond), webPoll)
 	waitPage("summary", `document.querySelector('#summary [data-state="healthy"]').dataset.nodes`, "1")
 	waitPage("curve", `document.querySelector("#curve .measured").dataset.healthy`, "1")
+
+	// A failed node's error is text a node wrote: the page shows it as text, never as markup.
+	if _, _, err := s.tracker.Observe("node01", nodestate.EvDiscover, "test: a boot attempt"); err != nil {
+		t.Fatal(err)
+	}
+	hostile := `"<img src=x onerror=\"document.title='owned'\"><script>document.title='owned'</script>"`
+	if _, err := s.tracker.Report("node01", nodestate.Health{Status: "failed", Details: json.RawMessage(hostile)}); err != nil {
+		t.Fatal(err)
+	}
+	waitPage("node01 after its failed report", `document.querySelector('[data-node="node01"]').dataset.state`, "failed")
+	waitPage("node01's error as text", `document.querySelectorAll("body img, main script").length + " " + document.querySelector('#failed [data-node="node01"] .error').textContent.includes("<img src=x") + " " + document.title`,
+		"0 true bootfabric: bs0")
 
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -72,6 +72,23 @@
     }
   }
 
+  // The failed nodes with their errors (a node's own words: text only).
+  function drawFailed(v) {
+    const list = document.getElementById("failed");
+    list.replaceChildren();
+    for (const g of v.groups) {
+      for (const n of g.nodes) {
+        if (n.state !== "failed") continue;
+        const li = el("li");
+        li.dataset.node = n.name;
+        li.appendChild(el("span", "name", n.name));
+        li.appendChild(el("span", "error", n.error || "(no reason given)"));
+        list.appendChild(li);
+      }
+    }
+    document.getElementById("failed-box").hidden = list.children.length === 0;
+  }
+
   function svg(tag, attrs, text) {
     const e = document.createElementNS(svgNS, tag);
     for (const k in attrs) e.setAttribute(k, String(attrs[k]));
@@ -121,6 +138,7 @@
     document.title = "bootfabric: " + view.server;
     drawSummary(view);
     drawGroups(view);
+    drawFailed(view);
     drawCurve(view);
   }
 
