@@ -103,7 +103,9 @@
     box.replaceChildren();
     const x0 = 40, y0 = 190, w = 350, h = 170;
     const pred = c.prediction || [];
-    const last = Math.max(1, c.healthy.length ? c.healthy[c.healthy.length - 1] : 0, pred.length ? pred[pred.length - 1] : 0);
+    // The time axis runs to now: a boot that stalls shows as a flat line growing, not a finished one.
+    const elapsed = c.start ? (Date.now() + clockSkew - Date.parse(c.start)) / 1000 : 0;
+    const last = Math.max(1, elapsed, c.healthy.length ? c.healthy[c.healthy.length - 1] : 0, pred.length ? pred[pred.length - 1] : 0);
     const n = Math.max(1, c.nodes);
     const X = (s) => (x0 + (s / last) * w).toFixed(1);
     const Y = (k) => (y0 - (k / n) * h).toFixed(1);
@@ -114,18 +116,18 @@
     box.appendChild(svg("text", { x: 2, y: y0 + 4 }, "0"));
     box.appendChild(svg("text", { x: x0, y: y0 + 15 }, "0 s"));
     box.appendChild(svg("text", { x: x0 + w - 40, y: y0 + 15 }, last.toFixed(1) + " s"));
-    const steps = (times) => {
+    const steps = (times, until) => {
       let p = X(0) + "," + Y(0);
       times.forEach((t, i) => { p += " " + X(t) + "," + Y(i) + " " + X(t) + "," + Y(i + 1); });
-      return p;
+      return p + " " + X(until) + "," + Y(times.length);
     };
-    if (pred.length) box.appendChild(svg("polyline", { class: "predicted", points: steps(pred) }));
-    const m = svg("polyline", { class: "measured", points: steps(c.healthy) });
+    if (pred.length) box.appendChild(svg("polyline", { class: "predicted", points: steps(pred, pred[pred.length - 1]) }));
+    const m = svg("polyline", { class: "measured", points: steps(c.healthy, Math.max(elapsed, c.healthy.length ? c.healthy[c.healthy.length - 1] : 0)) });
     m.dataset.healthy = String(c.healthy.length);
     box.appendChild(m);
     let note = c.healthy.length + " of " + c.nodes + " nodes healthy";
     if (c.failed) note += ", " + c.failed + " failed";
-    if (c.start) note += "; the current boot attempts began " + ago(c.start) + " (" + c.start + ")";
+    if (c.start) note += "; the current boot attempts began " + ago(c.start) + " (" + c.start.replace("T", " ").replace(/\.\d+/, "").replace("Z", " UTC") + ")";
     document.getElementById("curve-note").textContent = note;
     document.getElementById("prediction-note").textContent = pred.length
       ? "dashed: the prediction of the bootctl boot run"
@@ -166,4 +168,6 @@
   }
 
   connect();
+  // The curve's time axis and its note's age move between events too (the tiles wait for an event).
+  setInterval(() => { if (view) drawCurve(view); }, 5000);
 })();
