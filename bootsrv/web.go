@@ -225,6 +225,12 @@ func (f *webFeed) snapshot(now time.Time) ([]byte, uint64) {
 // the server's clock every webKeepAlive; the stream ends after webStreamLife, at shutdown or when
 // the page goes.
 func (f *webFeed) serveEvents(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodHead {
+		// A HEAD has no body to stream: answering with the headers keeps it from holding a slot.
+		pageHeaders(w.Header())
+		w.Header().Set("Content-Type", "text/event-stream")
+		return
+	}
 	hs, served := r.Context().Value(http.ServerContextKey).(*http.Server)
 	if served {
 		// Shutdown does not cancel requests in flight: a stream would hold it for its 5 s.

@@ -339,12 +339,16 @@ func TestWebEventsFollow(t *testing.T) {
 }
 
 // TestWebEventsDirect: the events handler called without an HTTP server (as FuzzHTTPAPI calls the
-// handler) answers its first event and returns, rather than stream to no connection for minutes.
+// handler) answers its first event and returns, rather than stream to no connection for minutes;
+// a HEAD gets the headers alone.
 func TestWebEventsDirect(t *testing.T) {
 	f := newFixture(t)
 	h := f.server(t, nil).Handler()
 	done := make(chan *httptest.ResponseRecorder, 1)
 	go func() { done <- do(t, h, "GET", "/ui/events", "", "192.0.2.9:1") }()
+	if w := do(t, h, "HEAD", "/ui/events", "", "192.0.2.9:1"); w.Code != 200 || w.Body.Len() != 0 || w.Header().Get("Content-Type") != "text/event-stream" {
+		t.Errorf("HEAD: %d %q %q", w.Code, w.Header().Get("Content-Type"), w.Body)
+	}
 	select {
 	case w := <-done:
 		body := w.Body.String()
