@@ -277,6 +277,18 @@ func TestWebEventsFollow(t *testing.T) {
 	srv := httptest.NewUnstartedServer(s.Handler())
 	srv.Start()
 	defer srv.Close()
+	// A HEAD gets the headers and is over: more of them than one address has slots leave the GET
+	// below its slot.
+	for range maxWatchersPerAddr + 1 {
+		head, err := (&http.Client{Timeout: 20 * time.Second}).Head(srv.URL + "/ui/events")
+		if err != nil {
+			t.Fatalf("HEAD: %v", err)
+		}
+		head.Body.Close()
+		if head.StatusCode != 200 || head.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("HEAD: %d %q", head.StatusCode, head.Header.Get("Content-Type"))
+		}
+	}
 	resp, err := http.Get(srv.URL + "/ui/events")
 	if err != nil {
 		t.Fatal(err)
@@ -318,6 +330,9 @@ func TestWebEventsFollow(t *testing.T) {
 			t.Fatalf("%s: no event in 30 s", what)
 		}
 		return WebEvent{}
+	}
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET after the HEADs: %d", resp.StatusCode)
 	}
 	if ev := next("first"); ev.View == nil || state(ev, "node03") != "pending" {
 		t.Fatalf("first event: %+v", ev)
