@@ -221,9 +221,7 @@ func (f *webFeed) snapshot(now time.Time) ([]byte, uint64) {
 	return f.view, f.version
 }
 
-// serveEvents streams the view to a page: an event at once, then one when the view changes, and
-// the server's clock every webKeepAlive; the stream ends after webStreamLife, at shutdown or when
-// the page goes.
+// serveEvents streams the view to a page (stream) once it has a watcher slot.
 func (f *webFeed) serveEvents(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		// A HEAD has no body to stream: answering with the headers keeps it from holding a slot.
@@ -246,13 +244,18 @@ func (f *webFeed) serveEvents(w http.ResponseWriter, r *http.Request) {
 	defer f.release(from)
 	ctx, cancel := context.WithTimeout(r.Context(), webStreamLife)
 	defer cancel()
-
-	rc := http.NewResponseController(w)
 	pageHeaders(w.Header())
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no") // nginx would hold the events back
-	send := func(b []byte) bool {
+	f.stream(ctx, eventWriter(w), served)
+}
+
+// eventWriter returns a function that writes and flushes one event, with webWriteTimeout to do it,
+// and says whether it could.
+func eventWriter(w http.ResponseWriter) func([]byte) bool {
+	rc := http.NewResponseController(w)
+	return func(b []byte) bool {
 		if err := rc.SetWriteDeadline(time.Now().Add(webWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return false
 		}
@@ -261,6 +264,13 @@ func (f *webFeed) serveEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush() == nil
 	}
+}
+
+// stream sends an event at once, then one when the view changes, and the server's clock every
+// webKeepAlive, until ctx ends (webStreamLife, or the page gone), the server shuts down or a write
+// fails. Without an HTTP server behind the request (served false: the handler called directly, by
+// a fuzzer or a recorder) no connection can end the stream, so the first event is the whole answer.
+func (f *webFeed) stream(ctx context.Context, send func([]byte) bool, served bool) {
 	if !send([]byte("retry: 3000\n\n")) {
 		return
 	}
@@ -278,8 +288,6 @@ func (f *webFeed) serveEvents(w http.ResponseWriter, r *http.Request) {
 			sent, lastSend = version, time.Now()
 		}
 		if !served {
-			// The handler called directly (a fuzzer, a recorder): no connection can end the
-			// stream, so the first event is the whole answer.
 			return
 		}
 		select {
