@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/google/go-cmp/cmp"
@@ -215,8 +214,7 @@ func openStream(t *testing.T, url, from string) (*http.Response, string, func())
 // closed stream frees its slot.
 func TestWebEventsWatchers(t *testing.T) {
 	f := newFixture(t)
-	s := f.server(t, func(c *bootconfig.Config) { c.HTTP.MaxConnsPerClient = 64 })
-	srv := httptest.NewServer(s.Handler())
+	srv := httptest.NewServer(f.server(t, nil).Handler())
 	defer srv.Close()
 	var closers []func()
 	defer func() {
