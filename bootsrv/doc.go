@@ -5,8 +5,8 @@
 // The HTTP endpoint serves per-node iPXE scripts (/ipxe/{mac}), kernels and initrds
 // (/boot/{profile}/{file}, with Range requests), the health reports of booted nodes
 // (POST /api/v1/nodes/{name}/health), the status API (/api/v1/nodes, /api/v1/summary),
-// Prometheus metrics (/metrics), a liveness probe (/healthz) and the operator API
-// (POST /api/v1/nodes/{name}/reboot).
+// Prometheus metrics (/metrics), a liveness probe (/healthz), a read-only page that shows the
+// boot live (/ui/, web.go) and the operator API (POST /api/v1/nodes/{name}/reboot).
 //
 // The boot network is shared with hosts the server cannot vet (auth.go): a node proves who it is
 // with a per-node token (HMAC of its name under the server's secret) that only its own iPXE script
