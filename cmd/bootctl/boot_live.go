@@ -22,6 +22,13 @@ func bootLive(e *env, c *cli.Context, format string, s *bootSetup, pred *bootrun
 	if journalPath == "" || len(servers) == 0 {
 		return badInput("boot: give --journal FILE and --server URL (or --dry-run)")
 	}
+	// Every power-on and retry arms the node's reboot first: a node booted, healthy or stopped
+	// mid-boot (nbp, kernel, initrd) starts a new attempt only when armed, and arming takes the
+	// operator token. Without it the run would power nodes it cannot follow, so it stops here,
+	// before any BMC is asked.
+	if len(c.StringSlice("token-file")) == 0 {
+		return badInput("boot: --token-file: required: the servers' operator token (http.operator_token_file), with which the run arms each node's reboot before powering it")
+	}
 	opts, err := powerRunOptions(c)
 	if err != nil {
 		return err
