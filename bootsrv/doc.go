@@ -6,7 +6,7 @@
 // (/boot/{profile}/{file}, with Range requests), the health reports of booted nodes
 // (POST /api/v1/nodes/{name}/health), the status API (/api/v1/nodes, /api/v1/summary),
 // Prometheus metrics (/metrics), a liveness probe (/healthz) and the operator API
-// (POST /api/v1/nodes/{name}/reboot).
+// (POST /api/v1/nodes/{name}/reboot and /power-off).
 //
 // The boot network is shared with hosts the server cannot vet (auth.go): a node proves who it is
 // with a per-node token (HMAC of its name under the server's secret) that only its own iPXE script
