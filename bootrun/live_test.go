@@ -26,6 +26,7 @@ type fakeFleet struct {
 	broken map[string]bool
 	// healthy, when set, is called (without mu) as a node turns Healthy.
 	healthy func(name string)
+	cycles  map[string]int // power cycles asked, by node
 }
 
 func (f *fakeFleet) States(context.Context) (map[string]NodeState, error) {
@@ -77,8 +78,17 @@ type fakeBMC struct {
 	name string
 }
 
-func (b fakeBMC) On(context.Context) error                    { b.f.boot(b.name); return nil }
-func (b fakeBMC) Cycle(context.Context) error                 { b.f.boot(b.name); return nil }
+func (b fakeBMC) On(context.Context) error { b.f.boot(b.name); return nil }
+func (b fakeBMC) Cycle(context.Context) error {
+	b.f.mu.Lock()
+	if b.f.cycles == nil {
+		b.f.cycles = map[string]int{}
+	}
+	b.f.cycles[b.name]++
+	b.f.mu.Unlock()
+	b.f.boot(b.name)
+	return nil
+}
 func (b fakeBMC) Off(context.Context) error                   { return nil }
 func (b fakeBMC) Status(context.Context) (power.State, error) { return power.On, nil }
 func (b fakeBMC) PXENext(context.Context, power.BootMode) error {
@@ -288,5 +298,60 @@ func TestLiveJournalsTheRun(t *testing.T) {
 	// lump together are journaled too (at the poll's resolution, so some may merge).
 	if s := states["a"]; len(s) < 2 || s[len(s)-1] != nodestate.Healthy {
 		t.Errorf("node a's server states journaled: %v", s)
+	}
+}
+
+// TestLiveRebootHealthy: healthy nodes are skipped by default; with RebootHealthy each is armed
+// on its servers and power cycled (power on would do nothing to a running node), and boots a new
+// attempt to healthy. A node its servers show pending after a power off is booted either way.
+func TestLiveRebootHealthy(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		reboot  bool
+		skipped int
+		cycled  []string
+	}{
+		{"default: skipped", false, 2, nil},
+		{"reboot healthy", true, 0, []string{"a", "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			names := []string{"a", "b", "c"}
+			f := &fakeFleet{states: map[string]NodeState{"a": {State: nodestate.Healthy, Attempt: 1}, "b": {State: nodestate.Healthy, Attempt: 1},
+				"c": {State: nodestate.Pending, Attempt: 1}}, armed: map[string]bool{}, ons: map[string][]time.Time{}, tick: 10 * time.Millisecond}
+			l := liveRun(t, f, names, filepath.Join(t.TempDir(), "j"), false)
+			l.RebootHealthy = tc.reboot
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			recs, err := l.Run(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			skipped := 0
+			for _, r := range recs {
+				if r.Phase != Healthy {
+					t.Errorf("node %+v, want healthy", r)
+				}
+				if r.Skipped {
+					skipped++
+				}
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			var cycled []string
+			for n, k := range f.cycles {
+				if k > 0 {
+					cycled = append(cycled, n)
+				}
+			}
+			slices.Sort(cycled)
+			if skipped != tc.skipped || !slices.Equal(cycled, tc.cycled) || len(f.ons["c"]) != 1 {
+				t.Errorf("skipped %d, cycled %v, c powered %d times; want %d, %v, 1", skipped, cycled, len(f.ons["c"]), tc.skipped, tc.cycled)
+			}
+			for _, n := range tc.cycled {
+				if f.states[n].Attempt != 2 {
+					t.Errorf("node %s: attempt %d on the servers, want a new one (2)", n, f.states[n].Attempt)
+				}
+			}
+		})
 	}
 }

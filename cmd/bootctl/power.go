@@ -5,11 +5,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootconfig"
+	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/nodeset"
 	"github.com/bootfabric/bootfabric/power"
 	"github.com/urfave/cli/v2"
@@ -30,13 +33,20 @@ func powerCommand(e *env) *cli.Command {
 		{power.OpStatus, "show the nodes' power state"},
 		{power.OpPXE, "make the nodes' next boot, and only the next, a network boot (--mode legacy|uefi|uefi-http)"},
 	} {
+		desc := nodesHelp + "\n" +
+			"Each node's BMC comes from the inventory's bmc, bmc_driver and bmc_creds columns; its login from\n" +
+			"--credentials. Every node and BMC is checked before any is asked: a bad one powers nothing."
+		flags := powerFlags()
+		if s.op == power.OpOff {
+			desc += "\nWith --server (and --token-file) the boot servers are told of every node powered off: it\n" +
+				"is pending there, no longer healthy, so that bootctl boot boots it again."
+			flags = append(flags, tellServerFlags()...)
+		}
 		subs = append(subs, &cli.Command{
 			Name: string(s.op), Usage: s.usage, ArgsUsage: "[NODES...]",
-			Description: nodesHelp + "\n" +
-				"Each node's BMC comes from the inventory's bmc, bmc_driver and bmc_creds columns; its login from\n" +
-				"--credentials. Every node and BMC is checked before any is asked: a bad one powers nothing.",
-			Flags:  powerFlags(),
-			Action: func(c *cli.Context) error { return powerAction(e, c, s.op) },
+			Description: desc,
+			Flags:       flags,
+			Action:      func(c *cli.Context) error { return powerAction(e, c, s.op) },
 		})
 	}
 	subs = append(subs, identifyCommand(e))
@@ -73,6 +83,70 @@ type powerResult struct {
 	Nodes  int            `json:"nodes"`
 	Failed int            `json:"failed"`
 	Result []power.Result `json:"results"`
+	// Servers says which boot servers were told of the nodes powered off (power off --server).
+	Servers *serversTold `json:"servers,omitempty"`
+}
+
+// serversTold is how the boot servers took the word of the nodes powered off.
+type serversTold struct {
+	Told   int      `json:"told"`
+	Errors []string `json:"errors,omitempty"`
+}
+
+func tellServerFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "server", Aliases: []string{"s"}, EnvVars: []string{"BOOTCTL_SERVER"},
+			Usage: "boot server HTTP URL to tell of the nodes powered off (repeat for a fleet)"},
+		&cli.StringSliceFlag{Name: "token-file", EnvVars: []string{"BOOTCTL_TOKEN_FILE"},
+			Usage: "operator token file (a server's http.operator_token_file): one for all servers, or one per --server in order"},
+	}
+}
+
+// serverTeller tells the boot servers that nodes were powered off.
+type serverTeller struct {
+	urls   []string
+	tokens map[string]string
+	http   *http.Client
+}
+
+// newServerTeller reads --server and --token-file; nil when no server is given. A server without
+// a token is bad input, found before any BMC is asked.
+func newServerTeller(c *cli.Context) (*serverTeller, error) {
+	if len(c.StringSlice("server")) == 0 {
+		return nil, nil
+	}
+	urls := c.StringSlice("server")
+	if len(c.StringSlice("token-file")) == 0 {
+		return nil, badInput("--token-file: required with --server: the servers' operator token (http.operator_token_file), with which they are told of the nodes powered off")
+	}
+	tokens, err := bootTokens(c.StringSlice("token-file"), urls)
+	if err != nil {
+		return nil, err
+	}
+	return &serverTeller{urls: urls, tokens: tokens, http: &http.Client{Timeout: 10 * time.Second}}, nil
+}
+
+// tell asks every server to record each node powered off without error; a node is told when one
+// server took it (in a fleet the others may not hold it).
+func (s *serverTeller) tell(ctx context.Context, res []power.Result) *serversTold {
+	out := &serversTold{}
+	for _, r := range res {
+		if r.Class != "" {
+			continue // the node may still run: the servers keep what they saw
+		}
+		var errs []string
+		for _, u := range s.urls {
+			if _, err := (&bootsrv.Client{BaseURL: u, HTTP: s.http}).PowerOff(ctx, r.Node, s.tokens[u]); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+		if len(errs) < len(s.urls) {
+			out.Told++
+		} else {
+			out.Errors = append(out.Errors, r.Node+": "+strings.Join(errs, "; "))
+		}
+	}
+	return out
 }
 
 func powerAction(e *env, c *cli.Context, op power.Op) error {
@@ -92,11 +166,18 @@ func powerAction(e *env, c *cli.Context, op power.Op) error {
 	if err != nil {
 		return err
 	}
-	return runPower(c.Context, e, op, targets, opts, format)
+	var teller *serverTeller
+	if op == power.OpOff {
+		if teller, err = newServerTeller(c); err != nil {
+			return err
+		}
+	}
+	return runPower(c.Context, e, op, targets, opts, format, teller)
 }
 
-// runPower runs op on the targets and reports it.
-func runPower(ctx context.Context, e *env, op power.Op, targets []power.Target, opts power.RunOptions, format string) error {
+// runPower runs op on the targets and reports it; teller, when not nil, is told of the nodes
+// powered off.
+func runPower(ctx context.Context, e *env, op power.Op, targets []power.Target, opts power.RunOptions, format string, teller *serverTeller) error {
 	bar := e.progressBar("power "+string(op), len(targets), "nodes")
 	opts.Progress = bar.Func()
 	res := powerResult{Op: op, Nodes: len(targets), Result: power.Run(ctx, targets, op, opts)}
@@ -106,6 +187,9 @@ func runPower(ctx context.Context, e *env, op power.Op, targets []power.Target, 
 			res.Failed++
 		}
 	}
+	if teller != nil {
+		res.Servers = teller.tell(ctx, res.Result)
+	}
 	var err error
 	if format != "table" {
 		err = writeData(e.stdout, format, res)
@@ -114,6 +198,10 @@ func runPower(ctx context.Context, e *env, op power.Op, targets []power.Target, 
 	}
 	if err == nil && res.Failed > 0 {
 		err = fmt.Errorf("power %s: %d of %d nodes failed", op, res.Failed, res.Nodes)
+	}
+	if err == nil && res.Servers != nil && len(res.Servers.Errors) > 0 {
+		err = fmt.Errorf("power %s: the boot servers were not told of %d nodes (they still show them as before): %s",
+			op, len(res.Servers.Errors), res.Servers.Errors[0])
 	}
 	return err
 }
@@ -292,5 +380,8 @@ func writePowerTable(e *env, r powerResult) error {
 		return err
 	}
 	_, err := fmt.Fprintf(e.stdout, "\n%d of %d nodes done\n", r.Nodes-r.Failed, r.Nodes)
+	if err == nil && r.Servers != nil {
+		_, err = fmt.Fprintf(e.stdout, "boot servers told: %d nodes powered off\n", r.Servers.Told)
+	}
 	return err
 }
