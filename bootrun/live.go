@@ -104,8 +104,9 @@ func (l *Live) Run(ctx context.Context) ([]NodeRecord, error) {
 
 func (l *Live) now() float64 { return l.Now().Sub(l.start).Seconds() }
 
-// init reads the servers once: a node healthy now is skipped (or, resumed, kept as the journal
-// has it), and every node's attempt count is the baseline its next boot is told apart by.
+// init reads the servers once: a node healthy now is skipped unless RebootHealthy (or, resumed,
+// kept as the journal has it), and every node's attempt count is the baseline its next boot is
+// told apart by.
 func (l *Live) init(ctx context.Context) error {
 	if l.Now == nil {
 		l.Now = time.Now
