@@ -37,9 +37,14 @@ func powerCommand(e *env) *cli.Command {
 			"Each node's BMC comes from the inventory's bmc, bmc_driver and bmc_creds columns; its login from\n" +
 			"--credentials. Every node and BMC is checked before any is asked: a bad one powers nothing."
 		flags := powerFlags()
-		if s.op == power.OpOff {
+		switch s.op {
+		case power.OpOff:
 			desc += "\nWith --server (and --token-file) the boot servers are told of every node powered off: it\n" +
 				"is pending there, no longer healthy, so that bootctl boot boots it again."
+			flags = append(flags, tellServerFlags()...)
+		case power.OpOn, power.OpCycle:
+			desc += "\nWith --server (and --token-file) each node's reboot is armed on the boot servers first, so\n" +
+				"that its next DHCP request starts a new boot attempt even if they show it booted or healthy."
 			flags = append(flags, tellServerFlags()...)
 		}
 		subs = append(subs, &cli.Command{
@@ -87,7 +92,8 @@ type powerResult struct {
 	Servers *serversTold `json:"servers,omitempty"`
 }
 
-// serversTold is how the boot servers took the word of the nodes powered off.
+// serversTold is how the boot servers took the word of the nodes powered off (power off), or of
+// the reboots armed before the nodes were powered (power on, cycle).
 type serversTold struct {
 	Told   int      `json:"told"`
 	Errors []string `json:"errors,omitempty"`
@@ -96,7 +102,7 @@ type serversTold struct {
 func tellServerFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{Name: "server", Aliases: []string{"s"}, EnvVars: []string{"BOOTCTL_SERVER"},
-			Usage: "boot server HTTP URL to tell of the nodes powered off (repeat for a fleet)"},
+			Usage: "boot server HTTP URL to tell of the nodes powered (repeat for a fleet)"},
 		&cli.StringSliceFlag{Name: "token-file", EnvVars: []string{"BOOTCTL_TOKEN_FILE"},
 			Usage: "operator token file (a server's http.operator_token_file): one for all servers, or one per --server in order"},
 	}
@@ -134,19 +140,40 @@ func (s *serverTeller) tell(ctx context.Context, res []power.Result) *serversTol
 		if r.Class != "" {
 			continue // the node may still run: the servers keep what they saw
 		}
-		var errs []string
-		for _, u := range s.urls {
-			if _, err := (&bootsrv.Client{BaseURL: u, HTTP: s.http}).PowerOff(ctx, r.Node, s.tokens[u]); err != nil {
-				errs = append(errs, err.Error())
-			}
-		}
-		if len(errs) < len(s.urls) {
-			out.Told++
-		} else {
-			out.Errors = append(out.Errors, r.Node+": "+strings.Join(errs, "; "))
-		}
+		s.each(ctx, r.Node, out, func(c *bootsrv.Client, tok string) error {
+			_, err := c.PowerOff(ctx, r.Node, tok)
+			return err
+		})
 	}
 	return out
+}
+
+// arm arms each node's reboot on the servers before it is powered on or cycled: armed after, the
+// node's DISCOVER could come first and, from booted or healthy, start no attempt.
+func (s *serverTeller) arm(ctx context.Context, targets []power.Target) *serversTold {
+	out := &serversTold{}
+	for _, t := range targets {
+		s.each(ctx, t.Node, out, func(c *bootsrv.Client, tok string) error {
+			_, err := c.Reboot(ctx, t.Node, tok)
+			return err
+		})
+	}
+	return out
+}
+
+// each asks every server with do about node, counting it told when one took it.
+func (s *serverTeller) each(ctx context.Context, node string, out *serversTold, do func(*bootsrv.Client, string) error) {
+	var errs []string
+	for _, u := range s.urls {
+		if err := do(&bootsrv.Client{BaseURL: u, HTTP: s.http}, s.tokens[u]); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) < len(s.urls) {
+		out.Told++
+	} else {
+		out.Errors = append(out.Errors, node+": "+strings.Join(errs, "; "))
+	}
 }
 
 func powerAction(e *env, c *cli.Context, op power.Op) error {
@@ -167,7 +194,7 @@ func powerAction(e *env, c *cli.Context, op power.Op) error {
 		return err
 	}
 	var teller *serverTeller
-	if op == power.OpOff {
+	if op == power.OpOff || op == power.OpOn || op == power.OpCycle {
 		if teller, err = newServerTeller(c); err != nil {
 			return err
 		}
@@ -178,16 +205,20 @@ func powerAction(e *env, c *cli.Context, op power.Op) error {
 // runPower runs op on the targets and reports it; teller, when not nil, is told of the nodes
 // powered off.
 func runPower(ctx context.Context, e *env, op power.Op, targets []power.Target, opts power.RunOptions, format string, teller *serverTeller) error {
+	var armed *serversTold
+	if teller != nil && op != power.OpOff {
+		armed = teller.arm(ctx, targets)
+	}
 	bar := e.progressBar("power "+string(op), len(targets), "nodes")
 	opts.Progress = bar.Func()
-	res := powerResult{Op: op, Nodes: len(targets), Result: power.Run(ctx, targets, op, opts)}
+	res := powerResult{Op: op, Nodes: len(targets), Result: power.Run(ctx, targets, op, opts), Servers: armed}
 	bar.Done()
 	for _, r := range res.Result {
 		if r.Class != "" {
 			res.Failed++
 		}
 	}
-	if teller != nil {
+	if teller != nil && op == power.OpOff {
 		res.Servers = teller.tell(ctx, res.Result)
 	}
 	var err error
@@ -381,7 +412,11 @@ func writePowerTable(e *env, r powerResult) error {
 	}
 	_, err := fmt.Fprintf(e.stdout, "\n%d of %d nodes done\n", r.Nodes-r.Failed, r.Nodes)
 	if err == nil && r.Servers != nil {
-		_, err = fmt.Fprintf(e.stdout, "boot servers told: %d nodes powered off\n", r.Servers.Told)
+		what := "reboots armed"
+		if r.Op == power.OpOff {
+			what = "nodes powered off"
+		}
+		_, err = fmt.Fprintf(e.stdout, "boot servers told: %d %s\n", r.Servers.Told, what)
 	}
 	return err
 }

@@ -17,21 +17,27 @@ import (
 )
 
 // TestPowerOffTellsServers: power off with --server tells the boot server of every node it
-// powered off, with the operator token, so that the server no longer shows it healthy; without
-// the token it is refused before any BMC is asked; a node the server refuses is an error.
+// powered off, with the operator token, so that the server no longer shows it healthy; power on
+// and cycle arm each node's reboot first, so that its next DISCOVER starts a new attempt (issue
+// 37: a node cycled through bootctl power stayed healthy); without the token it is refused
+// before any BMC is asked; a node the server refuses is an error.
 func TestPowerOffTellsServers(t *testing.T) {
 	const token = "0123456789abcdef0123456789abcdef"
 	var mu sync.Mutex
 	var told []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		name, ok := strings.CutSuffix(strings.TrimPrefix(r.URL.Path, "/api/v1/nodes/"), "/power-off")
+		name, op, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/api/v1/nodes/"), "/")
 		if r.Method != http.MethodPost || !ok || r.Header.Get("Authorization") != "Bearer "+token {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
 		mu.Lock()
-		told = append(told, name)
+		told = append(told, op+":"+name)
 		mu.Unlock()
+		if op == "reboot" {
+			json.NewEncoder(w).Encode(bootsrv.RebootResponse{Node: name, State: nodestate.Healthy, RebootRequested: true})
+			return
+		}
 		if name == "s0-b0-n2" {
 			w.WriteHeader(http.StatusNotFound)
 			w.Write([]byte(`{"error":"unknown node \"s0-b0-n2\""}`))
@@ -44,22 +50,26 @@ func TestPowerOffTellsServers(t *testing.T) {
 	os.WriteFile(tok, []byte(token+"\n"), 0o600)
 	for _, tc := range []struct {
 		name  string
+		op    string
 		nodes string
 		more  []string
 		code  int
 		told  []string
 		out   string
 	}{
-		{"told", "s0-b0-n[0-1]", []string{"--server", srv.URL, "--token-file", tok, "-o", "json"}, 0, []string{"s0-b0-n0", "s0-b0-n1"}, `"told": 2`},
-		{"table", "s0-b0-n0", []string{"--server", srv.URL, "--token-file", tok}, 0, []string{"s0-b0-n0"}, "boot servers told: 1 nodes powered off"},
-		{"no token", "s0-b0-n0", []string{"--server", srv.URL}, 2, nil, "--token-file: required with --server"},
-		{"refused", "s0-b0-n[0,2]", []string{"--server", srv.URL, "--token-file", tok}, 1, []string{"s0-b0-n0", "s0-b0-n2"}, `not told of 1 nodes (they still show them as before): s0-b0-n2: power-off: POST`},
-		{"no server", "s0-b0-n0", nil, 0, nil, "1 of 1 nodes done"},
+		{"told", "off", "s0-b0-n[0-1]", []string{"--server", srv.URL, "--token-file", tok, "-o", "json"}, 0, []string{"power-off:s0-b0-n0", "power-off:s0-b0-n1"}, `"told": 2`},
+		{"table", "off", "s0-b0-n0", []string{"--server", srv.URL, "--token-file", tok}, 0, []string{"power-off:s0-b0-n0"}, "boot servers told: 1 nodes powered off"},
+		{"no token", "off", "s0-b0-n0", []string{"--server", srv.URL}, 2, nil, "--token-file: required with --server"},
+		{"refused", "off", "s0-b0-n[0,2]", []string{"--server", srv.URL, "--token-file", tok}, 1, []string{"power-off:s0-b0-n0", "power-off:s0-b0-n2"}, `not told of 1 nodes (they still show them as before): s0-b0-n2: power-off: POST`},
+		{"no server", "off", "s0-b0-n0", nil, 0, nil, "1 of 1 nodes done"},
+		{"cycle arms", "cycle", "s0-b0-n[0-1]", []string{"--server", srv.URL, "--token-file", tok}, 0, []string{"reboot:s0-b0-n0", "reboot:s0-b0-n1"}, "boot servers told: 2 reboots armed"},
+		{"on arms", "on", "s0-b0-n1", []string{"--server", srv.URL, "--token-file", tok, "-o", "json"}, 0, []string{"reboot:s0-b0-n1"}, `"told": 1`},
+		{"cycle without a token", "cycle", "s0-b0-n0", []string{"--server", srv.URL}, 2, nil, "--token-file: required with --server"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newPowerFixture(t)
 			told = nil
-			code, out, errs := runBootctl(t, context.Background(), f.args("off", tc.nodes, tc.more...)...)
+			code, out, errs := runBootctl(t, context.Background(), f.args(tc.op, tc.nodes, tc.more...)...)
 			if code != tc.code || !strings.Contains(out+errs, tc.out) {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr: %s\nwant %q", code, tc.code, out, errs, tc.out)
 			}
