@@ -6,13 +6,14 @@
 // (/boot/{profile}/{file}, with Range requests), the health reports of booted nodes
 // (POST /api/v1/nodes/{name}/health), the status API (/api/v1/nodes, /api/v1/summary),
 // Prometheus metrics (/metrics), a liveness probe (/healthz) and the operator API
-// (POST /api/v1/nodes/{name}/reboot and /power-off).
+// (POST /api/v1/nodes/{name}/reboot).
 //
 // The boot network is shared with hosts the server cannot vet (auth.go): a node proves who it is
 // with a per-node token (HMAC of its name under the server's secret) that only its own iPXE script
 // carries, served only to the node's address; health reports and the downloads that move a node
-// need the token and the node's address, and only a full delivery counts. The operator API needs
-// a bearer token from a file and, by default, the server's own host. The HTTP server has
+// need the token and the node's address, and only a full delivery counts. The operator API
+// (reboot, and power-off: POST /api/v1/nodes/{name}/power-off) needs a bearer token from a file
+// and, by default, the server's own host. The HTTP server has
 // timeouts, merges and caps Range requests and caps connections per client (files.go,
 // connlimit.go).
 //
