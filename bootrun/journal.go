@@ -9,10 +9,20 @@ import (
 	"io"
 	"os"
 	"slices"
+	"time"
+
+	"github.com/bootfabric/bootfabric/nodestate"
 )
 
+// JournalVersion is the format of the journals this package writes. Version 1 (no version in
+// the header) held only the node records of power actions; version 2 adds every phase change,
+// retry and server state seen, with its time, and the run's own events (start, pause, resume,
+// abort, finish). Both are read; a newer version is refused by name.
+const JournalVersion = 2
+
 // Journal is a run's record on disk, one JSON line per change, synced after every batch of
-// changes: kill the run at any moment and a rerun with it resumes where it stopped.
+// changes: kill the run at any moment and a rerun with it resumes where it stopped. Its lines
+// are the header, node entries (JournalEntry) and run events (RunEvent).
 type Journal struct {
 	f    *os.File
 	path string
@@ -22,7 +32,8 @@ type Journal struct {
 // journalHeader is the journal's first line: the run's nodes, so that a resume of other
 // nodes is refused.
 type journalHeader struct {
-	Nodes []string `json:"nodes"`
+	Version int      `json:"version,omitempty"` // 0: version 1
+	Nodes   []string `json:"nodes"`
 }
 
 // JournalEntry is one node's record after a change, with the server's boot attempt count when
@@ -31,7 +42,52 @@ type JournalEntry struct {
 	Node     int        `json:"node"`
 	Record   NodeRecord `json:"record"`
 	Baseline int        `json:"baseline"`
+	// Time is when the change was seen, At the same in seconds from the start of the process
+	// that ran it (Record's times count from there too). Both are absent in version 1.
+	Time time.Time `json:"time,omitzero"`
+	At   float64   `json:"at,omitempty"`
+	// Event says what changed (the Entry* words); absent in version 1, where every entry was a
+	// power action's.
+	Event string `json:"event,omitempty"`
+	// Server is the node's boot as its servers showed it at the last poll: the state within
+	// the attempt (discover, nbp, kernel, initrd...) that the run's coarser phase hides.
+	Server *ServerSeen `json:"server,omitempty"`
 }
+
+// Words of JournalEntry.Event.
+const (
+	EntrySkipped = "skipped" // healthy before the run: never powered
+	EntryPhase   = "phase"   // the node's run phase changed (powering, firmware, loading, booted, healthy)
+	EntryRetry   = "retry"   // an attempt failed (the last of Record.Failures) and the node is queued again
+	EntryFailed  = "failed"  // the run gave up on the node (Record.Class)
+	EntryServer  = "server"  // only the servers' state of the node changed
+)
+
+// ServerSeen is a node's state on its boot servers.
+type ServerSeen struct {
+	State   nodestate.State `json:"state"`
+	Attempt int             `json:"attempt"`
+	Server  string          `json:"server,omitempty"`
+}
+
+// RunEvent is a line about the whole run: it started or was resumed, admission paused (the
+// operator or the circuit breaker, Reason says which), resumed, aborted, or the run finished.
+type RunEvent struct {
+	Run    string    `json:"run"` // the Run* words
+	Reason string    `json:"reason,omitempty"`
+	Time   time.Time `json:"time"`
+	At     float64   `json:"at"`
+}
+
+// Words of RunEvent.Run.
+const (
+	RunStarted  = "started"
+	RunResumed  = "resumed" // a new process took the run over from its journal (--resume)
+	RunPaused   = "paused"
+	RunResume   = "resume" // admission resumed by the operator
+	RunAbort    = "abort"
+	RunFinished = "finished"
+)
 
 // CreateJournal starts a new journal at path for nodes; an existing file is refused (resume it,
 // or remove it).
@@ -44,7 +100,7 @@ func CreateJournal(path string, nodes []string) (*Journal, error) {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	j := &Journal{f: f, path: path}
-	line, _ := json.Marshal(journalHeader{Nodes: nodes})
+	line, _ := json.Marshal(journalHeader{Version: JournalVersion, Nodes: nodes})
 	j.buf.Write(append(line, '\n'))
 	return j, j.Sync()
 }
@@ -80,15 +136,34 @@ func ResumeJournal(path string, nodes []string) (*Journal, []*JournalEntry, erro
 	return &Journal{f: f, path: path}, entries.Last, nil
 }
 
-// JournalContents is what a journal holds: the run's nodes and each one's last entry.
+// JournalContents is what a journal holds: the run's nodes, each one's last entry, and every
+// line in order (what a calibration from past runs reads).
 type JournalContents struct {
-	Nodes []string
-	Last  []*JournalEntry
-	whole int64 // bytes of whole lines: the file less a torn last line
+	Version int
+	Nodes   []string
+	Last    []*JournalEntry
+	Entries []JournalEntry
+	Events  []RunEvent
+	whole   int64 // bytes of whole lines: the file less a torn last line
+}
+
+// Paused says why the run's admission is paused at the end of the journal, or "": the reason of
+// the last pause not followed by a resume or a new process.
+func (c *JournalContents) Paused() string {
+	why := ""
+	for _, e := range c.Events {
+		switch e.Run {
+		case RunPaused:
+			why = e.Reason
+		case RunResume, RunResumed, RunStarted:
+			why = ""
+		}
+	}
+	return why
 }
 
 // ReadJournal reads the journal at path. A last line cut short (the run killed while writing)
-// is ignored; anything else damaged is an error naming the line.
+// is ignored; anything else damaged is an error naming the file and line.
 func ReadJournal(path string) (*JournalContents, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -106,7 +181,24 @@ func ReadJournal(path string) (*JournalContents, error) {
 			if err := json.Unmarshal(sc.Bytes(), &h); err != nil || h.Nodes == nil {
 				return nil, fmt.Errorf("journal %s:1: not a boot run journal", path)
 			}
-			out.Nodes, out.Last = h.Nodes, make([]*JournalEntry, len(h.Nodes))
+			if h.Version > JournalVersion || h.Version < 0 {
+				return nil, fmt.Errorf("journal %s:1: format version %d; this bootctl reads versions 1 to %d: use a newer bootctl", path, h.Version, JournalVersion)
+			}
+			out.Version, out.Nodes, out.Last = max(h.Version, 1), h.Nodes, make([]*JournalEntry, len(h.Nodes))
+			continue
+		}
+		var probe struct {
+			Run string `json:"run"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &probe); err != nil {
+			return nil, fmt.Errorf("journal %s:%d: %w", path, line, err)
+		}
+		if probe.Run != "" {
+			var ev RunEvent
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				return nil, fmt.Errorf("journal %s:%d: %w", path, line, err)
+			}
+			out.Events = append(out.Events, ev)
 			continue
 		}
 		var e JournalEntry
@@ -116,12 +208,24 @@ func ReadJournal(path string) (*JournalContents, error) {
 		if e.Node < 0 || e.Node >= len(out.Nodes) || e.Record.Name != out.Nodes[e.Node] {
 			return nil, fmt.Errorf("journal %s:%d: node %d (%s) is not the run's", path, line, e.Node, e.Record.Name)
 		}
-		out.Last[e.Node] = &e
+		out.Entries = append(out.Entries, e)
 	}
 	if out.Nodes == nil {
 		return nil, fmt.Errorf("journal %s: empty", path)
 	}
-	return &out, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("journal %s: %w", path, err)
+	}
+	for k := range out.Entries {
+		out.Last[out.Entries[k].Node] = &out.Entries[k]
+	}
+	return &out, nil
+}
+
+// AddEvent queues one run event.
+func (j *Journal) AddEvent(e RunEvent) {
+	line, _ := json.Marshal(e)
+	j.buf.Write(append(line, '\n'))
 }
 
 // Add queues one entry; Sync writes and syncs what is queued.

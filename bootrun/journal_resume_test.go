@@ -3,6 +3,7 @@ package bootrun
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -41,5 +42,50 @@ func TestResumeTornJournal(t *testing.T) {
 		if c.Last[1] == nil || c.Last[1].Record.Phase != phase {
 			t.Fatalf("after resume %d: node b's last entry %+v, want phase %s", round+1, c.Last[1], phase)
 		}
+	}
+}
+
+// TestJournalVersions: a version 1 journal (no version, power actions only) still reads, and
+// resumes; a newer version is refused by name; a damaged run event names its line.
+func TestJournalVersions(t *testing.T) {
+	v1 := `{"nodes":["a","b"]}` + "\n" +
+		`{"node":0,"record":{"name":"a","phase":"powering","attempts":1,"power_at":0.5,"load_at":0,"booted_at":0,"healthy_at":0},"baseline":2}` + "\n"
+	for _, tc := range []struct {
+		name, text, want string
+		version          int
+	}{
+		{"version 1", v1, "", 1},
+		{"version 2 with run events", `{"version":2,"nodes":["a","b"]}` + "\n" + `{"run":"paused","reason":"10 of the last 20 attempts failed","time":"2026-11-27T20:00:00Z","at":3}` + "\n" +
+			`{"node":0,"record":{"name":"a","phase":"powering","attempts":1},"baseline":2,"time":"2026-11-27T20:00:01Z","at":4,"event":"phase","server":{"state":"pending","attempt":2}}` + "\n", "", 2},
+		{"newer version", `{"version":3,"nodes":["a","b"]}` + "\n", "j:1: format version 3; this bootctl reads versions 1 to 2", 0},
+		{"damaged run event", `{"version":2,"nodes":["a","b"]}` + "\n" + `{"run":"paused","time":"yesterday"}` + "\n", "j:2:", 0},
+		{"unknown server state", `{"version":2,"nodes":["a","b"]}` + "\n" + `{"node":0,"record":{"name":"a","phase":"powering"},"server":{"state":"flying"}}` + "\n" + `{"run":"finished","time":"2026-11-27T20:00:00Z","at":1}` + "\n", "j:2:", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "j")
+			os.WriteFile(path, []byte(tc.text), 0o600)
+			c, err := ReadJournal(path)
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("error %v, want %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil || c.Version != tc.version || c.Last[0] == nil || c.Last[0].Baseline != 2 || c.Last[0].Record.Phase != Powering {
+				t.Fatalf("%v %+v", err, c)
+			}
+			if tc.version == 2 && c.Paused() != "10 of the last 20 attempts failed" {
+				t.Errorf("paused %q", c.Paused())
+			}
+			j, _, err := ResumeJournal(path, []string{"a", "b"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			j.AddEvent(RunEvent{Run: RunResumed})
+			j.Close()
+			if c, err := ReadJournal(path); err != nil || c.Paused() != "" {
+				t.Errorf("after a resume: %v, paused %q", err, c.Paused())
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,7 +16,9 @@ import (
 )
 
 // Live runs a controller against real machines: it powers nodes through their controllers,
-// watches their boots through the boot servers, and journals every change.
+// watches their boots through the boot servers, and journals every change: each node's phase
+// changes, retries and give-ups, the servers' states of the nodes in flight, and the run's
+// start, pauses, resumes, abort and end, each with its time.
 type Live struct {
 	Controller *Controller
 	// Names and Power are by node, in the controller's order.
@@ -34,6 +37,9 @@ type Live struct {
 	Now         func() time.Time // default time.Now
 	// Progress, when set, is told after every poll how many nodes are healthy or failed.
 	Progress func(done, total int)
+	// RebootHealthy boots the nodes that are healthy on the servers as well (a re-image, a new
+	// kernel): armed on their servers and power cycled, where by default they are skipped.
+	RebootHealthy bool
 
 	start    time.Time
 	baseline []int
@@ -43,6 +49,18 @@ type Live struct {
 	wg       sync.WaitGroup
 	bmc      *power.Pacer
 	sem      chan struct{}
+	cycle    []bool       // nodes running now (healthy, rebooted on purpose): cycled, not powered on
+	logged   []journaled  // each node's record as last journaled
+	srv      []ServerSeen // each node as the servers showed it at the last poll
+	srvSeen  []ServerSeen // ... and as last journaled
+	touched  []int        // nodes an event or action of the current act may have changed
+}
+
+// journaled is what of a node's record, once changed, makes a journal entry.
+type journaled struct {
+	phase    Phase
+	attempts int
+	failures int
 }
 
 // Run drives the run until every node is healthy or failed, or ctx ends (the journal keeps
@@ -54,6 +72,12 @@ func (l *Live) Run(ctx context.Context) ([]NodeRecord, error) {
 	defer l.wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	word := RunStarted
+	if l.Resumed != nil {
+		word = RunResumed
+	}
+	l.runEvent(word, "")
+	l.scan() // the nodes skipped or restored before Start
 	if err := l.act(ctx, l.Controller.Start(l.now())); err != nil {
 		return nil, err
 	}
@@ -65,6 +89,7 @@ func (l *Live) Run(ctx context.Context) ([]NodeRecord, error) {
 		case <-ctx.Done():
 			return l.Controller.Records(), ctx.Err()
 		case ev := <-l.results:
+			l.touch(ev.Node)
 			err = l.act(ctx, l.Controller.Handle(l.now(), ev))
 		case <-tick.C:
 			err = l.poll(ctx)
@@ -73,13 +98,15 @@ func (l *Live) Run(ctx context.Context) ([]NodeRecord, error) {
 			return l.Controller.Records(), err
 		}
 	}
+	l.scan()
 	return l.Controller.Records(), l.Journal.Sync()
 }
 
 func (l *Live) now() float64 { return l.Now().Sub(l.start).Seconds() }
 
-// init reads the servers once: a node healthy now is skipped (or, resumed, kept as the journal
-// has it), and every node's attempt count is the baseline its next boot is told apart by.
+// init reads the servers once: a node healthy now is skipped unless RebootHealthy (or, resumed,
+// kept as the journal has it), and every node's attempt count is the baseline its next boot is
+// told apart by.
 func (l *Live) init(ctx context.Context) error {
 	if l.Now == nil {
 		l.Now = time.Now
@@ -100,9 +127,19 @@ func (l *Live) init(ctx context.Context) error {
 		return err
 	}
 	l.seen = states
-	l.baseline = make([]int, len(l.Names))
+	n := len(l.Names)
+	l.baseline, l.cycle, l.logged = make([]int, n), make([]bool, n), make([]journaled, n)
+	l.srv, l.srvSeen = make([]ServerSeen, n), make([]ServerSeen, n)
 	for i, name := range l.Names {
 		st := states[name]
+		l.srv[i] = ServerSeen{State: st.State, Attempt: st.Attempt, Server: st.Server}
+		if l.Resumed != nil && l.Resumed[i] != nil {
+			r := l.Resumed[i].Record
+			l.logged[i] = journaled{r.Phase, r.Attempts, len(r.Failures)}
+			if s := l.Resumed[i].Server; s != nil {
+				l.srvSeen[i] = *s
+			}
+		}
 		l.baseline[i] = st.Attempt
 		if err := l.restore(i, st); err != nil {
 			return err
@@ -130,6 +167,10 @@ func (l *Live) restore(i int, st NodeState) error {
 		}
 	}
 	if st.State == nodestate.Healthy {
+		if l.RebootHealthy {
+			l.cycle[i] = true // it runs: power on would do nothing
+			return nil
+		}
 		c.Handle(l.now(), Event{Kind: Observed, Node: i, Phase: Healthy})
 	}
 	return nil
@@ -153,15 +194,31 @@ func (l *Live) poll(ctx context.Context) error {
 			continue
 		}
 		st, ok := states[name]
+		if ok {
+			l.srv[i] = ServerSeen{State: st.State, Attempt: st.Attempt, Server: st.Server}
+		}
 		p, known := phaseOf(st.State)
 		if !ok || !known || st.Attempt <= l.baseline[i] || p <= r.Phase && p != Failed {
 			continue
 		}
+		l.touch(i)
 		if err := l.act(ctx, l.Controller.Handle(l.now(), Event{Kind: Observed, Node: i, Phase: p})); err != nil {
 			return err
 		}
 	}
 	if err := l.act(ctx, l.Controller.Handle(l.now(), Event{Kind: Tick})); err != nil {
+		return err
+	}
+	// Once a poll, every node: a deadline passed in any event's handling fails an attempt
+	// with no action to show it, and the servers' states of the nodes in flight are kept.
+	l.scan()
+	for i := range l.Names {
+		r := &l.Controller.Records()[i]
+		if r.Phase >= Powering && r.Phase < Healthy && l.srv[i] != l.srvSeen[i] && l.srv[i].Attempt > l.baseline[i] {
+			l.entry(i, EntryServer)
+		}
+	}
+	if err := l.Journal.Sync(); err != nil {
 		return err
 	}
 	if l.Progress != nil {
@@ -203,28 +260,89 @@ func (l *Live) readControl(ctx context.Context) error {
 		return nil
 	}
 	l.Log.Info("operator: "+word, zap.String("file", l.ControlFile))
+	switch kind {
+	case Resume:
+		l.runEvent(RunResume, "resumed by the operator")
+	case Abort:
+		l.runEvent(RunAbort, "aborted by the operator")
+	}
 	return l.act(ctx, l.Controller.Handle(l.now(), Event{Kind: kind}))
 }
 
-// act carries out the controller's actions and journals every node they touch.
+// act carries out the controller's actions and journals every node they, or the event that led
+// to them, changed, and the run's pause and end.
 func (l *Live) act(ctx context.Context, acts []Action) error {
-	recs := l.Controller.Records()
 	for _, a := range acts {
 		switch a.Kind {
 		case PowerOn, Cycle:
 			l.baseline[a.Node] = l.seen[l.Names[a.Node]].Attempt
 			l.Log.Info("powering on", zap.String("node", l.Names[a.Node]), zap.Int("attempt", a.Attempt), zap.Stringer("action", a.Kind))
-			l.powerOn(ctx, a.Node, a.Kind == Cycle)
+			l.powerOn(ctx, a.Node, a.Kind == Cycle || l.cycle[a.Node])
 		case GiveUp:
 			l.Log.Warn("giving up on a node", zap.String("node", l.Names[a.Node]), zap.String("class", string(a.Class)), zap.Int("attempts", a.Attempt))
 		case Paused:
 			l.Log.Warn("admission paused", zap.String("reason", a.Reason))
+			l.runEvent(RunPaused, a.Reason)
+		case Finished:
+			l.runEvent(RunFinished, "")
 		}
 		if a.Kind <= GiveUp {
-			l.Journal.Add(JournalEntry{Node: a.Node, Record: recs[a.Node], Baseline: l.baseline[a.Node]})
+			l.touch(a.Node)
 		}
 	}
+	// In node order, whatever order they were touched in: the same run writes the same lines.
+	slices.Sort(l.touched)
+	for _, i := range slices.Compact(l.touched) {
+		l.journalChange(i)
+	}
+	l.touched = l.touched[:0]
 	return l.Journal.Sync()
+}
+
+func (l *Live) touch(i int) {
+	if i >= 0 && i < len(l.Names) {
+		l.touched = append(l.touched, i)
+	}
+}
+
+// scan journals every node whose record changed since its last entry.
+func (l *Live) scan() {
+	for i := range l.Names {
+		l.journalChange(i)
+	}
+}
+
+// journalChange journals node i if its phase, attempts or failures changed, saying how.
+func (l *Live) journalChange(i int) {
+	r := &l.Controller.Records()[i]
+	k := journaled{r.Phase, r.Attempts, len(r.Failures)}
+	old := l.logged[i]
+	if k == old {
+		return
+	}
+	l.logged[i] = k
+	ev := EntryPhase
+	switch {
+	case r.Skipped:
+		ev = EntrySkipped
+	case r.Phase == Failed:
+		ev = EntryFailed
+	case k.failures > old.failures && r.Phase == Queued:
+		ev = EntryRetry
+	}
+	l.entry(i, ev)
+}
+
+// entry journals node i's record now, with what the servers last showed of it.
+func (l *Live) entry(i int, ev string) {
+	srv := l.srv[i]
+	l.srvSeen[i] = srv
+	l.Journal.Add(JournalEntry{Node: i, Record: l.Controller.Records()[i], Baseline: l.baseline[i],
+		Time: l.Now().UTC(), At: l.now(), Event: ev, Server: &srv})
+}
+
+func (l *Live) runEvent(word, reason string) {
+	l.Journal.AddEvent(RunEvent{Run: word, Reason: reason, Time: l.Now().UTC(), At: l.now()})
 }
 
 // powerOn arms the node's reboot on its server, sets its next boot to the network and powers

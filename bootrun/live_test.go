@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/power"
 )
@@ -24,6 +26,7 @@ type fakeFleet struct {
 	broken map[string]bool
 	// healthy, when set, is called (without mu) as a node turns Healthy.
 	healthy func(name string)
+	cycles  map[string]int // power cycles asked, by node
 }
 
 func (f *fakeFleet) States(context.Context) (map[string]NodeState, error) {
@@ -75,8 +78,17 @@ type fakeBMC struct {
 	name string
 }
 
-func (b fakeBMC) On(context.Context) error                    { b.f.boot(b.name); return nil }
-func (b fakeBMC) Cycle(context.Context) error                 { b.f.boot(b.name); return nil }
+func (b fakeBMC) On(context.Context) error { b.f.boot(b.name); return nil }
+func (b fakeBMC) Cycle(context.Context) error {
+	b.f.mu.Lock()
+	if b.f.cycles == nil {
+		b.f.cycles = map[string]int{}
+	}
+	b.f.cycles[b.name]++
+	b.f.mu.Unlock()
+	b.f.boot(b.name)
+	return nil
+}
 func (b fakeBMC) Off(context.Context) error                   { return nil }
 func (b fakeBMC) Status(context.Context) (power.State, error) { return power.On, nil }
 func (b fakeBMC) PXENext(context.Context, power.BootMode) error {
@@ -201,5 +213,145 @@ func TestJournalDamage(t *testing.T) {
 	os.WriteFile(path, good, 0o600)
 	if _, _, err := ResumeJournal(path, []string{"a", "c"}); err == nil || !strings.Contains(err.Error(), "2 other nodes") {
 		t.Errorf("resume of other nodes: %v", err)
+	}
+}
+
+// TestLiveJournalsTheRun: the journal holds every phase a node went through with its time and
+// the servers' states within it, each retry with its class and the give-up, and the run's
+// start, the operator's pause (seen by a reader while the run waits) and resume, and its end.
+func TestLiveJournalsTheRun(t *testing.T) {
+	names := []string{"a", "b", "c"}
+	f := &fakeFleet{states: map[string]NodeState{"c": {State: nodestate.Healthy, Attempt: 1}}, armed: map[string]bool{},
+		ons: map[string][]time.Time{}, tick: 20 * time.Millisecond, broken: map[string]bool{"b": true}}
+	dir := t.TempDir()
+	journal := filepath.Join(dir, "run.journal")
+	l := liveRun(t, f, names, journal, false)
+	l.ControlFile = filepath.Join(dir, "control")
+	if err := os.WriteFile(l.ControlFile, []byte("pause\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := l.Run(context.Background()); done <- err }()
+	testfix.WaitFor(t, "the journal to show the pause", 20*time.Second, func() bool {
+		c, err := ReadJournal(journal)
+		return err == nil && c.Paused() == "paused by the operator"
+	})
+	if err := os.WriteFile(l.ControlFile, []byte("resume\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the run did not end")
+	}
+	c, err := ReadJournal(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Version != JournalVersion || c.Paused() != "" {
+		t.Errorf("version %d, paused %q", c.Version, c.Paused())
+	}
+	var runs []string
+	for _, e := range c.Events {
+		runs = append(runs, e.Run)
+		if e.Time.IsZero() {
+			t.Errorf("run event %+v has no time", e)
+		}
+	}
+	if want := []string{RunStarted, RunPaused, RunResume, RunFinished}; !slices.Equal(runs, want) {
+		t.Errorf("run events %v, want %v", runs, want)
+	}
+	seq := map[string][]string{}
+	states := map[string][]nodestate.State{}
+	last := map[string]float64{}
+	for _, e := range c.Entries {
+		n := e.Record.Name
+		w := e.Event + ":" + e.Record.Phase.String()
+		if e.Event == EntryRetry || e.Event == EntryFailed {
+			w += ":" + string(e.Record.Failures[len(e.Record.Failures)-1])
+		}
+		if e.Event != EntryServer {
+			seq[n] = append(seq[n], w)
+		}
+		if e.Server != nil && e.Server.Attempt > e.Baseline && (len(states[n]) == 0 || states[n][len(states[n])-1] != e.Server.State) {
+			states[n] = append(states[n], e.Server.State)
+		}
+		if e.At < last[n] || e.Time.IsZero() {
+			t.Errorf("entry %+v: time goes back or is missing", e)
+		}
+		last[n] = e.At
+	}
+	want := map[string][]string{
+		"a": {"phase:powering", "phase:firmware", "phase:loading", "phase:booted", "phase:healthy"},
+		"b": {"phase:powering", "phase:firmware", "retry:queued:no-dhcp", "phase:powering", "phase:firmware", "failed:failed:no-dhcp"},
+		"c": {"skipped:healthy"},
+	}
+	for n, w := range want {
+		if !slices.Equal(seq[n], w) {
+			t.Errorf("node %s journaled %v, want %v", n, seq[n], w)
+		}
+	}
+	// Node a's servers went through discover, kernel and initrd: the states the run's phases
+	// lump together are journaled too (at the poll's resolution, so some may merge).
+	if s := states["a"]; len(s) < 2 || s[len(s)-1] != nodestate.Healthy {
+		t.Errorf("node a's server states journaled: %v", s)
+	}
+}
+
+// TestLiveRebootHealthy: healthy nodes are skipped by default; with RebootHealthy each is armed
+// on its servers and power cycled (power on would do nothing to a running node), and boots a new
+// attempt to healthy. A node its servers show pending after a power off is booted either way.
+func TestLiveRebootHealthy(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		reboot  bool
+		skipped int
+		cycled  []string
+	}{
+		{"default: skipped", false, 2, nil},
+		{"reboot healthy", true, 0, []string{"a", "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			names := []string{"a", "b", "c"}
+			f := &fakeFleet{states: map[string]NodeState{"a": {State: nodestate.Healthy, Attempt: 1}, "b": {State: nodestate.Healthy, Attempt: 1},
+				"c": {State: nodestate.Pending, Attempt: 1}}, armed: map[string]bool{}, ons: map[string][]time.Time{}, tick: 10 * time.Millisecond}
+			l := liveRun(t, f, names, filepath.Join(t.TempDir(), "j"), false)
+			l.RebootHealthy = tc.reboot
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			recs, err := l.Run(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			skipped := 0
+			for _, r := range recs {
+				if r.Phase != Healthy {
+					t.Errorf("node %+v, want healthy", r)
+				}
+				if r.Skipped {
+					skipped++
+				}
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			var cycled []string
+			for n, k := range f.cycles {
+				if k > 0 {
+					cycled = append(cycled, n)
+				}
+			}
+			slices.Sort(cycled)
+			if skipped != tc.skipped || !slices.Equal(cycled, tc.cycled) || len(f.ons["c"]) != 1 {
+				t.Errorf("skipped %d, cycled %v, c powered %d times; want %d, %v, 1", skipped, cycled, len(f.ons["c"]), tc.skipped, tc.cycled)
+			}
+			for _, n := range tc.cycled {
+				if f.states[n].Attempt != 2 {
+					t.Errorf("node %s: attempt %d on the servers, want a new one (2)", n, f.states[n].Attempt)
+				}
+			}
+		})
 	}
 }

@@ -124,3 +124,48 @@ func (c *Client) Reboot(ctx context.Context, name, token string) (*RebootRespons
 	}
 	return &out, nil
 }
+
+// PowerOff tells the server that the operator powered the named node off (POST
+// /api/v1/nodes/NAME/power-off), with the operator token: the node is pending, not healthy,
+// until its next DISCOVER.
+func (c *Client) PowerOff(ctx context.Context, name, token string) (*PowerOffResponse, error) {
+	var out PowerOffResponse
+	if err := c.operatorPost(ctx, "power-off", "/api/v1/nodes/"+url.PathEscape(name)+"/power-off", token, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// operatorPost makes an operator request (what names it in errors) and decodes its answer.
+func (c *Client) operatorPost(ctx context.Context, what, path, token string, v any) error {
+	u := strings.TrimSuffix(c.BaseURL, "/") + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("%s: POST %s: %w", what, u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e errorBody
+		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s: POST %s: %s: %s", what, u, resp.Status, e.Error)
+		}
+		return fmt.Errorf("%s: POST %s: %s", what, u, resp.Status)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("%s: POST %s: not a bootfabric answer: %w", what, u, err)
+	}
+	return nil
+}

@@ -11,8 +11,9 @@
 // The boot network is shared with hosts the server cannot vet (auth.go): a node proves who it is
 // with a per-node token (HMAC of its name under the server's secret) that only its own iPXE script
 // carries, served only to the node's address; health reports and the downloads that move a node
-// need the token and the node's address, and only a full delivery counts. The operator API needs
-// a bearer token from a file and, by default, the server's own host. The HTTP server has
+// need the token and the node's address, and only a full delivery counts. The operator API
+// (reboot, and power-off: POST /api/v1/nodes/{name}/power-off) needs a bearer token from a file
+// and, by default, the server's own host. The HTTP server has
 // timeouts, merges and caps Range requests and caps connections per client (files.go,
 // connlimit.go).
 //

@@ -106,6 +106,7 @@ func (s *Server) Handler() http.Handler {
 	route("GET /overlay/{node}/"+overlayFile, s.handleOverlay)
 	route("POST /api/v1/nodes/{name}/health", s.handleHealth)
 	route("POST /api/v1/nodes/{name}/reboot", s.handleReboot)
+	route("POST /api/v1/nodes/{name}/power-off", s.handlePowerOff)
 	route("GET /api/v1/nodes", s.handleNodes)
 	route("GET /api/v1/nodes/{name}", s.handleNode)
 	route("GET /api/v1/summary", s.handleSummary)
@@ -519,6 +520,39 @@ func (s *Server) handleReboot(w http.ResponseWriter, r *http.Request) {
 	}
 	s.reqLog(r, name).Info("reboot requested by the operator", zap.Stringer("state", st.State))
 	writeJSONBody(w, http.StatusOK, RebootResponse{Node: name, State: st.State, RebootRequested: true})
+}
+
+// PowerOffResponse answers an operator's word that a node was powered off.
+type PowerOffResponse struct {
+	Node       string          `json:"node"`
+	State      nodestate.State `json:"state"`
+	PoweredOff bool            `json:"powered_off"`
+}
+
+// handlePowerOff records that the operator powered the node off (bootctl power off): it is
+// pending again, not healthy, and its next DISCOVER starts a new attempt. It takes the operator
+// token, as a reboot does: anyone else could otherwise make healthy nodes look off.
+func (s *Server) handlePowerOff(w http.ResponseWriter, r *http.Request) {
+	if err := s.operatorAuth(r); err != nil {
+		s.reqLog(r, "").Warn("operator request refused", zap.Error(err))
+		refuse(w, err)
+		return
+	}
+	name := r.PathValue("name")
+	st, err := s.tracker.PowerOff(name)
+	if errors.Is(err, nodestate.ErrUnknownNode) {
+		apiError(w, http.StatusNotFound, "unknown node %q", name)
+		return
+	}
+	if err != nil {
+		apiError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	if err := s.tracker.Flush(); err != nil {
+		s.reqLog(r, name).Warn("saving a power-off", zap.Error(err))
+	}
+	s.reqLog(r, name).Info("node powered off by the operator", zap.Stringer("state", st.State))
+	writeJSONBody(w, http.StatusOK, PowerOffResponse{Node: name, State: st.State, PoweredOff: st.PoweredOff})
 }
 
 func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) {

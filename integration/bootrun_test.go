@@ -176,9 +176,10 @@ func (s *bootRunSetup) healthyAt(t *testing.T) map[string]time.Time {
 // machine is the VM) with PXE next boot, at most two at a time; it is killed with SIGKILL once a
 // node is healthy and resumed; every VM ends healthy, none powered again after it was healthy;
 // the BMC that does not answer and the one that refuses the password are classified and the run
-// goes on; power status and power off agree with QEMU's own state.
+// goes on; power status and power off agree with QEMU's own state. Then two healthy nodes are
+// powered off with the server told, and a new `boot all` boots those two and skips the others.
 func TestBootRunIPMI(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	s := newBootRunSetup(t, ctx)
 	first := exec.CommandContext(ctx, s.bin, s.bootArgs("-o", "json")...)
@@ -202,6 +203,112 @@ func TestBootRunIPMI(t *testing.T) {
 	}
 	s.checkRun(t, out)
 	s.checkPower(t, ctx)
+	s.checkPowerOffThenBoot(t, ctx)
+}
+
+// checkPowerOffThenBoot: `power off` of two healthy nodes with --server tells the server, which
+// shows them pending and powered off; a new `boot all` boots those two to healthy in a new attempt
+// and skips the two still healthy, saying why (issue 37: power off all then boot all booted
+// nothing: the server kept them healthy).
+func (s *bootRunSetup) checkPowerOffThenBoot(t *testing.T, ctx context.Context) {
+	before := s.nodeStates(t)
+	a, b := s.c.Nodes[0].Name, s.c.Nodes[1].Name
+	out, err := exec.CommandContext(ctx, s.bin, "power", "off", a+","+b, "--config", s.config, "--credentials", s.creds,
+		"--server", s.server, "--token-file", s.token, "-o", "json").Output()
+	if err != nil || !strings.Contains(string(out), `"told": 2`) {
+		t.Fatalf("power off with --server: %v\n%s", err, out)
+	}
+	now := s.nodeStates(t)
+	for _, n := range []string{a, b} {
+		if now[n].State != nodestate.Pending || !now[n].PoweredOff {
+			t.Errorf("node %s after power off: %v, powered off %v; want pending and powered off", n, now[n].State, now[n].PoweredOff)
+		}
+	}
+	s.journal += ".again"
+	run := exec.CommandContext(ctx, s.bin, s.bootArgs("-o", "json")...)
+	run.Stderr = testWriter{t, "boot 3: "}
+	var stdout strings.Builder
+	run.Stdout = &stdout
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.checkStatusMidRun(t, ctx, a)
+	err = run.Wait()
+	out = []byte(stdout.String())
+	var ee *exec.ExitError
+	if err != nil && !(errorsAs(err, &ee) && ee.ExitCode() == 1) { // 1: the two bad BMCs fail again
+		t.Fatalf("boot after power off: %v\n%s", err, out)
+	}
+	var res struct {
+		Skipped       int    `json:"skipped"`
+		SkippedReason string `json:"skipped_reason"`
+		Records       []struct {
+			Name, Phase string
+			Skipped     bool
+		} `json:"nodes_detail"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("run record: %v\n%s", err, out)
+	}
+	if res.Skipped != 2 || !strings.Contains(res.SkippedReason, "--reboot-healthy") {
+		t.Errorf("skipped %d (%q), want the 2 nodes still healthy", res.Skipped, res.SkippedReason)
+	}
+	after := s.nodeStates(t)
+	for i, r := range res.Records[:4] {
+		wantSkip := i >= 2
+		if r.Phase != "healthy" || r.Skipped != wantSkip {
+			t.Errorf("node %s: %s skipped %v, want healthy skipped %v", r.Name, r.Phase, r.Skipped, wantSkip)
+		}
+	}
+	for _, n := range []string{a, b} {
+		if after[n].State != nodestate.Healthy || after[n].Attempt <= before[n].Attempt || after[n].PoweredOff {
+			t.Errorf("node %s on the server: %v attempt %d (before %d) powered off %v; want healthy in a new attempt",
+				n, after[n].State, after[n].Attempt, before[n].Attempt, after[n].PoweredOff)
+		}
+	}
+}
+
+// nodeStates reads every node's status from the server, by name.
+func (s *bootRunSetup) nodeStates(t *testing.T) map[string]nodestate.NodeStatus {
+	resp, err := http.Get(s.server + "/api/v1/nodes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var nodes bootsrv.NodesResponse
+	if err := json.NewDecoder(resp.Body).Decode(&nodes); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]nodestate.NodeStatus{}
+	for _, n := range nodes.Nodes {
+		out[n.Name] = n
+	}
+	return out
+}
+
+// checkStatusMidRun: boot status, while the run goes on, reads from its journal node past
+// powering (the journal had only power actions: every node showed powering) and the run's start.
+func (s *bootRunSetup) checkStatusMidRun(t *testing.T, ctx context.Context, node string) {
+	var st struct {
+		Records []struct{ Name, Phase string } `json:"nodes_detail"`
+		Events  []struct{ Run string }         `json:"run_events"`
+	}
+	testfix.WaitFor(t, "boot status to show "+node+" past powering", 4*time.Minute, func() bool {
+		out, err := exec.CommandContext(ctx, s.bin, "boot", "status", "--journal", s.journal, "-o", "json").Output()
+		if err != nil || json.Unmarshal(out, &st) != nil {
+			t.Logf("boot status: %v\n%s", err, out)
+			return false
+		}
+		for _, r := range st.Records {
+			if r.Name == node && r.Phase != "queued" && r.Phase != "powering" {
+				return true
+			}
+		}
+		return false
+	})
+	if len(st.Events) == 0 || st.Events[0].Run != "started" {
+		t.Errorf("boot status mid-run: run events %+v, want started first", st.Events)
+	}
 }
 
 func errorsAs(err error, target **exec.ExitError) bool {

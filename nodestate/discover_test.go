@@ -1,6 +1,7 @@
 package nodestate
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -66,5 +67,45 @@ func TestArmedRebootMidBoot(t *testing.T) {
 	st, _ := tr.Node(name)
 	if st.State != Offered || st.Attempt != 2 || st.RebootRequested || len(st.Served) != 0 {
 		t.Errorf("after the armed DISCOVER: %v attempt %d armed %v served %v; want offered, attempt 2, disarmed", st.State, st.Attempt, st.RebootRequested, st.Served)
+	}
+}
+
+// TestPowerOff: a node the operator powered off is no longer healthy (issue 37: it stayed
+// healthy in status, and bootctl boot skipped it): it is pending and marked powered off, its old
+// attempt is closed, and its next DISCOVER, armed or not, starts a new attempt and clears the mark.
+func TestPowerOff(t *testing.T) {
+	nodes := testNodes(t, 1)
+	tr, err := NewTracker(nodes, "default", TrackerOptions{Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := nodes[0].Name
+	tr.ObserveDHCP(nodes[0].MAC, []Event{EvDiscover, EvOffer, EvAck}, nodes[0].IP, "dhcp", ClientFirmware)
+	for _, ev := range []Event{EvScript, EvKernel, EvInitrd} {
+		if _, _, err := tr.Observe(name, ev, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.ObserveDHCP(nodes[0].MAC, []Event{EvDiscover}, nodes[0].IP, "dhcp", ClientOS)
+	if _, err := tr.Report(name, Health{Status: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := tr.Node(name); st.State != Healthy || st.Attempt != 1 {
+		t.Fatalf("before: %v attempt %d", st.State, st.Attempt)
+	}
+	st, err := tr.PowerOff(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := st.History[len(st.History)-1]
+	if st.State != Pending || !st.PoweredOff || st.AttemptOpen() || last.Event != EvPowerOff || last.From != Healthy {
+		t.Errorf("after power off: %v powered off %v open %v, last transition %+v", st.State, st.PoweredOff, st.AttemptOpen(), last)
+	}
+	if _, err := tr.PowerOff("nobody"); !errors.Is(err, ErrUnknownNode) {
+		t.Errorf("power off of an unknown node: %v", err)
+	}
+	tr.ObserveDHCP(nodes[0].MAC, []Event{EvDiscover, EvOffer}, nodes[0].IP, "dhcp", ClientFirmware)
+	if st, _ := tr.Node(name); st.State != Offered || st.Attempt != 2 || st.PoweredOff {
+		t.Errorf("after its next DISCOVER: %v attempt %d powered off %v; want offered, attempt 2, not off", st.State, st.Attempt, st.PoweredOff)
 	}
 }

@@ -114,10 +114,13 @@ const (
 	// file, a refused request). A host on the boot network can send one from any address (UDP),
 	// and no data ever reached the node, so it is recorded and moves nothing.
 	EvTransferRefused
+	// EvPowerOff: the operator powered the node off (bootctl power off told its server). What
+	// the node was, healthy or mid-boot, is over: it is pending again until its next DISCOVER.
+	EvPowerOff
 	numEvents
 )
 
-var eventNames = [numEvents]string{"", "dhcp-discover", "dhcp-offer", "dhcp-ack", "nbp", "ipxe-script", "kernel", "initrd", "tftp-probe", "transfer-failed", "health-ok", "health-failed", "dhcp-discover-reboot", "transfer-refused"}
+var eventNames = [numEvents]string{"", "dhcp-discover", "dhcp-offer", "dhcp-ack", "nbp", "ipxe-script", "kernel", "initrd", "tftp-probe", "transfer-failed", "health-ok", "health-failed", "dhcp-discover-reboot", "transfer-refused", "power-off"}
 
 func (e Event) String() string {
 	if e > 0 && e < numEvents {
@@ -171,6 +174,8 @@ func Next(cur State, ev Event) (State, bool) {
 		return forward(cur, Initrd)
 	case EvProbe:
 		return cur, false
+	case EvPowerOff:
+		return move(cur, Pending)
 	case EvTransferFailed:
 		if cur >= Booted {
 			// A booted node's stray transfer says nothing about its boot.

@@ -32,6 +32,10 @@ type NodeStatus struct {
 	// RebootRequested says the operator asked for a reboot (bootctl node reboot): the node's next
 	// DISCOVER starts a new attempt even from booted or healthy.
 	RebootRequested bool `json:"reboot_requested,omitempty"`
+	// PoweredOff says the operator powered the node off through bootctl (which told this server)
+	// and the node has not asked for an address since. The servers know a node's power only so:
+	// false says nothing of a node powered off another way.
+	PoweredOff bool `json:"powered_off,omitempty"`
 	// Server is the boot server that holds the node now (in a fleet, the one answering it).
 	Server string `json:"server,omitempty"`
 	// Reported says the current attempt's health report came: the attempt's token is spent.

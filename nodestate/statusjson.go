@@ -47,6 +47,9 @@ func appendStatusJSON(b []byte, n *NodeStatus) ([]byte, error) {
 	if n.RebootRequested {
 		b = append(b, `,"reboot_requested":true`...)
 	}
+	if n.PoweredOff {
+		b = append(b, `,"powered_off":true`...)
+	}
 	if n.Server != "" {
 		b = append(b, `,"server":`...)
 		b = appendJSONString(b, n.Server)

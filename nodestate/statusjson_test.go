@@ -61,6 +61,7 @@ func randomStatus(r *rand.Rand) NodeStatus {
 		n.HistoryDropped = r.IntN(1000)
 	}
 	n.RebootRequested = r.IntN(4) == 0
+	n.PoweredOff = r.IntN(4) == 0
 	n.Reported = r.IntN(3) == 0
 	for i := r.IntN(3); i > 0; i-- {
 		n.Served = append(n.Served, TokenFile(str(7)))
@@ -151,7 +152,7 @@ func TestStatusJSONKnowsEveryField(t *testing.T) {
 	for _, c := range []struct {
 		v    any
 		want int
-	}{{NodeStatus{}, 19}, {Health{}, 3}, {Transition{}, 5}} {
+	}{{NodeStatus{}, 20}, {Health{}, 3}, {Transition{}, 5}} {
 		if got := reflect.TypeOf(c.v).NumField(); got != c.want {
 			t.Errorf("%T has %d fields, appendStatusJSON writes %d: teach it (and randomStatus) the new ones", c.v, got, c.want)
 		}

@@ -169,7 +169,7 @@ func (t *Tracker) addLocked(n Node, saved map[string]NodeStatus) bool {
 		// Own copies of the map and the slice: applyLocked changes both in place.
 		st.State, st.Since, st.Attempt, st.Times = s.State, s.Since, s.Attempt, maps.Clone(s.Times)
 		st.LastEvent, st.LastSeen, st.Error, st.Health, st.History = s.LastEvent, s.LastSeen, s.Error, s.Health, slices.Clone(s.History)
-		st.HistoryDropped, st.RebootRequested, st.Reported = s.HistoryDropped, s.RebootRequested, s.Reported
+		st.HistoryDropped, st.RebootRequested, st.Reported, st.PoweredOff = s.HistoryDropped, s.RebootRequested, s.Reported, s.PoweredOff
 		st.Served = slices.Clone(s.Served)
 		st.Server = s.Server
 		if st.Times == nil {
@@ -566,6 +566,7 @@ func startAttempt(n *NodeStatus) {
 	clear(n.Times) // snapshots hold copies, never this map
 	n.Error = ""
 	n.RebootRequested = false
+	n.PoweredOff = false
 	n.Reported = false
 	n.Served = nil
 }
@@ -627,6 +628,28 @@ func (t *Tracker) RequestReboot(name string) (NodeStatus, error) {
 	t.markLocked(name, true, time.Time{})
 	c := copyStatus(n)
 	t.mu.Unlock()
+	t.changed()
+	return c, nil
+}
+
+// PowerOff records that the operator powered the node off: it moves to pending (its attempt is
+// over: a health report for it is refused, and its next DISCOVER starts a new one) and is marked
+// powered off until then. It returns the node's status.
+func (t *Tracker) PowerOff(name string) (NodeStatus, error) {
+	t.mu.Lock()
+	n, ok := t.nodes[name]
+	if !ok {
+		t.mu.Unlock()
+		return NodeStatus{}, fmt.Errorf("%w %q", ErrUnknownNode, name)
+	}
+	n.PoweredOff = true
+	t.markLocked(name, true, time.Time{})
+	tr, changed := t.applyLocked(n, EvPowerOff, "powered off by the operator", ClientUnknown)
+	c := copyStatus(n)
+	t.mu.Unlock()
+	if changed {
+		t.logTransition(name, tr)
+	}
 	t.changed()
 	return c, nil
 }

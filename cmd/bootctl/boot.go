@@ -31,7 +31,8 @@ func bootCommand(e *env) *cli.Command {
 			"Nodes are admitted as capacity frees: at most as many in flight (powered, files not yet in)\n" +
 			"behind each boot server link and bottleneck segment as keeps each above --floor-mbps. A node\n" +
 			"late in a phase (factor x prediction + margin) is power cycled, up to --max-attempts; the run\n" +
-			"pauses when too many fail. Nodes already healthy are skipped. The journal keeps the run:\n" +
+			"pauses when too many fail. Nodes already healthy are skipped (--reboot-healthy: power cycled\n" +
+			"and booted again). The journal keeps the run:\n" +
 			"rerun with --resume after an interruption.",
 		Flags:  bootRunFlags(),
 		Action: func(c *cli.Context) error { return bootAction(e, c) },
@@ -53,6 +54,7 @@ func bootRunFlags() []cli.Flag {
 			Usage: "operator token file (a server's http.operator_token_file), with which the run arms each node's reboot: one for all servers, or one per --server in order"},
 		&cli.StringFlag{Name: "journal", Aliases: []string{"j"}, Usage: "the run's journal file (required unless --dry-run)"},
 		&cli.BoolFlag{Name: "resume", Usage: "continue the run of --journal: healthy nodes are not powered again"},
+		&cli.BoolFlag{Name: "reboot-healthy", Usage: "boot the nodes healthy now too (a re-image, a new kernel): armed on their servers and power cycled with PXE next; by default they are skipped"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the schedule and the predicted timeline; power nothing"},
 		&cli.IntFlag{Name: "max-in-flight", Usage: "cap on the nodes in flight in all (0: only the per-link caps)"},
 		&cli.Float64Flag{Name: "floor-mbps", Usage: "per-node bandwidth floor the caps keep (0: the rate at which the boot files take 60 s)"},

@@ -22,6 +22,13 @@ func bootLive(e *env, c *cli.Context, format string, s *bootSetup, pred *bootrun
 	if journalPath == "" || len(servers) == 0 {
 		return badInput("boot: give --journal FILE and --server URL (or --dry-run)")
 	}
+	// Every power-on and retry arms the node's reboot first: a node booted, healthy or stopped
+	// mid-boot (nbp, kernel, initrd) starts a new attempt only when armed, and arming takes the
+	// operator token. Without it the run would power nodes it cannot follow, so it stops here,
+	// before any BMC is asked.
+	if len(c.StringSlice("token-file")) == 0 {
+		return badInput("boot: --token-file: required: the servers' operator token (http.operator_token_file), with which the run arms each node's reboot before powering it")
+	}
 	opts, err := powerRunOptions(c)
 	if err != nil {
 		return err
@@ -40,7 +47,7 @@ func bootLive(e *env, c *cli.Context, format string, s *bootSetup, pred *bootrun
 	}
 	live := &bootrun.Live{Controller: ctl, Names: s.names(), Power: targets, PowerOpts: opts,
 		Servers:     &bootrun.HTTPServers{URLs: servers, HTTP: &http.Client{Timeout: 10 * time.Second}, Tokens: tokens},
-		ControlFile: journalPath + ".control", Poll: c.Duration("poll"), Log: e.log}
+		ControlFile: journalPath + ".control", Poll: c.Duration("poll"), Log: e.log, RebootHealthy: c.Bool("reboot-healthy")}
 	if live.Journal, live.Resumed, err = openBootJournal(c, journalPath, live.Names); err != nil {
 		return err
 	}
@@ -120,7 +127,18 @@ func bootStatus(e *env, c *cli.Context) error {
 			recs[i] = j.Last[i].Record
 		}
 	}
-	return writeBootRun(e, format, bootRunOf(recs, nil, ""))
+	r := bootRunOf(recs, nil, j.Paused())
+	r.JournalVersion, r.Events = j.Version, j.Events
+	for i, e := range j.Last {
+		if e != nil {
+			r.Records[i].Server = e.Server
+			if !e.Time.IsZero() {
+				at := e.Time
+				r.Records[i].Changed = &at
+			}
+		}
+	}
+	return writeBootRun(e, format, r)
 }
 
 // bootRunResult is what a run came to.
@@ -132,18 +150,37 @@ type bootRunResult struct {
 	Pending int `json:"pending"`
 	// MakespanSeconds is when the last node powered by the run became healthy, from the
 	// run's start; PredictedSeconds what the dry run of the same nodes says.
-	MakespanSeconds  float64              `json:"makespan_seconds"`
-	PredictedSeconds float64              `json:"predicted_seconds,omitempty"`
-	Paused           string               `json:"paused,omitempty"`
-	Records          []bootrun.NodeRecord `json:"nodes_detail"`
+	MakespanSeconds  float64 `json:"makespan_seconds"`
+	PredictedSeconds float64 `json:"predicted_seconds,omitempty"`
+	// SkippedReason says why the skipped nodes were not powered, and how to boot them.
+	SkippedReason string `json:"skipped_reason,omitempty"`
+	Paused        string `json:"paused,omitempty"`
+	// JournalVersion and Events come from a journal (boot status): the run's start, pauses,
+	// resumes, abort and end.
+	JournalVersion int                `json:"journal_version,omitempty"`
+	Events         []bootrun.RunEvent `json:"run_events,omitempty"`
+	Records        []bootNodeRow      `json:"nodes_detail"`
 }
 
+// bootNodeRow is one node of a run, with (from a journal) its boot as its servers last showed
+// it and when its last entry was written.
+type bootNodeRow struct {
+	bootrun.NodeRecord
+	Server  *bootrun.ServerSeen `json:"server,omitempty"`
+	Changed *time.Time          `json:"changed,omitempty"`
+}
+
+// skippedReason is the summary's word on the nodes a run did not power.
+const skippedReason = "healthy on the boot servers when the run started; --reboot-healthy boots them too"
+
 func bootRunOf(recs []bootrun.NodeRecord, pred *bootrun.Prediction, paused string) bootRunResult {
-	r := bootRunResult{Nodes: len(recs), Records: recs, Paused: paused}
+	r := bootRunResult{Nodes: len(recs), Paused: paused}
 	if pred != nil {
 		r.PredictedSeconds = pred.Makespan
 	}
-	for _, x := range recs {
+	r.Records = make([]bootNodeRow, len(recs))
+	for i, x := range recs {
+		r.Records[i].NodeRecord = x
 		switch {
 		case x.Skipped:
 			r.Skipped++
@@ -156,6 +193,9 @@ func bootRunOf(recs []bootrun.NodeRecord, pred *bootrun.Prediction, paused strin
 			r.Pending++
 		}
 	}
+	if r.Skipped > 0 {
+		r.SkippedReason = skippedReason
+	}
 	return r
 }
 
@@ -164,20 +204,46 @@ func writeBootRun(e *env, format string, r bootRunResult) error {
 		return writeData(e.stdout, format, r)
 	}
 	t := newTable(e.stdout)
-	t.row("NODE", "PHASE", "ATTEMPTS", "POWER", "DHCP", "FILES", "HEALTHY", "FAILURES")
+	head := []any{"NODE", "PHASE", "ATTEMPTS", "POWER", "DHCP", "FILES", "HEALTHY", "FAILURES"}
+	if r.JournalVersion > 0 {
+		head = append(head, "ON SERVER")
+	}
+	t.row(head...)
 	for _, x := range r.Records {
 		fails := "-"
 		if len(x.Failures) > 0 {
 			fails = fmt.Sprint(x.Failures)
 		}
-		t.row(x.Name, cmp.Or(skipped(x), x.Phase.String()), x.Attempts, secs(x.PowerAt, x.Attempts > 0), secs(x.LoadAt, x.LoadAt > 0),
-			secs(x.BootAt, x.BootAt > 0), secs(x.HealthAt, x.Phase == bootrun.Healthy && !x.Skipped), fails)
+		row := []any{x.Name, cmp.Or(skipped(x.NodeRecord), x.Phase.String()), x.Attempts, secs(x.PowerAt, x.Attempts > 0), secs(x.LoadAt, x.LoadAt > 0),
+			secs(x.BootAt, x.BootAt > 0), secs(x.HealthAt, x.Phase == bootrun.Healthy && !x.Skipped), fails}
+		if r.JournalVersion > 0 {
+			on := "-"
+			if x.Server != nil {
+				on = fmt.Sprintf("%s (attempt %d)", x.Server.State, x.Server.Attempt)
+			}
+			row = append(row, on)
+		}
+		t.row(row...)
 	}
 	if err := t.flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(e.stdout, "\n%d nodes: %d healthy, %d failed, %d skipped (healthy before), %d not done; makespan %.1f s",
-		r.Nodes, r.Healthy, r.Failed, r.Skipped, r.Pending, r.MakespanSeconds)
+	if len(r.Events) > 0 {
+		fmt.Fprintln(e.stdout, "\nrun:")
+		t := newTable(e.stdout)
+		for _, ev := range r.Events {
+			t.row(" ", ev.Time.Format("2006-01-02T15:04:05.000Z07:00"), fmt.Sprintf("%.1f s", ev.At), ev.Run, cmp.Or(ev.Reason, "-"))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	skip := "skipped"
+	if r.Skipped > 0 {
+		skip = "skipped (" + r.SkippedReason + ")"
+	}
+	_, err := fmt.Fprintf(e.stdout, "\n%d nodes: %d healthy, %d failed, %d %s, %d not done; makespan %.1f s",
+		r.Nodes, r.Healthy, r.Failed, r.Skipped, skip, r.Pending, r.MakespanSeconds)
 	if err == nil && r.PredictedSeconds > 0 {
 		_, err = fmt.Fprintf(e.stdout, " (predicted %.1f s)", r.PredictedSeconds)
 	}

@@ -62,9 +62,11 @@ func TestBootBadInput(t *testing.T) {
 	testfix.WriteFile(t, filepath.Join(f.dir, "bad.csv"), []byte("name,mac,bmc,bmc_driver\ns0-b0-n0,52:54:00:00:00:01,10.1.0.1,redfsh\n"))
 	badCfg := testfix.WriteFile(t, filepath.Join(f.dir, "badcfg.yaml"), []byte("servers:\n  - {name: bs0, address: 10.0.0.1}\ntopology: mini\ninventory: bad.csv\n"))
 	journal := filepath.Join(f.dir, "run.journal")
+	token := testfix.WriteFile(t, filepath.Join(f.dir, "operator.token"), []byte("0123456789abcdef0123456789abcdef\n"))
+	os.Chmod(token, 0o600)
 	live := func(creds string, more ...string) []string {
 		return append([]string{"boot", "--config", cfg, "--credentials", creds, "--exec-templates", f.templates,
-			"--journal", journal, "--server", "http://127.0.0.1:9"}, more...)
+			"--journal", journal, "--server", "http://127.0.0.1:9", "--token-file", token}, more...)
 	}
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -86,6 +88,10 @@ func TestBootBadInput(t *testing.T) {
 		{"bad attempts", live(f.creds, "--max-attempts", "0", "s0-b0-n0"), "--max-attempts must be at least 1"},
 		{"bad protocol", live(f.creds, "--protocol", "nfs", "s0-b0-n0"), `--protocol: "nfs": want http or tftp`},
 		{"bad factor", live(f.creds, "--deadline-factor", "0", "s0-b0-n0"), "--deadline-factor: 0"},
+		// Without the token no node could be armed: refused before any BMC is asked (the
+		// fixture's exec driver logs every call, checked below).
+		{"no token", []string{"boot", "--config", cfg, "--credentials", f.creds, "--exec-templates", f.templates,
+			"--journal", journal, "--server", "http://127.0.0.1:9", "s0-b0-n0"}, "--token-file: required"},
 		{"resume without a journal", live(f.creds, "--resume", "s0-b0-n0"), "run.journal: no such file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantBadInput(t, ctx, tc.args, tc.want) })

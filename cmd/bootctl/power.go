@@ -5,11 +5,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootconfig"
+	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/nodeset"
 	"github.com/bootfabric/bootfabric/power"
 	"github.com/urfave/cli/v2"
@@ -30,13 +33,25 @@ func powerCommand(e *env) *cli.Command {
 		{power.OpStatus, "show the nodes' power state"},
 		{power.OpPXE, "make the nodes' next boot, and only the next, a network boot (--mode legacy|uefi|uefi-http)"},
 	} {
+		desc := nodesHelp + "\n" +
+			"Each node's BMC comes from the inventory's bmc, bmc_driver and bmc_creds columns; its login from\n" +
+			"--credentials. Every node and BMC is checked before any is asked: a bad one powers nothing."
+		flags := powerFlags()
+		switch s.op {
+		case power.OpOff:
+			desc += "\nWith --server (and --token-file) the boot servers are told of every node powered off: it\n" +
+				"is pending there, no longer healthy, so that bootctl boot boots it again."
+			flags = append(flags, tellServerFlags()...)
+		case power.OpOn, power.OpCycle:
+			desc += "\nWith --server (and --token-file) each node's reboot is armed on the boot servers first, so\n" +
+				"that its next DHCP request starts a new boot attempt even if they show it booted or healthy."
+			flags = append(flags, tellServerFlags()...)
+		}
 		subs = append(subs, &cli.Command{
 			Name: string(s.op), Usage: s.usage, ArgsUsage: "[NODES...]",
-			Description: nodesHelp + "\n" +
-				"Each node's BMC comes from the inventory's bmc, bmc_driver and bmc_creds columns; its login from\n" +
-				"--credentials. Every node and BMC is checked before any is asked: a bad one powers nothing.",
-			Flags:  powerFlags(),
-			Action: func(c *cli.Context) error { return powerAction(e, c, s.op) },
+			Description: desc,
+			Flags:       flags,
+			Action:      func(c *cli.Context) error { return powerAction(e, c, s.op) },
 		})
 	}
 	subs = append(subs, identifyCommand(e))
@@ -73,6 +88,92 @@ type powerResult struct {
 	Nodes  int            `json:"nodes"`
 	Failed int            `json:"failed"`
 	Result []power.Result `json:"results"`
+	// Servers says which boot servers were told of the nodes powered off (power off --server).
+	Servers *serversTold `json:"servers,omitempty"`
+}
+
+// serversTold is how the boot servers took the word of the nodes powered off (power off), or of
+// the reboots armed before the nodes were powered (power on, cycle).
+type serversTold struct {
+	Told   int      `json:"told"`
+	Errors []string `json:"errors,omitempty"`
+}
+
+func tellServerFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "server", Aliases: []string{"s"}, EnvVars: []string{"BOOTCTL_SERVER"},
+			Usage: "boot server HTTP URL to tell of the nodes powered (repeat for a fleet)"},
+		&cli.StringSliceFlag{Name: "token-file", EnvVars: []string{"BOOTCTL_TOKEN_FILE"},
+			Usage: "operator token file (a server's http.operator_token_file): one for all servers, or one per --server in order"},
+	}
+}
+
+// serverTeller tells the boot servers that nodes were powered off.
+type serverTeller struct {
+	urls   []string
+	tokens map[string]string
+	http   *http.Client
+}
+
+// newServerTeller reads --server and --token-file; nil when no server is given. A server without
+// a token is bad input, found before any BMC is asked.
+func newServerTeller(c *cli.Context) (*serverTeller, error) {
+	if len(c.StringSlice("server")) == 0 {
+		return nil, nil
+	}
+	urls := c.StringSlice("server")
+	if len(c.StringSlice("token-file")) == 0 {
+		return nil, badInput("--token-file: required with --server: the servers' operator token (http.operator_token_file), with which they are told of the nodes powered off")
+	}
+	tokens, err := bootTokens(c.StringSlice("token-file"), urls)
+	if err != nil {
+		return nil, err
+	}
+	return &serverTeller{urls: urls, tokens: tokens, http: &http.Client{Timeout: 10 * time.Second}}, nil
+}
+
+// tell asks every server to record each node powered off without error; a node is told when one
+// server took it (in a fleet the others may not hold it).
+func (s *serverTeller) tell(ctx context.Context, res []power.Result) *serversTold {
+	out := &serversTold{}
+	for _, r := range res {
+		if r.Class != "" {
+			continue // the node may still run: the servers keep what they saw
+		}
+		s.each(ctx, r.Node, out, func(c *bootsrv.Client, tok string) error {
+			_, err := c.PowerOff(ctx, r.Node, tok)
+			return err
+		})
+	}
+	return out
+}
+
+// arm arms each node's reboot on the servers before it is powered on or cycled: armed after, the
+// node's DISCOVER could come first and, from booted or healthy, start no attempt.
+func (s *serverTeller) arm(ctx context.Context, targets []power.Target) *serversTold {
+	out := &serversTold{}
+	for _, t := range targets {
+		s.each(ctx, t.Node, out, func(c *bootsrv.Client, tok string) error {
+			_, err := c.Reboot(ctx, t.Node, tok)
+			return err
+		})
+	}
+	return out
+}
+
+// each asks every server with do about node, counting it told when one took it.
+func (s *serverTeller) each(ctx context.Context, node string, out *serversTold, do func(*bootsrv.Client, string) error) {
+	var errs []string
+	for _, u := range s.urls {
+		if err := do(&bootsrv.Client{BaseURL: u, HTTP: s.http}, s.tokens[u]); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) < len(s.urls) {
+		out.Told++
+	} else {
+		out.Errors = append(out.Errors, node+": "+strings.Join(errs, "; "))
+	}
 }
 
 func powerAction(e *env, c *cli.Context, op power.Op) error {
@@ -92,19 +193,33 @@ func powerAction(e *env, c *cli.Context, op power.Op) error {
 	if err != nil {
 		return err
 	}
-	return runPower(c.Context, e, op, targets, opts, format)
+	var teller *serverTeller
+	if op == power.OpOff || op == power.OpOn || op == power.OpCycle {
+		if teller, err = newServerTeller(c); err != nil {
+			return err
+		}
+	}
+	return runPower(c.Context, e, op, targets, opts, format, teller)
 }
 
-// runPower runs op on the targets and reports it.
-func runPower(ctx context.Context, e *env, op power.Op, targets []power.Target, opts power.RunOptions, format string) error {
+// runPower runs op on the targets and reports it; teller, when not nil, is told of the nodes
+// powered off.
+func runPower(ctx context.Context, e *env, op power.Op, targets []power.Target, opts power.RunOptions, format string, teller *serverTeller) error {
+	var armed *serversTold
+	if teller != nil && op != power.OpOff {
+		armed = teller.arm(ctx, targets)
+	}
 	bar := e.progressBar("power "+string(op), len(targets), "nodes")
 	opts.Progress = bar.Func()
-	res := powerResult{Op: op, Nodes: len(targets), Result: power.Run(ctx, targets, op, opts)}
+	res := powerResult{Op: op, Nodes: len(targets), Result: power.Run(ctx, targets, op, opts), Servers: armed}
 	bar.Done()
 	for _, r := range res.Result {
 		if r.Class != "" {
 			res.Failed++
 		}
+	}
+	if teller != nil && op == power.OpOff {
+		res.Servers = teller.tell(ctx, res.Result)
 	}
 	var err error
 	if format != "table" {
@@ -114,6 +229,10 @@ func runPower(ctx context.Context, e *env, op power.Op, targets []power.Target, 
 	}
 	if err == nil && res.Failed > 0 {
 		err = fmt.Errorf("power %s: %d of %d nodes failed", op, res.Failed, res.Nodes)
+	}
+	if err == nil && res.Servers != nil && len(res.Servers.Errors) > 0 {
+		err = fmt.Errorf("power %s: the boot servers were not told of %d nodes (they still show them as before): %s",
+			op, len(res.Servers.Errors), res.Servers.Errors[0])
 	}
 	return err
 }
@@ -292,5 +411,12 @@ func writePowerTable(e *env, r powerResult) error {
 		return err
 	}
 	_, err := fmt.Fprintf(e.stdout, "\n%d of %d nodes done\n", r.Nodes-r.Failed, r.Nodes)
+	if err == nil && r.Servers != nil {
+		what := "reboots armed"
+		if r.Op == power.OpOff {
+			what = "nodes powered off"
+		}
+		_, err = fmt.Fprintf(e.stdout, "boot servers told: %d %s\n", r.Servers.Told, what)
+	}
 	return err
 }

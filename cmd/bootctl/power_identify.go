@@ -38,7 +38,7 @@ func identifyCommand(e *env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			return runPower(c.Context, e, power.OpIdentify, targets, opts, format)
+			return runPower(c.Context, e, power.OpIdentify, targets, opts, format, nil)
 		},
 	}
 }

@@ -255,16 +255,17 @@ func fetchStatus(ctx context.Context, hc *http.Client, servers []string) (*statu
 
 // writeStatusCSV writes one row per node.
 func writeStatusCSV(w io.Writer, res *statusResult) error {
-	rows := [][]string{{"node", "server", "state", "since", "attempt", "ip", "mac", "position", "error"}}
+	rows := [][]string{{"node", "server", "state", "since", "attempt", "ip", "mac", "position", "error", "power", "reboot"}}
 	for _, n := range res.Nodes {
 		since := ""
 		if !n.Since.IsZero() {
 			since = n.Since.UTC().Format(time.RFC3339)
 		}
-		rows = append(rows, []string{n.Name, n.Server, n.State.String(), since, strconv.Itoa(n.Attempt), n.IP, n.MAC, n.Position, n.Error})
+		power, reboot := statusMarks(&n)
+		rows = append(rows, []string{n.Name, n.Server, n.State.String(), since, strconv.Itoa(n.Attempt), n.IP, n.MAC, n.Position, n.Error, power, reboot})
 	}
 	for _, u := range res.Unknown {
-		rows = append(rows, []string{u.Name, u.Owner, "unknown", "", "", u.IP, u.MAC, u.Position, u.Reason})
+		rows = append(rows, []string{u.Name, u.Owner, "unknown", "", "", u.IP, u.MAC, u.Position, u.Reason, "", ""})
 	}
 	return writeCSV(w, rows)
 }
@@ -324,17 +325,42 @@ func writeStatusSummary(w io.Writer, res *statusResult) {
 	fmt.Fprintln(w)
 }
 
-// statusDetail is a node's detail column: its error, else its last transition's detail, cut to
-// 60 characters; "-" for none.
+// statusDetail is a node's detail column: that bootctl powered it off and that its reboot is
+// armed, then its error, else its last transition's detail, cut to 60 characters; "-" for none.
 func statusDetail(n *nodestate.NodeStatus) string {
 	detail := n.Error
 	if detail == "" && len(n.History) > 0 {
 		detail = n.History[len(n.History)-1].Detail
 	}
+	if n.PoweredOff && n.Error == "" {
+		detail = "" // the power-off transition's own detail says no more than the mark
+	}
+	var marks []string
+	if n.PoweredOff {
+		marks = append(marks, "powered off")
+	}
+	if n.RebootRequested {
+		marks = append(marks, "reboot armed")
+	}
+	if len(marks) > 0 {
+		detail = strings.TrimSuffix(strings.Join(marks, ", ")+"; "+detail, "; ")
+	}
 	if len(detail) > 60 {
 		detail = detail[:57] + "..."
 	}
 	return orDash(detail)
+}
+
+// statusMarks are a node's power and reboot columns of the CSV: "off" when bootctl powered it
+// off (the servers know no other power state), "armed" when its next DISCOVER starts a new attempt.
+func statusMarks(n *nodestate.NodeStatus) (power, reboot string) {
+	if n.PoweredOff {
+		power = "off"
+	}
+	if n.RebootRequested {
+		reboot = "armed"
+	}
+	return power, reboot
 }
 
 // orDash returns s, or "-" for an empty s, as table cells show nothing.
