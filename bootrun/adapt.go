@@ -171,7 +171,8 @@ func (c *Controller) stalled(now float64, i int32, doomed bool) {
 	}
 }
 
-// evict powers node i off and queues it again at the front; the attempt is not counted.
+// evict powers node i off and queues it again after the retry delay (its BMC is not asked at
+// once again); the attempt is not counted.
 func (c *Controller) evict(now float64, i int32) {
 	rec := &c.rec[i]
 	rec.Failures = append(rec.Failures, Congested)
@@ -180,8 +181,7 @@ func (c *Controller) evict(now float64, i int32) {
 	c.gen[i]++
 	rec.Phase = Queued
 	c.out = append(c.out, Action{Kind: PowerOff, Node: int(i), Attempt: rec.Attempts, Class: Congested})
-	c.adm.enqueue(c.classOf[i], i, true)
-	_ = now
+	c.retry.push(now, i, c.gen[i])
 }
 
 // setLimit moves link r's limit to v (at least 1, at most the nodes behind it) and logs it.
