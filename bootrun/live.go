@@ -43,6 +43,7 @@ type Live struct {
 	wg       sync.WaitGroup
 	bmc      *power.Pacer
 	sem      chan struct{}
+	adapt    liveAdapt // liveadapt.go
 }
 
 // Run drives the run until every node is healthy or failed, or ctx ends (the journal keeps
@@ -153,11 +154,15 @@ func (l *Live) poll(ctx context.Context) error {
 			continue
 		}
 		st, ok := states[name]
-		p, known := phaseOf(st.State)
-		if !ok || !known || st.Attempt <= l.baseline[i] || p <= r.Phase && p != Failed {
+		if !ok || st.Attempt <= l.baseline[i] {
 			continue
 		}
-		if err := l.act(ctx, l.Controller.Handle(l.now(), Event{Kind: Observed, Node: i, Phase: p})); err != nil {
+		if p, known := phaseOfNode(st); known && (p > r.Phase || p == Failed) {
+			if err := l.act(ctx, l.Controller.Handle(l.now(), Event{Kind: Observed, Node: i, Phase: p})); err != nil {
+				return err
+			}
+		}
+		if err := l.measure(ctx, i, st); err != nil {
 			return err
 		}
 	}
@@ -219,8 +224,13 @@ func (l *Live) act(ctx context.Context, acts []Action) error {
 			l.Log.Warn("giving up on a node", zap.String("node", l.Names[a.Node]), zap.String("class", string(a.Class)), zap.Int("attempts", a.Attempt))
 		case Paused:
 			l.Log.Warn("admission paused", zap.String("reason", a.Reason))
+		case PowerOff:
+			l.Log.Info("powering off: its link is congested", zap.String("node", l.Names[a.Node]))
+			l.powerOff(ctx, a.Node)
+		case Resumed:
+			l.Log.Info("admission resumed", zap.String("reason", a.Reason))
 		}
-		if a.Kind <= GiveUp {
+		if a.Kind <= GiveUp || a.Kind == PowerOff {
 			l.Journal.Add(JournalEntry{Node: a.Node, Record: recs[a.Node], Baseline: l.baseline[a.Node]})
 		}
 	}
@@ -233,9 +243,11 @@ func (l *Live) act(ctx context.Context, acts []Action) error {
 func (l *Live) powerOn(ctx context.Context, i int, cycle bool) {
 	t := l.Power[i]
 	server := l.seen[l.Names[i]].Server
+	l.adapt.init(len(l.Names))
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
+		defer l.adapt.lockNode(i)() // after a power-off of the node's, never before
 		select {
 		case l.sem <- struct{}{}:
 		case <-ctx.Done():
