@@ -31,9 +31,10 @@ const (
 
 // nodeAdapt is what the adaptation keeps of one node.
 type nodeAdapt struct {
-	epoch   int  // its link's epoch when it entered (or restarted): older signals cut nothing
-	stalled bool // it fell under the floor or gave up in this attempt: it does not raise the limit
-	evicted int  // attempts ended by eviction, not counted against MaxAttempts
+	epoch    int  // its link's epoch when it entered (or restarted): older signals cut nothing
+	stalled  bool // it fell under the floor or gave up in this attempt: it does not raise the limit
+	measured bool // its transfers were measured in this attempt (a live run; the dry run has none)
+	evicted  int  // attempts ended by eviction, not counted against MaxAttempts
 }
 
 // learner learns the plant: the firmware's patience from the transfers that completed and were
@@ -93,7 +94,7 @@ func (c *Controller) linkOf(i int32) int32 { return c.adm.classes[c.classOf[i]].
 
 // entered notes node i entering its link (its first DHCP request, or a restart).
 func (c *Controller) entered(i int32) {
-	c.node[i].stalled = false
+	c.node[i].stalled, c.node[i].measured = false, false
 	if r := c.linkOf(i); r >= 0 {
 		c.node[i].epoch = c.adm.links[r].epoch
 	}
@@ -101,20 +102,27 @@ func (c *Controller) entered(i int32) {
 
 // served notes node i's files in: its link's transfer time is measured, and a node that stayed
 // above the floor since it entered raises the limit by 1/limit, one node a round of the limit's
-// nodes, as TCP's congestion avoidance adds a segment a round trip.
+// nodes, as TCP's congestion avoidance adds a segment a round trip. A node whose transfers no
+// server measured (the dry run's) is judged by the time its files took in all: over the
+// patience it was under the floor, within cutAt of it above.
 func (c *Controller) served(now float64, i int32) {
 	r := c.linkOf(i)
 	if r < 0 {
 		return
 	}
 	l := &c.adm.links[r]
-	if d := now - c.rec[i].LoadAt; d > 0 {
+	d := now - c.rec[i].LoadAt
+	if d > 0 {
 		l.transfer += ewma * (d - l.transfer)
 		if !(l.transfer > 0) {
 			l.transfer = d
 		}
 	}
-	if !c.node[i].stalled && c.node[i].epoch == l.epoch && l.limit < float64(l.max) {
+	n := &c.node[i]
+	if !n.measured && d > c.learn.patience {
+		c.stalled(now, i, false)
+	}
+	if !n.stalled && n.epoch == l.epoch && (n.measured || d <= cutAt*c.learn.patience) && l.limit < float64(l.max) {
 		c.setLimit(now, r, l.limit+1/l.limit, "raise")
 	}
 }
@@ -132,6 +140,7 @@ func (c *Controller) measured(now float64, ev Event) {
 		c.learn.gaveUp(ev.Seconds)
 		c.stalled(now, i, true)
 	case Transfer:
+		c.node[i].measured = true
 		if ev.Done {
 			c.learn.done(ev.Seconds)
 			return

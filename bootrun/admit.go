@@ -107,12 +107,13 @@ func (a *admission) enqueue(c, i int32, retry bool) {
 
 // pipe is how many nodes may be on their way to a link beyond its free slots: those its
 // measured service rate (limit / transfer time) drains in the measured POST time, as a TCP
-// window covers the bandwidth-delay product. 0 until both are measured.
+// window covers the bandwidth-delay product. 0 until both are measured, or while a POST is
+// shorter than a node's transfer.
 func (l *link) pipe(post float64) int {
 	if !(l.transfer > 0) || !(post > 0) {
 		return 0
 	}
-	return int(math.Ceil(float64(l.cap()) / l.transfer * post))
+	return int(float64(l.cap()) / l.transfer * post) // rounded down: never more than drains
 }
 
 // fits says whether a node of class c may be powered on at now: every resource has a free slot

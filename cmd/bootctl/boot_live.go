@@ -56,7 +56,12 @@ func bootLive(e *env, c *cli.Context, format string, s *bootSetup, pred *bootrun
 		return fmt.Errorf("boot: %w (the journal %s keeps the run: rerun with --resume)", err, journalPath)
 	}
 	e.log.Info("boot run finished", zap.Duration("took", time.Since(started)))
-	return writeBootRun(e, format, bootRunOf(recs, pred, ctl.PausedBecause()))
+	res := bootRunOf(recs, pred, ctl.PausedBecause())
+	res.Links, res.LimitChanges, res.PatienceSeconds = s.limits.Names, ctl.LimitChanges(), ctl.Patience()
+	if format == "table" {
+		writeBootLimits(e, res)
+	}
+	return writeBootRun(e, format, res)
 }
 
 // bootTokens reads the operator tokens: none, one for every server, or one per server.
@@ -136,6 +141,35 @@ type bootRunResult struct {
 	PredictedSeconds float64              `json:"predicted_seconds,omitempty"`
 	Paused           string               `json:"paused,omitempty"`
 	Records          []bootrun.NodeRecord `json:"nodes_detail"`
+	// Links names the resources whose limits adapted, LimitChanges every move of them, and
+	// PatienceSeconds the firmware's patience the run learned (a live run only).
+	Links           []string              `json:"links,omitempty"`
+	LimitChanges    []bootrun.LimitChange `json:"limit_changes,omitempty"`
+	PatienceSeconds float64               `json:"patience_seconds,omitempty"`
+}
+
+// writeBootLimits prints how each link's limit moved: where it started, the range it moved in,
+// its cuts and raises, and where it ended.
+func writeBootLimits(e *env, r bootRunResult) {
+	t := newTable(e.stdout)
+	t.row("LINK", "START", "MIN", "MAX", "END", "CUTS", "RAISES", "BACK-OFFS")
+	for k, name := range r.Links {
+		var start, lo, hi, end float64
+		n := map[string]int{}
+		for _, ch := range r.LimitChanges {
+			if ch.Resource != k {
+				continue
+			}
+			if ch.Why == "start" {
+				start, lo, hi = ch.Limit, ch.Limit, ch.Limit
+			}
+			lo, hi, end = min(lo, ch.Limit), max(hi, ch.Limit), ch.Limit
+			n[ch.Why]++
+		}
+		t.row(name, int(start), int(lo), int(hi), int(end), n["cut"], n["raise"], n["back-off"])
+	}
+	t.flush()
+	fmt.Fprintf(e.stdout, "firmware patience learned: %.1f s per file\n\n", r.PatienceSeconds)
 }
 
 func bootRunOf(recs []bootrun.NodeRecord, pred *bootrun.Prediction, paused string) bootRunResult {
