@@ -86,6 +86,8 @@ func TestBootBadInput(t *testing.T) {
 		{"bad attempts", live(f.creds, "--max-attempts", "0", "s0-b0-n0"), "--max-attempts must be at least 1"},
 		{"bad protocol", live(f.creds, "--protocol", "nfs", "s0-b0-n0"), `--protocol: "nfs": want http or tftp`},
 		{"bad factor", live(f.creds, "--deadline-factor", "0", "s0-b0-n0"), "--deadline-factor: 0"},
+		{"bad on-failure", live(f.creds, "--on-failure", "panic", "s0-b0-n0"), `--on-failure: "panic": want backoff or pause`},
+		{"negative patience", live(f.creds, "--patience", "-1s", "s0-b0-n0"), "--patience not negative"},
 		{"resume without a journal", live(f.creds, "--resume", "s0-b0-n0"), "run.journal: no such file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantBadInput(t, ctx, tc.args, tc.want) })
