@@ -19,7 +19,10 @@ type LimitChange struct {
 const (
 	// cutAt: a transfer whose mean rate would take longer than this to bring the whole file is
 	// under the floor: its link's limit is cut, with room left before the firmware gives up.
-	cutAt = 0.7
+	cutAt = 0.85
+	// evictDelay is how long an evicted node waits before it may be powered on again: its
+	// power-off goes first (the BMC's pace), and its link has room again within a transfer.
+	evictDelay = 1.0
 	// judgeAfter: a transfer is judged only after this long, past TCP's slow start and the
 	// first poll's noise.
 	judgeAfter = 0.15
@@ -180,8 +183,7 @@ func (c *Controller) stalled(now float64, i int32, doomed bool) {
 	}
 }
 
-// evict powers node i off and queues it again after the retry delay (its BMC is not asked at
-// once again); the attempt is not counted.
+// evict powers node i off and queues it again after evictDelay; the attempt is not counted.
 func (c *Controller) evict(now float64, i int32) {
 	rec := &c.rec[i]
 	rec.Failures = append(rec.Failures, Congested)
@@ -190,7 +192,7 @@ func (c *Controller) evict(now float64, i int32) {
 	c.gen[i]++
 	rec.Phase = Queued
 	c.out = append(c.out, Action{Kind: PowerOff, Node: int(i), Attempt: rec.Attempts, Class: Congested})
-	c.retry.push(now, i, c.gen[i])
+	c.requeue.push(now, i, c.gen[i])
 }
 
 // setLimit moves link r's limit to v (at least 1, at most the nodes behind it) and logs it.

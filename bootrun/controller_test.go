@@ -145,8 +145,8 @@ func TestControllerScripts(t *testing.T) {
 		cfg:  Config{Caps: []int{4}, Expect: expect, Patience: 10}, nodes: nodesN(6, 0),
 		steps: []step{{0, seen(0, Loading)}, {0, seen(1, Loading)}, {0, seen(2, Loading)}, {0, seen(3, Loading)},
 			{4, crawl(0)}, {4, crawl(1)}, {4, crawl(2)}, {6, seen(3, Booted)}, {7, seen(2, Booted)}},
-		// The evicted wait out the retry delay: the fresh nodes take the freed slots first.
-		want: []string{"power-on 0", "power-on 1", "power-on 2", "power-on 3", "power-off 0", "power-off 1", "power-on 4", "power-on 5"},
+		// The evicted wait a second (their power-off goes first), then go before fresh nodes.
+		want: []string{"power-on 0", "power-on 1", "power-on 2", "power-on 3", "power-off 0", "power-off 1", "cycle 0", "cycle 1"},
 	}, {
 		name: "nodes that stay above the floor raise the limit by one a round", cfg: Config{Caps: []int{1}, Expect: expect}, nodes: nodesN(5, 0),
 		steps: []step{{0, seen(0, Loading)}, {2, seen(0, Booted)}, {2, seen(1, Loading)}, {2, seen(2, Loading)},

@@ -18,6 +18,7 @@ type Controller struct {
 	adm     *admission
 	dl      [numPhases]deadlines
 	retry   deadlines // failed nodes waiting for RetryDelay before they are queued again
+	requeue deadlines // evicted nodes waiting for evictDelay
 	brk     breaker
 	paused  string // why admission is paused; "" when it is not
 	// backoffUntil is when a back-off of the breaker ends (0: none); trips counts the back-offs
@@ -50,6 +51,7 @@ func New(cfg Config, nodes []Node) (*Controller, error) {
 	}
 	exp := [numPhases]float64{Powering: cfg.Expect.Power, Firmware: cfg.Expect.Firmware, Loading: cfg.Expect.Transfer, Booted: cfg.Expect.Health}
 	c.retry.after = cfg.RetryDelay
+	c.requeue.after = min(evictDelay, cfg.RetryDelay)
 	for p := range c.dl {
 		c.dl[p].after = math.Inf(1)
 		if !math.IsInf(cfg.Factor, 1) && (p >= int(Powering) && p <= int(Booted)) {
@@ -334,16 +336,18 @@ func (c *Controller) expire(now float64) {
 		c.brk.reset()
 		c.out = append(c.out, Action{Kind: Resumed, Reason: "back-off over"})
 	}
-	for {
-		i, ok := c.retry.due(now, c.gen)
-		if !ok {
-			break
+	for _, q := range []*deadlines{&c.retry, &c.requeue} {
+		for {
+			i, ok := q.due(now, c.gen)
+			if !ok {
+				break
+			}
+			if c.aborted {
+				c.giveUp(int(i), Aborted)
+				continue
+			}
+			c.adm.enqueue(c.classOf[i], i, true)
 		}
-		if c.aborted {
-			c.giveUp(int(i), Aborted)
-			continue
-		}
-		c.adm.enqueue(c.classOf[i], i, true)
 	}
 	for p := Powering; p <= Booted; p++ {
 		q := &c.dl[p]
@@ -360,7 +364,7 @@ func (c *Controller) expire(now float64) {
 // NextDeadline is when the next phase deadline or retry delay passes (+Inf: none): when a Tick
 // is due.
 func (c *Controller) NextDeadline() float64 {
-	t := c.retry.next(c.gen)
+	t := min(c.retry.next(c.gen), c.requeue.next(c.gen))
 	for p := range c.dl {
 		t = min(t, c.dl[p].next(c.gen))
 	}
