@@ -108,4 +108,3 @@ type adaptResult struct {
 	Links           []string              `json:"links"`
 	LimitChanges    []bootrun.LimitChange `json:"limit_changes"`
 }
-
