@@ -251,9 +251,12 @@ type bootPlan struct {
 	Schedule         []bootPlanRow `json:"schedule"`
 }
 
+// bootCap is a link's in-flight limit at the start (Nodes) and the nodes behind it: a limit
+// below them binds; either way it adapts to what the run measures.
 type bootCap struct {
 	Resource string `json:"resource"`
 	Nodes    int    `json:"nodes"`
+	Behind   int    `json:"behind"`
 }
 
 type bootPlanRow struct {
@@ -267,7 +270,7 @@ type bootPlanRow struct {
 func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction) error {
 	out := bootPlan{Nodes: len(s.nodes), FloorMbps: s.limits.FloorMbps, PredictedSeconds: p.Makespan, PeakInFlight: p.PeakInFlight}
 	for i, name := range s.limits.Names {
-		out.Caps = append(out.Caps, bootCap{Resource: name, Nodes: s.limits.Caps[i]})
+		out.Caps = append(out.Caps, bootCap{Resource: name, Nodes: s.limits.Caps[i], Behind: s.limits.Users[i]})
 	}
 	for i, r := range p.Records {
 		out.Schedule = append(out.Schedule, bootPlanRow{Node: r.Name, Server: s.server[i], PowerOn: round3(r.PowerAt), Files: round3(r.BootAt), Healthy: round3(r.HealthAt)})
@@ -278,14 +281,15 @@ func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction) e
 	fmt.Fprintf(e.stdout, "%d nodes; floor %.1f Mb/s per node; predicted makespan %.1f s; at most %d in flight\n",
 		out.Nodes, out.FloorMbps, out.PredictedSeconds, out.PeakInFlight)
 	if len(out.Caps) == 0 {
-		fmt.Fprintln(e.stdout, "no link binds: every node powers on at once")
+		fmt.Fprintln(e.stdout, "no shared link: every node powers on at once")
 	} else {
 		t := newTable(e.stdout)
-		t.row("CAPPED", "IN FLIGHT")
+		t.row("LINK", "START LIMIT", "NODES BEHIND")
 		for _, c := range out.Caps {
-			t.row(c.Resource, c.Nodes)
+			t.row(c.Resource, c.Nodes, c.Behind)
 		}
 		t.flush()
+		fmt.Fprintln(e.stdout, "(a live run moves each limit with what it measures)")
 	}
 	fmt.Fprintln(e.stdout)
 	t := newTable(e.stdout)
