@@ -148,6 +148,10 @@ func (l *Live) poll(ctx context.Context) error {
 	}
 	l.seen = states
 	recs := l.Controller.Records()
+	// The measurements go after every node's phase: a node that entered its link before this
+	// poll is counted there before another's give-up cuts the link (else it would count as
+	// entered after the cut, and its own give-up, as old, would cut once more).
+	var measured []int
 	for i, name := range l.Names {
 		r := recs[i]
 		if r.Phase < Powering || r.Phase >= Healthy {
@@ -162,7 +166,10 @@ func (l *Live) poll(ctx context.Context) error {
 				return err
 			}
 		}
-		if err := l.measure(ctx, i, st); err != nil {
+		measured = append(measured, i)
+	}
+	for _, i := range measured {
+		if err := l.measure(ctx, i, states[l.Names[i]]); err != nil {
 			return err
 		}
 	}
