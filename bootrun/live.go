@@ -123,7 +123,7 @@ func (l *Live) restore(i int, st NodeState) error {
 		if r.Phase == Powering {
 			r.Phase = Firmware // its answer was lost with the run: the boot servers will tell
 		}
-		if p, ok := phaseOf(st.State); ok && st.Attempt > e.Baseline && p > r.Phase && r.Phase < Healthy {
+		if p, ok := phaseOfNode(st); ok && st.Attempt > e.Baseline && p > r.Phase && r.Phase < Healthy {
 			r.Phase = p
 		}
 		if r.Phase != Queued {
