@@ -6,7 +6,8 @@
 //
 // The Controller is a pure state machine: it takes events (a BMC answered, a node's boot reached
 // a phase, a transfer measured or given up, time passed, the operator paused) and returns
-// actions (power on, power cycle, power off, give up, pause, resume). Two plants drive it: Predict runs it against fabricsim in simulated time (the
-// dry run, and the benchmark on the paper's machine), and a Live run against the boot servers'
-// status API and the nodes' power controllers.
+// actions (power on, power cycle, power off, give up, pause, resume). Two plants drive it:
+// Predict runs it against fabricsim in simulated time (the dry run, and the benchmark on the
+// paper's machine), and a Live run against the boot servers' progress API and the nodes' power
+// controllers.
 package bootrun
