@@ -6,13 +6,26 @@ import (
 	"strings"
 )
 
-// BreakerConfig is when the circuit breaker pauses admission: at least MinFailures failed
-// attempts, and at least Rate of the last Window outcomes (a node healthy, or an attempt
-// failed).
+// BreakerConfig is when the circuit breaker trips: at least MinFailures failed attempts, and at
+// least Rate of the last Window outcomes (a node healthy, or an attempt failed); and what it
+// does then.
 type BreakerConfig struct {
 	Window      int     // default 20
 	Rate        float64 // default 0.5
 	MinFailures int     // default 5
+	// Pause: a trip pauses admission until the operator resumes it. Otherwise (the default) the
+	// run backs off: every link's limit is halved, admission waits Backoff seconds (times the
+	// trips in a row, at most 6 times), and goes on.
+	Pause   bool
+	Backoff float64 // default 10
+}
+
+// OnFailure names what a tripped breaker does: "backoff" or "pause".
+func (b BreakerConfig) OnFailure() string {
+	if b.Pause {
+		return "pause"
+	}
+	return "backoff"
 }
 
 func (b *BreakerConfig) defaults() {
@@ -25,9 +38,15 @@ func (b *BreakerConfig) defaults() {
 	if b.MinFailures == 0 {
 		b.MinFailures = 5
 	}
+	if b.Backoff == 0 {
+		b.Backoff = 10
+	}
 }
 
 func (b *BreakerConfig) check() error {
+	if !(b.Backoff > 0) || b.Backoff > 3600 {
+		return fmt.Errorf("breaker: back-off %v s: want more than 0 and at most an hour", b.Backoff)
+	}
 	if b.Window < 1 || !(b.Rate > 0 && b.Rate <= 1) || b.MinFailures < 1 || b.MinFailures > b.Window {
 		return fmt.Errorf("breaker: window %d, rate %v, min failures %d: want a window of at least 1, a rate in (0,1] and 1 to window failures",
 			b.Window, b.Rate, b.MinFailures)

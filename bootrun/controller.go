@@ -65,6 +65,10 @@ const (
 	NoHealth       Class = "no-health"      // had its files, never reported healthy
 	ReportedFailed Class = "reported-failed"
 	Aborted        Class = "aborted"
+	// Congested: the run powered the node off to relieve its link (its limit was cut below the
+	// nodes in flight behind it, and the node was missing the firmware's patience). It is
+	// queued again and the attempt does not count against MaxAttempts.
+	Congested Class = "congested"
 )
 
 // EventKind is what happened.
@@ -83,6 +87,13 @@ const (
 	Pause
 	Resume
 	Abort
+	// Transfer: the node's current file transfer as its boot server measures it (Bytes of
+	// Size after Seconds; Done once it is whole).
+	Transfer
+	// GaveUp: the node's firmware gave up a transfer after Seconds (it starts over by itself).
+	GaveUp
+	// Restarted: the node's firmware started its boot over from DHCP by itself.
+	Restarted
 )
 
 // Event is one input of the controller.
@@ -91,6 +102,10 @@ type Event struct {
 	Node  int
 	Phase Phase
 	Class Class
+	// Bytes, Size and Seconds measure a Transfer (Seconds also a GaveUp); Done: it is whole.
+	Bytes, Size int64
+	Seconds     float64
+	Done        bool
 }
 
 // ActionKind is what the controller asks for.
@@ -108,9 +123,14 @@ const (
 	Paused
 	// Finished: every node is healthy or failed.
 	Finished
+	// PowerOff: power the node off; the run evicted it from a congested link (Class
+	// Congested) and will power it on again.
+	PowerOff
+	// Resumed: admission goes on after a back-off (Reason says why it stopped).
+	Resumed
 )
 
-var actionNames = [...]string{"power-on", "cycle", "give-up", "paused", "finished"}
+var actionNames = [...]string{"power-on", "cycle", "give-up", "paused", "finished", "power-off", "resumed"}
 
 func (k ActionKind) String() string { return actionNames[k] }
 
@@ -149,6 +169,11 @@ type Config struct {
 	// BMC that did not answer is not asked again at once.
 	RetryDelay float64
 	Breaker    BreakerConfig
+	// Patience is the firmware's patience with one file, in seconds, until the run learns it
+	// from the transfers it sees complete and given up (0: Expect.Transfer, or 60 s).
+	Patience float64
+	// Decrease is the factor a link's limit is cut by (default 0.5).
+	Decrease float64
 }
 
 // Node is one node of a run.
@@ -188,6 +213,15 @@ func (c *Config) defaults() {
 	if c.RetryDelay == 0 {
 		c.RetryDelay = 5
 	}
+	if c.Patience == 0 {
+		c.Patience = c.Expect.Transfer
+	}
+	if c.Patience == 0 {
+		c.Patience = DefaultTransferSeconds
+	}
+	if c.Decrease == 0 {
+		c.Decrease = 0.5
+	}
 	c.Breaker.defaults()
 }
 
@@ -197,6 +231,9 @@ func (c *Config) check(nodes []Node) error {
 	}
 	if !(c.RetryDelay >= 0) || math.IsInf(c.RetryDelay, 0) {
 		return fmt.Errorf("retry delay %v: want a non-negative number of seconds", c.RetryDelay)
+	}
+	if !(c.Patience > 0) || math.IsInf(c.Patience, 0) || !(c.Decrease > 0 && c.Decrease < 1) {
+		return fmt.Errorf("patience %v s and decrease %v: want a positive, finite patience and a decrease in (0,1)", c.Patience, c.Decrease)
 	}
 	if c.MaxAttempts < 1 || c.MaxInFlight < 0 {
 		return fmt.Errorf("max attempts %d and max in flight %d: want at least 1 and 0", c.MaxAttempts, c.MaxInFlight)

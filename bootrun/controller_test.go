@@ -24,6 +24,8 @@ func actionString(a Action) string {
 		return "paused: " + a.Reason
 	case Finished:
 		return "finished"
+	case Resumed:
+		return "resumed: " + a.Reason
 	}
 	return fmt.Sprintf("%s %d", a.Kind, a.Node)
 }
@@ -60,6 +62,10 @@ func nodesN(n int, res ...int32) []Node {
 func ok(i int) Event               { return Event{Kind: PowerAnswered, Node: i} }
 func seen(i int, p Phase) Event    { return Event{Kind: Observed, Node: i, Phase: p} }
 func bmcFail(i int, c Class) Event { return Event{Kind: PowerAnswered, Node: i, Class: c} }
+
+// crawl is a transfer at a tenth of its file after 3 s: 30 s for the whole file.
+func crawl(i int) Event  { return Event{Kind: Transfer, Node: i, Bytes: 10, Size: 100, Seconds: 3} }
+func gaveUp(i int) Event { return Event{Kind: GaveUp, Node: i, Seconds: 8} }
 
 func TestControllerScripts(t *testing.T) {
 	expect := Expect{Power: 1, Firmware: 10, Transfer: 10, Health: 10}
@@ -110,11 +116,51 @@ func TestControllerScripts(t *testing.T) {
 		want:  []string{"power-on 0", "power-on 1", "give-up 0 stuck-transfer", "give-up 1 no-health", "finished"},
 	}, {
 		name:  "breaker pauses admission and the operator resumes it",
-		cfg:   Config{Caps: []int{1}, Expect: expect, MaxAttempts: 1, Breaker: BreakerConfig{Window: 4, Rate: 0.5, MinFailures: 2}},
+		cfg:   Config{Caps: []int{1}, Expect: expect, MaxAttempts: 1, Breaker: BreakerConfig{Window: 4, Rate: 0.5, MinFailures: 2, Pause: true}},
 		nodes: nodesN(4, 0),
 		steps: []step{{1, bmcFail(0, BMCTimeout)}, {2, bmcFail(1, BMCTimeout)}, {3, Event{Kind: Tick}}, {4, Event{Kind: Resume}}},
 		want: []string{"power-on 0", "give-up 0 bmc-timeout", "power-on 1", "give-up 1 bmc-timeout",
 			"paused: 2 of the last 2 attempts failed (2 bmc-timeout)", "power-on 2"},
+	}, {
+		name:  "breaker backs off by default: limits halved, a wait, then admission goes on",
+		cfg:   Config{Caps: []int{2}, Expect: expect, MaxAttempts: 1, Breaker: BreakerConfig{Window: 4, Rate: 0.5, MinFailures: 2, Backoff: 10}},
+		nodes: nodesN(4, 0),
+		// Node 2 takes node 0's slot; node 1's failure trips the breaker, the limit goes 2 -> 1,
+		// which node 2 fills: after the wait, the next goes only when node 2 is booted.
+		steps: []step{{1, bmcFail(0, BMCTimeout)}, {2, bmcFail(1, BMCTimeout)}, {11.9, Event{Kind: Tick}}, {12, Event{Kind: Tick}},
+			{13, seen(2, Booted)}},
+		want: []string{"power-on 0", "power-on 1", "give-up 0 bmc-timeout", "power-on 2", "give-up 1 bmc-timeout",
+			"paused: 2 of the last 2 attempts failed (2 bmc-timeout); backing off: limits halved, admission waits 10 s",
+			"resumed: back-off over", "power-on 3"},
+	}, {
+		name: "a node holds its link from its DHCP request: POST holds no slot", cfg: Config{Caps: []int{2}, Expect: Expect{Power: 1, Firmware: 10, Transfer: 10, Health: 10}},
+		nodes: nodesN(4, 0),
+		// Both first nodes in POST fill the window; at t=10 one asks for its address (POST
+		// measured 10 s, transfer 10 s for 2 slots: a pipe of 2) and the next powers on paced,
+		// another only a service time (5 s) later.
+		steps: []step{{0, ok(0)}, {0, ok(1)}, {10, seen(0, Loading)}, {12, Event{Kind: Tick}}, {15, Event{Kind: Tick}}},
+		want:  []string{"power-on 0", "power-on 1", "power-on 2", "power-on 3"},
+	}, {
+		name: "a transfer under the floor cuts its link once a round and evicts the doomed beyond the limit",
+		cfg:  Config{Caps: []int{4}, Expect: expect, Patience: 10}, nodes: nodesN(6, 0),
+		steps: []step{{0, seen(0, Loading)}, {0, seen(1, Loading)}, {0, seen(2, Loading)}, {0, seen(3, Loading)},
+			{4, crawl(0)}, {4, crawl(1)}, {4, crawl(2)}, {6, seen(3, Booted)}, {7, seen(2, Booted)}},
+		// The evicted wait a second (their power-off goes first), then go before fresh nodes.
+		want: []string{"power-on 0", "power-on 1", "power-on 2", "power-on 3", "power-off 0", "power-off 1", "cycle 0", "cycle 1"},
+	}, {
+		name: "nodes that stay above the floor raise the limit by one a round", cfg: Config{Caps: []int{1}, Expect: expect}, nodes: nodesN(5, 0),
+		steps: []step{{0, seen(0, Loading)}, {2, seen(0, Booted)}, {2, seen(1, Loading)}, {2, seen(2, Loading)},
+			{4, seen(1, Booted)}, {4, seen(2, Booted)}},
+		want: []string{"power-on 0", "power-on 1", "power-on 2", "power-on 3", "power-on 4"},
+	}, {
+		name: "a transfer given up cuts once; the ones that entered before the cut do not cut again",
+		cfg:  Config{Caps: []int{4}, Expect: expect, Patience: 10}, nodes: nodesN(6, 0),
+		steps: []step{{0, seen(0, Loading)}, {0, seen(1, Loading)}, {0, seen(2, Loading)}, {0, seen(3, Loading)},
+			{8, gaveUp(0)}, {8, gaveUp(1)}, {8, gaveUp(2)}, {9, Event{Kind: Restarted, Node: 2}}, {12, gaveUp(2)}, {13, seen(3, Booted)}},
+		// 4 -> 2: nodes 0 and 1 go; node 2 restarts after the cut and gives up again: 2 -> 1,
+		// and it goes too; node 3's files in free the one slot for node 0, whose retry delay
+		// (5 s from 8) is over: a retry goes first.
+		want: []string{"power-on 0", "power-on 1", "power-on 2", "power-on 3", "power-off 0", "power-off 1", "power-off 2", "cycle 0"},
 	}, {
 		name: "abort gives up the queue", cfg: Config{Caps: []int{1}, Expect: expect}, nodes: nodesN(3, 0),
 		steps: []step{{1, Event{Kind: Abort}}, {2, ok(0)}, {3, seen(0, Healthy)}},
@@ -199,5 +245,59 @@ func TestControllerBadConfig(t *testing.T) {
 	}
 	if _, err := New(Config{Caps: []int{1}}, nodesN(1, 1)); err == nil || !strings.Contains(err.Error(), "resource 1 of 1") {
 		t.Errorf("node with an unknown resource: %v", err)
+	}
+}
+
+// The firmware's patience is learned: the median of the given-up transfers' times, never less
+// than a transfer that completed; with it a transfer that was fine at the plan's patience is
+// under the floor.
+func TestControllerLearnsPatience(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		evs  []Event
+		want float64
+	}{
+		{"nothing seen: the plan's", nil, 60},
+		{"given up at 8 s", []Event{gaveUp(0), gaveUp(1), gaveUp(2)}, 8},
+		{"one killed early among timeouts", []Event{{Kind: GaveUp, Node: 0, Seconds: 1}, gaveUp(1), gaveUp(2)}, 8},
+		{"a longer transfer completed", []Event{gaveUp(0), {Kind: Transfer, Node: 1, Done: true, Seconds: 9.5}}, 9.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(Config{Caps: []int{3}, Expect: Expect{Transfer: 60}}, nodesN(3, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Start(0)
+			for i := range 3 {
+				c.Handle(0, seen(i, Loading))
+			}
+			for _, ev := range tc.evs {
+				c.Handle(1, ev)
+			}
+			if got := c.Patience(); got != tc.want {
+				t.Errorf("patience %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// The limit log starts at the plan's limit and records every cut.
+func TestControllerLimitLog(t *testing.T) {
+	c, err := New(Config{Caps: []int{8}, Patience: 10}, nodesN(8, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Start(0)
+	for i := range 8 {
+		c.Handle(0, seen(i, Loading))
+	}
+	c.Handle(4, crawl(0))
+	c.Handle(8, gaveUp(1)) // entered before the cut: no second cut
+	want := []LimitChange{{At: 0, Resource: 0, Limit: 8, Why: "start"}, {At: 4, Resource: 0, Limit: 4, Why: "cut"}}
+	if d := cmp.Diff(want, c.LimitChanges()); d != "" {
+		t.Errorf("limit log (-want +got):\n%s", d)
+	}
+	if got := c.InFlightLinks(); got[0] != 6 {
+		t.Errorf("in flight %v after two doomed nodes were evicted, want 6", got)
 	}
 }

@@ -25,8 +25,12 @@ func DefaultFloorMbps(cfg fabricsim.FlowConfig) float64 {
 type Limits struct {
 	// Caps and Names are by resource: a channel of a node's route (a bottleneck segment, or a
 	// boot server's link) that more batch nodes cross than it can carry at the floor.
+	// A channel that no cap binds is a resource too when it is some node's narrowest share (its
+	// bottleneck): the run's limits start there and adapt to what it measures.
 	Caps  []int    `json:"caps"`
 	Names []string `json:"names"`
+	// Users counts the batch nodes behind each resource: a cap below it binds.
+	Users []int `json:"users"`
 	// Nodes holds each batch position's resources.
 	Nodes [][]int32 `json:"-"`
 	// FloorMbps is the per-node bandwidth the caps keep every node in flight above.
@@ -80,6 +84,19 @@ func (lim *Limits) channelCaps(g *topology.Graph, routes [][]topology.Channel, a
 			users[c]++
 		}
 	}
+	// Each node's narrowest share: the channel whose capacity per node is least on its route.
+	narrow := make([]bool, g.NumChannels())
+	for _, route := range routes {
+		best, share := topology.Channel(-1), math.Inf(1)
+		for _, c := range route {
+			if s := g.ChannelCapacity(c) / float64(users[c]); users[c] > 1 && s < share {
+				best, share = c, s
+			}
+		}
+		if best >= 0 {
+			narrow[best] = true
+		}
+	}
 	res := make([]int32, g.NumChannels())
 	for c := range res {
 		res[c] = -1
@@ -87,9 +104,10 @@ func (lim *Limits) channelCaps(g *topology.Graph, routes [][]topology.Channel, a
 			continue
 		}
 		cp := max(1, int(g.ChannelCapacity(topology.Channel(c))/rate[c]))
-		if users[c] > cp {
+		if users[c] > cp || narrow[c] {
 			res[c] = int32(len(lim.Caps))
-			lim.Caps = append(lim.Caps, cp)
+			lim.Caps = append(lim.Caps, min(cp, users[c]))
+			lim.Users = append(lim.Users, users[c])
 			lim.Names = append(lim.Names, channelName(g, topology.Channel(c)))
 		}
 	}
@@ -166,6 +184,7 @@ func (lim *Limits) serverCaps(g *topology.Graph, a *mapping.Assignment, batch []
 		if n > cp {
 			res[s] = int32(len(lim.Caps))
 			lim.Caps = append(lim.Caps, cp)
+			lim.Users = append(lim.Users, n)
 			lim.Names = append(lim.Names, "server "+g.VertexName(g.Servers()[s]))
 		}
 	}

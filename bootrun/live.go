@@ -54,6 +54,7 @@ type Live struct {
 	srv      []ServerSeen // each node as the servers showed it at the last poll
 	srvSeen  []ServerSeen // ... and as last journaled
 	touched  []int        // nodes an event or action of the current act may have changed
+	adapt    liveAdapt // liveadapt.go
 }
 
 // journaled is what of a node's record, once changed, makes a journal entry.
@@ -159,7 +160,7 @@ func (l *Live) restore(i int, st NodeState) error {
 		if r.Phase == Powering {
 			r.Phase = Firmware // its answer was lost with the run: the boot servers will tell
 		}
-		if p, ok := phaseOf(st.State); ok && st.Attempt > e.Baseline && p > r.Phase && r.Phase < Healthy {
+		if p, ok := phaseOfNode(st); ok && st.Attempt > e.Baseline && p > r.Phase && r.Phase < Healthy {
 			r.Phase = p
 		}
 		if r.Phase != Queued {
@@ -188,6 +189,10 @@ func (l *Live) poll(ctx context.Context) error {
 	}
 	l.seen = states
 	recs := l.Controller.Records()
+	// The measurements go after every node's phase: a node that entered its link before this
+	// poll is counted there before another's give-up cuts the link (else it would count as
+	// entered after the cut, and its own give-up, as old, would cut once more).
+	var measured []int
 	for i, name := range l.Names {
 		r := recs[i]
 		if r.Phase < Powering || r.Phase >= Healthy {
@@ -197,12 +202,19 @@ func (l *Live) poll(ctx context.Context) error {
 		if ok {
 			l.srv[i] = ServerSeen{State: st.State, Attempt: st.Attempt, Server: st.Server}
 		}
-		p, known := phaseOf(st.State)
-		if !ok || !known || st.Attempt <= l.baseline[i] || p <= r.Phase && p != Failed {
+		if !ok || st.Attempt <= l.baseline[i] {
 			continue
 		}
-		l.touch(i)
-		if err := l.act(ctx, l.Controller.Handle(l.now(), Event{Kind: Observed, Node: i, Phase: p})); err != nil {
+		if p, known := phaseOfNode(st); known && (p > r.Phase || p == Failed) {
+			l.touch(i)
+			if err := l.act(ctx, l.Controller.Handle(l.now(), Event{Kind: Observed, Node: i, Phase: p})); err != nil {
+				return err
+			}
+		}
+		measured = append(measured, i)
+	}
+	for _, i := range measured {
+		if err := l.measure(ctx, i, states[l.Names[i]]); err != nil {
 			return err
 		}
 	}
@@ -283,10 +295,16 @@ func (l *Live) act(ctx context.Context, acts []Action) error {
 		case Paused:
 			l.Log.Warn("admission paused", zap.String("reason", a.Reason))
 			l.runEvent(RunPaused, a.Reason)
+		case PowerOff:
+			l.Log.Info("powering off: its link is congested", zap.String("node", l.Names[a.Node]))
+			l.powerOff(ctx, a.Node)
+		case Resumed:
+			l.Log.Info("admission resumed", zap.String("reason", a.Reason))
+			l.runEvent(RunResume, a.Reason)
 		case Finished:
 			l.runEvent(RunFinished, "")
 		}
-		if a.Kind <= GiveUp {
+		if a.Kind <= GiveUp || a.Kind == PowerOff {
 			l.touch(a.Node)
 		}
 	}
@@ -351,9 +369,11 @@ func (l *Live) runEvent(word, reason string) {
 func (l *Live) powerOn(ctx context.Context, i int, cycle bool) {
 	t := l.Power[i]
 	server := l.seen[l.Names[i]].Server
+	l.adapt.init(len(l.Names))
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
+		defer l.adapt.lockNode(i)() // after a power-off of the node's, never before
 		select {
 		case l.sem <- struct{}{}:
 		case <-ctx.Done():

@@ -78,7 +78,8 @@ func lenNodes(l *Limits) int {
 }
 
 // simPlant is the simulated machine the controller drives: every BMC answers at once, every
-// node boots as the flow model says.
+// node asks for its address PostSeconds after its power-on (it enters its link then) and boots
+// as the flow model says.
 type simPlant struct {
 	c       *Controller
 	post    float64
@@ -86,6 +87,7 @@ type simPlant struct {
 	peak    int
 	on      []fabricsim.Arrival
 	answer  []int
+	dhcp    []fabricsim.Arrival // nodes on their way, in order of their first DHCP request
 }
 
 func (p *simPlant) Admit(now float64, finished []int) ([]fabricsim.Arrival, float64) {
@@ -94,16 +96,32 @@ func (p *simPlant) Admit(now float64, finished []int) ([]fabricsim.Arrival, floa
 		p.started = true
 		p.act(now, p.c.Start(now))
 	}
-	for _, i := range finished {
-		p.act(now, p.c.Handle(now, Event{Kind: Observed, Node: i, Phase: Booted}))
-		p.act(now, p.c.Handle(now, Event{Kind: Observed, Node: i, Phase: Healthy}))
-	}
 	for k := 0; k < len(p.answer); k++ { // act appends: the length is read every time
 		p.act(now, p.c.Handle(now, Event{Kind: PowerAnswered, Node: p.answer[k]}))
 	}
 	p.answer = p.answer[:0]
+	for len(p.dhcp) > 0 && p.dhcp[0].At <= now {
+		a := p.dhcp[0]
+		p.dhcp = p.dhcp[1:]
+		p.act(now, p.c.Handle(now, Event{Kind: Observed, Node: a.Pos, Phase: Loading}))
+	}
+	for _, i := range finished {
+		p.act(now, p.c.Handle(now, Event{Kind: Observed, Node: i, Phase: Booted}))
+		p.act(now, p.c.Handle(now, Event{Kind: Observed, Node: i, Phase: Healthy}))
+	}
+	for k := 0; k < len(p.answer); k++ {
+		p.act(now, p.c.Handle(now, Event{Kind: PowerAnswered, Node: p.answer[k]}))
+	}
+	p.answer = p.answer[:0]
 	p.peak = max(p.peak, p.c.InFlight())
-	return p.on, math.Inf(1)
+	wake := p.c.NextDeadline()
+	if len(p.dhcp) > 0 {
+		wake = min(wake, p.dhcp[0].At)
+	}
+	if !(wake > now) {
+		wake = math.Inf(1)
+	}
+	return p.on, wake
 }
 
 func (p *simPlant) act(now float64, acts []Action) {
@@ -111,6 +129,8 @@ func (p *simPlant) act(now float64, acts []Action) {
 		if a.Kind == PowerOn || a.Kind == Cycle {
 			p.on = append(p.on, fabricsim.Arrival{Pos: a.Node, At: now + p.post})
 			p.answer = append(p.answer, a.Node)
+			// Every node has the same firmware time: the queue stays in order.
+			p.dhcp = append(p.dhcp, fabricsim.Arrival{Pos: a.Node, At: now + p.post})
 		}
 	}
 }

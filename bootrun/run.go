@@ -14,17 +14,26 @@ type Controller struct {
 	rec     []NodeRecord
 	gen     []uint32 // bumped at every phase change: stale deadlines are skipped
 	classOf []int32
-	holding []bool
+	held    []hold
 	adm     *admission
 	dl      [numPhases]deadlines
 	retry   deadlines // failed nodes waiting for RetryDelay before they are queued again
+	requeue deadlines // evicted nodes waiting for evictDelay
 	brk     breaker
 	paused  string // why admission is paused; "" when it is not
-	aborted bool
-	left    int // nodes neither healthy nor failed
-	started bool
-	out     []Action
-	events  int
+	// backoffUntil is when a back-off of the breaker ends (0: none); trips counts the back-offs
+	// in a row (a node healthy ends the row).
+	backoffUntil float64
+	trips        int
+	learn        learner
+	node         []nodeAdapt
+	limitLog     []LimitChange
+	aborted      bool
+	left         int // nodes neither healthy nor failed
+	started      bool
+	lastNow      float64
+	out          []Action
+	events       int
 }
 
 // New makes the controller of a run of nodes.
@@ -34,13 +43,15 @@ func New(cfg Config, nodes []Node) (*Controller, error) {
 		return nil, fmt.Errorf("boot run: %w", err)
 	}
 	c := &Controller{cfg: cfg, nodes: nodes, rec: make([]NodeRecord, len(nodes)), gen: make([]uint32, len(nodes)),
-		holding: make([]bool, len(nodes)), brk: breaker{cfg: cfg.Breaker}, left: len(nodes)}
+		held: make([]hold, len(nodes)), brk: breaker{cfg: cfg.Breaker}, left: len(nodes), node: make([]nodeAdapt, len(nodes))}
 	c.adm, c.classOf = newAdmission(&cfg, nodes)
+	c.learn = newLearner(cfg)
 	for i, n := range nodes {
 		c.rec[i].Name = n.Name
 	}
 	exp := [numPhases]float64{Powering: cfg.Expect.Power, Firmware: cfg.Expect.Firmware, Loading: cfg.Expect.Transfer, Booted: cfg.Expect.Health}
 	c.retry.after = cfg.RetryDelay
+	c.requeue.after = min(evictDelay, cfg.RetryDelay)
 	for p := range c.dl {
 		c.dl[p].after = math.Inf(1)
 		if !math.IsInf(cfg.Factor, 1) && (p >= int(Powering) && p <= int(Booted)) {
@@ -61,8 +72,11 @@ func (c *Controller) Restore(now float64, i int, r NodeRecord) error {
 	switch r.Phase {
 	case Healthy, Failed:
 		c.left--
-	case Powering, Firmware, Loading:
-		c.take(int32(i))
+	case Powering, Firmware:
+		c.hold(int32(i), holdOnWay)
+		c.enter(now, i, r.Phase)
+	case Loading:
+		c.hold(int32(i), holdSlot)
 		c.enter(now, i, r.Phase)
 	case Booted:
 		c.enter(now, i, Booted)
@@ -78,6 +92,8 @@ func (c *Controller) Start(now float64) []Action {
 		return c.out
 	}
 	c.started = true
+	c.lastNow = now
+	c.logStart(now)
 	for i := range c.rec {
 		if c.rec[i].Phase == Queued {
 			c.adm.enqueue(c.classOf[i], int32(i), false)
@@ -92,8 +108,9 @@ func (c *Controller) Start(now float64) []Action {
 // the next call).
 func (c *Controller) Handle(now float64, ev Event) []Action {
 	c.out = c.out[:0]
+	c.lastNow = now
 	c.events++
-	if ev.Kind <= Observed && (ev.Node < 0 || ev.Node >= len(c.rec)) {
+	if (ev.Kind <= Observed || ev.Kind >= Transfer) && (ev.Node < 0 || ev.Node >= len(c.rec)) {
 		return c.out
 	}
 	switch ev.Kind {
@@ -102,12 +119,15 @@ func (c *Controller) Handle(now float64, ev Event) []Action {
 	case Observed:
 		c.observed(now, ev)
 	case Pause:
+		c.backoffUntil = 0
 		c.pause("paused by the operator")
 	case Resume:
-		c.paused = ""
+		c.paused, c.backoffUntil = "", 0
 		c.brk.reset()
 	case Abort:
 		c.abort()
+	case Transfer, GaveUp, Restarted:
+		c.measured(now, ev)
 	}
 	c.expire(now)
 	if c.started {
@@ -131,6 +151,16 @@ func (c *Controller) Done() bool { return c.left <= 0 }
 
 // InFlight counts the nodes powered and not yet booted.
 func (c *Controller) InFlight() int { return c.adm.flying }
+
+// InFlightLinks counts the nodes in flight behind every link (from their first DHCP request
+// until their files are in), by resource.
+func (c *Controller) InFlightLinks() []int {
+	out := make([]int, len(c.adm.links))
+	for r, l := range c.adm.links {
+		out[r] = l.used
+	}
+	return out
+}
 
 func (c *Controller) powerAnswered(now float64, ev Event) {
 	if c.rec[ev.Node].Phase != Powering {
@@ -163,6 +193,7 @@ func (c *Controller) observed(now float64, ev Event) {
 // it has its files, and starts the phase's deadline.
 func (c *Controller) enter(now float64, i int, p Phase) {
 	r := &c.rec[i]
+	from := r.Phase
 	r.Phase = p
 	c.gen[i]++
 	switch p {
@@ -170,36 +201,37 @@ func (c *Controller) enter(now float64, i int, p Phase) {
 		r.PowerAt = now
 	case Loading:
 		r.LoadAt = now
+		if from == Firmware {
+			c.learn.post(now - r.PowerAt)
+		}
+		c.hold(int32(i), holdSlot)
+		c.entered(int32(i))
 	case Booted:
 		r.BootAt = now
 	case Healthy:
 		r.HealthAt = now
 	}
 	if p >= Booted {
-		c.release(int32(i))
+		if c.held[i] == holdSlot {
+			c.served(now, int32(i))
+		}
+		c.hold(int32(i), holdNone)
 	}
 	if p == Healthy {
 		c.left--
+		c.trips = 0
 		if why := c.brk.record(""); why != "" {
-			c.pause(why)
+			c.trip(now, why)
 		}
 		return
 	}
 	c.dl[p].push(now, int32(i), c.gen[i])
 }
 
-func (c *Controller) take(i int32) {
-	if !c.holding[i] {
-		c.holding[i] = true
-		c.adm.hold(c.adm.classes[c.classOf[i]].res, 1)
-	}
-}
-
-func (c *Controller) release(i int32) {
-	if c.holding[i] {
-		c.holding[i] = false
-		c.adm.hold(c.adm.classes[c.classOf[i]].res, -1)
-	}
+// hold sets what node i holds of its resources.
+func (c *Controller) hold(i int32, h hold) {
+	c.adm.move(c.adm.classes[c.classOf[i]].res, c.held[i], h)
+	c.held[i] = h
 }
 
 // failAttempt ends node i's attempt with class cl: it is queued again, or given up when its
@@ -207,17 +239,36 @@ func (c *Controller) release(i int32) {
 func (c *Controller) failAttempt(now float64, i int, cl Class) {
 	r := &c.rec[i]
 	r.Failures = append(r.Failures, cl)
-	c.release(int32(i))
+	c.hold(int32(i), holdNone)
 	c.gen[i]++
-	if r.Attempts >= c.cfg.MaxAttempts || cl == BMCAuth || c.aborted {
+	if r.Attempts-c.node[i].evicted >= c.cfg.MaxAttempts || cl == BMCAuth || c.aborted {
 		c.giveUp(i, cl)
 	} else {
 		r.Phase = Queued
 		c.retry.push(now, int32(i), c.gen[i])
 	}
 	if why := c.brk.record(cl); why != "" {
-		c.pause(why)
+		c.trip(now, why)
 	}
+}
+
+// trip acts on the breaker: a pause for the operator (Breaker.Pause), or a back-off that halves
+// every limit, waits and goes on by itself.
+func (c *Controller) trip(now float64, why string) {
+	if c.cfg.Breaker.Pause {
+		c.pause(why)
+		return
+	}
+	if c.paused != "" {
+		return
+	}
+	c.trips++
+	wait := c.cfg.Breaker.Backoff * float64(min(c.trips, 6))
+	for r := range c.adm.links {
+		c.setLimit(now, int32(r), c.adm.links[r].limit*0.5, "back-off")
+	}
+	c.backoffUntil = now + wait
+	c.pause(fmt.Sprintf("%s; backing off: limits halved, admission waits %.0f s", why, wait))
 }
 
 func (c *Controller) giveUp(i int, cl Class) {
@@ -248,11 +299,11 @@ func (c *Controller) admit(now float64) {
 		return
 	}
 	for {
-		i := c.adm.next()
+		i := c.adm.next(now, c.learn.postTime)
 		if i < 0 {
 			return
 		}
-		c.holding[i] = true
+		c.held[i] = holdOnWay
 		r := &c.rec[i]
 		r.Attempts++
 		kind := PowerOn
@@ -266,6 +317,9 @@ func (c *Controller) admit(now float64) {
 
 func (c *Controller) finishIfDone() {
 	if c.left == 0 {
+		if c.backoffUntil > 0 {
+			c.backoffUntil, c.paused = 0, "" // nothing left to back off from
+		}
 		c.left = -1 // once
 		c.out = append(c.out, Action{Kind: Finished})
 	}
@@ -277,16 +331,23 @@ var deadlineClass = [numPhases]Class{Powering: BMCTimeout, Firmware: NoDHCP, Loa
 // expire fails every node whose phase deadline passed by now, and queues again every failed
 // node whose retry delay passed.
 func (c *Controller) expire(now float64) {
-	for {
-		i, ok := c.retry.due(now, c.gen)
-		if !ok {
-			break
+	if c.backoffUntil > 0 && now >= c.backoffUntil {
+		c.backoffUntil, c.paused = 0, ""
+		c.brk.reset()
+		c.out = append(c.out, Action{Kind: Resumed, Reason: "back-off over"})
+	}
+	for _, q := range []*deadlines{&c.retry, &c.requeue} {
+		for {
+			i, ok := q.due(now, c.gen)
+			if !ok {
+				break
+			}
+			if c.aborted {
+				c.giveUp(int(i), Aborted)
+				continue
+			}
+			c.adm.enqueue(c.classOf[i], i, true)
 		}
-		if c.aborted {
-			c.giveUp(int(i), Aborted)
-			continue
-		}
-		c.adm.enqueue(c.classOf[i], i, true)
 	}
 	for p := Powering; p <= Booted; p++ {
 		q := &c.dl[p]
@@ -303,9 +364,15 @@ func (c *Controller) expire(now float64) {
 // NextDeadline is when the next phase deadline or retry delay passes (+Inf: none): when a Tick
 // is due.
 func (c *Controller) NextDeadline() float64 {
-	t := c.retry.next(c.gen)
+	t := min(c.retry.next(c.gen), c.requeue.next(c.gen))
 	for p := range c.dl {
 		t = min(t, c.dl[p].next(c.gen))
+	}
+	if c.backoffUntil > 0 {
+		t = min(t, c.backoffUntil)
+	}
+	if len(c.adm.active) > 0 && c.paused == "" {
+		t = min(t, c.adm.nextPaceAfter(c.lastNow))
 	}
 	return t
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/nodestate"
@@ -15,6 +16,13 @@ type NodeState struct {
 	State   nodestate.State
 	Attempt int
 	Server  string // the server whose record this is ("" when unknown)
+	// Reported: the attempt's health report came (a failed state is the node's word, not a
+	// transfer its firmware gave up and may retry).
+	Reported bool
+	// Restarts and GaveUp count the firmware's restarts and given-up transfers of the node's
+	// current boot; Transfer is its current (or last) transfer, LastGaveUp the last given up.
+	Restarts, GaveUp     int
+	Transfer, LastGaveUp *nodestate.Transfer
 }
 
 // Servers is what a live run needs of the boot servers.
@@ -34,26 +42,50 @@ type HTTPServers struct {
 	Tokens map[string]string
 }
 
-// States asks every server; of a node several report, the latest attempt wins. A server that
-// does not answer is skipped while another does.
+// States asks every server for its compact progress view (GET /api/v1/progress; a server
+// without it, for its node list); of a node several report, the latest attempt wins. A server
+// that does not answer is skipped while another does.
 func (h *HTTPServers) States(ctx context.Context) (map[string]NodeState, error) {
 	out := map[string]NodeState{}
 	var errs []error
 	for _, u := range h.URLs {
-		res, err := (&bootsrv.Client{BaseURL: u, HTTP: h.HTTP}).Nodes(ctx)
+		nodes, err := h.progress(ctx, u)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", u, err))
 			continue
 		}
-		for _, n := range res.Nodes {
+		for _, n := range nodes {
 			if old, ok := out[n.Name]; ok && old.Attempt > n.Attempt {
 				continue
 			}
-			out[n.Name] = NodeState{State: n.State, Attempt: n.Attempt, Server: u}
+			out[n.Name] = NodeState{State: n.State, Attempt: n.Attempt, Server: u, Reported: n.Reported,
+				Restarts: n.Restarts, GaveUp: n.GaveUp, Transfer: n.Transfer, LastGaveUp: n.LastGaveUp}
 		}
 	}
 	if len(errs) == len(h.URLs) {
 		return nil, fmt.Errorf("boot servers: none answered: %w", errors.Join(errs...))
+	}
+	return out, nil
+}
+
+// progress reads one server's progress view, or its node list where it has none (404: an older
+// server).
+func (h *HTTPServers) progress(ctx context.Context, u string) ([]nodestate.LiveNode, error) {
+	c := &bootsrv.Client{BaseURL: u, HTTP: h.HTTP}
+	res, err := c.Progress(ctx)
+	if err == nil {
+		return res.Nodes, nil
+	}
+	if !strings.Contains(err.Error(), " 404 ") {
+		return nil, err
+	}
+	all, err := c.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]nodestate.LiveNode, len(all.Nodes))
+	for i, n := range all.Nodes {
+		out[i] = nodestate.LiveNode{Name: n.Name, State: n.State, Attempt: n.Attempt, Reported: n.Reported}
 	}
 	return out, nil
 }
@@ -74,6 +106,17 @@ func (h *HTTPServers) ArmReboot(ctx context.Context, name, server string) error 
 		return fmt.Errorf("arming the reboot of %s: %w", name, errors.Join(errs...))
 	}
 	return nil
+}
+
+// phaseOfNode is the run phase a node's state shows, and the one rule for a failed transfer:
+// a failed state that no health report made is a transfer the firmware gave up and retries by
+// itself (PXE ROMs and iPXE start over from DHCP), so it costs no power cycle: the node stays
+// loading, its link is told (GaveUp), and the loading deadline catches firmware that stops.
+func phaseOfNode(st NodeState) (Phase, bool) {
+	if st.State == nodestate.Failed && !st.Reported {
+		return Loading, true
+	}
+	return phaseOf(st.State)
 }
 
 // phaseOf is the run phase a server state shows: the node fetching (Loading), its files in

@@ -102,7 +102,8 @@ func (s *Server) Handler() http.Handler {
 	}
 	route("GET /ipxe/{mac}", s.handleScript)
 	route("GET /ipxe/bin/{file}", s.handleBinary)
-	route("GET /boot/{profile}/{file}", s.handleBootFile)
+	mux.Handle("GET /boot/{profile}/{file}", s.withProgress(s.instrument("/boot/{profile}/{file}", s.handleBootFile)))
+	route("GET /api/v1/progress", s.handleProgress)
 	route("GET /overlay/{node}/"+overlayFile, s.handleOverlay)
 	route("POST /api/v1/nodes/{name}/health", s.handleHealth)
 	route("POST /api/v1/nodes/{name}/reboot", s.handleReboot)

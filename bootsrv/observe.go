@@ -109,10 +109,11 @@ func appendDHCPEvents(evs []nodestate.Event, t dhcpv4.MessageType, out dhcpd.Out
 type tftpObserver struct{ s *Server }
 
 // OnTransferStart implements tftpd.Observer.
-func (tftpObserver) OnTransferStart(tftpd.TransferInfo) {}
+func (o tftpObserver) OnTransferStart(i tftpd.TransferInfo) { o.s.tftpStarted(i) }
 
 // OnTransferDone implements tftpd.Observer.
 func (o tftpObserver) OnTransferDone(r tftpd.TransferResult) {
+	o.s.tftpEnded(r)
 	name, ok := o.s.tracker.NameByIP(r.Remote.Addr())
 	if !ok {
 		return

@@ -59,7 +59,7 @@ pidf="$dir/$node.pid"
 running() { pid=$(cat "$pidf" 2>/dev/null) && kill -0 "$pid" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$pid/status"; }
 start() {
 	running && return
-	BF_UDHCPC_SCRIPT="$dir/udhcpc.script" BF_ATTEMPTS=8 BF_FILE_TIMEOUT=@TIMEOUT@ setsid ip netns exec "@PREFIX@$node" sh "$dir/firmware.sh" >>"$dir/$node.events" 2>&1 </dev/null &
+	BF_UDHCPC_SCRIPT="$dir/udhcpc.script" BF_ATTEMPTS=@ATTEMPTS@ BF_FILE_TIMEOUT=@TIMEOUT@ setsid ip netns exec "@PREFIX@$node" sh "$dir/firmware.sh" >>"$dir/$node.events" 2>&1 </dev/null &
 	echo $! > "$pidf"
 }
 stop() { if running; then kill -KILL "-$pid"; fi; rm -f "$pidf"; }
@@ -82,24 +82,40 @@ type compareRun struct {
 
 type compareSetup struct {
 	c                       *Cluster
+	plant                   comparePlant
 	bin, dir, config, creds string
 	templates, nodes        string
 	servers, tokens         []string
 }
 
-func newCompareSetup(b *testing.B, ctx context.Context) *compareSetup {
+// comparePlant is a test-cluster plant: the machine (its server NICs shaped), the files each
+// node fetches, and its firmware's patience with one file and attempts before it gives up.
+type comparePlant struct {
+	Name     string // lower-case letters and digits: the cluster's name with the process id
+	Machine  *topology.Machine
+	Files    BootFiles
+	Timeout  string // seconds
+	Attempts int
+}
+
+// comparePlant128 is issue 26's plant.
+func comparePlant128() comparePlant {
+	return comparePlant{Name: "cmp", Machine: compareMachine(), Files: compareFiles, Timeout: compareFileTimeout, Attempts: 8}
+}
+
+func newCompareSetup(b testing.TB, ctx context.Context, p comparePlant) *compareSetup {
 	testenv.NeedRoot(b, "to create network namespaces (CI runs as root)")
 	for _, tool := range []string{"ip", "tc", "curl", "udhcpc", "setsid"} {
 		testenv.NeedTool(b, tool, "")
 	}
 	testenv.NeedFile(b, debianNBP, "ipxe")
-	s := &compareSetup{bin: buildBootctl(b), dir: b.TempDir()}
-	c, err := Up(ctx, Spec{Name: "cmp" + strconv.Itoa(os.Getpid()%10000), Machine: compareMachine(), Scale: 1, StateDir: b.TempDir()}, zaptest.NewLogger(b))
+	s := &compareSetup{bin: buildBootctl(b), dir: b.TempDir(), plant: p}
+	c, err := Up(ctx, Spec{Name: p.Name + strconv.Itoa(os.Getpid()%10000), Machine: p.Machine, Scale: 1, StateDir: b.TempDir()}, zaptest.NewLogger(b))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { c.Down(context.Background()) })
-	if err := c.StartServers(ctx, ServerOptions{Bootctl: s.bin, Mapping: "bcda", Files: compareFiles}); err != nil {
+	if err := c.StartServers(ctx, ServerOptions{Bootctl: s.bin, Mapping: "bcda", Files: p.Files}); err != nil {
 		b.Fatal(err)
 	}
 	s.c = c
@@ -111,9 +127,10 @@ func newCompareSetup(b *testing.B, ctx context.Context) *compareSetup {
 	return s
 }
 
-func (s *compareSetup) writeFiles(b *testing.B) {
+func (s *compareSetup) writeFiles(b testing.TB) {
 	prefix := strings.TrimSuffix(s.c.Nodes[0].Namespace, s.c.Nodes[0].Name)
-	power := strings.NewReplacer("@DIR@", s.dir, "@PREFIX@", prefix, "@TIMEOUT@", compareFileTimeout).Replace(powerScript)
+	power := strings.NewReplacer("@DIR@", s.dir, "@PREFIX@", prefix, "@TIMEOUT@", s.plant.Timeout,
+		"@ATTEMPTS@", strconv.Itoa(s.plant.Attempts)).Replace(powerScript)
 	script := testfix.WriteFile(b, filepath.Join(s.dir, "power.sh"), []byte(power))
 	os.Chmod(script, 0o755)
 	testfix.WriteFile(b, filepath.Join(s.dir, "firmware.sh"), []byte(firmwareScript))
@@ -142,7 +159,7 @@ func (s *compareSetup) writeFiles(b *testing.B) {
 
 // reset powers every node off, forgets the events and lets the servers take the next DISCOVERs
 // for new boots.
-func (s *compareSetup) reset(b *testing.B, ctx context.Context) {
+func (s *compareSetup) reset(b testing.TB, ctx context.Context) {
 	s.bootctl(b, ctx, "power", "off", "all", "--config", s.config, "--credentials", s.creds, "--exec-templates", s.templates, "--fan-out", "256", "--interval", "0s")
 	all := make([]int, len(s.c.Nodes))
 	for i := range all {
@@ -154,7 +171,7 @@ func (s *compareSetup) reset(b *testing.B, ctx context.Context) {
 	}
 }
 
-func (s *compareSetup) bootctl(b *testing.B, ctx context.Context, args ...string) string {
+func (s *compareSetup) bootctl(b testing.TB, ctx context.Context, args ...string) string {
 	out, err := exec.CommandContext(ctx, s.bin, args...).Output()
 	var ee *exec.ExitError
 	if err != nil && !(errorsAs(err, &ee) && ee.ExitCode() == 1) {
@@ -164,13 +181,13 @@ func (s *compareSetup) bootctl(b *testing.B, ctx context.Context, args ...string
 }
 
 // powerOn powers nodes (names) on at once through the same plant bootctl boot uses.
-func (s *compareSetup) powerOn(b *testing.B, ctx context.Context, names []string) {
+func (s *compareSetup) powerOn(b testing.TB, ctx context.Context, names []string) {
 	s.bootctl(b, ctx, "power", "on", strings.Join(names, ","), "--config", s.config, "--credentials", s.creds,
 		"--exec-templates", s.templates, "--fan-out", "256", "--interval", "0s")
 }
 
 // wait waits until every node's firmware has reported or given up, at most limit.
-func (s *compareSetup) wait(b *testing.B, limit time.Duration) {
+func (s *compareSetup) wait(b testing.TB, limit time.Duration) {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
 		done := 0
@@ -189,7 +206,7 @@ func (s *compareSetup) wait(b *testing.B, limit time.Duration) {
 
 // measure reads every node's events: healthy and failed nodes, boot attempts, and the makespan
 // from the first power-on to the last report.
-func (s *compareSetup) measure(b *testing.B, way string) compareRun {
+func (s *compareSetup) measure(b testing.TB, way string) compareRun {
 	r := compareRun{Way: way}
 	first, last := math.Inf(1), 0.0
 	for _, n := range s.c.Nodes {
@@ -232,7 +249,7 @@ func (s *compareSetup) measure(b *testing.B, way string) compareRun {
 func BenchmarkBootCompare(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	s := newCompareSetup(b, ctx)
+	s := newCompareSetup(b, ctx, comparePlant128())
 	var runs []compareRun
 	predicted := s.bootRun(b, ctx, &runs)
 	s.reset(b, ctx)

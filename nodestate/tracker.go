@@ -80,6 +80,8 @@ type Tracker struct {
 	// (saved, or made urgent) since is skipped.
 	lazyQ    []lazyEntry
 	lazyHead int
+	// live holds each node's boot counters and transfers (live.go); nil until the first.
+	live map[string]*liveNode
 
 	saveMu  sync.Mutex // serialises saves so that an older snapshot never overwrites a newer one
 	stopped bool       // under saveMu: the store is closed, changes stay in memory
@@ -241,6 +243,7 @@ func (t *Tracker) Retrack(nodes []Node, saved map[string]NodeStatus) (added, rem
 		n := t.nodes[name]
 		t.stateGauge[n.State].Dec()
 		delete(t.nodes, name)
+		delete(t.live, name)
 		delete(t.dirty, name)
 		delete(t.lazy, name)
 		if t.byMAC[n.MAC] == name {
@@ -496,6 +499,7 @@ func (t *Tracker) applyLocked(n *NodeStatus, ev Event, detail string, from Clien
 	}
 	t.markLocked(n.Name, changed && !dhcpStage(to), now)
 	tr := Transition{From: n.State, To: to, Event: ev, At: now, Detail: detail}
+	t.countLocked(n, ev, n.State, to, changed)
 	if !changed {
 		return tr, false
 	}

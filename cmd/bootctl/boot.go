@@ -30,9 +30,11 @@ func bootCommand(e *env) *cli.Command {
 			"--group NAME keeps the nodes of a group.\n" +
 			"Nodes are admitted as capacity frees: at most as many in flight (powered, files not yet in)\n" +
 			"behind each boot server link and bottleneck segment as keeps each above --floor-mbps. A node\n" +
-			"late in a phase (factor x prediction + margin) is power cycled, up to --max-attempts; the run\n" +
-			"pauses when too many fail. Nodes already healthy are skipped (--reboot-healthy: power cycled\n" +
-			"and booted again). The journal keeps the run:\n" +
+			"late in a phase (factor x prediction + margin) is power cycled, up to --max-attempts. Each link's\n" +
+			"limit then follows what the servers measure: halved when a node behind it falls under the\n" +
+			"firmware's patience (learned from the transfers it sees), raised by one a round while none does.\n" +
+			"When too many fail the run backs off (--on-failure pause: waits for resume). Nodes already\n" +
+			"healthy are skipped (--reboot-healthy: power cycled and booted again). The journal keeps the run:\n" +
 			"rerun with --resume after an interruption.",
 		Flags:  bootRunFlags(),
 		Action: func(c *cli.Context) error { return bootAction(e, c) },
@@ -65,7 +67,9 @@ func bootRunFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "health-time", Value: 120 * time.Second, Usage: "time from the last boot file to the health report"},
 		&cli.Float64Flag{Name: "deadline-factor", Value: 3, Usage: "a phase's deadline: this times its expected time, plus --deadline-margin"},
 		&cli.DurationFlag{Name: "deadline-margin", Value: 30 * time.Second, Usage: "added to every phase deadline"},
-		&cli.IntFlag{Name: "max-attempts", Value: 3, Usage: "power-ons of one node before it is given up"},
+		&cli.IntFlag{Name: "max-attempts", Value: 3, Usage: "power-ons of one node before it is given up (a node the run powers off to relieve a congested link is not counted)"},
+		&cli.StringFlag{Name: "on-failure", Value: "backoff", Usage: "when too many attempts fail: backoff (halve every link's limit, wait, go on) or pause (wait for `bootctl boot resume`)"},
+		&cli.DurationFlag{Name: "patience", Usage: "the firmware's patience with one boot file until the run learns it from the transfers it sees (0: the transfer time at the floor)"},
 		&cli.DurationFlag{Name: "poll", Value: time.Second, Usage: "how often the boot servers are read"},
 	)
 }
@@ -232,8 +236,12 @@ func bootConfig(c *cli.Context, s *bootSetup) error {
 	if !(f > 0) || math.IsInf(f, 0) {
 		return badInput("--deadline-factor: %v: want a positive number", f)
 	}
-	if c.Int("max-attempts") < 1 || c.Int("max-in-flight") < 0 || c.Duration("deadline-margin") < 0 {
-		return badInput("--max-attempts must be at least 1, --max-in-flight and --deadline-margin not negative")
+	if c.Int("max-attempts") < 1 || c.Int("max-in-flight") < 0 || c.Duration("deadline-margin") < 0 || c.Duration("patience") < 0 {
+		return badInput("--max-attempts must be at least 1, --max-in-flight, --deadline-margin and --patience not negative")
+	}
+	onFailure := c.String("on-failure")
+	if onFailure != "backoff" && onFailure != "pause" {
+		return badInput("--on-failure: %q: want backoff or pause", onFailure)
 	}
 	mb := 0.0
 	for _, file := range s.flow.Files {
@@ -242,7 +250,8 @@ func bootConfig(c *cli.Context, s *bootSetup) error {
 	s.cfg = bootrun.Config{Caps: s.limits.Caps, MaxInFlight: c.Int("max-in-flight"),
 		Expect: bootrun.Expect{Power: c.Duration("timeout").Seconds(), Firmware: s.post,
 			Transfer: mb / s.limits.FloorMbps, Health: c.Duration("health-time").Seconds()},
-		Factor: f, Margin: max(c.Duration("deadline-margin").Seconds(), 1e-3), MaxAttempts: c.Int("max-attempts")}
+		Factor: f, Margin: max(c.Duration("deadline-margin").Seconds(), 1e-3), MaxAttempts: c.Int("max-attempts"),
+		Patience: c.Duration("patience").Seconds(), Breaker: bootrun.BreakerConfig{Pause: onFailure == "pause"}}
 	if _, err := bootrun.New(s.cfg, nil); err != nil {
 		return badInput("%w", err)
 	}

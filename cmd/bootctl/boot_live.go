@@ -63,7 +63,12 @@ func bootLive(e *env, c *cli.Context, format string, s *bootSetup, pred *bootrun
 		return fmt.Errorf("boot: %w (the journal %s keeps the run: rerun with --resume)", err, journalPath)
 	}
 	e.log.Info("boot run finished", zap.Duration("took", time.Since(started)))
-	return writeBootRun(e, format, bootRunOf(recs, pred, ctl.PausedBecause()))
+	res := bootRunOf(recs, pred, ctl.PausedBecause())
+	res.Links, res.LimitChanges, res.PatienceSeconds = s.limits.Names, ctl.LimitChanges(), ctl.Patience()
+	if format == "table" {
+		writeBootLimits(e, res)
+	}
+	return writeBootRun(e, format, res)
 }
 
 // bootTokens reads the operator tokens: none, one for every server, or one per server.
@@ -160,6 +165,35 @@ type bootRunResult struct {
 	JournalVersion int                `json:"journal_version,omitempty"`
 	Events         []bootrun.RunEvent `json:"run_events,omitempty"`
 	Records        []bootNodeRow      `json:"nodes_detail"`
+	// Links names the resources whose limits adapted, LimitChanges every move of them, and
+	// PatienceSeconds the firmware's patience the run learned (a live run only).
+	Links           []string              `json:"links,omitempty"`
+	LimitChanges    []bootrun.LimitChange `json:"limit_changes,omitempty"`
+	PatienceSeconds float64               `json:"patience_seconds,omitempty"`
+}
+
+// writeBootLimits prints how each link's limit moved: where it started, the range it moved in,
+// its cuts and raises, and where it ended.
+func writeBootLimits(e *env, r bootRunResult) {
+	t := newTable(e.stdout)
+	t.row("LINK", "START", "MIN", "MAX", "END", "CUTS", "RAISES", "BACK-OFFS")
+	for k, name := range r.Links {
+		var start, lo, hi, end float64
+		n := map[string]int{}
+		for _, ch := range r.LimitChanges {
+			if ch.Resource != k {
+				continue
+			}
+			if ch.Why == "start" {
+				start, lo, hi = ch.Limit, ch.Limit, ch.Limit
+			}
+			lo, hi, end = min(lo, ch.Limit), max(hi, ch.Limit), ch.Limit
+			n[ch.Why]++
+		}
+		t.row(name, int(start), int(lo), int(hi), int(end), n["cut"], n["raise"], n["back-off"])
+	}
+	t.flush()
+	fmt.Fprintf(e.stdout, "firmware patience learned: %.1f s per file\n\n", r.PatienceSeconds)
 }
 
 // bootNodeRow is one node of a run, with (from a journal) its boot as its servers last showed
@@ -283,9 +317,12 @@ type bootPlan struct {
 	Schedule         []bootPlanRow `json:"schedule"`
 }
 
+// bootCap is a link's in-flight limit at the start (Nodes) and the nodes behind it: a limit
+// below them binds; either way it adapts to what the run measures.
 type bootCap struct {
 	Resource string `json:"resource"`
 	Nodes    int    `json:"nodes"`
+	Behind   int    `json:"behind"`
 }
 
 type bootPlanRow struct {
@@ -299,7 +336,7 @@ type bootPlanRow struct {
 func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction) error {
 	out := bootPlan{Nodes: len(s.nodes), FloorMbps: s.limits.FloorMbps, PredictedSeconds: p.Makespan, PeakInFlight: p.PeakInFlight}
 	for i, name := range s.limits.Names {
-		out.Caps = append(out.Caps, bootCap{Resource: name, Nodes: s.limits.Caps[i]})
+		out.Caps = append(out.Caps, bootCap{Resource: name, Nodes: s.limits.Caps[i], Behind: s.limits.Users[i]})
 	}
 	for i, r := range p.Records {
 		out.Schedule = append(out.Schedule, bootPlanRow{Node: r.Name, Server: s.server[i], PowerOn: round3(r.PowerAt), Files: round3(r.BootAt), Healthy: round3(r.HealthAt)})
@@ -310,14 +347,15 @@ func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction) e
 	fmt.Fprintf(e.stdout, "%d nodes; floor %.1f Mb/s per node; predicted makespan %.1f s; at most %d in flight\n",
 		out.Nodes, out.FloorMbps, out.PredictedSeconds, out.PeakInFlight)
 	if len(out.Caps) == 0 {
-		fmt.Fprintln(e.stdout, "no link binds: every node powers on at once")
+		fmt.Fprintln(e.stdout, "no shared link: every node powers on at once")
 	} else {
 		t := newTable(e.stdout)
-		t.row("CAPPED", "IN FLIGHT")
+		t.row("LINK", "START LIMIT", "NODES BEHIND")
 		for _, c := range out.Caps {
-			t.row(c.Resource, c.Nodes)
+			t.row(c.Resource, c.Nodes, c.Behind)
 		}
 		t.flush()
+		fmt.Fprintln(e.stdout, "(a live run moves each limit with what it measures)")
 	}
 	fmt.Fprintln(e.stdout)
 	t := newTable(e.stdout)

@@ -92,6 +92,8 @@ func TestBootBadInput(t *testing.T) {
 		// fixture's exec driver logs every call, checked below).
 		{"no token", []string{"boot", "--config", cfg, "--credentials", f.creds, "--exec-templates", f.templates,
 			"--journal", journal, "--server", "http://127.0.0.1:9", "s0-b0-n0"}, "--token-file: required"},
+		{"bad on-failure", live(f.creds, "--on-failure", "panic", "s0-b0-n0"), `--on-failure: "panic": want backoff or pause`},
+		{"negative patience", live(f.creds, "--patience", "-1s", "s0-b0-n0"), "--patience not negative"},
 		{"resume without a journal", live(f.creds, "--resume", "s0-b0-n0"), "run.journal: no such file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantBadInput(t, ctx, tc.args, tc.want) })
