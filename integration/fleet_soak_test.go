@@ -131,7 +131,12 @@ func TestFleetSoakUnderAttack(t *testing.T) {
 		}
 		t.Logf("round %d: %d nodes healthy in %.1f s (%d needed more than one attempt); attacker so far: %s; down nodes' TFTP: %s; prober: %s",
 			round, booting, time.Since(start).Seconds(), retried, h.counts(), down.counts(), pr.counts())
-		fleetOneAnswerer(t, f, start)
+		if cuts == nil {
+			// From the servers' logs, with a 1.5 s window: a takeover or a handoff back within it
+			// looks the same as two servers at once, so a round with partitions relies on the
+			// prober, which compares the offers of one transaction.
+			fleetOneAnswerer(t, f, start)
+		}
 		if round == 1 {
 			soakForgery(t, ctx, f, fc)
 		}
@@ -458,9 +463,9 @@ type soakScripts struct {
 	f  *Fleet
 	wg sync.WaitGroup
 
-	mu              sync.Mutex
-	asked, answered int
-	served          []string
+	mu                     sync.Mutex
+	asked, answered, spent int
+	served                 []string
 }
 
 // onEvent is FleetBootOptions.OnEvent.
@@ -473,14 +478,34 @@ func (s *soakScripts) onEvent(ev NodeEvent) {
 		hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: nsDialer(n.Namespace), DisableKeepAlives: true}}
 		for _, srv := range s.f.Servers {
 			resp, err := hc.Get("http://" + srv.IP + "/ipxe/" + n.MAC)
+			served := err == nil && resp.StatusCode == http.StatusOK
+			if err == nil {
+				resp.Body.Close()
+			}
+			// A script outside an open attempt (as the server sees the node) carries a spent
+			// token, which opens nothing: only one in an open attempt hands out a usable token.
+			var view struct {
+				State    string `json:"state"`
+				Attempt  int    `json:"attempt"`
+				Reported bool   `json:"reported"`
+			}
+			if served {
+				if r, err := hc.Get("http://" + srv.IP + "/api/v1/nodes/" + n.Name); err == nil {
+					json.NewDecoder(r.Body).Decode(&view)
+					r.Body.Close()
+				}
+			}
+			open := view.Attempt > 0 && !view.Reported && view.State != "pending" && view.State != "failed"
 			s.mu.Lock()
 			s.asked++
 			if err == nil {
 				s.answered++
-				if resp.StatusCode == http.StatusOK {
-					s.served = append(s.served, fmt.Sprintf("%s's script served again by %s during its attempt", n.Name, srv.Name))
-				}
-				resp.Body.Close()
+			}
+			switch {
+			case served && open:
+				s.served = append(s.served, fmt.Sprintf("%s's script served again by %s in its open attempt %d (%s)", n.Name, srv.Name, view.Attempt, view.State))
+			case served:
+				s.spent++
 			}
 			s.mu.Unlock()
 		}
@@ -501,7 +526,8 @@ func (s *soakScripts) check(t *testing.T) {
 	if s.answered == 0 {
 		t.Errorf("item 3: none of %d second script fetches was answered", s.asked)
 	}
-	t.Logf("item 3: %d second script fetches from the nodes' addresses mid-attempt, %d answered, %d served", s.asked, s.answered, len(s.served))
+	t.Logf("item 3: %d second script fetches from the nodes' addresses mid-attempt, %d answered, %d served in an attempt the server had open, %d outside one (a spent token)",
+		s.asked, s.answered, len(s.served), s.spent)
 }
 
 // soakDownNodes is issue 36 item 4 in the soak: the attacker puts the addresses of the nodes kept
