@@ -242,6 +242,18 @@ func (ft *takeoverFleet) checkResumed(t *testing.T) {
 	if st, _ := ft.holder(ft.done).srv.Tracker().State(ft.done); st != nodestate.Healthy {
 		t.Errorf("%s resumed in %v, want healthy", ft.done, st)
 	}
+	// bs1 may have served the mid-boot node's script after its last record: the holder gives it
+	// out (and with it the attempt's token) only after a DHCP exchange of its own with the node
+	// (issue 36 item 3: after a partition's takeover the holder served it again mid-attempt).
+	tr := ft.midHolder.srv.Tracker()
+	st, _ := tr.Node(ft.mid)
+	if tr.ClaimServed(ft.mid, st.Attempt, nodestate.ScriptFile) {
+		t.Errorf("%s's script would go out again on %s in the attempt bs1 held", ft.mid, ft.midHolder.name)
+	}
+	tr.Observe(ft.mid, nodestate.EvAck, "test")
+	if st, _ = tr.Node(ft.mid); !tr.ClaimServed(ft.mid, st.Attempt, nodestate.ScriptFile) {
+		t.Errorf("%s's script refused on %s after its DHCP exchange there", ft.mid, ft.midHolder.name)
+	}
 }
 
 // checkTakeoverEvents: each new owner records its takeover right after it starts answering; once

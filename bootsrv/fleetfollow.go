@@ -149,6 +149,14 @@ func (m *member) applyRevision(ctx context.Context, rev fleet.ConfigRevision) er
 			zap.Int64("revision", last.Revision), zap.Int64("number", last.Number))
 		return m.apply(ctx, last)
 	}
+	if m.cur == nil {
+		// Nothing trusted to serve: serving the refused revision is what must never happen, and
+		// joining without serving would keep the live servers from taking this server's nodes.
+		m.log.Error("no trusted configuration revision to serve: this server serves nothing (no DHCP, TFTP or HTTP) "+
+			"and stays out of the fleet, so the live servers answer its nodes, until a trusted revision is current "+
+			"(bootctl fleet apply -f FILE --sign-key KEY)",
+			zap.Int64("refused_revision", rev.Revision), zap.Error(err))
+	}
 	m.publish(ctx)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/bootfabric/bootfabric/dhcpd"
@@ -41,6 +42,18 @@ type fleetPool struct {
 	// address to one MAC, so the unknown MACs of all servers together never hold more than it.
 	unknown     func(net.HardwareAddr) bool
 	unknownLast netip.Addr
+
+	// offered is what this server offered, by address (so at most one entry per address of the
+	// range): a REQUEST may bind only the MAC's own lease or an address offered to it here, so
+	// that a spoofed REQUEST with a node's MAC cannot move the node's lease in etcd.
+	mu      sync.Mutex
+	offered map[netip.Addr]fleetOffer
+}
+
+// fleetOffer is one address offered by this server: to whom, until when.
+type fleetOffer struct {
+	mac   string
+	until time.Time
 }
 
 var _ dhcpd.AddressPool = (*fleetPool)(nil)
@@ -98,7 +111,30 @@ func (p *fleetPool) Offer(ctx context.Context, mac net.HardwareAddr, requested n
 	if err != nil {
 		return nil, err
 	}
+	p.mu.Lock()
+	if p.offered == nil {
+		p.offered = map[netip.Addr]fleetOffer{}
+	}
+	p.offered[a] = fleetOffer{mac: mac.String(), until: p.now().Add(fleetOfferHold)}
+	p.mu.Unlock()
 	return a.AsSlice(), nil
+}
+
+// offeredTo says whether this server offered a to mac within fleetOfferHold.
+func (p *fleetPool) offeredTo(mac net.HardwareAddr, a netip.Addr) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	o, ok := p.offered[a]
+	return ok && o.mac == mac.String() && o.until.After(p.now())
+}
+
+// forgetOffer drops the offer of a to mac once a REQUEST bound it.
+func (p *fleetPool) forgetOffer(mac net.HardwareAddr, a netip.Addr) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if o, ok := p.offered[a]; ok && o.mac == mac.String() {
+		delete(p.offered, a)
+	}
 }
 
 // whole is the pool's range for Pick.
@@ -131,7 +167,11 @@ func (p *fleetPool) pickKnown(mac string, requested netip.Addr) (netip.Addr, err
 }
 
 // CommitLease implements dhcpd.AddressPool: the lease is renewed to its full time in etcd before
-// the ACK; an address another MAC holds is refused.
+// the ACK; an address another MAC holds is refused, and so is one that is neither the MAC's lease
+// in etcd (expired or not) nor offered to it by this server (ErrNotOwned, a NAK, nothing written).
+// The second rule is against a host that sends REQUESTs with a node's MAC: taking a new address
+// gives up the MAC's old one in the same transaction, so before it a spoofed REQUEST moved the
+// node's lease and freed the address the node still uses for the next client.
 func (p *fleetPool) CommitLease(ctx context.Context, mac net.HardwareAddr, ip net.IP) (time.Duration, error) {
 	a := addrOf(ip)
 	if !p.inRange(a) {
@@ -153,8 +193,12 @@ func (p *fleetPool) CommitLease(ctx context.Context, mac net.HardwareAddr, ip ne
 	// A lease less than half used is answered as it stands, without a transaction: a booting node
 	// asks two or three times within a minute (firmware, iPXE, the OS).
 	now := p.now()
-	if until, ok := p.cache.Holds(mac.String(), a); ok && until.Sub(now) >= p.lease/2 {
+	until, own := p.cache.Holds(mac.String(), a)
+	if own && until.Sub(now) >= p.lease/2 {
 		return until.Sub(now), nil
+	}
+	if !own && !p.offeredTo(mac, a) {
+		return 0, fmt.Errorf("%w: %s is neither %s's lease nor offered to it by this server", dhcpd.ErrNotOwned, a, mac)
 	}
 	err := p.cache.Take(ctx, mac.String(), a, now.Add(p.lease))
 	if errors.Is(err, fleet.ErrAddressTaken) {
@@ -163,6 +207,7 @@ func (p *fleetPool) CommitLease(ctx context.Context, mac net.HardwareAddr, ip ne
 	if err != nil {
 		return 0, err
 	}
+	p.forgetOffer(mac, a)
 	return p.lease, nil
 }
 
@@ -172,10 +217,14 @@ func (p *fleetPool) Holds(_ context.Context, mac net.HardwareAddr, ip net.IP) (b
 	return ok && until.After(p.now()), nil
 }
 
-// Release implements dhcpd.AddressPool.
+// Release implements dhcpd.AddressPool: only when mac holds ip (ciaddr of a RELEASE, option 50 of
+// a DECLINE), so that a spoofed RELEASE naming another address frees nothing.
 func (p *fleetPool) Release(ctx context.Context, mac net.HardwareAddr, ip net.IP) error {
 	if err := p.valid(); err != nil {
 		return err
+	}
+	if _, ok := p.cache.Holds(mac.String(), addrOf(ip)); !ok {
+		return nil
 	}
 	return p.c.Release(ctx, mac.String())
 }

@@ -457,7 +457,7 @@ func (s *Server) applyOwnership(p ownershipPlan, recs map[string]nodestate.NodeS
 		s.log.Warn("nodes taken over while this server was cut off from the fleet stay with their holder until their boot ends",
 			zap.Int("nodes", len(p.displaced)), zap.Strings("first", p.displaced[:min(len(p.displaced), 5)]))
 	}
-	added, removed, saveErr = s.tracker.Retrack(trackedNodes(p.final), recs)
+	added, removed, saveErr = s.tracker.Retrack(trackedNodes(p.final), gainedRecords(recs))
 	if saveErr != nil {
 		s.log.Warn("saving boot states before an ownership change", zap.Error(saveErr))
 	}
@@ -471,6 +471,24 @@ func (s *Server) applyOwnership(p ownershipPlan, recs map[string]nodestate.NodeS
 		}
 	}
 	return added, removed, saveErr
+}
+
+// gainedRecords returns recs with the token files (script, overlay) counted as served in every
+// open attempt (Retrack uses a record only for a node new to this server's tracker). The server
+// that held the node last may have served them after its last write (a partition cuts it off etcd
+// before its records go out), and the record may name this server from an earlier hold while
+// another served them since: serving them again here would hand the attempt's token to a host that
+// took the node's address. The node's own firmware or iPXE starting over makes a DHCP exchange with
+// this server first, which gives them out again.
+func gainedRecords(recs map[string]nodestate.NodeStatus) map[string]nodestate.NodeStatus {
+	out := make(map[string]nodestate.NodeStatus, len(recs))
+	for name, r := range recs {
+		if r.AttemptOpen() {
+			r.Served = []nodestate.TokenFile{nodestate.ScriptFile, nodestate.OverlayFile}
+		}
+		out[name] = r
+	}
+	return out
 }
 
 // recordTakeovers counts, logs and records in the fleet's events the gained nodes whose last

@@ -21,6 +21,12 @@ import (
 // leaves time for a couple of rounds.
 const witnessEvery = 200 * time.Millisecond
 
+// witnessWait is how long a question to the peers may take. Longer than witnessEvery: a peer
+// under load (a boot storm, a host flooding its HTTP port) answered the soak's questions in more
+// than 200 ms, every round timed out, and the fenced server kept answering nodes the peer had
+// taken over.
+const witnessWait = time.Second
+
 // MinFleetSecret is the shortest fleet secret accepted: an HMAC key of at least the hash's size.
 const MinFleetSecret = 32
 
@@ -83,7 +89,11 @@ func peersOf(me string, members []fleet.Member) []witnessPeer {
 
 // runWitness asks the peers, every witnessEvery while this server is fenced, whether any of them
 // is a valid member, and records the answer in f.peerValid (false while this server is valid).
-// Without a fleet secret nobody is asked: an unauthenticated yes could come from anyone.
+// A round in which no peer answered changes nothing: a peer that proved itself valid a moment ago
+// is taking this server's nodes over whether or not its next answer comes in time, and only an
+// answer (every peer that answered says it is not valid either: etcd is down for all) brings the
+// home nodes back. Without a fleet secret nobody is asked: an unauthenticated yes could come from
+// anyone.
 //
 // Why: a fenced server cannot tell from etcd whether etcd is down for all (keep booting the home
 // nodes) or only for itself (the others will take its nodes over: fall silent); its peers can.
@@ -92,7 +102,7 @@ func (s *Server) runWitness(ctx context.Context) {
 	if len(f.opts.FleetSecret) == 0 {
 		return
 	}
-	hc := &http.Client{Timeout: witnessEvery}
+	hc := &http.Client{Timeout: witnessWait}
 	tick := time.NewTicker(witnessEvery)
 	defer tick.Stop()
 	for {
@@ -109,18 +119,20 @@ func (s *Server) runWitness(ctx context.Context) {
 		if p := f.peers.Load(); p != nil {
 			peers = *p
 		}
-		f.peerValid.Store(anyPeerValid(ctx, hc, f.opts.FleetSecret, f.opts.Client.Fleet(), peers))
+		if valid, answered := anyPeerValid(ctx, hc, f.opts.FleetSecret, f.opts.Client.Fleet(), peers); answered {
+			f.peerValid.Store(valid)
+		}
 	}
 }
 
 // anyPeerValid asks every peer at once and reports whether one proves that its membership is
-// valid.
-func anyPeerValid(ctx context.Context, hc *http.Client, key []byte, fleetName string, peers []witnessPeer) bool {
+// valid, and whether any peer gave an authenticated answer at all.
+func anyPeerValid(ctx context.Context, hc *http.Client, key []byte, fleetName string, peers []witnessPeer) (valid, answered bool) {
 	var nonce [16]byte
 	rand.Read(nonce[:])
 	q := url.Values{"nonce": {hex.EncodeToString(nonce[:])}}.Encode()
 	var wg sync.WaitGroup
-	found := make(chan bool, len(peers))
+	found := make(chan bool, len(peers)) // one authenticated answer per peer that gave one
 	for _, p := range peers {
 		wg.Add(1)
 		go func() {
@@ -138,14 +150,16 @@ func anyPeerValid(ctx context.Context, hc *http.Client, key []byte, fleetName st
 			if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&v) != nil {
 				return
 			}
-			ok := v.Valid && v.Server == p.name && v.Nonce == hex.EncodeToString(nonce[:]) &&
-				hmac.Equal([]byte(v.MAC), []byte(witnessMAC(key, fleetName, v)))
-			if ok {
-				found <- true
+			if v.Server == p.name && v.Nonce == hex.EncodeToString(nonce[:]) && hmac.Equal([]byte(v.MAC), []byte(witnessMAC(key, fleetName, v))) {
+				found <- v.Valid
 			}
 		}()
 	}
 	wg.Wait()
 	close(found)
-	return len(found) > 0
+	for v := range found {
+		answered = true
+		valid = valid || v
+	}
+	return valid, answered
 }

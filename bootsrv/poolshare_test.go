@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,8 +107,8 @@ func TestPoolKeepsRoomForInventory(t *testing.T) {
 
 // startShareFleet starts bs0 alone in a fleet whose pool is 10.9.0.1-10.9.0.20 with unknown MACs
 // on, and three of bs0's home nodes without an ip; it returns bs0's DHCP handler and the MACs and
-// indexes of those nodes once bs0 answers them and every unknown MAC.
-func startShareFleet(t *testing.T) (*dhcpd.Handler, []net.HardwareAddr, []int) {
+// indexes of those nodes once bs0 answers them and every unknown MAC, and bs0 itself.
+func startShareFleet(t *testing.T) (*dhcpd.Handler, []net.HardwareAddr, []int, *fleetMember) {
 	ec := etcdtest.Start(t, etcdtest.Options{Members: 1})
 	f := newFixture(t)
 	// Three nodes of bs0's own (its home nodes: it answers them whoever else is up).
@@ -145,13 +146,13 @@ func startShareFleet(t *testing.T) (*dhcpd.Handler, []net.HardwareAddr, []int) {
 		}
 		return true
 	})
-	return dhcpd.NewHandler(m.srv.dhcpConfig("")), macs, home
+	return dhcpd.NewHandler(m.srv.dhcpConfig("")), macs, home, m
 }
 
 // TestFleetPoolKeepsRoomForInventory is TestPoolKeepsRoomForInventory for a fleet's pool in etcd:
 // the unknown MACs are kept to the range's first 17 addresses, the inventory nodes take the rest.
 func TestFleetPoolKeepsRoomForInventory(t *testing.T) {
-	h, macs, home := startShareFleet(t)
+	h, macs, home, _ := startShareFleet(t)
 	ctx := context.Background()
 	if n := unknownFlood(ctx, h, 0, 17); n != 17 {
 		t.Errorf("%d of the first 17 MACs outside the inventory bound", n)
@@ -173,12 +174,13 @@ func TestFleetPoolKeepsRoomForInventory(t *testing.T) {
 }
 
 // TestFleetPoolKnownNodeKeepsItsAddress: an inventory node takes a free address past the unknown
-// MACs' part first, but one holding an address inside it (taken by a REQUEST) keeps it.
+// MACs' part first, but one holding an address inside it (written to etcd before, as when the
+// parts were different) keeps it.
 func TestFleetPoolKnownNodeKeepsItsAddress(t *testing.T) {
-	h, macs, home := startShareFleet(t)
+	h, macs, home, m := startShareFleet(t)
 	ctx := context.Background()
-	if out := handlerRequest(ctx, h, macs[0], "10.9.0.5"); out != dhcpd.OutcomeAcked {
-		t.Fatalf("an inventory node's REQUEST for a free address: %s", out)
+	if err := m.srv.addrPool.(*fleetPool).cache.Take(ctx, macs[0].String(), netip.MustParseAddr("10.9.0.5"), time.Now().Add(10*time.Minute)); err != nil {
+		t.Fatal(err)
 	}
 	got := []string{handlerDORA(ctx, h, macs[0]), handlerDORA(ctx, h, macs[1])}
 	want := []string{fmt.Sprintf("10.9.0.5 node%02d", home[0]), fmt.Sprintf("10.9.0.18 node%02d", home[1])}

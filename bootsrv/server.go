@@ -325,21 +325,23 @@ func (s *Server) newTFTP(opts Options) error {
 	return err
 }
 
-// tftpKnown says which TFTP clients are booting nodes, for the slots kept for them: in reservation
-// mode this server gives every node its address, so an address it does not know, or a node's that
-// is not booting, shares the slots of unknown addresses.
-// In proxy mode the addresses come from another DHCP server, and every address counts as a node's.
+// tftpKnown says which TFTP clients are nodes, for the slots kept for them; every other address
+// shares the unknown addresses' quarter (tftpd's MaxUnknownTransfers), so that one host with many
+// addresses cannot take every slot. Where this server sees a node's boot begin (its DHCP, in
+// reservation or proxy mode), only a node that is booting now counts: the addresses of nodes
+// powered off (or booted) are anyone's to take, and about 24 of them filled all 512 slots. With
+// DHCP off nothing tells the server a boot began before the node's first download, so any node's
+// address counts (its inventory address, or the one its script fetch was last seen from).
 func (s *Server) tftpKnown() func(netip.Addr) bool {
-	if s.cfg.DHCP.Mode != bootconfig.DHCPReservation {
-		return nil
-	}
+	seesBoot := s.cfg.DHCP.Mode != bootconfig.DHCPOff
 	return func(a netip.Addr) bool {
 		name, ok := s.tracker.NameByIP(a)
 		if !ok {
 			return false
 		}
-		// Only a node that is booting now gets a node's slots: the addresses of nodes powered off
-		// (or booted) are anyone's to take, and about 24 of them filled all 512 slots.
+		if !seesBoot {
+			return true
+		}
 		st, _ := s.tracker.State(name)
 		return st >= nodestate.Discover && st <= nodestate.Booted
 	}

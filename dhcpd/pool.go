@@ -303,7 +303,8 @@ func (p *Pool) Commit(ctx context.Context, mac net.HardwareAddr, ip net.IP) erro
 // within a minute (firmware PXE, iPXE, the OS), and answering those with the
 // lease already on disk (telling the client its true remaining time) spares an
 // fsync and the wait for it, as Kea's lease cache does. It fails with
-// ErrNotOwned when another client holds ip and ErrNotInPool outside the range.
+// ErrNotOwned when another client holds ip, or when this client holds an unexpired lease on another
+// address (a spoofed REQUEST with its MAC would move it), and ErrNotInPool outside the range.
 func (p *Pool) CommitLease(ctx context.Context, mac net.HardwareAddr, ip net.IP) (time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -343,6 +344,14 @@ func (p *Pool) bind(u uint32, key hwKey, lim bool, now int64) (*commitBatch, tim
 	}
 	if held && p.durableLease(rec, key, now) {
 		return nil, time.Duration(rec.expiry - now), nil
+	}
+	// A client's live lease moves only through a lease of its own: Offer always offers a client
+	// its unexpired lease, so a REQUEST for another address comes from someone else with its MAC,
+	// and binding it would free the address the client still uses for the next one.
+	if old, ok := p.byMAC[key]; ok && old != u {
+		if orec := p.byIP[old]; orec.state == LeaseBound && orec.expiry > now {
+			return nil, 0, ErrNotOwned
+		}
 	}
 	// A REQUEST may come without a DISCOVER (INIT-REBOOT): the share is
 	// checked here too, or a limited client could bind past it.

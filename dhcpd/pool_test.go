@@ -158,12 +158,21 @@ func TestPoolScenarios(t *testing.T) {
 			{op: "offer", mac: 4, want: "10.0.0.10"}, // mac 1's offer was forgotten
 			{op: "commit", mac: 1, ip: "10.0.0.10", want: ErrNotOwned.Error()},
 		}},
+		// A REQUEST for another address while the client's lease runs is someone else with its
+		// MAC (Offer always offers a client its lease): it would free the address the client uses.
+		{"a running lease does not move", "10.0.0.10", "10.0.0.19", []poolStep{
+			{op: "offer", mac: 1, want: "10.0.0.10"},
+			{op: "commit", mac: 1, ip: "10.0.0.10", want: "ok"},
+			{op: "commit", mac: 1, ip: "10.0.0.15", want: ErrNotOwned.Error()},
+			{op: "offer", mac: 2, want: "10.0.0.11"},
+			{op: "leases", want: "10.0.0.10 02:00:00:00:00:01 bound 1h0m0s; 10.0.0.11 02:00:00:00:00:02 offered 1m0s"},
+		}},
 		{"restart: a client moved to another address", "10.0.0.10", "10.0.0.19", []poolStep{
 			{op: "offer", mac: 1, want: "10.0.0.10"},
 			{op: "commit", mac: 1, ip: "10.0.0.10", want: "ok"},
-			{op: "commit", mac: 1, ip: "10.0.0.15", want: "ok"},
-			{op: "reopen"},
-			{op: "leases", want: "10.0.0.15 02:00:00:00:00:01 bound 1h0m0s"},
+			{at: 2 * time.Hour, op: "commit", mac: 1, ip: "10.0.0.15", want: "ok"}, // its lease expired
+			{at: 2 * time.Hour, op: "reopen"},
+			{at: 2 * time.Hour, op: "leases", want: "10.0.0.15 02:00:00:00:00:01 bound 1h0m0s"},
 		}},
 	}
 	for _, tc := range tests {

@@ -33,9 +33,8 @@ func TestPoolShare(t *testing.T) {
 			{op: "commit", mac: 103, ip: "10.0.0.15", want: share}, // a REQUEST without a DISCOVER
 			{op: "offer", mac: 1, want: "10.0.0.13"},
 			{op: "offer", mac: 2, want: "10.0.0.14"},
-			{op: "offer", mac: 100, want: "10.0.0.10"}, // its offer counts already
-			{op: "commit", mac: 100, ip: "10.0.0.10", want: "ok"},
-			{op: "commit", mac: 100, ip: "10.0.0.15", want: "ok"}, // trading its address keeps the count
+			{op: "offer", mac: 100, want: "10.0.0.10"},            // its offer counts already
+			{op: "commit", mac: 100, ip: "10.0.0.15", want: "ok"}, // trading its offered address keeps the count
 			{op: "lease", mac: 100, ip: "10.0.0.15", want: "1h0m0s"},
 			// At 90 s the offers to 101 and 102 have expired: their room is the others' again.
 			{at: 90 * time.Second, op: "offer", mac: 103, want: "10.0.0.10"},
