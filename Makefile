@@ -1,4 +1,4 @@
-.PHONY: test bench build
+.PHONY: test bench build deb
 
 # The version and commit come from git and are stamped with -ldflags, so that a build without VCS
 # information (GOFLAGS=-buildvcs=false, as in some CI and package builds) still says what it is:
@@ -9,6 +9,9 @@ LDFLAGS := -X 'main.stampVersion=$(VERSION)' -X 'main.stampCommit=$(COMMIT)'
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/bootctl ./cmd/bootctl
+# The Debian package (packaging/build-deb says what is in it and where) in bin/.
+deb:
+	packaging/build-deb -o bin
 test:
 	scripts/test
 bench:
