@@ -62,6 +62,7 @@ func clusterCommand(e *env) *cli.Command {
 		Usage: "build netns test clusters on this host, boot them with real clients, and measure against the prediction",
 		Subcommands: []*cli.Command{
 			clusterUpCommand(e), clusterBootCommand(e), clusterStatusCommand(e), clusterDownCommand(e), clusterMeasureCommand(e),
+			clusterBMCCommand(e),
 		},
 	}
 }
