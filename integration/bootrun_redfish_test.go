@@ -29,13 +29,13 @@ func bootRunRedfishMachine() *topology.Machine {
 	return m
 }
 
-// TestBootRunRedfish: bootctl boot powers two QEMU VMs on through their Redfish BMCs (redfishsim
-// over HTTPS, each VM a QEMUMachine driven through QMP) with a one-time PXE override, and both
-// end healthy; the VMs' firmware is set to boot from disk, so it is the override that made them
-// boot from the network. The BMC that refuses the password is classified and the run goes on;
-// power status, on and off agree with QEMU's own state; no session is left open.
+// TestBootRunRedfish: bootctl boot powers two QEMU VMs on through their Redfish BMCs (`bootctl
+// cluster bmc` processes started by StartRedfishBMCs, each VM driven through QMP) with a one-time
+// PXE override, and both end healthy; the VMs' firmware is set to boot from disk, so it is the
+// override that made them boot from the network. The BMC that refuses the password is classified
+// and the run goes on; power status, on and off agree with QEMU's own state.
 func TestBootRunRedfish(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	testenv.NeedRoot(t, "to create network namespaces and taps (CI runs as root)")
 	if err := CheckQEMUHost(QEMUOptions{}); err != nil {
@@ -52,56 +52,31 @@ func TestBootRunRedfish(t *testing.T) {
 	if err := c.StartQEMUServers(ctx, ServerOptions{Bootctl: bin, Mapping: "ncda", Files: BootFiles{NBP: debianNBP}}, VMImage{}); err != nil {
 		t.Fatal(err)
 	}
-	// Started by their BMCs with no supervisor to retry under TCG (as TestBootRunIPMI's).
-	accel := "tcg"
-	if v, _ := accelRequest(""); v == "kvm" {
-		accel, _ = testAccel(t, ctx, c, log)
-	}
-	opt := QEMUOptions{Accel: accel}
-	opt.defaults(c)
-	dir := t.TempDir()
-	bmcs := make([]*redfishsim.BMC, len(c.Nodes))
-	vms := make([]*redfishsim.QEMUMachine, 2)
-	var cas []byte
-	for i := range vms {
-		if err := c.attachTap(ctx, i); err != nil {
-			t.Fatal(err)
-		}
-		vms[i] = &redfishsim.QEMUMachine{Argv: diskFirst(append([]string{"ip", "netns", "exec", c.Nodes[i].Namespace, opt.QEMU}, qemuArgs(opt, c.Nodes[i].MAC, vmTap, "")...)),
-			Dir: filepath.Join(dir, c.Nodes[i].Name)}
-		if err := os.Mkdir(vms[i].Dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		vm := vms[i]
-		t.Cleanup(func() { _ = vm.PowerOff(context.Background()) })
-		bmcs[i] = redfishsim.Start(t, redfishsim.Options{TLS: true, Systems: []string{c.Nodes[i].Name}, Lag: 500 * time.Millisecond,
-			Machine: func(string) redfishsim.Machine { return vm }, Logf: t.Logf})
-	}
-	bmcs[2] = redfishsim.Start(t, redfishsim.Options{TLS: true, Password: "not-what-we-send"})
-	for _, b := range bmcs {
-		pem, err := os.ReadFile(b.CAFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cas = append(cas, pem...)
-	}
-	ca := testfix.WriteFile(t, filepath.Join(dir, "bmc-ca.pem"), cas)
-	creds := testfix.WriteFile(t, filepath.Join(dir, "bmc.yaml"), []byte(fmt.Sprintf("default: {user: %s, password: %s}\n", bmcs[0].User, bmcs[0].Password)))
-	if err := os.Chmod(creds, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	inv := "name,mac,ip,node,bmc,bmc_driver\n"
-	for i, n := range c.Nodes {
-		inv += fmt.Sprintf("%s,%s,%s,%s,%s,redfish\n", n.Name, n.MAC, n.IP, n.Name, bmcs[i].Host())
-	}
-	testfix.WriteFile(t, filepath.Join(dir, "inventory.csv"), []byte(inv))
-	mach, err := c.Machine.MarshalYAMLText()
+	// The VMs' BMCs are `bootctl cluster bmc` processes, as `bootctl cluster up --bmc redfish`
+	// starts them; the third node's BMC refuses the password.
+	labs, err := c.StartRedfishBMCs(ctx, bin, 2, "ncda")
 	if err != nil {
 		t.Fatal(err)
 	}
-	testfix.WriteFile(t, filepath.Join(dir, "machine.yaml"), mach)
-	config := testfix.WriteFile(t, filepath.Join(dir, "boot.yaml"), []byte(fmt.Sprintf(
-		"servers:\n  - {name: %s, address: %s}\ntopology: machine.yaml\nmapping: ncda\ninventory: inventory.csv\n", c.Servers[0].Name, c.Servers[0].IP)))
+	refusing := redfishsim.Start(t, redfishsim.Options{TLS: true, Password: "not-what-we-send"})
+	dir := t.TempDir()
+	cas, err := os.ReadFile(labs.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem, err := os.ReadFile(refusing.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := testfix.WriteFile(t, filepath.Join(dir, "bmc-ca.pem"), append(cas, pem...))
+	invData, err := os.ReadFile(labs.Inventory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2 := c.Nodes[2]
+	inv := string(invData) + fmt.Sprintf("%s,%s,%s,%s,%s,redfish\n", n2.Name, n2.MAC, n2.IP, n2.Name, refusing.Host())
+	testfix.WriteFile(t, filepath.Join(filepath.Dir(labs.Config), "bmc-inventory.csv"), []byte(inv))
+	config, creds := labs.Config, labs.Credentials
 	closeRAs, err := startRAs(ctx, c.Servers, log)
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +87,7 @@ func TestBootRunRedfish(t *testing.T) {
 
 	boot := exec.CommandContext(ctx, bin, "boot", "all", "--config", config, "--server", server, "--token-file", token,
 		"--credentials", creds, "--redfish-ca", ca, "--journal", filepath.Join(dir, "run.journal"), "--max-in-flight", "2",
-		"--post", "10s", "--health-time", "30s", "--deadline-factor", "2", "--max-attempts", "2", "--timeout", "20s",
+		"--post", "20s", "--health-time", "60s", "--deadline-factor", "3", "--max-attempts", "2", "--timeout", "30s",
 		"--interval", "0s", "--poll", "500ms", "-o", "json")
 	boot.Stderr = testWriter{t, "boot: "}
 	out, err := boot.Output()
@@ -137,13 +112,10 @@ func TestBootRunRedfish(t *testing.T) {
 			t.Errorf("node %s: %s %q, want failed bmc-auth", r.Name, r.Phase, r.Class)
 		}
 	}
-	for i, vm := range vms {
-		if got := bmcs[i].Boots(c.Nodes[i].Name); len(got) == 0 || got[0] != "Pxe" {
-			t.Errorf("node %s: power-ons booted from %q, want Pxe first", c.Nodes[i].Name, got)
-		}
-		if first := firstStart(t, vm.ConsoleLog()); !strings.Contains(first, "-boot once=n") || strings.Contains(first, "Booting from Hard Disk") ||
+	for _, node := range c.Nodes[:2] {
+		if first := firstStart(t, labs.Consoles[node.Name]); !strings.Contains(first, "-boot once=n") || strings.Contains(first, "Booting from Hard Disk") ||
 			!strings.Contains(first, "Booting from ROM") {
-			t.Errorf("node %s: its first start did not boot the network first:\n%s", c.Nodes[i].Name, first)
+			t.Errorf("node %s: its first start did not boot the network first:\n%s", node.Name, first)
 		}
 	}
 	if healthy := (&bootRunSetup{server: server}).healthyAt(t); len(healthy) != 2 {
@@ -159,33 +131,26 @@ func TestBootRunRedfish(t *testing.T) {
 		}
 		return string(out)
 	}
-	testfix.WaitFor(t, "the healthy VM to power itself off", 60*time.Second, func() bool { return bmcs[0].Power(node) == "Off" })
-	if got := power("status"); !strings.Contains(got, `"state": "off"`) {
-		t.Errorf("power status of a VM that exited: %s", got)
+	state := func() string {
+		out := power("status")
+		var res struct{ Results []struct{ State string } }
+		if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Results) != 1 {
+			t.Fatalf("power status: %v\n%s", err, out)
+		}
+		return res.Results[0].State
 	}
+	testfix.WaitFor(t, "the healthy VM to power itself off", 60*time.Second, func() bool { return state() == "off" })
 	power("on")
-	testfix.WaitFor(t, "power on to start the VM (the BMC lags 500 ms)", 60*time.Second, func() bool { return bmcs[0].Power(node) == "On" })
-	if got := power("status"); !strings.Contains(got, `"state": "on"`) {
-		t.Errorf("power status of a running VM: %s", got)
+	if got := state(); got != "on" {
+		t.Errorf("power status of a VM just powered on: %s", got)
 	}
 	power("off")
-	testfix.WaitFor(t, "power off to stop the VM", 60*time.Second, func() bool { return bmcs[0].Power(node) == "Off" })
-	for i, b := range bmcs {
-		if n := b.Sessions(); n != 0 {
-			t.Errorf("BMC %d: %d sessions left open", i, n)
-		}
+	if got := state(); got != "off" {
+		t.Errorf("power status of a VM just powered off: %s", got)
 	}
-}
-
-// diskFirst makes a VM's firmware try its disk first (it has none, so SeaBIOS then falls back
-// to the NIC's ROM): a VM that boots the network first did so because of the one-time override.
-func diskFirst(argv []string) []string {
-	for i := 0; i+1 < len(argv); i++ {
-		if argv[i] == "-boot" {
-			argv[i+1] = "order=c,menu=off"
-		}
+	if starts := strings.Count(readLog(labs.Consoles[node]), "\n== ") + 1; starts < 2 {
+		t.Errorf("node %s: %d starts in its console log, want the boot's and power on's", node, starts)
 	}
-	return argv
 }
 
 // firstStart is the console log of a QEMUMachine's first start (its "== ... power on" line and

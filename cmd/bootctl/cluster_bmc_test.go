@@ -141,3 +141,34 @@ func TestClusterBMCBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterUpBMCBadInput: cluster up's --bmc and --vms are refused, one line, exit 2, before
+// anything is built.
+func TestClusterUpBMCBadInput(t *testing.T) {
+	testenv.NeedRoot(t, "cluster up checks that it runs as root before its flags")
+	for _, tool := range []string{"ip", "tc", "curl", "udhcpc", "busybox"} {
+		testenv.NeedTool(t, tool, clusterTools[tool])
+	}
+	testenv.NeedFile(t, "/usr/lib/ipxe/undionly.kpxe", "ipxe")
+	state := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"netns with a BMC", []string{"--bmc", "redfish"}, "--bmc redfish: only VMs have BMCs here: add --kind qemu"},
+		{"unknown BMC", []string{"--bmc", "ipmi", "--kind", "qemu"}, "--bmc"},
+		{"no VMs", []string{"--bmc", "redfish", "--kind", "qemu", "--vms", "0"}, "--vms: 0"},
+		{"bad output", []string{"--bmc", "redfish", "--kind", "qemu", "-o", "xml"}, "--output"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runBootctl(t, context.Background(), append([]string{"cluster", "up", "--name", "bmcbad", "--state-dir", state}, tc.args...)...)
+			if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+				t.Errorf("exit %d, stderr %q (stdout %q), want 2 and one line with %q", code, errs, out, tc.want)
+			}
+		})
+	}
+	if entries, _ := os.ReadDir(state); len(entries) != 0 {
+		t.Errorf("refused cluster ups left %d files in the state directory", len(entries))
+	}
+}
