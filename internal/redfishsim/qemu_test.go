@@ -1,8 +1,11 @@
 package redfishsim
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -103,5 +106,55 @@ func TestQEMUMachineBadCommand(t *testing.T) {
 	}
 	if err := (&QEMUMachine{Dir: t.TempDir()}).PowerOn(t.Context(), ""); err == nil {
 		t.Error("a machine with no command started")
+	}
+}
+
+// TestQEMUMachineRedfishtool: DMTF's redfishtool, a client nobody here wrote, sets the one-time
+// PXE override of a QEMU-backed system, powers it on (QEMU starts with -boot once=n), reads it
+// on, and powers it off (QEMU gone).
+func TestQEMUMachineRedfishtool(t *testing.T) {
+	tool := testenv.NeedTool(t, "redfishtool", "redfishtool")
+	m := &QEMUMachine{Argv: tinyVM(t), Dir: t.TempDir()}
+	b := Start(t, Options{TLS: true, Machine: func(string) Machine { return m }, Logf: t.Logf})
+	t.Cleanup(func() { _ = m.PowerOff(context.Background()) })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run := func(args ...string) string {
+		t.Helper()
+		// -S Always: HTTPS (redfishtool has no CA option and does not check the certificate).
+		base := []string{"-r", b.Host(), "-u", b.User, "-p", b.Password, "-S", "Always", "-A", "Session", "-T", "30", "Systems", "-I", "1"}
+		out, err := exec.CommandContext(ctx, tool, append(base, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("redfishtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	power := func() string {
+		t.Helper()
+		var sys struct{ PowerState string }
+		out := run("get")
+		if err := json.Unmarshal([]byte(out), &sys); err != nil {
+			t.Fatalf("redfishtool get: %v\n%s", err, out)
+		}
+		return sys.PowerState
+	}
+	run("setBootOverride", "Once", "Pxe")
+	run("reset", "On")
+	if got := power(); got != "On" {
+		t.Errorf("after redfishtool's On: %s", got)
+	}
+	if on, err := m.State(ctx); !on || err != nil {
+		t.Errorf("QEMU's state after On: %v %v", on, err)
+	}
+	data, _ := os.ReadFile(m.ConsoleLog())
+	if !strings.Contains(string(data), "power on (boot override \"Pxe\")") || !strings.Contains(string(data), "-boot once=n") {
+		t.Errorf("the start did not take the override:\n%s", data)
+	}
+	run("reset", "ForceOff")
+	if got := power(); got != "Off" {
+		t.Errorf("after redfishtool's ForceOff: %s", got)
+	}
+	if b.Sessions() != 0 {
+		t.Errorf("%d sessions left open by redfishtool", b.Sessions())
 	}
 }
