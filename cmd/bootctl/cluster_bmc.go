@@ -43,6 +43,11 @@ func clusterBMCCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "plain-http", Usage: "serve plain HTTP instead of HTTPS (an isolated test network only: the password crosses in clear)"},
 			&cli.StringFlag{Name: "pxe-args", Value: "-boot once=n", Usage: "QEMU arguments added to a start that takes the one-time Pxe override (SeaBIOS honours -boot once=n)"},
 			&cli.DurationFlag{Name: "lag", Usage: "how long after a reset is accepted it takes effect, as real BMCs lag"},
+			&cli.BoolFlag{Name: "reject-mode", Usage: "awkward BMC: refuse a boot override that names BootSourceOverrideMode (400)"},
+			&cli.BoolFlag{Name: "boot-read-only", Usage: "awkward BMC: Boot is read-only on the system, written through its @Redfish.Settings resource and applied at the next reset"},
+			&cli.IntFlag{Name: "drop-overrides", Usage: "awkward BMC: answer this many boot override PATCHes 200 and keep nothing (-1: all)"},
+			&cli.BoolFlag{Name: "legacy-led", Usage: "awkward BMC: the identify LED as IndicatorLED only, without LocationIndicatorActive"},
+			&cli.DurationFlag{Name: "session-lifetime", Usage: "end each session this long after its login (0: never)"},
 			outputFlag("table", "json", "yaml"),
 		},
 		Action: func(c *cli.Context) error { return clusterBMCAction(e, c) },
@@ -54,23 +59,7 @@ func clusterBMCAction(e *env, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	argv := c.Args().Slice()
-	switch {
-	case len(argv) == 0:
-		return badInput("cluster bmc: no VM command: give it after --, as: bootctl cluster bmc --dir D --password-file F -- qemu-system-x86_64 ...")
-	case c.String("dir") == "":
-		return badInput("--dir: required: where the BMC keeps its certificate, QMP socket and the VM's console log")
-	case c.String("password-file") == "":
-		return badInput("--password-file: required: a file whose first line is the BMC's password")
-	case c.String("system") == "" || strings.ContainsAny(c.String("system"), "/?#% "):
-		return badInput("--system: %q: want a non-empty path segment (no / ? # %% or space)", c.String("system"))
-	case c.Duration("lag") < 0:
-		return badInput("--lag: %v is negative", c.Duration("lag"))
-	}
-	if _, _, err := net.SplitHostPort(c.String("listen")); err != nil {
-		return badInput("--listen: %q: %v (want host:port)", c.String("listen"), err)
-	}
-	password, err := readPasswordFile(c.String("password-file"))
+	opts, err := labBMCOptions(c)
 	if err != nil {
 		return err
 	}
@@ -78,17 +67,10 @@ func clusterBMCAction(e *env, c *cli.Context) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return badInput("--dir: %v", err)
 	}
-	if strings.ContainsAny(dir, ",") {
-		// QEMU's option syntax takes a comma in the socket's path as the next option.
-		return badInput("--dir: %q: QEMU cannot take a comma in the QMP socket's path", dir)
-	}
-	m := &redfishsim.QEMUMachine{Argv: argv, Dir: dir, BootArgs: map[string][]string{"Pxe": strings.Fields(c.String("pxe-args"))}}
-	bmc, err := redfishsim.New(redfishsim.Options{
-		Listen: c.String("listen"), TLS: !c.Bool("plain-http"), CertHosts: c.StringSlice("cert-host"),
-		User: c.String("user"), Password: password, Systems: []string{c.String("system")}, Lag: c.Duration("lag"),
-		Machine: func(string) redfishsim.Machine { return m },
-		Logf:    func(format string, args ...any) { fmt.Fprintf(e.stderr, "bootctl cluster bmc: "+format+"\n", args...) },
-	}, dir)
+	m := &redfishsim.QEMUMachine{Argv: c.Args().Slice(), Dir: dir, BootArgs: map[string][]string{"Pxe": strings.Fields(c.String("pxe-args"))}}
+	opts.Machine = func(string) redfishsim.Machine { return m }
+	opts.Logf = func(format string, args ...any) { fmt.Fprintf(e.stderr, "bootctl cluster bmc: "+format+"\n", args...) }
+	bmc, err := redfishsim.New(opts, dir)
 	if err != nil {
 		return fmt.Errorf("cluster bmc: %w", err)
 	}
@@ -108,6 +90,42 @@ func clusterBMCAction(e *env, c *cli.Context) error {
 	}
 	<-c.Context.Done()
 	return nil
+}
+
+// labBMCOptions checks cluster bmc's flags and arguments and makes the BMC's options (without
+// its machine).
+func labBMCOptions(c *cli.Context) (redfishsim.Options, error) {
+	var none redfishsim.Options
+	switch dir := c.String("dir"); {
+	case c.Args().Len() == 0:
+		return none, badInput("cluster bmc: no VM command: give it after --, as: bootctl cluster bmc --dir D --password-file F -- qemu-system-x86_64 ...")
+	case dir == "":
+		return none, badInput("--dir: required: where the BMC keeps its certificate, QMP socket and the VM's console log")
+	case strings.Contains(dir, ","):
+		// QEMU's option syntax takes a comma in the socket's path as the next option.
+		return none, badInput("--dir: %q: QEMU cannot take a comma in the QMP socket's path", dir)
+	case c.String("password-file") == "":
+		return none, badInput("--password-file: required: a file whose first line is the BMC's password")
+	case c.String("system") == "" || strings.ContainsAny(c.String("system"), "/?#% "):
+		return none, badInput("--system: %q: want a non-empty path segment (no / ? # %% or space)", c.String("system"))
+	case c.Duration("lag") < 0 || c.Duration("session-lifetime") < 0:
+		return none, badInput("--lag and --session-lifetime must not be negative")
+	case c.Int("drop-overrides") < -1:
+		return none, badInput("--drop-overrides: %d: want -1 (all), 0 or a count", c.Int("drop-overrides"))
+	}
+	if _, _, err := net.SplitHostPort(c.String("listen")); err != nil {
+		return none, badInput("--listen: %q: %v (want host:port)", c.String("listen"), err)
+	}
+	password, err := readPasswordFile(c.String("password-file"))
+	if err != nil {
+		return none, err
+	}
+	return redfishsim.Options{
+		Listen: c.String("listen"), TLS: !c.Bool("plain-http"), CertHosts: c.StringSlice("cert-host"),
+		User: c.String("user"), Password: password, Systems: []string{c.String("system")}, Lag: c.Duration("lag"),
+		RejectMode: c.Bool("reject-mode"), BootReadOnly: c.Bool("boot-read-only"), DropOverrides: c.Int("drop-overrides"),
+		LegacyLED: c.Bool("legacy-led"), SessionLifetime: c.Duration("session-lifetime"),
+	}, nil
 }
 
 // writeLabBMC reports the BMC's address and files, in the format asked for.

@@ -20,8 +20,21 @@ import (
 // TestClusterBMC starts `bootctl cluster bmc` in front of a small QEMU VM and drives it with
 // `bootctl power` over HTTPS with the CA the BMC wrote: status off, a one-time PXE override, on
 // (QEMU started with -boot once=n and answering QMP), cycle (started again without it), off
-// (QEMU gone). Interrupting the BMC powers the VM off.
+// (QEMU gone). Interrupting the BMC powers the VM off. The same holds with the awkward BMC's
+// switches on (Boot read-only on the system, Mode refused, the first override dropped).
 func TestClusterBMC(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"well-behaved", nil},
+		{"awkward", []string{"--boot-read-only", "--reject-mode", "--drop-overrides", "1", "--legacy-led"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testClusterBMC(t, tc.flags) })
+	}
+}
+
+func testClusterBMC(t *testing.T, flags []string) {
 	qemu := testenv.NeedTool(t, "qemu-system-x86_64", "qemu-system-x86")
 	dir := t.TempDir()
 	pw := testfix.WriteFile(t, filepath.Join(dir, "bmc-password"), []byte("lab-secret\n"))
@@ -39,8 +52,9 @@ func TestClusterBMC(t *testing.T) {
 	var code int
 	go func() {
 		defer close(exited)
-		code = run(ctx, []string{"bootctl", "cluster", "bmc", "--listen", addr, "--dir", bmcDir, "--password-file", pw, "--system", "lab1", "-o", "json",
-			"--", qemu, "-machine", "pc,accel=tcg", "-nodefaults", "-no-user-config", "-nographic", "-m", "32", "-serial", "none", "-monitor", "none"}, pw2, &stderr)
+		args := append([]string{"bootctl", "cluster", "bmc", "--listen", addr, "--dir", bmcDir, "--password-file", pw, "--system", "lab1", "-o", "json"}, flags...)
+		code = run(ctx, append(args, "--", qemu, "-machine", "pc,accel=tcg", "-nodefaults", "-no-user-config", "-nographic", "-m", "32",
+			"-serial", "none", "-monitor", "none"), pw2, &stderr)
 		pw2.Close()
 	}()
 	t.Cleanup(func() {
@@ -88,6 +102,8 @@ func TestClusterBMC(t *testing.T) {
 	if r := power1("status"); r.Result[0].State != power.On {
 		t.Errorf("status after on: %+v", r.Result)
 	}
+	power1("identify", "on") // LocationIndicatorActive, or IndicatorLED with --legacy-led
+	power1("identify", "off")
 	power1("cycle")
 	s := starts()
 	if len(s) != 2 || !strings.Contains(s[0], "-boot once=n") || strings.Contains(s[1], "-boot once=n") {
@@ -132,6 +148,8 @@ func TestClusterBMCBadInput(t *testing.T) {
 		{"bad system", []string{"--dir", dir, "--password-file", pw, "--system", "a/b", "--", "qemu"}, "--system:"},
 		{"comma dir", []string{"--dir", filepath.Join(dir, "a,b"), "--password-file", pw, "--", "qemu"}, "comma"},
 		{"bad output", []string{"--dir", dir, "--password-file", pw, "-o", "xml", "--", "qemu"}, "--output"},
+		{"negative lag", []string{"--dir", dir, "--password-file", pw, "--lag", "-1s", "--", "qemu"}, "must not be negative"},
+		{"bad drop count", []string{"--dir", dir, "--password-file", pw, "--drop-overrides", "-2", "--", "qemu"}, "--drop-overrides: -2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errs := runBootctl(t, context.Background(), append([]string{"cluster", "bmc"}, tc.args...)...)
