@@ -115,7 +115,7 @@ func (m *QEMUMachine) PowerOn(ctx context.Context, from string) error {
 }
 
 // PowerOff implements Machine: QMP quit, then the process group is killed if QEMU is still
-// there after 10 s, and waited for.
+// there 10 s later (at once when QMP does not answer), and waited for.
 func (m *QEMUMachine) PowerOff(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -125,11 +125,12 @@ func (m *QEMUMachine) PowerOff(ctx context.Context) error {
 	}
 	var err error
 	if m.qmp != nil {
-		_, err = m.qmp.execute(ctx, "quit")
-	}
-	select {
-	case <-m.done:
-	case <-time.After(10 * time.Second):
+		if _, err = m.qmp.execute(ctx, "quit"); err == nil {
+			select {
+			case <-m.done:
+			case <-time.After(10 * time.Second):
+			}
+		}
 	}
 	procgroup.Stop(m.cmd.Process.Pid, m.done, syscall.SIGKILL)
 	m.closeQMP()
@@ -165,10 +166,10 @@ func (m *QEMUMachine) State(ctx context.Context) (bool, error) {
 	}
 	raw, err := m.qmp.execute(ctx, "query-status")
 	if err != nil {
-		if !m.running() {
-			return false, nil
-		}
-		return false, fmt.Errorf("qemu machine: query-status: %w", err)
+		// The process is the power; QMP only refines it. A VM whose QMP stopped answering still
+		// reads on, so that ForceOff is still sent to it (and kills it).
+		m.closeQMP()
+		return m.running(), nil
 	}
 	var st struct{ Status string }
 	if err := json.Unmarshal(raw, &st); err != nil {

@@ -158,3 +158,31 @@ func TestQEMUMachineRedfishtool(t *testing.T) {
 		t.Errorf("%d sessions left open by redfishtool", b.Sessions())
 	}
 }
+
+// TestQEMUMachineLostQMP: a VM whose QMP connection is gone still reads on (its process runs),
+// and power off kills it.
+func TestQEMUMachineLostQMP(t *testing.T) {
+	m := &QEMUMachine{Argv: tinyVM(t), Dir: t.TempDir()}
+	t.Cleanup(func() { _ = m.PowerOff(context.Background()) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := m.PowerOn(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	m.qmp.close() // as a QEMU whose monitor stopped answering
+	m.mu.Unlock()
+	if on, err := m.State(ctx); !on || err != nil {
+		t.Errorf("state with QMP gone: %v %v, want on", on, err)
+	}
+	start := time.Now()
+	if err := m.PowerOff(ctx); err != nil {
+		t.Errorf("power off: %v", err)
+	}
+	if on, _ := m.State(ctx); on {
+		t.Error("power off left the VM running")
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("power off took %v: it waited for a quit that was never sent", d)
+	}
+}
