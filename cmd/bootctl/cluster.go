@@ -62,6 +62,7 @@ func clusterCommand(e *env) *cli.Command {
 		Usage: "build netns test clusters on this host, boot them with real clients, and measure against the prediction",
 		Subcommands: []*cli.Command{
 			clusterUpCommand(e), clusterBootCommand(e), clusterStatusCommand(e), clusterDownCommand(e), clusterMeasureCommand(e),
+			clusterBMCCommand(e),
 		},
 	}
 }
@@ -74,14 +75,25 @@ func clusterUpCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "kind", Value: "netns", Usage: "netns (container nodes boot with busybox udhcpc and curl) or qemu (nodes are QEMU VMs with PXE firmware)"},
 			&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Value: "mini", Usage: "machine: mini or a machine description file"},
 			&cli.Float64Flag{Name: "scale", Value: 0.1, Usage: "multiply every link capacity by this to shape it on one host"},
+			withChoices(cli.StringFlag{Name: "bmc", Value: "none", Usage: "qemu: none (cluster boot starts the VMs) or redfish (each of the first --vms nodes gets a Redfish BMC, bootctl cluster bmc, for bootctl power and boot)"},
+				"none", "redfish"),
+			&cli.IntFlag{Name: "vms", Value: 4, Usage: "--bmc redfish: how many nodes get a VM behind a BMC (the first N; at most the cluster's nodes)"},
+			outputFlag("table", "json", "yaml"),
 		),
 		Action: func(c *cli.Context) error { return clusterUpAction(e, c) },
 	}
 }
 
 func clusterUpAction(e *env, c *cli.Context) error {
+	format, err := outputFormat(c, "table", "json", "yaml")
+	if err != nil {
+		return err
+	}
 	spec, opt, err := clusterSpec(c)
 	if err != nil {
+		return err
+	}
+	if err := checkBMCFlags(c); err != nil {
 		return err
 	}
 	if c.String("kind") == "qemu" {
@@ -103,8 +115,54 @@ func clusterUpAction(e *env, c *cli.Context) error {
 		_ = cl.Down(context.Background())
 		return err
 	}
+	var labs *integration.LabBMCs
+	if c.String("bmc") == "redfish" {
+		if labs, err = startLabBMCs(c, cl, opt); err != nil {
+			_ = cl.Down(context.Background())
+			return err
+		}
+	}
+	return writeClusterUp(e, format, cl, spec, opt, labs)
+}
+
+// checkBMCFlags checks --bmc and --vms of cluster up.
+func checkBMCFlags(c *cli.Context) error {
+	bmc := c.String("bmc")
+	switch {
+	case bmc != "none" && bmc != "redfish":
+		return badInput("--bmc: %q is not one of none, redfish", bmc)
+	case bmc == "redfish" && c.String("kind") != "qemu":
+		return badInput("--bmc redfish: only VMs have BMCs here: add --kind qemu")
+	case c.Int("vms") < 1:
+		return badInput("--vms: %d: want at least 1", c.Int("vms"))
+	}
+	return nil
+}
+
+// startLabBMCs gives the first --vms nodes of a qemu cluster a Redfish BMC each.
+func startLabBMCs(c *cli.Context, cl *integration.Cluster, opt integration.ServerOptions) (*integration.LabBMCs, error) {
+	n := c.Int("vms")
+	if n > len(cl.Nodes) {
+		if c.IsSet("vms") {
+			return nil, badInput("--vms: %d is more than the cluster's %d nodes", n, len(cl.Nodes))
+		}
+		n = len(cl.Nodes)
+	}
+	return cl.StartRedfishBMCs(c.Context, opt.Bootctl, n, opt.Mapping)
+}
+
+// writeClusterUp reports a cluster brought up, with its BMCs' files when it has some.
+func writeClusterUp(e *env, format string, cl *integration.Cluster, spec integration.Spec, opt integration.ServerOptions, labs *integration.LabBMCs) error {
+	if format != "table" {
+		return writeData(e.stdout, format, map[string]any{"name": spec.Name, "nodes": len(cl.Nodes), "servers": len(cl.Servers),
+			"links": cl.Graph.NumLinks(), "scale": spec.Scale, "mapping": opt.Mapping, "bmcs": labs})
+	}
 	fmt.Fprintf(e.stdout, "cluster %s up: %d nodes, %d boot servers, %d links shaped at x%g; mapping %s\n",
 		spec.Name, len(cl.Nodes), len(cl.Servers), cl.Graph.NumLinks(), spec.Scale, opt.Mapping)
+	if labs != nil {
+		fmt.Fprintf(e.stdout, "%d VMs behind Redfish BMCs, powered off; drive them as servers:\n"+
+			"  bootctl power status all --config %s --credentials %s --redfish-ca %s\n", len(labs.BMCs), labs.Config, labs.Credentials, labs.CA)
+	}
 	return nil
 }
 

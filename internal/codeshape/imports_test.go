@@ -35,7 +35,7 @@ var allowedImports = map[string][]string{
 	"integration":      {"bootconfig", "bootsrv", "nodestate", "fabricsim", "fleet", "images", "mapping", "topology"},
 	"cmd/bootctl": {"bootconfig", "bootrun", "bootsrv", "fabricsim", "fleet", "images", "images/ociimport", "integration",
 		"mapping", "nodeset", "nodestate", "power", "report", "routing", "topology", "units", "internal/progress", "internal/suggest",
-		"internal/atomicfile"},
+		"internal/atomicfile", "internal/redfishsim"},
 	"bench/dhcp":         {"dhcpd", "topology"},
 	"bench/httpboot":     {"images", "integration", "topology"},
 	"bench/tftp/pintftp": nil,

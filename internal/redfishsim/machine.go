@@ -13,7 +13,9 @@ import (
 
 // CommandMachine is a Machine that is a shell command: powered on, the command starts in a
 // process group of its own (a QEMU guest, a script); powered off, the whole group is killed. It
-// is on while the command runs, so a guest that powers itself off is off, as with ipmisim's.
+// is on while the command runs, so a guest that powers itself off is off, as with ipmisim's. The
+// start's boot override target is in the command's environment as REDFISH_BOOT_TARGET ("" for
+// the normal order), for a command that chooses its boot device.
 type CommandMachine struct {
 	// Command is run by sh -c.
 	Command string
@@ -26,7 +28,7 @@ type CommandMachine struct {
 }
 
 // PowerOn implements Machine: the command starts unless it runs.
-func (m *CommandMachine) PowerOn(ctx context.Context) error {
+func (m *CommandMachine) PowerOn(ctx context.Context, from string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.running() {
@@ -35,6 +37,7 @@ func (m *CommandMachine) PowerOn(ctx context.Context) error {
 	// Not CommandContext: the machine outlives the request that powered it on.
 	cmd := exec.Command("sh", "-c", m.Command)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = append(os.Environ(), "REDFISH_BOOT_TARGET="+from)
 	if m.Log != "" {
 		f, err := os.OpenFile(m.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {

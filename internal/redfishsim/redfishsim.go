@@ -8,24 +8,27 @@
 // override naming BootSourceOverrideMode, one whose Boot is read-only on the system and written
 // through its @Redfish.Settings resource, one that answers 200 to an override and drops it, one
 // whose sessions run out fast, and a reset applied some time after it was accepted. A Machine,
-// when given, is what the power actions switch: a QEMU guest, a command.
+// when given, is what the power actions switch: a QEMU VM driven over QMP (QEMUMachine), a
+// command (CommandMachine). `bootctl cluster bmc` serves one in front of a lab VM.
 package redfishsim
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
+	"errors"
 	"fmt"
+	"io"
+	"log"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -38,8 +41,16 @@ type Options struct {
 	Systems []string
 	// On starts every system powered on.
 	On bool
-	// TLS serves HTTPS with a certificate made for 127.0.0.1; CAFile holds it for clients.
+	// Listen is the TCP address served (default 127.0.0.1:0, a free loopback port).
+	Listen string
+	// TLS serves HTTPS with a self-signed certificate made for the listening address, 127.0.0.1,
+	// ::1, localhost and CertHosts; CAFile holds it for clients.
 	TLS bool
+	// CertHosts are more names or addresses the certificate is for (a lab BMC reached by name).
+	CertHosts []string
+	// Logf, when set, is told what a Machine failed to do (a VM that would not start): the
+	// reset was accepted already, as a real BMC's is, and only the power state shows it.
+	Logf func(format string, args ...any)
 	// Lag is how long after a reset is accepted it takes effect (0: at once): BMCs answer 204
 	// and switch the power seconds later.
 	Lag time.Duration
@@ -70,9 +81,18 @@ type Options struct {
 
 // Machine is what a system's power actions switch: a VM, a process.
 type Machine interface {
-	PowerOn(ctx context.Context) error
+	// PowerOn starts the machine; from is the one-time boot override's target the start takes
+	// ("Pxe", "UefiHttp", ...), or "" for the machine's own boot order.
+	PowerOn(ctx context.Context, from string) error
+	// PowerOff stops it at once, as a held power button does.
 	PowerOff(ctx context.Context) error
 	State(ctx context.Context) (on bool, err error)
+}
+
+// Shutdowner is a Machine that can be asked to shut itself down (GracefulShutdown, an ACPI
+// power button): the guest decides, and may not. A Machine without it is switched off.
+type Shutdowner interface {
+	Shutdown(ctx context.Context) error
 }
 
 // Boot is a system's boot override, as the sim holds it.
@@ -110,7 +130,10 @@ type BMC struct {
 	User, Password string
 
 	opts        Options
-	srv         *httptest.Server
+	srv         *http.Server
+	ln          net.Listener
+	served      chan struct{} // closed when Serve has returned
+	cert        *x509.Certificate
 	systemsBody json.RawMessage // the Systems collection (fixed)
 	closed      chan struct{}
 
@@ -126,8 +149,17 @@ type BMC struct {
 	timers    sync.WaitGroup
 }
 
+// TB is the part of testing.TB that Start uses (this package is linked into bootctl, which has
+// no business importing package testing).
+type TB interface {
+	Helper()
+	TempDir() string
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}
+
 // Start starts a BMC for a test and stops it when the test ends.
-func Start(tb testing.TB, opts Options) *BMC {
+func Start(tb TB, opts Options) *BMC {
 	tb.Helper()
 	dir := ""
 	if opts.TLS {
@@ -178,22 +210,51 @@ func New(opts Options, dir string) (*BMC, error) {
 	}
 	// Made once: a BMC serving a thousand systems would otherwise build it for every request.
 	b.systemsBody = json.RawMessage(mustJSON(collection(systemsPath, "#ComputerSystemCollection.ComputerSystemCollection", "Computer System Collection", uris)))
-	h := http.HandlerFunc(b.serve)
-	if !opts.TLS {
-		b.srv = httptest.NewServer(h)
-		b.URL = b.srv.URL
-		return b, nil
-	}
-	b.srv = httptest.NewUnstartedServer(h)
-	b.srv.StartTLS()
-	b.URL = b.srv.URL
-	b.CAFile = filepath.Join(dir, "ca.pem")
-	cert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: b.srv.Certificate().Raw})
-	if err := os.WriteFile(b.CAFile, cert, 0o644); err != nil {
-		b.Close()
+	if err := b.listen(dir); err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+// listen binds the address, makes the certificate of a TLS BMC (written as dir/ca.pem) and
+// starts serving.
+func (b *BMC) listen(dir string) error {
+	addr := cmp.Or(b.opts.Listen, "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("redfish BMC: %w", err)
+	}
+	scheme := "http"
+	if b.opts.TLS {
+		host, _, _ := net.SplitHostPort(addr)
+		certPEM, cert, err := selfSigned(append([]string{host}, b.opts.CertHosts...))
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		b.cert = cert.Leaf
+		b.CAFile = filepath.Join(dir, "ca.pem")
+		if err := os.WriteFile(b.CAFile, certPEM, 0o644); err != nil {
+			ln.Close()
+			return fmt.Errorf("redfish BMC: %w", err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		scheme = "https"
+	}
+	b.ln = ln
+	b.URL = scheme + "://" + ln.Addr().String()
+	// A hostile host on the management network gets bounded headers and time, as from any server.
+	b.srv = &http.Server{Handler: http.HandlerFunc(b.serve), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
+		ErrorLog: log.New(io.Discard, "", 0)}
+	b.served = make(chan struct{})
+	go func() {
+		defer close(b.served)
+		if err := b.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && b.opts.Logf != nil {
+			b.opts.Logf("redfish BMC: %v", err)
+		}
+	}()
+	return nil
 }
 
 // Close stops the server and waits for resets still in their lag.
@@ -205,6 +266,7 @@ func (b *BMC) Close() {
 	}
 	close(b.closed)
 	b.srv.Close()
+	<-b.served
 	b.timers.Wait()
 }
 
@@ -216,8 +278,8 @@ func (b *BMC) Host() string {
 // CertPool holds the certificate a TLS BMC presents.
 func (b *BMC) CertPool() *x509.CertPool {
 	p := x509.NewCertPool()
-	if b.srv.TLS != nil {
-		p.AddCert(b.srv.Certificate())
+	if b.cert != nil {
+		p.AddCert(b.cert)
 	}
 	return p
 }
@@ -338,6 +400,13 @@ func (b *BMC) isOn(s *system) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return s.on
+}
+
+// logf reports what a machine failed to do, when Options.Logf is set.
+func (b *BMC) logf(format string, args ...any) {
+	if b.opts.Logf != nil {
+		b.opts.Logf(format, args...)
+	}
 }
 
 func powerState(on bool) string {

@@ -418,8 +418,19 @@ func (b *BMC) apply(s *system, rt string) {
 		if !on {
 			b.powerOn(s)
 		}
-	case "ForceOff", "GracefulShutdown":
+	case "ForceOff":
 		if on {
+			b.powerOff(s)
+		}
+	case "GracefulShutdown":
+		// The guest is asked, where the machine can ask it; a machine that cannot is switched off.
+		if sd, ok := s.machine.(Shutdowner); ok && on {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := sd.Shutdown(ctx); err != nil {
+				b.logf("system %s: graceful shutdown: %v", s.id, err)
+			}
+		} else if on {
 			b.powerOff(s)
 		}
 	case "ForceRestart", "GracefulRestart", "PowerCycle":
@@ -455,7 +466,9 @@ func (b *BMC) powerOn(s *system) {
 	if m != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_ = m.PowerOn(ctx)
+		if err := m.PowerOn(ctx, from); err != nil {
+			b.logf("system %s: power on: %v", s.id, err)
+		}
 	}
 }
 
@@ -467,7 +480,9 @@ func (b *BMC) powerOff(s *system) {
 	if m != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_ = m.PowerOff(ctx)
+		if err := m.PowerOff(ctx); err != nil {
+			b.logf("system %s: power off: %v", s.id, err)
+		}
 	}
 }
 

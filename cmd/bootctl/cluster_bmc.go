@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/bootfabric/bootfabric/internal/redfishsim"
+	"github.com/urfave/cli/v2"
+)
+
+// labBMC is what `cluster bmc` reports once its BMC answers: what the inventory, the credentials
+// file and --redfish-ca need.
+type labBMC struct {
+	Endpoint  string `json:"endpoint"`
+	BMC       string `json:"bmc"`
+	BMCDriver string `json:"bmc_driver"`
+	System    string `json:"system"`
+	User      string `json:"user"`
+	CA        string `json:"ca,omitempty"`
+	QMP       string `json:"qmp"`
+	Console   string `json:"console"`
+}
+
+func clusterBMCCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:      "bmc",
+		Usage:     "serve a Redfish BMC for one lab VM: power and one-time PXE boot act on the QEMU command given after --, through QMP",
+		ArgsUsage: "-- QEMU-COMMAND...",
+		Description: "The VM is powered off until a client powers it on (bootctl power on, bootctl boot, redfishtool, sushy).\n" +
+			"A start that takes a one-time Pxe override gets --pxe-args appended. The BMC runs until interrupted, then powers the VM off.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8443", Usage: "address the BMC's Redfish service listens on (HTTPS)"},
+			&cli.StringFlag{Name: "dir", Usage: "directory for the BMC's certificate (ca.pem), the QMP socket and the VM's console log (required)"},
+			&cli.StringFlag{Name: "system", Value: "1", Usage: "the ComputerSystem's Id (the node's name lets one inventory row match it by name)"},
+			&cli.StringFlag{Name: "user", Value: "admin", Usage: "the BMC's user"},
+			&cli.StringFlag{Name: "password-file", Usage: "file whose first line is the BMC's password (required; never on the command line)"},
+			&cli.StringSliceFlag{Name: "cert-host", Usage: "more names or addresses the BMC's certificate is for (the listening address is)"},
+			&cli.BoolFlag{Name: "plain-http", Usage: "serve plain HTTP instead of HTTPS (an isolated test network only: the password crosses in clear)"},
+			&cli.StringFlag{Name: "pxe-args", Value: "-boot once=n", Usage: "QEMU arguments added to a start that takes the one-time Pxe override (SeaBIOS honours -boot once=n)"},
+			&cli.DurationFlag{Name: "lag", Usage: "how long after a reset is accepted it takes effect, as real BMCs lag"},
+			&cli.BoolFlag{Name: "reject-mode", Usage: "awkward BMC: refuse a boot override that names BootSourceOverrideMode (400)"},
+			&cli.BoolFlag{Name: "boot-read-only", Usage: "awkward BMC: Boot is read-only on the system, written through its @Redfish.Settings resource and applied at the next reset"},
+			&cli.IntFlag{Name: "drop-overrides", Usage: "awkward BMC: answer this many boot override PATCHes 200 and keep nothing (-1: all)"},
+			&cli.BoolFlag{Name: "legacy-led", Usage: "awkward BMC: the identify LED as IndicatorLED only, without LocationIndicatorActive"},
+			&cli.DurationFlag{Name: "session-lifetime", Usage: "end each session this long after its login (0: never)"},
+			outputFlag("table", "json", "yaml"),
+		},
+		Action: func(c *cli.Context) error { return clusterBMCAction(e, c) },
+	}
+}
+
+func clusterBMCAction(e *env, c *cli.Context) error {
+	format, err := outputFormat(c, "table", "json", "yaml")
+	if err != nil {
+		return err
+	}
+	opts, err := labBMCOptions(c)
+	if err != nil {
+		return err
+	}
+	dir := c.String("dir")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return badInput("--dir: %v", err)
+	}
+	m := &redfishsim.QEMUMachine{Argv: c.Args().Slice(), Dir: dir, BootArgs: map[string][]string{"Pxe": strings.Fields(c.String("pxe-args"))}}
+	opts.Machine = func(string) redfishsim.Machine { return m }
+	opts.Logf = func(format string, args ...any) { fmt.Fprintf(e.stderr, "bootctl cluster bmc: "+format+"\n", args...) }
+	bmc, err := redfishsim.New(opts, dir)
+	if err != nil {
+		return fmt.Errorf("cluster bmc: %w", err)
+	}
+	defer func() {
+		bmc.Close()
+		// The VM goes with its BMC: a lab VM left running has nothing that could stop it.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := m.PowerOff(ctx); err != nil {
+			fmt.Fprintf(e.stderr, "bootctl cluster bmc: %v\n", err)
+		}
+	}()
+	info := labBMC{Endpoint: bmc.URL, BMC: bmc.Host(), BMCDriver: "redfish", System: c.String("system"), User: bmc.User,
+		CA: bmc.CAFile, QMP: m.SocketPath(), Console: m.ConsoleLog()}
+	if err := writeLabBMC(e, format, info); err != nil {
+		return err
+	}
+	<-c.Context.Done()
+	return nil
+}
+
+// labBMCOptions checks cluster bmc's flags and arguments and makes the BMC's options (without
+// its machine).
+func labBMCOptions(c *cli.Context) (redfishsim.Options, error) {
+	var none redfishsim.Options
+	switch dir := c.String("dir"); {
+	case c.Args().Len() == 0:
+		return none, badInput("cluster bmc: no VM command: give it after --, as: bootctl cluster bmc --dir D --password-file F -- qemu-system-x86_64 ...")
+	case dir == "":
+		return none, badInput("--dir: required: where the BMC keeps its certificate, QMP socket and the VM's console log")
+	case strings.Contains(dir, ","):
+		// QEMU's option syntax takes a comma in the socket's path as the next option.
+		return none, badInput("--dir: %q: QEMU cannot take a comma in the QMP socket's path", dir)
+	case c.String("password-file") == "":
+		return none, badInput("--password-file: required: a file whose first line is the BMC's password")
+	case c.String("system") == "" || strings.ContainsAny(c.String("system"), "/?#% "):
+		return none, badInput("--system: %q: want a non-empty path segment (no / ? # %% or space)", c.String("system"))
+	case c.Duration("lag") < 0 || c.Duration("session-lifetime") < 0:
+		return none, badInput("--lag and --session-lifetime must not be negative")
+	case c.Int("drop-overrides") < -1:
+		return none, badInput("--drop-overrides: %d: want -1 (all), 0 or a count", c.Int("drop-overrides"))
+	}
+	if _, _, err := net.SplitHostPort(c.String("listen")); err != nil {
+		return none, badInput("--listen: %q: %v (want host:port)", c.String("listen"), err)
+	}
+	password, err := readPasswordFile(c.String("password-file"))
+	if err != nil {
+		return none, err
+	}
+	return redfishsim.Options{
+		Listen: c.String("listen"), TLS: !c.Bool("plain-http"), CertHosts: c.StringSlice("cert-host"),
+		User: c.String("user"), Password: password, Systems: []string{c.String("system")}, Lag: c.Duration("lag"),
+		RejectMode: c.Bool("reject-mode"), BootReadOnly: c.Bool("boot-read-only"), DropOverrides: c.Int("drop-overrides"),
+		LegacyLED: c.Bool("legacy-led"), SessionLifetime: c.Duration("session-lifetime"),
+	}, nil
+}
+
+// writeLabBMC reports the BMC's address and files, in the format asked for.
+func writeLabBMC(e *env, format string, b labBMC) error {
+	if format != "table" {
+		return writeData(e.stdout, format, b)
+	}
+	fmt.Fprintf(e.stdout, "Redfish BMC for system %s at %s (user %s)\n", b.System, b.Endpoint, b.User)
+	if b.CA != "" {
+		fmt.Fprintf(e.stdout, "its certificate (for --redfish-ca): %s\n", b.CA)
+	}
+	fmt.Fprintf(e.stdout, "inventory columns: bmc=%s bmc_driver=%s\nVM console: %s\nQMP socket: %s\n", b.BMC, b.BMCDriver, b.Console, b.QMP)
+	return nil
+}
+
+// readPasswordFile reads the first line of a password file.
+func readPasswordFile(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", badInput("--password-file: %v", err)
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	line = strings.TrimRight(line, "\r")
+	if line == "" {
+		return "", badInput("--password-file: %s: the first line is empty", filepath.Clean(path))
+	}
+	return line, nil
+}
