@@ -226,17 +226,8 @@ func (c *Config) defaults() {
 }
 
 func (c *Config) check(nodes []Node) error {
-	if !(c.Factor > 0) || !(c.Margin >= 0) || math.IsInf(c.Margin, 0) {
-		return fmt.Errorf("deadline factor %v and margin %v: want a positive factor and a finite margin", c.Factor, c.Margin)
-	}
-	if !(c.RetryDelay >= 0) || math.IsInf(c.RetryDelay, 0) {
-		return fmt.Errorf("retry delay %v: want a non-negative number of seconds", c.RetryDelay)
-	}
-	if !(c.Patience > 0) || math.IsInf(c.Patience, 0) || !(c.Decrease > 0 && c.Decrease < 1) {
-		return fmt.Errorf("patience %v s and decrease %v: want a positive, finite patience and a decrease in (0,1)", c.Patience, c.Decrease)
-	}
-	if c.MaxAttempts < 1 || c.MaxInFlight < 0 {
-		return fmt.Errorf("max attempts %d and max in flight %d: want at least 1 and 0", c.MaxAttempts, c.MaxInFlight)
+	if err := c.checkNumbers(); err != nil {
+		return err
 	}
 	for r, v := range c.Caps {
 		if v < 1 {
@@ -251,4 +242,21 @@ func (c *Config) check(nodes []Node) error {
 		}
 	}
 	return c.Breaker.check()
+}
+
+// checkNumbers checks the scalar settings: each a finite number in its range.
+func (c *Config) checkNumbers() error {
+	if !(c.Factor > 0) || !(c.Margin >= 0) || math.IsInf(c.Margin, 0) {
+		return fmt.Errorf("deadline factor %v and margin %v: want a positive factor and a finite margin", c.Factor, c.Margin)
+	}
+	if !(c.RetryDelay >= 0) || math.IsInf(c.RetryDelay, 0) {
+		return fmt.Errorf("retry delay %v: want a non-negative number of seconds", c.RetryDelay)
+	}
+	if !(c.Patience > 0) || math.IsInf(c.Patience, 0) || !(c.Decrease > 0 && c.Decrease < 1) {
+		return fmt.Errorf("patience %v s and decrease %v: want a positive, finite patience and a decrease in (0,1)", c.Patience, c.Decrease)
+	}
+	if c.MaxAttempts < 1 || c.MaxInFlight < 0 {
+		return fmt.Errorf("max attempts %d and max in flight %d: want at least 1 and 0", c.MaxAttempts, c.MaxInFlight)
+	}
+	return nil
 }

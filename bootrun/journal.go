@@ -176,39 +176,15 @@ func ReadJournal(path string) (*JournalContents, error) {
 	sc.Buffer(nil, 1<<20)
 	out := JournalContents{whole: int64(len(data))}
 	for line := 1; sc.Scan(); line++ {
+		var err error
 		if line == 1 {
-			var h journalHeader
-			if err := json.Unmarshal(sc.Bytes(), &h); err != nil || h.Nodes == nil {
-				return nil, fmt.Errorf("journal %s:1: not a boot run journal", path)
-			}
-			if h.Version > JournalVersion || h.Version < 0 {
-				return nil, fmt.Errorf("journal %s:1: format version %d; this bootctl reads versions 1 to %d: use a newer bootctl", path, h.Version, JournalVersion)
-			}
-			out.Version, out.Nodes, out.Last = max(h.Version, 1), h.Nodes, make([]*JournalEntry, len(h.Nodes))
-			continue
+			err = out.header(sc.Bytes())
+		} else {
+			err = out.line(sc.Bytes())
 		}
-		var probe struct {
-			Run string `json:"run"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &probe); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("journal %s:%d: %w", path, line, err)
 		}
-		if probe.Run != "" {
-			var ev RunEvent
-			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-				return nil, fmt.Errorf("journal %s:%d: %w", path, line, err)
-			}
-			out.Events = append(out.Events, ev)
-			continue
-		}
-		var e JournalEntry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("journal %s:%d: %w", path, line, err)
-		}
-		if e.Node < 0 || e.Node >= len(out.Nodes) || e.Record.Name != out.Nodes[e.Node] {
-			return nil, fmt.Errorf("journal %s:%d: node %d (%s) is not the run's", path, line, e.Node, e.Record.Name)
-		}
-		out.Entries = append(out.Entries, e)
 	}
 	if out.Nodes == nil {
 		return nil, fmt.Errorf("journal %s: empty", path)
@@ -220,6 +196,46 @@ func ReadJournal(path string) (*JournalContents, error) {
 		out.Last[out.Entries[k].Node] = &out.Entries[k]
 	}
 	return &out, nil
+}
+
+// header reads the journal's first line.
+func (out *JournalContents) header(b []byte) error {
+	var h journalHeader
+	if err := json.Unmarshal(b, &h); err != nil || h.Nodes == nil {
+		return errors.New("not a boot run journal")
+	}
+	if h.Version > JournalVersion || h.Version < 0 {
+		return fmt.Errorf("format version %d; this bootctl reads versions 1 to %d: use a newer bootctl", h.Version, JournalVersion)
+	}
+	out.Version, out.Nodes, out.Last = max(h.Version, 1), h.Nodes, make([]*JournalEntry, len(h.Nodes))
+	return nil
+}
+
+// line reads one line after the header: a run event or a node's entry.
+func (out *JournalContents) line(b []byte) error {
+	var probe struct {
+		Run string `json:"run"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return err
+	}
+	if probe.Run != "" {
+		var ev RunEvent
+		if err := json.Unmarshal(b, &ev); err != nil {
+			return err
+		}
+		out.Events = append(out.Events, ev)
+		return nil
+	}
+	var e JournalEntry
+	if err := json.Unmarshal(b, &e); err != nil {
+		return err
+	}
+	if e.Node < 0 || e.Node >= len(out.Nodes) || e.Record.Name != out.Nodes[e.Node] {
+		return fmt.Errorf("node %d (%s) is not the run's", e.Node, e.Record.Name)
+	}
+	out.Entries = append(out.Entries, e)
+	return nil
 }
 
 // AddEvent queues one run event.

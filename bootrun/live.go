@@ -54,7 +54,7 @@ type Live struct {
 	srv      []ServerSeen // each node as the servers showed it at the last poll
 	srvSeen  []ServerSeen // ... and as last journaled
 	touched  []int        // nodes an event or action of the current act may have changed
-	adapt    liveAdapt // liveadapt.go
+	adapt    liveAdapt    // liveadapt.go
 }
 
 // journaled is what of a node's record, once changed, makes a journal entry.
@@ -188,10 +188,34 @@ func (l *Live) poll(ctx context.Context) error {
 		return l.act(ctx, l.Controller.Handle(l.now(), Event{Kind: Tick}))
 	}
 	l.seen = states
+	measured, err := l.observe(ctx, states)
+	if err != nil {
+		return err
+	}
+	for _, i := range measured {
+		if err := l.measure(ctx, i, states[l.Names[i]]); err != nil {
+			return err
+		}
+	}
+	if err := l.act(ctx, l.Controller.Handle(l.now(), Event{Kind: Tick})); err != nil {
+		return err
+	}
+	if err := l.journalPoll(); err != nil {
+		return err
+	}
+	if l.Progress != nil {
+		l.Progress(l.finished(), len(l.Names))
+	}
+	return nil
+}
+
+// observe hands the controller each node's phase the servers show past its record's, and returns
+// the nodes whose measurements are to follow. The measurements go after every node's phase: a
+// node that entered its link before this poll is counted there before another's give-up cuts the
+// link (else it would count as entered after the cut, and its own give-up, as old, would cut once
+// more).
+func (l *Live) observe(ctx context.Context, states map[string]NodeState) ([]int, error) {
 	recs := l.Controller.Records()
-	// The measurements go after every node's phase: a node that entered its link before this
-	// poll is counted there before another's give-up cuts the link (else it would count as
-	// entered after the cut, and its own give-up, as old, would cut once more).
 	var measured []int
 	for i, name := range l.Names {
 		r := recs[i]
@@ -208,21 +232,17 @@ func (l *Live) poll(ctx context.Context) error {
 		if p, known := phaseOfNode(st); known && (p > r.Phase || p == Failed) {
 			l.touch(i)
 			if err := l.act(ctx, l.Controller.Handle(l.now(), Event{Kind: Observed, Node: i, Phase: p})); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		measured = append(measured, i)
 	}
-	for _, i := range measured {
-		if err := l.measure(ctx, i, states[l.Names[i]]); err != nil {
-			return err
-		}
-	}
-	if err := l.act(ctx, l.Controller.Handle(l.now(), Event{Kind: Tick})); err != nil {
-		return err
-	}
-	// Once a poll, every node: a deadline passed in any event's handling fails an attempt
-	// with no action to show it, and the servers' states of the nodes in flight are kept.
+	return measured, nil
+}
+
+// journalPoll journals, once a poll, every node: a deadline passed in any event's handling fails
+// an attempt with no action to show it, and the servers' states of the nodes in flight are kept.
+func (l *Live) journalPoll() error {
 	l.scan()
 	for i := range l.Names {
 		r := &l.Controller.Records()[i]
@@ -230,13 +250,7 @@ func (l *Live) poll(ctx context.Context) error {
 			l.entry(i, EntryServer)
 		}
 	}
-	if err := l.Journal.Sync(); err != nil {
-		return err
-	}
-	if l.Progress != nil {
-		l.Progress(l.finished(), len(l.Names))
-	}
-	return nil
+	return l.Journal.Sync()
 }
 
 func (l *Live) finished() int {

@@ -345,13 +345,8 @@ func (p *Pool) bind(u uint32, key hwKey, lim bool, now int64) (*commitBatch, tim
 	if held && p.durableLease(rec, key, now) {
 		return nil, time.Duration(rec.expiry - now), nil
 	}
-	// A client's live lease moves only through a lease of its own: Offer always offers a client
-	// its unexpired lease, so a REQUEST for another address comes from someone else with its MAC,
-	// and binding it would free the address the client still uses for the next one.
-	if old, ok := p.byMAC[key]; ok && old != u {
-		if orec := p.byIP[old]; orec.state == LeaseBound && orec.expiry > now {
-			return nil, 0, ErrNotOwned
-		}
+	if p.holdsOtherLocked(key, u, now) {
+		return nil, 0, ErrNotOwned
 	}
 	// A REQUEST may come without a DISCOVER (INIT-REBOOT): the share is
 	// checked here too, or a limited client could bind past it.
@@ -369,6 +364,19 @@ func (p *Pool) bind(u uint32, key hwKey, lim bool, now int64) (*commitBatch, tim
 		p.takeLocked(u, key, lim, LeaseBound, now+int64(p.opts.LeaseTime))
 	}
 	return p.markLocked(u), 0, nil
+}
+
+// holdsOtherLocked reports whether client key has a live bound lease on an address other than u.
+// A client's live lease moves only through a lease of its own: Offer always offers a client its
+// unexpired lease, so a REQUEST for another address comes from someone else with its MAC, and
+// binding it would free the address the client still uses for the next one.
+func (p *Pool) holdsOtherLocked(key hwKey, u uint32, now int64) bool {
+	old, ok := p.byMAC[key]
+	if !ok || old == u {
+		return false
+	}
+	orec := p.byIP[old]
+	return orec.state == LeaseBound && orec.expiry > now
 }
 
 // durableLease reports whether rec is key's bound lease, written to disk

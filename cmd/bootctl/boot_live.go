@@ -237,6 +237,32 @@ func writeBootRun(e *env, format string, r bootRunResult) error {
 	if format != "table" {
 		return writeData(e.stdout, format, r)
 	}
+	if err := writeBootNodes(e, r); err != nil {
+		return err
+	}
+	skip := "skipped"
+	if r.Skipped > 0 {
+		skip = "skipped (" + r.SkippedReason + ")"
+	}
+	_, err := fmt.Fprintf(e.stdout, "\n%d nodes: %d healthy, %d failed, %d %s, %d not done; makespan %.1f s",
+		r.Nodes, r.Healthy, r.Failed, r.Skipped, skip, r.Pending, r.MakespanSeconds)
+	if err == nil && r.PredictedSeconds > 0 {
+		_, err = fmt.Fprintf(e.stdout, " (predicted %.1f s)", r.PredictedSeconds)
+	}
+	if err == nil && r.Paused != "" {
+		_, err = fmt.Fprintf(e.stdout, "\npaused: %s", r.Paused)
+	}
+	if err == nil {
+		_, err = fmt.Fprintln(e.stdout)
+	}
+	if err == nil && r.Failed > 0 {
+		err = fmt.Errorf("boot: %d of %d nodes failed", r.Failed, r.Nodes)
+	}
+	return err
+}
+
+// writeBootNodes prints the run's table of nodes and, from a journal, its run events.
+func writeBootNodes(e *env, r bootRunResult) error {
 	t := newTable(e.stdout)
 	head := []any{"NODE", "PHASE", "ATTEMPTS", "POWER", "DHCP", "FILES", "HEALTHY", "FAILURES"}
 	if r.JournalVersion > 0 {
@@ -272,25 +298,7 @@ func writeBootRun(e *env, format string, r bootRunResult) error {
 			return err
 		}
 	}
-	skip := "skipped"
-	if r.Skipped > 0 {
-		skip = "skipped (" + r.SkippedReason + ")"
-	}
-	_, err := fmt.Fprintf(e.stdout, "\n%d nodes: %d healthy, %d failed, %d %s, %d not done; makespan %.1f s",
-		r.Nodes, r.Healthy, r.Failed, r.Skipped, skip, r.Pending, r.MakespanSeconds)
-	if err == nil && r.PredictedSeconds > 0 {
-		_, err = fmt.Fprintf(e.stdout, " (predicted %.1f s)", r.PredictedSeconds)
-	}
-	if err == nil && r.Paused != "" {
-		_, err = fmt.Fprintf(e.stdout, "\npaused: %s", r.Paused)
-	}
-	if err == nil {
-		_, err = fmt.Fprintln(e.stdout)
-	}
-	if err == nil && r.Failed > 0 {
-		err = fmt.Errorf("boot: %d of %d nodes failed", r.Failed, r.Nodes)
-	}
-	return err
+	return nil
 }
 
 func skipped(x bootrun.NodeRecord) string {

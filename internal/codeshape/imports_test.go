@@ -39,6 +39,7 @@ var allowedImports = map[string][]string{
 	"bench/dhcp":         {"dhcpd", "topology"},
 	"bench/httpboot":     {"images", "integration", "topology"},
 	"bench/tftp/pintftp": nil,
+	"packaging":          nil,
 
 	"internal/yamlerr":                 {"internal/suggest"},
 	"internal/suggest":                 nil,
