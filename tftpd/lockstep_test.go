@@ -138,6 +138,20 @@ func TestPinLockStep(t *testing.T) {
 	})
 }
 
+// TestPinOACKOrder: pin/tftp writes its OACK in map order; the client
+// gets it in one order every time (blksize, then tsize, as our sender).
+func TestPinOACKOrder(t *testing.T) {
+	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: testfix.RandomBytes(3000, 48)}}})
+	want := "\x00\x06blksize\x001468\x00tsize\x003000\x00"
+	for i := range 20 {
+		rc, first := rawRRQ(t, ts.addr, "f", "tsize", "0", "blksize", "1468")
+		if string(first) != want {
+			t.Fatalf("request %d: OACK %q, want %q", i, first, want)
+		}
+		rc.send(t, rawError(0, "enough"))
+	}
+}
+
 // TestSenderChoice: pin/tftp's sender answers lock-step requests from the
 // TFTP port itself (single-port mode); ours answers windowed requests and
 // block sizes pin/tftp would not grant from a port of its own.

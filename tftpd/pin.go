@@ -1,11 +1,13 @@
 package tftpd
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -402,6 +404,7 @@ func (pp *pinPort) WriteTo(b []byte, addr net.Addr) (int, error) {
 		}
 		t.oackSent = true
 		t.lastBlock = 0
+		b = canonicalOACK(b)
 	}
 	remote, local := t.remote, t.local
 	pp.mu.Unlock()
@@ -415,6 +418,35 @@ func (pp *pinPort) WriteTo(b []byte, addr net.Addr) (int, error) {
 	}
 	n, _, err := pp.p.conn.WriteMsgUDPAddrPort(b, oob, remote)
 	return n, err
+}
+
+// canonicalOACK puts the options of OACK b in the order our sender writes
+// them (negotiate: blksize, then tsize): pin/tftp writes them in Go's map
+// order, which changes from run to run. b is returned as it is when it does
+// not parse.
+func canonicalOACK(b []byte) []byte {
+	if len(b) < 2 || b[len(b)-1] != 0 {
+		return b
+	}
+	fields := bytes.Split(b[2:len(b)-1], []byte{0})
+	if len(fields)%2 != 0 {
+		return b
+	}
+	opts := map[string]string{}
+	for i := 0; i < len(fields); i += 2 {
+		opts[strings.ToLower(string(fields[i]))] = string(fields[i+1])
+	}
+	var out []string
+	for _, name := range []string{"blksize", "tsize"} {
+		if v, ok := opts[name]; ok {
+			out = append(out, name, v)
+			delete(opts, name)
+		}
+	}
+	if len(opts) > 0 { // an option pin/tftp granted that we did not hand it: leave it be
+		return b
+	}
+	return oackPacket(out)
 }
 
 // cut ends t: pin/tftp's sender is handed a forged ERROR from its client
