@@ -185,9 +185,9 @@ func (pp *pinPort) ReadFrom(b []byte) (int, net.Addr, error) {
 	}
 }
 
-// forgedError is the ERROR handed to pin/tftp's sender as if from a
-// client, to end its transfer (cut): it takes any ERROR for the end.
-var forgedError = errorPacket(errCodeUndefined, "transfer cut by the server")
+// forgedError is the ERROR (code 0) handed to pin/tftp's sender as if from
+// a client, to end its transfer (cut): it takes any ERROR for the end.
+const forgedError = "\x00\x05\x00\x00transfer cut by the server\x00"
 
 // readFailed handles a failed read of the socket: nil to read again, or the
 // error for pin/tftp's loop.
