@@ -180,7 +180,8 @@ func TestSenderChoice(t *testing.T) {
 	}
 }
 
-// TestLockStepIPv6: the lock-step sender's own socket works over IPv6.
+// TestLockStepIPv6: lock-step transfers (pin/tftp behind pinPort) work over
+// IPv6.
 func TestLockStepIPv6(t *testing.T) {
 	if c, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback}); err != nil {
 		testenv.Skip(t, "no IPv6 loopback: %v", err)
