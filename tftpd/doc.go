@@ -1,21 +1,23 @@
 // Package tftpd is a read-only TFTP server over an fs.FS.
 //
 // It negotiates blksize (capped by Config.MaxBlockSize), tsize, timeout
-// (RFC 2349, capped by Config.MaxClientTimeout) and windowsize (RFC 7440).
-// Serve reads every datagram on the TFTP port in one loop (requests.go)
-// and starts each read request on a port of its own, in one of two
-// senders: RFC 7440 windows (window.go) for clients that ask for a window
-// of 2 or more (UEFI firmware asks for 4), lock-step (lockstep.go) for the
-// rest (every PXE ROM and iPXE): a lock-step transfer blocks its thread in
-// recv(2) while the server runs no more transfers than GOMAXPROCS, and
-// waits through Go's poller beyond; serveTransfer chooses the sender.
+// (RFC 2349, capped by Config.MaxClientTimeout; windowed transfers only) and
+// windowsize (RFC 7440). One socket takes every request and one set of
+// checks admits them; two senders move the blocks:
+//
+//   - lock-step read requests (every PXE ROM and iPXE) go to
+//     github.com/pin/tftp/v3's server, run in its single-port mode over
+//     pinPort (pin.go), which reads the socket for it: it hands pin/tftp only
+//     the requests our checks admitted and their clients' ACKs and ERRORs,
+//     and sees every datagram pin/tftp's sender writes;
+//   - requests for a window of 2 or more (UEFI firmware asks for 4), which
+//     pin/tftp cannot serve, and block sizes below 512, which it would not
+//     grant, go to our RFC 7440 sender (window.go) on a port of their own.
+//
 // Write requests, modes other than octet and netascii, and requests the
 // strict parser rejects (duplicate options, more than 16) get a TFTP ERROR;
-// other datagrams are dropped unanswered.
-//
-// github.com/pin/tftp/v3 serves no request: the server uses only its
-// netascii converter; tests use its client, and bench/tftp runs its server
-// beside this one (docs/design.md, TFTP, says why ours serves).
+// other datagrams are dropped unanswered. docs/design.md (TFTP) says why
+// lock-step transfers are pin/tftp's, with the figures.
 //
 // A host on the boot network cannot hold the server: a transfer holds its
 // slot at most Config.MaxTransferTime, one client address at most

@@ -5,10 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
-	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -19,8 +19,9 @@ import (
 
 // rawFetchLockStep receives a file lock-step after an OACK (or from DATA 1
 // when first is DATA), acknowledging every block; dupAt makes it send the
-// ACK of that block twice, as a client whose ACK the server seemed to miss.
-func rawFetchLockStep(t *testing.T, rc *rawClient, first []byte, blksize int, dupAt uint16) []byte {
+// ACK of that block twice, as a client whose ACK the server seemed to miss
+// (-1: never).
+func rawFetchLockStep(t *testing.T, rc *rawClient, first []byte, blksize int, dupAt int) []byte {
 	t.Helper()
 	ack := func(b uint16) { rc.send(t, []byte{0, 4, byte(b >> 8), byte(b)}) }
 	p := first
@@ -35,7 +36,7 @@ func rawFetchLockStep(t *testing.T, rc *rawClient, first []byte, blksize int, du
 		}
 		out = append(out, p[4:]...)
 		ack(want)
-		if want == dupAt {
+		if int(want) == dupAt {
 			ack(want)
 		}
 		if len(p)-4 < blksize {
@@ -64,40 +65,37 @@ func TestLockStepDuplicateACK(t *testing.T) {
 	}
 }
 
-// TestLockStepRollover: block numbers wrap at 65536 (66,000 blocks of 8).
+// TestLockStepRollover: block numbers wrap at 65536 (66,000 blocks of 8:
+// our sender, with a window of one, as pin/tftp grants no block below 512).
 func TestLockStepRollover(t *testing.T) {
 	data := testfix.RandomBytes(66_000*8+3, 42)
 	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}})
 	rc, first := rawRRQ(t, ts.addr, "f", "blksize", "8")
-	got := rawFetchLockStep(t, rc, first, 8, 0)
+	got := rawFetchLockStep(t, rc, first, 8, -1)
 	if sha256.Sum256(got) != sha256.Sum256(data) {
 		t.Fatalf("fetched %d bytes, want the %d-byte file", len(got), len(data))
 	}
 }
 
-// throughPoller makes every lock-step transfer wait through the poller from
-// its first block, as on a crowded server.
-func throughPoller(s *Server) { s.blockingTransfers = 0 }
-
-// TestLockStepThroughPoller: on a crowded server a lock-step transfer
-// waits through the poller, still lock-step (window 1), with its options,
-// and a client that goes away (ICMP port unreachable, or an ERROR) ends it
-// at once.
-func TestLockStepThroughPoller(t *testing.T) {
+// TestPinLockStep: lock-step transfers go through pin/tftp's sender behind
+// pinPort, with our options, our observer, and a client that goes away
+// (ICMP port unreachable, or an ERROR) or a server that stops ends them at
+// once.
+func TestPinLockStep(t *testing.T) {
 	data := testfix.RandomBytes(100_000, 43)
 	root := fstest.MapFS{"f": {Data: data}}
 	t.Run("fetch", func(t *testing.T) {
-		ts := startServerWith(t, Config{Root: root}, "127.0.0.1:0", throughPoller)
-		got, _, err := fetch(ts.addr, "f", 1468, true)
-		if err != nil || !bytes.Equal(got, data) {
-			t.Fatalf("fetched %d bytes (%v), want the %d-byte file", len(got), err, len(data))
+		ts := startServer(t, Config{Root: root})
+		got, size, err := fetch(ts.addr, "f", 1468, true)
+		if err != nil || !bytes.Equal(got, data) || size != int64(len(data)) {
+			t.Fatalf("fetched %d bytes, tsize %d (%v), want the %d-byte file", len(got), size, err, len(data))
 		}
-		if res := ts.rec.next(t); res.Outcome != OutcomeOK || res.WindowSize != 1 || res.BlockSize != 1468 {
+		if res := ts.rec.next(t); res.Outcome != OutcomeOK || res.WindowSize != 1 || res.BlockSize != 1468 || res.Bytes != int64(len(data)) {
 			t.Fatalf("result %+v", res)
 		}
 	})
 	t.Run("duplicate ACK", func(t *testing.T) {
-		ts := startServerWith(t, Config{Root: root, Timeout: 2 * time.Second}, "127.0.0.1:0", throughPoller)
+		ts := startServer(t, Config{Root: root, Timeout: 2 * time.Second})
 		rc, first := rawRRQ(t, ts.addr, "f")
 		if got := rawFetchLockStep(t, rc, first, 512, 7); !bytes.Equal(got, data) {
 			t.Fatalf("got %d bytes, want %d", len(got), len(data))
@@ -108,20 +106,20 @@ func TestLockStepThroughPoller(t *testing.T) {
 	})
 	t.Run("client gone", func(t *testing.T) {
 		gate := make(chan struct{})
-		ts := startServerWith(t, Config{Root: gatedFS{root, gate}, Timeout: 3 * time.Second, Retries: 5}, "127.0.0.1:0", throughPoller)
+		ts := startServer(t, Config{Root: gatedFS{root, gate}, Timeout: 3 * time.Second, Retries: 5})
 		// As in TestAttackClientGone: the OACK meets a closed port.
 		rc := sendRRQ(t, ts.addr, "127.0.0.1", "octet", "f", "blksize", "1468")
 		waitActive(t, ts.srv, 1, time.Second)
 		rc.c.Close()
 		close(gate)
-		waitActive(t, ts.srv, 0, time.Second) // well before the 3 s timeout
-		if res := ts.rec.next(t); res.Outcome != OutcomeAborted {
-			t.Errorf("outcome %s (%v), want aborted", res.Outcome, res.Err)
+		waitActive(t, ts.srv, 0, 2*time.Second) // well before the 3 s timeout
+		if res := ts.rec.next(t); res.Outcome != OutcomeAborted || !errors.Is(res.Err, errGone) {
+			t.Errorf("outcome %s (%v), want aborted: client went away", res.Outcome, res.Err)
 		}
 	})
 	t.Run("shutdown", func(t *testing.T) {
-		ts := startServerWith(t, Config{Root: root, Timeout: 30 * time.Second, Retries: 5}, "127.0.0.1:0", throughPoller)
-		_, first := rawRRQ(t, ts.addr, "f")
+		ts := startServer(t, Config{Root: root, Timeout: 30 * time.Second, Retries: 5})
+		rc, first := rawRRQ(t, ts.addr, "f")
 		if binary.BigEndian.Uint16(first) != opDATA {
 			t.Fatalf("want DATA 1, got % x", first[:4])
 		}
@@ -133,64 +131,57 @@ func TestLockStepThroughPoller(t *testing.T) {
 		if res := ts.rec.next(t); !errors.Is(res.Err, errShutdown) {
 			t.Errorf("result %s %v, want server shutting down", res.Outcome, res.Err)
 		}
+		// The client is told: an ERROR, not silence until its own timeout.
+		if p := rc.read(t); binary.BigEndian.Uint16(p) != opERROR || !bytes.Contains(p, []byte("shutting down")) {
+			t.Errorf("client got % x, want an ERROR saying the server is shutting down", p[:min(len(p), 4)])
+		}
 	})
 }
 
-// TestLockStepMovesToPoller: a transfer that started blocking moves its
-// socket to the poller at the first block it finds the server crowded,
-// and goes on to the end there.
-func TestLockStepMovesToPoller(t *testing.T) {
-	client, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	fd, err := dialBlocking(netip.Addr{}, client.LocalAddr().(*net.UDPAddr).AddrPort())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var crowded atomic.Bool
-	l := &lockStepSender{fd: fd, crowded: crowded.Load, p: params{blockSize: 512, windowSize: 1},
-		timeout: 2 * time.Second, retries: 3, stopping: make(chan struct{}), until: time.Now().Add(time.Minute), limit: time.Minute}
-	defer l.close()
-	data := testfix.RandomBytes(40*512+100, 45)
-	errc := make(chan error, 1)
-	go func() { errc <- l.run(bytes.NewReader(data)) }()
-
-	buf := make([]byte, 600)
-	var got []byte
-	for want := uint16(1); ; want++ {
-		client.SetReadDeadline(time.Now().Add(5 * time.Second))
-		n, from, err := client.ReadFromUDP(buf)
-		if err != nil {
-			t.Fatalf("waiting for DATA %d: %v", want, err)
+// TestPinOACKOrder: pin/tftp writes its OACK in map order; the client
+// gets it in one order every time (blksize, then tsize, as our sender).
+func TestPinOACKOrder(t *testing.T) {
+	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: testfix.RandomBytes(3000, 48)}}})
+	want := "\x00\x06blksize\x001468\x00tsize\x003000\x00"
+	for i := range 20 {
+		rc, first := rawRRQ(t, ts.addr, "f", "tsize", "0", "blksize", "1468")
+		if string(first) != want {
+			t.Fatalf("request %d: OACK %q, want %q", i, first, want)
 		}
-		if binary.BigEndian.Uint16(buf) != opDATA || binary.BigEndian.Uint16(buf[2:]) != want {
-			t.Fatalf("want DATA %d, got % x", want, buf[:4])
-		}
-		got = append(got, buf[4:n]...)
-		if want == 10 {
-			crowded.Store(true) // the server fills up: block 11 goes through the poller
-		}
-		if _, err := client.WriteToUDP([]byte{0, opACK, byte(want >> 8), byte(want)}, from); err != nil {
-			t.Fatal(err)
-		}
-		if n-4 < 512 {
-			break
-		}
-	}
-	if err := <-errc; err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	if !bytes.Equal(got, data) {
-		t.Fatalf("got %d bytes, want %d", len(got), len(data))
-	}
-	if l.file == nil {
-		t.Error("the transfer never moved to the poller")
+		rc.send(t, rawError(0, "enough"))
 	}
 }
 
-// TestLockStepIPv6: the lock-step sender's own socket works over IPv6.
+// TestSenderChoice: pin/tftp's sender answers lock-step requests from the
+// TFTP port itself (single-port mode); ours answers windowed requests and
+// block sizes pin/tftp would not grant from a port of its own.
+func TestSenderChoice(t *testing.T) {
+	data := testfix.RandomBytes(5000, 46)
+	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}})
+	srvPort := netip.MustParseAddrPort(ts.addr).Port()
+	for _, tc := range []struct {
+		name string
+		opts []string
+		pin  bool
+	}{
+		{"no options", nil, true},
+		{"blksize 1468 tsize", []string{"blksize", "1468", "tsize", "0"}, true},
+		{"windowsize 1", []string{"windowsize", "1"}, true},
+		{"windowsize 4", []string{"windowsize", "4"}, false},
+		{"blksize 256", []string{"blksize", "256"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc, _ := rawRRQ(t, ts.addr, "f", tc.opts...)
+			if fromPin := rc.tid.Port == int(srvPort); fromPin != tc.pin {
+				t.Errorf("answered from port %d (server %d): pin/tftp = %v, want %v", rc.tid.Port, srvPort, fromPin, tc.pin)
+			}
+			rc.send(t, rawError(0, "enough"))
+		})
+	}
+}
+
+// TestLockStepIPv6: lock-step transfers (pin/tftp behind pinPort) work over
+// IPv6.
 func TestLockStepIPv6(t *testing.T) {
 	if c, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback}); err != nil {
 		testenv.Skip(t, "no IPv6 loopback: %v", err)
@@ -205,5 +196,60 @@ func TestLockStepIPv6(t *testing.T) {
 	}
 	if res := ts.rec.next(t); res.Outcome != OutcomeOK || !res.Remote.Addr().Is6() {
 		t.Fatalf("result %+v", res)
+	}
+}
+
+// TestPinEndRace: clients that acknowledge the last block three times, and
+// then send an ERROR, while their transfers end. pin/tftp's loop hands a
+// datagram to a transfer's channel after looking it up without its lock;
+// were one handed over as the transfer closed its channel, the send would
+// panic the server (pinHook holds the close until the loop is done).
+func TestPinEndRace(t *testing.T) {
+	data := testfix.RandomBytes(600, 47) // two blocks of 512
+	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}, MaxTransfersPerClient: 64, Timeout: 2 * time.Second})
+	const clients, each = 8, 40
+	errc := make(chan error, clients)
+	for range clients {
+		go func() {
+			for range each {
+				rc, first := rawRRQ(t, ts.addr, "f")
+				if binary.BigEndian.Uint16(first) != opDATA {
+					errc <- fmt.Errorf("want DATA 1, got % x", first[:4])
+					return
+				}
+				rc.send(t, []byte{0, 4, 0, 1})
+				last := rc.read(t)
+				if len(last) != 4+88 || binary.BigEndian.Uint16(last[2:]) != 2 {
+					errc <- fmt.Errorf("want DATA 2 of 88 bytes, got % x (%d bytes)", last[:4], len(last))
+					return
+				}
+				for range 3 {
+					rc.send(t, []byte{0, 4, 0, 2})
+				}
+				rc.send(t, rawError(0, "late"))
+			}
+			errc <- nil
+		}()
+	}
+	for range clients {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	testfix.WaitFor(t, "every transfer reported", 20*time.Second, func() bool {
+		ts.rec.mu.Lock()
+		defer ts.rec.mu.Unlock()
+		return len(ts.rec.dones) == clients*each
+	})
+	ts.rec.mu.Lock()
+	for _, res := range ts.rec.dones {
+		if res.Outcome != OutcomeOK {
+			t.Errorf("result %+v, want ok", res)
+		}
+	}
+	ts.rec.mu.Unlock()
+	got, _, err := fetch(ts.addr, "f", 0, false)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("fetch after the race: %d bytes, %v", len(got), err)
 	}
 }

@@ -12,13 +12,14 @@ import (
 	"golang.org/x/net/ipv6"
 )
 
-// Serve serves requests arriving on conn until ctx ends: one loop
-// (readRequests) reads every datagram and dispatches it, a read request to
-// a transfer on a port of its own (transfer.go). Then it stops taking
-// requests, makes running transfers fail at their next block, waits for
-// them and returns nil, or the error when the port fails under the loop.
-// Serve owns conn and closes it. Each transfer answers from its own
-// ephemeral port, as TFTP requires.
+// Serve serves requests arriving on conn until ctx ends. pin/tftp's server
+// (single-port mode) reads the port through pinPort, which hands it the
+// lock-step read requests our checks admitted and their clients' ACKs, and
+// dispatches the rest itself: windowed requests to a transfer of ours on a
+// port of its own (transfer.go), refusals answered at once. Then it stops
+// taking requests, cuts running transfers, waits for them and returns nil,
+// or the error when the port fails under the loop. Serve owns conn and
+// closes it.
 func (s *Server) Serve(ctx context.Context, conn *net.UDPConn) error {
 	select {
 	case <-s.served:
@@ -35,22 +36,27 @@ func (s *Server) Serve(ctx context.Context, conn *net.UDPConn) error {
 	s.log.Info("tftp serving", zap.Stringer("addr", conn.LocalAddr()),
 		zap.Int("max_blksize", s.blockCap), zap.Int("max_transfers", cap(s.slots)))
 
+	pp := newPinPort(s, port)
+	srv := newPinServer(pp)
 	errc := make(chan error, 1)
-	go func() { errc <- s.readRequests(port) }()
+	go func() { errc <- srv.Serve(pp) }()
 	select {
 	case <-ctx.Done():
-	case err = <-errc: // the port failed under the loop
-		errc = nil
+	case <-pp.failed: // the port failed under the loop
 	}
-	// stop before Close: the loop then takes its failed read for the end,
-	// and no transfer starts after it (startTransfer checks stopping).
+	// stop first: no transfer starts after it (startTransfer and route check
+	// stopping), and running ones are cut; then pin/tftp's loop ends once
+	// they have.
 	s.stop()
-	conn.Close() // unblocks the loop's read
-	if errc != nil {
-		err = <-errc
-	}
+	pp.shutdown()
+	srv.Shutdown()
+	err = <-errc
 	s.transfers.Wait()
+	conn.Close()
 	s.log.Info("tftp stopped", zap.Stringer("addr", conn.LocalAddr()))
+	if err == nil {
+		err = pp.failure()
+	}
 	if err != nil {
 		return fmt.Errorf("tftpd: serving on %s: %w", conn.LocalAddr(), err)
 	}
@@ -83,32 +89,6 @@ func newRequestPort(conn *net.UDPConn) (*requestPort, error) {
 		return nil, fmt.Errorf("tftpd: enabling packet info on %s: %w", conn.LocalAddr(), err)
 	}
 	return p, nil
-}
-
-// readRequests is the request loop, one goroutine: it reads each datagram
-// on the TFTP port and dispatches it, until reading fails. It returns nil
-// when the server is stopping (Serve closed the port), and the error when
-// the port failed otherwise.
-func (s *Server) readRequests(p *requestPort) error {
-	for {
-		n, oobn, _, from, err := p.conn.ReadMsgUDP(p.buf, p.oob)
-		if err == nil {
-			s.dispatch(p, p.buf[:n], from.AddrPort(), p.oob[:oobn])
-			continue
-		}
-		select {
-		case <-s.stopping:
-			return nil
-		default:
-		}
-		if errors.Is(err, net.ErrClosed) {
-			return err
-		}
-		// A read that fails and leaves the socket open has lost a datagram
-		// at most: counted as one the port could not use, and the loop goes on.
-		s.m.badRequests.Inc()
-		s.log.Debug("tftp read failed", zap.Error(err))
-	}
 }
 
 // dispatch handles datagram b, which came from client from to the address

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"net"
 	"net/netip"
-	"runtime"
 	"sync"
 	"time"
 
@@ -117,13 +116,9 @@ type Server struct {
 	now              func() time.Time
 	m                *metrics
 
-	slots chan struct{} // one token per running transfer
-	// blockingTransfers: up to this many running transfers, a lock-step one
-	// blocks its thread in recv(2); beyond, it waits through the poller
-	// (lockStepSender). GOMAXPROCS at New.
-	blockingTransfers int
-	stopping          chan struct{} // closed when Serve's context ends
-	served            chan struct{} // closed by the first Serve call
+	slots    chan struct{} // one token per running transfer
+	stopping chan struct{} // closed when Serve's context ends
+	served   chan struct{} // closed by the first Serve call
 
 	mu      sync.Mutex
 	clients map[netip.Addr]int          // running transfers per client address
@@ -150,23 +145,22 @@ func New(cfg Config) (*Server, error) {
 		timeout:  cfg.Timeout,
 		retries:  cfg.Retries,
 
-		maxClientTimeout:  cfg.MaxClientTimeout,
-		maxTransferTime:   cfg.MaxTransferTime,
-		perClient:         cfg.MaxTransfersPerClient,
-		known:             cfg.Known,
-		maxUnknown:        cfg.MaxUnknownTransfers,
-		clients:           make(map[netip.Addr]int),
-		conns:             make(map[*net.UDPConn]struct{}),
-		peers:             make(map[netip.AddrPort]struct{}),
-		obs:               cfg.Observer,
-		log:               cfg.Logger,
-		nodeName:          cfg.NodeName,
-		now:               cfg.Now,
-		m:                 m,
-		slots:             make(chan struct{}, cfg.MaxTransfers),
-		blockingTransfers: runtime.GOMAXPROCS(0),
-		stopping:          make(chan struct{}),
-		served:            make(chan struct{}),
+		maxClientTimeout: cfg.MaxClientTimeout,
+		maxTransferTime:  cfg.MaxTransferTime,
+		perClient:        cfg.MaxTransfersPerClient,
+		known:            cfg.Known,
+		maxUnknown:       cfg.MaxUnknownTransfers,
+		clients:          make(map[netip.Addr]int),
+		conns:            make(map[*net.UDPConn]struct{}),
+		peers:            make(map[netip.AddrPort]struct{}),
+		obs:              cfg.Observer,
+		log:              cfg.Logger,
+		nodeName:         cfg.NodeName,
+		now:              cfg.Now,
+		m:                m,
+		slots:            make(chan struct{}, cfg.MaxTransfers),
+		stopping:         make(chan struct{}),
+		served:           make(chan struct{}),
 	}, nil
 }
 
@@ -271,26 +265,48 @@ type sendStats struct {
 // client before any protocol ran; once send has run it is nil, whatever
 // the outcome.
 func (s *Server) serveRead(rl requestLog, send func(r io.Reader, size int64) (sendStats, error)) error {
-	start := s.now()
-	remote := rl.remote
-	res := TransferResult{
-		TransferInfo: TransferInfo{Remote: remote, Filename: rl.filename},
+	unknown, err := s.acquire(rl.remote.Addr())
+	if err != nil {
+		s.refused(rl, err)
+		return err
+	}
+	return s.serveAdmitted(rl, unknown, send)
+}
+
+// newResult is the result of the transfer rl asks for, before it ran.
+func newResult(rl requestLog) TransferResult {
+	return TransferResult{
+		TransferInfo: TransferInfo{Remote: rl.remote, Filename: rl.filename},
 		Size:         -1,
 		BlockSize:    defaultBlockSize,
 		WindowSize:   1,
 	}
-	finish := func(o Outcome, err error) error {
-		res.Outcome, res.Err, res.Duration = o, err, s.now().Sub(start)
-		s.m.done(res)
-		s.obs.OnTransferDone(res)
-		s.logDone(res, rl)
-		return err
-	}
+}
 
-	unknown, err := s.acquire(remote.Addr())
-	if err != nil {
-		s.obs.OnTransferStart(res.TransferInfo)
-		return finish(OutcomeRefused, err)
+// finish reports transfer res of request rl, which started at start.
+func (s *Server) finish(res TransferResult, rl requestLog, start time.Time, o Outcome, err error) {
+	res.Outcome, res.Err, res.Duration = o, err, s.now().Sub(start)
+	s.m.done(res)
+	s.obs.OnTransferDone(res)
+	s.logDone(res, rl)
+}
+
+// refused reports request rl refused by acquire with err.
+func (s *Server) refused(rl requestLog, err error) {
+	res := newResult(rl)
+	s.obs.OnTransferStart(res.TransferInfo)
+	s.finish(res, rl, s.now(), OutcomeRefused, err)
+}
+
+// serveAdmitted is serveRead once acquire has given the request a slot
+// (unknown is its answer); it releases the slot.
+func (s *Server) serveAdmitted(rl requestLog, unknown bool, send func(r io.Reader, size int64) (sendStats, error)) error {
+	start := s.now()
+	remote := rl.remote
+	res := newResult(rl)
+	finish := func(o Outcome, err error) error {
+		s.finish(res, rl, start, o, err)
+		return err
 	}
 	defer s.release(remote.Addr(), unknown)
 	s.m.active.Inc()

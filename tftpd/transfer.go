@@ -66,25 +66,13 @@ func (s *Server) releasePeer(remote netip.AddrPort) {
 	s.mu.Unlock()
 }
 
-// serveTransfer answers one read request, and is where its sender is
-// chosen:
-//   - windowsize 2 or more (UEFI firmware): the windowed sender (window.go);
-//   - lock-step (every PXE ROM and iPXE): lockStepSender, which blocks a
-//     thread in recv(2) while the server is not crowded, and waits through
-//     the poller once it is, so that a storm of lock-step clients neither
-//     pins a thread each nor queues them all for one P.
+// serveTransfer answers one read request that pin/tftp's sender does not
+// serve (pinServes): in the windowed sender, with the window the request
+// negotiates (windowsize 2 or more: UEFI firmware asks for 4; one, lock-step,
+// for a block size below 512).
 func (s *Server) serveTransfer(req request, remote netip.AddrPort, local netip.Addr) {
-	if req.windowSize() < 2 {
-		s.serveLockStep(req, remote, local)
-		return
-	}
 	s.serveWindowed(req, remote, local)
 }
-
-// crowded reports whether more transfers run than lock-step ones may block
-// a thread for: beyond blockingTransfers (GOMAXPROCS), blocked threads
-// queue for the Ps (lockStepSender).
-func (s *Server) crowded() bool { return len(s.slots) > s.blockingTransfers }
 
 // serveWindowed runs a transfer in the windowed sender, with the window
 // req negotiates (one when it asks for none).
@@ -121,31 +109,6 @@ func (s *Server) serveWindowed(req request, remote netip.AddrPort, local netip.A
 	})
 	if refusal != nil {
 		conn.Write(errorPacket(refusalCode(refusal), refusal.Error()))
-	}
-}
-
-// serveLockStep runs a lock-step transfer in lockStepSender.
-func (s *Server) serveLockStep(req request, remote netip.AddrPort, local netip.Addr) {
-	rl := s.requestLog(remote, req.filename, &req)
-	fd, err := dialBlocking(local, remote)
-	if err != nil {
-		s.logRequest(zap.WarnLevel, "tftp: cannot open a transfer socket", rl, zap.Error(err))
-		return
-	}
-	l := &lockStepSender{fd: fd, crowded: s.crowded, timeout: s.timeout,
-		retries: s.retries, stopping: s.stopping, until: time.Now().Add(s.maxTransferTime), limit: s.maxTransferTime}
-	defer l.close()
-	refusal := s.serveRead(rl, func(r io.Reader, size int64) (sendStats, error) {
-		r, size = textMode(req, r, size)
-		l.p, l.timeout = s.negotiate(req, size)
-		err := l.run(r)
-		if sendFailure(err) {
-			l.write(errorPacket(errCodeUndefined, err.Error()))
-		}
-		return sendStats{blockSize: l.p.blockSize, retransmissions: l.retrans}, err
-	})
-	if refusal != nil {
-		l.write(errorPacket(refusalCode(refusal), refusal.Error()))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -323,25 +324,39 @@ func TestWindowedShutdown(t *testing.T) {
 	}
 }
 
-// TestWindowedAnswersFromRequestAddress: the transfer socket is bound to the
-// address the request was sent to, not the one routing would pick
-// (127.0.0.1 for a client on 127.0.0.1).
-func TestWindowedAnswersFromRequestAddress(t *testing.T) {
-	ts := startServerOn(t, Config{Root: fstest.MapFS{"f": {Data: []byte("hello")}}}, "0.0.0.0:0")
-	_, port, err := net.SplitHostPort(ts.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, first := rawRRQ(t, net.JoinHostPort("127.0.0.2", port), "f", "windowsize", "4")
-	parseOACK(t, first)
-	if !rc.tid.IP.Equal(net.IPv4(127, 0, 0, 2)) {
-		t.Errorf("answer came from %v, want 127.0.0.2", rc.tid)
-	}
-	if got := rawFetchWindowed(t, rc, 512, 4, nil); string(got) != "hello" {
-		t.Errorf("got %q", got)
-	}
-	if res := ts.rec.next(t); res.Outcome != OutcomeOK || res.Bytes != 5 {
-		t.Errorf("result %+v", res)
+// TestAnswersFromRequestAddress: both senders answer from the address the
+// request was sent to, not the one routing would pick (127.0.0.1 for a
+// client on 127.0.0.1): ours binds its socket there, pin/tftp's answers go
+// out of the TFTP port with that source address (pinPort.WriteTo).
+func TestAnswersFromRequestAddress(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		window int
+	}{{"windowed", 4}, {"lock-step", 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := startServerOn(t, Config{Root: fstest.MapFS{"f": {Data: []byte("hello")}}}, "0.0.0.0:0")
+			_, port, err := net.SplitHostPort(ts.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc, first := rawRRQ(t, net.JoinHostPort("127.0.0.2", port), "f", "windowsize", strconv.Itoa(tc.window))
+			if !rc.tid.IP.Equal(net.IPv4(127, 0, 0, 2)) {
+				t.Errorf("answer came from %v, want 127.0.0.2", rc.tid)
+			}
+			var got []byte
+			if tc.window > 1 {
+				parseOACK(t, first)
+				got = rawFetchWindowed(t, rc, 512, 4, nil)
+			} else {
+				got = rawFetchLockStep(t, rc, first, 512, -1)
+			}
+			if string(got) != "hello" {
+				t.Errorf("got %q", got)
+			}
+			if res := ts.rec.next(t); res.Outcome != OutcomeOK || res.Bytes != 5 {
+				t.Errorf("result %+v", res)
+			}
+		})
 	}
 }
 

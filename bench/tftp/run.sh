@@ -6,8 +6,9 @@
 #                                     PIN_ARGS (extra pintftp flags: -single-port, -anticipate N),
 #                                     BOOTCTL
 #
-# bootctl serve (the product: bootsrv with its observer, boot-state tracking and metrics) serves
-# an 8 MiB random file from tftp.root; pin/tftp v3's server (bench/tftp/pintftp, the module's
+# bootctl serve (the product: bootsrv with its observer, boot-state tracking and metrics; lock-step
+# transfers on pin/tftp's sender behind tftpd's checks, windowed ones on ours) serves an 8 MiB
+# random file from tftp.root; pin/tftp v3's server (bench/tftp/pintftp, the module's
 # version, its defaults: a port per transfer, lock-step) and tftpd-hpa (`in.tftpd -l -s -B 1468`,
 # Debian package tftpd-hpa) serve the same directory. Against each, in interleaved rounds:
 #   - 1 lock-step client: curl (tftp://, --tftp-blksize 1468), with PIN=same (client and server
