@@ -267,33 +267,7 @@ func (pp *pinPort) route(b []byte, remote netip.AddrPort, oob []byte) (netip.Add
 	pp.mu.Lock()
 	t := pp.xfers[k]
 	if t != nil {
-		switch {
-		case t.closing:
-		case op == opACK && len(b) >= 4:
-			if blk := int(b[2])<<8 | int(b[3]); blk == t.lastBlock && t.dataSent && !t.ackedLast {
-				t.acked++
-				t.ackedLast = true
-			}
-			pp.mu.Unlock()
-			return k, b
-		case op == opERROR && len(b) >= 5: // shorter, pin/tftp ignores it
-			msg := b[4:]
-			if i := indexNUL(msg); i >= 0 {
-				msg = msg[:i]
-			}
-			if t.peerErr == nil {
-				t.peerErr = &peerError{block: t.acked, code: uint16(b[2])<<8 | uint16(b[3]), msg: string(msg)}
-			}
-			pp.mu.Unlock()
-			return k, b
-		case op == opRRQ:
-			pp.mu.Unlock()
-			s.m.repeated.Inc()
-			s.logRequest(zap.DebugLevel, "tftp request repeated while its transfer runs; ignored", s.requestLog(remote, "", nil))
-			return k, nil
-		}
-		pp.mu.Unlock()
-		return k, nil // DATA, OACK or garbage from a client in a transfer: nothing to do with it
+		return k, pp.routeRunning(t, op, b, remote) // unlocks
 	}
 	pp.mu.Unlock()
 	if op != opRRQ {
@@ -305,15 +279,54 @@ func (pp *pinPort) route(b []byte, remote netip.AddrPort, oob []byte) (netip.Add
 		s.dispatch(pp.p, b, remote, oob)
 		return k, nil
 	}
+	return k, pp.admit(k, req, remote, oob)
+}
+
+// routeRunning handles datagram b of a running transfer t's client, with pp.mu held (it
+// unlocks): ACKs and ERRORs go on to pin/tftp, anything else stops here.
+func (pp *pinPort) routeRunning(t *pinTransfer, op int, b []byte, remote netip.AddrPort) []byte {
+	switch {
+	case t.closing:
+	case op == opACK && len(b) >= 4:
+		if blk := int(b[2])<<8 | int(b[3]); blk == t.lastBlock && t.dataSent && !t.ackedLast {
+			t.acked++
+			t.ackedLast = true
+		}
+		pp.mu.Unlock()
+		return b
+	case op == opERROR && len(b) >= 5: // shorter, pin/tftp ignores it
+		msg := b[4:]
+		if i := indexNUL(msg); i >= 0 {
+			msg = msg[:i]
+		}
+		if t.peerErr == nil {
+			t.peerErr = &peerError{block: t.acked, code: uint16(b[2])<<8 | uint16(b[3]), msg: string(msg)}
+		}
+		pp.mu.Unlock()
+		return b
+	case op == opRRQ:
+		pp.mu.Unlock()
+		pp.s.m.repeated.Inc()
+		pp.s.logRequest(zap.DebugLevel, "tftp request repeated while its transfer runs; ignored", pp.s.requestLog(remote, "", nil))
+		return nil
+	}
+	pp.mu.Unlock()
+	return nil // DATA, OACK or garbage from a client in a transfer: nothing to do with it
+}
+
+// admit starts lock-step transfer k of req from remote when the server's checks let it, and
+// returns the request as pin/tftp is to see it (nil: refused, answered here).
+func (pp *pinPort) admit(k netip.AddrPort, req request, remote netip.AddrPort, oob []byte) []byte {
+	s := pp.s
 	select {
 	case <-s.stopping:
-		return k, nil
+		return nil
 	default:
 	}
 	if !s.claimPeer(remote) { // a windowed transfer of ours runs to that port
 		s.m.repeated.Inc()
 		s.logRequest(zap.DebugLevel, "tftp request repeated while its transfer runs; ignored", s.requestLog(remote, req.filename, &req))
-		return k, nil
+		return nil
 	}
 	rl := s.requestLog(remote, req.filename, &req)
 	unknown, err := s.acquire(remote.Addr())
@@ -321,9 +334,9 @@ func (pp *pinPort) route(b []byte, remote netip.AddrPort, oob []byte) (netip.Add
 		s.releasePeer(remote)
 		s.refused(rl, err)
 		pp.p.conn.WriteToUDPAddrPort(errorPacket(refusalCode(err), err.Error()), remote)
-		return k, nil
+		return nil
 	}
-	t = &pinTransfer{remote: remote, local: pp.p.local(oob), req: req, rl: rl, unknown: unknown,
+	t := &pinTransfer{remote: remote, local: pp.p.local(oob), req: req, rl: rl, unknown: unknown,
 		until: time.Now().Add(s.maxTransferTime), done: make(chan struct{}), lastBlock: -1}
 	pp.mu.Lock()
 	pp.xfers[k] = t
@@ -336,7 +349,7 @@ func (pp *pinPort) route(b []byte, remote netip.AddrPort, oob []byte) (netip.Add
 			opts = append(opts, o, v)
 		}
 	}
-	return k, rrqPacket(req.filename, req.mode, opts)
+	return rrqPacket(req.filename, req.mode, opts)
 }
 
 // rrqPacket is a read request datagram.
@@ -367,6 +380,21 @@ func (pp *pinPort) WriteTo(b []byte, addr net.Addr) (int, error) {
 		pp.mu.Unlock()
 		return len(b), nil // no transfer of ours: nothing goes out unchecked
 	}
+	b, send := t.outgoing(b)
+	if !send {
+		pp.mu.Unlock()
+		return len(b), nil
+	}
+	remote, local := t.remote, t.local
+	pp.mu.Unlock()
+	oob := pktinfo(local)
+	n, _, err := pp.p.conn.WriteMsgUDPAddrPort(b, oob, remote)
+	return n, err
+}
+
+// outgoing is what of datagram b, which pin/tftp's sender writes in transfer t, goes to the client
+// (send false: nothing), and counts its resends; pinPort.mu is held.
+func (t *pinTransfer) outgoing(b []byte) (_ []byte, send bool) {
 	op := -1
 	if len(b) >= 4 {
 		op = int(b[0])<<8 | int(b[1])
@@ -376,15 +404,13 @@ func (pp *pinPort) WriteTo(b []byte, addr net.Addr) (int, error) {
 		// The file could not be served: the client is told why, once, and
 		// nothing else (pin/tftp may have an OACK to send first).
 		if t.told {
-			pp.mu.Unlock()
-			return len(b), nil
+			return b, false
 		}
 		b = errorPacket(refusalCode(t.refusal), t.refusal.Error())
 		t.told = true
 	case op == opERROR:
 		if t.told || t.peerErr != nil || (t.cut != nil && !sendFailure(t.cut)) {
-			pp.mu.Unlock()
-			return len(b), nil
+			return b, false
 		}
 		if t.cut != nil {
 			b = errorPacket(errCodeUndefined, t.cut.Error())
@@ -406,18 +432,19 @@ func (pp *pinPort) WriteTo(b []byte, addr net.Addr) (int, error) {
 		t.lastBlock = 0
 		b = canonicalOACK(b)
 	}
-	remote, local := t.remote, t.local
-	pp.mu.Unlock()
-	var oob []byte
+	return b, true
+}
+
+// pktinfo is the control message that sends a datagram from local ("" when local is unset).
+func pktinfo(local netip.Addr) []byte {
 	switch {
 	case !local.IsValid():
 	case local.Is4(): // IP_PKTINFO: also on a dual-stack socket, for a v4-mapped client
-		oob = (&ipv4.ControlMessage{Src: local.AsSlice()}).Marshal()
+		return (&ipv4.ControlMessage{Src: local.AsSlice()}).Marshal()
 	case local.Is6():
-		oob = (&ipv6.ControlMessage{Src: local.AsSlice()}).Marshal()
+		return (&ipv6.ControlMessage{Src: local.AsSlice()}).Marshal()
 	}
-	n, _, err := pp.p.conn.WriteMsgUDPAddrPort(b, oob, remote)
-	return n, err
+	return nil
 }
 
 // canonicalOACK puts the options of OACK b in the order our sender writes
