@@ -3,12 +3,15 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootrun"
 	"github.com/bootfabric/bootfabric/fabricsim"
+	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/bootfabric/bootfabric/units"
@@ -60,7 +63,7 @@ func bootRunFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the schedule and the predicted timeline; power nothing"},
 		&cli.IntFlag{Name: "max-in-flight", Usage: "cap on the nodes in flight in all (0: only the per-link caps)"},
 		&cli.Float64Flag{Name: "floor-mbps", Usage: "per-node bandwidth floor the caps keep (0: the rate at which the boot files take 60 s)"},
-		&cli.StringFlag{Name: "image-size", Value: "50MB", Usage: "kernel + initrd size the prediction and the transfer deadline use"},
+		&cli.StringFlag{Name: "image-size", Usage: "kernel + initrd size the prediction and the transfer deadline use (default: the nodes' profiles in the configuration's image store)"},
 		&cli.StringFlag{Name: "protocol", Value: "http", Usage: "protocol of the kernel and initrd: http or tftp"},
 		&cli.DurationFlag{Name: "post", Value: 60 * time.Second, Usage: "firmware time from power-on to the first DHCP request"},
 		&cli.DurationFlag{Name: "dhcp-time", Value: time.Second, Usage: "the prediction's time of the firmware's DHCP exchange, before its first file"},
@@ -87,6 +90,11 @@ type bootSetup struct {
 	post   float64
 	server []string // each node's boot server name
 	failed []int    // the configuration's failed_servers
+	// store and profile are the configuration's image store and default profile; imageBytes is
+	// the kernel + initrd size the model uses and imageFrom says where it came from.
+	store, profile string
+	imageBytes     float64
+	imageFrom      string
 }
 
 func bootAction(e *env, c *cli.Context) error {
@@ -163,7 +171,7 @@ func bootMachine(c *cli.Context, s *bootSetup) (string, []string, error) {
 		return "", nil, configError(err)
 	}
 	algo := cfg.Mapping
-	s.failed = cfg.FailedServers
+	s.failed, s.store, s.profile = cfg.FailedServers, cfg.Images, cmp.Or(cfg.Profile, "default")
 	if cfg.Topology == "" {
 		err = bootFlatMachine(s, cfg)
 	} else {
@@ -212,10 +220,11 @@ func bootFlatMachine(s *bootSetup, cfg *bootconfig.Config) error {
 }
 
 func bootFlow(c *cli.Context, s *bootSetup) error {
-	size, err := units.ParseSize(c.String("image-size"))
+	size, from, err := bootImageSize(c, s)
 	if err != nil {
-		return badInput("--image-size: %w", err)
+		return err
 	}
+	s.imageBytes, s.imageFrom = size, from
 	proto, err := fabricsim.ParseProtocol(c.String("protocol"))
 	if err != nil || proto == fabricsim.Uncapped {
 		return badInput("--protocol: %q: want http or tftp", c.String("protocol"))
@@ -227,6 +236,56 @@ func bootFlow(c *cli.Context, s *bootSetup) error {
 		return badInput("--post, --dhcp-time and --health-time must not be negative")
 	}
 	return nil
+}
+
+// bootImageSize is the kernel + initrd size of the run: --image-size, else the largest of the
+// batch's profiles in the configuration's image store (what the servers will serve them). A
+// guessed size put the dry run off by minutes, so a store that cannot tell is an error.
+func bootImageSize(c *cli.Context, s *bootSetup) (float64, string, error) {
+	if c.IsSet("image-size") {
+		size, err := units.ParseSize(c.String("image-size"))
+		if err != nil {
+			return 0, "", badInput("--image-size: %w", err)
+		}
+		return size, "--image-size", nil
+	}
+	if s.store == "" {
+		return 0, "", badInput("--image-size: required: the configuration names no image store (images) to read the profiles' sizes from")
+	}
+	st, err := images.Open(s.store)
+	if err != nil {
+		return 0, "", badInput("--config: %w (or give --image-size)", err)
+	}
+	sizes := map[string]float64{}
+	for _, n := range s.nodes {
+		name := cmp.Or(n.Profile, s.profile)
+		if _, ok := sizes[name]; ok {
+			continue
+		}
+		p, err := st.Get(name)
+		if err != nil {
+			return 0, "", badInput("node %s: profile %q: %w (or give --image-size)", n.Name, name, err)
+		}
+		sizes[name] = float64(p.Files[p.Kernel].Size)
+		if p.Initrd != "" {
+			sizes[name] += float64(p.Files[p.Initrd].Size)
+		}
+	}
+	names := slices.Sorted(maps.Keys(sizes))
+	best := names[0]
+	for _, n := range names {
+		if sizes[n] > sizes[best] {
+			best = n
+		}
+	}
+	from := fmt.Sprintf("profile %s in the image store %s", best, s.store)
+	if len(names) > 1 {
+		from = fmt.Sprintf("the largest of the batch's %d profiles, %s, in the image store %s", len(names), best, s.store)
+	}
+	if !(sizes[best] > 0) {
+		return 0, "", badInput("%s: kernel and initrd are empty; give --image-size", from)
+	}
+	return sizes[best], from, nil
 }
 
 // bootConfig makes the controller's configuration: caps from the limits, deadlines from the

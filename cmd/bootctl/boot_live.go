@@ -12,6 +12,7 @@ import (
 	"github.com/bootfabric/bootfabric/bootrun"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/internal/atomicfile"
+	"github.com/bootfabric/bootfabric/units"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 )
@@ -309,8 +310,11 @@ func secs(v float64, ok bool) string {
 
 // bootPlan is the dry run's output: the limits, the schedule and the predicted timeline.
 type bootPlan struct {
-	Nodes            int           `json:"nodes"`
-	FloorMbps        float64       `json:"floor_mbps"`
+	Nodes     int     `json:"nodes"`
+	FloorMbps float64 `json:"floor_mbps"`
+	// ImageBytes is the kernel + initrd size the model used, ImageFrom where it came from.
+	ImageBytes       float64       `json:"image_bytes"`
+	ImageFrom        string        `json:"image_from"`
 	Caps             []bootCap     `json:"caps"`
 	PredictedSeconds float64       `json:"predicted_seconds"`
 	PeakInFlight     int           `json:"peak_in_flight"`
@@ -334,7 +338,8 @@ type bootPlanRow struct {
 }
 
 func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction) error {
-	out := bootPlan{Nodes: len(s.nodes), FloorMbps: s.limits.FloorMbps, PredictedSeconds: p.Makespan, PeakInFlight: p.PeakInFlight}
+	out := bootPlan{Nodes: len(s.nodes), FloorMbps: s.limits.FloorMbps, ImageBytes: s.imageBytes, ImageFrom: s.imageFrom,
+		PredictedSeconds: p.Makespan, PeakInFlight: p.PeakInFlight}
 	for i, name := range s.limits.Names {
 		out.Caps = append(out.Caps, bootCap{Resource: name, Nodes: s.limits.Caps[i], Behind: s.limits.Users[i]})
 	}
@@ -346,6 +351,7 @@ func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction) e
 	}
 	fmt.Fprintf(e.stdout, "%d nodes; floor %.1f Mb/s per node; predicted makespan %.1f s; at most %d in flight\n",
 		out.Nodes, out.FloorMbps, out.PredictedSeconds, out.PeakInFlight)
+	fmt.Fprintf(e.stdout, "image %s (kernel + initrd) from %s\n", units.FormatBytes(out.ImageBytes), out.ImageFrom)
 	if len(out.Caps) == 0 {
 		fmt.Fprintln(e.stdout, "no shared link: every node powers on at once")
 	} else {

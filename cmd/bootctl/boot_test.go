@@ -7,15 +7,66 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 )
 
 // bootConfig writes a configuration of two boot servers on the mini machine whose inventory is
-// the power fixture's.
+// the power fixture's, and an image store whose default profile is a 3 MB kernel and a 1 MB
+// initrd.
 func (f *powerFixture) bootConfig(t *testing.T) string {
 	t.Helper()
+	st, err := images.Create(filepath.Join(f.dir, "images"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel := testfix.WriteFile(t, filepath.Join(f.dir, "vmlinuz"), make([]byte, 3e6))
+	initrd := testfix.WriteFile(t, filepath.Join(f.dir, "initrd.img"), make([]byte, 1e6))
+	if _, err := st.Add(images.Profile{Name: "default", Kernel: "vmlinuz", Initrd: "initrd.img"},
+		map[string]string{"vmlinuz": kernel, "initrd.img": initrd}); err != nil {
+		t.Fatal(err)
+	}
 	return testfix.WriteFile(t, filepath.Join(f.dir, "boot.yaml"), []byte("servers:\n  - {name: bs0, address: 10.0.0.1}\n"+
-		"  - {name: bs1, address: 10.0.0.2}\ntopology: mini\nmapping: bcda\ninventory: inv.csv\n"))
+		"  - {name: bs1, address: 10.0.0.2}\ntopology: mini\nmapping: bcda\ninventory: inv.csv\nimages: images\n"))
+}
+
+// TestBootImageSize: without --image-size the model takes the kernel + initrd of the nodes'
+// profile in the store and says so; --image-size wins; a profile the store lacks is bad input.
+func TestBootImageSize(t *testing.T) {
+	f := newPowerFixture(t)
+	cfg := f.bootConfig(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		bytes     float64
+		fromWords string
+	}{
+		{"profile", nil, 4e6, "profile default in the image store"},
+		{"flag", []string{"--image-size", "20MB"}, 20e6, "--image-size"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"boot", "--dry-run", "--config", cfg, "-o", "json", "s0-b0-n[0-3]"}, tc.args...)
+			code, out, errs := runBootctl(t, ctx, args...)
+			if code != 0 {
+				t.Fatalf("dry run: %d %s", code, errs)
+			}
+			plan := decodeJSONOut[bootPlan](t, out)
+			if plan.ImageBytes != tc.bytes || !strings.Contains(plan.ImageFrom, tc.fromWords) {
+				t.Errorf("image %v from %q; want %v from %q", plan.ImageBytes, plan.ImageFrom, tc.bytes, tc.fromWords)
+			}
+		})
+	}
+	code, table, _ := runBootctl(t, ctx, "boot", "--dry-run", "--config", cfg, "s0-b0-n[0-3]")
+	if code != 0 || !strings.Contains(table, "image 4 MB (kernel + initrd) from profile default") {
+		t.Errorf("table:\n%s", table)
+	}
+	noProfile := testfix.WriteFile(t, filepath.Join(f.dir, "other.yaml"), []byte("servers:\n  - {name: bs0, address: 10.0.0.1}\n"+
+		"topology: mini\ninventory: inv.csv\nimages: images\nprofile: gpu\n"))
+	wantBadInput(t, ctx, []string{"boot", "--dry-run", "--config", noProfile, "s0-b0-n0"}, `node s0-b0-n0: profile "gpu"`)
+	noStore := testfix.WriteFile(t, filepath.Join(f.dir, "nostore.yaml"), []byte("servers:\n  - {name: bs0, address: 10.0.0.1}\n"+
+		"topology: mini\ninventory: inv.csv\nimages: missing\n"))
+	wantBadInput(t, ctx, []string{"boot", "--dry-run", "--config", noStore, "s0-b0-n0"}, "no image store")
 }
 
 // TestBootDryRun predicts a run: the same twice, byte for byte, with every node in the schedule
