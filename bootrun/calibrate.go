@@ -1,6 +1,7 @@
 package bootrun
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -114,7 +115,9 @@ func nodeBoot(c *JournalContents, i int) (bootTimes, error) {
 			continue
 		}
 		if p, ok := at[e.Record.Phase]; ok && e.Event == EntryPhase && math.IsNaN(*p) {
-			*p = e.At
+			// The record's own time of the phase, as the run's summary has it; the entry's
+			// (when it was written) for the BMC's answer, which the record does not keep.
+			*p = cmp.Or(map[Phase]float64{Loading: e.Record.LoadAt, Booted: e.Record.BootAt, Healthy: e.Record.HealthAt}[e.Record.Phase], e.At)
 		}
 		if math.IsNaN(b.first) && e.Server != nil && e.Server.State >= nodestate.NBP && e.Server.State < nodestate.Initrd {
 			b.first = e.At

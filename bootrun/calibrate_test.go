@@ -43,10 +43,21 @@ func journalOf(t *testing.T, boots map[string][]boot, skipped ...string) *Journa
 				if at < 0 {
 					return
 				}
-				e := JournalEntry{Node: i, Record: NodeRecord{Name: n, Phase: p, Attempts: b.attempt}, Event: EntryPhase, At: at,
+				// The record keeps the phase's time; the entry is written a little later.
+				e := JournalEntry{Node: i, Record: NodeRecord{Name: n, Phase: p, Attempts: b.attempt}, Event: EntryPhase, At: at + 0.001,
 					Server: &ServerSeen{State: srv, Attempt: b.attempt}}
+				switch p {
+				case Firmware:
+					e.At = at
+				case Loading:
+					e.Record.LoadAt = b.load
+				case Booted:
+					e.Record.BootAt = at
+				case Healthy:
+					e.Record.HealthAt = at
+				}
 				if srv == nodestate.Kernel {
-					e.Event = EntryServer
+					e.Event, e.At = EntryServer, at
 				}
 				j.Add(e)
 			}

@@ -65,6 +65,7 @@ func bootRunFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "floor-mbps", Usage: "per-node bandwidth floor the caps keep (0: the rate at which the boot files take 60 s)"},
 		&cli.StringFlag{Name: "image-size", Usage: "kernel + initrd size the prediction and the transfer deadline use (default: the nodes' profiles in the configuration's image store)"},
 		&cli.StringFlag{Name: "protocol", Value: "http", Usage: "protocol of the kernel and initrd: http or tftp"},
+		&cli.StringSliceFlag{Name: "calibrate", TakesFile: true, Usage: "fit the model from these past runs' journals (`JOURNAL`, repeat): their POST, DHCP and health times replace the defaults of --post, --dhcp-time and --health-time (a flag given still wins)"},
 		&cli.DurationFlag{Name: "post", Value: 60 * time.Second, Usage: "firmware time from power-on to the first DHCP request"},
 		&cli.DurationFlag{Name: "dhcp-time", Value: time.Second, Usage: "the prediction's time of the firmware's DHCP exchange, before its first file"},
 		&cli.DurationFlag{Name: "health-time", Value: 120 * time.Second, Usage: "time from the last boot file to the health report"},
@@ -95,6 +96,10 @@ type bootSetup struct {
 	store, profile string
 	imageBytes     float64
 	imageFrom      string
+	// health is the expected time from the last file to the health report; cal what
+	// --calibrate fitted (nil without it).
+	health float64
+	cal    *bootrun.Calibration
 }
 
 func bootAction(e *env, c *cli.Context) error {
@@ -231,10 +236,46 @@ func bootFlow(c *cli.Context, s *bootSetup) error {
 	}
 	s.flow = fabricsim.BootFlowConfig(size, proto)
 	s.flow.DHCPSeconds = c.Duration("dhcp-time").Seconds()
-	s.post = c.Duration("post").Seconds()
-	if s.post < 0 || c.Duration("health-time") < 0 || s.flow.DHCPSeconds < 0 {
+	s.post, s.health = c.Duration("post").Seconds(), c.Duration("health-time").Seconds()
+	if s.post < 0 || s.health < 0 || s.flow.DHCPSeconds < 0 {
 		return badInput("--post, --dhcp-time and --health-time must not be negative")
 	}
+	return bootCalibrate(c, s)
+}
+
+// bootCalibrate fits the plant from --calibrate's journals and puts what was fitted in place of
+// every model parameter not given by its flag: the prediction of a plant that has run is what
+// it did, not a default.
+func bootCalibrate(c *cli.Context, s *bootSetup) error {
+	paths := c.StringSlice("calibrate")
+	if len(paths) == 0 {
+		return nil
+	}
+	runs := make([]bootrun.CalibrationRun, len(paths))
+	for i, p := range paths {
+		j, err := bootrun.ReadJournal(p)
+		if err != nil {
+			return badInput("--calibrate: %w", err)
+		}
+		runs[i] = bootrun.CalibrationRun{Name: p, Contents: j}
+	}
+	cal, err := bootrun.Calibrate(runs, s.imageBytes)
+	if err != nil {
+		return badInput("--calibrate: %w", err)
+	}
+	s.cal = cal
+	if !c.IsSet("post") && cal.Post.Samples > 0 {
+		s.post = cal.Post.Median
+	}
+	if !c.IsSet("dhcp-time") && cal.DHCP.Samples > 0 {
+		s.flow.DHCPSeconds = cal.DHCP.Median
+	}
+	if !c.IsSet("health-time") && cal.Health.Samples > 0 {
+		s.health = cal.Health.Median
+	}
+	// Uncalibrated, the prediction keeps the flow model's own health time and --health-time is
+	// only a deadline; calibrated, both are the measured one.
+	s.flow.HealthSeconds = s.health
 	return nil
 }
 
@@ -308,7 +349,7 @@ func bootConfig(c *cli.Context, s *bootSetup) error {
 	}
 	s.cfg = bootrun.Config{Caps: s.limits.Caps, MaxInFlight: c.Int("max-in-flight"),
 		Expect: bootrun.Expect{Power: c.Duration("timeout").Seconds(), Firmware: s.post,
-			Transfer: mb / s.limits.FloorMbps, Health: c.Duration("health-time").Seconds()},
+			Transfer: mb / s.limits.FloorMbps, Health: s.health},
 		Factor: f, Margin: max(c.Duration("deadline-margin").Seconds(), 1e-3), MaxAttempts: c.Int("max-attempts"),
 		Patience: c.Duration("patience").Seconds(), Breaker: bootrun.BreakerConfig{Pause: onFailure == "pause"}}
 	if _, err := bootrun.New(s.cfg, nil); err != nil {
