@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/bootfabric/bootfabric/nodestate"
 )
@@ -85,7 +86,7 @@ func Calibrate(runs []CalibrationRun, imageBytes float64) (*Calibration, error) 
 		for i, r := range runs {
 			names[i] = r.Name
 		}
-		return nil, fmt.Errorf("journal %v: %d nodes booted to healthy in all; a calibration needs at least %d", names, out.Nodes, MinCalibrationNodes)
+		return nil, fmt.Errorf("journal %s: %d nodes booted to healthy in all; a calibration needs at least %d", strings.Join(names, ", "), out.Nodes, MinCalibrationNodes)
 	}
 	out.Post, out.DHCP, out.Transfer, out.Health = fitPhase(post), fitPhase(dhcp), fitPhase(xfer), fitPhase(health)
 	if len(mbps) > 0 {
