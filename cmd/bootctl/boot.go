@@ -281,7 +281,8 @@ func bootCalibrate(c *cli.Context, s *bootSetup) error {
 
 // bootImageSize is the kernel + initrd size of the run: --image-size, else the largest of the
 // batch's profiles in the configuration's image store (what the servers will serve them). A
-// guessed size put the dry run off by minutes, so a store that cannot tell is an error.
+// guessed size put the dry run off by minutes, so a store named that cannot tell is an error;
+// with no store named it is the default 50 MB, said as such.
 func bootImageSize(c *cli.Context, s *bootSetup) (float64, string, error) {
 	if c.IsSet("image-size") {
 		size, err := units.ParseSize(c.String("image-size"))
@@ -291,7 +292,9 @@ func bootImageSize(c *cli.Context, s *bootSetup) (float64, string, error) {
 		return size, "--image-size", nil
 	}
 	if s.store == "" {
-		return 0, "", badInput("--image-size: required: the configuration names no image store (images) to read the profiles' sizes from")
+		// An admin's configuration may name no store (only the servers' must); the model then
+		// falls back to the paper's image, and says so.
+		return fabricsim.DefaultKernelBytes + fabricsim.DefaultInitrdBytes, "the default: the configuration names no image store (images) to read the profiles from; give --image-size", nil
 	}
 	st, err := images.Open(s.store)
 	if err != nil {

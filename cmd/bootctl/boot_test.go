@@ -71,6 +71,12 @@ func TestBootImageSize(t *testing.T) {
 	if code != 0 || !strings.Contains(table, "image 4 MB (kernel + initrd) from profile default") {
 		t.Errorf("table:\n%s", table)
 	}
+	noImages := testfix.WriteFile(t, filepath.Join(f.dir, "noimages.yaml"), []byte("servers:\n  - {name: bs0, address: 10.0.0.1}\n"+
+		"topology: mini\ninventory: inv.csv\n"))
+	code, out, errs := runBootctl(t, ctx, "boot", "--dry-run", "--config", noImages, "-o", "json", "s0-b0-n0")
+	if plan := decodeJSONOut[bootPlan](t, out); code != 0 || plan.ImageBytes != 50e6 || !strings.Contains(plan.ImageFrom, "names no image store") {
+		t.Errorf("no store named: exit %d %s, image %v from %q", code, errs, plan.ImageBytes, plan.ImageFrom)
+	}
 	noProfile := testfix.WriteFile(t, filepath.Join(f.dir, "other.yaml"), []byte("servers:\n  - {name: bs0, address: 10.0.0.1}\n"+
 		"topology: mini\ninventory: inv.csv\nimages: images\nprofile: gpu\n"))
 	wantBadInput(t, ctx, []string{"boot", "--dry-run", "--config", noProfile, "s0-b0-n0"}, `node s0-b0-n0: profile "gpu"`)
