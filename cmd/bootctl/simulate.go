@@ -76,7 +76,9 @@ func simFlags(formats []string) []cli.Flag {
 		&cli.StringFlag{Name: "http-window", Value: "256KiB", Usage: "HTTP (TCP) receive window"},
 		&cli.DurationFlag{Name: "rtt", Usage: "round-trip time for every node (default: 2 x the route's latencies + --server-time)"},
 		&cli.DurationFlag{Name: "server-time", Value: time.Duration(fabricsim.DefaultServerSeconds * 1e9), Usage: "server processing time per exchange, added to the round trip"},
-		&cli.DurationFlag{Name: "dhcp", Value: time.Duration(fabricsim.DefaultDHCPSeconds * 1e9), Usage: "duration of the DHCP exchange before the first file"},
+		&cli.DurationFlag{Name: "dhcp-time", Value: time.Duration(fabricsim.DefaultDHCPSeconds * 1e9), Usage: "duration of the DHCP exchange before the first file (as bootctl boot's --dhcp-time)"},
+		// The old name, kept working for scripts: boot and simulate now share --dhcp-time.
+		&cli.DurationFlag{Name: "dhcp", Hidden: true, Usage: "old name of --dhcp-time"},
 		&cli.StringFlag{Name: "health", Value: defHealth, Usage: "duration of the health report after the last file, or binomial|task: also simulate the health aggregation over the batch's nodes after the boot"},
 		&cli.DurationFlag{Name: "health-time", Usage: "duration of the health report after the last file when --health names an aggregation (default " + defHealth + ")"},
 		&cli.IntFlag{Name: "faults", Usage: "health aggregation: nodes (other than the root) that die at random times during it"},

@@ -69,13 +69,21 @@ func simCheckTFTP(cfg *fabricsim.FlowConfig) error {
 	return nil
 }
 
-// simDurations reads --rtt, --server-time, --dhcp and the health report time: --health-time, or
-// --health when it is a duration rather than the name of an aggregation (see simOptions).
+// simDurations reads --rtt, --server-time, --dhcp-time (or its old name --dhcp) and the health
+// report time: --health-time, or --health when it is a duration rather than the name of an
+// aggregation (see simOptions).
 func simDurations(c *cli.Context, cfg *fabricsim.FlowConfig) error {
+	dhcp := "dhcp-time"
+	if c.IsSet("dhcp") {
+		if c.IsSet("dhcp-time") {
+			return badInput("--dhcp is the old name of --dhcp-time: give one")
+		}
+		dhcp = "dhcp"
+	}
 	for _, d := range []struct {
 		flag string
 		dst  *float64
-	}{{"rtt", &cfg.RTTSeconds}, {"server-time", &cfg.ServerSeconds}, {"dhcp", &cfg.DHCPSeconds}, {"health-time", &cfg.HealthSeconds}} {
+	}{{"rtt", &cfg.RTTSeconds}, {"server-time", &cfg.ServerSeconds}, {dhcp, &cfg.DHCPSeconds}, {"health-time", &cfg.HealthSeconds}} {
 		if d.flag == "health-time" && !c.IsSet("health-time") {
 			hv := c.String("health")
 			if _, err := fabricsim.ParseHealthAlgorithm(hv); err == nil {
