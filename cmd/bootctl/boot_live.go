@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/signal"
@@ -366,7 +367,7 @@ func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction) e
 	fmt.Fprintf(e.stdout, "image %s (kernel + initrd) from %s\n", units.FormatBytes(out.ImageBytes), out.ImageFrom)
 	fmt.Fprintf(e.stdout, "model: POST %.3f s, DHCP %.3f s, health %.3f s\n", out.Model.PostSeconds, out.Model.DHCPSeconds, out.Model.HealthSeconds)
 	if cal := out.Calibration; cal != nil {
-		writeCalibration(e, cal)
+		writeCalibration(e.stdout, cal)
 	}
 	if len(out.Caps) == 0 {
 		fmt.Fprintln(e.stdout, "no shared link: every node powers on at once")
@@ -389,9 +390,9 @@ func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction) e
 }
 
 // writeCalibration prints what --calibrate fitted: each phase's median and spread.
-func writeCalibration(e *env, cal *bootrun.Calibration) {
-	fmt.Fprintf(e.stdout, "calibrated from %d journal(s), %d node boots (their longest makespan %.1f s):\n", cal.Runs, cal.Nodes, cal.MakespanSeconds)
-	t := newTable(e.stdout)
+func writeCalibration(w io.Writer, cal *bootrun.Calibration) {
+	fmt.Fprintf(w, "calibrated from %d journal(s), %d node boots (their longest makespan %.1f s):\n", cal.Runs, cal.Nodes, cal.MakespanSeconds)
+	t := newTable(w)
 	t.row(" ", "PHASE", "SAMPLES", "MEDIAN", "P10", "P90")
 	row := func(name, unit string, f bootrun.PhaseFit) {
 		if f.Samples == 0 {

@@ -273,6 +273,33 @@ func TestBootCalibrate(t *testing.T) {
 		t.Errorf("table:\n%s", table)
 	}
 
+	// simulate takes the DHCP and health times it shares with boot from the same journal.
+	type simOut struct {
+		Calibration *bootrun.Calibration `json:"calibration"`
+		Runs        []struct {
+			Result struct {
+				BatchSeconds float64 `json:"batch_seconds"`
+			} `json:"result"`
+		} `json:"runs"`
+	}
+	simulate := func(more ...string) simOut {
+		t.Helper()
+		code, out, errs := simCtl(t, append([]string{"--topology", "mini", "--batch", "4", "--files", "image=4MB:none", "-o", "json"}, more...)...)
+		if code != 0 {
+			t.Fatalf("simulate %v: %d %s", more, code, errs)
+		}
+		return decodeJSONOut[simOut](t, out)
+	}
+	simPlain, simCal, simGiven := simulate(), simulate("--calibrate", journal), simulate("--calibrate", journal, "--dhcp-time", "1s", "--health", "100ms")
+	t.Logf("simulate: %.3f s uncalibrated, %.3f s calibrated", simPlain.Runs[0].Result.BatchSeconds, simCal.Runs[0].Result.BatchSeconds)
+	// The fitted DHCP time (about 0.1 s) replaces the default 1 s; flags given win.
+	if simCal.Calibration == nil || simCal.Calibration.Nodes != 4 || simPlain.Calibration != nil ||
+		!(simCal.Runs[0].Result.BatchSeconds < simPlain.Runs[0].Result.BatchSeconds-0.5) ||
+		simGiven.Runs[0].Result.BatchSeconds != simPlain.Runs[0].Result.BatchSeconds {
+		t.Errorf("simulate: plain %+v, calibrated %+v, flags given %+v", simPlain, simCal, simGiven)
+	}
+	wantBadInput(t, ctx, []string{"simulate", "--topology", "mini", "--calibrate", filepath.Join(f.dir, "nope.journal")}, "--calibrate: journal: open")
+
 	torn, _ := os.ReadFile(journal)
 	damaged := testfix.WriteFile(t, filepath.Join(f.dir, "damaged.journal"), append(slices.Clone(torn[:bytes.IndexByte(torn, '\n')+1]), "{not json\n{}\n"...))
 	v1 := testfix.WriteFile(t, filepath.Join(f.dir, "v1.journal"), []byte(`{"nodes":["s0-b0-n0"]}`+"\n"))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootrun"
 	"github.com/bootfabric/bootfabric/fabricsim"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/bootfabric/bootfabric/units"
@@ -53,6 +54,42 @@ func simConfig(c *cli.Context, in *machineInput) (fabricsim.FlowConfig, error) {
 		return cfg, badInput("--server-cap: %v must be 0 (none) or a positive rate in Mb/s", cfg.ServerCapMbps)
 	}
 	return cfg, simCheckTFTP(&cfg)
+}
+
+// simCalibrate fits the plant from --calibrate's journals, as bootctl boot does, and puts the
+// times the two commands share in place of those no flag gave: the DHCP time and the health
+// report's (--health-time, or --health unless it gives a duration).
+func simCalibrate(c *cli.Context, cfg *fabricsim.FlowConfig) (*bootrun.Calibration, error) {
+	paths := c.StringSlice("calibrate")
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	runs := make([]bootrun.CalibrationRun, len(paths))
+	for i, p := range paths {
+		j, err := bootrun.ReadJournal(p)
+		if err != nil {
+			return nil, badInput("--calibrate: %w", err)
+		}
+		runs[i] = bootrun.CalibrationRun{Name: p, Contents: j}
+	}
+	image := 0.0
+	for _, f := range cfg.Files[min(1, len(cfg.Files)-1):] { // what follows the NBP
+		image += f.Bytes
+	}
+	cal, err := bootrun.Calibrate(runs, image)
+	if err != nil {
+		return nil, badInput("--calibrate: %w", err)
+	}
+	if !c.IsSet("dhcp-time") && !c.IsSet("dhcp") && cal.DHCP.Samples > 0 {
+		cfg.DHCPSeconds = cal.DHCP.Median
+	}
+	// --health gives the time itself unless it names an aggregation (then --health-time does).
+	_, notAggregation := fabricsim.ParseHealthAlgorithm(c.String("health"))
+	healthGiven := c.IsSet("health-time") || c.IsSet("health") && notAggregation != nil
+	if !healthGiven && cal.Health.Samples > 0 {
+		cfg.HealthSeconds = cal.Health.Median
+	}
+	return cal, nil
 }
 
 // simCheckTFTP checks the TFTP parameters when a file uses TFTP, so that they are reported as
