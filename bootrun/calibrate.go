@@ -124,20 +124,26 @@ func nodeBoot(c *JournalContents, i int) (bootTimes, error) {
 			b.first = e.At
 		}
 	}
+	return b, b.check()
+}
+
+// check refuses times that no run writes: no health time for a healthy node, or phases out of
+// order.
+func (b bootTimes) check() error {
 	if math.IsNaN(b.health) {
-		return b, fmt.Errorf("healthy, with no phase entry saying when: a damaged journal")
+		return fmt.Errorf("healthy, with no phase entry saying when: a damaged journal")
 	}
 	last := math.Inf(-1)
 	for _, t := range []float64{b.answer, b.load, b.first, b.files, b.health} {
 		if t < last || math.IsInf(t, 0) {
-			return b, fmt.Errorf("phase times out of order (BMC answer %.3f s, DHCP %.3f s, first file %.3f s, files %.3f s, healthy %.3f s): a damaged journal",
+			return fmt.Errorf("phase times out of order (BMC answer %.3f s, DHCP %.3f s, first file %.3f s, files %.3f s, healthy %.3f s): a damaged journal",
 				b.answer, b.load, b.first, b.files, b.health)
 		}
 		if !math.IsNaN(t) {
 			last = t
 		}
 	}
-	return b, nil
+	return nil
 }
 
 // span appends to xs the time from a to b when a poll saw both.
