@@ -3,12 +3,15 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootrun"
 	"github.com/bootfabric/bootfabric/fabricsim"
+	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/bootfabric/bootfabric/units"
@@ -60,8 +63,9 @@ func bootRunFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the schedule and the predicted timeline; power nothing"},
 		&cli.IntFlag{Name: "max-in-flight", Usage: "cap on the nodes in flight in all (0: only the per-link caps)"},
 		&cli.Float64Flag{Name: "floor-mbps", Usage: "per-node bandwidth floor the caps keep (0: the rate at which the boot files take 60 s)"},
-		&cli.StringFlag{Name: "image-size", Value: "50MB", Usage: "kernel + initrd size the prediction and the transfer deadline use"},
+		&cli.StringFlag{Name: "image-size", Usage: "kernel + initrd size the prediction and the transfer deadline use (default: the nodes' profiles in the configuration's image store)"},
 		&cli.StringFlag{Name: "protocol", Value: "http", Usage: "protocol of the kernel and initrd: http or tftp"},
+		&cli.StringSliceFlag{Name: "calibrate", TakesFile: true, Usage: "fit the model from these past runs' journals (`JOURNAL`, repeat): their POST, DHCP and health times replace the defaults of --post, --dhcp-time and --health-time (a flag given still wins)"},
 		&cli.DurationFlag{Name: "post", Value: 60 * time.Second, Usage: "firmware time from power-on to the first DHCP request"},
 		&cli.DurationFlag{Name: "dhcp-time", Value: time.Second, Usage: "the prediction's time of the firmware's DHCP exchange, before its first file"},
 		&cli.DurationFlag{Name: "health-time", Value: 120 * time.Second, Usage: "time from the last boot file to the health report"},
@@ -87,6 +91,15 @@ type bootSetup struct {
 	post   float64
 	server []string // each node's boot server name
 	failed []int    // the configuration's failed_servers
+	// store and profile are the configuration's image store and default profile; imageBytes is
+	// the kernel + initrd size the model uses and imageFrom says where it came from.
+	store, profile string
+	imageBytes     float64
+	imageFrom      string
+	// health is the expected time from the last file to the health report; cal what
+	// --calibrate fitted (nil without it).
+	health float64
+	cal    *bootrun.Calibration
 }
 
 func bootAction(e *env, c *cli.Context) error {
@@ -163,7 +176,7 @@ func bootMachine(c *cli.Context, s *bootSetup) (string, []string, error) {
 		return "", nil, configError(err)
 	}
 	algo := cfg.Mapping
-	s.failed = cfg.FailedServers
+	s.failed, s.store, s.profile = cfg.FailedServers, cfg.Images, cmp.Or(cfg.Profile, "default")
 	if cfg.Topology == "" {
 		err = bootFlatMachine(s, cfg)
 	} else {
@@ -212,21 +225,111 @@ func bootFlatMachine(s *bootSetup, cfg *bootconfig.Config) error {
 }
 
 func bootFlow(c *cli.Context, s *bootSetup) error {
-	size, err := units.ParseSize(c.String("image-size"))
+	size, from, err := bootImageSize(c, s)
 	if err != nil {
-		return badInput("--image-size: %w", err)
+		return err
 	}
+	s.imageBytes, s.imageFrom = size, from
 	proto, err := fabricsim.ParseProtocol(c.String("protocol"))
 	if err != nil || proto == fabricsim.Uncapped {
 		return badInput("--protocol: %q: want http or tftp", c.String("protocol"))
 	}
 	s.flow = fabricsim.BootFlowConfig(size, proto)
 	s.flow.DHCPSeconds = c.Duration("dhcp-time").Seconds()
-	s.post = c.Duration("post").Seconds()
-	if s.post < 0 || c.Duration("health-time") < 0 || s.flow.DHCPSeconds < 0 {
+	s.post, s.health = c.Duration("post").Seconds(), c.Duration("health-time").Seconds()
+	if s.post < 0 || s.health < 0 || s.flow.DHCPSeconds < 0 {
 		return badInput("--post, --dhcp-time and --health-time must not be negative")
 	}
+	return bootCalibrate(c, s)
+}
+
+// bootCalibrate fits the plant from --calibrate's journals and puts what was fitted in place of
+// every model parameter not given by its flag: the prediction of a plant that has run is what
+// it did, not a default.
+func bootCalibrate(c *cli.Context, s *bootSetup) error {
+	paths := c.StringSlice("calibrate")
+	if len(paths) == 0 {
+		return nil
+	}
+	runs := make([]bootrun.CalibrationRun, len(paths))
+	for i, p := range paths {
+		j, err := bootrun.ReadJournal(p)
+		if err != nil {
+			return badInput("--calibrate: %w", err)
+		}
+		runs[i] = bootrun.CalibrationRun{Name: p, Contents: j}
+	}
+	cal, err := bootrun.Calibrate(runs, s.imageBytes)
+	if err != nil {
+		return badInput("--calibrate: %w", err)
+	}
+	s.cal = cal
+	if !c.IsSet("post") && cal.Post.Samples > 0 {
+		s.post = cal.Post.Median
+	}
+	if !c.IsSet("dhcp-time") && cal.DHCP.Samples > 0 {
+		s.flow.DHCPSeconds = cal.DHCP.Median
+	}
+	if !c.IsSet("health-time") && cal.Health.Samples > 0 {
+		s.health = cal.Health.Median
+	}
+	// Uncalibrated, the prediction keeps the flow model's own health time and --health-time is
+	// only a deadline; calibrated, both are the measured one.
+	s.flow.HealthSeconds = s.health
 	return nil
+}
+
+// bootImageSize is the kernel + initrd size of the run: --image-size, else the largest of the
+// batch's profiles in the configuration's image store (what the servers will serve them). A
+// guessed size put the dry run off by minutes, so a store named that cannot tell is an error;
+// with no store named it is the default 50 MB, said as such.
+func bootImageSize(c *cli.Context, s *bootSetup) (float64, string, error) {
+	if c.IsSet("image-size") {
+		size, err := units.ParseSize(c.String("image-size"))
+		if err != nil {
+			return 0, "", badInput("--image-size: %w", err)
+		}
+		return size, "--image-size", nil
+	}
+	if s.store == "" {
+		// An admin's configuration may name no store (only the servers' must); the model then
+		// falls back to the paper's image, and says so.
+		return fabricsim.DefaultKernelBytes + fabricsim.DefaultInitrdBytes, "the default: the configuration names no image store (images) to read the profiles from; give --image-size", nil
+	}
+	st, err := images.Open(s.store)
+	if err != nil {
+		return 0, "", badInput("--config: %w (or give --image-size)", err)
+	}
+	sizes := map[string]float64{}
+	for _, n := range s.nodes {
+		name := cmp.Or(n.Profile, s.profile)
+		if _, ok := sizes[name]; ok {
+			continue
+		}
+		p, err := st.Get(name)
+		if err != nil {
+			return 0, "", badInput("node %s: profile %q: %w (or give --image-size)", n.Name, name, err)
+		}
+		sizes[name] = float64(p.Files[p.Kernel].Size)
+		if p.Initrd != "" {
+			sizes[name] += float64(p.Files[p.Initrd].Size)
+		}
+	}
+	names := slices.Sorted(maps.Keys(sizes))
+	best := names[0]
+	for _, n := range names {
+		if sizes[n] > sizes[best] {
+			best = n
+		}
+	}
+	from := fmt.Sprintf("profile %s in the image store %s", best, s.store)
+	if len(names) > 1 {
+		from = fmt.Sprintf("the largest of the batch's %d profiles, %s, in the image store %s", len(names), best, s.store)
+	}
+	if !(sizes[best] > 0) {
+		return 0, "", badInput("%s: kernel and initrd are empty; give --image-size", from)
+	}
+	return sizes[best], from, nil
 }
 
 // bootConfig makes the controller's configuration: caps from the limits, deadlines from the
@@ -249,7 +352,7 @@ func bootConfig(c *cli.Context, s *bootSetup) error {
 	}
 	s.cfg = bootrun.Config{Caps: s.limits.Caps, MaxInFlight: c.Int("max-in-flight"),
 		Expect: bootrun.Expect{Power: c.Duration("timeout").Seconds(), Firmware: s.post,
-			Transfer: mb / s.limits.FloorMbps, Health: c.Duration("health-time").Seconds()},
+			Transfer: mb / s.limits.FloorMbps, Health: s.health},
 		Factor: f, Margin: max(c.Duration("deadline-margin").Seconds(), 1e-3), MaxAttempts: c.Int("max-attempts"),
 		Patience: c.Duration("patience").Seconds(), Breaker: bootrun.BreakerConfig{Pause: onFailure == "pause"}}
 	if _, err := bootrun.New(s.cfg, nil); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/signal"
@@ -12,6 +13,7 @@ import (
 	"github.com/bootfabric/bootfabric/bootrun"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/internal/atomicfile"
+	"github.com/bootfabric/bootfabric/units"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 )
@@ -317,12 +319,26 @@ func secs(v float64, ok bool) string {
 
 // bootPlan is the dry run's output: the limits, the schedule and the predicted timeline.
 type bootPlan struct {
-	Nodes            int           `json:"nodes"`
-	FloorMbps        float64       `json:"floor_mbps"`
-	Caps             []bootCap     `json:"caps"`
-	PredictedSeconds float64       `json:"predicted_seconds"`
-	PeakInFlight     int           `json:"peak_in_flight"`
-	Schedule         []bootPlanRow `json:"schedule"`
+	Nodes     int     `json:"nodes"`
+	FloorMbps float64 `json:"floor_mbps"`
+	// ImageBytes is the kernel + initrd size the model used, ImageFrom where it came from.
+	ImageBytes float64 `json:"image_bytes"`
+	ImageFrom  string  `json:"image_from"`
+	// Model is the firmware, DHCP and health times the prediction used; Calibration what
+	// --calibrate fitted them from.
+	Model            bootModel            `json:"model"`
+	Calibration      *bootrun.Calibration `json:"calibration,omitempty"`
+	Caps             []bootCap            `json:"caps"`
+	PredictedSeconds float64              `json:"predicted_seconds"`
+	PeakInFlight     int                  `json:"peak_in_flight"`
+	Schedule         []bootPlanRow        `json:"schedule"`
+}
+
+// bootModel is the plant's times the prediction used, in seconds.
+type bootModel struct {
+	PostSeconds   float64 `json:"post_seconds"`
+	DHCPSeconds   float64 `json:"dhcp_seconds"`
+	HealthSeconds float64 `json:"health_seconds"`
 }
 
 // bootCap is a link's in-flight limit at the start (Nodes) and the nodes behind it: a limit
@@ -342,7 +358,9 @@ type bootPlanRow struct {
 }
 
 func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction) error {
-	out := bootPlan{Nodes: len(s.nodes), FloorMbps: s.limits.FloorMbps, PredictedSeconds: p.Makespan, PeakInFlight: p.PeakInFlight}
+	out := bootPlan{Nodes: len(s.nodes), FloorMbps: s.limits.FloorMbps, ImageBytes: s.imageBytes, ImageFrom: s.imageFrom,
+		PredictedSeconds: p.Makespan, PeakInFlight: p.PeakInFlight, Calibration: s.cal,
+		Model: bootModel{PostSeconds: round3(s.post), DHCPSeconds: round3(s.flow.DHCPSeconds), HealthSeconds: round3(s.flow.HealthSeconds)}}
 	for i, name := range s.limits.Names {
 		out.Caps = append(out.Caps, bootCap{Resource: name, Nodes: s.limits.Caps[i], Behind: s.limits.Users[i]})
 	}
@@ -354,6 +372,11 @@ func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction) e
 	}
 	fmt.Fprintf(e.stdout, "%d nodes; floor %.1f Mb/s per node; predicted makespan %.1f s; at most %d in flight\n",
 		out.Nodes, out.FloorMbps, out.PredictedSeconds, out.PeakInFlight)
+	fmt.Fprintf(e.stdout, "image %s (kernel + initrd) from %s\n", units.FormatBytes(out.ImageBytes), out.ImageFrom)
+	fmt.Fprintf(e.stdout, "model: POST %.3f s, DHCP %.3f s, health %.3f s\n", out.Model.PostSeconds, out.Model.DHCPSeconds, out.Model.HealthSeconds)
+	if cal := out.Calibration; cal != nil {
+		writeCalibration(e.stdout, cal)
+	}
 	if len(out.Caps) == 0 {
 		fmt.Fprintln(e.stdout, "no shared link: every node powers on at once")
 	} else {
@@ -372,6 +395,28 @@ func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction) e
 		t.row(r.Node, r.Server, fmt.Sprintf("%.1f", r.PowerOn), fmt.Sprintf("%.1f", r.Files), fmt.Sprintf("%.1f", r.Healthy))
 	}
 	return t.flush()
+}
+
+// writeCalibration prints what --calibrate fitted: each phase's median and spread.
+func writeCalibration(w io.Writer, cal *bootrun.Calibration) {
+	fmt.Fprintf(w, "calibrated from %d journal(s), %d node boots (their longest makespan %.1f s):\n", cal.Runs, cal.Nodes, cal.MakespanSeconds)
+	t := newTable(w)
+	t.row(" ", "PHASE", "SAMPLES", "MEDIAN", "P10", "P90")
+	row := func(name, unit string, f bootrun.PhaseFit) {
+		if f.Samples == 0 {
+			t.row(" ", name, 0, "-", "-", "-")
+			return
+		}
+		t.row(" ", name, f.Samples, fmt.Sprintf("%.3f %s", f.Median, unit), fmt.Sprintf("%.3f %s", f.P10, unit), fmt.Sprintf("%.3f %s", f.P90, unit))
+	}
+	row("post", "s", cal.Post)
+	row("dhcp", "s", cal.DHCP)
+	row("transfer", "s", cal.Transfer)
+	if cal.TransferMbps != nil {
+		row("transfer rate", "Mb/s", *cal.TransferMbps)
+	}
+	row("health", "s", cal.Health)
+	t.flush()
 }
 
 func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }

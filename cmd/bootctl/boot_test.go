@@ -1,21 +1,88 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/bootfabric/bootfabric/bootrun"
+	"github.com/bootfabric/bootfabric/nodestate"
+	"github.com/bootfabric/bootfabric/power"
+
+	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 )
 
 // bootConfig writes a configuration of two boot servers on the mini machine whose inventory is
-// the power fixture's.
+// the power fixture's, and an image store whose default profile is a 3 MB kernel and a 1 MB
+// initrd.
 func (f *powerFixture) bootConfig(t *testing.T) string {
 	t.Helper()
+	st, err := images.Create(filepath.Join(f.dir, "images"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel := testfix.WriteFile(t, filepath.Join(f.dir, "vmlinuz"), make([]byte, 3e6))
+	initrd := testfix.WriteFile(t, filepath.Join(f.dir, "initrd.img"), make([]byte, 1e6))
+	if _, err := st.Add(images.Profile{Name: "default", Kernel: "vmlinuz", Initrd: "initrd.img"},
+		map[string]string{"vmlinuz": kernel, "initrd.img": initrd}); err != nil {
+		t.Fatal(err)
+	}
 	return testfix.WriteFile(t, filepath.Join(f.dir, "boot.yaml"), []byte("servers:\n  - {name: bs0, address: 10.0.0.1}\n"+
-		"  - {name: bs1, address: 10.0.0.2}\ntopology: mini\nmapping: bcda\ninventory: inv.csv\n"))
+		"  - {name: bs1, address: 10.0.0.2}\ntopology: mini\nmapping: bcda\ninventory: inv.csv\nimages: images\n"))
+}
+
+// TestBootImageSize: without --image-size the model takes the kernel + initrd of the nodes'
+// profile in the store and says so; --image-size wins; a profile the store lacks is bad input.
+func TestBootImageSize(t *testing.T) {
+	f := newPowerFixture(t)
+	cfg := f.bootConfig(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		bytes     float64
+		fromWords string
+	}{
+		{"profile", nil, 4e6, "profile default in the image store"},
+		{"flag", []string{"--image-size", "20MB"}, 20e6, "--image-size"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"boot", "--dry-run", "--config", cfg, "-o", "json", "s0-b0-n[0-3]"}, tc.args...)
+			code, out, errs := runBootctl(t, ctx, args...)
+			if code != 0 {
+				t.Fatalf("dry run: %d %s", code, errs)
+			}
+			plan := decodeJSONOut[bootPlan](t, out)
+			if plan.ImageBytes != tc.bytes || !strings.Contains(plan.ImageFrom, tc.fromWords) {
+				t.Errorf("image %v from %q; want %v from %q", plan.ImageBytes, plan.ImageFrom, tc.bytes, tc.fromWords)
+			}
+		})
+	}
+	code, table, _ := runBootctl(t, ctx, "boot", "--dry-run", "--config", cfg, "s0-b0-n[0-3]")
+	if code != 0 || !strings.Contains(table, "image 4 MB (kernel + initrd) from profile default") {
+		t.Errorf("table:\n%s", table)
+	}
+	noImages := testfix.WriteFile(t, filepath.Join(f.dir, "noimages.yaml"), []byte("servers:\n  - {name: bs0, address: 10.0.0.1}\n"+
+		"topology: mini\ninventory: inv.csv\n"))
+	code, out, errs := runBootctl(t, ctx, "boot", "--dry-run", "--config", noImages, "-o", "json", "s0-b0-n0")
+	if plan := decodeJSONOut[bootPlan](t, out); code != 0 || plan.ImageBytes != 50e6 || !strings.Contains(plan.ImageFrom, "names no image store") {
+		t.Errorf("no store named: exit %d %s, image %v from %q", code, errs, plan.ImageBytes, plan.ImageFrom)
+	}
+	noProfile := testfix.WriteFile(t, filepath.Join(f.dir, "other.yaml"), []byte("servers:\n  - {name: bs0, address: 10.0.0.1}\n"+
+		"topology: mini\ninventory: inv.csv\nimages: images\nprofile: gpu\n"))
+	wantBadInput(t, ctx, []string{"boot", "--dry-run", "--config", noProfile, "s0-b0-n0"}, `node s0-b0-n0: profile "gpu"`)
+	noStore := testfix.WriteFile(t, filepath.Join(f.dir, "nostore.yaml"), []byte("servers:\n  - {name: bs0, address: 10.0.0.1}\n"+
+		"topology: mini\ninventory: inv.csv\nimages: missing\n"))
+	wantBadInput(t, ctx, []string{"boot", "--dry-run", "--config", noStore, "s0-b0-n0"}, "no image store")
 }
 
 // TestBootDryRun predicts a run: the same twice, byte for byte, with every node in the schedule
@@ -103,5 +170,148 @@ func TestBootBadInput(t *testing.T) {
 	}
 	if _, err := os.Stat(journal); err == nil {
 		t.Error("a journal was left by a run refused for bad input")
+	}
+}
+
+// tickPlant is boot servers and machines in one for a live run: a machine powered on asks for
+// its address after post, then reaches each next state a tick later.
+type tickPlant struct {
+	mu         sync.Mutex
+	states     map[string]bootrun.NodeState
+	post, tick time.Duration
+	wg         sync.WaitGroup
+}
+
+func (p *tickPlant) States(context.Context) (map[string]bootrun.NodeState, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.states), nil
+}
+
+func (p *tickPlant) ArmReboot(context.Context, string, string) error { return nil }
+
+func (p *tickPlant) boot(name string) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		time.Sleep(p.post)
+		for _, s := range []nodestate.State{nodestate.Discover, nodestate.NBP, nodestate.Kernel, nodestate.Initrd, nodestate.Healthy} {
+			p.mu.Lock()
+			p.states[name] = bootrun.NodeState{State: s, Attempt: 1}
+			p.mu.Unlock()
+			time.Sleep(p.tick)
+		}
+	}()
+}
+
+type tickBMC struct {
+	p    *tickPlant
+	name string
+}
+
+func (b tickBMC) On(context.Context) error                      { b.p.boot(b.name); return nil }
+func (b tickBMC) Cycle(context.Context) error                   { b.p.boot(b.name); return nil }
+func (b tickBMC) Off(context.Context) error                     { return nil }
+func (b tickBMC) Status(context.Context) (power.State, error)   { return power.On, nil }
+func (b tickBMC) PXENext(context.Context, power.BootMode) error { return nil }
+
+// TestBootCalibrate: a live run of the mini machine's four nodes writes its journal; the dry
+// run calibrated by it predicts that run's makespan closer than the uncalibrated one, and says
+// what it fitted. A damaged journal, one of version 1 and one of too few nodes are bad input.
+func TestBootCalibrate(t *testing.T) {
+	f := newPowerFixture(t)
+	cfg := f.bootConfig(t)
+	names := []string{"s0-b0-n0", "s0-b0-n1", "s0-b0-n2", "s0-b0-n3"}
+	plant := &tickPlant{states: map[string]bootrun.NodeState{}, post: 300 * time.Millisecond, tick: 100 * time.Millisecond}
+	defer plant.wg.Wait()
+	nodes := make([]bootrun.Node, len(names))
+	targets := make([]power.Target, len(names))
+	for i, n := range names {
+		nodes[i] = bootrun.Node{Name: n, Resources: []int32{0}}
+		targets[i] = power.Target{Node: n, BMC: "bmc-" + n, Controller: tickBMC{plant, n}}
+	}
+	ctl, err := bootrun.New(bootrun.Config{Caps: []int{2}, Expect: bootrun.Expect{Power: 5, Firmware: 5, Transfer: 5, Health: 5}, MaxAttempts: 1}, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	journal := filepath.Join(f.dir, "run.journal")
+	live := &bootrun.Live{Controller: ctl, Names: names, Power: targets, Servers: plant, Poll: 10 * time.Millisecond, PowerOpts: power.RunOptions{FanOut: 4}}
+	if live.Journal, err = bootrun.CreateJournal(journal, names); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	recs, err := live.Run(ctx)
+	live.Journal.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	measured := bootRunOf(recs, nil, "").MakespanSeconds
+	predict := func(more ...string) bootPlan {
+		t.Helper()
+		code, out, errs := runBootctl(t, ctx, append([]string{"boot", "--dry-run", "--config", cfg, "-o", "json", "s0-b0-n[0-3]"}, more...)...)
+		if code != 0 {
+			t.Fatalf("dry run %v: %d %s", more, code, errs)
+		}
+		return decodeJSONOut[bootPlan](t, out)
+	}
+	plain, cal := predict(), predict("--calibrate", journal)
+	t.Logf("measured makespan %.3f s; predicted %.3f s uncalibrated, %.3f s calibrated (model %+v)", measured, plain.PredictedSeconds, cal.PredictedSeconds, cal.Model)
+	if math.Abs(cal.PredictedSeconds-measured) >= math.Abs(plain.PredictedSeconds-measured) {
+		t.Errorf("calibrated prediction %.3f s no closer to the measured %.3f s than the uncalibrated %.3f s", cal.PredictedSeconds, measured, plain.PredictedSeconds)
+	}
+	if c := cal.Calibration; c == nil || c.Nodes != 4 || c.Post.Samples != 4 || cal.Model.PostSeconds != round3(c.Post.Median) ||
+		c.Post.Median < 0.2 || c.Health.Median < 0.05 || c.MakespanSeconds != measured {
+		t.Errorf("calibration %+v, model %+v", c, cal.Model)
+	}
+	// A flag given wins over the fit.
+	if p := predict("--calibrate", journal, "--post", "7s"); p.Model.PostSeconds != 7 {
+		t.Errorf("--post 7s with --calibrate: model %+v", p.Model)
+	}
+	code, table, _ := runBootctl(t, ctx, "boot", "--dry-run", "--config", cfg, "--calibrate", journal, "s0-b0-n[0-3]")
+	if code != 0 || !strings.Contains(table, "calibrated from 1 journal(s), 4 node boots") || !strings.Contains(table, "health") {
+		t.Errorf("table:\n%s", table)
+	}
+
+	// simulate takes the DHCP and health times it shares with boot from the same journal.
+	type simOut struct {
+		Calibration *bootrun.Calibration `json:"calibration"`
+		Runs        []struct {
+			Result struct {
+				BatchSeconds float64 `json:"batch_seconds"`
+			} `json:"result"`
+		} `json:"runs"`
+	}
+	simulate := func(more ...string) simOut {
+		t.Helper()
+		code, out, errs := simCtl(t, append([]string{"--topology", "mini", "--batch", "4", "--files", "image=4MB:none", "-o", "json"}, more...)...)
+		if code != 0 {
+			t.Fatalf("simulate %v: %d %s", more, code, errs)
+		}
+		return decodeJSONOut[simOut](t, out)
+	}
+	simPlain, simCal, simGiven := simulate(), simulate("--calibrate", journal), simulate("--calibrate", journal, "--dhcp-time", "1s", "--health", "100ms")
+	t.Logf("simulate: %.3f s uncalibrated, %.3f s calibrated", simPlain.Runs[0].Result.BatchSeconds, simCal.Runs[0].Result.BatchSeconds)
+	// The fitted DHCP time (about 0.1 s) replaces the default 1 s; flags given win.
+	if simCal.Calibration == nil || simCal.Calibration.Nodes != 4 || simPlain.Calibration != nil ||
+		!(simCal.Runs[0].Result.BatchSeconds < simPlain.Runs[0].Result.BatchSeconds-0.5) ||
+		simGiven.Runs[0].Result.BatchSeconds != simPlain.Runs[0].Result.BatchSeconds {
+		t.Errorf("simulate: plain %+v, calibrated %+v, flags given %+v", simPlain, simCal, simGiven)
+	}
+	wantBadInput(t, ctx, []string{"simulate", "--topology", "mini", "--calibrate", filepath.Join(f.dir, "nope.journal")}, "--calibrate: journal: open")
+
+	torn, _ := os.ReadFile(journal)
+	damaged := testfix.WriteFile(t, filepath.Join(f.dir, "damaged.journal"), append(slices.Clone(torn[:bytes.IndexByte(torn, '\n')+1]), "{not json\n{}\n"...))
+	v1 := testfix.WriteFile(t, filepath.Join(f.dir, "v1.journal"), []byte(`{"nodes":["s0-b0-n0"]}`+"\n"))
+	few := testfix.WriteFile(t, filepath.Join(f.dir, "few.journal"), []byte(`{"version":2,"nodes":["s0-b0-n0"]}`+"\n"))
+	for _, tc := range []struct{ name, journal, want string }{
+		{"damaged", damaged, "damaged.journal:2"},
+		{"version 1", v1, "format version 1 records no phase times"},
+		{"too few nodes", few, "0 nodes booted to healthy in all; a calibration needs at least 3"},
+		{"missing", filepath.Join(f.dir, "nope.journal"), "nope.journal: no such file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantBadInput(t, ctx, []string{"boot", "--dry-run", "--config", cfg, "--calibrate", tc.journal, "s0-b0-n0"}, tc.want)
+		})
 	}
 }

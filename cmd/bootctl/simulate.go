@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootrun"
 	"github.com/bootfabric/bootfabric/fabricsim"
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/routing"
@@ -76,7 +77,10 @@ func simFlags(formats []string) []cli.Flag {
 		&cli.StringFlag{Name: "http-window", Value: "256KiB", Usage: "HTTP (TCP) receive window"},
 		&cli.DurationFlag{Name: "rtt", Usage: "round-trip time for every node (default: 2 x the route's latencies + --server-time)"},
 		&cli.DurationFlag{Name: "server-time", Value: time.Duration(fabricsim.DefaultServerSeconds * 1e9), Usage: "server processing time per exchange, added to the round trip"},
-		&cli.DurationFlag{Name: "dhcp", Value: time.Duration(fabricsim.DefaultDHCPSeconds * 1e9), Usage: "duration of the DHCP exchange before the first file"},
+		&cli.DurationFlag{Name: "dhcp-time", Value: time.Duration(fabricsim.DefaultDHCPSeconds * 1e9), Usage: "duration of the DHCP exchange before the first file (as bootctl boot's --dhcp-time)"},
+		// The old name, kept working for scripts: boot and simulate now share --dhcp-time.
+		&cli.DurationFlag{Name: "dhcp", Hidden: true, Usage: "old name of --dhcp-time"},
+		&cli.StringSliceFlag{Name: "calibrate", TakesFile: true, Usage: "fit the DHCP and health times from past `bootctl boot` runs' journals (`JOURNAL`, repeat); a flag given still wins"},
 		&cli.StringFlag{Name: "health", Value: defHealth, Usage: "duration of the health report after the last file, or binomial|task: also simulate the health aggregation over the batch's nodes after the boot"},
 		&cli.DurationFlag{Name: "health-time", Usage: "duration of the health report after the last file when --health names an aggregation (default " + defHealth + ")"},
 		&cli.IntFlag{Name: "faults", Usage: "health aggregation: nodes (other than the root) that die at random times during it"},
@@ -100,9 +104,10 @@ type simJob struct {
 	in      *machineInput
 	cfg     fabricsim.FlowConfig
 	opt     *simOpts
-	arrival string          // --arrival
-	listed  map[int]float64 // an arrival file's times by node (nil without one)
-	fails   *simFails       // nil without --fail
+	arrival string               // --arrival
+	listed  map[int]float64      // an arrival file's times by node (nil without one)
+	fails   *simFails            // nil without --fail
+	cal     *bootrun.Calibration // what --calibrate fitted (nil without it)
 }
 
 // readSimJob reads and checks every flag, in the order their errors are reported.
@@ -120,6 +125,9 @@ func readSimJob(c *cli.Context) (*simJob, error) {
 		return nil, err
 	}
 	if job.cfg, err = simConfig(c, job.in); err != nil {
+		return nil, err
+	}
+	if job.cal, err = simCalibrate(c, &job.cfg); err != nil {
 		return nil, err
 	}
 	if job.opt, err = simOptions(c); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootrun"
 	"github.com/bootfabric/bootfabric/fabricsim"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/bootfabric/bootfabric/units"
@@ -55,6 +56,42 @@ func simConfig(c *cli.Context, in *machineInput) (fabricsim.FlowConfig, error) {
 	return cfg, simCheckTFTP(&cfg)
 }
 
+// simCalibrate fits the plant from --calibrate's journals, as bootctl boot does, and puts the
+// times the two commands share in place of those no flag gave: the DHCP time and the health
+// report's (--health-time, or --health unless it gives a duration).
+func simCalibrate(c *cli.Context, cfg *fabricsim.FlowConfig) (*bootrun.Calibration, error) {
+	paths := c.StringSlice("calibrate")
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	runs := make([]bootrun.CalibrationRun, len(paths))
+	for i, p := range paths {
+		j, err := bootrun.ReadJournal(p)
+		if err != nil {
+			return nil, badInput("--calibrate: %w", err)
+		}
+		runs[i] = bootrun.CalibrationRun{Name: p, Contents: j}
+	}
+	image := 0.0
+	for _, f := range cfg.Files[min(1, len(cfg.Files)-1):] { // what follows the NBP
+		image += f.Bytes
+	}
+	cal, err := bootrun.Calibrate(runs, image)
+	if err != nil {
+		return nil, badInput("--calibrate: %w", err)
+	}
+	if !c.IsSet("dhcp-time") && !c.IsSet("dhcp") && cal.DHCP.Samples > 0 {
+		cfg.DHCPSeconds = cal.DHCP.Median
+	}
+	// --health gives the time itself unless it names an aggregation (then --health-time does).
+	_, notAggregation := fabricsim.ParseHealthAlgorithm(c.String("health"))
+	healthGiven := c.IsSet("health-time") || c.IsSet("health") && notAggregation != nil
+	if !healthGiven && cal.Health.Samples > 0 {
+		cfg.HealthSeconds = cal.Health.Median
+	}
+	return cal, nil
+}
+
 // simCheckTFTP checks the TFTP parameters when a file uses TFTP, so that they are reported as
 // flags rather than by the simulator.
 func simCheckTFTP(cfg *fabricsim.FlowConfig) error {
@@ -69,13 +106,21 @@ func simCheckTFTP(cfg *fabricsim.FlowConfig) error {
 	return nil
 }
 
-// simDurations reads --rtt, --server-time, --dhcp and the health report time: --health-time, or
-// --health when it is a duration rather than the name of an aggregation (see simOptions).
+// simDurations reads --rtt, --server-time, --dhcp-time (or its old name --dhcp) and the health
+// report time: --health-time, or --health when it is a duration rather than the name of an
+// aggregation (see simOptions).
 func simDurations(c *cli.Context, cfg *fabricsim.FlowConfig) error {
+	dhcp := "dhcp-time"
+	if c.IsSet("dhcp") {
+		if c.IsSet("dhcp-time") {
+			return badInput("--dhcp is the old name of --dhcp-time: give one")
+		}
+		dhcp = "dhcp"
+	}
 	for _, d := range []struct {
 		flag string
 		dst  *float64
-	}{{"rtt", &cfg.RTTSeconds}, {"server-time", &cfg.ServerSeconds}, {"dhcp", &cfg.DHCPSeconds}, {"health-time", &cfg.HealthSeconds}} {
+	}{{"rtt", &cfg.RTTSeconds}, {"server-time", &cfg.ServerSeconds}, {dhcp, &cfg.DHCPSeconds}, {"health-time", &cfg.HealthSeconds}} {
 		if d.flag == "health-time" && !c.IsSet("health-time") {
 			hv := c.String("health")
 			if _, err := fabricsim.ParseHealthAlgorithm(hv); err == nil {

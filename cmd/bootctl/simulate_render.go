@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootrun"
 	"github.com/bootfabric/bootfabric/fabricsim"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/bootfabric/bootfabric/units"
@@ -23,7 +24,7 @@ func simWrite(w io.Writer, format string, job *simJob, runs []simRun) error {
 				runs[i].Health = runs[i].Health.forJSON(job.opt.healthNodes)
 			}
 		}
-		return writeData(w, format, simJSON{Topology: g.Name, Nodes: len(g.Nodes()), Servers: len(g.Servers()), Runs: runs})
+		return writeData(w, format, simJSON{Topology: g.Name, Nodes: len(g.Nodes()), Servers: len(g.Servers()), Calibration: job.cal, Runs: runs})
 	case "csv":
 		return simWriteCSV(w, runs)
 	}
@@ -33,14 +34,20 @@ func simWrite(w io.Writer, format string, job *simJob, runs []simRun) error {
 	if err := simWriteFailures(w, runs); err != nil {
 		return err
 	}
+	if job.cal != nil {
+		fmt.Fprintf(w, "\nDHCP %.3f s and health %.3f s per node, ", job.cfg.DHCPSeconds, job.cfg.HealthSeconds)
+		writeCalibration(w, job.cal)
+	}
 	return simWriteHealth(w, runs)
 }
 
 type simJSON struct {
-	Topology string   `json:"topology"`
-	Nodes    int      `json:"nodes"`
-	Servers  int      `json:"servers"`
-	Runs     []simRun `json:"runs"`
+	Topology string `json:"topology"`
+	Nodes    int    `json:"nodes"`
+	Servers  int    `json:"servers"`
+	// Calibration is what --calibrate fitted the DHCP and health times from.
+	Calibration *bootrun.Calibration `json:"calibration,omitempty"`
+	Runs        []simRun             `json:"runs"`
 }
 
 func simWriteCSV(w io.Writer, runs []simRun) error {
