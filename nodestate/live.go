@@ -15,9 +15,10 @@ type LiveNode struct {
 	// Restarts counts the attempts of this boot that the node's firmware started over by itself
 	// (a DISCOVER mid-boot, or after a failed transfer); GaveUp counts the transfers given up.
 	// A boot begins with an attempt the operator armed (a reboot request) or one from pending,
-	// booted or healthy; both counts start at 0 then.
-	Restarts int  `json:"restarts"`
-	GaveUp   int  `json:"gave_up"`
+	// booted or healthy; both counts start at 0 then. Left out at 0, as most nodes' are: a run
+	// reads every node every poll, and the two zeros were a quarter of a node's bytes.
+	Restarts int  `json:"restarts,omitempty"`
+	GaveUp   int  `json:"gave_up,omitempty"`
 	Reported bool `json:"reported,omitempty"`
 	// Transfer is the node's current transfer, or its last one once it ended; LastGaveUp the last
 	// transfer it gave up in this boot (its time is the firmware's patience, or less).
