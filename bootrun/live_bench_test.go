@@ -47,7 +47,8 @@ const liveBenchReadServers = 32
 // "nodes" is the old full-status path, GET /api/v1/nodes with every node's history, read by the
 // same code (a server without the progress endpoint). Each reports, per node per second of the
 // loop, the CPU of the process less the simulated nodes' (the loop, its journal and the
-// servers' handlers) and the bytes the loop read.
+// servers' handlers) and the bytes the loop read; then, per node, one poll's reads timed alone
+// (read-*), the figure that shows the change. docs/benchmarks.md has the figures.
 func BenchmarkLiveLoopSunway(b *testing.B) {
 	g, a, batch := machine(b, "sunway", "bcda")
 	names := make([]string, len(batch))
@@ -201,6 +202,7 @@ type liveFigures struct {
 	polls           int
 	pollSeconds     float64 // wall time inside Servers.States
 	healthy, moving int     // nodes seen healthy, and loading or booted
+	powered         int64   // power-ons (each after its reboot was armed on its server)
 	// One poll's reads alone of readNodes nodes: CPU, wall time and bytes.
 	readNodes                       int
 	readCPU, readSeconds, readBytes float64
@@ -216,6 +218,7 @@ func (m liveFigures) report(b *testing.B) {
 	b.ReportMetric(m.cpu, "cpu-s")
 	b.ReportMetric(m.simCPU, "sim-cpu-s")
 	b.ReportMetric(float64(m.healthy), "healthy")
+	b.ReportMetric(float64(m.powered), "powered")
 	b.ReportMetric(m.readCPU/float64(m.readNodes), "read-cpu-s/node/poll")
 	b.ReportMetric(m.readBytes/float64(m.readNodes), "read-B/node/poll")
 	b.ReportMetric(m.readSeconds, "read-s/poll")
@@ -253,6 +256,7 @@ func (lb *liveBench) run(b testing.TB, old bool, lim *Limits, window time.Durati
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	ons0 := lb.sim.ons.Load()
 	simDone := make(chan float64)
 	go func() { simDone <- lb.sim.run(ctx) }()
 	runtime.GC()
@@ -268,7 +272,7 @@ func (lb *liveBench) run(b testing.TB, old bool, lim *Limits, window time.Durati
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		b.Fatal(err)
 	}
-	m := liveFigures{nodes: len(lb.names), seconds: el, cpu: cpu - simCPU, simCPU: simCPU, bytes: reads.read.Load()}
+	m := liveFigures{nodes: len(lb.names), seconds: el, cpu: cpu - simCPU, simCPU: simCPU, bytes: reads.read.Load(), powered: lb.sim.ons.Load() - ons0}
 	m.polls, m.pollSeconds = srv.calls, srv.seconds
 	for _, r := range recs {
 		switch {
@@ -424,6 +428,7 @@ type nodeSim struct {
 	trackers []*nodestate.Tracker
 	mu       sync.Mutex
 	powered  []simEntry // power-ons not yet queued
+	ons      atomic.Int64
 	// Below: the simulation goroutine's own.
 	gen   []uint32 // each node's boot, so that a power-on mid-boot drops the old boot's steps
 	xfer  []*nodestate.TransferHandle
@@ -442,6 +447,7 @@ func newNodeSim(names []string, trackers []*nodestate.Tracker) *nodeSim {
 }
 
 func (s *nodeSim) powerOn(i int) {
+	s.ons.Add(1)
 	s.mu.Lock()
 	s.powered = append(s.powered, simEntry{at: time.Now(), node: int32(i)})
 	s.mu.Unlock()
