@@ -215,6 +215,7 @@ func (m liveFigures) report(b *testing.B) {
 	b.ReportMetric(float64(m.bytes)/float64(max(1, m.polls))/float64(m.nodes), "B/node/poll")
 	b.ReportMetric(m.pollSeconds/float64(max(1, m.polls)), "s/poll")
 	b.ReportMetric(float64(m.polls), "polls")
+	b.ReportMetric(m.seconds, "run-s")
 	b.ReportMetric(m.cpu, "cpu-s")
 	b.ReportMetric(m.simCPU, "sim-cpu-s")
 	b.ReportMetric(float64(m.healthy), "healthy")
