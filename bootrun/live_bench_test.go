@@ -32,7 +32,7 @@ const liveBenchWindow = 8 * time.Second
 // liveBenchMinPolls is how many reads (the run's start and its polls) the progress path's run
 // makes at least, and liveBenchMaxRun bounds how long it waits past the window for them.
 const (
-	liveBenchMinPolls = 3
+	liveBenchMinPolls = 2
 	liveBenchMaxRun   = 90 * time.Second
 )
 
