@@ -1,6 +1,7 @@
 package nodestate
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -15,9 +16,10 @@ type LiveNode struct {
 	// Restarts counts the attempts of this boot that the node's firmware started over by itself
 	// (a DISCOVER mid-boot, or after a failed transfer); GaveUp counts the transfers given up.
 	// A boot begins with an attempt the operator armed (a reboot request) or one from pending,
-	// booted or healthy; both counts start at 0 then.
-	Restarts int  `json:"restarts"`
-	GaveUp   int  `json:"gave_up"`
+	// booted or healthy; both counts start at 0 then. Left out at 0, as most nodes' are: a run
+	// reads every node every poll, and the two zeros were a quarter of a node's bytes.
+	Restarts int  `json:"restarts,omitempty"`
+	GaveUp   int  `json:"gave_up,omitempty"`
 	Reported bool `json:"reported,omitempty"`
 	// Transfer is the node's current transfer, or its last one once it ended; LastGaveUp the last
 	// transfer it gave up in this boot (its time is the firmware's patience, or less).
@@ -73,8 +75,8 @@ func (x *TransferHandle) Add(n int64) {
 }
 
 // snapshot reads the transfer at now.
-func (x *TransferHandle) snapshot(now time.Time) *Transfer {
-	out := &Transfer{File: x.file, Sent: x.sent.Load(), Size: x.size.Load(), Outcome: TransferRunning}
+func (x *TransferHandle) snapshot(now time.Time) Transfer {
+	out := Transfer{File: x.file, Sent: x.sent.Load(), Size: x.size.Load(), Outcome: TransferRunning}
 	end := now
 	if e := x.end.Load(); e != 0 {
 		end = time.Unix(0, e)
@@ -125,7 +127,8 @@ func (t *Tracker) EndTransfer(name string, x *TransferHandle, sent, size int64, 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, tracked := t.nodes[name]; tracked {
-		t.liveLocked(name).lastFail = x.snapshot(now)
+		last := x.snapshot(now)
+		t.liveLocked(name).lastFail = &last
 	}
 }
 
@@ -169,22 +172,46 @@ func (t *Tracker) countLocked(n *NodeStatus, ev Event, from, to State, changed b
 	}
 }
 
-// Live returns every node's LiveNode, in inventory order.
+// Live returns every node's LiveNode, in inventory order. A run asks for it every poll, and
+// the DHCP path waits for the same lock: the lock is held for liveChunk nodes at a time, only to
+// copy their counters, and the transfers are read from their atomics after it, into one block
+// (with one allocation per node, 40,960 nodes held the lock for about 100 ms).
 func (t *Tracker) Live() []LiveNode {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := t.now()
-	out := make([]LiveNode, 0, len(t.order))
-	for _, name := range t.order {
-		n := t.nodes[name]
-		ln := LiveNode{Name: name, State: n.State, Attempt: n.Attempt, Reported: n.Reported}
-		if l, ok := t.live[name]; ok {
-			ln.Restarts, ln.GaveUp, ln.LastGaveUp = l.restarts, l.gaveUp, l.lastFail
-			if l.cur != nil {
-				ln.Transfer = l.cur.snapshot(now)
+	names := slices.Clone(t.order) // Retrack rebuilds t.order in place
+	t.mu.Unlock()
+	out := make([]LiveNode, 0, len(names))
+	cur := make([]*TransferHandle, 0, len(names))
+	running := 0
+	for i := 0; i < len(names); i += liveChunk {
+		t.mu.Lock()
+		for _, name := range names[i:min(i+liveChunk, len(names))] {
+			n, ok := t.nodes[name]
+			if !ok {
+				continue // dropped since (Retrack)
 			}
+			ln := LiveNode{Name: name, State: n.State, Attempt: n.Attempt, Reported: n.Reported}
+			var x *TransferHandle
+			if l, ok := t.live[name]; ok {
+				ln.Restarts, ln.GaveUp, ln.LastGaveUp, x = l.restarts, l.gaveUp, l.lastFail, l.cur
+			}
+			if x != nil {
+				running++
+			}
+			out, cur = append(out, ln), append(cur, x)
 		}
-		out = append(out, ln)
+		t.mu.Unlock()
+	}
+	now := t.now()
+	block := make([]Transfer, 0, running)
+	for i, x := range cur {
+		if x != nil {
+			block = append(block, x.snapshot(now))
+			out[i].Transfer = &block[len(block)-1]
+		}
 	}
 	return out
 }
+
+// liveChunk is how many nodes Live reads under one hold of the tracker's lock.
+const liveChunk = 256
