@@ -501,26 +501,10 @@ type RebootResponse struct {
 // handleReboot records the operator's reboot request for a node (bootctl node reboot): its next
 // DHCP DISCOVER starts a new boot attempt even if it is booted or healthy.
 func (s *Server) handleReboot(w http.ResponseWriter, r *http.Request) {
-	if err := s.operatorAuth(r); err != nil {
-		s.reqLog(r, "").Warn("operator request refused", zap.Error(err))
-		refuse(w, err)
-		return
+	name, st, ok := s.operatorNodeChange(w, r, "reboot requested by the operator", s.tracker.RequestReboot)
+	if ok {
+		writeJSONBody(w, http.StatusOK, RebootResponse{Node: name, State: st.State, RebootRequested: true})
 	}
-	name := r.PathValue("name")
-	st, err := s.tracker.RequestReboot(name)
-	if errors.Is(err, nodestate.ErrUnknownNode) {
-		apiError(w, http.StatusNotFound, "unknown node %q", name)
-		return
-	}
-	if err != nil {
-		apiError(w, http.StatusInternalServerError, "%v", err)
-		return
-	}
-	if err := s.tracker.Flush(); err != nil {
-		s.reqLog(r, name).Warn("saving a reboot request", zap.Error(err))
-	}
-	s.reqLog(r, name).Info("reboot requested by the operator", zap.Stringer("state", st.State))
-	writeJSONBody(w, http.StatusOK, RebootResponse{Node: name, State: st.State, RebootRequested: true})
 }
 
 // PowerOffResponse answers an operator's word that a node was powered off.
@@ -534,26 +518,36 @@ type PowerOffResponse struct {
 // pending again, not healthy, and its next DISCOVER starts a new attempt. It takes the operator
 // token, as a reboot does: anyone else could otherwise make healthy nodes look off.
 func (s *Server) handlePowerOff(w http.ResponseWriter, r *http.Request) {
+	name, st, ok := s.operatorNodeChange(w, r, "node powered off by the operator", s.tracker.PowerOff)
+	if ok {
+		writeJSONBody(w, http.StatusOK, PowerOffResponse{Node: name, State: st.State, PoweredOff: st.PoweredOff})
+	}
+}
+
+// operatorNodeChange makes change to the node the request names, once the request proves it is
+// the operator's, and saves it before the answer; ok false: the error is answered.
+func (s *Server) operatorNodeChange(w http.ResponseWriter, r *http.Request, what string,
+	change func(string) (nodestate.NodeStatus, error)) (string, nodestate.NodeStatus, bool) {
 	if err := s.operatorAuth(r); err != nil {
 		s.reqLog(r, "").Warn("operator request refused", zap.Error(err))
 		refuse(w, err)
-		return
+		return "", nodestate.NodeStatus{}, false
 	}
 	name := r.PathValue("name")
-	st, err := s.tracker.PowerOff(name)
+	st, err := change(name)
 	if errors.Is(err, nodestate.ErrUnknownNode) {
 		apiError(w, http.StatusNotFound, "unknown node %q", name)
-		return
+		return "", st, false
 	}
 	if err != nil {
 		apiError(w, http.StatusInternalServerError, "%v", err)
-		return
+		return "", st, false
 	}
 	if err := s.tracker.Flush(); err != nil {
-		s.reqLog(r, name).Warn("saving a power-off", zap.Error(err))
+		s.reqLog(r, name).Warn("saving: "+what, zap.Error(err))
 	}
-	s.reqLog(r, name).Info("node powered off by the operator", zap.Stringer("state", st.State))
-	writeJSONBody(w, http.StatusOK, PowerOffResponse{Node: name, State: st.State, PoweredOff: st.PoweredOff})
+	s.reqLog(r, name).Info(what, zap.Stringer("state", st.State))
+	return name, st, true
 }
 
 func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) {
