@@ -92,35 +92,9 @@ func (c *Client) get(ctx context.Context, path string, v any) error {
 // Reboot asks the server to start the named node's boot over at its next DHCP DISCOVER (POST
 // /api/v1/nodes/NAME/reboot), with the operator token.
 func (c *Client) Reboot(ctx context.Context, name, token string) (*RebootResponse, error) {
-	url := strings.TrimSuffix(c.BaseURL, "/") + "/api/v1/nodes/" + name + "/reboot"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
-	if err != nil {
-		return nil, fmt.Errorf("reboot: %w", err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("reboot: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("reboot: POST %s: %w", url, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e errorBody
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			return nil, fmt.Errorf("reboot: POST %s: %s: %s", url, resp.Status, e.Error)
-		}
-		return nil, fmt.Errorf("reboot: POST %s: %s", url, resp.Status)
-	}
 	var out RebootResponse
-	if err := json.Unmarshal(body, &out); err != nil {
-		return nil, fmt.Errorf("reboot: POST %s: not a bootfabric answer: %w", url, err)
+	if err := c.operatorPost(ctx, "reboot", "/api/v1/nodes/"+url.PathEscape(name)+"/reboot", token, &out); err != nil {
+		return nil, err
 	}
 	return &out, nil
 }

@@ -444,13 +444,7 @@ func (p *soakProber) check(t *testing.T) {
 	t.Helper()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for i, d := range p.doubles {
-		if i == 10 {
-			t.Errorf("item 2: ... %d more", len(p.doubles)-10)
-			break
-		}
-		t.Errorf("item 2: %s", d)
-	}
+	errorsUpTo10(t, "item 2", p.doubles)
 	if len(p.offers) == 0 {
 		t.Errorf("item 2: the prober got no offer at all (%d DISCOVERs sent)", p.sent.Load())
 	}
@@ -516,13 +510,7 @@ func (s *soakScripts) check(t *testing.T) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, m := range s.served {
-		if i == 10 {
-			t.Errorf("item 3: ... %d more", len(s.served)-10)
-			break
-		}
-		t.Errorf("item 3: %s", m)
-	}
+	errorsUpTo10(t, "item 3", s.served)
 	if s.answered == 0 {
 		t.Errorf("item 3: none of %d second script fetches was answered", s.asked)
 	}
@@ -623,4 +611,16 @@ func (d *soakDownNodes) check(t *testing.T) {
 		}
 	}
 	t.Logf("item 4: down nodes' addresses: %s", d.counts())
+}
+
+// errorsUpTo10 reports the first ten of an item's findings, and how many more there were.
+func errorsUpTo10(t *testing.T, item string, found []string) {
+	t.Helper()
+	for i, f := range found {
+		if i == 10 {
+			t.Errorf("%s: ... %d more", item, len(found)-10)
+			return
+		}
+		t.Errorf("%s: %s", item, f)
+	}
 }
