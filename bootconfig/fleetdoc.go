@@ -114,6 +114,9 @@ type LocalSettings struct {
 	TFTPRoot   string   // tftp.root: a local directory served read-only over TFTP ("": none)
 	DHCPListen string   // dhcp.listen
 	Interfaces []string // dhcp.interfaces
+	// OperatorTokenFile is http.operator_token_file ("": state_dir/operator.token): the operator
+	// API's token is this server's own, as in a single server's configuration.
+	OperatorTokenFile string
 }
 
 // perServerFields are the YAML settings a fleet file refuses: each server has its own.
@@ -628,7 +631,7 @@ func (d *FleetDoc) config(id int, local LocalSettings) (*Config, error) {
 		IPXEDir:       local.IPXEDir,
 		Profile:       d.Profile,
 		StateDir:      local.StateDir,
-		HTTP:          HTTPConfig{Listen: local.HTTPListen, URL: local.URL},
+		HTTP:          HTTPConfig{Listen: local.HTTPListen, URL: local.URL, OperatorTokenFile: local.OperatorTokenFile},
 		TFTP: TFTPConfig{Listen: local.TFTPListen, Root: local.TFTPRoot, MaxBlockSize: d.TFTP.MaxBlockSize,
 			MaxTransfers: d.TFTP.MaxTransfers, MaxTransfersPerClient: d.TFTP.MaxTransfersPerClient},
 		DHCP: DHCPConfig{

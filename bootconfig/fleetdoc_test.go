@@ -321,9 +321,9 @@ func TestFleetDocMaterialize(t *testing.T) {
 				DHCP: DHCPConfig{Listen: ":67", IPv6RA: "no-router"}}
 		}},
 		{"bs1", LocalSettings{StateDir: "st", Images: "im", IPXEDir: "/ipxe", HTTPListen: "127.0.0.1:8080", URL: "http://bs1.test:8080/",
-			TFTPListen: "off", TFTPRoot: "/srv/tftp", DHCPListen: "10.0.0.2:67", Interfaces: []string{"eth1"}}, func(dir string) *Config {
+			TFTPListen: "off", TFTPRoot: "/srv/tftp", DHCPListen: "10.0.0.2:67", Interfaces: []string{"eth1"}, OperatorTokenFile: "/etc/op.token"}, func(dir string) *Config {
 			return &Config{ServerID: 1, Images: "im", StateDir: "st", IPXEDir: "/ipxe",
-				HTTP: HTTPConfig{Listen: "127.0.0.1:8080", URL: "http://bs1.test:8080"}, TFTP: TFTPConfig{Listen: "off", Root: "/srv/tftp", MaxBlockSize: 1468},
+				HTTP: HTTPConfig{Listen: "127.0.0.1:8080", URL: "http://bs1.test:8080", OperatorTokenFile: "/etc/op.token"}, TFTP: TFTPConfig{Listen: "off", Root: "/srv/tftp", MaxBlockSize: 1468},
 				DHCP: DHCPConfig{Listen: "10.0.0.2:67", IPv6RA: "no-router", Interfaces: []string{"eth1"}}}
 		}},
 	}
@@ -336,6 +336,9 @@ func TestFleetDocMaterialize(t *testing.T) {
 			}
 			want := tt.want(dir)
 			withLimitDefaults(want)
+			if tt.local.OperatorTokenFile != "" { // the server's own, not state_dir's default
+				want.HTTP.OperatorTokenFile = tt.local.OperatorTokenFile
+			}
 			want.Servers = []ServerEntry{{"bs0", "10.0.0.1"}, {"bs1", "10.0.0.2"}}
 			want.Topology = filepath.Join(dir, "topology", "machine.yaml")
 			want.Inventory = filepath.Join(dir, "inventory", "inventory.csv")

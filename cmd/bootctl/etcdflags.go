@@ -88,3 +88,46 @@ func openFleetSecure(ctx context.Context, c *cli.Context, opts fleet.Options) (*
 	opts.TLS, opts.Username, opts.Password = sec.TLS, sec.Username, sec.Password
 	return fleet.Open(ctx, opts)
 }
+
+// fleetEtcdFlag is --etcd, the one flag of every command that reads or writes a fleet in etcd:
+// every endpoint of the etcd cluster, so that the client fails over.
+func fleetEtcdFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "etcd", EnvVars: []string{"BOOTCTL_ETCD"},
+		Usage: "a fleet's etcd endpoints, comma-separated or repeated (host:port or http://host:port)"}
+}
+
+// etcdEndpoints is --etcd's endpoints, every one given, in order: the one parser of the flag.
+func etcdEndpoints(c *cli.Context) []string {
+	var eps []string
+	for _, s := range c.StringSlice("etcd") {
+		eps = append(eps, splitList(s)...)
+	}
+	return eps
+}
+
+// refuseWithoutEtcd refuses, naming it, a flag of a fleet's etcd (--fleet, the TLS and user
+// flags, and more) given without --etcd: without it the command would ignore the flag silently.
+func refuseWithoutEtcd(c *cli.Context, more ...string) error {
+	if len(etcdEndpoints(c)) > 0 {
+		return nil
+	}
+	names := []string{"fleet"}
+	for _, f := range etcdSecurityFlags() {
+		names = append(names, f.Names()[0])
+	}
+	for _, f := range append(names, more...) {
+		if c.IsSet(f) {
+			return badInput("--%s: applies to a fleet (with --etcd); without --etcd it would be ignored", f)
+		}
+	}
+	return nil
+}
+
+// fleetEndpoints returns --etcd's endpoints, or a usage error when there are none.
+func fleetEndpoints(c *cli.Context) ([]string, error) {
+	eps := etcdEndpoints(c)
+	if len(eps) == 0 {
+		return nil, badInput("--etcd: required: the fleet's etcd endpoints, host:port,... (or BOOTCTL_ETCD)")
+	}
+	return eps, nil
+}

@@ -24,12 +24,6 @@ import (
 // fleetRecentTakeovers is how many of the latest takeovers `fleet status` lists.
 const fleetRecentTakeovers = 5
 
-// fleetEtcdFlag is --etcd: every endpoint of the etcd cluster, so that the client fails over.
-func fleetEtcdFlag() cli.Flag {
-	return &cli.StringSliceFlag{Name: "etcd", EnvVars: []string{"BOOTCTL_ETCD"},
-		Usage: "etcd endpoints, comma-separated (host:port or http://host:port)"}
-}
-
 // fleetNameFlag is --fleet: one etcd can hold several fleets, each under /bootfabric/NAME/.
 func fleetNameFlag() cli.Flag {
 	return &cli.StringFlag{Name: "fleet", EnvVars: []string{"BOOTCTL_FLEET"}, Value: "default",
@@ -96,22 +90,6 @@ func (e *fleetEtcdError) Error() string {
 }
 
 func (e *fleetEtcdError) Unwrap() error { return e.err }
-
-// fleetEndpoints returns --etcd's endpoints, or a usage error.
-func fleetEndpoints(c *cli.Context) ([]string, error) {
-	var eps []string
-	for _, s := range c.StringSlice("etcd") {
-		for _, ep := range strings.Split(s, ",") {
-			if ep = strings.TrimSpace(ep); ep != "" {
-				eps = append(eps, ep)
-			}
-		}
-	}
-	if len(eps) == 0 {
-		return nil, badInput("--etcd: required: the fleet's etcd endpoints, host:port,... (or BOOTCTL_ETCD)")
-	}
-	return eps, nil
-}
 
 // openFleet connects to the fleet's etcd.
 func openFleet(c *cli.Context) (*fleet.Client, []string, error) {

@@ -48,8 +48,11 @@ func (ni *nodeInventory) close() {
 // loadNodeInventory loads the inventory of --config, of --inventory with --topology, or of the
 // fleet's current revision (--etcd).
 func loadNodeInventory(c *cli.Context) (*nodeInventory, error) {
-	if len(c.StringSlice("etcd")) > 0 {
+	if len(etcdEndpoints(c)) > 0 {
 		return loadFleetNodeInventory(c)
+	}
+	if err := refuseWithoutEtcd(c, "sign-key"); err != nil {
+		return nil, err
 	}
 	topo, invFile := c.String("topology"), c.String("inventory")
 	var cfg *bootconfig.Config

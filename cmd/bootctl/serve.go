@@ -100,6 +100,9 @@ func serveCommand(e *env) *cli.Command {
 				}
 				defer stop()
 			}
+			if err := refuseOtherMode(c); err != nil {
+				return err
+			}
 			if c.Bool("check") {
 				return serveCheck(e, c)
 			}

@@ -15,8 +15,7 @@ import (
 // fleetServeFlags are serve's flags for a fleet member: everything else comes from etcd.
 func fleetServeFlags() []cli.Flag {
 	return append([]cli.Flag{
-		&cli.StringFlag{Name: "etcd", EnvVars: []string{"BOOTCTL_ETCD"},
-			Usage: "run as a member of a fleet: its etcd endpoints, comma-separated (then --config is not used)"},
+		fleetEtcdFlag(),
 		&cli.StringFlag{Name: "name", EnvVars: []string{"BOOTCTL_NAME"}, Usage: "with --etcd: this server's name in the fleet's servers"},
 		&cli.StringFlag{Name: "fleet", Value: "default", EnvVars: []string{"BOOTCTL_FLEET"}, Usage: "with --etcd: the fleet's name"},
 		&cli.DurationFlag{Name: "lease-ttl", Value: fleet.DefaultTTL, EnvVars: []string{"BOOTCTL_LEASE_TTL"},
@@ -41,7 +40,7 @@ func fleetDefaults() bootconfig.LocalSettings {
 // not work here is logged and the running one kept.
 func serveFleet(e *env, c *cli.Context) error {
 	ctx := c.Context
-	endpoints := splitList(c.String("etcd"))
+	endpoints := etcdEndpoints(c)
 	name := c.String("name")
 	if name == "" {
 		return badInput("--name: a fleet member needs its server name (one of the fleet's servers)")
@@ -78,6 +77,11 @@ func serveFleet(e *env, c *cli.Context) error {
 	if c.IsSet("interface") {
 		local.Interfaces = c.StringSlice("interface")
 	}
+	if c.IsSet("operator-token-file") {
+		if local.OperatorTokenFile, err = filepath.Abs(c.String("operator-token-file")); err != nil {
+			return badInput("--operator-token-file: %v", err)
+		}
+	}
 	clientReg := prometheus.NewRegistry()
 	fc, err := openFleetSecure(ctx, c, fleet.Options{Endpoints: endpoints, Fleet: c.String("fleet"), Log: e.log.Named("etcd"), Registerer: clientReg})
 	if err != nil {
@@ -95,6 +99,21 @@ func serveFleet(e *env, c *cli.Context) error {
 		return asBadInput(err)
 	}
 	return configError(err)
+}
+
+// refuseOtherMode refuses, naming it, a serve flag that the mode chosen (a fleet member with
+// --etcd, or one server with --config) would otherwise ignore without a word.
+func refuseOtherMode(c *cli.Context) error {
+	if c.IsSet("etcd") {
+		if c.IsSet("node-secret-file") {
+			return badInput("--node-secret-file: a fleet member derives node tokens from --fleet-secret, which every server of the fleet shares")
+		}
+		if c.IsSet("recover") {
+			return badInput("--recover: a fleet member keeps node states in etcd, not in a local state file; there is nothing local to recover")
+		}
+		return nil
+	}
+	return refuseWithoutEtcd(c, "name", "lease-ttl", "config-key", "fleet-secret")
 }
 
 // fleetKeys reads --config-key and --fleet-secret, which every fleet member needs.

@@ -50,9 +50,7 @@ func statusCommand(e *env) *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "server", Aliases: []string{"s"}, EnvVars: []string{"BOOTCTL_SERVER"},
 				Usage: "boot server HTTP URL, e.g. http://10.0.0.1:8080; repeat to aggregate several servers"},
-			&cli.StringFlag{Name: "etcd", EnvVars: []string{"BOOTCTL_ETCD"},
-				Usage: "a fleet's etcd endpoints, comma-separated: every node of every server in one read (instead of --server)"},
-			&cli.StringFlag{Name: "fleet", Value: "default", EnvVars: []string{"BOOTCTL_FLEET"}, Usage: "fleet name (with --etcd)"},
+			fleetEtcdFlag(), fleetNameFlag(),
 			&cli.IntFlag{Name: "watch", Aliases: []string{"w"}, Usage: "refresh every N seconds until interrupted (0: once)"},
 			&cli.StringFlag{Name: "state", Usage: "show only the nodes in this state (or unknown: those no server holds a state for)"},
 			groupFlag(),
@@ -92,10 +90,13 @@ func parseStatusQuery(c *cli.Context) (*statusQuery, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseWithoutEtcd(c); err != nil {
+		return nil, err
+	}
 	if c.Int("watch") < 0 {
 		return nil, badInput("--watch: %d is not a number of seconds", c.Int("watch"))
 	}
-	q := &statusQuery{format: format, fleet: c.String("fleet"), endpoints: splitList(c.String("etcd")),
+	q := &statusQuery{format: format, fleet: c.String("fleet"), endpoints: etcdEndpoints(c),
 		hc: &http.Client{Timeout: c.Duration("timeout")}, watch: time.Duration(c.Int("watch")) * time.Second}
 	if q.sel, err = parseSelection(c); err != nil {
 		return nil, err
