@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/internal/yamlerr"
 	"github.com/bootfabric/bootfabric/nodeset"
 	"github.com/bootfabric/bootfabric/topology"
@@ -159,7 +160,7 @@ type TFTPConfig struct {
 type DHCPConfig struct {
 	// Mode is reservation (hand out the inventory's addresses, and with Pool a dynamic range), proxy
 	// (proxyDHCP: boot options only, another server gives addresses) or off. Default reservation.
-	Mode string `yaml:"mode"`
+	Mode dhcpd.Mode `yaml:"mode"`
 	// Interfaces binds one listener to each named interface. Empty: all interfaces.
 	Interfaces []string `yaml:"interfaces"`
 	// Listen is the listen address. Default ":67".
@@ -239,11 +240,8 @@ const (
 // PoolFile is the name of the pool's lease database in the state directory.
 const PoolFile = "leases.db"
 
-// DHCP modes.
+// The values of dhcp.ipv6_ra (dhcp.mode's are dhcpd's Mode).
 const (
-	DHCPReservation = "reservation"
-	DHCPProxy       = "proxy"
-	DHCPOff         = "off"
 	// IPv6RANoRouter and IPv6RAOff are the values of dhcp.ipv6_ra.
 	IPv6RANoRouter = "no-router"
 	IPv6RAOff      = "off"
@@ -501,13 +499,13 @@ func (c *Config) validateTFTP() error {
 func (c *Config) validateDHCP() error {
 	d := &c.DHCP
 	if d.Mode == "" {
-		d.Mode = DHCPReservation
+		d.Mode = dhcpd.ModeReservation
 	}
 	if d.Mode == "pool" {
-		return fieldError("dhcp.mode", "%q is not reservation, proxy or off (a pool is dhcp.pool: {range: FIRST-LAST, lease: 10m} in reservation mode)", d.Mode)
+		return fieldError("dhcp.mode", "%q is not %s (a pool is dhcp.pool: {range: FIRST-LAST, lease: 10m} in reservation mode)", d.Mode, dhcpd.ModesText())
 	}
-	if d.Mode != DHCPReservation && d.Mode != DHCPProxy && d.Mode != DHCPOff {
-		return fieldError("dhcp.mode", "%q is not reservation, proxy or off", d.Mode)
+	if !slices.Contains(dhcpd.Modes(), d.Mode) {
+		return fieldError("dhcp.mode", "%q is not %s", d.Mode, dhcpd.ModesText())
 	}
 	if d.Listen == "" {
 		d.Listen = ":67"
@@ -515,7 +513,7 @@ func (c *Config) validateDHCP() error {
 	switch d.IPv6RA {
 	case "":
 		d.IPv6RA = IPv6RAOff
-		if d.Mode == DHCPReservation {
+		if d.Mode == dhcpd.ModeReservation {
 			d.IPv6RA = IPv6RANoRouter
 		}
 	case IPv6RANoRouter, IPv6RAOff:
@@ -543,7 +541,7 @@ func (c *Config) validateDHCP() error {
 // validateOptions checks the network options handed to the nodes: subnet (required in reservation
 // mode), router and name servers.
 func (d *DHCPConfig) validateOptions() error {
-	if d.Subnet == "" && d.Mode == DHCPReservation {
+	if d.Subnet == "" && d.Mode == dhcpd.ModeReservation {
 		return fieldError("dhcp.subnet", "missing: the nodes' subnet, e.g. 10.0.0.0/24 (needed in reservation mode)")
 	}
 	if d.Subnet != "" {
@@ -641,7 +639,7 @@ func (c *Config) validateLimits() error {
 // are checked when the server loads it).
 func (c *Config) validatePool() error {
 	d, p := &c.DHCP, c.DHCP.Pool
-	if d.Mode != DHCPReservation {
+	if d.Mode != dhcpd.ModeReservation {
 		return fieldError("dhcp.pool", "needs dhcp.mode reservation (it is %s)", d.Mode)
 	}
 	first, last, err := parsePoolRange(p.Range, netip.MustParsePrefix(d.Subnet).Masked())

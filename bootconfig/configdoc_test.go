@@ -150,6 +150,8 @@ func (ct *configTypes) typeName(e ast.Expr) (string, string) {
 			return "duration", ""
 		}
 		return x.Name, ""
+	case *ast.SelectorExpr: // a named string type of another package (dhcpd.Mode)
+		return "string", ""
 	}
 	return fmt.Sprintf("%T", e), ""
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/internal/atomicfile"
 	"github.com/bootfabric/bootfabric/topology"
@@ -76,7 +77,7 @@ type FleetTFTP struct {
 // FleetDHCP is the fleet-wide part of dhcp: (listen address and interfaces are each server's).
 // Durations are Go durations ("1h").
 type FleetDHCP struct {
-	Mode          string     `json:"mode"`
+	Mode          dhcpd.Mode `json:"mode"`
 	Subnet        string     `json:"subnet,omitempty"`
 	Router        string     `json:"router,omitempty"`
 	DNS           []string   `json:"dns,omitempty"`

@@ -3,6 +3,8 @@ package bootconfig
 import (
 	"fmt"
 	"net/netip"
+
+	"github.com/bootfabric/bootfabric/dhcpd"
 )
 
 // CheckNodes checks the nodes au gives a server of c against c's DHCP settings: with reservations,
@@ -17,7 +19,7 @@ func (c *Config) CheckNodes(au *Authority) error {
 }
 
 func (c *Config) checkOwnedAddresses(au *Authority) error {
-	if c.DHCP.Mode != DHCPReservation {
+	if c.DHCP.Mode != dhcpd.ModeReservation {
 		return nil
 	}
 	subnet := netip.MustParsePrefix(c.DHCP.Subnet).Masked()

@@ -155,7 +155,7 @@ func TestAttackScriptTheft(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := f.server(t, func(c *bootconfig.Config) {
-		c.DHCP.Mode = bootconfig.DHCPProxy
+		c.DHCP.Mode = dhcpd.ModeProxy
 		c.StateDir = filepath.Join(f.dir, "state-proxy")
 	})
 	w = do(t, p.Handler(), "GET", "/ipxe/52:54:00:00:00:01", "", attacker)
@@ -434,7 +434,7 @@ func TestAttackTokenOfIdleNode(t *testing.T) {
 	s := newFixture(t).server(t, func(c *bootconfig.Config) { c.HTTP.URL = "http://127.0.0.1:8080" })
 	// As with DHCP answered here (the fixture's addresses span no one subnet to configure): only
 	// the handlers run, which read the mode.
-	s.cfg.DHCP.Mode = bootconfig.DHCPReservation
+	s.cfg.DHCP.Mode = dhcpd.ModeReservation
 	h := s.Handler()
 	report := func(tok, status string) int {
 		return do(t, h, "POST", "/api/v1/nodes/node00/health?token="+tok, `{"status":"`+status+`"}`, "127.0.0.1:1").Code

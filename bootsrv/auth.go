@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bootfabric/bootfabric/bootconfig"
+	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"go.uber.org/zap"
@@ -206,7 +206,7 @@ func CheckNode(name string, c NodeCheck) error {
 func (s *Server) nodeCheck(r *http.Request, name string, st nodestate.NodeStatus) NodeCheck {
 	return NodeCheck{
 		From: remoteAddr(r), NodeIP: st.IP, TokenOK: s.nodes.check(name, st.Attempt, requestToken(r)),
-		AuthOn: s.nodes.secret != nil, NeedAddr: s.cfg.DHCP.Mode != bootconfig.DHCPProxy,
+		AuthOn: s.nodes.secret != nil, NeedAddr: s.cfg.DHCP.Mode != dhcpd.ModeProxy,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bootfabric/bootfabric/bootconfig"
+	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/images"
 )
 
@@ -59,7 +60,7 @@ func Check(cfg *bootconfig.Config) (*CheckResult, error) {
 		return nil, err
 	}
 	r := &CheckResult{File: cfg.File(), Server: cfg.Servers[cfg.ServerID].Name, ServerID: cfg.ServerID, Servers: len(cfg.Servers),
-		Topology: cfg.Topology, Mapping: algo, Inventory: len(inv.Nodes), Owned: len(s.auth.Owned()), DHCP: cfg.DHCP.Mode,
+		Topology: cfg.Topology, Mapping: algo, Inventory: len(inv.Nodes), Owned: len(s.auth.Owned()), DHCP: string(cfg.DHCP.Mode),
 		Profiles: []string{cfg.Profile}}
 	if r.Topology == "" {
 		r.Topology = "flat"
@@ -77,7 +78,7 @@ func Check(cfg *bootconfig.Config) (*CheckResult, error) {
 // a typo is one line naming the field at --check (and before New writes a state file), not a bind
 // error after the server has started. The error names the host's interfaces.
 func checkInterfaces(cfg *bootconfig.Config) error {
-	if cfg.DHCP.Mode == bootconfig.DHCPOff {
+	if cfg.DHCP.Mode == dhcpd.ModeOff {
 		return nil
 	}
 	for i, name := range cfg.DHCP.Interfaces {

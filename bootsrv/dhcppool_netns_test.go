@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootconfig"
+	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/internal/testenv"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/google/go-cmp/cmp"
@@ -39,7 +40,7 @@ func TestNetnsPoolUdhcpc(t *testing.T) {
 	serve := func() (stop func()) {
 		c := f.config(t, func(c *bootconfig.Config) {
 			c.Servers = []bootconfig.ServerEntry{{Name: "bs0", Address: "10.78.0.1"}}
-			c.DHCP = bootconfig.DHCPConfig{Mode: bootconfig.DHCPReservation, Interfaces: []string{"eth0"}, Listen: ":67", Subnet: "10.78.0.0/24",
+			c.DHCP = bootconfig.DHCPConfig{Mode: dhcpd.ModeReservation, Interfaces: []string{"eth0"}, Listen: ":67", Subnet: "10.78.0.0/24",
 				// 41 addresses: 31 kept for the inventory's nodes without an ip, 10 for unknown MACs.
 				Pool: &bootconfig.PoolConfig{Range: "10.78.0.100-10.78.0.140", Lease: bootconfig.Duration(10 * time.Minute), Unknown: true}}
 		})

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootconfig"
+	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/google/go-cmp/cmp"
@@ -43,7 +44,7 @@ func poolInventory(t testing.TB) string {
 func poolServer(t *testing.T, f *fixture, unknown bool) (*Server, *net.UDPAddr, func()) {
 	t.Helper()
 	c := f.config(t, func(c *bootconfig.Config) {
-		c.DHCP = bootconfig.DHCPConfig{Mode: bootconfig.DHCPReservation, Listen: "127.0.0.1:0", Subnet: "127.0.0.0/8",
+		c.DHCP = bootconfig.DHCPConfig{Mode: dhcpd.ModeReservation, Listen: "127.0.0.1:0", Subnet: "127.0.0.0/8",
 			// 41 addresses: 31 kept for the inventory's nodes without an ip, 10 for unknown MACs.
 			Pool: &bootconfig.PoolConfig{Range: "127.0.1.10-127.0.1.50", Lease: bootconfig.Duration(10 * time.Minute), Unknown: unknown}}
 	})
@@ -140,7 +141,7 @@ func TestPoolInventoryErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := f.config(t, func(c *bootconfig.Config) {
-				c.DHCP = bootconfig.DHCPConfig{Mode: bootconfig.DHCPReservation, Listen: "127.0.0.1:0", Subnet: "127.0.0.0/8", Pool: tc.pool}
+				c.DHCP = bootconfig.DHCPConfig{Mode: dhcpd.ModeReservation, Listen: "127.0.0.1:0", Subnet: "127.0.0.0/8", Pool: tc.pool}
 			})
 			s, err := New(c, Options{})
 			if err == nil {
@@ -216,7 +217,7 @@ func BenchmarkServeDORA(b *testing.B) {
 			}
 			c := f.config(b, func(c *bootconfig.Config) {
 				c.Topology = "sunway"
-				c.DHCP = bootconfig.DHCPConfig{Mode: bootconfig.DHCPReservation, Listen: "127.0.0.1:0", Subnet: "10.88.0.0/16"}
+				c.DHCP = bootconfig.DHCPConfig{Mode: dhcpd.ModeReservation, Listen: "127.0.0.1:0", Subnet: "10.88.0.0/16"}
 				if mode == "pool" {
 					c.DHCP.Pool = &bootconfig.PoolConfig{Range: "10.88.1.0-10.88.250.255"}
 				}

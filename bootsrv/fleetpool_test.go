@@ -56,7 +56,7 @@ func startPoolFleet(t *testing.T, ec *etcdtest.Cluster) (a, b *fleetMember) {
 	}
 	testfix.WriteFile(t, inv, []byte(strings.Replace(string(b0), "127.0.0.1,", "10.0.0.250,", 1)))
 	pool := func(c *bootconfig.Config) {
-		c.DHCP.Mode = bootconfig.DHCPReservation
+		c.DHCP.Mode = dhcpd.ModeReservation
 		c.DHCP.Subnet = "10.0.0.0/8"
 		c.DHCP.Listen = "127.0.0.1:0"
 		c.DHCP.Pool = &bootconfig.PoolConfig{Range: "10.9.0.1-10.9.0.40", Unknown: true, Lease: bootconfig.Duration(10 * time.Minute)}

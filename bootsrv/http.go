@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootconfig"
+	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/internal/promreg"
 	"github.com/bootfabric/bootfabric/nodestate"
@@ -202,14 +203,14 @@ func (s *Server) handleScript(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("no node with MAC %s is served by this boot server", mac), http.StatusNotFound)
 		return
 	}
-	if s.cfg.DHCP.Mode == bootconfig.DHCPOff {
+	if s.cfg.DHCP.Mode == dhcpd.ModeOff {
 		// No DHCP exchange here starts an attempt: the script fetch, from the node's
 		// address, is the first sign of one.
 		s.tracker.OpenAttempt(name)
 	}
 	st, _ := s.tracker.Node(name)
 	c := s.nodeCheck(r, name, st)
-	learn := s.cfg.DHCP.Mode == bootconfig.DHCPProxy && !s.inventoryAddr(name)
+	learn := s.cfg.DHCP.Mode == dhcpd.ModeProxy && !s.inventoryAddr(name)
 	if learn {
 		// Proxy mode: another server gives the address, which may change from boot to boot; a
 		// script fetch with the token of the DHCP boot file URL shows where the node is now.
@@ -241,7 +242,7 @@ func (s *Server) handleScript(w http.ResponseWriter, r *http.Request) {
 	// A node in no open attempt still gets its script (it must boot, and the token opens
 	// nothing), but the fetch moves nothing: else a host holding an idle node's address would
 	// put it past the DHCP exchange that starts its real attempt.
-	if _, err := w.Write(script); err == nil && (s.cfg.DHCP.Mode == bootconfig.DHCPOff || st.AttemptOpen()) {
+	if _, err := w.Write(script); err == nil && (s.cfg.DHCP.Mode == dhcpd.ModeOff || st.AttemptOpen()) {
 		s.observe(s.reqLog(r, name), name, nodestate.EvScript, "GET "+r.URL.Path)
 	}
 }
@@ -253,7 +254,7 @@ func (s *Server) handleScript(w http.ResponseWriter, r *http.Request) {
 // off, outside an open attempt, or with DHCP off (where a script fetch is the only sign of an
 // attempt).
 func (s *Server) claimOnce(w http.ResponseWriter, r *http.Request, name string, st nodestate.NodeStatus, file nodestate.TokenFile) bool {
-	if s.nodes.secret == nil || !st.AttemptOpen() || s.cfg.DHCP.Mode == bootconfig.DHCPOff {
+	if s.nodes.secret == nil || !st.AttemptOpen() || s.cfg.DHCP.Mode == dhcpd.ModeOff {
 		return true
 	}
 	if s.tracker.ClaimServed(name, st.Attempt, file) {

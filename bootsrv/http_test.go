@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/bootfabric/bootfabric/bootconfig"
+	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/google/go-cmp/cmp"
@@ -338,7 +339,7 @@ func TestLearnIPFromScript(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(f.dir, "inventory.csv"), []byte(inv), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := f.server(t, func(c *bootconfig.Config) { c.HTTP.URL = "http://10.9.9.9:8080"; c.DHCP.Mode = bootconfig.DHCPProxy })
+	s := f.server(t, func(c *bootconfig.Config) { c.HTTP.URL = "http://10.9.9.9:8080"; c.DHCP.Mode = dhcpd.ModeProxy })
 	h := s.Handler()
 	tok := s.nodes.addressToken("node01")
 	s.tracker.Observe("node01", nodestate.EvDiscover, "proxy DHCP exchange") // as the proxyDHCP answer would

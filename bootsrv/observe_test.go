@@ -71,7 +71,7 @@ func TestDHCPConfig(t *testing.T) {
 	f := newFixture(t)
 	s := f.server(t, func(c *bootconfig.Config) {
 		c.HTTP.URL = "http://boot.example:8080"
-		c.DHCP.Mode = bootconfig.DHCPProxy
+		c.DHCP.Mode = dhcpd.ModeProxy
 		c.DHCP.BIOSFile = "custom.kpxe"
 	})
 	c := s.dhcpConfig("eth1")

@@ -84,7 +84,7 @@ func TestPoolUnknownMax(t *testing.T) {
 			f := newFixture(t)
 			testfix.WriteFile(t, filepath.Join(f.dir, "inventory.csv"), []byte(shareInventory(t, "127.0.0", 29, 30, 31)))
 			s := f.server(t, func(c *bootconfig.Config) {
-				c.DHCP = bootconfig.DHCPConfig{Mode: bootconfig.DHCPReservation, Listen: "127.0.0.1:0", Subnet: "127.0.0.0/8",
+				c.DHCP = bootconfig.DHCPConfig{Mode: dhcpd.ModeReservation, Listen: "127.0.0.1:0", Subnet: "127.0.0.0/8",
 					Pool: &bootconfig.PoolConfig{Range: "127.0.1.1-127.0.1.20", Lease: bootconfig.Duration(10 * time.Minute), Unknown: true, UnknownMax: tc.max}}
 			})
 			h := dhcpd.NewHandler(s.dhcpConfig(""))

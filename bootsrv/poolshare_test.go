@@ -81,7 +81,7 @@ func TestPoolKeepsRoomForInventory(t *testing.T) {
 	f := newFixture(t)
 	testfix.WriteFile(t, filepath.Join(f.dir, "inventory.csv"), []byte(shareInventory(t, "127.0.0", 29, 30, 31)))
 	s := f.server(t, func(c *bootconfig.Config) {
-		c.DHCP = bootconfig.DHCPConfig{Mode: bootconfig.DHCPReservation, Listen: "127.0.0.1:0", Subnet: "127.0.0.0/8",
+		c.DHCP = bootconfig.DHCPConfig{Mode: dhcpd.ModeReservation, Listen: "127.0.0.1:0", Subnet: "127.0.0.0/8",
 			Pool: &bootconfig.PoolConfig{Range: "127.0.1.1-127.0.1.20", Lease: bootconfig.Duration(10 * time.Minute), Unknown: true}}
 	})
 	h := dhcpd.NewHandler(s.dhcpConfig(""))
@@ -124,7 +124,7 @@ func startShareFleet(t *testing.T) (*dhcpd.Handler, []net.HardwareAddr, []int, *
 	}
 	testfix.WriteFile(t, filepath.Join(f.dir, "inventory.csv"), []byte(shareInventory(t, "10.0.0", home...)))
 	m := startFleetMemberEdit(t, f, ec.Endpoints, 0, func(c *bootconfig.Config) {
-		c.DHCP.Mode = bootconfig.DHCPReservation
+		c.DHCP.Mode = dhcpd.ModeReservation
 		c.DHCP.Subnet = "10.0.0.0/8"
 		c.DHCP.Listen = "127.0.0.1:0"
 		c.DHCP.Pool = &bootconfig.PoolConfig{Range: "10.9.0.1-10.9.0.20", Unknown: true, Lease: bootconfig.Duration(10 * time.Minute)}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootconfig"
+	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"go.uber.org/zap/zaptest"
 	"golang.org/x/sys/unix"
@@ -49,7 +50,7 @@ func TestNetnsNoRouterAdvertisement(t *testing.T) {
 	c := f.config(t, func(c *bootconfig.Config) {
 		c.Servers = []bootconfig.ServerEntry{{Name: "bs0", Address: "10.79.0.1"}}
 		// Proxy mode sends none unless asked; no dhcp.interfaces: found by the address.
-		c.DHCP = bootconfig.DHCPConfig{Mode: bootconfig.DHCPProxy, Listen: ":67", IPv6RA: bootconfig.IPv6RANoRouter}
+		c.DHCP = bootconfig.DHCPConfig{Mode: dhcpd.ModeProxy, Listen: ":67", IPv6RA: bootconfig.IPv6RANoRouter}
 	})
 	var s *Server
 	err := testfix.InNetns(srvNS, func() (err error) {

@@ -281,7 +281,7 @@ func (s *Server) newEndpoints(tracked []*bootconfig.InventoryNode, opts Options)
 	s.tracker, err = nodestate.NewTracker(trackedNodes(tracked), cfg.Profile, nodestate.TrackerOptions{
 		Store: s.store, Shared: s.fleet != nil, Flush: time.Duration(*cfg.StateFlush), Now: opts.Now, Registerer: s.reg,
 		Logger: s.log.Named("state"), Server: srv.Name, ServerID: cfg.ServerID,
-		ResetOnDiscover: cfg.ResetOnDiscover, History: cfg.Health.History, DHCPStartsBoots: cfg.DHCP.Mode != bootconfig.DHCPOff,
+		ResetOnDiscover: cfg.ResetOnDiscover, History: cfg.Health.History, DHCPStartsBoots: cfg.DHCP.Mode != dhcpd.ModeOff,
 	})
 	if err != nil {
 		return err
@@ -333,7 +333,7 @@ func (s *Server) newTFTP(opts Options) error {
 // DHCP off nothing tells the server a boot began before the node's first download, so any node's
 // address counts (its inventory address, or the one its script fetch was last seen from).
 func (s *Server) tftpKnown() func(netip.Addr) bool {
-	seesBoot := s.cfg.DHCP.Mode != bootconfig.DHCPOff
+	seesBoot := s.cfg.DHCP.Mode != dhcpd.ModeOff
 	return func(a netip.Addr) bool {
 		name, ok := s.tracker.NameByIP(a)
 		if !ok {
@@ -432,7 +432,7 @@ func (s *Server) Listen(ctx context.Context) (err error) {
 		}
 		s.tftpConn = pc.(*net.UDPConn)
 	}
-	if s.cfg.DHCP.Mode != bootconfig.DHCPOff {
+	if s.cfg.DHCP.Mode != dhcpd.ModeOff {
 		ifaces := s.cfg.DHCP.Interfaces
 		if len(ifaces) == 0 {
 			ifaces = []string{""}
@@ -538,14 +538,14 @@ func (s *Server) dhcpConfig(ifc string) dhcpd.Config {
 		HTTPBootURL:   s.baseURL + "/ipxe/bin/{file}",
 	}
 	dc := dhcpd.Config{
-		Mode: dhcpd.Mode(c.Mode), Interface: ifc, Addr: c.Listen, ServerIP: server,
+		Mode: c.Mode, Interface: ifc, Addr: c.Listen, ServerIP: server,
 		Boot: boot, Reservations: s.res, LeaseTime: time.Duration(c.LeaseTime), Workers: c.Workers,
 		Logger: s.log.Named("dhcp"), Registerer: s.reg, Observer: newDHCPObserver(s),
 	}
 	if p, err := netip.ParsePrefix(c.Subnet); err == nil {
 		dc.Networks = []netip.Prefix{p.Masked()} // relays' giaddr and INFORMs' ciaddr must lie in it
 	}
-	if c.Mode == bootconfig.DHCPProxy && s.nodes.secret != nil {
+	if c.Mode == dhcpd.ModeProxy && s.nodes.secret != nil {
 		// The node's address is not this server's to give, so the script URL carries the token.
 		dc.Boot.IPXEScriptURL += "?token={token}"
 	}
@@ -622,7 +622,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	stateCtx, stopState := context.WithCancel(context.WithoutCancel(ctx))
 	stateDone := make(chan error, 1)
 	go func() { stateDone <- s.tracker.Run(stateCtx) }()
-	attrs := []zap.Field{zap.Stringer("http", ln.Addr()), zap.String("url", s.baseURL), zap.String("dhcp", s.cfg.DHCP.Mode)}
+	attrs := []zap.Field{zap.Stringer("http", ln.Addr()), zap.String("url", s.baseURL), zap.String("dhcp", string(s.cfg.DHCP.Mode))}
 	if tconn != nil {
 		attrs = append(attrs, zap.Stringer("tftp", tconn.LocalAddr()))
 	}

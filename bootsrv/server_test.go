@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bootfabric/bootfabric/bootconfig"
+	"github.com/bootfabric/bootfabric/dhcpd"
 )
 
 func TestNewErrors(t *testing.T) {
@@ -19,7 +20,7 @@ func TestNewErrors(t *testing.T) {
 	s.Close()
 	// Reservation mode needs every owned node's address inside the subnet.
 	c := f.config(t, nil)
-	c.DHCP.Mode, c.DHCP.Subnet = bootconfig.DHCPReservation, "10.0.0.0/24"
+	c.DHCP.Mode, c.DHCP.Subnet = dhcpd.ModeReservation, "10.0.0.0/24"
 	if _, err := New(c, Options{}); err == nil || !strings.Contains(err.Error(), "inventory.csv:2: ip: 127.0.0.1 of node node00 is outside dhcp.subnet 10.0.0.0/24") {
 		t.Errorf("address outside the subnet: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootconfig"
+	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/nodestate"
 )
 
@@ -17,8 +18,8 @@ import (
 // now share a quarter of tftp.max_transfers: with 8 slots, two transfers held from two unknown
 // addresses refuse a third unknown address, while a node's address is still served.
 func TestTFTPUnknownCeilingProxyOff(t *testing.T) {
-	for _, mode := range []string{bootconfig.DHCPProxy, bootconfig.DHCPOff} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []dhcpd.Mode{dhcpd.ModeProxy, dhcpd.ModeOff} {
+		t.Run(string(mode), func(t *testing.T) {
 			f := newFixture(t)
 			s := f.server(t, func(c *bootconfig.Config) {
 				c.DHCP.Mode = mode
@@ -32,7 +33,7 @@ func TestTFTPUnknownCeilingProxyOff(t *testing.T) {
 			go func() { done <- s.Serve(ctx) }()
 			t.Cleanup(func() { cancel(); <-done })
 			server := s.TFTPAddr().(*net.UDPAddr)
-			if mode == bootconfig.DHCPProxy {
+			if mode == dhcpd.ModeProxy {
 				// node00 (127.0.0.1) is booting: this server answered its proxy DHCP.
 				s.observe(s.log, "node00", nodestate.EvDiscover, "test")
 			}

@@ -85,7 +85,7 @@ func reservationServer(t *testing.T) *Server {
 	}
 	testfix.WriteFile(t, inv, []byte(strings.Replace(string(b), "127.0.0.1,", "10.0.0.250,", 1)))
 	return f.server(t, func(c *bootconfig.Config) {
-		c.DHCP.Mode, c.DHCP.Subnet, c.DHCP.Listen = bootconfig.DHCPReservation, "10.0.0.0/8", "127.0.0.1:0"
+		c.DHCP.Mode, c.DHCP.Subnet, c.DHCP.Listen = dhcpd.ModeReservation, "10.0.0.0/8", "127.0.0.1:0"
 		c.HTTP.URL = "http://10.9.9.9:8080"
 	})
 }

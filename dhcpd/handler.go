@@ -26,6 +26,25 @@ const (
 	ModeOff Mode = "off"
 )
 
+// Modes are the values of Mode a configuration may name, in the order help texts list them.
+func Modes() []Mode { return []Mode{ModeReservation, ModeProxy, ModeOff} }
+
+// ModesText is Modes for a sentence: "reservation, proxy or off".
+func ModesText() string {
+	m := Modes()
+	var b strings.Builder
+	for i, v := range m {
+		switch {
+		case i == len(m)-1 && i > 0:
+			b.WriteString(" or ")
+		case i > 0:
+			b.WriteString(", ")
+		}
+		b.WriteString(string(v))
+	}
+	return b.String()
+}
+
 // Outcome says what became of one packet; it labels metrics and is passed to
 // the Observer.
 type Outcome string

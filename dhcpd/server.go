@@ -181,7 +181,7 @@ func New(cfg Config) (*Server, error) {
 	switch cfg.Mode {
 	case "", ModeReservation, ModeProxy, ModeOff:
 	default:
-		return nil, fmt.Errorf("dhcpd: config: unknown mode %q (want reservation, proxy or off)", cfg.Mode)
+		return nil, fmt.Errorf("dhcpd: config: unknown mode %q (want %s)", cfg.Mode, ModesText())
 	}
 	if cfg.ServerIP != nil && cfg.ServerIP.To4() == nil {
 		return nil, fmt.Errorf("dhcpd: config: server IP %v is not IPv4", cfg.ServerIP)

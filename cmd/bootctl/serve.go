@@ -10,6 +10,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/urfave/cli/v2"
@@ -30,7 +31,7 @@ var serveOverrides = []struct {
 	{"tftp-root", "BOOTCTL_TFTP_ROOT", "directory served read-only over TFTP for names the profile store and ipxe_dir do not have (tftp.root)",
 		func(c *bootconfig.Config, v string) { c.TFTP.Root = v }},
 	{"dhcp", "BOOTCTL_DHCP", "DHCP mode: reservation, proxy or off (dhcp.mode)",
-		func(c *bootconfig.Config, v string) { c.DHCP.Mode = v }},
+		func(c *bootconfig.Config, v string) { c.DHCP.Mode = dhcpd.Mode(v) }},
 	{"dhcp-listen", "BOOTCTL_DHCP_LISTEN", "DHCP listen address (dhcp.listen)",
 		func(c *bootconfig.Config, v string) { c.DHCP.Listen = v }},
 	{"topology", "BOOTCTL_TOPOLOGY", "machine preset or description file (topology; none: the flat machine of the inventory)",
@@ -55,7 +56,11 @@ var serveOverrides = []struct {
 
 // serveOverrideFlags are the flags of serveOverrides, --dhcp and --mapping with their choices.
 func serveOverrideFlags() []cli.Flag {
-	choices := map[string][]string{"dhcp": {"reservation", "proxy", "off"}, "mapping": {"scda", "bcda", "ncda"}}
+	var modes []string
+	for _, m := range dhcpd.Modes() {
+		modes = append(modes, string(m))
+	}
+	choices := map[string][]string{"dhcp": modes, "mapping": {"scda", "bcda", "ncda"}}
 	var flags []cli.Flag
 	for _, o := range serveOverrides {
 		f := cli.StringFlag{Name: o.flag, EnvVars: []string{o.env}, Usage: o.usage}
