@@ -14,6 +14,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/internal/yamlerr"
+	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/nodeset"
 	"github.com/bootfabric/bootfabric/topology"
 	"gopkg.in/yaml.v3"
@@ -342,15 +343,11 @@ func (c *Config) located(err error) error {
 	return err
 }
 
-// defaultMapping applies mapping's default: bcda, or ncda on a flat machine (no topology), which
-// has no boards; dealing its nodes one by one balances the servers, and the mapping moves no
-// traffic off a link there: every server is on the core.
+// defaultMapping applies mapping's default (mapping.Default): a configuration without a topology
+// is the flat machine of its inventory.
 func (c *Config) defaultMapping() {
 	if c.Mapping == "" {
-		c.Mapping = "bcda"
-		if c.Topology == "" {
-			c.Mapping = "ncda"
-		}
+		c.Mapping = mapping.Default(c.Topology == "")
 	}
 }
 

@@ -423,16 +423,26 @@ func CheckProfiles(cfg *Config, inv *Inventory, st *images.Store, line func(stri
 		}
 		return &Error{File: cfg.file, Line: line(f), Field: "profile", Msg: fmt.Sprintf("%q is not in the image store %s (bootctl image list --store %s)", cfg.Profile, cfg.Images, cfg.Images)}
 	}
+	if err := CheckNodeProfiles(inv, st, cfg.Images); err != nil {
+		return err
+	}
+	if probs := st.Verify(); len(probs) > 0 {
+		return &Error{File: cfg.file, Line: line("images"), Field: "images", Msg: fmt.Sprintf("store %s: %s (%d problems; bootctl image verify --store %s)", cfg.Images, probs[0], len(probs), cfg.Images)}
+	}
+	return nil
+}
+
+// CheckNodeProfiles refuses, with the inventory's line, a node whose profile the store (at path
+// storePath) lacks: a server would refuse to start on it. The one check of nodes' profiles: the
+// server's, the fleet's and the node commands'.
+func CheckNodeProfiles(inv *Inventory, st *images.Store, storePath string) error {
 	for _, n := range inv.Nodes {
 		if n.Profile == "" {
 			continue
 		}
 		if _, err := st.Get(n.Profile); err != nil {
-			return &Error{File: inv.File, Line: n.Line, Field: "profile", Msg: fmt.Sprintf("node %s: profile %q is not in the image store %s", n.Name, n.Profile, cfg.Images)}
+			return &Error{File: inv.File, Line: n.Line, Field: "profile", Msg: fmt.Sprintf("node %s: profile %q is not in the image store %s (bootctl image list --store %s)", n.Name, n.Profile, storePath, storePath)}
 		}
-	}
-	if probs := st.Verify(); len(probs) > 0 {
-		return &Error{File: cfg.file, Line: line("images"), Field: "images", Msg: fmt.Sprintf("store %s: %s (%d problems; bootctl image verify --store %s)", cfg.Images, probs[0], len(probs), cfg.Images)}
 	}
 	return nil
 }

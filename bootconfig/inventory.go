@@ -97,11 +97,7 @@ func (inv *Inventory) ByIP(ip netip.Addr) (*InventoryNode, bool) {
 // without a topology describes: node k is the inventory's k-th row, under its name. The number of
 // servers does not change the hierarchy, only the graph, so one stands for any.
 func FlatHierarchy(inv *Inventory) (*topology.Hierarchy, error) {
-	names := make([]string, len(inv.Nodes))
-	for i, n := range inv.Nodes {
-		names[i] = n.Name
-	}
-	g, err := topology.Flat(names, 1).Build()
+	g, err := FlatMachine(inv, 1).Build()
 	if err != nil {
 		return nil, fmt.Errorf("%s: flat machine: %w", inv.File, err)
 	}
@@ -111,15 +107,11 @@ func FlatHierarchy(inv *Inventory) (*topology.Hierarchy, error) {
 // LoadFlatInventory reads an inventory served without a topology file and the flat machine's
 // hierarchy it describes.
 func LoadFlatInventory(path string) (*Inventory, *topology.Hierarchy, error) {
-	inv, err := LoadInventory(path, nil)
+	m, err := LoadMachine("", path, 1)
 	if err != nil {
 		return nil, nil, err
 	}
-	h, err := FlatHierarchy(inv)
-	if err != nil {
-		return nil, nil, err
-	}
-	return inv, h, nil
+	return m.Inventory, m.Graph.Hierarchy(), nil
 }
 
 func macKey(mac net.HardwareAddr) string { return strings.ToLower(mac.String()) }
@@ -527,4 +519,58 @@ func validHostName(s string) bool {
 		}
 	}
 	return true
+}
+
+// Machine is what a configuration describes: the machine's graph and the inventory placed on it.
+type Machine struct {
+	Graph     *topology.Graph
+	Inventory *Inventory
+	// Flat says the machine is the flat one of the inventory (no topology was given).
+	Flat bool
+}
+
+// LoadMachine loads a topology (a preset or a file) and the inventory placed on it; an empty
+// topology is the flat machine of the inventory's nodes, with servers boot servers (at least one).
+// It is the one loader of "machine + inventory": the server, the node commands and bootctl boot
+// use it, so each reads a configuration as the others do.
+func LoadMachine(topo, invPath string, servers int) (*Machine, error) {
+	if topo == "" {
+		inv, err := LoadInventory(invPath, nil)
+		if err != nil {
+			return nil, err
+		}
+		g, err := FlatMachine(inv, servers).Build()
+		if err != nil {
+			return nil, fmt.Errorf("%s: flat machine: %w", inv.File, err)
+		}
+		return &Machine{Graph: g, Inventory: inv, Flat: true}, nil
+	}
+	m, err := topology.Load(topo)
+	if err != nil {
+		return nil, fmt.Errorf("topology: %w", err)
+	}
+	g, err := m.Build()
+	if err != nil {
+		return nil, fmt.Errorf("topology %s: %w", topo, err)
+	}
+	inv, err := LoadInventory(invPath, g.Hierarchy())
+	if err != nil {
+		return nil, err
+	}
+	return &Machine{Graph: g, Inventory: inv}, nil
+}
+
+// LoadMachine is LoadMachine of the configuration's topology and inventory, with its servers.
+func (c *Config) LoadMachine() (*Machine, error) {
+	return LoadMachine(c.Topology, c.Inventory, len(c.Servers))
+}
+
+// FlatMachine is the flat machine (topology.Flat) of an inventory without a topology: node k is
+// the inventory's k-th row, under its name, with servers boot servers (at least one).
+func FlatMachine(inv *Inventory, servers int) *topology.Machine {
+	names := make([]string, len(inv.Nodes))
+	for i, n := range inv.Nodes {
+		names[i] = n.Name
+	}
+	return topology.Flat(names, max(1, servers))
 }

@@ -48,7 +48,7 @@ type Live struct {
 	results  chan Event
 	wg       sync.WaitGroup
 	bmc      *power.Pacer
-	sem      chan struct{}
+	fan      power.FanOut
 	cycle    []bool       // nodes running now (healthy, rebooted on purpose): cycled, not powered on
 	logged   []journaled  // each node's record as last journaled
 	srv      []ServerSeen // each node as the servers showed it at the last poll
@@ -122,7 +122,7 @@ func (l *Live) init(ctx context.Context) error {
 	l.results = make(chan Event, len(l.Names))
 	l.PowerOpts = l.PowerOpts.WithDefaults()
 	l.bmc = power.NewPacer(l.PowerOpts.MinInterval)
-	l.sem = make(chan struct{}, l.PowerOpts.FanOut)
+	l.fan = power.NewFanOut(l.PowerOpts.FanOut)
 	states, err := l.Servers.States(ctx)
 	if err != nil {
 		return err
@@ -388,16 +388,15 @@ func (l *Live) powerOn(ctx context.Context, i int, cycle bool) {
 	go func() {
 		defer l.wg.Done()
 		defer l.adapt.lockNode(i)() // after a power-off of the node's, never before
-		select {
-		case l.sem <- struct{}{}:
-		case <-ctx.Done():
+		release, err := l.fan.Acquire(ctx)
+		if err != nil {
 			return
 		}
-		defer func() { <-l.sem }()
+		defer release()
 		if err := l.Servers.ArmReboot(ctx, t.Node, server); err != nil {
 			l.Log.Warn("arming the reboot", zap.String("node", t.Node), zap.Error(err))
 		}
-		err := l.bmc.Wait(ctx, t.BMC)
+		err = l.bmc.Wait(ctx, t.BMC)
 		if err == nil {
 			err = switchOn(ctx, t.Controller, cycle, l.PowerOpts)
 		}

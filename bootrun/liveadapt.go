@@ -75,13 +75,12 @@ func (l *Live) powerOff(ctx context.Context, i int) {
 		defer l.wg.Done()
 		// Taken at once: the power-on that follows comes a retry delay later and waits for it.
 		defer l.adapt.lockNode(i)()
-		select {
-		case l.sem <- struct{}{}:
-		case <-ctx.Done():
+		release, err := l.fan.Acquire(ctx)
+		if err != nil {
 			return
 		}
-		defer func() { <-l.sem }()
-		err := l.bmc.Wait(ctx, t.BMC)
+		defer release()
+		err = l.bmc.Wait(ctx, t.BMC)
 		if err == nil {
 			ctx, cancel := context.WithTimeout(ctx, l.PowerOpts.Timeout)
 			err = t.Controller.Off(ctx)

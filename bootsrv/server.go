@@ -177,24 +177,13 @@ func (s *Server) loadMachine() (algo string, err error) {
 }
 
 // loadMachineFiles loads a topology (a preset or a file; "" is the flat machine the inventory
-// describes) and the inventory placed on it.
+// describes) and the inventory placed on it, by bootconfig's one loader.
 func loadMachineFiles(topo, invPath string) (*bootconfig.Inventory, *topology.Hierarchy, error) {
-	if topo == "" {
-		return bootconfig.LoadFlatInventory(invPath)
-	}
-	m, err := topology.Load(topo)
-	if err != nil {
-		return nil, nil, fmt.Errorf("topology: %w", err)
-	}
-	g, err := m.Build()
-	if err != nil {
-		return nil, nil, fmt.Errorf("topology %s: %w", topo, err)
-	}
-	inv, err := bootconfig.LoadInventory(invPath, g.Hierarchy())
+	m, err := bootconfig.LoadMachine(topo, invPath, 1)
 	if err != nil {
 		return nil, nil, err
 	}
-	return inv, g.Hierarchy(), nil
+	return m.Inventory, m.Graph.Hierarchy(), nil
 }
 
 // openImages opens the image store, the iPXE binaries and what HTTP serves from them, and checks

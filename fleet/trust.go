@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/bootfabric/bootfabric/internal/atomicfile"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
@@ -149,23 +150,7 @@ func (t *Trust) Record(rev ConfigRevision) error {
 	if err := os.MkdirAll(filepath.Dir(t.path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(t.path), ".applied-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), t.path); err != nil {
+	if err := atomicfile.WriteFile(t.path, append(data, '\n'), 0o600); err != nil {
 		return err
 	}
 	t.last = next

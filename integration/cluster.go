@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bootfabric/bootfabric/internal/atomicfile"
 	"github.com/bootfabric/bootfabric/topology"
 	"go.uber.org/zap"
 )
@@ -396,11 +397,10 @@ func (c *Cluster) save() error {
 	if err != nil {
 		return err
 	}
-	tmp := c.path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	if err := atomicfile.WriteFile(c.path, data, 0o644); err != nil {
 		return fmt.Errorf("cluster state: %w", err)
 	}
-	return os.Rename(tmp, c.path)
+	return nil
 }
 
 // AddPid records a host process that Down must stop.

@@ -78,6 +78,16 @@ type Algo struct {
 // accepts, in the order `--algo all` shows them.
 func Names() []string { return []string{"scda", "bcda", "ncda", "balanced"} }
 
+// Default is the mapping a machine gets when none is named: bcda, or ncda on a flat machine (an
+// inventory without a topology), which has no boards; dealing its nodes one by one balances the
+// servers, and moves no traffic off a link there, where every server is on the core.
+func Default(flat bool) string {
+	if flat {
+		return "ncda"
+	}
+	return "bcda"
+}
+
 // ParseAlgo parses an algorithm name against the machine's levels: scda is block-cyclic at the level
 // named supernode, bcda at board, ncda at the node level, cyclic:LEVEL at any level.
 func ParseAlgo(name string, h *topology.Hierarchy) (Algo, error) {

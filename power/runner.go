@@ -92,6 +92,23 @@ func (o *RunOptions) defaults() {
 	}
 }
 
+// FanOut bounds how many BMCs are asked at once: Run's bound, and bootctl boot's live loop's.
+// Its zero value is not usable: make one with NewFanOut.
+type FanOut struct{ slots chan struct{} }
+
+// NewFanOut returns a bound of n requests at once (n < 1: 1).
+func NewFanOut(n int) FanOut { return FanOut{slots: make(chan struct{}, max(1, n))} }
+
+// Acquire waits for a slot, or returns ctx's error when it ends first; release gives the slot back.
+func (f FanOut) Acquire(ctx context.Context) (release func(), err error) {
+	select {
+	case f.slots <- struct{}{}:
+		return func() { <-f.slots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // Run does op on every target, at most FanOut at once and each BMC's actions MinInterval apart,
 // and returns the results in the targets' order. A node whose action fails does not stop the
 // others; ctx ending stops the nodes not started yet, whose results say so.
@@ -99,7 +116,7 @@ func Run(ctx context.Context, targets []Target, op Op, opts RunOptions) []Result
 	opts.defaults()
 	res := make([]Result, len(targets))
 	pace := NewPacer(opts.MinInterval)
-	sem := make(chan struct{}, opts.FanOut)
+	fan := NewFanOut(opts.FanOut)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	done := 0
@@ -108,12 +125,11 @@ func Run(ctx context.Context, targets []Target, op Op, opts RunOptions) []Result
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
+			if release, err := fan.Acquire(ctx); err == nil {
 				res[i].fill(do(ctx, pace, t, op, opts))
-			case <-ctx.Done():
-				res[i].fill("", &Error{Class: TimedOut, Op: string(op), Err: fmt.Errorf("not started: %w", ctx.Err())})
+				release()
+			} else {
+				res[i].fill("", &Error{Class: TimedOut, Op: string(op), Err: fmt.Errorf("not started: %w", err)})
 			}
 			if opts.Progress != nil {
 				mu.Lock()

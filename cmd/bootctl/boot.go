@@ -177,14 +177,11 @@ func bootMachine(c *cli.Context, s *bootSetup) (string, []string, error) {
 	}
 	algo := cfg.Mapping
 	s.failed, s.store, s.profile = cfg.FailedServers, cfg.Images, cmp.Or(cfg.Profile, "default")
-	if cfg.Topology == "" {
-		err = bootFlatMachine(s, cfg)
-	} else {
-		err = bootTopology(s, cfg, path)
-	}
+	m, err := cfg.LoadMachine()
 	if err != nil {
-		return "", nil, err
+		return "", nil, badInput("%s: %w", path, err)
 	}
+	s.g, s.inv = m.Graph, m.Inventory
 	if len(cfg.Servers) == 0 || len(cfg.Servers) > len(s.g.Servers()) {
 		// The model places server i at the machine's boot server i: there must be one.
 		return "", nil, badInput("%s: %d servers for a machine of %d boot servers", path, len(cfg.Servers), len(s.g.Servers()))
@@ -194,34 +191,6 @@ func bootMachine(c *cli.Context, s *bootSetup) (string, []string, error) {
 		names[i] = cmp.Or(sv.Name, fmt.Sprintf("bs%d", i))
 	}
 	return algo, names, nil
-}
-
-// bootTopology loads the machine of the configuration's topology and its inventory.
-func bootTopology(s *bootSetup, cfg *bootconfig.Config, path string) error {
-	m, err := topology.Load(cfg.Topology)
-	if err != nil {
-		return badInput("%s: topology: %w", path, err)
-	}
-	if s.g, err = m.Build(); err != nil {
-		return badInput("%s: topology %s: %w", path, cfg.Topology, err)
-	}
-	s.inv, err = bootconfig.LoadInventory(cfg.Inventory, s.g.Hierarchy())
-	return asBadInput(err)
-}
-
-// bootFlatMachine loads an inventory served without a topology and its flat machine.
-func bootFlatMachine(s *bootSetup, cfg *bootconfig.Config) error {
-	inv, _, err := bootconfig.LoadFlatInventory(cfg.Inventory)
-	if err != nil {
-		return asBadInput(err)
-	}
-	names := make([]string, len(inv.Nodes))
-	for i, n := range inv.Nodes {
-		names[i] = n.Name
-	}
-	s.inv = inv
-	s.g, err = topology.Flat(names, max(1, len(cfg.Servers))).Build()
-	return asBadInput(err)
 }
 
 func bootFlow(c *cli.Context, s *bootSetup) error {

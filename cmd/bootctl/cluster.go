@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/integration"
+	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/bootfabric/bootfabric/units"
@@ -48,7 +49,7 @@ func clusterFlags() []cli.Flag {
 
 func bootFlags() []cli.Flag {
 	return []cli.Flag{
-		withChoices(cli.StringFlag{Name: "algo", Value: "bcda", Usage: "block-cyclic mapping the boot servers use: scda, bcda, ncda, cyclic:LEVEL"},
+		withChoices(cli.StringFlag{Name: "algo", Value: mapping.Default(false), Usage: "block-cyclic mapping the boot servers use: scda, bcda, ncda, cyclic:LEVEL"},
 			"scda", "bcda", "ncda"),
 		&cli.StringFlag{Name: "nbp", Value: "/usr/lib/ipxe/undionly.kpxe", Usage: "network boot program served over TFTP (Debian package ipxe)"},
 		&cli.StringFlag{Name: "kernel-size", Value: "1MB", Usage: "size of the test kernel fetched over HTTP"},

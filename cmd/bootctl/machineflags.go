@@ -76,8 +76,8 @@ func readMachineInput(c *cli.Context) (*machineInput, error) {
 	algo, unit := c.String("algo"), c.String("unit")
 	if flat > 0 {
 		// The flat machine has switches and nodes, no boards: the board defaults become the node's.
-		if !c.IsSet("algo") && algo == "bcda" {
-			algo = "ncda"
+		if !c.IsSet("algo") && algo == mapping.Default(false) {
+			algo = mapping.Default(true)
 		}
 		if !c.IsSet("unit") {
 			unit = "node"
@@ -134,11 +134,7 @@ func loadMachineFlag(c *cli.Context) (m *topology.Machine, flat int, err error) 
 	if err != nil {
 		return nil, 0, asBadInput(err)
 	}
-	names := make([]string, len(inv.Nodes))
-	for i, n := range inv.Nodes {
-		names[i] = n.Name
-	}
-	return topology.Flat(names, servers), len(names), nil
+	return bootconfig.FlatMachine(inv, servers), len(inv.Nodes), nil
 }
 
 // maxFlatServers bounds --servers so that a typo cannot build a machine of millions of servers.

@@ -37,7 +37,7 @@ func mcastCommand(e *env) *cli.Command {
 				"fulb", "minhop", "sssp", "all"),
 			&cli.BoolFlag{Name: "fixed-root", Usage: "minhop and sssp take the first root of least eccentricity, as OpenSM does (no root rotation)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of random groups"},
-			&cli.StringFlag{Name: "mapping", Value: "bcda", Usage: "mapping of nodes to boot servers for the servers groups"},
+			&cli.StringFlag{Name: "mapping", Value: mapping.Default(false), Usage: "mapping of nodes to boot servers for the servers groups"},
 			timingsFlag(),
 			outputFlag("table", "json", "yaml", "csv"),
 		},

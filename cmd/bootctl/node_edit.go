@@ -270,14 +270,8 @@ func checkProfiles(cfg *bootconfig.Config, inv *bootconfig.Inventory) error {
 	if err != nil {
 		return badInput("%s: images: %w", cfg.File(), err)
 	}
-	for _, n := range inv.Nodes {
-		if n.Profile == "" {
-			continue
-		}
-		if _, err := st.Get(n.Profile); err != nil {
-			return badInput("the inventory would be refused, nothing is written: %s:%d: profile: node %s: %q is not in the image store %s (bootctl image list --store %s)",
-				inv.File, n.Line, n.Name, n.Profile, cfg.Images, cfg.Images)
-		}
+	if err := bootconfig.CheckNodeProfiles(inv, st, cfg.Images); err != nil {
+		return badInput("the inventory would be refused, nothing is written: %w", err)
 	}
 	return nil
 }

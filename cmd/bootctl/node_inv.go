@@ -73,26 +73,11 @@ func loadNodeInventory(c *cli.Context) (*nodeInventory, error) {
 	if invFile == "" {
 		return nil, badInput("give --config, --inventory (with --topology unless the machine is flat), or a fleet's --etcd: the inventory to act on")
 	}
-	if topo == "" { // the flat machine: the inventory alone
-		inv, h, err := bootconfig.LoadFlatInventory(invFile)
-		if err != nil {
-			return nil, asBadInput(err)
-		}
-		return &nodeInventory{inv: inv, h: h, cfg: cfg, flat: true}, nil
-	}
-	m, err := topology.Load(topo)
-	if err != nil {
-		return nil, badInput("--topology: %w", err)
-	}
-	g, err := m.Build()
-	if err != nil {
-		return nil, badInput("--topology %s: %w", topo, err)
-	}
-	inv, err := bootconfig.LoadInventory(invFile, g.Hierarchy())
+	m, err := bootconfig.LoadMachine(topo, invFile, 1)
 	if err != nil {
 		return nil, asBadInput(err)
 	}
-	return &nodeInventory{inv: inv, h: g.Hierarchy(), cfg: cfg}, nil
+	return &nodeInventory{inv: m.Inventory, h: m.Graph.Hierarchy(), cfg: cfg, flat: m.Flat}, nil
 }
 
 // owners returns the name of the server that owns each node by the configuration's mapping

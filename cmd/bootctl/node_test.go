@@ -287,7 +287,7 @@ func TestNodeConfig(t *testing.T) {
 		t.Errorf("node list: exit %d %s\n%s\nwant %q", code, errs, out, want)
 	}
 	code, _, errs = runBootctl(t, ctx, "node", "set", "node01", "--profile", "nosuch", "--config", f.config)
-	if want := `inventory.csv:3: profile: node node01: "nosuch" is not in the image store`; code != 2 || !strings.Contains(errs, want) {
+	if want := `inventory.csv:3: profile: node node01: profile "nosuch" is not in the image store`; code != 2 || !strings.Contains(errs, want) {
 		t.Errorf("unknown profile: exit %d %q, want 2 and %q", code, errs, want)
 	}
 	if after, _ := os.ReadFile(inv); string(after) != string(before) {

@@ -58,29 +58,9 @@ func serveFleet(e *env, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	local := fleetDefaults()
-	for flag, set := range map[string]func(string){
-		"http": func(v string) { local.HTTPListen = v }, "url": func(v string) { local.URL = v },
-		"tftp": func(v string) { local.TFTPListen = v }, "dhcp-listen": func(v string) { local.DHCPListen = v },
-		"images": func(v string) { local.Images = v }, "ipxe-dir": func(v string) { local.IPXEDir = v },
-		"state-dir": func(v string) { local.StateDir = v }, "tftp-root": func(v string) { local.TFTPRoot = v },
-	} {
-		if c.IsSet(flag) {
-			set(c.String(flag))
-		}
-	}
-	for _, f := range []string{"dhcp", "topology", "mapping", "inventory", "profile"} {
-		if c.IsSet(f) {
-			return badInput("--%s: a fleet-wide setting; change it in fleet.yaml and run bootctl fleet apply", f)
-		}
-	}
-	if c.IsSet("interface") {
-		local.Interfaces = c.StringSlice("interface")
-	}
-	if c.IsSet("operator-token-file") {
-		if local.OperatorTokenFile, err = filepath.Abs(c.String("operator-token-file")); err != nil {
-			return badInput("--operator-token-file: %v", err)
-		}
+	local, err := fleetLocal(c)
+	if err != nil {
+		return err
 	}
 	clientReg := prometheus.NewRegistry()
 	fc, err := openFleetSecure(ctx, c, fleet.Options{Endpoints: endpoints, Fleet: c.String("fleet"), Log: e.log.Named("etcd"), Registerer: clientReg})
@@ -99,6 +79,37 @@ func serveFleet(e *env, c *cli.Context) error {
 		return asBadInput(err)
 	}
 	return configError(err)
+}
+
+// fleetLocal is a fleet member's local settings: fleetDefaults with serve's flags applied. A
+// fleet-wide setting given as a flag is refused: it belongs in fleet.yaml.
+func fleetLocal(c *cli.Context) (bootconfig.LocalSettings, error) {
+	local := fleetDefaults()
+	for flag, set := range map[string]func(string){
+		"http": func(v string) { local.HTTPListen = v }, "url": func(v string) { local.URL = v },
+		"tftp": func(v string) { local.TFTPListen = v }, "dhcp-listen": func(v string) { local.DHCPListen = v },
+		"images": func(v string) { local.Images = v }, "ipxe-dir": func(v string) { local.IPXEDir = v },
+		"state-dir": func(v string) { local.StateDir = v }, "tftp-root": func(v string) { local.TFTPRoot = v },
+	} {
+		if c.IsSet(flag) {
+			set(c.String(flag))
+		}
+	}
+	for _, f := range []string{"dhcp", "topology", "mapping", "inventory", "profile"} {
+		if c.IsSet(f) {
+			return local, badInput("--%s: a fleet-wide setting; change it in fleet.yaml and run bootctl fleet apply", f)
+		}
+	}
+	if c.IsSet("interface") {
+		local.Interfaces = c.StringSlice("interface")
+	}
+	if c.IsSet("operator-token-file") {
+		var err error
+		if local.OperatorTokenFile, err = filepath.Abs(c.String("operator-token-file")); err != nil {
+			return local, badInput("--operator-token-file: %v", err)
+		}
+	}
+	return local, nil
 }
 
 // refuseOtherMode refuses, naming it, a serve flag that the mode chosen (a fleet member with

@@ -57,7 +57,7 @@ func simMachineFlags() []cli.Flag {
 			sf, ok = &cf.StringFlag, true
 		}
 		if ok && (sf.Name == "algo" || sf.Name == "batch") {
-			sf.Value = map[string]string{"algo": "bcda", "batch": "all"}[sf.Name]
+			sf.Value = map[string]string{"algo": mapping.Default(false), "batch": "all"}[sf.Name]
 			sf.Usage = strings.Replace(sf.Usage, " (default: the paper's ladder)", "", 1)
 		}
 	}
