@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"strings"
 
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/urfave/cli/v2"
@@ -117,7 +118,7 @@ func refuseWithoutEtcd(c *cli.Context, more ...string) error {
 	}
 	for _, f := range append(names, more...) {
 		if c.IsSet(f) {
-			return badInput("--%s: applies to a fleet (with --etcd); without --etcd it would be ignored", f)
+			return badInput("--%s (or $BOOTCTL_%s): applies to a fleet (with --etcd); without --etcd it would be ignored", f, strings.ToUpper(strings.ReplaceAll(f, "-", "_")))
 		}
 	}
 	return nil

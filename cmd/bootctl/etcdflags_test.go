@@ -34,15 +34,15 @@ func TestEtcdFlagsOfTheOtherMode(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"serve --config with --config-key", []string{"serve", "--config", cfg, "--config-key", "k.pub"}, "--config-key: applies to a fleet"},
-		{"serve --check with --fleet-secret", []string{"serve", "--check", "--config", cfg, "--fleet-secret", "s"}, "--fleet-secret: applies to a fleet"},
-		{"serve --config with --etcd-ca", []string{"serve", "--config", cfg, "--etcd-ca", "ca.pem"}, "--etcd-ca: applies to a fleet"},
-		{"serve --config with --name", []string{"serve", "--config", cfg, "--name", "bs0"}, "--name: applies to a fleet"},
+		{"serve --config with --config-key", []string{"serve", "--config", cfg, "--config-key", "k.pub"}, "--config-key (or $BOOTCTL_CONFIG_KEY): applies to a fleet"},
+		{"serve --check with --fleet-secret", []string{"serve", "--check", "--config", cfg, "--fleet-secret", "s"}, "--fleet-secret (or $BOOTCTL_FLEET_SECRET): applies to a fleet"},
+		{"serve --config with --etcd-ca", []string{"serve", "--config", cfg, "--etcd-ca", "ca.pem"}, "--etcd-ca (or $BOOTCTL_ETCD_CA): applies to a fleet"},
+		{"serve --config with --name", []string{"serve", "--config", cfg, "--name", "bs0"}, "--name (or $BOOTCTL_NAME): applies to a fleet"},
 		{"serve --etcd with --recover", []string{"serve", "--etcd", "127.0.0.1:1", "--name", "bs0", "--recover"}, "--recover: a fleet member keeps node states in etcd"},
 		{"serve --etcd with --node-secret-file", []string{"serve", "--etcd", "127.0.0.1:1", "--name", "bs0", "--node-secret-file", "x"}, "--node-secret-file: a fleet member derives"},
-		{"status --server with --fleet", []string{"status", "--server", "http://127.0.0.1:1", "--fleet", "f1"}, "--fleet: applies to a fleet"},
-		{"status --server with --etcd-user", []string{"status", "--server", "http://127.0.0.1:1", "--etcd-user", "u"}, "--etcd-user: applies to a fleet"},
-		{"node list --config with --etcd-cert", []string{"node", "list", "--config", cfg, "--etcd-cert", "c.pem"}, "--etcd-cert: applies to a fleet"},
+		{"status --server with --fleet", []string{"status", "--server", "http://127.0.0.1:1", "--fleet", "f1"}, "--fleet (or $BOOTCTL_FLEET): applies to a fleet"},
+		{"status --server with --etcd-user", []string{"status", "--server", "http://127.0.0.1:1", "--etcd-user", "u"}, "--etcd-user (or $BOOTCTL_ETCD_USER): applies to a fleet"},
+		{"node list --config with --etcd-cert", []string{"node", "list", "--config", cfg, "--etcd-cert", "c.pem"}, "--etcd-cert (or $BOOTCTL_ETCD_CERT): applies to a fleet"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
