@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/nodestate"
 )
 
@@ -21,8 +22,8 @@ type Client struct {
 }
 
 // Nodes returns every node's status.
-func (c *Client) Nodes(ctx context.Context) (*NodesResponse, error) {
-	var out NodesResponse
+func (c *Client) Nodes(ctx context.Context) (*bootapi.NodesResponse, error) {
+	var out bootapi.NodesResponse
 	if err := c.get(ctx, "/api/v1/nodes", &out); err != nil {
 		return nil, err
 	}
@@ -31,8 +32,8 @@ func (c *Client) Nodes(ctx context.Context) (*NodesResponse, error) {
 
 // NodesAndInventory returns every node's status and the whole inventory with each node's owner
 // (GET /api/v1/nodes?inventory=1).
-func (c *Client) NodesAndInventory(ctx context.Context) (*NodesResponse, error) {
-	var out NodesResponse
+func (c *Client) NodesAndInventory(ctx context.Context) (*bootapi.NodesResponse, error) {
+	var out bootapi.NodesResponse
 	if err := c.get(ctx, "/api/v1/nodes?inventory=1", &out); err != nil {
 		return nil, err
 	}
@@ -77,7 +78,7 @@ func (c *Client) get(ctx context.Context, path string, v any) error {
 		return fmt.Errorf("status: GET %s: %w", u, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e errorBody
+		var e bootapi.ErrorBody
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
 			return fmt.Errorf("status: GET %s: %s: %s", u, resp.Status, e.Error)
 		}
@@ -91,8 +92,8 @@ func (c *Client) get(ctx context.Context, path string, v any) error {
 
 // Reboot asks the server to start the named node's boot over at its next DHCP DISCOVER (POST
 // /api/v1/nodes/NAME/reboot), with the operator token.
-func (c *Client) Reboot(ctx context.Context, name, token string) (*RebootResponse, error) {
-	var out RebootResponse
+func (c *Client) Reboot(ctx context.Context, name, token string) (*bootapi.RebootResponse, error) {
+	var out bootapi.RebootResponse
 	if err := c.operatorPost(ctx, "reboot", "/api/v1/nodes/"+url.PathEscape(name)+"/reboot", token, &out); err != nil {
 		return nil, err
 	}
@@ -102,8 +103,8 @@ func (c *Client) Reboot(ctx context.Context, name, token string) (*RebootRespons
 // PowerOff tells the server that the operator powered the named node off (POST
 // /api/v1/nodes/NAME/power-off), with the operator token: the node is pending, not healthy,
 // until its next DISCOVER.
-func (c *Client) PowerOff(ctx context.Context, name, token string) (*PowerOffResponse, error) {
-	var out PowerOffResponse
+func (c *Client) PowerOff(ctx context.Context, name, token string) (*bootapi.PowerOffResponse, error) {
+	var out bootapi.PowerOffResponse
 	if err := c.operatorPost(ctx, "power-off", "/api/v1/nodes/"+url.PathEscape(name)+"/power-off", token, &out); err != nil {
 		return nil, err
 	}
@@ -132,7 +133,7 @@ func (c *Client) operatorPost(ctx context.Context, what, path, token string, v a
 		return fmt.Errorf("%s: POST %s: %w", what, u, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e errorBody
+		var e bootapi.ErrorBody
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
 			return fmt.Errorf("%s: POST %s: %s: %s", what, u, resp.Status, e.Error)
 		}

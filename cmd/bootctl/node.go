@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/nodeset"
 	"github.com/urfave/cli/v2"
@@ -78,7 +79,7 @@ func nodeInventoryCommands(e *env) []*cli.Command {
 // rebootResult is what node reboot reports: the nodes whose reboot was recorded and those the
 // server refused, with why.
 type rebootResult struct {
-	Requested []bootsrv.RebootResponse `json:"requested"`
+	Requested []bootapi.RebootResponse `json:"requested"`
 	Failed    []rebootFailure          `json:"failed,omitempty"`
 }
 

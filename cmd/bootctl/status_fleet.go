@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
@@ -74,7 +75,7 @@ func fetchFleetStatus(ctx context.Context, opts fleet.Options) (*statusRead, err
 
 // fleetInventory lists the inventory of the fleet's current revision with each node's owner among
 // the live members; nil when the fleet has no configuration yet.
-func fleetInventory(ctx context.Context, c *fleet.Client, eps []string, members []fleetMemberView) ([]bootsrv.InventoryEntry, error) {
+func fleetInventory(ctx context.Context, c *fleet.Client, eps []string, members []fleetMemberView) ([]bootapi.InventoryEntry, error) {
 	_, doc, m, err := readFleetRevision(ctx, c, eps)
 	if errors.Is(err, fleet.ErrNoConfig) {
 		return nil, nil
