@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/nodestate"
 )
 
@@ -71,7 +71,7 @@ func (h *HTTPServers) States(ctx context.Context) (map[string]NodeState, error) 
 // progress reads one server's progress view, or its node list where it has none (404: an older
 // server).
 func (h *HTTPServers) progress(ctx context.Context, u string) ([]nodestate.LiveNode, error) {
-	c := &bootsrv.Client{BaseURL: u, HTTP: h.HTTP}
+	c := &bootapi.Client{BaseURL: u, HTTP: h.HTTP}
 	res, err := c.Progress(ctx)
 	if err == nil {
 		return res.Nodes, nil
@@ -98,7 +98,7 @@ func (h *HTTPServers) ArmReboot(ctx context.Context, name, server string) error 
 	}
 	var errs []error
 	for _, u := range urls {
-		if _, err := (&bootsrv.Client{BaseURL: u, HTTP: h.HTTP}).Reboot(ctx, name, h.Tokens[u]); err != nil {
+		if _, err := (&bootapi.Client{BaseURL: u, HTTP: h.HTTP}).Reboot(ctx, name, h.Tokens[u]); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -1,7 +1,6 @@
 package bootsrv
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -16,15 +15,6 @@ import (
 func (s *Server) handleProgress(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(bootapi.ProgressResponse{Server: s.cfg.Servers[s.cfg.ServerID].Name, Nodes: s.tracker.Live()})
-}
-
-// Progress reads GET /api/v1/progress.
-func (c *Client) Progress(ctx context.Context) (*bootapi.ProgressResponse, error) {
-	var out bootapi.ProgressResponse
-	if err := c.get(ctx, "/api/v1/progress", &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
 }
 
 // withProgress counts the bytes of a boot file as they go out to the node that asked for it, so

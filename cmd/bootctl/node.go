@@ -108,7 +108,7 @@ func nodeReboot(e *env, c *cli.Context) error {
 	if err != nil {
 		return badInput("--token-file: %v", err)
 	}
-	cl := &bootsrv.Client{BaseURL: c.String("server"), HTTP: &http.Client{Timeout: c.Duration("timeout")}}
+	cl := &bootapi.Client{BaseURL: c.String("server"), HTTP: &http.Client{Timeout: c.Duration("timeout")}}
 	names, err := rebootNames(c, cl, sel)
 	if err != nil {
 		return err
@@ -136,7 +136,7 @@ func nodeReboot(e *env, c *cli.Context) error {
 
 // rebootNames are the nodes NODES and --group name, checked against the server's inventory so
 // that a typo is refused before any reboot is asked: in the order given, else the inventory's.
-func rebootNames(c *cli.Context, cl *bootsrv.Client, sel nodeSelection) ([]string, error) {
+func rebootNames(c *cli.Context, cl *bootapi.Client, sel nodeSelection) ([]string, error) {
 	nr, err := cl.NodesAndInventory(c.Context)
 	if err != nil {
 		return nil, err

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/urfave/cli/v2"
@@ -211,7 +211,7 @@ func fetchStatus(ctx context.Context, hc *http.Client, servers []string) (*statu
 	rd := &statusRead{res: res}
 	answered := map[string]bool{}
 	for _, s := range servers {
-		cl := &bootsrv.Client{BaseURL: s, HTTP: hc}
+		cl := &bootapi.Client{BaseURL: s, HTTP: hc}
 		nodes, err := cl.NodesAndInventory(ctx)
 		var sum *nodestate.Summary
 		if err == nil {
