@@ -13,6 +13,7 @@ import (
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/nodestate"
+	"github.com/bootfabric/bootfabric/nodestate/etcdstore"
 )
 
 // fleetMemberView is one live member of a fleet as `bootctl status --etcd` shows it.
@@ -30,7 +31,7 @@ func fetchFleetStatus(ctx context.Context, opts fleet.Options) (*statusRead, err
 		return nil, err
 	}
 	defer c.Close()
-	all, err := nodestate.LoadFleetStates(ctx, c)
+	all, err := etcdstore.LoadAll(ctx, c)
 	if err != nil {
 		return nil, err
 	}
