@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/nodestate"
 )
 
@@ -43,10 +43,11 @@ type HTTPServers struct {
 }
 
 // States asks every server for its compact progress view (GET /api/v1/progress; a server
-// without it, for its node list); of a node several report, the latest attempt wins. A server
-// that does not answer is skipped while another does.
+// without it, for its node list); of a node several report, bootapi.Merge keeps one record (the
+// latest attempt's). A server that does not answer is skipped while another does.
 func (h *HTTPServers) States(ctx context.Context) (map[string]NodeState, error) {
-	out := map[string]NodeState{}
+	var lists [][]nodestate.LiveNode
+	var from []string // the URL of each list
 	var errs []error
 	for _, u := range h.URLs {
 		nodes, err := h.progress(ctx, u)
@@ -54,16 +55,17 @@ func (h *HTTPServers) States(ctx context.Context) (map[string]NodeState, error) 
 			errs = append(errs, fmt.Errorf("%s: %w", u, err))
 			continue
 		}
-		for _, n := range nodes {
-			if old, ok := out[n.Name]; ok && old.Attempt > n.Attempt {
-				continue
-			}
-			out[n.Name] = NodeState{State: n.State, Attempt: n.Attempt, Server: u, Reported: n.Reported,
-				Restarts: n.Restarts, GaveUp: n.GaveUp, Transfer: n.Transfer, LastGaveUp: n.LastGaveUp}
-		}
+		lists, from = append(lists, nodes), append(from, u)
 	}
 	if len(errs) == len(h.URLs) {
 		return nil, fmt.Errorf("boot servers: none answered: %w", errors.Join(errs...))
+	}
+	merged := bootapi.Merge(lists, func(n *nodestate.LiveNode) (string, int) { return n.Name, n.Attempt })
+	out := make(map[string]NodeState, len(merged))
+	for _, m := range merged {
+		n := m.Node
+		out[n.Name] = NodeState{State: n.State, Attempt: n.Attempt, Server: from[m.From], Reported: n.Reported,
+			Restarts: n.Restarts, GaveUp: n.GaveUp, Transfer: n.Transfer, LastGaveUp: n.LastGaveUp}
 	}
 	return out, nil
 }
@@ -71,7 +73,7 @@ func (h *HTTPServers) States(ctx context.Context) (map[string]NodeState, error) 
 // progress reads one server's progress view, or its node list where it has none (404: an older
 // server).
 func (h *HTTPServers) progress(ctx context.Context, u string) ([]nodestate.LiveNode, error) {
-	c := &bootsrv.Client{BaseURL: u, HTTP: h.HTTP}
+	c := &bootapi.Client{BaseURL: u, HTTP: h.HTTP}
 	res, err := c.Progress(ctx)
 	if err == nil {
 		return res.Nodes, nil
@@ -98,7 +100,7 @@ func (h *HTTPServers) ArmReboot(ctx context.Context, name, server string) error 
 	}
 	var errs []error
 	for _, u := range urls {
-		if _, err := (&bootsrv.Client{BaseURL: u, HTTP: h.HTTP}).Reboot(ctx, name, h.Tokens[u]); err != nil {
+		if _, err := (&bootapi.Client{BaseURL: u, HTTP: h.HTTP}).Reboot(ctx, name, h.Tokens[u]); err != nil {
 			errs = append(errs, err)
 		}
 	}

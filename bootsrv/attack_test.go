@@ -21,6 +21,7 @@ import (
 	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/nodestate"
+	"github.com/bootfabric/bootfabric/nodestate/boltstore"
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap/zaptest"
@@ -346,13 +347,13 @@ func TestAttackZeroLengthStateFile(t *testing.T) {
 	f := newFixture(t)
 	state := filepath.Join(f.dir, "state")
 	os.MkdirAll(state, 0o755)
-	if err := os.WriteFile(filepath.Join(state, nodestate.StateFile), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(state, boltstore.StateFile), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err := New(f.config(t, nil), Options{Logger: zaptest.NewLogger(t)})
-	var de *nodestate.DamagedError
+	var de *boltstore.DamagedError
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "zero-length") || !strings.Contains(err.Error(), "--recover") ||
-		!strings.Contains(err.Error(), filepath.Join(state, nodestate.StateFile)) || strings.Contains(err.Error(), "\n") {
+		!strings.Contains(err.Error(), filepath.Join(state, boltstore.StateFile)) || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("zero-length state file: %v", err)
 	}
 	s, err := New(f.config(t, nil), Options{Logger: zaptest.NewLogger(t), RecoverState: true})
@@ -360,7 +361,7 @@ func TestAttackZeroLengthStateFile(t *testing.T) {
 		t.Fatalf("--recover: %v", err)
 	}
 	s.Close()
-	kept, _ := filepath.Glob(filepath.Join(state, nodestate.StateFile+".damaged-*"))
+	kept, _ := filepath.Glob(filepath.Join(state, boltstore.StateFile+".damaged-*"))
 	if len(kept) != 1 {
 		t.Errorf("damaged copies kept: %v", kept)
 	}

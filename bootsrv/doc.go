@@ -19,5 +19,6 @@
 //
 // The boot state of each node the server owns lives in package nodestate: the server feeds its
 // tracker from the DHCP and TFTP observers (observe.go) and the HTTP handlers, and keeps the
-// states in the state directory (bbolt) or, in a fleet, in etcd.
+// states in the state directory (nodestate/boltstore) or, in a fleet, in etcd
+// (nodestate/etcdstore). The API's bodies and the client that reads it are package bootapi's.
 package bootsrv

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
@@ -439,12 +440,12 @@ func TestFleetWitness(t *testing.T) {
 	// The spoofer answers as bs0 would, with a MAC under another key, or none, or an old nonce.
 	var spoofed atomic.Int64
 	spoofer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v := MembershipView{Server: "bs0", Valid: true, Nonce: r.URL.Query().Get("nonce")}
+		v := bootapi.MembershipView{Server: "bs0", Valid: true, Nonce: r.URL.Query().Get("nonce")}
 		switch spoofed.Add(1) % 3 {
 		case 0:
 			v.MAC = witnessMAC([]byte("not the fleet's fleet secret, 32b"), "test", v)
 		case 1:
-			v.Nonce, v.MAC = "00", witnessMAC(testFleetSecret, "test", MembershipView{Server: "bs0", Valid: true, Nonce: "00"})
+			v.Nonce, v.MAC = "00", witnessMAC(testFleetSecret, "test", bootapi.MembershipView{Server: "bs0", Valid: true, Nonce: "00"})
 		}
 		json.NewEncoder(w).Encode(v)
 	}))

@@ -15,7 +15,7 @@ import (
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/images"
-	"github.com/bootfabric/bootfabric/nodestate"
+	"github.com/bootfabric/bootfabric/nodestate/boltstore"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -219,7 +219,7 @@ func isSettingsError(err error) bool {
 	var se *SettingsError
 	var be *bootconfig.Error
 	var te *topology.Error
-	var de *nodestate.DamagedError
+	var de *boltstore.DamagedError
 	return errors.As(err, &se) || errors.As(err, &be) || errors.As(err, &te) || errors.As(err, &de) || errors.Is(err, fs.ErrNotExist)
 }
 

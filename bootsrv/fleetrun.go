@@ -18,6 +18,7 @@ import (
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/promreg"
 	"github.com/bootfabric/bootfabric/nodestate"
+	"github.com/bootfabric/bootfabric/nodestate/etcdstore"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
@@ -52,7 +53,7 @@ type FleetOptions struct {
 // fleetRuntime is a fleet server's shared state.
 type fleetRuntime struct {
 	opts  FleetOptions
-	store *nodestate.EtcdStore
+	store *etcdstore.Store
 
 	m         *fleet.Membership
 	cur       atomic.Pointer[bootconfig.Authority]     // the rule's ownership for the live set
@@ -79,7 +80,7 @@ func newFleetRuntime(s *Server, o FleetOptions) (*fleetRuntime, error) {
 	if o.Client == nil {
 		return nil, errors.New("fleet: no etcd client")
 	}
-	store, err := nodestate.NewEtcdStore(o.Client, o.Membership)
+	store, err := etcdstore.New(o.Client, o.Membership)
 	if err != nil {
 		return nil, err
 	}

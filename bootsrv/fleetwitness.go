@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/fleet"
 )
 
@@ -33,20 +34,11 @@ const MinFleetSecret = 32
 // maxNonce bounds the nonce a question may carry (hex).
 const maxNonce = 64
 
-// MembershipView is what GET /api/v1/fleet/membership?nonce=HEX answers: whether this server acts
-// for the fleet now, and the proof that this server said so (MAC, hex; empty without a key).
-type MembershipView struct {
-	Server string `json:"server"`
-	Valid  bool   `json:"valid"`
-	Nonce  string `json:"nonce,omitempty"`
-	MAC    string `json:"mac,omitempty"`
-}
-
 // witnessMAC is the proof of an answer under key.
 //
 // A fresh nonce in every question and the fleet secret make an answer impossible to forge or
 // replay for a host on the boot network, where a false yes would silence a server.
-func witnessMAC(key []byte, fleetName string, v MembershipView) string {
+func witnessMAC(key []byte, fleetName string, v bootapi.MembershipView) string {
 	h := hmac.New(sha256.New, key)
 	valid := "0"
 	if v.Valid {
@@ -57,7 +49,7 @@ func witnessMAC(key []byte, fleetName string, v MembershipView) string {
 }
 
 func (s *Server) handleMembership(w http.ResponseWriter, r *http.Request) {
-	v := MembershipView{Server: s.cfg.Servers[s.cfg.ServerID].Name}
+	v := bootapi.MembershipView{Server: s.cfg.Servers[s.cfg.ServerID].Name}
 	if s.fleet == nil {
 		writeJSONBody(w, http.StatusOK, v)
 		return
@@ -146,7 +138,7 @@ func anyPeerValid(ctx context.Context, hc *http.Client, key []byte, fleetName st
 				return
 			}
 			defer resp.Body.Close()
-			var v MembershipView
+			var v bootapi.MembershipView
 			if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&v) != nil {
 				return
 			}

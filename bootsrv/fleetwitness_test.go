@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/bootfabric/bootfabric/bootapi"
 )
 
 // TestAnyPeerValidAnswered: a witness round tells "a peer proved it is valid", "the peers that
@@ -23,7 +25,7 @@ func TestAnyPeerValidAnswered(t *testing.T) {
 			case <-r.Context().Done():
 				return
 			}
-			v := MembershipView{Server: name, Valid: valid, Nonce: r.URL.Query().Get("nonce")}
+			v := bootapi.MembershipView{Server: name, Valid: valid, Nonce: r.URL.Query().Get("nonce")}
 			v.MAC = witnessMAC(macKey, "test", v)
 			json.NewEncoder(w).Encode(v)
 		}))

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/images"
@@ -23,47 +24,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 )
-
-// HealthReport is the body of POST /api/v1/nodes/{name}/health.
-type HealthReport struct {
-	// Status is "ok" or "failed".
-	Status string `json:"status"`
-	// Details is any JSON value the node wants to report (a message, check results).
-	Details json.RawMessage `json:"details,omitempty"`
-}
-
-// HealthResponse answers a health report.
-type HealthResponse struct {
-	Node  string          `json:"node"`
-	State nodestate.State `json:"state"`
-}
-
-// NodesResponse is the body of GET /api/v1/nodes.
-type NodesResponse struct {
-	Server   string                 `json:"server"`
-	ServerID int                    `json:"server_id"`
-	Nodes    []nodestate.NodeStatus `json:"nodes"`
-	// Inventory lists every inventory node with the server that owns it now, when asked for
-	// (?inventory=1): the nodes other servers hold are in no server's Nodes but this one.
-	Inventory []InventoryEntry `json:"inventory,omitempty"`
-}
-
-// InventoryEntry is one inventory node as the status API lists it: its fields, its groups and the
-// server that owns it now ("" when no server does).
-type InventoryEntry struct {
-	Name     string   `json:"name"`
-	MAC      string   `json:"mac"`
-	IP       string   `json:"ip,omitempty"`
-	Position string   `json:"position"`
-	Profile  string   `json:"profile,omitempty"`
-	Groups   []string `json:"groups,omitempty"`
-	Owner    string   `json:"owner,omitempty"`
-}
-
-// errorBody is every API error's body.
-type errorBody struct {
-	Error string `json:"error"`
-}
 
 // httpMetrics are the HTTP endpoint's collectors.
 type httpMetrics struct {
@@ -176,7 +136,7 @@ func writeJSONBody(w http.ResponseWriter, code int, v any) {
 }
 
 func apiError(w http.ResponseWriter, code int, format string, args ...any) {
-	writeJSONBody(w, code, errorBody{Error: fmt.Sprintf(format, args...)})
+	writeJSONBody(w, code, bootapi.ErrorBody{Error: fmt.Sprintf(format, args...)})
 }
 
 // parseMAC accepts aa:bb:cc:dd:ee:ff and aa-bb-cc-dd-ee-ff (iPXE's ${mac} and ${mac:hexhyp}).
@@ -422,7 +382,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		// The same report again: a node whose first answer was lost (a timeout, a server killed
 		// after it saved the report) retries it. It changes nothing, so it is answered as the
 		// first was; a different status for a reported attempt is still refused below.
-		writeJSONBody(w, http.StatusOK, HealthResponse{Node: name, State: st.State})
+		writeJSONBody(w, http.StatusOK, bootapi.HealthResponse{Node: name, State: st.State})
 		return
 	}
 	if !st.AttemptOpen() && s.nodes.secret != nil {
@@ -445,7 +405,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if err := s.tracker.Flush(); err != nil {
 		s.reqLog(r, name).Warn("saving a health report", zap.Error(err))
 	}
-	writeJSONBody(w, http.StatusOK, HealthResponse{Node: name, State: state})
+	writeJSONBody(w, http.StatusOK, bootapi.HealthResponse{Node: name, State: state})
 }
 
 // notServedHere answers a request for a node this server does not track: 421 naming its server
@@ -465,8 +425,8 @@ func (s *Server) notServedHere(w http.ResponseWriter, name string) {
 }
 
 // decodeHealthReport reads a health report of at most limit bytes, or answers why it cannot.
-func decodeHealthReport(w http.ResponseWriter, r *http.Request, limit int64) (HealthReport, bool) {
-	var rep HealthReport
+func decodeHealthReport(w http.ResponseWriter, r *http.Request, limit int64) (bootapi.HealthReport, bool) {
+	var rep bootapi.HealthReport
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rep); err != nil {
@@ -492,27 +452,13 @@ func decodeHealthReport(w http.ResponseWriter, r *http.Request, limit int64) (He
 	return rep, true
 }
 
-// RebootResponse answers an operator's reboot request.
-type RebootResponse struct {
-	Node            string          `json:"node"`
-	State           nodestate.State `json:"state"`
-	RebootRequested bool            `json:"reboot_requested"`
-}
-
 // handleReboot records the operator's reboot request for a node (bootctl node reboot): its next
 // DHCP DISCOVER starts a new boot attempt even if it is booted or healthy.
 func (s *Server) handleReboot(w http.ResponseWriter, r *http.Request) {
 	name, st, ok := s.operatorNodeChange(w, r, "reboot requested by the operator", s.tracker.RequestReboot)
 	if ok {
-		writeJSONBody(w, http.StatusOK, RebootResponse{Node: name, State: st.State, RebootRequested: true})
+		writeJSONBody(w, http.StatusOK, bootapi.RebootResponse{Node: name, State: st.State, RebootRequested: true})
 	}
-}
-
-// PowerOffResponse answers an operator's word that a node was powered off.
-type PowerOffResponse struct {
-	Node       string          `json:"node"`
-	State      nodestate.State `json:"state"`
-	PoweredOff bool            `json:"powered_off"`
 }
 
 // handlePowerOff records that the operator powered the node off (bootctl power off): it is
@@ -521,7 +467,7 @@ type PowerOffResponse struct {
 func (s *Server) handlePowerOff(w http.ResponseWriter, r *http.Request) {
 	name, st, ok := s.operatorNodeChange(w, r, "node powered off by the operator", s.tracker.PowerOff)
 	if ok {
-		writeJSONBody(w, http.StatusOK, PowerOffResponse{Node: name, State: st.State, PoweredOff: st.PoweredOff})
+		writeJSONBody(w, http.StatusOK, bootapi.PowerOffResponse{Node: name, State: st.State, PoweredOff: st.PoweredOff})
 	}
 }
 
@@ -567,7 +513,7 @@ func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) {
 		}
 		nodes = kept
 	}
-	resp := NodesResponse{Server: s.cfg.Servers[s.cfg.ServerID].Name, ServerID: s.cfg.ServerID, Nodes: nodes}
+	resp := bootapi.NodesResponse{Server: s.cfg.Servers[s.cfg.ServerID].Name, ServerID: s.cfg.ServerID, Nodes: nodes}
 	if r.URL.Query().Get("inventory") == "1" {
 		resp.Inventory = s.inventoryEntries()
 	}
@@ -576,7 +522,7 @@ func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) {
 
 // inventoryEntries lists the inventory's nodes with their owners under the current ownership
 // (in a fleet, the live servers').
-func (s *Server) inventoryEntries() []InventoryEntry {
+func (s *Server) inventoryEntries() []bootapi.InventoryEntry {
 	au := s.Authority()
 	return InventoryEntries(au.Inventory(), func(n *bootconfig.InventoryNode) string {
 		if o := au.Owner(n); o >= 0 && o < len(s.cfg.Servers) {
@@ -587,11 +533,11 @@ func (s *Server) inventoryEntries() []InventoryEntry {
 }
 
 // InventoryEntries lists an inventory's nodes, in its order, with the owner that owner names.
-func InventoryEntries(inv *bootconfig.Inventory, owner func(*bootconfig.InventoryNode) string) []InventoryEntry {
-	out := make([]InventoryEntry, len(inv.Nodes))
+func InventoryEntries(inv *bootconfig.Inventory, owner func(*bootconfig.InventoryNode) string) []bootapi.InventoryEntry {
+	out := make([]bootapi.InventoryEntry, len(inv.Nodes))
 	for i := range inv.Nodes {
 		n := &inv.Nodes[i]
-		e := InventoryEntry{Name: n.Name, MAC: n.MAC.String(), Position: n.Position, Profile: n.Profile, Groups: n.Groups, Owner: owner(n)}
+		e := bootapi.InventoryEntry{Name: n.Name, MAC: n.MAC.String(), Position: n.Position, Profile: n.Profile, Groups: n.Groups, Owner: owner(n)}
 		if n.IP.IsValid() {
 			e.IP = n.IP.String()
 		}

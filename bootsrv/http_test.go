@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/internal/testfix"
@@ -208,7 +209,7 @@ func (ht *handlerTest) healthReports(t *testing.T) {
 // statusAPI lists the nodes, all (node00 with its timestamps) then the healthy ones.
 func (ht *handlerTest) statusAPI(t *testing.T) {
 	w := do(t, ht.h, "GET", "/api/v1/nodes", "", "")
-	var nodes NodesResponse
+	var nodes bootapi.NodesResponse
 	if err := json.Unmarshal(w.Body.Bytes(), &nodes); err != nil || len(nodes.Nodes) != 32 || nodes.Server != "bs0" {
 		t.Fatalf("nodes: %v %d %s", err, len(nodes.Nodes), w.Body.String()[:200])
 	}
@@ -216,7 +217,7 @@ func (ht *handlerTest) statusAPI(t *testing.T) {
 		t.Errorf("node00 timestamps: %v", nodes.Nodes[0].Times)
 	}
 	w = do(t, ht.h, "GET", "/api/v1/nodes?state=healthy", "", "")
-	var healthy NodesResponse
+	var healthy bootapi.NodesResponse
 	if err := json.Unmarshal(w.Body.Bytes(), &healthy); err != nil {
 		t.Fatalf("healthy nodes: %v %s", err, w.Body)
 	}
@@ -363,7 +364,7 @@ func TestNodesInventory(t *testing.T) {
 		c.Servers = []bootconfig.ServerEntry{{Name: "bs0", Address: "10.0.0.1"}, {Name: "bs1", Address: "10.0.0.2"}}
 	})
 	h := s.Handler()
-	var plain, full NodesResponse
+	var plain, full bootapi.NodesResponse
 	if err := json.Unmarshal(do(t, h, "GET", "/api/v1/nodes", "", "").Body.Bytes(), &plain); err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +381,7 @@ func TestNodesInventory(t *testing.T) {
 	if d := cmp.Diff(map[string]int{"bs0": len(full.Nodes), "bs1": 32 - len(full.Nodes)}, owners); d != "" || len(full.Nodes) == 32 {
 		t.Errorf("owners (-want +got):\n%s (bs0 tracks %d)", d, len(full.Nodes))
 	}
-	if d := cmp.Diff(InventoryEntry{Name: "node00", MAC: "52:54:00:00:00:00", IP: "127.0.0.1", Position: "s0-b0-n0", Owner: "bs0"}, full.Inventory[0]); d != "" {
+	if d := cmp.Diff(bootapi.InventoryEntry{Name: "node00", MAC: "52:54:00:00:00:00", IP: "127.0.0.1", Position: "s0-b0-n0", Owner: "bs0"}, full.Inventory[0]); d != "" {
 		t.Errorf("node00 (-want +got):\n%s", d)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/nodestate"
 )
 
@@ -52,7 +53,7 @@ func TestPowerOffEndpoint(t *testing.T) {
 	}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	c := &Client{BaseURL: srv.URL}
+	c := &bootapi.Client{BaseURL: srv.URL}
 	res, err := c.PowerOff(context.Background(), "node00", string(s.operatorToken))
 	if err != nil || res.State != nodestate.Pending || !res.PoweredOff || res.Node != "node00" {
 		t.Fatalf("power-off: %+v %v", res, err)

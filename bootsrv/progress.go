@@ -1,37 +1,20 @@
 package bootsrv
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/tftpd"
 )
-
-// ProgressResponse is the body of GET /api/v1/progress: what a boot run reads every poll, per
-// node only its state, attempt, current transfer and the counts of its current boot's
-// stumbles (nodestate.LiveNode), never the history /api/v1/nodes carries.
-type ProgressResponse struct {
-	Server string               `json:"server"`
-	Nodes  []nodestate.LiveNode `json:"nodes"`
-}
 
 // handleProgress answers GET /api/v1/progress, compact (no indentation): a run reads it from
 // every server every poll.
 func (s *Server) handleProgress(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(ProgressResponse{Server: s.cfg.Servers[s.cfg.ServerID].Name, Nodes: s.tracker.Live()})
-}
-
-// Progress reads GET /api/v1/progress.
-func (c *Client) Progress(ctx context.Context) (*ProgressResponse, error) {
-	var out ProgressResponse
-	if err := c.get(ctx, "/api/v1/progress", &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	_ = json.NewEncoder(w).Encode(bootapi.ProgressResponse{Server: s.cfg.Servers[s.cfg.ServerID].Name, Nodes: s.tracker.Live()})
 }
 
 // withProgress counts the bytes of a boot file as they go out to the node that asked for it, so

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/nodestate"
 )
@@ -31,7 +32,7 @@ func TestProgressEndpoint(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
-		var pr ProgressResponse
+		var pr bootapi.ProgressResponse
 		if err := json.Unmarshal(body, &pr); err != nil || resp.StatusCode != 200 {
 			t.Fatalf("progress: %s: %v: %s", resp.Status, err, body)
 		}

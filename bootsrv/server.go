@@ -18,6 +18,7 @@ import (
 	"github.com/bootfabric/bootfabric/dhcpd"
 	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/nodestate"
+	"github.com/bootfabric/bootfabric/nodestate/boltstore"
 	"github.com/bootfabric/bootfabric/tftpd"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/prometheus/client_golang/prometheus"
@@ -256,7 +257,7 @@ func (s *Server) openStore(opts Options) (tracked []*bootconfig.InventoryNode, e
 			return nil, err
 		}
 	}
-	if s.store, err = nodestate.OpenStore(s.cfg.StateDir); err != nil {
+	if s.store, err = boltstore.Open(s.cfg.StateDir); err != nil {
 		return nil, err
 	}
 	return tracked, nil
@@ -346,13 +347,13 @@ func (s *Server) closeTFTPRoot() error {
 	return err
 }
 
-// recoverState runs RecoverStore on the state directory and says what it did.
+// recoverState runs boltstore.Recover on the state directory and says what it did.
 func (s *Server) recoverState(now func() time.Time) error {
 	t := time.Now()
 	if now != nil {
 		t = now()
 	}
-	rec, err := nodestate.RecoverStore(s.cfg.StateDir, t)
+	rec, err := boltstore.Recover(s.cfg.StateDir, t)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/google/go-cmp/cmp"
@@ -190,7 +191,7 @@ func openStream(t *testing.T, url, from string) (*http.Response, string, func())
 	}
 	closer := func() { cancel(); resp.Body.Close() }
 	if resp.StatusCode != http.StatusOK {
-		var e errorBody
+		var e bootapi.ErrorBody
 		json.NewDecoder(resp.Body).Decode(&e)
 		return resp, e.Error, closer
 	}

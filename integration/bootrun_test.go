@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootconfig"
-	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/internal/ipmisim"
 	"github.com/bootfabric/bootfabric/internal/testenv"
 	"github.com/bootfabric/bootfabric/internal/testfix"
@@ -275,7 +275,7 @@ func (s *bootRunSetup) nodeStates(t *testing.T) map[string]nodestate.NodeStatus 
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var nodes bootsrv.NodesResponse
+	var nodes bootapi.NodesResponse
 	if err := json.NewDecoder(resp.Body).Decode(&nodes); err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func (s *bootRunSetup) serverTimes(t *testing.T) (healthy, filesIn map[string]ti
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var nodes bootsrv.NodesResponse
+	var nodes bootapi.NodesResponse
 	if err := json.NewDecoder(resp.Body).Decode(&nodes); err != nil {
 		t.Fatal(err)
 	}

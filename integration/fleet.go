@@ -20,6 +20,7 @@ import (
 	"github.com/bootfabric/bootfabric/fabricsim"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/nodestate"
+	"github.com/bootfabric/bootfabric/nodestate/etcdstore"
 	"gopkg.in/yaml.v3"
 )
 
@@ -625,7 +626,7 @@ var ErrNotAllHealthy = errors.New("not every node is healthy in etcd")
 func (f *Fleet) WaitHealthy(ctx context.Context, fc *fleet.Client, d time.Duration) ([]nodestate.NodeStatus, error) {
 	deadline := time.Now().Add(d)
 	for {
-		recs, err := nodestate.LoadFleetStates(ctx, fc)
+		recs, err := etcdstore.LoadAll(ctx, fc)
 		if err == nil && len(recs) == len(f.Nodes) && !slices.ContainsFunc(recs, func(r nodestate.NodeStatus) bool { return r.State != nodestate.Healthy }) {
 			return recs, nil
 		}

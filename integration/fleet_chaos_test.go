@@ -16,6 +16,7 @@ import (
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/nodestate"
+	"github.com/bootfabric/bootfabric/nodestate/etcdstore"
 	"github.com/bootfabric/bootfabric/topology"
 )
 
@@ -575,7 +576,7 @@ func (c *chaosChecker) check(t *testing.T, ctx context.Context, fc *fleet.Client
 	ans := c.f.DHCPAnswers(start)
 	c.answers = len(ans)
 	c.checkLoggedAnswers(t, when, ans, kills)
-	recs, err := nodestate.LoadFleetStates(ctx, fc)
+	recs, err := etcdstore.LoadAll(ctx, fc)
 	if err != nil {
 		t.Errorf("%s: %v", when, err)
 		return reported, 0, 0

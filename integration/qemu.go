@@ -3,7 +3,6 @@ package integration
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
+	"github.com/bootfabric/bootfabric/nodestate"
 	"go.uber.org/zap"
 )
 
@@ -277,22 +278,6 @@ func (c *Cluster) attachTap(ctx context.Context, i int) error {
 // vethMAC is the address node i's veth takes when its VM takes the node's MAC.
 func vethMAC(i int) string {
 	return fmt.Sprintf("02:bf:fe:%02x:%02x:%02x", byte(i>>16), byte(i>>8), byte(i))
-}
-
-// nodeView is the part of bootsrv's node status BootVMs reads.
-type nodeView struct {
-	Name   string               `json:"name"`
-	State  string               `json:"state"`
-	Times  map[string]time.Time `json:"times"`
-	Health *struct {
-		Status string    `json:"status"`
-		At     time.Time `json:"at"`
-	} `json:"health"`
-	History []struct {
-		To     string    `json:"to"`
-		At     time.Time `json:"at"`
-		Detail string    `json:"detail"`
-	} `json:"history"`
 }
 
 // BootVMs boots the cluster's first n nodes as QEMU VMs at once, from boot servers started with
@@ -564,28 +549,15 @@ func (c *Cluster) serverIP(name string) string {
 	return ""
 }
 
-func fetchNodes(ctx context.Context, cl *http.Client, ip string) (map[string]nodeView, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ip+"/api/v1/nodes", nil)
+// fetchNodes reads a server's nodes by name, through the status API's client.
+func fetchNodes(ctx context.Context, cl *http.Client, ip string) (map[string]nodestate.NodeStatus, error) {
+	res, err := (&bootapi.Client{BaseURL: "http://" + ip, HTTP: cl}).Nodes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := cl.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /api/v1/nodes from %s: %s", ip, resp.Status)
-	}
-	var body struct {
-		Nodes []nodeView `json:"nodes"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&body); err != nil {
-		return nil, fmt.Errorf("GET /api/v1/nodes from %s: %w", ip, err)
-	}
-	out := make(map[string]nodeView, len(body.Nodes))
-	for _, nv := range body.Nodes {
-		out[nv.Name] = nv
+	out := make(map[string]nodestate.NodeStatus, len(res.Nodes))
+	for _, n := range res.Nodes {
+		out[n.Name] = n
 	}
 	return out, nil
 }
@@ -785,19 +757,19 @@ func (vm *vmRun) readSerial(r io.Reader, w io.Writer) {
 }
 
 // observe takes the server's view of the node: state times of this boot and the health report.
-func (vm *vmRun) observe(server string, nv nodeView) {
+func (vm *vmRun) observe(server string, nv nodestate.NodeStatus) {
 	for st, t := range nv.Times {
-		if ev, ok := serverStateEvents[st]; ok && !t.Before(vm.res.Started) {
+		if ev, ok := serverStateEvents[st.String()]; ok && !t.Before(vm.res.Started) {
 			vm.res.Events[ev] = t.Sub(vm.res.Started).Seconds()
 			vm.res.Server = server
 		}
 	}
 	for _, h := range nv.History {
-		if h.To == "nbp" && !h.At.Before(vm.res.Started) && (strings.HasPrefix(h.Detail, "tftp ") || strings.HasPrefix(h.Detail, "http ")) {
+		if h.To == nodestate.NBP && !h.At.Before(vm.res.Started) && (strings.HasPrefix(h.Detail, "tftp ") || strings.HasPrefix(h.Detail, "http ")) {
 			vm.res.NBP = h.Detail
 		}
 	}
-	if nv.Health != nil && !nv.Health.At.Before(vm.res.Started) && (nv.State == "healthy" || nv.State == "failed") {
+	if nv.Health != nil && !nv.Health.At.Before(vm.res.Started) && (nv.State == nodestate.Healthy || nv.State == nodestate.Failed) {
 		vm.res.Health = nv.Health.Status
 		vm.res.Seconds = nv.Health.At.Sub(vm.res.Started).Seconds()
 		vm.finished = true

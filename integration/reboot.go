@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/nodestate"
@@ -40,7 +41,7 @@ func (c *Cluster) announceReboots(ctx context.Context, nodes []int) error {
 }
 
 func announceTo(ctx context.Context, hc *http.Client, server, tok string, want map[string]bool) error {
-	cl := &bootsrv.Client{BaseURL: "http://127.0.0.1:80", HTTP: hc}
+	cl := &bootapi.Client{BaseURL: "http://127.0.0.1:80", HTTP: hc}
 	res, err := cl.Nodes(ctx)
 	if err != nil {
 		return fmt.Errorf("server %s: %w", server, err)

@@ -1,5 +1,5 @@
 // Package nodestate is the boot state of cluster nodes: the state machine, the tracker that applies
-// events to it, and the stores that keep it.
+// events to it, and the records the stores keep and the status API shows.
 //
 // Each node walks
 //
@@ -10,10 +10,9 @@
 // and the last health report, and saves changed nodes in batches (a DHCP handshake waits longer
 // than a download). A Tracker is safe for concurrent use.
 //
-// Two stores keep the states: Store, a bbolt file in the server's state directory, and EtcdStore,
-// a fleet's etcd records written through the server's membership (fleet.PutRecordsIfMember), so
-// that a server fenced out of the fleet writes nothing. A damaged state file is detected before
-// bbolt maps it (pagecheck.go) and is a DamagedError; RecoverStore keeps it aside and salvages its
-// records. NodeStatus is also the wire form of the status API that bootctl status, the boot run and
-// the tests read.
+// NodeStatus, LiveNode and Summary are the records the tracker keeps; the stores save NodeStatus
+// as AppendStatusJSON writes it, and the status API (package bootapi) carries all three unchanged.
+// The package opens no file and no connection: it saves through StateStore. The two stores, a
+// bbolt file (nodestate/boltstore) and a fleet's etcd records (nodestate/etcdstore), are packages
+// of their own, so that a reader of states links neither bbolt nor etcd.
 package nodestate

@@ -10,12 +10,12 @@ import (
 	"unicode/utf8"
 )
 
-// appendStatusJSON appends n encoded exactly as encoding/json encodes it (same fields, order,
+// AppendStatusJSON appends n encoded exactly as encoding/json encodes it (same fields, order,
 // omissions and escaping), without reflection. The state flush encodes every changed node's
 // record, history included, and under a DHCP storm that encoding was the largest cost of the
 // whole serve path (pprof in BenchmarkServeDORA); TestStatusJSONMatchesEncodingJSON holds the two
 // encodings byte for byte equal.
-func appendStatusJSON(b []byte, n *NodeStatus) ([]byte, error) {
+func AppendStatusJSON(b []byte, n *NodeStatus) ([]byte, error) {
 	b = append(b, `{"name":`...)
 	b = appendJSONString(b, n.Name)
 	b = append(b, `,"mac":`...)

@@ -77,12 +77,12 @@ func TestStatusJSONMatchesEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatalf("case %d: encoding/json: %v", i, err)
 		}
-		got, err := appendStatusJSON(nil, &n)
+		got, err := AppendStatusJSON(nil, &n)
 		if err != nil {
-			t.Fatalf("case %d: appendStatusJSON: %v", i, err)
+			t.Fatalf("case %d: AppendStatusJSON: %v", i, err)
 		}
 		if diff := cmp.Diff(string(want), string(got)); diff != "" {
-			t.Fatalf("case %d (-encoding/json +appendStatusJSON):\n%s", i, diff)
+			t.Fatalf("case %d (-encoding/json +AppendStatusJSON):\n%s", i, diff)
 		}
 	}
 }
@@ -100,8 +100,8 @@ func TestStatusJSONRefusesWhatEncodingJSONRefuses(t *testing.T) {
 			if _, err := json.Marshal(&n); err == nil {
 				t.Fatal("encoding/json accepted it: the case tests nothing")
 			}
-			if _, err := appendStatusJSON(nil, &n); err == nil {
-				t.Fatal("appendStatusJSON accepted it")
+			if _, err := AppendStatusJSON(nil, &n); err == nil {
+				t.Fatal("AppendStatusJSON accepted it")
 			}
 		})
 	}
@@ -139,7 +139,7 @@ func BenchmarkStatusJSON(b *testing.B) {
 		var buf []byte
 		for b.Loop() {
 			var err error
-			if buf, err = appendStatusJSON(buf[:0], &n); err != nil {
+			if buf, err = AppendStatusJSON(buf[:0], &n); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -147,14 +147,14 @@ func BenchmarkStatusJSON(b *testing.B) {
 }
 
 // TestStatusJSONKnowsEveryField fails when NodeStatus, Health or Transition gain a field: then
-// appendStatusJSON and randomStatus must learn it, or records would be saved without it.
+// AppendStatusJSON and randomStatus must learn it, or records would be saved without it.
 func TestStatusJSONKnowsEveryField(t *testing.T) {
 	for _, c := range []struct {
 		v    any
 		want int
 	}{{NodeStatus{}, 20}, {Health{}, 3}, {Transition{}, 5}} {
 		if got := reflect.TypeOf(c.v).NumField(); got != c.want {
-			t.Errorf("%T has %d fields, appendStatusJSON writes %d: teach it (and randomStatus) the new ones", c.v, got, c.want)
+			t.Errorf("%T has %d fields, AppendStatusJSON writes %d: teach it (and randomStatus) the new ones", c.v, got, c.want)
 		}
 	}
 }

@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	bolt "go.etcd.io/bbolt"
 )
 
 // fakeClock advances one second at every reading.
@@ -44,11 +40,7 @@ func testNodes(t testing.TB, n int) []Node {
 // tracker on the same store sees the same states; a DISCOVER restarts a healthy node's boot only
 // once a reboot was asked for; an inventory change drops or restarts what no longer matches.
 func TestTrackerRestart(t *testing.T) {
-	store, err := OpenStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := newMemStore()
 	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)}
 	nodes := testNodes(t, 3)
 	tr, err := NewTracker(nodes, "default", TrackerOptions{Store: store, Flush: 0, Now: clock.now, Registerer: prometheus.NewRegistry()})
@@ -137,7 +129,7 @@ func checkRebootRequest(t *testing.T, tr *Tracker) {
 
 // checkInventoryChange flushes tr and opens a tracker on an inventory where node00's MAC changed
 // and node02 is gone: node00 starts afresh, node01 keeps its state, node02's record is dropped.
-func checkInventoryChange(t *testing.T, tr *Tracker, store *Store, nodes []Node) {
+func checkInventoryChange(t *testing.T, tr *Tracker, store *memStore, nodes []Node) {
 	changed := nodes[0]
 	changed.MAC = append([]byte(nil), nodes[0].MAC...)
 	changed.MAC[5] = 0xee
@@ -159,12 +151,7 @@ func checkInventoryChange(t *testing.T, tr *Tracker, store *Store, nodes []Node)
 }
 
 func TestTrackerBatchedFlush(t *testing.T) {
-	dir := t.TempDir()
-	store, err := OpenStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := newMemStore()
 	tr, err := NewTracker(testNodes(t, 2), "default", TrackerOptions{Store: store, Flush: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -201,31 +188,6 @@ func byName(list []NodeStatus) map[string]NodeStatus {
 		m[n.Name] = n
 	}
 	return m
-}
-
-func TestStoreErrors(t *testing.T) {
-	dir := t.TempDir()
-	store, err := OpenStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := store.Load(); err != nil || got != nil {
-		t.Errorf("empty store: %v, %v", got, err)
-	}
-	// A second server on the same state directory is refused.
-	if _, err := OpenStore(dir); err == nil || !strings.Contains(err.Error(), "locked by another process") {
-		t.Errorf("second open: %v", err)
-	}
-	store.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(metaBucket).Put(versionKey, []byte("9")) })
-	store.Close()
-	if _, err := OpenStore(dir); err == nil || !strings.Contains(err.Error(), "version 9") {
-		t.Errorf("version 9: %v", err)
-	}
-	bad := t.TempDir()
-	os.WriteFile(filepath.Join(bad, StateFile), []byte("not a database at all, not at all"), 0o644)
-	if _, err := OpenStore(bad); err == nil {
-		t.Error("garbage file accepted")
-	}
 }
 
 func TestLearnIP(t *testing.T) {

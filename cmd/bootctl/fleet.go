@@ -16,7 +16,7 @@ import (
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
-	"github.com/bootfabric/bootfabric/nodestate"
+	"github.com/bootfabric/bootfabric/nodestate/etcdstore"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 )
@@ -418,7 +418,7 @@ func fleetStatus(ctx context.Context, cl *fleet.Client, eps []string) (*fleetSta
 	st := &fleetStatusResult{Fleet: cl.Fleet(), Number: cur.Number, Revision: cur.Revision, SHA256: cur.SHA256, Mapping: doc.Mapping,
 		Nodes: len(m.Inventory.Nodes), Unowned: own.Unowned, Takeovers: len(events), Recent: []fleetTakeover{}}
 	st.Servers, st.Live = fleetServerRows(ctx, cl, doc, own, members)
-	recs, err := nodestate.LoadFleetStates(ctx, cl)
+	recs, err := etcdstore.LoadAll(ctx, cl)
 	if err != nil {
 		return nil, &fleetEtcdError{eps, err}
 	}

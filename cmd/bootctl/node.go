@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/nodeset"
 	"github.com/urfave/cli/v2"
@@ -78,7 +79,7 @@ func nodeInventoryCommands(e *env) []*cli.Command {
 // rebootResult is what node reboot reports: the nodes whose reboot was recorded and those the
 // server refused, with why.
 type rebootResult struct {
-	Requested []bootsrv.RebootResponse `json:"requested"`
+	Requested []bootapi.RebootResponse `json:"requested"`
 	Failed    []rebootFailure          `json:"failed,omitempty"`
 }
 
@@ -107,7 +108,7 @@ func nodeReboot(e *env, c *cli.Context) error {
 	if err != nil {
 		return badInput("--token-file: %v", err)
 	}
-	cl := &bootsrv.Client{BaseURL: c.String("server"), HTTP: &http.Client{Timeout: c.Duration("timeout")}}
+	cl := &bootapi.Client{BaseURL: c.String("server"), HTTP: &http.Client{Timeout: c.Duration("timeout")}}
 	names, err := rebootNames(c, cl, sel)
 	if err != nil {
 		return err
@@ -135,7 +136,7 @@ func nodeReboot(e *env, c *cli.Context) error {
 
 // rebootNames are the nodes NODES and --group name, checked against the server's inventory so
 // that a typo is refused before any reboot is asked: in the order given, else the inventory's.
-func rebootNames(c *cli.Context, cl *bootsrv.Client, sel nodeSelection) ([]string, error) {
+func rebootNames(c *cli.Context, cl *bootapi.Client, sel nodeSelection) ([]string, error) {
 	nr, err := cl.NodesAndInventory(c.Context)
 	if err != nil {
 		return nil, err

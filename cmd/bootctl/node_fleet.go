@@ -9,7 +9,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/fleet"
-	"github.com/bootfabric/bootfabric/nodestate"
+	"github.com/bootfabric/bootfabric/nodestate/etcdstore"
 	"github.com/urfave/cli/v2"
 )
 
@@ -139,7 +139,7 @@ func (f *fleetSource) apply(c *cli.Context, data []byte, res *nodeEditResult) er
 
 // fillStatus sets the node's state from its record in etcd, which the server holding it writes.
 func (f *fleetSource) fillStatus(c *cli.Context, v *nodeView) error {
-	all, err := nodestate.LoadFleetStates(c.Context, f.cl)
+	all, err := etcdstore.LoadAll(c.Context, f.cl)
 	if err != nil {
 		return &fleetEtcdError{f.eps, err}
 	}

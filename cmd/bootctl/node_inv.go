@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootconfig"
-	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/urfave/cli/v2"
@@ -236,7 +236,7 @@ func fillServerStatus(c *cli.Context, v *nodeView) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return badInput("--server: %q is not an http:// URL", c.String("server"))
 	}
-	cl := &bootsrv.Client{BaseURL: c.String("server"), HTTP: &http.Client{Timeout: c.Duration("timeout")}}
+	cl := &bootapi.Client{BaseURL: c.String("server"), HTTP: &http.Client{Timeout: c.Duration("timeout")}}
 	st, err := cl.Node(c.Context, v.Name)
 	if err != nil {
 		if c.Context.Err() != nil {

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootconfig"
-	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
 	"github.com/bootfabric/bootfabric/nodestate"
@@ -230,7 +230,7 @@ func TestNodeReboot(t *testing.T) {
 	var asked []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
-			json.NewEncoder(w).Encode(bootsrv.NodesResponse{Server: "bs0", Inventory: []bootsrv.InventoryEntry{
+			json.NewEncoder(w).Encode(bootapi.NodesResponse{Server: "bs0", Inventory: []bootapi.InventoryEntry{
 				{Name: "n1", Owner: "bs0", Groups: []string{"gpu"}}, {Name: "n2", Owner: "bs0"}, {Name: "n3", Owner: "bs1", Groups: []string{"gpu"}}}})
 			return
 		}
@@ -241,7 +241,7 @@ func TestNodeReboot(t *testing.T) {
 			w.Write([]byte(`{"error":"node \"n3\" is served by boot server bs1"}`))
 			return
 		}
-		json.NewEncoder(w).Encode(bootsrv.RebootResponse{Node: name, State: nodestate.Healthy, RebootRequested: true})
+		json.NewEncoder(w).Encode(bootapi.RebootResponse{Node: name, State: nodestate.Healthy, RebootRequested: true})
 	}))
 	defer srv.Close()
 	tok := filepath.Join(t.TempDir(), "token")

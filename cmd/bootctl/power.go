@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootconfig"
-	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/nodeset"
 	"github.com/bootfabric/bootfabric/power"
 	"github.com/urfave/cli/v2"
@@ -140,7 +140,7 @@ func (s *serverTeller) tell(ctx context.Context, res []power.Result) *serversTol
 		if r.Class != "" {
 			continue // the node may still run: the servers keep what they saw
 		}
-		s.each(ctx, r.Node, out, func(c *bootsrv.Client, tok string) error {
+		s.each(ctx, r.Node, out, func(c *bootapi.Client, tok string) error {
 			_, err := c.PowerOff(ctx, r.Node, tok)
 			return err
 		})
@@ -153,7 +153,7 @@ func (s *serverTeller) tell(ctx context.Context, res []power.Result) *serversTol
 func (s *serverTeller) arm(ctx context.Context, targets []power.Target) *serversTold {
 	out := &serversTold{}
 	for _, t := range targets {
-		s.each(ctx, t.Node, out, func(c *bootsrv.Client, tok string) error {
+		s.each(ctx, t.Node, out, func(c *bootapi.Client, tok string) error {
 			_, err := c.Reboot(ctx, t.Node, tok)
 			return err
 		})
@@ -162,10 +162,10 @@ func (s *serverTeller) arm(ctx context.Context, targets []power.Target) *servers
 }
 
 // each asks every server with do about node, counting it told when one took it.
-func (s *serverTeller) each(ctx context.Context, node string, out *serversTold, do func(*bootsrv.Client, string) error) {
+func (s *serverTeller) each(ctx context.Context, node string, out *serversTold, do func(*bootapi.Client, string) error) {
 	var errs []string
 	for _, u := range s.urls {
-		if err := do(&bootsrv.Client{BaseURL: u, HTTP: s.http}, s.tokens[u]); err != nil {
+		if err := do(&bootapi.Client{BaseURL: u, HTTP: s.http}, s.tokens[u]); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}

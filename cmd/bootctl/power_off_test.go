@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/nodestate"
 )
 
@@ -35,7 +35,7 @@ func TestPowerOffTellsServers(t *testing.T) {
 		told = append(told, op+":"+name)
 		mu.Unlock()
 		if op == "reboot" {
-			json.NewEncoder(w).Encode(bootsrv.RebootResponse{Node: name, State: nodestate.Healthy, RebootRequested: true})
+			json.NewEncoder(w).Encode(bootapi.RebootResponse{Node: name, State: nodestate.Healthy, RebootRequested: true})
 			return
 		}
 		if name == "s0-b0-n2" {
@@ -43,7 +43,7 @@ func TestPowerOffTellsServers(t *testing.T) {
 			w.Write([]byte(`{"error":"unknown node \"s0-b0-n2\""}`))
 			return
 		}
-		json.NewEncoder(w).Encode(bootsrv.PowerOffResponse{Node: name, State: nodestate.Pending, PoweredOff: true})
+		json.NewEncoder(w).Encode(bootapi.PowerOffResponse{Node: name, State: nodestate.Pending, PoweredOff: true})
 	}))
 	defer srv.Close()
 	tok := filepath.Join(t.TempDir(), "token")

@@ -11,7 +11,7 @@ import (
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/dhcpd"
-	"github.com/bootfabric/bootfabric/nodestate"
+	"github.com/bootfabric/bootfabric/nodestate/boltstore"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/urfave/cli/v2"
 )
@@ -195,7 +195,7 @@ func serveConfig(c *cli.Context) (*bootconfig.Config, error) {
 func configError(err error) error {
 	var be *bootconfig.Error
 	var te *topology.Error
-	var de *nodestate.DamagedError
+	var de *boltstore.DamagedError
 	if errors.As(err, &be) || errors.As(err, &te) || errors.As(err, &de) || errors.Is(err, fs.ErrNotExist) {
 		return asBadInput(err)
 	}

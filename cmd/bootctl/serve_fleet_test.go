@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
@@ -58,7 +59,7 @@ func nodesOf(url string) ([]string, error) {
 		return nil, err
 	}
 	defer r.Body.Close()
-	var res bootsrv.NodesResponse
+	var res bootapi.NodesResponse
 	if err := json.NewDecoder(r.Body).Decode(&res); err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/bootfabric/bootfabric/internal/testenv"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/nodestate"
+	"github.com/bootfabric/bootfabric/nodestate/boltstore"
 )
 
 // netnsPair is a server and a client network namespace joined by a veth pair.
@@ -252,7 +253,7 @@ func checkNetnsStatus(t *testing.T, bin, ns string) {
 
 // checkSavedHealthy: the server saved node00's state, healthy, in its state directory dir.
 func checkSavedHealthy(t *testing.T, dir string) {
-	store, err := nodestate.OpenStore(dir)
+	store, err := boltstore.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

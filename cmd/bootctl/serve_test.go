@@ -19,6 +19,7 @@ import (
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/nodestate"
+	"github.com/bootfabric/bootfabric/nodestate/boltstore"
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"github.com/pin/tftp/v3"
 	"go.uber.org/zap/zaptest"
@@ -477,7 +478,7 @@ func TestServeCommand(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop within 10 s of cancel")
 	}
-	if _, err := os.Stat(filepath.Join(f.dir, "state", nodestate.StateFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(f.dir, "state", boltstore.StateFile)); err != nil {
 		t.Errorf("no state saved: %v", err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/urfave/cli/v2"
@@ -204,15 +204,16 @@ func (q *statusQuery) watchLoop(ctx context.Context, e *env) error {
 	}
 }
 
-// fetchStatus asks every server for its nodes, the inventory and the summary. A server that does
-// not answer is listed in Unreachable and the others are shown; it is an error only when none
-// answers.
+// fetchStatus asks every server for its nodes, the inventory and the summary; a node several
+// servers hold is one row, by bootapi.Merge's rule. A server that does not answer is listed in
+// Unreachable and the others are shown; it is an error only when none answers.
 func fetchStatus(ctx context.Context, hc *http.Client, servers []string) (*statusRead, error) {
 	res := &statusResult{ByState: map[nodestate.State]int{}}
 	rd := &statusRead{res: res}
 	answered := map[string]bool{}
+	var lists [][]nodestate.NodeStatus
 	for _, s := range servers {
-		cl := &bootsrv.Client{BaseURL: s, HTTP: hc}
+		cl := &bootapi.Client{BaseURL: s, HTTP: hc}
 		nodes, err := cl.NodesAndInventory(ctx)
 		var sum *nodestate.Summary
 		if err == nil {
@@ -226,7 +227,7 @@ func fetchStatus(ctx context.Context, hc *http.Client, servers []string) (*statu
 			continue
 		}
 		res.Servers = append(res.Servers, serverStatus{URL: s, Summary: *sum})
-		rd.all = append(rd.all, nodes.Nodes...)
+		lists = append(lists, nodes.Nodes)
 		answered[nodes.Server] = true
 		if rd.inv == nil {
 			rd.inv = nodes.Inventory // every server of a machine has the same inventory
@@ -235,6 +236,7 @@ func fetchStatus(ctx context.Context, hc *http.Client, servers []string) (*statu
 	if len(res.Servers) == 0 {
 		return nil, &unreachableError{failed: res.Unreachable}
 	}
+	rd.all = bootapi.MergeNodes(lists) // a node two servers hold is shown once
 	if len(res.Servers) == 1 && len(servers) == 1 {
 		res.Summary = res.Servers[0].Summary
 	} else {

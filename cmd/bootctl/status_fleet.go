@@ -8,10 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/nodestate"
+	"github.com/bootfabric/bootfabric/nodestate/etcdstore"
 )
 
 // fleetMemberView is one live member of a fleet as `bootctl status --etcd` shows it.
@@ -29,7 +31,7 @@ func fetchFleetStatus(ctx context.Context, opts fleet.Options) (*statusRead, err
 		return nil, err
 	}
 	defer c.Close()
-	all, err := nodestate.LoadFleetStates(ctx, c)
+	all, err := etcdstore.LoadAll(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +76,7 @@ func fetchFleetStatus(ctx context.Context, opts fleet.Options) (*statusRead, err
 
 // fleetInventory lists the inventory of the fleet's current revision with each node's owner among
 // the live members; nil when the fleet has no configuration yet.
-func fleetInventory(ctx context.Context, c *fleet.Client, eps []string, members []fleetMemberView) ([]bootsrv.InventoryEntry, error) {
+func fleetInventory(ctx context.Context, c *fleet.Client, eps []string, members []fleetMemberView) ([]bootapi.InventoryEntry, error) {
 	_, doc, m, err := readFleetRevision(ctx, c, eps)
 	if errors.Is(err, fleet.ErrNoConfig) {
 		return nil, nil

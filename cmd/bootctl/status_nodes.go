@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/nodeset"
 	"github.com/bootfabric/bootfabric/nodestate"
 )
@@ -16,7 +16,7 @@ import (
 type statusRead struct {
 	res *statusResult
 	all []nodestate.NodeStatus
-	inv []bootsrv.InventoryEntry
+	inv []bootapi.InventoryEntry
 	why func(owner string) string
 }
 
@@ -72,21 +72,21 @@ func (q *statusQuery) complete(rd *statusRead) (*statusResult, error) {
 }
 
 // entriesOf makes inventory entries of the nodes a server holds.
-func entriesOf(nodes []nodestate.NodeStatus) []bootsrv.InventoryEntry {
-	out := make([]bootsrv.InventoryEntry, len(nodes))
+func entriesOf(nodes []nodestate.NodeStatus) []bootapi.InventoryEntry {
+	out := make([]bootapi.InventoryEntry, len(nodes))
 	for i, n := range nodes {
-		out[i] = bootsrv.InventoryEntry{Name: n.Name, MAC: n.MAC, IP: n.IP, Position: n.Position, Owner: n.Server}
+		out[i] = bootapi.InventoryEntry{Name: n.Name, MAC: n.MAC, IP: n.IP, Position: n.Position, Owner: n.Server}
 	}
 	return out
 }
 
 // filter returns which inventory nodes the selection keeps. A name that is not in the inventory,
 // or a group no node is in, is bad input, as everywhere NODES are taken.
-func (s nodeSelection) filter(inv []bootsrv.InventoryEntry) (func(string) bool, error) {
+func (s nodeSelection) filter(inv []bootapi.InventoryEntry) (func(string) bool, error) {
 	if s.all() {
 		return func(string) bool { return true }, nil
 	}
-	byName := make(map[string]*bootsrv.InventoryEntry, len(inv))
+	byName := make(map[string]*bootapi.InventoryEntry, len(inv))
 	var groups []string
 	for i := range inv {
 		byName[inv[i].Name] = &inv[i]
@@ -112,7 +112,7 @@ func (s nodeSelection) filter(inv []bootsrv.InventoryEntry) (func(string) bool, 
 }
 
 // names expands the NODES arguments (nil: every node), refusing names not in the inventory.
-func (s nodeSelection) names(byName map[string]*bootsrv.InventoryEntry) (map[string]bool, error) {
+func (s nodeSelection) names(byName map[string]*bootapi.InventoryEntry) (map[string]bool, error) {
 	expr := strings.Join(s.exprs, ",")
 	if expr == "" || expr == "all" {
 		return nil, nil

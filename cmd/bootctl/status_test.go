@@ -88,6 +88,15 @@ func TestStatusTwoServers(t *testing.T) {
 		res.Summary.Server != "all" || res.Summary.Nodes != 4 || res.Summary.States[nodestate.Healthy] != 1 {
 		t.Errorf("aggregate: %+v", res)
 	}
+	// A node two answers hold is one row and counted once (bootapi.Merge), not listed twice.
+	code, out, errs = runBootctl(t, context.Background(), "status", "--server", ua, "--server", ub, "--server", ua, "--output", "json")
+	res = statusResult{}
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil {
+		t.Fatalf("status with a server twice: %d %v %s", code, err, errs)
+	}
+	if len(res.Servers) != 3 || res.Summary.Nodes != 4 || len(res.Nodes) != 4 || res.ByState[nodestate.Healthy] != 1 {
+		t.Errorf("a server asked twice: %d servers, summary of %d nodes, %d rows, by state %v", len(res.Servers), res.Summary.Nodes, len(res.Nodes), res.ByState)
+	}
 	code, _, errs = runBootctl(t, context.Background(), "status", "--server", ua, "--server", "http://127.0.0.1:1")
 	if code != 1 || !strings.Contains(errs, "127.0.0.1:1") {
 		t.Errorf("unreachable server: %d %s", code, errs)

@@ -1,4 +1,4 @@
-package nodestate
+package boltstore
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/nodestate"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -93,7 +94,7 @@ func (sf *soundStateFile) corruptCopy(t *testing.T, id int) string {
 // openRefused opens the store in dir, whose page id is corrupt, and says whether it was refused:
 // a page in use must be; the refusal is one line, a DamagedError naming the file and --recover.
 func (sf *soundStateFile) openRefused(t *testing.T, dir string, id int) bool {
-	st, err := OpenStore(dir)
+	st, err := Open(dir)
 	if err == nil {
 		st.Close()
 		if sf.used[id] {
@@ -113,7 +114,7 @@ func (sf *soundStateFile) openRefused(t *testing.T, dir string, id int) bool {
 // recovery says it restored (of the 200).
 func checkRecoverPage(t *testing.T, dir string, id int) {
 	path := filepath.Join(dir, StateFile)
-	rec, err := RecoverStore(dir, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	rec, err := Recover(dir, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func checkRecoverPage(t *testing.T, dir string, id int) {
 	if _, err := os.Stat(rec.Damaged); err != nil {
 		t.Errorf("damaged copy: %v", err)
 	}
-	st, err := OpenStore(dir)
+	st, err := Open(dir)
 	if err != nil {
 		t.Fatalf("after --recover: %v", err)
 	}
@@ -165,18 +166,18 @@ func usedPages(t *testing.T, path string) map[int]bool {
 // writeStateRecords saves n node records with some history into dir's state file.
 func writeStateRecords(t testing.TB, dir string, n int) {
 	t.Helper()
-	st, err := OpenStore(dir)
+	st, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	var nodes []NodeStatus
+	var nodes []nodestate.NodeStatus
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range n {
-		ns := NodeStatus{Name: fmt.Sprintf("node%03d", i), MAC: fmt.Sprintf("52:54:00:00:%02x:%02x", i/256, i%256), State: Healthy, Since: at,
-			Times: map[State]time.Time{Discover: at, Healthy: at}}
+		ns := nodestate.NodeStatus{Name: fmt.Sprintf("node%03d", i), MAC: fmt.Sprintf("52:54:00:00:%02x:%02x", i/256, i%256), State: nodestate.Healthy, Since: at,
+			Times: map[nodestate.State]time.Time{nodestate.Discover: at, nodestate.Healthy: at}}
 		for j := range 4 {
-			ns.History = append(ns.History, Transition{From: State(j), To: State(j + 1), Event: EvOffer, At: at, Detail: strings.Repeat("d", 20)})
+			ns.History = append(ns.History, nodestate.Transition{From: nodestate.State(j), To: nodestate.State(j + 1), Event: nodestate.EvOffer, At: at, Detail: strings.Repeat("d", 20)})
 		}
 		nodes = append(nodes, ns)
 	}

@@ -1,4 +1,8 @@
-package nodestate
+// Package etcdstore keeps node states in a fleet's etcd records (records/nodes/NAME), shared by
+// every server of the fleet. Its writes go through the server's membership, so that a server
+// fenced out of the fleet writes nothing; it is apart from nodestate so that a reader of states
+// links no etcd.
+package etcdstore
 
 import (
 	"context"
@@ -9,16 +13,17 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/fleet"
+	"github.com/bootfabric/bootfabric/nodestate"
 )
 
 // nodeRecords is the record kind of boot states in a fleet's etcd keys.
 const nodeRecords = "nodes"
 
-// EtcdStore keeps boot states in a fleet's etcd records (records/nodes/NAME), shared by every
+// Store keeps boot states in a fleet's etcd records (records/nodes/NAME), shared by every
 // server of the fleet: a server that takes a node over reads the dead owner's last record and
 // resumes from it. Writes go through the server's membership (fleet.PutRecordsIfMember), so a
 // server fenced out of the fleet writes nothing more. The fleet client is the caller's to close.
-type EtcdStore struct {
+type Store struct {
 	c       *fleet.Client
 	m       *fleet.Membership
 	timeout time.Duration
@@ -27,31 +32,31 @@ type EtcdStore struct {
 	written atomic.Int64
 }
 
-// NewEtcdStore returns the store of fleet client c writing as member m. A nil m is refused: a
+// New returns the store of fleet client c writing as member m. A nil m is refused: a
 // store that is not a member has no right to write.
-func NewEtcdStore(c *fleet.Client, m *fleet.Membership) (*EtcdStore, error) {
+func New(c *fleet.Client, m *fleet.Membership) (*Store, error) {
 	if c == nil || m == nil {
 		return nil, errors.New("boot states in etcd: a fleet client and a membership are required")
 	}
-	return &EtcdStore{c: c, m: m, timeout: 10 * time.Second}, nil
+	return &Store{c: c, m: m, timeout: 10 * time.Second}, nil
 }
 
 // Load implements StateStore: every node record of the fleet.
-func (s *EtcdStore) Load() ([]NodeStatus, error) {
+func (s *Store) Load() ([]nodestate.NodeStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
-	return LoadFleetStates(ctx, s.c)
+	return LoadAll(ctx, s.c)
 }
 
-// LoadFleetStates reads every node record of a fleet.
-func LoadFleetStates(ctx context.Context, c *fleet.Client) ([]NodeStatus, error) {
+// LoadAll reads every node record of a fleet.
+func LoadAll(ctx context.Context, c *fleet.Client) ([]nodestate.NodeStatus, error) {
 	recs, err := c.Records(ctx, nodeRecords)
 	if err != nil {
 		return nil, fmt.Errorf("boot states in etcd: %w", err)
 	}
-	out := make([]NodeStatus, 0, len(recs))
+	out := make([]nodestate.NodeStatus, 0, len(recs))
 	for name, b := range recs {
-		var n NodeStatus
+		var n nodestate.NodeStatus
 		if err := json.Unmarshal(b, &n); err != nil {
 			return nil, fmt.Errorf("boot states in etcd: node %q: %w", name, err)
 		}
@@ -61,13 +66,13 @@ func LoadFleetStates(ctx context.Context, c *fleet.Client) ([]NodeStatus, error)
 }
 
 // Save implements StateStore.
-func (s *EtcdStore) Save(nodes []NodeStatus) error {
+func (s *Store) Save(nodes []nodestate.NodeStatus) error {
 	if len(nodes) == 0 {
 		return nil
 	}
 	recs := make(map[string][]byte, len(nodes))
 	for i := range nodes {
-		b, err := appendStatusJSON(nil, &nodes[i])
+		b, err := nodestate.AppendStatusJSON(nil, &nodes[i])
 		if err != nil {
 			return fmt.Errorf("state: node %s: %w", nodes[i].Name, err)
 		}
@@ -83,7 +88,7 @@ func (s *EtcdStore) Save(nodes []NodeStatus) error {
 }
 
 // Delete implements StateStore.
-func (s *EtcdStore) Delete(names []string) error {
+func (s *Store) Delete(names []string) error {
 	if len(names) == 0 {
 		return nil
 	}
@@ -96,7 +101,10 @@ func (s *EtcdStore) Delete(names []string) error {
 }
 
 // Close implements StateStore; the fleet client stays open.
-func (s *EtcdStore) Close() error { return nil }
+func (s *Store) Close() error { return nil }
 
 // Written returns how many node records the store has written (one per node per save).
-func (s *EtcdStore) Written() int64 { return s.written.Load() }
+func (s *Store) Written() int64 { return s.written.Load() }
+
+// Store is the tracker's store in a fleet.
+var _ nodestate.StateStore = (*Store)(nil)

@@ -1,4 +1,4 @@
-package nodestate
+package etcdstore
 
 import (
 	"strings"
@@ -7,17 +7,17 @@ import (
 	"github.com/bootfabric/bootfabric/fleet"
 )
 
-// TestEtcdStoreNeedsMembership: no etcd store is built without a membership, which would leave
+// TestStoreNeedsMembership: no etcd store is built without a membership, which would leave
 // its writes unguarded.
-func TestEtcdStoreNeedsMembership(t *testing.T) {
+func TestStoreNeedsMembership(t *testing.T) {
 	c := &fleet.Client{}
 	for _, tc := range []struct {
 		name string
 		err  func() error
 		want string
 	}{
-		{"store without a membership", func() error { _, err := NewEtcdStore(c, nil); return err }, "membership"},
-		{"store without a client", func() error { _, err := NewEtcdStore(nil, nil); return err }, "fleet client"},
+		{"store without a membership", func() error { _, err := New(c, nil); return err }, "membership"},
+		{"store without a client", func() error { _, err := New(nil, nil); return err }, "fleet client"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.err(); err == nil || !strings.Contains(err.Error(), tc.want) {

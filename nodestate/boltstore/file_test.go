@@ -1,4 +1,4 @@
-package nodestate
+package boltstore
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/bootfabric/bootfabric/nodestate"
 )
 
 // TestStateFileSmallAndPrivate: a new state file is created 0600, like the lease database beside
@@ -21,12 +23,12 @@ func TestStateFileSmallAndPrivate(t *testing.T) {
 	} {
 		t.Run(fmt.Sprint(tc.nodes), func(t *testing.T) {
 			dir := t.TempDir()
-			var nodes []NodeStatus
+			var nodes []nodestate.NodeStatus
 			for i := range tc.nodes {
-				nodes = append(nodes, NodeStatus{Name: fmt.Sprintf("node%04d", i), State: Booted, Profile: "default", Attempt: 1, Since: time.Unix(1700000000, 0)})
+				nodes = append(nodes, nodestate.NodeStatus{Name: fmt.Sprintf("node%04d", i), State: nodestate.Booted, Profile: "default", Attempt: 1, Since: time.Unix(1700000000, 0)})
 			}
 			for round := range 2 {
-				st, err := OpenStore(dir)
+				st, err := Open(dir)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package nodestate
+package boltstore
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package bootsrv
+package bootapi
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/bootfabric/bootfabric/nodestate"
 )
 
-// Client reads a boot server's status API.
+// Client reads a boot server's status API and makes the operator's requests (reboot, power-off).
 type Client struct {
 	// BaseURL is the server's HTTP endpoint, e.g. http://10.0.0.1:8080.
 	BaseURL string
@@ -22,36 +22,43 @@ type Client struct {
 
 // Nodes returns every node's status.
 func (c *Client) Nodes(ctx context.Context) (*NodesResponse, error) {
-	var out NodesResponse
-	if err := c.get(ctx, "/api/v1/nodes", &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return getJSON[NodesResponse](ctx, c, "/api/v1/nodes")
 }
 
 // NodesAndInventory returns every node's status and the whole inventory with each node's owner
 // (GET /api/v1/nodes?inventory=1).
 func (c *Client) NodesAndInventory(ctx context.Context) (*NodesResponse, error) {
-	var out NodesResponse
-	if err := c.get(ctx, "/api/v1/nodes?inventory=1", &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return getJSON[NodesResponse](ctx, c, "/api/v1/nodes?inventory=1")
 }
 
 // Node returns one node's status (GET /api/v1/nodes/NAME).
 func (c *Client) Node(ctx context.Context, name string) (*nodestate.NodeStatus, error) {
-	var out nodestate.NodeStatus
-	if err := c.get(ctx, "/api/v1/nodes/"+url.PathEscape(name), &out); err != nil {
+	return getJSON[nodestate.NodeStatus](ctx, c, "/api/v1/nodes/"+url.PathEscape(name))
+}
+
+// Summary returns the counts by state and the aggregated health.
+func (c *Client) Summary(ctx context.Context) (*nodestate.Summary, error) {
+	return getJSON[nodestate.Summary](ctx, c, "/api/v1/summary")
+}
+
+// Progress reads GET /api/v1/progress.
+func (c *Client) Progress(ctx context.Context) (*ProgressResponse, error) {
+	return getJSON[ProgressResponse](ctx, c, "/api/v1/progress")
+}
+
+// getJSON makes a status request and decodes its answer into a new T.
+func getJSON[T any](ctx context.Context, c *Client, path string) (*T, error) {
+	var out T
+	if err := c.get(ctx, path, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
 }
 
-// Summary returns the counts by state and the aggregated health.
-func (c *Client) Summary(ctx context.Context) (*nodestate.Summary, error) {
-	var out nodestate.Summary
-	if err := c.get(ctx, "/api/v1/summary", &out); err != nil {
+// postJSON makes an operator request and decodes its answer into a new T.
+func postJSON[T any](ctx context.Context, c *Client, what, path, token string) (*T, error) {
+	var out T
+	if err := c.operatorPost(ctx, what, path, token, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -77,7 +84,7 @@ func (c *Client) get(ctx context.Context, path string, v any) error {
 		return fmt.Errorf("status: GET %s: %w", u, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e errorBody
+		var e ErrorBody
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
 			return fmt.Errorf("status: GET %s: %s: %s", u, resp.Status, e.Error)
 		}
@@ -92,22 +99,14 @@ func (c *Client) get(ctx context.Context, path string, v any) error {
 // Reboot asks the server to start the named node's boot over at its next DHCP DISCOVER (POST
 // /api/v1/nodes/NAME/reboot), with the operator token.
 func (c *Client) Reboot(ctx context.Context, name, token string) (*RebootResponse, error) {
-	var out RebootResponse
-	if err := c.operatorPost(ctx, "reboot", "/api/v1/nodes/"+url.PathEscape(name)+"/reboot", token, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return postJSON[RebootResponse](ctx, c, "reboot", "/api/v1/nodes/"+url.PathEscape(name)+"/reboot", token)
 }
 
 // PowerOff tells the server that the operator powered the named node off (POST
 // /api/v1/nodes/NAME/power-off), with the operator token: the node is pending, not healthy,
 // until its next DISCOVER.
 func (c *Client) PowerOff(ctx context.Context, name, token string) (*PowerOffResponse, error) {
-	var out PowerOffResponse
-	if err := c.operatorPost(ctx, "power-off", "/api/v1/nodes/"+url.PathEscape(name)+"/power-off", token, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return postJSON[PowerOffResponse](ctx, c, "power-off", "/api/v1/nodes/"+url.PathEscape(name)+"/power-off", token)
 }
 
 // operatorPost makes an operator request (what names it in errors) and decodes its answer.
@@ -132,7 +131,7 @@ func (c *Client) operatorPost(ctx context.Context, what, path, token string, v a
 		return fmt.Errorf("%s: POST %s: %w", what, u, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e errorBody
+		var e ErrorBody
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
 			return fmt.Errorf("%s: POST %s: %s: %s", what, u, resp.Status, e.Error)
 		}
