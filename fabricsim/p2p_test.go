@@ -1,0 +1,198 @@
+package fabricsim
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/bootfabric/bootfabric/mapping"
+	"github.com/bootfabric/bootfabric/topology"
+)
+
+// p2pMachine is boards boards of k nodes behind one switch, one boot server on the core:
+// node links c1, board uplinks c2, the server's NIC c5 (Mb/s).
+func p2pMachine(t testing.TB, boards, k int, c1, c2, c5 float64) *topology.Graph {
+	t.Helper()
+	y := fmt.Sprintf(`name: p2p
+levels:
+  - {name: board, prefix: b, count: %d, uplink: {segment: N2, capacity_mbps: %v, latency_us: 10}}
+  - {name: node, prefix: n, count: %d, uplink: {segment: N1, capacity_mbps: %v, latency_us: 10}}
+servers:
+  count: 1
+  per_cascade: 0
+  nic: {segment: N5, capacity_mbps: %v, latency_us: 10}
+`, boards, c2, k, c1, c5)
+	m, err := topology.Parse([]byte(y), "p2p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestAnalyzeP2PBound: on one server and boards of k nodes, the root stage takes the largest of
+// the bottleneck terms (the server's NIC and each board uplink carry m copies per board, a node's
+// link down the image once and up what it relays), plus the pipeline ((k-1) pieces at the node
+// link's rate when there are relays), at the best m; and it is never slower than server delivery,
+// whose time is the analytic model's.
+func TestAnalyzeP2PBound(t *testing.T) {
+	const F, P = 40e6, 256 << 10
+	tests := []struct {
+		name           string
+		boards, k      int
+		c1, c2, c5     float64
+		wantM          int
+		wantBottleneck string
+	}{
+		{"fast links", 1, 8, 1000, 1000, 1000, 1, "N1 down,N2,N5"},
+		{"slow server NIC", 1, 16, 1000, 1000, 100, 1, "N5"},
+		{"slow node links: the server alone", 1, 8, 100, 1000, 1000, 8, "N1 down"},
+		{"slow board uplinks", 4, 8, 1000, 100, 10000, 1, "N2"},
+		{"server NIC shared by boards", 4, 8, 1000, 1000, 1000, 1, "N5"},
+		// Server delivery is bound by the node links already: relays would only add the pipeline.
+		{"wide server path: the server alone", 1, 8, 1000, 10000, 10000, 8, "N1 down"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := p2pMachine(t, tc.boards, tc.k, tc.c1, tc.c2, tc.c5)
+			batch := make([]int, len(g.Nodes()))
+			for i := range batch {
+				batch[i] = i
+			}
+			a := &mapping.Assignment{Server: make([]int32, len(batch))}
+			res, err := AnalyzeP2P(P2PInput{Graph: g, Assign: a, Batch: batch, RootBytes: F, PieceBytes: P})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The terms by hand, at every m; the best is the model's.
+			best, bestM := math.Inf(1), 0
+			for m := 1; m <= tc.k; m++ {
+				mf, kf, nb := float64(m), float64(tc.k), float64(tc.boards)
+				root := max(nb*mf*F*8/(tc.c5*1e6), mf*F*8/(tc.c2*1e6), F*8/(tc.c1*1e6), (kf-mf)/kf*F*8/(tc.c1*1e6))
+				if m < tc.k {
+					root += (kf - 1) * P * 8 / (tc.c1 * 1e6)
+				}
+				if root < best {
+					best, bestM = root, m
+				}
+			}
+			if math.Abs(res.Seconds-best) > 1e-9*best || res.CopiesPerBoard != bestM || res.CopiesPerBoard != tc.wantM {
+				t.Errorf("root stage %.6f s at m=%d, want %.6f s at m=%d (table: m=%d)", res.Seconds, res.CopiesPerBoard, best, bestM, tc.wantM)
+			}
+			if got := fmt.Sprint(res.Bottlenecks); got != fmt.Sprint(splitComma(tc.wantBottleneck)) {
+				t.Errorf("bottlenecks %s, want %s", got, tc.wantBottleneck)
+			}
+			an, err := NewAnalyzer(g, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv, err := an.Analyze(a, batch, F)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Seconds > srv.BootSeconds+res.PipelineSeconds+1e-12 {
+				t.Errorf("peer delivery %.6f s, server delivery %.6f s: slower by more than the pipeline %.6f s", res.Seconds, srv.BootSeconds, res.PipelineSeconds)
+			}
+			if res.CopiesPerBoard == tc.k && math.Abs(res.Seconds-srv.BootSeconds) > 1e-9*srv.BootSeconds {
+				t.Errorf("with every copy from the server: %.6f s, server delivery %.6f s", res.Seconds, srv.BootSeconds)
+			}
+		})
+	}
+}
+
+func splitComma(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ',' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return out
+}
+
+// TestPlanP2PPaperMachine: the whole paper machine under bcda with the paper's 50 MB image. By
+// server: 3.91 Mb/s per node, 102.4 s. By peers: the 10 MB kernel at the same 3.91 Mb/s (20.48
+// s), then each server puts one copy of the 40 MB root image into each of its 32 boards through
+// its 1 Gb/s NIC (10.24 s; the cascade uplink carries 20 servers' 640 copies in 20 Gb/s, the
+// same), then the last 7 pieces of 256 KiB at 1 Gb/s (14.7 ms).
+func TestPlanP2PPaperMachine(t *testing.T) {
+	g, _ := sunway(t)
+	h := g.Hierarchy()
+	algo, err := mapping.ParseAlgo("bcda", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches, err := h.ParseBatches("40cabinets,1board", "board")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, root := P2PSplit(50e6)
+	if server != 10e6 || root != 40e6 {
+		t.Fatalf("split %v + %v, want 10 MB + 40 MB", server, root)
+	}
+	in := PlanInput{Graph: g, Algos: []mapping.Algo{algo}, Batches: batches, ImageBytes: 50e6, Delivery: P2PDelivery, ServerBytes: server}
+	rows, err := Plan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe := 7 * float64(DefaultPieceBytes) * 8 / 1e9
+	tests := []struct {
+		row                 int
+		server, p2p, copies float64
+		bottlenecks         string
+	}{
+		{0, 102.4, 20.48 + 10.24 + pipe, 5120, "[N4 N5]"},
+		// One board: 8 nodes at 125 Mb/s by server (N2, N5); the kernel at 125 Mb/s, then one copy
+		// through the 1 Gb/s NIC and board uplink: the node links bound too, at the same 0.32 s.
+		{1, 3.2, 0.64 + 0.32 + pipe, 1, "[N1 down N2 N5]"},
+	}
+	for _, tc := range tests {
+		r := rows[tc.row]
+		p := r.P2P
+		if p == nil {
+			t.Fatalf("row %d: no p2p", tc.row)
+		}
+		if math.Abs(r.BootSeconds-tc.server) > 1e-9 || math.Abs(p.BootSeconds-tc.p2p) > 1e-9 || p.Root.ServerCopies != tc.copies {
+			t.Errorf("row %d: server %.6f s, p2p %.6f s, %v copies; want %.6f, %.6f, %v", tc.row, r.BootSeconds, p.BootSeconds, p.Root.ServerCopies, tc.server, tc.p2p, tc.copies)
+		}
+		if got := fmt.Sprint(p.Root.Bottlenecks); got != tc.bottlenecks {
+			t.Errorf("row %d: bottlenecks %s, want %s", tc.row, got, tc.bottlenecks)
+		}
+	}
+}
+
+// TestAnalyzeP2PErrors: bad input is one error naming what is wrong.
+func TestAnalyzeP2PErrors(t *testing.T) {
+	g := p2pMachine(t, 1, 4, 1000, 1000, 1000)
+	a := &mapping.Assignment{Server: []int32{0, 0, 0, -1}}
+	tests := []struct {
+		name string
+		in   P2PInput
+		want string
+	}{
+		{"no root image", P2PInput{Graph: g, Assign: a, Batch: []int{0}}, "root image must be a positive number of bytes, got 0"},
+		{"NaN piece", P2PInput{Graph: g, Assign: a, Batch: []int{0}, RootBytes: 1, PieceBytes: math.NaN()}, "piece size must be a positive"},
+		{"node out of range", P2PInput{Graph: g, Assign: a, Batch: []int{7}, RootBytes: 1}, "node 7 out of range"},
+		{"no server", P2PInput{Graph: g, Assign: a, Batch: []int{3}, RootBytes: 1}, "node b0-n3 has no boot server"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := AnalyzeP2P(tc.in)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := RootFile(DefaultFiles(TFTP)[:1]); err == nil {
+		t.Error("RootFile of the NBP alone: no error")
+	}
+	if i, err := RootFile(DefaultFiles(TFTP)); err != nil || i != 2 {
+		t.Errorf("RootFile of the default boot: %d, %v; want 2 (the initrd)", i, err)
+	}
+}
