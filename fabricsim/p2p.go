@@ -33,6 +33,16 @@ func (d Delivery) String() string {
 // MarshalText writes the delivery's name.
 func (d Delivery) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
+// UnmarshalText reads a delivery's name.
+func (d *Delivery) UnmarshalText(b []byte) error {
+	v, err := ParseDelivery(string(b))
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
 // ParseDelivery parses server or p2p.
 func ParseDelivery(s string) (Delivery, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
