@@ -141,21 +141,27 @@ type p2pState struct {
 
 // AnalyzeP2P predicts the root stage of a peer delivery (see P2PAnalysis).
 func AnalyzeP2P(in P2PInput) (*P2PAnalysis, error) {
+	res, _, err := analyzeP2P(&in)
+	return res, err
+}
+
+// analyzeP2P is AnalyzeP2P with the state it was evaluated on (the boards).
+func analyzeP2P(in *P2PInput) (*P2PAnalysis, *p2pState, error) {
 	if !finite(in.RootBytes) || in.RootBytes <= 0 {
-		return nil, fmt.Errorf("peer delivery: root image must be a positive number of bytes, got %v", in.RootBytes)
+		return nil, nil, fmt.Errorf("peer delivery: root image must be a positive number of bytes, got %v", in.RootBytes)
 	}
 	if in.PieceBytes == 0 {
 		in.PieceBytes = DefaultPieceBytes
 	}
 	if !finite(in.PieceBytes) || in.PieceBytes < 0 {
-		return nil, fmt.Errorf("peer delivery: piece size must be a positive number of bytes, got %v", in.PieceBytes)
+		return nil, nil, fmt.Errorf("peer delivery: piece size must be a positive number of bytes, got %v", in.PieceBytes)
 	}
-	st, err := newP2PState(&in)
+	st, err := newP2PState(in)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(in.Batch) == 0 {
-		return &P2PAnalysis{}, nil
+		return &P2PAnalysis{}, st, nil
 	}
 	var best *P2PAnalysis
 	for _, m := range st.candidates() {
@@ -164,7 +170,7 @@ func AnalyzeP2P(in P2PInput) (*P2PAnalysis, error) {
 			best = res
 		}
 	}
-	return best, nil
+	return best, st, nil
 }
 
 // newP2PState routes the batch and groups it by leaf switch, boards in order of first node.

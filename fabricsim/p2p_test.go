@@ -1,6 +1,7 @@
 package fabricsim
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -194,5 +195,43 @@ func TestAnalyzeP2PErrors(t *testing.T) {
 	}
 	if i, err := RootFile(DefaultFiles(TFTP)); err != nil || i != 2 {
 		t.Errorf("RootFile of the default boot: %d, %v; want 2 (the initrd)", i, err)
+	}
+}
+
+// TestSimulateP2P: the servers' files by the flow model, then the root stage: on one board of 8
+// with a slow server NIC every node finishes at the kernel's end (8 x 10 MB through 100 Mb/s,
+// 6.4 s) plus the root stage (one copy through the NIC, 3.2 s, and 7 pieces at 1 Gb/s) plus the
+// health report; server delivery takes 8 x 50 MB through the NIC, 32 s.
+func TestSimulateP2P(t *testing.T) {
+	g := p2pMachine(t, 1, 8, 1000, 1000, 100)
+	batch := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	cfg := FlowConfig{Files: []File{{Name: "nbp", Bytes: 0, Protocol: Uncapped}, {Name: "kernel", Bytes: 10e6, Protocol: Uncapped},
+		{Name: "root", Bytes: 40e6, Protocol: Uncapped}}, HealthSeconds: 0.1, MaxSamples: 2}
+	sim := &BootSim{Graph: g, Algo: mapping.Algo{Name: "scda"}, Batch: batch, Config: cfg}
+	a := &mapping.Assignment{Server: make([]int32, 8)}
+	p, err := sim.SimulateP2P(context.Background(), a, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe := 7 * float64(DefaultPieceBytes) * 8 / 1e9
+	want := 6.4 + 3.2 + pipe + 0.1
+	for _, n := range p.Result.NodeResults {
+		if math.Abs(n.DoneSeconds-want) > 1e-9 {
+			t.Errorf("%s done at %.6f s, want %.6f", n.Name, n.DoneSeconds, want)
+		}
+	}
+	if p.RootFile != "root" || math.Abs(p.ServerBatchSeconds-6.4) > 1e-9 || math.Abs(p.Result.BatchSeconds-want) > 1e-9 {
+		t.Errorf("root file %s, servers' files done at %.6f s, batch %.6f s", p.RootFile, p.ServerBatchSeconds, p.Result.BatchSeconds)
+	}
+	srv, err := sim.Simulate(context.Background(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(srv.BatchSeconds-32.1) > 1e-9 || p.Result.BatchSeconds > srv.BatchSeconds+p.Root.PipelineSeconds {
+		t.Errorf("server delivery %.6f s (want 32.1), peer delivery %.6f s", srv.BatchSeconds, p.Result.BatchSeconds)
+	}
+	sim.Failures = []ServerFailure{}
+	if _, err := sim.SimulateP2P(context.Background(), a, 0); err == nil {
+		t.Error("peer delivery with server failures: no error")
 	}
 }
