@@ -133,20 +133,27 @@ func (in *PlanInput) row(an *Analyzer, b topology.Batch, algo mapping.Algo, a *m
 
 // p2pRow is row's boot with peer delivery under assignment a.
 func (in *PlanInput) p2pRow(row *PlanRow, a *mapping.Assignment, batch []int) (*P2PPlan, error) {
-	root := in.ImageBytes - in.ServerBytes
-	if !(in.ServerBytes >= 0) || !(root > 0) {
-		return nil, fmt.Errorf("peer delivery: %v bytes from the server leave no root image of the %v-byte image", in.ServerBytes, in.ImageBytes)
+	return PlanP2P(in.Graph, in.Router, a, batch, &row.Analysis, in.ImageBytes, in.ServerBytes, in.PieceBytes)
+}
+
+// PlanP2P is the boot of batch under a with peer delivery, beside res, the analytic model's for
+// the same boot by server: serverBytes of the image of imageBytes from the servers at res's
+// bandwidth, then the rest by peers in pieces of pieceBytes (0: DefaultPieceBytes).
+func PlanP2P(g *topology.Graph, r topology.Router, a *mapping.Assignment, batch []int, res *Analysis, imageBytes, serverBytes, pieceBytes float64) (*P2PPlan, error) {
+	root := imageBytes - serverBytes
+	if !(serverBytes >= 0) || !(root > 0) {
+		return nil, fmt.Errorf("peer delivery: %v bytes from the server leave no root image of the %v-byte image", serverBytes, imageBytes)
 	}
-	res, err := AnalyzeP2P(P2PInput{Graph: in.Graph, Router: in.Router, Assign: a, Batch: batch, RootBytes: root, PieceBytes: in.PieceBytes})
+	an, err := AnalyzeP2P(P2PInput{Graph: g, Router: r, Assign: a, Batch: batch, RootBytes: root, PieceBytes: pieceBytes})
 	if err != nil {
 		return nil, err
 	}
-	p := &P2PPlan{ServerBytes: in.ServerBytes, RootBytes: root, Root: res}
-	if in.ServerBytes > 0 {
-		p.ServerSeconds = in.ServerBytes * 8 / (row.BandwidthMbps * 1e6)
+	p := &P2PPlan{ServerBytes: serverBytes, RootBytes: root, Root: an}
+	if serverBytes > 0 {
+		p.ServerSeconds = serverBytes * 8 / (res.BandwidthMbps * 1e6)
 	}
-	p.BootSeconds = p.ServerSeconds + res.Seconds
-	p.SpeedupVsServer = row.BootSeconds / p.BootSeconds
+	p.BootSeconds = p.ServerSeconds + an.Seconds
+	p.SpeedupVsServer = res.BootSeconds / p.BootSeconds
 	return p, nil
 }
 
