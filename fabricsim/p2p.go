@@ -95,25 +95,31 @@ type P2PTerm struct {
 
 // P2PAnalysis is the root stage of a peer delivery.
 //
-// The model (what it assumes): the peers of a node are first those behind its own leaf switch
-// (its board), the first tier of mapping.PeerOrder; the boot server puts CopiesPerBoard copies of
-// every piece into each board (each node gets m/k of the image from the server, striped), and each
-// node relays what it got to the board's other nodes, so that every node receives the whole image
-// once on its own link. Exchange across boards is not modelled: the server seeds every board,
-// which makes the model an upper bound where boards could feed each other. Every flow runs at
-// its bytes over T, the constant-rate schedule of the fluid model (Kumar and Ross, "Peer-to-peer
-// file distribution"), so T is the largest bytes over capacity of any channel; a relay lags the
-// piece it forwards, and after T each node still relays its last pieces (PipelineSeconds).
-// CopiesPerBoard is the m, from 1 to the board's size, that gives the shortest time; at the
-// board's size there are no relays and it is server delivery, so peer delivery is never slower.
+// The model (what it assumes): the peers of a node are ordered as mapping.PeerOrder orders them,
+// its own board (leaf switch) first, and each boot server is the tracker and source of last
+// resort of the nodes it boots. Two schedules, the shorter wins. Board: the server puts m copies
+// of every piece into each board (each node gets m/k of the image from the server, striped), and
+// each node relays what it got to the board's other nodes; m runs from 1 to the board's size,
+// where there are no relays and it is server delivery, so peer delivery is never slower. Swarm
+// (on tree routes): one copy from the server for all its nodes, exchanged across its boards and
+// then within each board (evaluateSwarm). Every flow runs at its bytes over T, the constant-rate
+// schedule of the fluid model (Kumar and Ross, "Peer-to-peer file distribution"), so T is the
+// largest bytes over capacity of any channel; a relay lags the piece it forwards, and after T
+// the last pieces are still relayed (PipelineSeconds). Not modelled: swarms across servers,
+// protocol caps on peers, peers that fail or cheat.
 type P2PAnalysis struct {
 	// RootSeconds is the constant-rate schedule's time; PipelineSeconds the last pieces' relay
-	// after it: the board's other nodes' pieces at the node link's rate.
+	// after it, at the node link's rate: k-1 pieces in the board schedule, B-1 + 2(k-1) in the
+	// swarm schedule (B boards of at most k nodes).
 	RootSeconds     float64 `json:"root_seconds"`
 	PipelineSeconds float64 `json:"pipeline_seconds"`
 	Seconds         float64 `json:"seconds"`
+	// Schedule is "board" (the servers seed every board) or "swarm" (one copy per server,
+	// exchanged across its boards; see evaluateSwarm), whichever is shorter.
+	Schedule string `json:"schedule"`
 	// CopiesPerBoard is how many copies of each piece the server sends into a board (at most the
-	// board's booting nodes); ServerCopies is how many whole root images the servers send.
+	// board's booting nodes; 0 for the swarm schedule); ServerCopies is how many whole root images
+	// the servers send.
 	CopiesPerBoard int       `json:"copies_per_board"`
 	ServerCopies   float64   `json:"server_copies"`
 	Boards         int       `json:"boards"`
@@ -123,6 +129,7 @@ type P2PAnalysis struct {
 
 // p2pBoard is one leaf switch's booting nodes (batch positions) and its slowest node link.
 type p2pBoard struct {
+	leaf    topology.VertexID
 	nodes   []int
 	linkMin float64 // Mb/s, the slowest direction of the slowest node link
 }
@@ -137,6 +144,9 @@ type p2pState struct {
 	up     []topology.Channel   // batch position -> the node's upload channel
 	load   []float64            // bytes by channel
 	order  []topology.SegmentID // display order of the terms
+	// tree is set when the routes are the graph's tree routes, on which the swarm schedule's
+	// traffic between boards is counted (see evaluateSwarm).
+	tree bool
 }
 
 // AnalyzeP2P predicts the root stage of a peer delivery (see P2PAnalysis).
@@ -167,6 +177,11 @@ func analyzeP2P(in *P2PInput) (*P2PAnalysis, *p2pState, error) {
 	for _, m := range st.candidates() {
 		res := st.evaluate(m)
 		if best == nil || res.Seconds < best.Seconds {
+			best = res
+		}
+	}
+	if st.tree {
+		if res := st.evaluateSwarm(); res.Seconds < best.Seconds {
 			best = res
 		}
 	}
@@ -203,7 +218,7 @@ func newP2PState(in *P2PInput) (*p2pState, error) {
 		if !ok {
 			b = len(st.boards)
 			byLeaf[leaf] = b
-			st.boards = append(st.boards, p2pBoard{linkMin: math.Inf(1)})
+			st.boards = append(st.boards, p2pBoard{leaf: leaf, linkMin: math.Inf(1)})
 		}
 		st.board[p] = b
 		st.boards[b].nodes = append(st.boards[b].nodes, p)
@@ -216,6 +231,7 @@ func newP2PState(in *P2PInput) (*p2pState, error) {
 		st.routes[p] = route
 	}
 	st.order = SegmentOrder(g, r)
+	st.tree = in.Router == nil
 	return st, nil
 }
 
@@ -244,7 +260,7 @@ func (st *p2pState) candidates() []int {
 func (st *p2pState) evaluate(m int) *P2PAnalysis {
 	clear(st.load)
 	F, P := st.in.RootBytes, st.in.PieceBytes
-	res := &P2PAnalysis{CopiesPerBoard: m, Boards: len(st.boards)}
+	res := &P2PAnalysis{Schedule: "board", CopiesPerBoard: m, Boards: len(st.boards)}
 	for _, b := range st.boards {
 		k := len(b.nodes)
 		mb := min(m, k)
@@ -263,6 +279,12 @@ func (st *p2pState) evaluate(m int) *P2PAnalysis {
 			res.PipelineSeconds = max(res.PipelineSeconds, float64(k-1)*P*8/(b.linkMin*1e6))
 		}
 	}
+	st.finish(res)
+	return res
+}
+
+// finish sets res's terms, bottlenecks and times from the channel loads.
+func (st *p2pState) finish(res *P2PAnalysis) {
 	res.Terms = st.terms()
 	for _, t := range res.Terms {
 		res.RootSeconds = max(res.RootSeconds, t.Seconds)
@@ -275,7 +297,6 @@ func (st *p2pState) evaluate(m int) *P2PAnalysis {
 		}
 	}
 	res.Seconds = res.RootSeconds + res.PipelineSeconds
-	return res
 }
 
 // terms is each segment's largest bytes over capacity, in segment order, the node links split
@@ -308,4 +329,16 @@ func (st *p2pState) terms() []P2PTerm {
 		}
 	}
 	return out
+}
+
+// Seeding says in words what the servers send in a's schedule: "1 copy per board", "3 copies
+// per board" or "1 copy per server".
+func (a *P2PAnalysis) Seeding() string {
+	if a.Schedule == "swarm" {
+		return "1 copy per server"
+	}
+	if a.CopiesPerBoard == 1 {
+		return "1 copy per board"
+	}
+	return fmt.Sprintf("%d copies per board", a.CopiesPerBoard)
 }

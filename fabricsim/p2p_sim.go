@@ -22,9 +22,9 @@ type P2PBoot struct {
 
 // SimulateP2P runs the boot under assignment a with the root image delivered by peers in pieces
 // of pieceBytes (0: DefaultPieceBytes). The other files flow from the servers as in Simulate (the
-// same caps, arrivals and sharing); then each board takes the root stage of AnalyzeP2P, starting
-// when its last node has the servers' files if the board's nodes relay to each other (else each
-// node on its own), and each node reports health. The root stage's time is that of every board
+// same caps, arrivals and sharing); then each board (each server's swarm, in the swarm schedule)
+// takes the root stage of AnalyzeP2P, starting when its last node has the servers' files if its
+// nodes relay to each other (else each node on its own), and each node reports health. The root stage's time is that of every board
 // of the batch at once, so with spread power-on it is an upper bound.
 func (b *BootSim) SimulateP2P(ctx context.Context, a *mapping.Assignment, pieceBytes float64) (*P2PBoot, error) {
 	if b.Failures != nil {
@@ -50,13 +50,13 @@ func (b *BootSim) SimulateP2P(ctx context.Context, a *mapping.Assignment, pieceB
 	}
 	out := &P2PBoot{RootFile: b.Config.Files[root].Name, Root: an, ServerBatchSeconds: res.BatchSeconds, Result: res}
 	done := make([]float64, len(b.Batch))
-	for _, bd := range st.boards {
-		relay := min(an.CopiesPerBoard, len(bd.nodes)) < len(bd.nodes)
+	for _, group := range p2pGroups(st, an) {
+		relay := an.Schedule == "swarm" || min(an.CopiesPerBoard, len(group)) < len(group)
 		last := 0.0
-		for _, p := range bd.nodes {
+		for _, p := range group {
 			last = max(last, res.NodeResults[p].DoneSeconds)
 		}
-		for _, p := range bd.nodes {
+		for _, p := range group {
 			start := res.NodeResults[p].DoneSeconds
 			if relay {
 				start = last
@@ -66,6 +66,26 @@ func (b *BootSim) SimulateP2P(ctx context.Context, a *mapping.Assignment, pieceB
 	}
 	setDone(res, done)
 	return out, nil
+}
+
+// p2pGroups are the nodes (batch positions) that exchange pieces in an's schedule: each board's,
+// or each server's swarm's.
+func p2pGroups(st *p2pState, an *P2PAnalysis) [][]int {
+	var out [][]int
+	if an.Schedule != "swarm" {
+		for _, bd := range st.boards {
+			out = append(out, bd.nodes)
+		}
+		return out
+	}
+	for _, sw := range st.swarms() {
+		var nodes []int
+		for _, bd := range sw {
+			nodes = append(nodes, bd.nodes...)
+		}
+		out = append(out, nodes)
+	}
+	return out
 }
 
 // setDone sets the nodes' finishing times (batch order) and what follows from them.

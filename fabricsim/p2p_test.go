@@ -46,14 +46,16 @@ func TestAnalyzeP2PBound(t *testing.T) {
 		name           string
 		boards, k      int
 		c1, c2, c5     float64
-		wantM          int
+		wantM          int // 0: the swarm schedule
 		wantBottleneck string
 	}{
 		{"fast links", 1, 8, 1000, 1000, 1000, 1, "N1 down,N2,N5"},
 		{"slow server NIC", 1, 16, 1000, 1000, 100, 1, "N5"},
 		{"slow node links: the server alone", 1, 8, 100, 1000, 1000, 8, "N1 down"},
 		{"slow board uplinks", 4, 8, 1000, 100, 10000, 1, "N2"},
-		{"server NIC shared by boards", 4, 8, 1000, 1000, 1000, 1, "N5"},
+		// One copy for the four boards, exchanged through their uplinks: the swarm schedule.
+		{"server NIC shared by boards", 4, 8, 1000, 1000, 1000, 0, "N1 down,N2,N5"},
+		{"slow board uplinks, server NIC shared", 4, 8, 1000, 100, 200, 0, "N2"},
 		// Server delivery is bound by the node links already: relays would only add the pipeline.
 		{"wide server path: the server alone", 1, 8, 1000, 10000, 10000, 8, "N1 down"},
 	}
@@ -80,6 +82,15 @@ func TestAnalyzeP2PBound(t *testing.T) {
 				if root < best {
 					best, bestM = root, m
 				}
+			}
+			// The swarm schedule: one copy from the server, striped over all K nodes, each stripe
+			// sent once into every other board, then relayed within the board.
+			kf, nb := float64(tc.k), float64(tc.boards)
+			K := kf * nb
+			swarm := max(F*8/(tc.c5*1e6), F*8/(tc.c2*1e6), (nb-1)*F*kf/K*8/(tc.c2*1e6), F*8/(tc.c1*1e6), ((nb-1)/K+(kf-1)/kf)*F*8/(tc.c1*1e6))
+			swarm += (nb - 1 + 2*(kf-1)) * P * 8 / (tc.c1 * 1e6)
+			if swarm < best {
+				best, bestM = swarm, 0
 			}
 			if math.Abs(res.Seconds-best) > 1e-9*best || res.CopiesPerBoard != bestM || res.CopiesPerBoard != tc.wantM {
 				t.Errorf("root stage %.6f s at m=%d, want %.6f s at m=%d (table: m=%d)", res.Seconds, res.CopiesPerBoard, best, bestM, tc.wantM)
@@ -117,11 +128,9 @@ func splitComma(s string) []string {
 	return out
 }
 
-// TestPlanP2PPaperMachine: the whole paper machine under bcda with the paper's 50 MB image. By
-// server: 3.91 Mb/s per node, 102.4 s. By peers: the 10 MB kernel at the same 3.91 Mb/s (20.48
-// s), then each server puts one copy of the 40 MB root image into each of its 32 boards through
-// its 1 Gb/s NIC (10.24 s; the cascade uplink carries 20 servers' 640 copies in 20 Gb/s, the
-// same), then the last 7 pieces of 256 KiB at 1 Gb/s (14.7 ms).
+// TestPlanP2PPaperMachine: the paper's machine under bcda with the paper's 50 MB image. By
+// server: 3.91 Mb/s per node, 102.4 s for the whole machine. By peers: the 10 MB kernel at the
+// same 3.91 Mb/s (20.48 s), then the root image (the cases below).
 func TestPlanP2PPaperMachine(t *testing.T) {
 	g, _ := sunway(t)
 	h := g.Hierarchy()
@@ -148,7 +157,11 @@ func TestPlanP2PPaperMachine(t *testing.T) {
 		server, p2p, copies float64
 		bottlenecks         string
 	}{
-		{0, 102.4, 20.48 + 10.24 + pipe, 5120, "[N4 N5]"},
+		// Whole machine: each server sends one copy to its 256 nodes, which exchange it across
+		// their 32 boards; each supernode's uplink takes the 32 boards' images (31/32 from
+		// other supernodes, 1/32 from the servers) in 20 Gb/s: 0.512 s; the last pieces lag
+		// 31 + 2 x 7 pieces.
+		{0, 102.4, 20.48 + 0.512 + 45*pipe/7, 160, "[N3]"},
 		// One board: 8 nodes at 125 Mb/s by server (N2, N5); the kernel at 125 Mb/s, then one copy
 		// through the 1 Gb/s NIC and board uplink: the node links bound too, at the same 0.32 s.
 		{1, 3.2, 0.64 + 0.32 + pipe, 1, "[N1 down N2 N5]"},
@@ -198,40 +211,55 @@ func TestAnalyzeP2PErrors(t *testing.T) {
 	}
 }
 
-// TestSimulateP2P: the servers' files by the flow model, then the root stage: on one board of 8
-// with a slow server NIC every node finishes at the kernel's end (8 x 10 MB through 100 Mb/s,
-// 6.4 s) plus the root stage (one copy through the NIC, 3.2 s, and 7 pieces at 1 Gb/s) plus the
-// health report; server delivery takes 8 x 50 MB through the NIC, 32 s.
+// TestSimulateP2P: the servers' files by the flow model, then the root stage, with a slow server
+// NIC (100 Mb/s). One board of 8: every node finishes at the kernel's end (8 x 10 MB, 6.4 s) plus
+// the root stage (one copy through the NIC, 3.2 s, and 7 pieces at 1 Gb/s) plus the health
+// report; server delivery takes 8 x 50 MB through the NIC, 32 s. Four boards: the kernels take
+// 25.6 s, then one copy for all (the swarm schedule) and 3 + 2 x 7 pieces; by server, 128 s.
 func TestSimulateP2P(t *testing.T) {
-	g := p2pMachine(t, 1, 8, 1000, 1000, 100)
-	batch := []int{0, 1, 2, 3, 4, 5, 6, 7}
-	cfg := FlowConfig{Files: []File{{Name: "nbp", Bytes: 0, Protocol: Uncapped}, {Name: "kernel", Bytes: 10e6, Protocol: Uncapped},
-		{Name: "root", Bytes: 40e6, Protocol: Uncapped}}, HealthSeconds: 0.1, MaxSamples: 2}
-	sim := &BootSim{Graph: g, Algo: mapping.Algo{Name: "scda"}, Batch: batch, Config: cfg}
-	a := &mapping.Assignment{Server: make([]int32, 8)}
-	p, err := sim.SimulateP2P(context.Background(), a, 0)
-	if err != nil {
-		t.Fatal(err)
+	piece := float64(DefaultPieceBytes) * 8 / 1e9
+	tests := []struct {
+		boards           int
+		schedule         string
+		want, wantServer float64
+	}{
+		{1, "board", 6.4 + 3.2 + 7*piece + 0.1, 32.1},
+		{4, "swarm", 25.6 + 3.2 + 17*piece + 0.1, 128.1},
 	}
-	pipe := 7 * float64(DefaultPieceBytes) * 8 / 1e9
-	want := 6.4 + 3.2 + pipe + 0.1
-	for _, n := range p.Result.NodeResults {
-		if math.Abs(n.DoneSeconds-want) > 1e-9 {
-			t.Errorf("%s done at %.6f s, want %.6f", n.Name, n.DoneSeconds, want)
-		}
-	}
-	if p.RootFile != "root" || math.Abs(p.ServerBatchSeconds-6.4) > 1e-9 || math.Abs(p.Result.BatchSeconds-want) > 1e-9 {
-		t.Errorf("root file %s, servers' files done at %.6f s, batch %.6f s", p.RootFile, p.ServerBatchSeconds, p.Result.BatchSeconds)
-	}
-	srv, err := sim.Simulate(context.Background(), a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if math.Abs(srv.BatchSeconds-32.1) > 1e-9 || p.Result.BatchSeconds > srv.BatchSeconds+p.Root.PipelineSeconds {
-		t.Errorf("server delivery %.6f s (want 32.1), peer delivery %.6f s", srv.BatchSeconds, p.Result.BatchSeconds)
-	}
-	sim.Failures = []ServerFailure{}
-	if _, err := sim.SimulateP2P(context.Background(), a, 0); err == nil {
-		t.Error("peer delivery with server failures: no error")
+	for _, tc := range tests {
+		t.Run(tc.schedule, func(t *testing.T) {
+			g := p2pMachine(t, tc.boards, 8, 1000, 1000, 100)
+			batch := make([]int, 8*tc.boards)
+			for i := range batch {
+				batch[i] = i
+			}
+			cfg := FlowConfig{Files: []File{{Name: "nbp", Bytes: 0, Protocol: Uncapped}, {Name: "kernel", Bytes: 10e6, Protocol: Uncapped},
+				{Name: "root", Bytes: 40e6, Protocol: Uncapped}}, HealthSeconds: 0.1, MaxSamples: 2}
+			sim := &BootSim{Graph: g, Algo: mapping.Algo{Name: "scda"}, Batch: batch, Config: cfg}
+			a := &mapping.Assignment{Server: make([]int32, len(batch))}
+			p, err := sim.SimulateP2P(context.Background(), a, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range p.Result.NodeResults {
+				if math.Abs(n.DoneSeconds-tc.want) > 1e-9 {
+					t.Errorf("%s done at %.6f s, want %.6f", n.Name, n.DoneSeconds, tc.want)
+				}
+			}
+			if p.RootFile != "root" || p.Root.Schedule != tc.schedule || math.Abs(p.Result.BatchSeconds-tc.want) > 1e-9 {
+				t.Errorf("root file %s, schedule %s, batch %.6f s", p.RootFile, p.Root.Schedule, p.Result.BatchSeconds)
+			}
+			srv, err := sim.Simulate(context.Background(), a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(srv.BatchSeconds-tc.wantServer) > 1e-9 || p.Result.BatchSeconds > srv.BatchSeconds+p.Root.PipelineSeconds {
+				t.Errorf("server delivery %.6f s (want %v), peer delivery %.6f s", srv.BatchSeconds, tc.wantServer, p.Result.BatchSeconds)
+			}
+			sim.Failures = []ServerFailure{}
+			if _, err := sim.SimulateP2P(context.Background(), a, 0); err == nil {
+				t.Error("peer delivery with server failures: no error")
+			}
+		})
 	}
 }

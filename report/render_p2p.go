@@ -9,12 +9,13 @@ import (
 // p2pText says what the peer delivery table is of.
 const p2pText = "Each batch booted with the root image by peers beside the boot by servers, in the bandwidth model: " +
 	"the kernel from the servers at the batch's bandwidth, then the root image, which the servers put into each board " +
-	"(copies per board) and the board's nodes relay to each other; root bound names the links that bound that stage."
+	"or once into each server's nodes (servers send) and the nodes relay to each other, their own board first; " +
+	"root bound names the links that bound that stage."
 
 // p2pHead and p2pRows are the peer delivery table: one row per batch and algorithm of the
 // baseline; nil without peer delivery.
 func (rep *Report) p2pHead() []string {
-	return []string{"batch", "nodes", "algo", "server s", "p2p s", "kernel s", "root s", "root bound", "copies/board", "x server"}
+	return []string{"batch", "nodes", "algo", "server s", "p2p s", "kernel s", "root s", "root bound", "servers send", "x server"}
 }
 
 func (rep *Report) p2pRows() [][]string {
@@ -29,7 +30,7 @@ func (rep *Report) p2pRows() [][]string {
 		}
 		rows = append(rows, []string{r.Batch, strconv.Itoa(r.Nodes), r.Algo, fmtFixed(r.BootSeconds, 2), fmtFixed(p.BootSeconds, 2),
 			fmtFixed(p.ServerSeconds, 2), fmtFixed(p.Root.Seconds, 2), strings.Join(p.Root.Bottlenecks, ", "),
-			strconv.Itoa(p.Root.CopiesPerBoard), fmtFixed(p.SpeedupVsServer, 2)})
+			p.Root.Seeding(), fmtFixed(p.SpeedupVsServer, 2)})
 	}
 	return rows
 }
@@ -71,5 +72,5 @@ func p2pCSV(p *fabricsim.P2PPlan) []string {
 	if p == nil {
 		return []string{"", "", ""}
 	}
-	return []string{fmtFixed(p.BootSeconds, 4), strings.Join(p.Root.Bottlenecks, " "), strconv.Itoa(p.Root.CopiesPerBoard)}
+	return []string{fmtFixed(p.BootSeconds, 4), strings.Join(p.Root.Bottlenecks, " "), p.Root.Seeding()}
 }

@@ -43,7 +43,7 @@ func (rep *Report) WriteCSV(w io.Writer) error {
 	head = append(head, "bandwidth_mbps", "bottlenecks", "boot_seconds", "flow_seconds", "speedup_vs_scda", "flow_speedup_vs_scda")
 	p2p := rep.Delivery == "p2p"
 	if p2p {
-		head = append(head, "p2p_seconds", "p2p_root_bottlenecks", "p2p_copies_per_board")
+		head = append(head, "p2p_seconds", "p2p_root_bottlenecks", "p2p_seeding")
 	}
 	cw := csv.NewWriter(w)
 	if err := cw.Write(head); err != nil {

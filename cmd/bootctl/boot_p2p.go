@@ -51,6 +51,6 @@ func (p *bootP2P) write(w io.Writer) {
 	if p == nil {
 		return
 	}
-	fmt.Fprintf(w, "delivery p2p, the whole batch at once without admission: %.1f s by the servers, %.1f s with %s by the board's peers (root stage %.1f s, bound by %v, %d copies per board from the servers)\n",
-		p.ServerSeconds, p.P2PSeconds, p.RootFile, p.Root.Seconds, p.Root.Bottlenecks, p.Root.CopiesPerBoard)
+	fmt.Fprintf(w, "delivery p2p, the whole batch at once without admission: %.1f s by the servers, %.1f s with %s by peers (root stage %.1f s, bound by %v; the servers send %s)\n",
+		p.ServerSeconds, p.P2PSeconds, p.RootFile, p.Root.Seconds, p.Root.Bottlenecks, p.Root.Seeding())
 }

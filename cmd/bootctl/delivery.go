@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/bootfabric/bootfabric/fabricsim"
@@ -14,7 +13,7 @@ import (
 // deliveryFlag is --delivery of plan, report and boot --dry-run: server, or p2p beside it.
 func deliveryFlag() *choiceFlag {
 	return withChoices(cli.StringFlag{Name: "delivery", Value: "server",
-		Usage: "root image delivery: server (every byte from the boot server) or p2p (the kernel from the server, the root image by the board's peers; shown beside server)"},
+		Usage: "root image delivery: server (every byte from the boot server) or p2p (the kernel from the server, the root image by peers, own board first; shown beside server)"},
 		"server", "p2p")
 }
 
@@ -52,17 +51,18 @@ func (in *machineInput) p2pSplit() (serverBytes, rootBytes float64) {
 
 // p2pHeader is the line that says what peer delivery's column is of.
 func p2pHeader(server, root float64) string {
-	return fmt.Sprintf("delivery p2p: %s from the servers, then the root image (%s) by the board's peers in %d KiB pieces, the servers seeding each board",
+	return fmt.Sprintf("delivery p2p: %s from the servers, then the root image (%s) by peers (own board first) in %d KiB pieces",
 		units.FormatBytes(server), units.FormatBytes(root), fabricsim.DefaultPieceBytes>>10)
 }
 
 // p2pCells are a plan row's peer delivery cells: boot seconds, of which the kernel from the
 // servers and the root stage (prec decimals), the root stage's bottlenecks joined by sep, the
-// copies per board, the ratio to server delivery; "-" for an empty batch.
+// servers' seeding (in CSV the schedule and the copies the servers send), the ratio to server
+// delivery; "-" for an empty batch.
 func p2pCells(p *fabricsim.P2PPlan, prec int, sep string) []string {
 	if p == nil {
 		return []string{"-", "-", "-", "-", "-", "-"}
 	}
 	return []string{fmtFloat(p.BootSeconds, prec), fmtFloat(p.ServerSeconds, prec), fmtFloat(p.Root.Seconds, prec),
-		strings.Join(p.Root.Bottlenecks, sep), strconv.Itoa(p.Root.CopiesPerBoard), fmtFloat(p.SpeedupVsServer, prec)}
+		strings.Join(p.Root.Bottlenecks, sep), p.Root.Seeding(), fmtFloat(p.SpeedupVsServer, prec)}
 }

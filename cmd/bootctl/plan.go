@@ -82,7 +82,7 @@ func (p planned) csv() [][]string {
 		head = append(head, "flow_mbps", "flow_seconds")
 	}
 	if p.p2p {
-		head = append(head, "p2p_seconds", "p2p_server_seconds", "p2p_root_seconds", "p2p_root_bottlenecks", "p2p_copies_per_board", "p2p_speedup_vs_server")
+		head = append(head, "p2p_seconds", "p2p_server_seconds", "p2p_root_seconds", "p2p_root_bottlenecks", "p2p_seeding", "p2p_speedup_vs_server")
 	}
 	if p.failures {
 		head = append(head, "failed", "moved_nodes")
@@ -139,7 +139,7 @@ func (p planned) writeTable(e *env) error {
 		head = append(head, "flow s", "flow/analytic")
 	}
 	if p.p2p {
-		head = append(head, "p2p s", "kernel s", "root s", "root bound", "copies/board", "x server")
+		head = append(head, "p2p s", "kernel s", "root s", "root bound", "servers send", "x server")
 	}
 	if p.failures {
 		head = append(head, "failed")

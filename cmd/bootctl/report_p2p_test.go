@@ -13,10 +13,10 @@ func TestReportP2P(t *testing.T) {
 		format string
 		want   []string
 	}{
-		{"markdown", []string{"## Peer delivery", "| 40 cabinets | 40960 | bcda | 102.40 | 30.73 | 20.48 | 10.25 | N4, N5 | 1 | 3.33 |"}},
-		{"html", []string{"<h2>Peer delivery</h2>", "<td>30.73</td>"}},
-		{"csv", []string{"p2p_seconds,p2p_root_bottlenecks,p2p_copies_per_board", ",30.7347,N4 N5,1"}},
-		{"json", []string{`"delivery": "p2p"`, `"copies_per_board": 1`}},
+		{"markdown", []string{"## Peer delivery", "| 40 cabinets | 40960 | bcda | 102.40 | 21.09 | 20.48 | 0.61 | N3 | 1 copy per server | 4.86 |"}},
+		{"html", []string{"<h2>Peer delivery</h2>", "<td>21.09</td>"}},
+		{"csv", []string{"p2p_seconds,p2p_root_bottlenecks,p2p_seeding", ",21.0864,N3,1 copy per server"}},
+		{"json", []string{`"delivery": "p2p"`, `"schedule": "swarm"`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.format, func(t *testing.T) {

@@ -87,7 +87,7 @@ func simFlags(formats []string) []cli.Flag {
 		&cli.StringFlag{Name: "stragglers", Usage: "health aggregation: slow nodes, FRACTION:SLOWDOWN or FRACTION:MIN-MAX, optionally :net (e.g. 0.1:1-20)"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "health aggregation: seed of faults, stragglers and failed health checks"},
 		&cli.BoolFlag{Name: "health-nodes", Usage: "health aggregation: include every node's status in --output json"},
-		withChoices(cli.StringFlag{Name: "delivery", Value: "unicast", Usage: "image delivery: unicast or server (a flow per node from its boot server), multicast (a tree per boot server) or p2p (the root image by the board's peers), the last two shown beside unicast"},
+		withChoices(cli.StringFlag{Name: "delivery", Value: "unicast", Usage: "image delivery: unicast or server (a flow per node from its boot server), multicast (a tree per boot server) or p2p (the root image by peers, own board first), the last two shown beside unicast"},
 			simDeliveries...),
 		withChoices(cli.StringFlag{Name: "mcast", Value: "fulb", Usage: "multicast tree algorithm with --delivery multicast: fulb, minhop, sssp"},
 			"fulb", "minhop", "sssp"),

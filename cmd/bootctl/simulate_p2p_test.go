@@ -21,8 +21,8 @@ func TestSimulateP2P(t *testing.T) {
 			P2P             *struct {
 				RootFile string `json:"root_file"`
 				Root     struct {
-					Seconds        float64
-					CopiesPerBoard int `json:"copies_per_board"`
+					Seconds  float64
+					Schedule string
 				}
 			}
 			Result struct {
@@ -44,7 +44,7 @@ func TestSimulateP2P(t *testing.T) {
 		if want == "unicast" {
 			continue
 		}
-		if r.P2P == nil || r.P2P.RootFile != "initrd" || r.P2P.Root.Seconds <= 0 || r.P2P.Root.CopiesPerBoard < 1 {
+		if r.P2P == nil || r.P2P.RootFile != "initrd" || r.P2P.Root.Seconds <= 0 || r.P2P.Root.Schedule == "" {
 			t.Errorf("run %d: p2p %+v", i, r.P2P)
 			continue
 		}
@@ -57,7 +57,7 @@ func TestSimulateP2P(t *testing.T) {
 		t.Error("two runs differ")
 	}
 	code, out, _ = bootctl(t, args...)
-	if code != 0 || !strings.Contains(out, "p2p") || !strings.Contains(out, "per board") {
+	if code != 0 || !strings.Contains(out, "p2p") || !strings.Contains(out, "1 copy per") {
 		t.Errorf("table (exit %d) lacks the p2p row:\n%s", code, out)
 	}
 	bad := []struct {

@@ -163,11 +163,7 @@ func simWriteSummary(w io.Writer, g *topology.Graph, runs []simRun) error {
 				speed = "x" + fmtFloat(r.Speedup, 2)
 			}
 			if r.P2P != nil {
-				copies := "copies"
-				if r.P2P.Root.CopiesPerBoard == 1 {
-					copies = "copy"
-				}
-				bound = fmt.Sprintf("%s; root %s, %d %s per board", bound, strings.Join(r.P2P.Root.Bottlenecks, ","), r.P2P.Root.CopiesPerBoard, copies)
+				bound = fmt.Sprintf("%s; root %s, %s", bound, strings.Join(r.P2P.Root.Bottlenecks, ","), r.P2P.Root.Seeding())
 			}
 			t.row(r.Batch, r.Result.Nodes, r.Algo, del, fmtFloat(d.Min, 3), fmtFloat(d.P50, 3), fmtFloat(d.P90, 3), fmtFloat(d.P99, 3),
 				fmtFloat(d.Max, 3), speed, bound)
