@@ -66,3 +66,12 @@ func p2pCells(p *fabricsim.P2PPlan, prec int, sep string) []string {
 	return []string{fmtFloat(p.BootSeconds, prec), fmtFloat(p.ServerSeconds, prec), fmtFloat(p.Root.Seconds, prec),
 		strings.Join(p.Root.Bottlenecks, sep), p.Root.Seeding(), fmtFloat(p.SpeedupVsServer, prec)}
 }
+
+// checkP2P refuses peer delivery when the image leaves nothing for peers to deliver (a profile
+// without an initrd).
+func (in *machineInput) checkP2P(d fabricsim.Delivery) error {
+	if _, root := in.p2pSplit(); d == fabricsim.P2PDelivery && !(root > 0) {
+		return badInput("--delivery p2p: the image has no root image for peers to deliver (profile %s: initrd %d bytes)", in.Profile, in.InitrdBytes)
+	}
+	return nil
+}

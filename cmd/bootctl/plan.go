@@ -52,6 +52,9 @@ func runPlan(e *env, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := in.checkP2P(delivery); err != nil {
+		return err
+	}
 	pin := fabricsim.PlanInput{Graph: in.Graph, Algos: in.Algos, Batches: in.Batches, ImageBytes: in.ImageBytes, Absent: in.Absent, Dead: in.Dead, Flow: model == "flow", Delivery: delivery}
 	pin.ServerBytes, _ = in.p2pSplit()
 	if pin.Flow {

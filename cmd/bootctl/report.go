@@ -93,6 +93,9 @@ func reportConfig(c *cli.Context) (report.Config, error) {
 	if err != nil {
 		return report.Config{}, err
 	}
+	if err := in.checkP2P(delivery); err != nil {
+		return report.Config{}, err
+	}
 	var scenarios []*report.Scenario
 	for _, path := range c.StringSlice("scenario") {
 		s, err := report.LoadScenario(path)
