@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -261,5 +262,47 @@ func TestSimulateP2P(t *testing.T) {
 				t.Error("peer delivery with server failures: no error")
 			}
 		})
+	}
+}
+
+// TestP2PNeverSlower: on random machines (boards of up to 10 nodes, capacities from 10 Mb/s to
+// 10 Gb/s) peer delivery of a random batch is never slower than server delivery, whose schedule
+// is among the board schedule's (m = k), and it is the same bytes every time.
+func TestP2PNeverSlower(t *testing.T) {
+	rng := rand.New(rand.NewPCG(40, 5))
+	caps := []float64{10, 100, 1000, 10000}
+	for i := 0; i < 40; i++ {
+		boards, k := 1+rng.IntN(6), 1+rng.IntN(10)
+		g := p2pMachine(t, boards, k, caps[rng.IntN(4)], caps[rng.IntN(4)], caps[rng.IntN(4)])
+		var batch []int
+		for n := range g.Nodes() {
+			if rng.IntN(3) > 0 {
+				batch = append(batch, n)
+			}
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		a := &mapping.Assignment{Server: make([]int32, len(g.Nodes()))}
+		in := P2PInput{Graph: g, Assign: a, Batch: batch, RootBytes: 40e6}
+		res, err := AnalyzeP2P(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		an, err := NewAnalyzer(g, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := an.Analyze(a, batch, 40e6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Seconds > srv.BootSeconds*(1+1e-12) {
+			t.Errorf("case %d (%d boards of %d, %d booting): peer delivery %.6f s, server %.6f s", i, boards, k, len(batch), res.Seconds, srv.BootSeconds)
+		}
+		again, err := AnalyzeP2P(in)
+		if err != nil || fmt.Sprint(*again) != fmt.Sprint(*res) {
+			t.Errorf("case %d: a second run differs: %v", i, err)
+		}
 	}
 }
