@@ -166,6 +166,9 @@ func analyzeP2P(in *P2PInput) (*P2PAnalysis, *p2pState, error) {
 	if !finite(in.PieceBytes) || in.PieceBytes < 0 {
 		return nil, nil, fmt.Errorf("peer delivery: piece size must be a positive number of bytes, got %v", in.PieceBytes)
 	}
+	if in.Graph == nil || in.Assign == nil {
+		return nil, nil, fmt.Errorf("peer delivery: no machine or no assignment")
+	}
 	st, err := newP2PState(in)
 	if err != nil {
 		return nil, nil, err

@@ -195,6 +195,7 @@ func TestAnalyzeP2PErrors(t *testing.T) {
 		{"NaN piece", P2PInput{Graph: g, Assign: a, Batch: []int{0}, RootBytes: 1, PieceBytes: math.NaN()}, "piece size must be a positive"},
 		{"node out of range", P2PInput{Graph: g, Assign: a, Batch: []int{7}, RootBytes: 1}, "node 7 out of range"},
 		{"no server", P2PInput{Graph: g, Assign: a, Batch: []int{3}, RootBytes: 1}, "node b0-n3 has no boot server"},
+		{"no assignment", P2PInput{Graph: g, Batch: []int{0}, RootBytes: 1}, "no machine or no assignment"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
