@@ -25,6 +25,21 @@ type PlanRow struct {
 	Failed string `json:"failed,omitempty"`
 	// MovedNodes is the number of nodes moved off dead servers.
 	MovedNodes int `json:"moved_nodes,omitempty"`
+	// P2P is the same boot with peer delivery (PlanInput.Delivery p2p), beside this row's
+	// server delivery.
+	P2P *P2PPlan `json:"p2p,omitempty"`
+}
+
+// P2PPlan is a plan row's boot with peer delivery: the kernel and agent from the servers (the
+// analytic model's bandwidth, as the row), then the root image by peers (AnalyzeP2P).
+type P2PPlan struct {
+	ServerBytes   float64      `json:"server_bytes"`
+	RootBytes     float64      `json:"root_bytes"`
+	ServerSeconds float64      `json:"server_seconds"`
+	Root          *P2PAnalysis `json:"root"`
+	BootSeconds   float64      `json:"boot_seconds"`
+	// SpeedupVsServer is the row's server-delivery boot time over this one.
+	SpeedupVsServer float64 `json:"speedup_vs_server"`
 }
 
 // PlanInput is what a plan is made of.
@@ -43,6 +58,11 @@ type PlanInput struct {
 	// Flow also runs the flow-level simulation of each row (everything starting together, no
 	// protocol caps), to show beside the analytic model.
 	Flow bool
+	// Delivery p2p adds each row's boot with peer delivery: ServerBytes of the image from the
+	// servers, the rest by peers in pieces of PieceBytes (0: DefaultPieceBytes).
+	Delivery    Delivery
+	ServerBytes float64
+	PieceBytes  float64
 	// Progress, when set, is called after each row.
 	Progress func(done, total int)
 }
@@ -74,17 +94,11 @@ func Plan(in PlanInput) ([]PlanRow, error) {
 					return nil, err
 				}
 			}
-			res, err := an.Analyze(a, b.Nodes, in.ImageBytes)
+			row, err := in.row(an, b, algo, a)
 			if err != nil {
-				return nil, fmt.Errorf("%s, %s: %w", b.Label, algo.Name, err)
+				return nil, err
 			}
-			row := PlanRow{Batch: b.Label, Algo: algo.Name, Analysis: *res, Failed: FailureRule(algo, in.Absent, in.Dead), MovedNodes: moved}
-			if in.Flow && len(b.Nodes) > 0 {
-				if row.FlowSeconds, err = FlowBatchSeconds(in.Graph, in.Router, a, b.Nodes, in.ImageBytes); err != nil {
-					return nil, fmt.Errorf("%s, %s: flow model: %w", b.Label, algo.Name, err)
-				}
-				row.FlowMbps = in.ImageBytes * 8 / 1e6 / row.FlowSeconds
-			}
+			row.MovedNodes = moved
 			rows = append(rows, row)
 			if in.Progress != nil {
 				in.Progress(len(rows), len(in.Batches)*len(in.Algos))
@@ -93,6 +107,66 @@ func Plan(in PlanInput) ([]PlanRow, error) {
 		setSpeedups(rows[first:])
 	}
 	return rows, nil
+}
+
+// row is batch b's row under algo's assignment a: the analytic model, and the flow model and
+// peer delivery when asked for.
+func (in *PlanInput) row(an *Analyzer, b topology.Batch, algo mapping.Algo, a *mapping.Assignment) (PlanRow, error) {
+	res, err := an.Analyze(a, b.Nodes, in.ImageBytes)
+	if err != nil {
+		return PlanRow{}, fmt.Errorf("%s, %s: %w", b.Label, algo.Name, err)
+	}
+	row := PlanRow{Batch: b.Label, Algo: algo.Name, Analysis: *res, Failed: FailureRule(algo, in.Absent, in.Dead)}
+	if in.Flow && len(b.Nodes) > 0 {
+		if row.FlowSeconds, err = FlowBatchSeconds(in.Graph, in.Router, a, b.Nodes, in.ImageBytes); err != nil {
+			return PlanRow{}, fmt.Errorf("%s, %s: flow model: %w", b.Label, algo.Name, err)
+		}
+		row.FlowMbps = in.ImageBytes * 8 / 1e6 / row.FlowSeconds
+	}
+	if in.Delivery == P2PDelivery && len(b.Nodes) > 0 {
+		if row.P2P, err = in.p2pRow(&row, a, b.Nodes); err != nil {
+			return PlanRow{}, fmt.Errorf("%s, %s: %w", b.Label, algo.Name, err)
+		}
+	}
+	return row, nil
+}
+
+// p2pRow is row's boot with peer delivery under assignment a.
+func (in *PlanInput) p2pRow(row *PlanRow, a *mapping.Assignment, batch []int) (*P2PPlan, error) {
+	return PlanP2P(in.Graph, in.Router, a, batch, &row.Analysis, in.ImageBytes, in.ServerBytes, in.PieceBytes)
+}
+
+// PlanP2P is the boot of batch under a with peer delivery, beside res, the analytic model's for
+// the same boot by server: serverBytes of the image of imageBytes from the servers at res's
+// bandwidth, then the rest by peers in pieces of pieceBytes (0: DefaultPieceBytes).
+func PlanP2P(g *topology.Graph, r topology.Router, a *mapping.Assignment, batch []int, res *Analysis, imageBytes, serverBytes, pieceBytes float64) (*P2PPlan, error) {
+	root := imageBytes - serverBytes
+	if !(serverBytes >= 0) || !(root > 0) {
+		return nil, fmt.Errorf("peer delivery: %v bytes from the server leave no root image of the %v-byte image", serverBytes, imageBytes)
+	}
+	an, err := AnalyzeP2P(P2PInput{Graph: g, Router: r, Assign: a, Batch: batch, RootBytes: root, PieceBytes: pieceBytes})
+	if err != nil {
+		return nil, err
+	}
+	p := &P2PPlan{ServerBytes: serverBytes, RootBytes: root, Root: an}
+	if serverBytes > 0 {
+		p.ServerSeconds = serverBytes * 8 / (res.BandwidthMbps * 1e6)
+	}
+	p.BootSeconds = p.ServerSeconds + an.Seconds
+	p.SpeedupVsServer = res.BootSeconds / p.BootSeconds
+	return p, nil
+}
+
+// P2PSplit is what peer delivery takes from the servers and from peers of an image of
+// imageBytes, by the files of BootFiles: the default image is a 10 MB kernel from the server and
+// a 40 MB root image from peers; any other size is one image file, all of it from peers.
+func P2PSplit(imageBytes float64) (serverBytes, rootBytes float64) {
+	files := BootFiles(imageBytes, Uncapped)
+	root, err := RootFile(files)
+	if err != nil {
+		return imageBytes, 0
+	}
+	return imageBytes - files[root].Bytes, files[root].Bytes
 }
 
 // setSpeedups sets each row's bandwidth over scda's, if scda is among the rows (one batch's).

@@ -47,6 +47,10 @@ type Config struct {
 	Flow FlowFunc
 	// FlowName says which flow model Flow is, for the report's text.
 	FlowName string
+	// Delivery p2p adds each baseline row's boot with peer delivery: P2PServerBytes of the image
+	// from the servers, the rest by peers (fabricsim.PlanP2P).
+	Delivery       fabricsim.Delivery
+	P2PServerBytes float64
 	// UpgradeFactor is how much a segment upgrade multiplies its capacity (0: 10, one Ethernet
 	// generation: 1 -> 10 Gb/s).
 	UpgradeFactor float64
@@ -73,6 +77,9 @@ type Row struct {
 	FlowSpreadSeconds float64 `json:"flow_spread_seconds,omitempty"`
 	// FlowLimit is what bounded most nodes in the flow model (a segment or "tftp cap").
 	FlowLimit string `json:"flow_limit,omitempty"`
+
+	// P2P is the boot with peer delivery beside this one by servers (Config.Delivery p2p).
+	P2P *fabricsim.P2PPlan `json:"p2p,omitempty"`
 
 	// nodeSeconds are the flow model's node completion times, kept for the distribution plot.
 	nodeSeconds []float64
@@ -163,6 +170,8 @@ type Report struct {
 	Segments   []string       `json:"segments"`
 	Algos      []string       `json:"algos"`
 	Batches    []BatchInfo    `json:"batches"`
+	// Delivery is "p2p" when the rows have their boot by peers beside the one by servers.
+	Delivery string `json:"delivery,omitempty"`
 	// FlowModel names the flow model, empty when the report has only the analytic one.
 	FlowModel      string         `json:"flow_model,omitempty"`
 	Baseline       *Case          `json:"baseline"`
@@ -247,6 +256,9 @@ func sortBatches(cfg *Config) {
 // newReport is the report's description of its inputs, before any model runs.
 func newReport(cfg Config, g *topology.Graph) *Report {
 	rep := &Report{ImageBytes: cfg.ImageBytes, Segments: fabricsim.SegmentNames(g)}
+	if cfg.Delivery == fabricsim.P2PDelivery {
+		rep.Delivery = cfg.Delivery.String()
+	}
 	if cfg.Flow != nil {
 		rep.FlowModel = cfg.FlowName
 		if rep.FlowModel == "" {
@@ -435,6 +447,15 @@ func runAlgo(cfg Config, g *topology.Graph, absent []bool, image float64, j int,
 			return nil, fmt.Errorf("%s, %s: %w", b.Label, algo.Name, err)
 		}
 		r := Row{Batch: b.Label, Algo: algo.Name, Analysis: *res}
+		if cfg.Delivery == fabricsim.P2PDelivery && len(b.Nodes) > 0 {
+			server := cfg.P2PServerBytes
+			if image != cfg.ImageBytes { // a scenario's image: the split of its size
+				server, _ = fabricsim.P2PSplit(image)
+			}
+			if r.P2P, err = fabricsim.PlanP2P(g, nil, a, b.Nodes, res, image, server, 0); err != nil {
+				return nil, fmt.Errorf("%s, %s: %w", b.Label, algo.Name, err)
+			}
+		}
 		if flow {
 			fo, err := cfg.Flow(g, a, b.Nodes, image)
 			if err != nil {

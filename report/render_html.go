@@ -45,6 +45,9 @@ type htmlPage struct {
 
 	FlowSVG, BandwidthSVG template.HTML
 	BootTable             htmlTable
+	// P2P is the peer delivery table (nil without it) and P2PText what it is of.
+	P2P     *htmlTable
+	P2PText string
 
 	Segments  []htmlSegment
 	Dist      *htmlDist
@@ -116,6 +119,8 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 		Servers:         rep.serversText(),
 		BandwidthSVG:    svg(rep.bootChart(false)),
 		BootTable:       rep.bootTable(),
+		P2P:             rep.p2pTable(),
+		P2PText:         p2pText,
 		Segments:        rep.segmentSections(),
 		Dist:            rep.distSection(),
 		Scenarios:       rep.scenarioSection(),

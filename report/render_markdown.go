@@ -42,6 +42,7 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	}
 	md.table([]string{"segment", "link", "capacity Mb/s", "links"}, segs)
 	rep.mdBootTimes(&md)
+	rep.mdP2P(&md)
 	rep.mdSegments(&md)
 	rep.mdDistribution(&md)
 	rep.mdScenarios(&md)

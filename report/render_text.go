@@ -41,6 +41,10 @@ func (rep *Report) WriteCSV(w io.Writer) error {
 		head = append(head, s+"_mbps")
 	}
 	head = append(head, "bandwidth_mbps", "bottlenecks", "boot_seconds", "flow_seconds", "speedup_vs_scda", "flow_speedup_vs_scda")
+	p2p := rep.Delivery == "p2p"
+	if p2p {
+		head = append(head, "p2p_seconds", "p2p_root_bottlenecks", "p2p_seeding")
+	}
 	cw := csv.NewWriter(w)
 	if err := cw.Write(head); err != nil {
 		return err
@@ -57,6 +61,9 @@ func (rep *Report) WriteCSV(w io.Writer) error {
 				flow = fmtFixed(r.FlowSeconds, 4)
 			}
 			rec = append(rec, fmtFixed(r.BandwidthMbps, 4), strings.Join(r.Bottlenecks, " "), fmtFixed(r.BootSeconds, 4), flow, csvNum(r.SpeedupVsSCDA), csvNum(r.FlowSpeedupVsSCDA))
+			if p2p {
+				rec = append(rec, p2pCSV(r.P2P)...)
+			}
 			if err := cw.Write(rec); err != nil {
 				return err
 			}

@@ -75,6 +75,7 @@ func bootRunFlags() []cli.Flag {
 		&cli.StringFlag{Name: "on-failure", Value: "backoff", Usage: "when too many attempts fail: backoff (halve every link's limit, wait, go on) or pause (wait for `bootctl boot resume`)"},
 		&cli.DurationFlag{Name: "patience", Usage: "the firmware's patience with one boot file until the run learns it from the transfers it sees (0: the transfer time at the floor)"},
 		&cli.DurationFlag{Name: "poll", Value: time.Second, Usage: "how often the boot servers are read"},
+		deliveryFlag(),
 	)
 }
 
@@ -116,8 +117,12 @@ func bootAction(e *env, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	p2p, err := bootP2PPlan(c.Context, c, s)
+	if err != nil {
+		return err
+	}
 	if c.Bool("dry-run") {
-		return writeBootPlan(e, format, s, pred)
+		return writeBootPlan(e, format, s, pred, p2p)
 	}
 	return bootLive(e, c, format, s, pred)
 }

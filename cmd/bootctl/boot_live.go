@@ -332,6 +332,7 @@ type bootPlan struct {
 	PredictedSeconds float64              `json:"predicted_seconds"`
 	PeakInFlight     int                  `json:"peak_in_flight"`
 	Schedule         []bootPlanRow        `json:"schedule"`
+	P2P              *bootP2P             `json:"p2p,omitempty"` // --delivery p2p
 }
 
 // bootModel is the plant's times the prediction used, in seconds.
@@ -357,9 +358,9 @@ type bootPlanRow struct {
 	Healthy float64 `json:"healthy"`
 }
 
-func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction) error {
+func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction, p2p *bootP2P) error {
 	out := bootPlan{Nodes: len(s.nodes), FloorMbps: s.limits.FloorMbps, ImageBytes: s.imageBytes, ImageFrom: s.imageFrom,
-		PredictedSeconds: p.Makespan, PeakInFlight: p.PeakInFlight, Calibration: s.cal,
+		PredictedSeconds: p.Makespan, PeakInFlight: p.PeakInFlight, Calibration: s.cal, P2P: p2p,
 		Model: bootModel{PostSeconds: round3(s.post), DHCPSeconds: round3(s.flow.DHCPSeconds), HealthSeconds: round3(s.flow.HealthSeconds)}}
 	for i, name := range s.limits.Names {
 		out.Caps = append(out.Caps, bootCap{Resource: name, Nodes: s.limits.Caps[i], Behind: s.limits.Users[i]})
@@ -374,6 +375,7 @@ func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction) e
 		out.Nodes, out.FloorMbps, out.PredictedSeconds, out.PeakInFlight)
 	fmt.Fprintf(e.stdout, "image %s (kernel + initrd) from %s\n", units.FormatBytes(out.ImageBytes), out.ImageFrom)
 	fmt.Fprintf(e.stdout, "model: POST %.3f s, DHCP %.3f s, health %.3f s\n", out.Model.PostSeconds, out.Model.DHCPSeconds, out.Model.HealthSeconds)
+	out.P2P.write(e.stdout)
 	if cal := out.Calibration; cal != nil {
 		writeCalibration(e.stdout, cal)
 	}

@@ -42,6 +42,11 @@ func TestImageProfilePlan(t *testing.T) {
 			t.Errorf("%s: --profile deb differs from --image-size 40MB:\n%s\n---\n%s", cmd, byProfile, bySize)
 		}
 	}
+	// Peer delivery takes the profile's kernel from the servers and its initrd from peers.
+	code, out, errs := runBootctl(t, ctx, "plan", "--profile", "deb", "--store", store, "--delivery", "p2p", "--topology", "mini", "--algo", "bcda", "--batch", "1", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"server_bytes": 7000000`) || !strings.Contains(out, `"root_bytes": 33000000`) {
+		t.Errorf("plan --profile --delivery p2p: %d %s\n%s", code, errs, out)
+	}
 	t.Setenv("BOOTCTL_IMAGES", store)
 	if code, out, errs := runBootctl(t, ctx, "report", "--topology", "mini", "--algo", "bcda", "--profile", "deb", "--out", "-", "--output", "markdown"); code != 0 || !strings.Contains(out, "image 40 MB") {
 		t.Errorf("report --profile: %d %s\n%s", code, errs, out)

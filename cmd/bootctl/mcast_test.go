@@ -177,7 +177,7 @@ func TestSimulateMulticastHealthBadInput(t *testing.T) {
 		{[]string{"--health", "task", "--stragglers", "0.1"}, "--stragglers: stragglers \"0.1\""},
 		{[]string{"--health", "task", "--stragglers", "2:3"}, "fraction must be a number in [0,1]"},
 		{[]string{"--faults", "2"}, "--faults needs --health binomial or --health task"},
-		{[]string{"--delivery", "broadcast"}, `--delivery: "broadcast" is not unicast or multicast`},
+		{[]string{"--delivery", "broadcast"}, `--delivery: "broadcast" is not one of unicast, server, multicast, p2p`},
 		{[]string{"--delivery", "multicast", "--mcast", "steiner"}, `multicast algorithm "steiner"`},
 		{[]string{"--mcast", "sssp"}, "--mcast sssp needs --delivery multicast"},
 	} {

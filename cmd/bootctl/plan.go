@@ -20,7 +20,7 @@ func planCommand(e *env) *cli.Command {
 			"scda, and the paper's ladder of batches (1, 20, 21, 32 boards; 1 to 40 cabinets).",
 		Flags: append(machineFlags(), outputFlag("table", "json", "yaml", "csv"),
 			withChoices(cli.StringFlag{Name: "model", Value: "analytic", Usage: "analytic (the paper's per-segment model), flow (also the flow-level simulation of the same boot, side by side)"},
-				"analytic", "flow")),
+				"analytic", "flow"), deliveryFlag()),
 		Action: func(c *cli.Context) error { return runPlan(e, c) },
 	}
 }
@@ -31,6 +31,7 @@ type planned struct {
 	rows     []fabricsim.PlanRow
 	segs     []string
 	flow     bool // --model flow: the flow columns
+	p2p      bool // --delivery p2p: the peer delivery columns
 	failures bool // failed servers: the failure columns
 }
 
@@ -43,11 +44,19 @@ func runPlan(e *env, c *cli.Context) error {
 	if model != "analytic" && model != "flow" {
 		return badInput("--model: %q is not one of analytic, flow", model)
 	}
+	delivery, err := readDelivery(c)
+	if err != nil {
+		return err
+	}
 	in, err := readMachineInput(c)
 	if err != nil {
 		return err
 	}
-	pin := fabricsim.PlanInput{Graph: in.Graph, Algos: in.Algos, Batches: in.Batches, ImageBytes: in.ImageBytes, Absent: in.Absent, Dead: in.Dead, Flow: model == "flow"}
+	if err := in.checkP2P(delivery); err != nil {
+		return err
+	}
+	pin := fabricsim.PlanInput{Graph: in.Graph, Algos: in.Algos, Batches: in.Batches, ImageBytes: in.ImageBytes, Absent: in.Absent, Dead: in.Dead, Flow: model == "flow", Delivery: delivery}
+	pin.ServerBytes, _ = in.p2pSplit()
 	if pin.Flow {
 		bar := e.progressBar("plan", 0, "rows")
 		defer bar.Done()
@@ -58,11 +67,11 @@ func runPlan(e *env, c *cli.Context) error {
 		return err
 	}
 	e.log.Debug("planned", zap.Int("rows", len(rows)))
-	p := planned{in: in, rows: rows, segs: fabricsim.SegmentNames(in.Graph), flow: pin.Flow, failures: in.Absent != nil || in.Dead != nil}
+	p := planned{in: in, rows: rows, segs: fabricsim.SegmentNames(in.Graph), flow: pin.Flow, p2p: delivery == fabricsim.P2PDelivery, failures: in.Absent != nil || in.Dead != nil}
 	switch format {
 	case "json", "yaml":
 		return writeData(e.stdout, format, planJSON{Topology: in.Graph.Name, Nodes: len(in.Graph.Nodes()), Servers: len(in.Graph.Servers()),
-			ImageBytes: in.ImageBytes, Profile: in.Profile, Segments: p.segs, AbsentServers: serverNames(in.Absent), DeadServers: serverNames(in.Dead), Rows: rows})
+			ImageBytes: in.ImageBytes, Profile: in.Profile, Delivery: delivery, Segments: p.segs, AbsentServers: serverNames(in.Absent), DeadServers: serverNames(in.Dead), Rows: rows})
 	case "csv":
 		return writeCSV(e.stdout, p.csv())
 	}
@@ -74,6 +83,9 @@ func (p planned) csv() [][]string {
 	head = append(head, "bandwidth_mbps", "bottlenecks", "boot_seconds", "speedup_vs_scda")
 	if p.flow {
 		head = append(head, "flow_mbps", "flow_seconds")
+	}
+	if p.p2p {
+		head = append(head, "p2p_seconds", "p2p_server_seconds", "p2p_root_seconds", "p2p_root_bottlenecks", "p2p_seeding", "p2p_speedup_vs_server")
 	}
 	if p.failures {
 		head = append(head, "failed", "moved_nodes")
@@ -93,6 +105,9 @@ func (p planned) csv() [][]string {
 		rec = append(rec, fmtFloat(r.BandwidthMbps, 4), strings.Join(r.Bottlenecks, " "), fmtFloat(r.BootSeconds, 4), ratio)
 		if p.flow {
 			rec = append(rec, fmtFloat(r.FlowMbps, 4), fmtFloat(r.FlowSeconds, 4))
+		}
+		if p.p2p {
+			rec = append(rec, p2pCells(r.P2P, 4, " ")...)
 		}
 		if p.failures {
 			rec = append(rec, r.Failed, strconv.Itoa(r.MovedNodes))
@@ -114,6 +129,9 @@ func (p planned) writeTable(e *env) error {
 	if p.failures {
 		fmt.Fprintln(e.stdout, failureHeader(p.in.Absent, p.in.Dead))
 	}
+	if p.p2p {
+		fmt.Fprintln(e.stdout, p2pHeader(p.in.p2pSplit()))
+	}
 	t := newTable(e.stdout)
 	head := []any{"batch", "nodes", "algo"}
 	for _, s := range p.segs {
@@ -122,6 +140,9 @@ func (p planned) writeTable(e *env) error {
 	head = append(head, "Mb/s", "bottleneck", "boot s", "x scda")
 	if p.flow {
 		head = append(head, "flow s", "flow/analytic")
+	}
+	if p.p2p {
+		head = append(head, "p2p s", "kernel s", "root s", "root bound", "servers send", "x server")
 	}
 	if p.failures {
 		head = append(head, "failed")
@@ -146,6 +167,11 @@ func (p planned) tableRow(r fabricsim.PlanRow) []any {
 	if p.flow {
 		cells = append(cells, fmtFloat(r.FlowSeconds, 1), fmtFloat(r.FlowSeconds/r.BootSeconds, 3))
 	}
+	if p.p2p {
+		for _, v := range p2pCells(r.P2P, 2, ",") {
+			cells = append(cells, v)
+		}
+	}
 	if p.failures {
 		cells = append(cells, r.Failed)
 	}
@@ -153,12 +179,14 @@ func (p planned) tableRow(r fabricsim.PlanRow) []any {
 }
 
 type planJSON struct {
-	Topology   string   `json:"topology"`
-	Nodes      int      `json:"nodes"`
-	Servers    int      `json:"servers"`
-	ImageBytes float64  `json:"image_bytes"`
-	Profile    string   `json:"profile,omitempty"` // --profile whose kernel and initrd ImageBytes is
-	Segments   []string `json:"segments"`
+	Topology   string  `json:"topology"`
+	Nodes      int     `json:"nodes"`
+	Servers    int     `json:"servers"`
+	ImageBytes float64 `json:"image_bytes"`
+	Profile    string  `json:"profile,omitempty"` // --profile whose kernel and initrd ImageBytes is
+	// Delivery is --delivery; with p2p each row has its boot by peers ("p2p").
+	Delivery fabricsim.Delivery `json:"delivery"`
+	Segments []string           `json:"segments"`
 	// AbsentServers (--failed-servers) and DeadServers (--failed-during-boot) name the failed
 	// servers; each row's "failed" says which rule its mapping applied to them.
 	AbsentServers []string            `json:"absent_servers,omitempty"`

@@ -57,6 +57,8 @@ func TestPlanBadInput(t *testing.T) {
 		{"image size without unit", []string{"--image-size", "50"}, `--image-size: size "50": want a number and a unit`},
 		{"image size bad unit", []string{"--image-size", "50Mb"}, `unknown unit "Mb"`},
 		{"bad output", []string{"--output", "xml"}, `--output: "xml" is not one of table, json, yaml, csv`},
+		{"bad delivery", []string{"--delivery", "p2"}, `--delivery: "p2" is not one of server, p2p (did you mean p2p?)`},
+		{"unknown delivery", []string{"--delivery", "torrent"}, `--delivery: "torrent" is not one of server, p2p`},
 		{"unknown flag", []string{"--nope"}, `flag provided but not defined: -nope`},
 		{"failed server out of range", []string{"--failed-servers", "bs160"}, `"bs160" is not a server`},
 		{"dead server unknown name", []string{"--failed-during-boot", "node3"}, `--failed-during-boot: "node3" is not a server (0-159 or bs0-bs159)`},

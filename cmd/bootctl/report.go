@@ -31,6 +31,7 @@ func reportCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "dist-batch", Usage: "batch whose node completion times are plotted: its label (\"1 cabinet\") or 1-based position in the ladder (default: the batch whose flow-model completion times spread most, else the largest)"},
 			&cli.BoolFlag{Name: "flow", Value: true, Usage: "run the end-to-end flow model (simulate's default boot: DHCP, TFTP caps, health report) as the headline, beside the per-segment bandwidth model (--flow=false: the bandwidth model only)"},
 			&cli.Float64Flag{Name: "upgrade-factor", Value: 10, Usage: "capacity multiplier of a segment upgrade in the recommendations"},
+			deliveryFlag(),
 		),
 		Action: func(c *cli.Context) error { return runReport(e, c) },
 	}
@@ -84,8 +85,15 @@ func reportConfig(c *cli.Context) (report.Config, error) {
 	if f := c.Float64("upgrade-factor"); !(f > 1) || f > 1e6 {
 		return report.Config{}, badInput("--upgrade-factor: must be above 1, got %v", f)
 	}
+	delivery, err := readDelivery(c)
+	if err != nil {
+		return report.Config{}, err
+	}
 	in, err := readMachineInput(c)
 	if err != nil {
+		return report.Config{}, err
+	}
+	if err := in.checkP2P(delivery); err != nil {
 		return report.Config{}, err
 	}
 	var scenarios []*report.Scenario
@@ -101,7 +109,8 @@ func reportConfig(c *cli.Context) (report.Config, error) {
 		return report.Config{}, err
 	}
 	cfg := report.Config{Machine: in.Machine, Algos: in.Algos, Batches: in.Batches, ImageBytes: in.ImageBytes,
-		Absent: in.Absent, Scenarios: scenarios, DistBatch: dist, UpgradeFactor: c.Float64("upgrade-factor")}
+		Absent: in.Absent, Scenarios: scenarios, DistBatch: dist, UpgradeFactor: c.Float64("upgrade-factor"), Delivery: delivery}
+	cfg.P2PServerBytes, _ = in.p2pSplit()
 	if c.Bool("flow") {
 		cfg.Flow, cfg.FlowName = report.FabricsimFlow(c.Context), report.FlowModelName
 	}

@@ -87,8 +87,8 @@ func simFlags(formats []string) []cli.Flag {
 		&cli.StringFlag{Name: "stragglers", Usage: "health aggregation: slow nodes, FRACTION:SLOWDOWN or FRACTION:MIN-MAX, optionally :net (e.g. 0.1:1-20)"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "health aggregation: seed of faults, stragglers and failed health checks"},
 		&cli.BoolFlag{Name: "health-nodes", Usage: "health aggregation: include every node's status in --output json"},
-		withChoices(cli.StringFlag{Name: "delivery", Value: "unicast", Usage: "image delivery: unicast (a flow per node), or multicast (a tree per boot server, shown beside unicast)"},
-			"unicast", "multicast"),
+		withChoices(cli.StringFlag{Name: "delivery", Value: "unicast", Usage: "image delivery: unicast or server (a flow per node from its boot server), multicast (a tree per boot server) or p2p (the root image by peers, own board first), the last two shown beside unicast"},
+			simDeliveries...),
 		withChoices(cli.StringFlag{Name: "mcast", Value: "fulb", Usage: "multicast tree algorithm with --delivery multicast: fulb, minhop, sssp"},
 			"fulb", "minhop", "sssp"),
 		&cli.StringFlag{Name: "time-step", Value: "0", Usage: "round events up to multiples of this duration so that nearby ones share one re-allocation, an optional coarsening (0: exact; auto, its old default, is now 0 too)"},
@@ -150,6 +150,9 @@ func readSimJob(c *cli.Context) (*simJob, error) {
 // prepareMulticast refuses failures with multicast delivery and builds the hop table the
 // multicast trees are built from.
 func (job *simJob) prepareMulticast() error {
+	if job.opt.p2p && job.fails != nil {
+		return badInput("--fail: server failures are simulated with unicast delivery only, not with --delivery p2p")
+	}
 	if !job.opt.multicast {
 		return nil
 	}
@@ -237,6 +240,9 @@ func (job *simJob) run(ctx context.Context, e *env, b topology.Batch, algo mappi
 	e.log.Debug("simulated", zap.String("batch", b.Label), zap.String("algo", algo.Name),
 		zap.Int("events", res.Stats.Events), zap.Int("classes", res.Stats.Classes))
 	uni := simRun{Batch: b.Label, Algo: algo.Name, Result: res}
+	if job.opt.p2p {
+		return job.runP2P(ctx, sim, a, uni)
+	}
 	if !job.opt.multicast {
 		return []simRun{uni}, nil
 	}
@@ -247,6 +253,18 @@ func (job *simJob) run(ctx context.Context, e *env, b topology.Batch, algo mappi
 	}
 	return []simRun{uni, {Batch: b.Label, Algo: algo.Name, Delivery: "multicast", Mcast: string(job.opt.mcast),
 		Result: mres, Speedup: res.BatchSeconds / mres.BatchSeconds}}, nil
+}
+
+// runP2P adds to the unicast run uni the same boot with peer delivery of the root image.
+func (job *simJob) runP2P(ctx context.Context, sim *fabricsim.BootSim, a *mapping.Assignment, uni simRun) ([]simRun, error) {
+	sim.Config.Progress = nil
+	p, err := sim.SimulateP2P(ctx, a, 0)
+	if err != nil {
+		return nil, simError(ctx, err)
+	}
+	uni.Delivery = "unicast"
+	return []simRun{uni, {Batch: uni.Batch, Algo: uni.Algo, Delivery: "p2p", P2P: p, Result: p.Result,
+		Speedup: uni.Result.BatchSeconds / p.Result.BatchSeconds}}, nil
 }
 
 // simError is a simulation's error: the cancellation as it is, anything else bad input.
@@ -262,11 +280,14 @@ type simRun struct {
 	Algo  string `json:"algo"`
 	// Delivery is unicast or multicast when --delivery multicast shows both; Mcast the tree
 	// algorithm and Speedup the unicast batch time over this one's (multicast runs).
-	Delivery string                `json:"delivery,omitempty"`
-	Mcast    string                `json:"mcast,omitempty"`
-	Speedup  float64               `json:"speedup_vs_unicast,omitempty"`
-	Result   *fabricsim.FlowResult `json:"result"`
-	Health   *simHealth            `json:"health,omitempty"`
+	Delivery string  `json:"delivery,omitempty"`
+	Mcast    string  `json:"mcast,omitempty"`
+	Speedup  float64 `json:"speedup_vs_unicast,omitempty"`
+	// P2P is the peer delivery's root stage (p2p runs); Result's files, segments and links are
+	// then those of the servers' files alone.
+	P2P    *fabricsim.P2PBoot    `json:"p2p,omitempty"`
+	Result *fabricsim.FlowResult `json:"result"`
+	Health *simHealth            `json:"health,omitempty"`
 }
 
 // simProgress returns the simulator's progress callback, drawing a bar of the megabytes the nodes
@@ -287,9 +308,14 @@ func simProgress(e *env, label string) func(fabricsim.Progress) {
 	}
 }
 
+// simDeliveries are the values of simulate's --delivery; server is unicast's other name, the
+// one plan, report and boot use.
+var simDeliveries = []string{"unicast", "server", "multicast", "p2p"}
+
 // simOpts are simulate's delivery and health-aggregation options.
 type simOpts struct {
 	multicast   bool
+	p2p         bool // --delivery p2p
 	mcast       routing.McastAlgorithm
 	hops        *routing.HopTable
 	health      fabricsim.HealthAlgorithm // "": no aggregation
@@ -302,14 +328,11 @@ type simOpts struct {
 // simOptions reads --delivery, --mcast and the health-aggregation flags.
 func simOptions(c *cli.Context) (*simOpts, error) {
 	o := &simOpts{seed: c.Uint64("seed"), healthNodes: c.Bool("health-nodes"), faults: c.Int("faults")}
-	switch d := c.String("delivery"); d {
-	case "unicast":
-	case "multicast":
-		o.multicast = true
-	default:
-		return nil, badInput("--delivery: %q is not unicast or multicast", d)
+	d, err := choiceValue(c, "delivery", simDeliveries...)
+	if err != nil {
+		return nil, err
 	}
-	var err error
+	o.multicast, o.p2p = d == "multicast", d == "p2p"
 	if o.mcast, err = routing.ParseMcastAlgorithm(c.String("mcast")); err != nil {
 		return nil, badInput("--mcast: %v", err)
 	}

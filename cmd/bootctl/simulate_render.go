@@ -155,13 +155,18 @@ func simWriteSummary(w io.Writer, g *topology.Graph, runs []simRun) error {
 		t.row("batch", "nodes", "algo", "delivery", "min", "p50", "p90", "p99", "max", "speedup", "bottleneck (nodes)")
 		for _, r := range runs {
 			d := r.Result.Completion
-			del, speed := r.Delivery, "-"
+			del, speed, bound := r.Delivery, "-", simMainBottleneck(r.Result)
 			if r.Mcast != "" {
 				del += " (" + r.Mcast + ")"
+			}
+			if r.Speedup > 0 {
 				speed = "x" + fmtFloat(r.Speedup, 2)
 			}
+			if r.P2P != nil {
+				bound = fmt.Sprintf("%s; root %s, %s", bound, strings.Join(r.P2P.Root.Bottlenecks, ","), r.P2P.Root.Seeding())
+			}
 			t.row(r.Batch, r.Result.Nodes, r.Algo, del, fmtFloat(d.Min, 3), fmtFloat(d.P50, 3), fmtFloat(d.P90, 3), fmtFloat(d.P99, 3),
-				fmtFloat(d.Max, 3), speed, simMainBottleneck(r.Result))
+				fmtFloat(d.Max, 3), speed, bound)
 		}
 		return t.flush()
 	}
