@@ -29,12 +29,15 @@ type labBMC struct {
 func clusterBMCCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "bmc",
-		Usage:     "serve a Redfish BMC for one lab VM: power and one-time PXE boot act on the QEMU command given after --, through QMP",
+		Usage:     "serve a Redfish or IPMI BMC for one lab VM: power and one-time PXE boot act on the QEMU command given after --, through QMP",
 		ArgsUsage: "-- QEMU-COMMAND...",
 		Description: "The VM is powered off until a client powers it on (bootctl power on, bootctl boot, redfishtool, sushy).\n" +
-			"A start that takes a one-time Pxe override gets --pxe-args appended. The BMC runs until interrupted, then powers the VM off.",
+			"A start that takes a one-time Pxe override gets --pxe-args appended. The BMC runs until interrupted, then powers the VM off.\n" +
+			"--protocol ipmi runs OpenIPMI's ipmi_sim (Debian's openipmi) as the BMC, IPMI 2.0 RMCP+ on UDP; ipmitool needs -C 3 with it.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8443", Usage: "address the BMC's Redfish service listens on (HTTPS)"},
+			withChoices(cli.StringFlag{Name: "protocol", Value: "redfish", Usage: "redfish (HTTPS, bmc_driver redfish) or ipmi (ipmi_sim on UDP, bmc_driver ipmi)"},
+				"redfish", "ipmi"),
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8443", Usage: "address the BMC listens on (Redfish: HTTPS; ipmi: an IPv4 address and a UDP port, default 127.0.0.1:623; port 0: a free one)"},
 			&cli.StringFlag{Name: "dir", Usage: "directory for the BMC's certificate (ca.pem), the QMP socket and the VM's console log (required)"},
 			&cli.StringFlag{Name: "system", Value: "1", Usage: "the ComputerSystem's Id (the node's name lets one inventory row match it by name)"},
 			&cli.StringFlag{Name: "user", Value: "admin", Usage: "the BMC's user"},
@@ -58,6 +61,13 @@ func clusterBMCAction(e *env, c *cli.Context) error {
 	format, err := outputFormat(c, "table", "json", "yaml")
 	if err != nil {
 		return err
+	}
+	switch c.String("protocol") {
+	case "ipmi":
+		return ipmiBMCAction(e, c, format)
+	case "redfish":
+	default:
+		return badInput("--protocol: %q is not one of redfish, ipmi", c.String("protocol"))
 	}
 	opts, err := labBMCOptions(c)
 	if err != nil {
@@ -92,22 +102,15 @@ func clusterBMCAction(e *env, c *cli.Context) error {
 	return nil
 }
 
-// labBMCOptions checks cluster bmc's flags and arguments and makes the BMC's options (without
-// its machine).
+// labBMCOptions checks cluster bmc's flags and arguments and makes the Redfish BMC's options
+// (without its machine).
 func labBMCOptions(c *cli.Context) (redfishsim.Options, error) {
 	var none redfishsim.Options
-	switch dir := c.String("dir"); {
-	case c.Args().Len() == 0:
-		return none, badInput("cluster bmc: no VM command: give it after --, as: bootctl cluster bmc --dir D --password-file F -- qemu-system-x86_64 ...")
-	case dir == "":
-		return none, badInput("--dir: required: where the BMC keeps its certificate, QMP socket and the VM's console log")
-	case strings.Contains(dir, ","):
-		// QEMU's option syntax takes a comma in the socket's path as the next option.
-		return none, badInput("--dir: %q: QEMU cannot take a comma in the QMP socket's path", dir)
-	case c.String("password-file") == "":
-		return none, badInput("--password-file: required: a file whose first line is the BMC's password")
-	case c.String("system") == "" || strings.ContainsAny(c.String("system"), "/?#% "):
-		return none, badInput("--system: %q: want a non-empty path segment (no / ? # %% or space)", c.String("system"))
+	password, err := labBMCCommon(c)
+	if err != nil {
+		return none, err
+	}
+	switch {
 	case c.Duration("lag") < 0 || c.Duration("session-lifetime") < 0:
 		return none, badInput("--lag and --session-lifetime must not be negative")
 	case c.Int("drop-overrides") < -1:
@@ -115,10 +118,6 @@ func labBMCOptions(c *cli.Context) (redfishsim.Options, error) {
 	}
 	if _, _, err := net.SplitHostPort(c.String("listen")); err != nil {
 		return none, badInput("--listen: %q: %v (want host:port)", c.String("listen"), err)
-	}
-	password, err := readPasswordFile(c.String("password-file"))
-	if err != nil {
-		return none, err
 	}
 	return redfishsim.Options{
 		Listen: c.String("listen"), TLS: !c.Bool("plain-http"), CertHosts: c.StringSlice("cert-host"),
@@ -128,12 +127,35 @@ func labBMCOptions(c *cli.Context) (redfishsim.Options, error) {
 	}, nil
 }
 
+// labBMCCommon checks what both protocols take (the VM's command, --dir, --system, the password
+// file) and returns the password.
+func labBMCCommon(c *cli.Context) (string, error) {
+	switch dir := c.String("dir"); {
+	case c.Args().Len() == 0:
+		return "", badInput("cluster bmc: no VM command: give it after --, as: bootctl cluster bmc --dir D --password-file F -- qemu-system-x86_64 ...")
+	case dir == "":
+		return "", badInput("--dir: required: where the BMC keeps its certificate, QMP socket and the VM's console log")
+	case strings.Contains(dir, ","):
+		// QEMU's option syntax takes a comma in the socket's path as the next option.
+		return "", badInput("--dir: %q: QEMU cannot take a comma in the QMP socket's path", dir)
+	case c.String("password-file") == "":
+		return "", badInput("--password-file: required: a file whose first line is the BMC's password")
+	case c.String("system") == "" || strings.ContainsAny(c.String("system"), "/?#% "):
+		return "", badInput("--system: %q: want a non-empty path segment (no / ? # %% or space)", c.String("system"))
+	}
+	return readPasswordFile(c.String("password-file"))
+}
+
 // writeLabBMC reports the BMC's address and files, in the format asked for.
 func writeLabBMC(e *env, format string, b labBMC) error {
 	if format != "table" {
 		return writeData(e.stdout, format, b)
 	}
-	fmt.Fprintf(e.stdout, "Redfish BMC for system %s at %s (user %s)\n", b.System, b.Endpoint, b.User)
+	kind := "Redfish"
+	if b.BMCDriver == "ipmi" {
+		kind = "IPMI"
+	}
+	fmt.Fprintf(e.stdout, "%s BMC for system %s at %s (user %s)\n", kind, b.System, b.Endpoint, b.User)
 	if b.CA != "" {
 		fmt.Fprintf(e.stdout, "its certificate (for --redfish-ca): %s\n", b.CA)
 	}

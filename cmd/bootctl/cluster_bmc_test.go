@@ -175,7 +175,9 @@ func TestClusterUpBMCBadInput(t *testing.T) {
 		want string
 	}{
 		{"netns with a BMC", []string{"--bmc", "redfish"}, "--bmc redfish: only VMs have BMCs here: add --kind qemu"},
-		{"unknown BMC", []string{"--bmc", "ipmi", "--kind", "qemu"}, "--bmc"},
+		{"unknown BMC", []string{"--bmc", "ilo", "--kind", "qemu"}, "--bmc"},
+		{"netns with an IPMI BMC", []string{"--bmc", "ipmi"}, "--bmc ipmi: only VMs have BMCs here: add --kind qemu"},
+		{"no IPMI VMs", []string{"--bmc", "ipmi", "--kind", "qemu", "--vms", "0"}, "--vms: 0"},
 		{"no VMs", []string{"--bmc", "redfish", "--kind", "qemu", "--vms", "0"}, "--vms: 0"},
 		{"bad output", []string{"--bmc", "redfish", "--kind", "qemu", "-o", "xml"}, "--output"},
 	} {

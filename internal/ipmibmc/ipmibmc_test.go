@@ -240,7 +240,7 @@ func TestConfigRefused(t *testing.T) {
 		want string
 	}{
 		{"IPv6 host", func(c *Config) { c.Host = "::1" }, "not an IPv4 address"},
-		{"long password", func(c *Config) { c.Password = strings.Repeat("p", 21) }, "longer than IPMI allows"},
+		{"long password", func(c *Config) { c.Password = strings.Repeat("p", 20) }, "too long"},
 		{"no user", func(c *Config) { c.User = "" }, "empty"},
 		{"quote in password", func(c *Config) { c.Password = `a"b` }, "quote"},
 		{"quote in chassis", func(c *Config) { c.Chassis = []string{"/tmp/it's"} }, "quote"},

@@ -30,10 +30,12 @@ import (
 	"github.com/bootfabric/bootfabric/internal/procgroup"
 )
 
-// IPMI's limits on credentials (RMCP+ user name, IPMI 2.0 password).
+// The longest credentials the simulator takes: IPMI's RMCP+ user name (16 bytes), and one byte
+// short of IPMI 2.0's password (20): ipmi_sim (OpenIPMI 2.0.33) fails RAKP with a 20-byte password
+// for ipmitool and go-ipmi alike, and accepts 19 (found by trying).
 const (
 	MaxUser     = 16
-	MaxPassword = 20
+	MaxPassword = 19
 )
 
 // Config is one simulator.
@@ -44,8 +46,8 @@ type Config struct {
 	// one when taken in between).
 	Host string
 	Port int
-	// User and Password are the administrator's (at most 16 and 20 bytes; no quote, backslash
-	// or newline: lan.conf has no escapes).
+	// User and Password are the administrator's (at most MaxUser and MaxPassword bytes; no
+	// quote, backslash or newline: lan.conf has no escapes).
 	User, Password string
 	// Chassis is the chassis program's command line, before the device ipmi_sim's calls name.
 	Chassis []string
@@ -66,8 +68,9 @@ type Sim struct {
 	done chan struct{} // closed when cmd has exited
 }
 
-// check fills cfg's defaults and refuses what lan.conf cannot carry.
-func (cfg *Config) check() error {
+// Check fills cfg's defaults (ipmi_sim found in PATH) and refuses what lan.conf cannot carry;
+// Start checks too, for a caller that wants its errors before it starts anything else.
+func (cfg *Config) Check() error {
 	if cfg.Bin == "" {
 		bin, err := exec.LookPath("ipmi_sim")
 		if err != nil {
@@ -84,7 +87,7 @@ func (cfg *Config) check() error {
 	case cfg.Port < 0 || cfg.Port > 65535:
 		return fmt.Errorf("ipmi_sim: port %d out of range", cfg.Port)
 	case cfg.User == "" || len(cfg.User) > MaxUser || len(cfg.Password) > MaxPassword:
-		return fmt.Errorf("ipmi_sim: user %q or its password empty or longer than IPMI allows (%d, %d bytes)", cfg.User, MaxUser, MaxPassword)
+		return fmt.Errorf("ipmi_sim: user %q or its password empty or too long (at most %d and %d bytes)", cfg.User, MaxUser, MaxPassword)
 	case strings.ContainsAny(cfg.User+cfg.Password, "\"\\\n"):
 		return errors.New("ipmi_sim: user or password with a quote, backslash or newline (lan.conf has no escapes)")
 	case len(cfg.Chassis) == 0:
@@ -104,7 +107,7 @@ func (cfg *Config) check() error {
 // Start writes the simulator's files into cfg.Dir, starts it in a process group of its own and
 // waits until it answers an RMCP presence ping and is the only owner of its port.
 func Start(ctx context.Context, cfg Config) (*Sim, error) {
-	if err := cfg.check(); err != nil {
+	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "state"), 0o700); err != nil {

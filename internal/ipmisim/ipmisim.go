@@ -49,7 +49,7 @@ import (
 type Options struct {
 	// User is the administrator's name (default "admin"; at most 16 bytes, IPMI's limit).
 	User string
-	// Password is the administrator's password (default "ipmisim-secret"; at most 20 bytes).
+	// Password is the administrator's password (default "ipmisim-secret"; at most ipmibmc.MaxPassword, 19 bytes).
 	Password string
 	// Power is the machine's power state at start: "on" or "off" (default).
 	Power string
