@@ -134,6 +134,7 @@ func TestClusterBMCBadInput(t *testing.T) {
 	dir := t.TempDir()
 	pw := testfix.WriteFile(t, filepath.Join(dir, "pw"), []byte("secret\n"))
 	empty := testfix.WriteFile(t, filepath.Join(dir, "empty"), []byte("\n"))
+	long := testfix.WriteFile(t, filepath.Join(dir, "long"), []byte("0123456789abcdef0123\n"))
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -150,6 +151,12 @@ func TestClusterBMCBadInput(t *testing.T) {
 		{"bad output", []string{"--dir", dir, "--password-file", pw, "-o", "xml", "--", "qemu"}, "--output"},
 		{"negative lag", []string{"--dir", dir, "--password-file", pw, "--lag", "-1s", "--", "qemu"}, "must not be negative"},
 		{"bad drop count", []string{"--dir", dir, "--password-file", pw, "--drop-overrides", "-2", "--", "qemu"}, "--drop-overrides: -2"},
+		{"unknown protocol", []string{"--protocol", "ssh", "--dir", dir, "--password-file", pw, "--", "qemu"}, "--protocol"},
+		{"ipmi with a Redfish switch", []string{"--protocol", "ipmi", "--dir", dir, "--password-file", pw, "--reject-mode", "--", "qemu"}, "--reject-mode: a Redfish BMC's switch"},
+		{"ipmi host name", []string{"--protocol", "ipmi", "--dir", dir, "--password-file", pw, "--listen", "localhost:623", "--", "qemu"}, "not an IPv4 address"},
+		{"ipmi no port", []string{"--protocol", "ipmi", "--dir", dir, "--password-file", pw, "--listen", "127.0.0.1", "--", "qemu"}, "--listen"},
+		{"ipmi long password", []string{"--protocol", "ipmi", "--dir", dir, "--password-file", long, "--", "qemu"}, "too long"},
+		{"ipmi no command", []string{"--protocol", "ipmi", "--dir", dir, "--password-file", pw}, "missing argument: -- QEMU-COMMAND"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errs := runBootctl(t, context.Background(), append([]string{"cluster", "bmc"}, tc.args...)...)
