@@ -29,11 +29,17 @@ type labBootCluster struct {
 }
 
 // startLabBootCluster brings up machine m with its servers and gives its first vms nodes a BMC
-// of protocol; everything is torn down at the end of the test.
+// of protocol: QEMU VMs behind a BMC each, as `cluster up --kind qemu --bmc PROTOCOL` does, or with
+// protocol "netns-redfish" container nodes behind one Redfish BMC, as `cluster up --bmc redfish`
+// does. Everything is torn down at the end of the test.
 func startLabBootCluster(t *testing.T, ctx context.Context, prefix string, m *topology.Machine, protocol string, vms int) *labBootCluster {
 	testenv.NeedRoot(t, "to create network namespaces and taps (CI runs as root)")
-	if err := CheckQEMUHost(QEMUOptions{}); err != nil {
+	netns := protocol == "netns-redfish"
+	if err := CheckQEMUHost(QEMUOptions{}); err != nil && !netns {
 		testenv.Skip(t, "%v (scripts/test installs the packages)", err)
+	}
+	for _, tool := range []string{"ip", "tc", "curl", "udhcpc", "busybox"} {
+		testenv.NeedTool(t, tool, "")
 	}
 	testenv.NeedFile(t, debianNBP, "ipxe")
 	l := &labBootCluster{bin: buildBootctl(t)}
@@ -42,11 +48,23 @@ func startLabBootCluster(t *testing.T, ctx context.Context, prefix string, m *to
 		t.Fatal(err)
 	}
 	downAtCleanup(t, c)
-	if err := c.StartQEMUServers(ctx, ServerOptions{Bootctl: l.bin, Mapping: "ncda", Files: BootFiles{NBP: debianNBP}}, VMImage{}); err != nil {
+	opt := ServerOptions{Bootctl: l.bin, Mapping: "ncda", Files: BootFiles{NBP: debianNBP}}
+	if netns {
+		opt.Files.Kernel, opt.Files.Initrd = 1<<20, 3<<20 // cluster up's defaults
+		err = c.StartServers(ctx, opt)
+	} else {
+		err = c.StartQEMUServers(ctx, opt, VMImage{})
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
-	// The VMs' BMCs are `bootctl cluster bmc` processes, as `bootctl cluster up --bmc` starts them.
-	if l.labs, err = c.StartLabBMCs(ctx, l.bin, protocol, vms, "ncda"); err != nil {
+	// The BMCs are `bootctl cluster bmc` processes, as `bootctl cluster up --bmc` starts them.
+	if netns {
+		l.labs, err = c.StartFirmwareBMC(ctx, l.bin, vms, "ncda")
+	} else {
+		l.labs, err = c.StartLabBMCs(ctx, l.bin, protocol, vms, "ncda")
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	l.c = c
@@ -188,4 +206,56 @@ func (l *labBootCluster) powerState(t *testing.T, ctx context.Context, node stri
 		t.Fatalf("power status %s: %v\n%s", node, err, out)
 	}
 	return res.Results[0].State
+}
+
+// TestBootRunNetnsBMC: three container nodes behind one Redfish BMC (`bootctl cluster bmc
+// --command`, as `cluster up --bmc redfish` starts it for a netns cluster), a system per node whose
+// power on starts the node's boot script in its namespace. `bootctl boot` boots them all to
+// healthy through the BMC, as it boots servers; each node's script then ends, and power status
+// reads it off; power on runs it again.
+func TestBootRunNetnsBMC(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	l := startLabBootCluster(t, ctx, "fw", bootRunBoard("bootrunfw3", 3), "netns-redfish", 3)
+	addrs := map[string]bool{}
+	for _, a := range l.labs.BMCs {
+		addrs[a] = true
+	}
+	if len(addrs) != 1 || len(l.labs.BMCs) != 3 {
+		t.Errorf("BMC addresses %v, want one for the 3 nodes", l.labs.BMCs)
+	}
+	records := l.boot(t, ctx, "--redfish-ca", l.labs.CA)
+	if len(records) != 3 {
+		t.Fatalf("%d records, want 3", len(records))
+	}
+	for _, r := range records {
+		if r.Phase != "healthy" {
+			t.Errorf("node %s: %s %s, want healthy", r.Name, r.Phase, r.Class)
+		}
+	}
+	if healthy := (&bootRunSetup{server: l.server}).healthyAt(t); len(healthy) != 3 {
+		t.Errorf("healthy on the server: %v, want the 3 nodes", healthy)
+	}
+	node := l.c.Nodes[0].Name
+	if log := readLog(l.labs.Consoles[node]); !strings.Contains(log, "reported ") {
+		t.Errorf("node %s: its script's output has no health report:\n%s", node, log)
+	}
+	state := func() string { return l.powerState(t, ctx, node, "--redfish-ca", l.labs.CA) }
+	testfix.WaitFor(t, "the booted node's script to end", 60*time.Second, func() bool { return state() == "off" })
+	power := func(op string) {
+		out, err := exec.CommandContext(ctx, l.bin, "power", op, node, "--config", l.labs.Config, "--credentials", l.labs.Credentials,
+			"--redfish-ca", l.labs.CA, "--timeout", "60s", "-o", "json").CombinedOutput()
+		if err != nil {
+			t.Fatalf("power %s: %v\n%s", op, err, out)
+		}
+	}
+	// Power on runs the node's script again: a second DHCP lease in its output.
+	power("on")
+	testfix.WaitFor(t, "the node's script to run again", 60*time.Second, func() bool {
+		return strings.Count(readLog(l.labs.Consoles[node]), "bound ") == 2
+	})
+	power("off")
+	if got := state(); got != "off" {
+		t.Errorf("power status of a node just powered off: %s", got)
+	}
 }

@@ -39,6 +39,8 @@ type labBMCReport struct {
 	CA      string `json:"ca"` // Redfish only
 	User    string `json:"user"`
 	Console string `json:"console"`
+	// Logs are a --command BMC's machines' output files, by system.
+	Logs map[string]string `json:"logs"`
 }
 
 // StartLabBMCs gives the first n nodes of a cluster whose servers StartQEMUServers started a BMC
@@ -67,15 +69,8 @@ func (c *Cluster) StartLabBMCs(ctx context.Context, bootctl, protocol string, n 
 		opt.Accel = accel
 	}
 	opt.defaults(c)
-	dir := c.dir()
-	raw := make([]byte, 16)
-	if protocol == "ipmi" {
-		raw = raw[:(ipmiMaxPassword)/2] // hex digits, within what ipmi_sim takes
-	}
-	_, _ = rand.Read(raw)
-	password := hex.EncodeToString(raw)
-	pwFile := filepath.Join(dir, "bmc-password")
-	if err := os.WriteFile(pwFile, []byte(password+"\n"), 0o600); err != nil {
+	password, pwFile, err := c.writeLabPassword(protocol)
+	if err != nil {
 		return nil, err
 	}
 	labs := &LabBMCs{Driver: protocol, BMCs: map[string]string{}, Consoles: map[string]string{}}
@@ -87,7 +82,7 @@ func (c *Cluster) StartLabBMCs(ctx context.Context, bootctl, protocol string, n 
 		}
 		node := c.Nodes[i]
 		vm := diskFirst(append([]string{"ip", "netns", "exec", node.Namespace, opt.QEMU}, qemuArgs(opt, node.MAC, vmTap, "")...))
-		rep, err := c.startLabBMC(ctx, bootctl, protocol, node.Name, pwFile, vm)
+		rep, err := c.startLabBMC(ctx, bootctl, node.Name, pwFile, append([]string{"--protocol", protocol, "--system", node.Name, "--"}, vm...))
 		if err != nil {
 			return nil, err
 		}
@@ -103,8 +98,22 @@ func (c *Cluster) StartLabBMCs(ctx context.Context, bootctl, protocol string, n 
 	return labs, c.writeLabFiles(labs, n, mapping, user, password, cas)
 }
 
-// startLabBMC starts `bootctl cluster bmc` for one node and waits for its report (DIR/bmc-NODE.json).
-func (c *Cluster) startLabBMC(ctx context.Context, bootctl, protocol, node, pwFile string, vm []string) (labBMCReport, error) {
+// writeLabPassword makes a random password for a cluster's BMCs and writes it to a file (mode 600)
+// for `cluster bmc --password-file`.
+func (c *Cluster) writeLabPassword(protocol string) (password, file string, err error) {
+	raw := make([]byte, 16)
+	if protocol == "ipmi" {
+		raw = raw[:ipmiMaxPassword/2] // hex digits, within what ipmi_sim takes
+	}
+	_, _ = rand.Read(raw)
+	password = hex.EncodeToString(raw)
+	file = filepath.Join(c.dir(), "bmc-password")
+	return password, file, os.WriteFile(file, []byte(password+"\n"), 0o600)
+}
+
+// startLabBMC starts `bootctl cluster bmc` with extra flags and arguments (named node: a node, or
+// the BMC of all) and waits for its report (DIR/bmc-NODE.json).
+func (c *Cluster) startLabBMC(ctx context.Context, bootctl, node, pwFile string, extra []string) (labBMCReport, error) {
 	dir := c.dir()
 	bmcDir := filepath.Join(dir, "bmc-"+node)
 	report := bmcDir + ".json"
@@ -118,8 +127,7 @@ func (c *Cluster) startLabBMC(ctx context.Context, bootctl, protocol, node, pwFi
 		return labBMCReport{}, err
 	}
 	defer logf.Close()
-	args := append([]string{"cluster", "bmc", "--protocol", protocol, "--listen", "127.0.0.1:0", "--dir", bmcDir, "--password-file", pwFile,
-		"--system", node, "-o", "json", "--"}, vm...)
+	args := append([]string{"cluster", "bmc", "--listen", "127.0.0.1:0", "--dir", bmcDir, "--password-file", pwFile, "-o", "json"}, extra...)
 	cmd := exec.Command(bootctl, args...)
 	cmd.Stdout, cmd.Stderr = out, logf
 	if err := cmd.Start(); err != nil {

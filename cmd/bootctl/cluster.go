@@ -75,9 +75,9 @@ func clusterUpCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "kind", Value: "netns", Usage: "netns (container nodes boot with busybox udhcpc and curl) or qemu (nodes are QEMU VMs with PXE firmware)"},
 			&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Value: "mini", Usage: "machine: mini or a machine description file"},
 			&cli.Float64Flag{Name: "scale", Value: 0.1, Usage: "multiply every link capacity by this to shape it on one host"},
-			withChoices(cli.StringFlag{Name: "bmc", Value: "none", Usage: "qemu: none (cluster boot starts the VMs), redfish or ipmi (each of the first --vms nodes gets a BMC of that protocol, bootctl cluster bmc, for bootctl power and boot)"},
+			withChoices(cli.StringFlag{Name: "bmc", Value: "none", Usage: "none (cluster boot starts the nodes), redfish or ipmi: qemu: each of the first --vms nodes gets a BMC of that protocol (bootctl cluster bmc), for bootctl power and boot; netns: redfish only, one BMC whose systems are the first --vms nodes, power on starting a node's boot script"},
 				"none", "redfish", "ipmi"),
-			&cli.IntFlag{Name: "vms", Value: 4, Usage: "--bmc redfish|ipmi: how many nodes get a VM behind a BMC (the first N; at most the cluster's nodes)"},
+			&cli.IntFlag{Name: "vms", Value: 4, Usage: "--bmc redfish|ipmi: how many nodes get a BMC (the first N; at most the cluster's nodes)"},
 			outputFlag("table", "json", "yaml"),
 		),
 		Action: func(c *cli.Context) error { return clusterUpAction(e, c) },
@@ -131,8 +131,8 @@ func checkBMCFlags(c *cli.Context) error {
 	switch {
 	case bmc != "none" && bmc != "redfish" && bmc != "ipmi":
 		return badInput("--bmc: %q is not one of none, redfish, ipmi", bmc)
-	case bmc != "none" && c.String("kind") != "qemu":
-		return badInput("--bmc %s: only VMs have BMCs here: add --kind qemu", bmc)
+	case bmc == "ipmi" && c.String("kind") != "qemu":
+		return badInput("--bmc ipmi: only VMs have IPMI BMCs here: add --kind qemu, or give container nodes --bmc redfish")
 	case c.Int("vms") < 1:
 		return badInput("--vms: %d: want at least 1", c.Int("vms"))
 	}
@@ -142,7 +142,8 @@ func checkBMCFlags(c *cli.Context) error {
 	return nil
 }
 
-// startLabBMCs gives the first --vms nodes of a qemu cluster a BMC each, of --bmc's protocol.
+// startLabBMCs gives the first --vms nodes of a qemu cluster a BMC each, of --bmc's protocol; the
+// first --vms nodes of a netns cluster get one Redfish BMC, a system per node.
 func startLabBMCs(c *cli.Context, cl *integration.Cluster, opt integration.ServerOptions) (*integration.LabBMCs, error) {
 	n := c.Int("vms")
 	if n > len(cl.Nodes) {
@@ -150,6 +151,9 @@ func startLabBMCs(c *cli.Context, cl *integration.Cluster, opt integration.Serve
 			return nil, badInput("--vms: %d is more than the cluster's %d nodes", n, len(cl.Nodes))
 		}
 		n = len(cl.Nodes)
+	}
+	if c.String("kind") != "qemu" {
+		return cl.StartFirmwareBMC(c.Context, opt.Bootctl, n, opt.Mapping)
 	}
 	return cl.StartLabBMCs(c.Context, opt.Bootctl, c.String("bmc"), n, opt.Mapping)
 }
@@ -164,7 +168,7 @@ func writeClusterUp(e *env, format string, cl *integration.Cluster, spec integra
 		spec.Name, len(cl.Nodes), len(cl.Servers), cl.Graph.NumLinks(), spec.Scale, opt.Mapping)
 	switch {
 	case labs != nil && labs.CA != "":
-		fmt.Fprintf(e.stdout, "%d VMs behind Redfish BMCs, powered off; drive them as servers:\n"+
+		fmt.Fprintf(e.stdout, "%d nodes behind Redfish BMCs, powered off; drive them as servers:\n"+
 			"  bootctl power status all --config %s --credentials %s --redfish-ca %s\n", len(labs.BMCs), labs.Config, labs.Credentials, labs.CA)
 	case labs != nil:
 		fmt.Fprintf(e.stdout, "%d VMs behind IPMI BMCs (ipmi_sim), powered off; drive them as servers:\n"+

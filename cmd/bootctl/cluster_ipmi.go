@@ -16,7 +16,7 @@ import (
 )
 
 // redfishOnlyFlags are cluster bmc's switches that only the Redfish BMC has.
-var redfishOnlyFlags = []string{"plain-http", "cert-host", "lag", "reject-mode", "boot-read-only", "drop-overrides", "legacy-led", "session-lifetime"}
+var redfishOnlyFlags = []string{"command", "plain-http", "cert-host", "lag", "reject-mode", "boot-read-only", "drop-overrides", "legacy-led", "session-lifetime"}
 
 // labIPMIConfig checks cluster bmc's flags for --protocol ipmi and makes the simulator's
 // configuration; its chassis program is this binary's `cluster chassis`, relaying to sock.

@@ -31,10 +31,9 @@ func TestMain(m *testing.M) {
 // startIPMIBMC runs `bootctl cluster bmc --protocol ipmi` (this binary as bootctl) in front of a
 // small QEMU VM and returns its report; the BMC is sent SIGTERM at the end of the test and must
 // end with exit 0 within 60 s.
-func startIPMIBMC(t *testing.T, dir string) (labBMC, *exec.Cmd, <-chan struct{}) {
+func startIPMIBMC(t *testing.T, dir, pw string) (labBMC, *exec.Cmd, <-chan struct{}) {
 	qemu := testenv.NeedTool(t, "qemu-system-x86_64", "qemu-system-x86")
 	testenv.NeedTool(t, "ipmi_sim", "openipmi")
-	pw := testfix.WriteFile(t, filepath.Join(dir, "bmc-password"), []byte("lab-secret\n"))
 	cmd := exec.Command(os.Args[0], "cluster", "bmc", "--protocol", "ipmi", "--listen", "127.0.0.1:0", "--dir", filepath.Join(dir, "bmc"),
 		"--password-file", pw, "--system", "lab1", "-o", "json", "--",
 		qemu, "-machine", "pc,accel=tcg", "-nodefaults", "-no-user-config", "-nographic", "-m", "32", "-serial", "none", "-monitor", "none")
@@ -79,8 +78,8 @@ func (w testWriter) Write(p []byte) (int, error) {
 // off (QEMU gone, QMP's quit); SIGTERM to the BMC ends it with 0 and powers the VM off.
 func TestClusterBMCIPMI(t *testing.T) {
 	ipmitool := testenv.NeedTool(t, "ipmitool", "ipmitool")
-	dir := t.TempDir()
-	info, cmd, exited := startIPMIBMC(t, dir)
+	dir, pw, creds := labBMCFiles(t)
+	info, cmd, exited := startIPMIBMC(t, dir, pw)
 	host, port, _ := net.SplitHostPort(info.BMC)
 	if info.BMCDriver != "ipmi" || host != "127.0.0.1" || info.Endpoint != "ipmi://"+info.BMC || info.CA != "" {
 		t.Errorf("report: %+v", info)
@@ -95,10 +94,6 @@ func TestClusterBMCIPMI(t *testing.T) {
 			t.Fatalf("ipmitool %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 		return string(out)
-	}
-	creds := testfix.WriteFile(t, filepath.Join(dir, "bmc.yaml"), []byte("default: {user: admin, password: lab-secret}\n"))
-	if err := os.Chmod(creds, 0o600); err != nil {
-		t.Fatal(err)
 	}
 	inv := testfix.WriteFile(t, filepath.Join(dir, "inv.csv"), []byte("name,mac,bmc,bmc_driver\nlab1,52:54:00:00:00:01,"+info.BMC+",ipmi\n"))
 	power1 := func(op string) power.State {
