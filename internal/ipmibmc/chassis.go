@@ -41,7 +41,7 @@ type Chassis struct {
 	mu      sync.Mutex
 	boot    string // the device for the next start: "none" when there is no override
 	pending int    // operations queued or being applied
-	want    bool   // the power state the last queued operation leaves
+	want    bool   // the power state the last queued operation leaves (read while pending > 0)
 }
 
 // opTimeout bounds one power change (a QEMU start waits up to 30 s for QMP, a quit 10 s).
@@ -70,7 +70,7 @@ func (c *Chassis) Handle(ctx context.Context, args []string) (string, error) {
 			return "", fmt.Errorf("chassis: set %q: want PARAM VALUE pairs", strings.Join(params, " "))
 		}
 		for i := 0; i < len(params); i += 2 {
-			if err := c.set(params[i], params[i+1]); err != nil {
+			if err := c.set(ctx, params[i], params[i+1]); err != nil {
 				return "", err
 			}
 		}
@@ -120,7 +120,7 @@ func (c *Chassis) power(ctx context.Context) (bool, error) {
 }
 
 // set applies one parameter: power and reset are queued, boot is kept for the next start.
-func (c *Chassis) set(param, value string) error {
+func (c *Chassis) set(ctx context.Context, param, value string) error {
 	switch param {
 	case "power":
 		switch value {
@@ -131,10 +131,11 @@ func (c *Chassis) set(param, value string) error {
 		}
 		return fmt.Errorf("chassis: set power %q: want 0 or 1", value)
 	case "reset":
-		c.mu.Lock()
-		want := c.want
-		c.mu.Unlock()
-		return c.queue("reset", want)
+		on, err := c.power(ctx) // a reset leaves the power as it finds it
+		if err != nil {
+			return err
+		}
+		return c.queue("reset", on)
 	case "boot":
 		if _, ok := bootTargets[value]; !ok {
 			return fmt.Errorf("chassis: set boot %q: not a boot device ipmi_sim passes", value)
@@ -159,9 +160,7 @@ func (c *Chassis) queue(op string, want bool) error {
 		return fmt.Errorf("chassis: %d power changes waiting: refused %s", cap(c.ops), op)
 	}
 	c.pending++
-	if op != "reset" {
-		c.want = want
-	}
+	c.want = want
 	return nil
 }
 
@@ -209,14 +208,7 @@ func (c *Chassis) run(ctx context.Context) {
 				c.logf("power %s: %v", op, err)
 			}
 			c.mu.Lock()
-			c.pending--
-			if c.pending == 0 {
-				// What the machine now is, not what was asked for: a start that failed reads off.
-				c.want = false
-				if on, err := c.m.State(ctx); err == nil {
-					c.want = on
-				}
-			}
+			c.pending-- // at 0, power reads the machine's own state: a start that failed reads off
 			c.mu.Unlock()
 		}
 	}

@@ -257,3 +257,43 @@ func TestConfigRefused(t *testing.T) {
 		})
 	}
 }
+
+// slowMachine is a fakeMachine whose starts wait for release.
+type slowMachine struct {
+	fakeMachine
+	release chan struct{}
+}
+
+func (m *slowMachine) PowerOn(ctx context.Context, from string) error {
+	select {
+	case <-m.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return m.fakeMachine.PowerOn(ctx, from)
+}
+
+// TestChassisAnswersAtOnce: a start that takes its time does not hold the answer up (ipmi_sim
+// answers nothing else meanwhile); until it is done, power reads the state asked for.
+func TestChassisAnswersAtOnce(t *testing.T) {
+	m := &slowMachine{release: make(chan struct{})}
+	sock := serveChassis(t, m)
+	get := func() string {
+		var out strings.Builder
+		if err := Relay(context.Background(), sock, strings.Fields("0x20 get power"), &out); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	if err := Relay(context.Background(), sock, strings.Fields("0x20 set power 1"), &strings.Builder{}); err != nil {
+		t.Fatal(err)
+	}
+	if on, _ := m.get(); on || get() != "power:1\n" {
+		t.Errorf("during a start: machine on %v, power read %q; want off and power:1", on, get())
+	}
+	close(m.release)
+	testfix.WaitFor(t, "the start to finish", 30*time.Second, func() bool { on, _ := m.get(); return on })
+	if got := get(); got != "power:1\n" {
+		t.Errorf("after the start: %q", got)
+	}
+}
