@@ -181,8 +181,8 @@ func TestChassisBadRequest(t *testing.T) {
 }
 
 // TestSimIpmitool: ipmi_sim with the test binary as its chassis program, driven by ipmitool
-// (RMCP+, cipher suite 3): power status, a one-time PXE boot device, on, cycle, off and a wrong
-// password, each checked on the machine behind it.
+// (RMCP+, cipher suite 3): power status, a one-time PXE boot device, on, cycle, reset (which takes
+// the override too), off and a wrong password, each checked on the machine behind it.
 func TestSimIpmitool(t *testing.T) {
 	bin := testenv.NeedTool(t, "ipmi_sim", "openipmi")
 	ipmitool := testenv.NeedTool(t, "ipmitool", "ipmitool")
@@ -214,8 +214,11 @@ func TestSimIpmitool(t *testing.T) {
 		{args: "chassis power on", want: "Up/On", on: true, starts: []string{"Pxe"}},
 		{args: "chassis power status", want: "Chassis Power is on", on: true, starts: []string{"Pxe"}},
 		{args: "chassis power cycle", want: "Cycle", on: true, starts: []string{"Pxe", ""}},
-		{args: "chassis power off", want: "Down/Off", starts: []string{"Pxe", ""}},
-		{args: "chassis power status", want: "Chassis Power is off", starts: []string{"Pxe", ""}},
+		{args: "chassis bootdev pxe", want: "Set Boot Device to pxe", on: true, starts: []string{"Pxe", ""}},
+		{args: "chassis power reset", want: "Reset", on: true, starts: []string{"Pxe", "", "Pxe"}},
+		{args: "chassis power reset", want: "Reset", on: true, starts: []string{"Pxe", "", "Pxe", ""}},
+		{args: "chassis power off", want: "Down/Off", starts: []string{"Pxe", "", "Pxe", ""}},
+		{args: "chassis power status", want: "Chassis Power is off", starts: []string{"Pxe", "", "Pxe", ""}},
 	} {
 		out, err := tool("relay-secret", strings.Fields(step.args)...)
 		if err != nil || !strings.Contains(out, step.want) {
