@@ -77,6 +77,11 @@ func ipmiBMCAction(e *env, c *cli.Context, format string) error {
 	if err != nil {
 		return fmt.Errorf("cluster bmc: %w", err)
 	}
+	// Whoever reaches the socket powers the VM: root's alone, as the BMC's password file.
+	if err := os.Chmod(sock, 0o600); err != nil {
+		ln.Close()
+		return fmt.Errorf("cluster bmc: %w", err)
+	}
 	m := &redfishsim.QEMUMachine{Argv: c.Args().Slice(), Dir: dir, BootArgs: map[string][]string{"Pxe": strings.Fields(c.String("pxe-args"))}}
 	logf := func(format string, args ...any) { fmt.Fprintf(e.stderr, "bootctl cluster bmc: "+format+"\n", args...) }
 	ctx, cancel := context.WithCancel(c.Context)

@@ -84,6 +84,11 @@ func TestClusterBMCIPMI(t *testing.T) {
 	if info.BMCDriver != "ipmi" || host != "127.0.0.1" || info.Endpoint != "ipmi://"+info.BMC || info.CA != "" {
 		t.Errorf("report: %+v", info)
 	}
+	if fi, err := os.Stat(filepath.Join(dir, "bmc", "chassis.sock")); err != nil {
+		t.Error(err)
+	} else if fi.Mode().Perm() != 0o600 {
+		t.Errorf("the chassis socket's mode %v, want 0600: whoever reaches it powers the VM", fi.Mode())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	tool := func(args ...string) string {
