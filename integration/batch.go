@@ -39,12 +39,16 @@ type nodeBatch struct {
 	onExit func(k int, err error, stderr string)
 }
 
-// waitAtGate is how every node script begins: the node's links up, "ready", then a wait for its
-// line on the gate (BF_GATE). It defines ts, the time stamp of the events the script prints.
-const waitAtGate = `ts() { date +%s.%N; }
+// nodeLinksUp defines ts, the time stamp of the events a node script prints, and brings the
+// node's links up.
+const nodeLinksUp = `ts() { date +%s.%N; }
 ip link set lo up
 ip link set eth0 up
-echo "ready $(ts)"
+`
+
+// waitAtGate is how every node script begins: the node's links up, "ready", then a wait for its
+// line on the gate (BF_GATE). It defines ts, the time stamp of the events the script prints.
+const waitAtGate = nodeLinksUp + `echo "ready $(ts)"
 read -r _ < "$BF_GATE" || true
 `
 

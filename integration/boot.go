@@ -141,7 +141,10 @@ type Timeline struct {
 // curl over HTTP for the iPXE script, the kernel and initrd it names, and curl to POST the health
 // report to the URL on the script's kernel line. Each step prints "EVENT UNIX-SECONDS". Every
 // node first prints "ready" and waits for its line on the gate FIFO, so that all start at once.
-const nodeScript = "set -e\n" + waitAtGate + `out=$(mktemp)
+const nodeScript = "set -e\n" + waitAtGate + nodeBootSteps
+
+// nodeBootSteps are nodeScript's steps after the gate: the node's boot proper.
+const nodeBootSteps = `out=$(mktemp)
 export BF_OUT="$out"
 udhcpc -i eth0 -f -q -n -t 20 -T 3 -A 1 -V PXEClient:Arch:00000:UNDI:002001 -x 0x5d:0000 -s "$BF_UDHCPC_SCRIPT" >/dev/null
 read -r ACKED SIADDR BOOTFILE < "$out"

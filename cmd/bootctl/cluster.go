@@ -63,7 +63,7 @@ func clusterCommand(e *env) *cli.Command {
 		Usage: "build netns test clusters on this host, boot them with real clients, and measure against the prediction",
 		Subcommands: []*cli.Command{
 			clusterUpCommand(e), clusterBootCommand(e), clusterStatusCommand(e), clusterDownCommand(e), clusterMeasureCommand(e),
-			clusterBMCCommand(e),
+			clusterBMCCommand(e), clusterChassisCommand(e),
 		},
 	}
 }
@@ -76,9 +76,9 @@ func clusterUpCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "kind", Value: "netns", Usage: "netns (container nodes boot with busybox udhcpc and curl) or qemu (nodes are QEMU VMs with PXE firmware)"},
 			&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Value: "mini", Usage: "machine: mini or a machine description file"},
 			&cli.Float64Flag{Name: "scale", Value: 0.1, Usage: "multiply every link capacity by this to shape it on one host"},
-			withChoices(cli.StringFlag{Name: "bmc", Value: "none", Usage: "qemu: none (cluster boot starts the VMs) or redfish (each of the first --vms nodes gets a Redfish BMC, bootctl cluster bmc, for bootctl power and boot)"},
-				"none", "redfish"),
-			&cli.IntFlag{Name: "vms", Value: 4, Usage: "--bmc redfish: how many nodes get a VM behind a BMC (the first N; at most the cluster's nodes)"},
+			withChoices(cli.StringFlag{Name: "bmc", Value: "none", Usage: "none (cluster boot starts the nodes), redfish or ipmi: qemu: each of the first --vms nodes gets a BMC of that protocol (bootctl cluster bmc), for bootctl power and boot; netns: redfish only, one BMC whose systems are the first --vms nodes, power on starting a node's boot script"},
+				"none", "redfish", "ipmi"),
+			&cli.IntFlag{Name: "vms", Value: 4, Usage: "--bmc redfish|ipmi: how many nodes get a BMC (the first N; at most the cluster's nodes)"},
 			outputFlag("table", "json", "yaml"),
 		),
 		Action: func(c *cli.Context) error { return clusterUpAction(e, c) },
@@ -117,7 +117,7 @@ func clusterUpAction(e *env, c *cli.Context) error {
 		return err
 	}
 	var labs *integration.LabBMCs
-	if c.String("bmc") == "redfish" {
+	if c.String("bmc") != "none" {
 		if labs, err = startLabBMCs(c, cl, opt); err != nil {
 			_ = cl.Down(context.Background())
 			return err
@@ -130,17 +130,21 @@ func clusterUpAction(e *env, c *cli.Context) error {
 func checkBMCFlags(c *cli.Context) error {
 	bmc := c.String("bmc")
 	switch {
-	case bmc != "none" && bmc != "redfish":
-		return badInput("--bmc: %q is not one of none, redfish", bmc)
-	case bmc == "redfish" && c.String("kind") != "qemu":
-		return badInput("--bmc redfish: only VMs have BMCs here: add --kind qemu")
+	case bmc != "none" && bmc != "redfish" && bmc != "ipmi":
+		return badInput("--bmc: %q is not one of none, redfish, ipmi", bmc)
+	case bmc == "ipmi" && c.String("kind") != "qemu":
+		return badInput("--bmc ipmi: only VMs have IPMI BMCs here: add --kind qemu, or give container nodes --bmc redfish")
 	case c.Int("vms") < 1:
 		return badInput("--vms: %d: want at least 1", c.Int("vms"))
+	}
+	if _, err := exec.LookPath("ipmi_sim"); bmc == "ipmi" && err != nil {
+		return badInput("--bmc ipmi: no ipmi_sim; install with: apt-get install openipmi")
 	}
 	return nil
 }
 
-// startLabBMCs gives the first --vms nodes of a qemu cluster a Redfish BMC each.
+// startLabBMCs gives the first --vms nodes of a qemu cluster a BMC each, of --bmc's protocol; the
+// first --vms nodes of a netns cluster get one Redfish BMC, a system per node.
 func startLabBMCs(c *cli.Context, cl *integration.Cluster, opt integration.ServerOptions) (*integration.LabBMCs, error) {
 	n := c.Int("vms")
 	if n > len(cl.Nodes) {
@@ -149,7 +153,10 @@ func startLabBMCs(c *cli.Context, cl *integration.Cluster, opt integration.Serve
 		}
 		n = len(cl.Nodes)
 	}
-	return cl.StartRedfishBMCs(c.Context, opt.Bootctl, n, opt.Mapping)
+	if c.String("kind") != "qemu" {
+		return cl.StartFirmwareBMC(c.Context, opt.Bootctl, n, opt.Mapping)
+	}
+	return cl.StartLabBMCs(c.Context, opt.Bootctl, c.String("bmc"), n, opt.Mapping)
 }
 
 // writeClusterUp reports a cluster brought up, with its BMCs' files when it has some.
@@ -160,9 +167,13 @@ func writeClusterUp(e *env, format string, cl *integration.Cluster, spec integra
 	}
 	fmt.Fprintf(e.stdout, "cluster %s up: %d nodes, %d boot servers, %d links shaped at x%g; mapping %s\n",
 		spec.Name, len(cl.Nodes), len(cl.Servers), cl.Graph.NumLinks(), spec.Scale, opt.Mapping)
-	if labs != nil {
-		fmt.Fprintf(e.stdout, "%d VMs behind Redfish BMCs, powered off; drive them as servers:\n"+
+	switch {
+	case labs != nil && labs.CA != "":
+		fmt.Fprintf(e.stdout, "%d nodes behind Redfish BMCs, powered off; drive them as servers:\n"+
 			"  bootctl power status all --config %s --credentials %s --redfish-ca %s\n", len(labs.BMCs), labs.Config, labs.Credentials, labs.CA)
+	case labs != nil:
+		fmt.Fprintf(e.stdout, "%d VMs behind IPMI BMCs (ipmi_sim), powered off; drive them as servers:\n"+
+			"  bootctl power status all --config %s --credentials %s\n", len(labs.BMCs), labs.Config, labs.Credentials)
 	}
 	return nil
 }

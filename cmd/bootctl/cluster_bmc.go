@@ -22,25 +22,32 @@ type labBMC struct {
 	System    string `json:"system"`
 	User      string `json:"user"`
 	CA        string `json:"ca,omitempty"`
-	QMP       string `json:"qmp"`
-	Console   string `json:"console"`
+	QMP       string `json:"qmp,omitempty"`
+	Console   string `json:"console,omitempty"`
+	// Systems and Logs are a --command BMC's machines and each one's output file.
+	Systems []string          `json:"systems,omitempty"`
+	Logs    map[string]string `json:"logs,omitempty"`
 }
 
 func clusterBMCCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "bmc",
-		Usage:     "serve a Redfish BMC for one lab VM: power and one-time PXE boot act on the QEMU command given after --, through QMP",
-		ArgsUsage: "-- QEMU-COMMAND...",
+		Usage:     "serve a Redfish or IPMI BMC for one lab VM: power and one-time PXE boot act on the QEMU command given after --, through QMP",
+		ArgsUsage: "[-- QEMU-COMMAND...]",
 		Description: "The VM is powered off until a client powers it on (bootctl power on, bootctl boot, redfishtool, sushy).\n" +
-			"A start that takes a one-time Pxe override gets --pxe-args appended. The BMC runs until interrupted, then powers the VM off.",
+			"A start that takes a one-time Pxe override gets --pxe-args appended. The BMC runs until interrupted, then powers the VM off.\n" +
+			"--protocol ipmi runs OpenIPMI's ipmi_sim (Debian's openipmi) as the BMC, IPMI 2.0 RMCP+ on UDP; ipmitool needs -C 3 with it.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8443", Usage: "address the BMC's Redfish service listens on (HTTPS)"},
+			withChoices(cli.StringFlag{Name: "protocol", Value: "redfish", Usage: "redfish (HTTPS, bmc_driver redfish) or ipmi (ipmi_sim on UDP, bmc_driver ipmi)"},
+				"redfish", "ipmi"),
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8443", Usage: "address the BMC listens on (Redfish: HTTPS; ipmi: an IPv4 address and a UDP port, default 127.0.0.1:623; port 0: a free one)"},
 			&cli.StringFlag{Name: "dir", Usage: "directory for the BMC's certificate (ca.pem), the QMP socket and the VM's console log (required)"},
 			&cli.StringFlag{Name: "system", Value: "1", Usage: "the ComputerSystem's Id (the node's name lets one inventory row match it by name)"},
 			&cli.StringFlag{Name: "user", Value: "admin", Usage: "the BMC's user"},
 			&cli.StringFlag{Name: "password-file", Usage: "file whose first line is the BMC's password (required; never on the command line)"},
 			&cli.StringSliceFlag{Name: "cert-host", Usage: "more names or addresses the BMC's certificate is for (the listening address is)"},
 			&cli.BoolFlag{Name: "plain-http", Usage: "serve plain HTTP instead of HTTPS (an isolated test network only: the password crosses in clear)"},
+			&cli.StringSliceFlag{Name: "command", Usage: "NAME=SHELL-COMMAND, repeated: a Redfish system NAME whose machine is the command instead of a VM (power on starts it in a process group of its own, off kills the group; on while it runs)"},
 			&cli.StringFlag{Name: "pxe-args", Value: "-boot once=n", Usage: "QEMU arguments added to a start that takes the one-time Pxe override (SeaBIOS honours -boot once=n)"},
 			&cli.DurationFlag{Name: "lag", Usage: "how long after a reset is accepted it takes effect, as real BMCs lag"},
 			&cli.BoolFlag{Name: "reject-mode", Usage: "awkward BMC: refuse a boot override that names BootSourceOverrideMode (400)"},
@@ -59,16 +66,35 @@ func clusterBMCAction(e *env, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	switch c.String("protocol") {
+	case "ipmi":
+		return ipmiBMCAction(e, c, format)
+	case "redfish":
+	default:
+		return badInput("--protocol: %q is not one of redfish, ipmi", c.String("protocol"))
+	}
+	if c.IsSet("command") {
+		return commandBMCAction(e, c, format)
+	}
 	opts, err := labBMCOptions(c)
 	if err != nil {
 		return err
 	}
 	dir := c.String("dir")
+	m := &redfishsim.QEMUMachine{Argv: c.Args().Slice(), Dir: dir, BootArgs: map[string][]string{"Pxe": strings.Fields(c.String("pxe-args"))}}
+	return serveRedfishLab(e, c, format, opts, map[string]redfishsim.Machine{c.String("system"): m},
+		labBMC{System: c.String("system"), QMP: m.SocketPath(), Console: m.ConsoleLog()})
+}
+
+// serveRedfishLab serves a Redfish BMC in --dir whose systems are machines (by Id; opts.Systems
+// in order) and reports it (info, the BMC's address and files filled in) until interrupted; then
+// it powers them off: a lab machine left running has nothing that could stop it.
+func serveRedfishLab(e *env, c *cli.Context, format string, opts redfishsim.Options, machines map[string]redfishsim.Machine, info labBMC) error {
+	dir := c.String("dir")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return badInput("--dir: %v", err)
 	}
-	m := &redfishsim.QEMUMachine{Argv: c.Args().Slice(), Dir: dir, BootArgs: map[string][]string{"Pxe": strings.Fields(c.String("pxe-args"))}}
-	opts.Machine = func(string) redfishsim.Machine { return m }
+	opts.Machine = func(system string) redfishsim.Machine { return machines[system] }
 	opts.Logf = func(format string, args ...any) { fmt.Fprintf(e.stderr, "bootctl cluster bmc: "+format+"\n", args...) }
 	bmc, err := redfishsim.New(opts, dir)
 	if err != nil {
@@ -76,15 +102,15 @@ func clusterBMCAction(e *env, c *cli.Context) error {
 	}
 	defer func() {
 		bmc.Close()
-		// The VM goes with its BMC: a lab VM left running has nothing that could stop it.
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		if err := m.PowerOff(ctx); err != nil {
-			fmt.Fprintf(e.stderr, "bootctl cluster bmc: %v\n", err)
+		for _, name := range opts.Systems {
+			if err := machines[name].PowerOff(ctx); err != nil {
+				fmt.Fprintf(e.stderr, "bootctl cluster bmc: %s: %v\n", name, err)
+			}
 		}
 	}()
-	info := labBMC{Endpoint: bmc.URL, BMC: bmc.Host(), BMCDriver: "redfish", System: c.String("system"), User: bmc.User,
-		CA: bmc.CAFile, QMP: m.SocketPath(), Console: m.ConsoleLog()}
+	info.Endpoint, info.BMC, info.BMCDriver, info.User, info.CA = bmc.URL, bmc.Host(), "redfish", bmc.User, bmc.CAFile
 	if err := writeLabBMC(e, format, info); err != nil {
 		return err
 	}
@@ -92,22 +118,15 @@ func clusterBMCAction(e *env, c *cli.Context) error {
 	return nil
 }
 
-// labBMCOptions checks cluster bmc's flags and arguments and makes the BMC's options (without
-// its machine).
+// labBMCOptions checks cluster bmc's flags and arguments and makes the Redfish BMC's options
+// (without its machine).
 func labBMCOptions(c *cli.Context) (redfishsim.Options, error) {
 	var none redfishsim.Options
-	switch dir := c.String("dir"); {
-	case c.Args().Len() == 0:
-		return none, badInput("cluster bmc: no VM command: give it after --, as: bootctl cluster bmc --dir D --password-file F -- qemu-system-x86_64 ...")
-	case dir == "":
-		return none, badInput("--dir: required: where the BMC keeps its certificate, QMP socket and the VM's console log")
-	case strings.Contains(dir, ","):
-		// QEMU's option syntax takes a comma in the socket's path as the next option.
-		return none, badInput("--dir: %q: QEMU cannot take a comma in the QMP socket's path", dir)
-	case c.String("password-file") == "":
-		return none, badInput("--password-file: required: a file whose first line is the BMC's password")
-	case c.String("system") == "" || strings.ContainsAny(c.String("system"), "/?#% "):
-		return none, badInput("--system: %q: want a non-empty path segment (no / ? # %% or space)", c.String("system"))
+	password, err := labBMCCommon(c)
+	if err != nil {
+		return none, err
+	}
+	switch {
 	case c.Duration("lag") < 0 || c.Duration("session-lifetime") < 0:
 		return none, badInput("--lag and --session-lifetime must not be negative")
 	case c.Int("drop-overrides") < -1:
@@ -115,10 +134,6 @@ func labBMCOptions(c *cli.Context) (redfishsim.Options, error) {
 	}
 	if _, _, err := net.SplitHostPort(c.String("listen")); err != nil {
 		return none, badInput("--listen: %q: %v (want host:port)", c.String("listen"), err)
-	}
-	password, err := readPasswordFile(c.String("password-file"))
-	if err != nil {
-		return none, err
 	}
 	return redfishsim.Options{
 		Listen: c.String("listen"), TLS: !c.Bool("plain-http"), CertHosts: c.StringSlice("cert-host"),
@@ -128,16 +143,44 @@ func labBMCOptions(c *cli.Context) (redfishsim.Options, error) {
 	}, nil
 }
 
+// labBMCCommon checks what both protocols take (the VM's command, --dir, --system, the password
+// file) and returns the password.
+func labBMCCommon(c *cli.Context) (string, error) {
+	switch dir := c.String("dir"); {
+	case c.Args().Len() == 0 && !c.IsSet("command"):
+		return "", badInput("cluster bmc: no VM command: give it after --, as: bootctl cluster bmc --dir D --password-file F -- qemu-system-x86_64 ... (or machines as --command NAME=COMMAND)")
+	case dir == "":
+		return "", badInput("--dir: required: where the BMC keeps its certificate, QMP socket and the VM's console log")
+	case strings.Contains(dir, ","):
+		// QEMU's option syntax takes a comma in the socket's path as the next option.
+		return "", badInput("--dir: %q: QEMU cannot take a comma in the QMP socket's path", dir)
+	case c.String("password-file") == "":
+		return "", badInput("--password-file: required: a file whose first line is the BMC's password")
+	case c.String("system") == "" || strings.ContainsAny(c.String("system"), "/?#% "):
+		return "", badInput("--system: %q: want a non-empty path segment (no / ? # %% or space)", c.String("system"))
+	}
+	return readPasswordFile(c.String("password-file"))
+}
+
 // writeLabBMC reports the BMC's address and files, in the format asked for.
 func writeLabBMC(e *env, format string, b labBMC) error {
 	if format != "table" {
 		return writeData(e.stdout, format, b)
 	}
-	fmt.Fprintf(e.stdout, "Redfish BMC for system %s at %s (user %s)\n", b.System, b.Endpoint, b.User)
+	kind := "Redfish"
+	if b.BMCDriver == "ipmi" {
+		kind = "IPMI"
+	}
+	fmt.Fprintf(e.stdout, "%s BMC for system %s at %s (user %s)\n", kind, b.System, b.Endpoint, b.User)
 	if b.CA != "" {
 		fmt.Fprintf(e.stdout, "its certificate (for --redfish-ca): %s\n", b.CA)
 	}
-	fmt.Fprintf(e.stdout, "inventory columns: bmc=%s bmc_driver=%s\nVM console: %s\nQMP socket: %s\n", b.BMC, b.BMCDriver, b.Console, b.QMP)
+	fmt.Fprintf(e.stdout, "inventory columns: bmc=%s bmc_driver=%s\n", b.BMC, b.BMCDriver)
+	if len(b.Systems) > 0 {
+		fmt.Fprintf(e.stdout, "systems: %s (each one's output: %s)\n", strings.Join(b.Systems, ", "), filepath.Dir(b.Logs[b.Systems[0]]))
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "VM console: %s\nQMP socket: %s\n", b.Console, b.QMP)
 	return nil
 }
 

@@ -34,14 +34,21 @@ func TestClusterBMC(t *testing.T) {
 	}
 }
 
-func testClusterBMC(t *testing.T, flags []string) {
-	qemu := testenv.NeedTool(t, "qemu-system-x86_64", "qemu-system-x86")
-	dir := t.TempDir()
-	pw := testfix.WriteFile(t, filepath.Join(dir, "bmc-password"), []byte("lab-secret\n"))
-	creds := testfix.WriteFile(t, filepath.Join(dir, "bmc.yaml"), []byte("default: {user: admin, password: lab-secret}\n"))
+// labBMCFiles makes a directory with a lab BMC's password file (lab-secret) and the credentials
+// file bootctl power reads for it.
+func labBMCFiles(t *testing.T) (dir, pwFile, creds string) {
+	dir = t.TempDir()
+	pwFile = testfix.WriteFile(t, filepath.Join(dir, "bmc-password"), []byte("lab-secret\n"))
+	creds = testfix.WriteFile(t, filepath.Join(dir, "bmc.yaml"), []byte("default: {user: admin, password: lab-secret}\n"))
 	if err := os.Chmod(creds, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return dir, pwFile, creds
+}
+
+func testClusterBMC(t *testing.T, flags []string) {
+	qemu := testenv.NeedTool(t, "qemu-system-x86_64", "qemu-system-x86")
+	dir, pw, creds := labBMCFiles(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", testfix.FreePort(t))
 	bmcDir := filepath.Join(dir, "bmc")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -134,12 +141,13 @@ func TestClusterBMCBadInput(t *testing.T) {
 	dir := t.TempDir()
 	pw := testfix.WriteFile(t, filepath.Join(dir, "pw"), []byte("secret\n"))
 	empty := testfix.WriteFile(t, filepath.Join(dir, "empty"), []byte("\n"))
+	long := testfix.WriteFile(t, filepath.Join(dir, "long"), []byte("0123456789abcdef0123\n"))
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string
 	}{
-		{"no command", []string{"--dir", dir, "--password-file", pw}, "missing argument: -- QEMU-COMMAND"},
+		{"no command", []string{"--dir", dir, "--password-file", pw}, "no VM command: give it after --"},
 		{"no dir", []string{"--password-file", pw, "--", "qemu"}, "--dir: required"},
 		{"no password", []string{"--dir", dir, "--", "qemu"}, "--password-file: required"},
 		{"empty password", []string{"--dir", dir, "--password-file", empty, "--", "qemu"}, "first line is empty"},
@@ -150,6 +158,18 @@ func TestClusterBMCBadInput(t *testing.T) {
 		{"bad output", []string{"--dir", dir, "--password-file", pw, "-o", "xml", "--", "qemu"}, "--output"},
 		{"negative lag", []string{"--dir", dir, "--password-file", pw, "--lag", "-1s", "--", "qemu"}, "must not be negative"},
 		{"bad drop count", []string{"--dir", dir, "--password-file", pw, "--drop-overrides", "-2", "--", "qemu"}, "--drop-overrides: -2"},
+		{"command without =", []string{"--dir", dir, "--password-file", pw, "--command", "n1"}, "--command: \"n1\": want NAME=SHELL-COMMAND"},
+		{"command named twice", []string{"--dir", dir, "--password-file", pw, "--command", "n1=true", "--command", "n1=false"}, "named twice"},
+		{"command bad name", []string{"--dir", dir, "--password-file", pw, "--command", "a/b=true"}, "path segment"},
+		{"command and a VM", []string{"--dir", dir, "--password-file", pw, "--command", "n1=true", "--", "qemu"}, "give no QEMU command"},
+		{"command and system", []string{"--dir", dir, "--password-file", pw, "--command", "n1=true", "--system", "x"}, "--system: with --command"},
+		{"ipmi with commands", []string{"--protocol", "ipmi", "--dir", dir, "--password-file", pw, "--command", "n1=true", "--", "qemu"}, "--command: a Redfish BMC's switch"},
+		{"unknown protocol", []string{"--protocol", "ssh", "--dir", dir, "--password-file", pw, "--", "qemu"}, "--protocol"},
+		{"ipmi with a Redfish switch", []string{"--protocol", "ipmi", "--dir", dir, "--password-file", pw, "--reject-mode", "--", "qemu"}, "--reject-mode: a Redfish BMC's switch"},
+		{"ipmi host name", []string{"--protocol", "ipmi", "--dir", dir, "--password-file", pw, "--listen", "localhost:623", "--", "qemu"}, "not an IPv4 address"},
+		{"ipmi no port", []string{"--protocol", "ipmi", "--dir", dir, "--password-file", pw, "--listen", "127.0.0.1", "--", "qemu"}, "--listen"},
+		{"ipmi long password", []string{"--protocol", "ipmi", "--dir", dir, "--password-file", long, "--", "qemu"}, "too long"},
+		{"ipmi no command", []string{"--protocol", "ipmi", "--dir", dir, "--password-file", pw}, "no VM command: give it after --"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errs := runBootctl(t, context.Background(), append([]string{"cluster", "bmc"}, tc.args...)...)
@@ -174,8 +194,9 @@ func TestClusterUpBMCBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"netns with a BMC", []string{"--bmc", "redfish"}, "--bmc redfish: only VMs have BMCs here: add --kind qemu"},
-		{"unknown BMC", []string{"--bmc", "ipmi", "--kind", "qemu"}, "--bmc"},
+		{"unknown BMC", []string{"--bmc", "ilo", "--kind", "qemu"}, "--bmc"},
+		{"netns with an IPMI BMC", []string{"--bmc", "ipmi"}, "--bmc ipmi: only VMs have IPMI BMCs here"},
+		{"no IPMI VMs", []string{"--bmc", "ipmi", "--kind", "qemu", "--vms", "0"}, "--vms: 0"},
 		{"no VMs", []string{"--bmc", "redfish", "--kind", "qemu", "--vms", "0"}, "--vms: 0"},
 		{"bad output", []string{"--bmc", "redfish", "--kind", "qemu", "-o", "xml"}, "--output"},
 	} {

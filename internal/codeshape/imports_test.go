@@ -38,7 +38,7 @@ var allowedImports = map[string][]string{
 	"integration":         {"bootapi", "bootconfig", "bootsrv", "nodestate", "nodestate/etcdstore", "fabricsim", "fleet", "images", "mapping", "topology", "internal/atomicfile"},
 	"cmd/bootctl": {"bootapi", "bootconfig", "bootrun", "bootsrv", "dhcpd", "fabricsim", "fleet", "images", "images/ociimport", "integration",
 		"mapping", "nodeset", "nodestate", "nodestate/boltstore", "nodestate/etcdstore", "power", "report", "routing", "topology", "units", "internal/progress", "internal/suggest",
-		"internal/atomicfile", "internal/redfishsim"},
+		"internal/atomicfile", "internal/redfishsim", "internal/ipmibmc"},
 	"bench/dhcp":         {"dhcpd", "topology"},
 	"bench/httpboot":     {"images", "integration", "topology"},
 	"bench/tftp/pintftp": nil,
@@ -55,7 +55,8 @@ var allowedImports = map[string][]string{
 	"internal/codeshape":               nil,
 	"internal/codeshape/cmd/codeshape": {"internal/codeshape"},
 	"internal/etcdtest":                {"internal/procgroup", "internal/testenv"},
-	"internal/ipmisim":                 {"internal/procgroup", "internal/testenv"},
+	"internal/ipmibmc":                 {"internal/procgroup"},
+	"internal/ipmisim":                 {"internal/ipmibmc", "internal/testenv"},
 	"internal/redfishsim":              {"internal/procgroup"},
 	"internal/testfix":                 {"images", "topology", "internal/testenv"},
 }

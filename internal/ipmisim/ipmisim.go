@@ -29,20 +29,19 @@ package ipmisim
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/bootfabric/bootfabric/internal/procgroup"
+	"github.com/bootfabric/bootfabric/internal/ipmibmc"
 	"github.com/bootfabric/bootfabric/internal/testenv"
 )
 
@@ -50,7 +49,7 @@ import (
 type Options struct {
 	// User is the administrator's name (default "admin"; at most 16 bytes, IPMI's limit).
 	User string
-	// Password is the administrator's password (default "ipmisim-secret"; at most 20 bytes).
+	// Password is the administrator's password (default "ipmisim-secret"; at most ipmibmc.MaxPassword, 19 bytes).
 	Password string
 	// Power is the machine's power state at start: "on" or "off" (default).
 	Power string
@@ -86,13 +85,8 @@ type BMC struct {
 	// simulator's state directory and its output (ipmi_sim.log).
 	Dir string
 
-	tb      testing.TB
-	bin     string
-	timeout time.Duration
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
+	tb  testing.TB
+	sim *ipmibmc.Sim
 }
 
 // Start starts a simulator and waits until it answers an RMCP presence ping. It fails the test
@@ -106,16 +100,6 @@ func Start(tb testing.TB, opts Options) *BMC {
 	if opts.Password == "" {
 		opts.Password = "ipmisim-secret"
 	}
-	if opts.ReadyTimeout <= 0 {
-		opts.ReadyTimeout = 30 * time.Second
-	}
-	switch {
-	case len(opts.User) > 16 || len(opts.Password) > 20:
-		tb.Fatalf("ipmisim: user %q or password longer than IPMI allows (16, 20 bytes)", opts.User)
-	case strings.ContainsAny(opts.User+opts.Password, "\"\\\n"):
-		// lan.conf quotes them; ipmi_sim's parser has no escapes.
-		tb.Fatalf("ipmisim: user or password with a quote, backslash or newline")
-	}
 	power := "0"
 	switch opts.Power {
 	case "", "off":
@@ -128,34 +112,18 @@ func Start(tb testing.TB, opts Options) *BMC {
 	// TempDir first: cleanups run last-registered first, so the simulator is killed before its
 	// directory is removed.
 	dir := tb.TempDir()
-	if strings.ContainsAny(dir, "'\"\\\n") {
-		// The script's path is single-quoted inside a double-quoted lan.conf string.
-		tb.Fatalf("ipmisim: temporary directory %q has a quote or backslash", dir)
-	}
-	b := &BMC{
-		Host: "127.0.0.1", User: opts.User, Password: opts.Password, Dir: dir,
-		tb: tb, bin: bin, timeout: opts.ReadyTimeout,
-	}
+	b := &BMC{Host: "127.0.0.1", User: opts.User, Password: opts.Password, Dir: dir, tb: tb}
 	tb.Cleanup(b.cleanup)
 	if err := b.writeFiles(power, opts.Machine); err != nil {
 		tb.Fatalf("ipmisim: %v", err)
 	}
-
-	// A port found free may be taken before ipmi_sim binds it (and ipmi_sim binds with address
-	// reuse, so it would not even notice): a start that fails is retried on a new port.
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if b.Port, err = freeUDPPort(); err != nil {
-			break
-		}
-		if err = b.start(); err == nil {
-			return b
-		}
-		tb.Logf("ipmisim: attempt %d on port %d: %v", attempt+1, b.Port, err)
-		b.kill()
+	sim, err := ipmibmc.Start(context.Background(), ipmibmc.Config{Bin: bin, Host: b.Host, User: b.User, Password: b.Password,
+		Chassis: []string{filepath.Join(dir, "chassis.sh")}, Dir: dir, ReadyTimeout: opts.ReadyTimeout})
+	if err != nil {
+		tb.Fatalf("ipmisim: %v", err)
 	}
-	tb.Fatalf("ipmisim: cannot start ipmi_sim: %v\n%s", err, b.logTail(20))
-	return nil
+	b.sim, b.Port = sim, sim.Port()
+	return b
 }
 
 // Addr is the BMC's address, host:port.
@@ -261,32 +229,19 @@ func (b *BMC) Calls() []Call {
 }
 
 // Running reports whether the simulator's process is running.
-func (b *BMC) Running() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.cmd == nil {
-		return false
-	}
-	select {
-	case <-b.done:
-		return false
-	default:
-		return true
-	}
-}
+func (b *BMC) Running() bool { return b.sim != nil && b.sim.Running() }
 
 // Stop ends the simulator (SIGTERM, SIGKILL after 5 s) and waits for it: the BMC stops
 // answering, and the port is closed, so that a datagram sent to it draws an ICMP port
 // unreachable. The machine's state files stay.
-func (b *BMC) Stop() { b.signal(syscall.SIGTERM) }
+func (b *BMC) Stop() { b.sim.Stop() }
 
 // Restart starts a stopped simulator again on the same port, state and credentials, as a BMC
 // that rebooted, and waits until it answers. Sessions opened before are gone.
 func (b *BMC) Restart() {
 	b.tb.Helper()
-	b.kill()
-	if err := b.start(); err != nil {
-		b.tb.Fatalf("ipmisim: restart on port %d: %v\n%s", b.Port, err, b.logTail(20))
+	if err := b.sim.Restart(context.Background()); err != nil {
+		b.tb.Fatalf("ipmisim: %v", err)
 	}
 }
 
@@ -311,7 +266,6 @@ func (b *BMC) writeFiles(power, machine string) error {
 		{"chassis.sh", strings.ReplaceAll(chassisScript, "@DIR@", b.Dir), 0o755},
 		{"power", power + "\n", 0o644},
 		{"boot", "none\n", 0o644},
-		{"sim.cmds", simCommands, 0o644},
 	}
 	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(b.Dir, f.name), []byte(f.text), f.mode); err != nil {
@@ -321,117 +275,21 @@ func (b *BMC) writeFiles(power, machine string) error {
 	return nil
 }
 
-// lanConf is the simulator's configuration for port. The port is only known per attempt.
-func (b *BMC) lanConf() string {
-	return fmt.Sprintf(`# Written by internal/ipmisim.
-name "bmc0"
-set_working_mc 0x20
-  startlan 1
-    addr %s %d
-    priv_limit admin
-    allowed_auths_callback none md2 md5 straight
-    allowed_auths_user none md2 md5 straight
-    allowed_auths_operator none md2 md5 straight
-    allowed_auths_admin none md2 md5 straight
-    guid a123456789abcdefa123456789abcdef
-    lan_config_program "/bin/true"
-  endlan
-  chassis_control "'%s' 0x20"
-  # User 1 is IPMI's anonymous user: disabled, so only the administrator gets in.
-  user 1 false "" "" user 10 none md2 md5 straight
-  user 2 true "%s" "%s" admin 10 none md2 md5 straight
-`, b.Host, b.Port, filepath.Join(b.Dir, "chassis.sh"), b.User, b.Password)
-}
-
-// start writes lan.conf for the current port, spawns the simulator and waits until it answers
-// and is the port's only owner.
-func (b *BMC) start() error {
-	conf := filepath.Join(b.Dir, "lan.conf")
-	if err := os.WriteFile(conf, []byte(b.lanConf()), 0o600); err != nil {
-		return err
-	}
-	if err := b.spawn(conf); err != nil {
-		return err
-	}
-	deadline := time.Now().Add(b.timeout)
-	for {
-		err := ping(b.Addr(), 200*time.Millisecond)
-		if err == nil {
-			break
-		}
-		if !b.Running() {
-			return errors.New("ipmi_sim exited")
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no answer to an RMCP ping within %v: %w", b.timeout, err)
-		}
-	}
-	owners, err := udpSockets(b.Port)
-	if err != nil {
-		return err
-	}
-	if owners != 1 {
-		return fmt.Errorf("%d sockets bound to UDP port %d, want only this simulator's", owners, b.Port)
-	}
-	return nil
-}
-
-// spawn starts ipmi_sim in a new process group, its output appended to ipmi_sim.log. It is also
-// sent SIGKILL if the test binary dies (Pdeathsig).
-func (b *BMC) spawn(conf string) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.cmd != nil {
-		return errors.New("ipmi_sim already running")
-	}
-	logf, err := os.OpenFile(b.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	// -n: no console on stdin/stdout, which a test does not have.
-	cmd := exec.Command(b.bin, "-c", conf, "-f", filepath.Join(b.Dir, "sim.cmds"),
-		"-s", filepath.Join(b.Dir, "state"), "-n")
-	cmd.Dir = b.Dir
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("start ipmi_sim: %w", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		logf.Close()
-		close(done)
-	}()
-	b.cmd, b.done = cmd, done
-	return nil
-}
-
-func (b *BMC) kill() { b.signal(syscall.SIGKILL) }
-
-// signal sends sig to the simulator's process group (its chassis scripts included) and waits for
-// the simulator to exit, sending SIGKILL after 5 s. Only the group this BMC started is signalled.
-func (b *BMC) signal(sig syscall.Signal) {
-	b.mu.Lock()
-	cmd, done := b.cmd, b.done
-	b.cmd, b.done = nil, nil
-	b.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	procgroup.Stop(cmd.Process.Pid, done, sig) // Setpgid: the group's id is the leader's pid
-}
-
 // cleanup kills the simulator and, when the test failed, logs its output and the script's calls.
 func (b *BMC) cleanup() {
-	b.kill()
+	if b.sim != nil {
+		b.sim.Kill()
+	}
 	if pid := b.MachinePid(); pid > 0 {
 		_ = syscall.Kill(-pid, syscall.SIGKILL) // the machine's session: setsid made it its leader
 	}
 	if b.tb.Failed() {
 		calls, _ := os.ReadFile(filepath.Join(b.Dir, "calls.log"))
-		b.tb.Logf("ipmisim: BMC %s: ipmi_sim output (end):\n%s\nchassis calls:\n%s", b.Addr(), b.logTail(30), calls)
+		tail := "(not started)"
+		if b.sim != nil {
+			tail = b.sim.LogTail(30)
+		}
+		b.tb.Logf("ipmisim: BMC %s: ipmi_sim output (end):\n%s\nchassis calls:\n%s", b.Addr(), tail, calls)
 	}
 }
 
@@ -442,21 +300,6 @@ func (b *BMC) readState(name string) string {
 		b.tb.Fatalf("ipmisim: %v", err)
 	}
 	return strings.TrimSpace(string(data))
-}
-
-func (b *BMC) logPath() string { return filepath.Join(b.Dir, "ipmi_sim.log") }
-
-// logTail returns the last n lines of the simulator's output.
-func (b *BMC) logTail(n int) string {
-	data, err := os.ReadFile(b.logPath())
-	if err != nil {
-		return fmt.Sprintf("(no output: %v)", err)
-	}
-	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
 }
 
 // parseCalls parses the script's log: one call a line, "SECONDS.NANOSECONDS DEVICE ARGS...".
@@ -488,69 +331,6 @@ func writeAtomic(path, text string) error {
 		return err
 	}
 	return os.Rename(tmp, path)
-}
-
-// freeUDPPort returns a UDP port of 127.0.0.1 that was free a moment ago.
-func freeUDPPort() (int, error) {
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free UDP port: %w", err)
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port, nil
-}
-
-// ping sends an RMCP/ASF presence ping to addr and waits up to wait for the pong (DMTF ASF 2.0
-// §3.2.4): the simulator answers it as soon as its LAN interface is up, without a session.
-func ping(addr string, wait time.Duration) error {
-	c, err := net.Dial("udp", addr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	// RMCP header (version 6, reserved, sequence 0xff: no ACK, class 6: ASF), then the ASF
-	// message: IANA 4542 (ASF), type 0x80 (presence ping), tag, reserved, data length 0.
-	req := []byte{0x06, 0x00, 0xff, 0x06, 0x00, 0x00, 0x11, 0xbe, 0x80, 0x01, 0x00, 0x00}
-	if _, err := c.Write(req); err != nil {
-		return err
-	}
-	if err := c.SetReadDeadline(time.Now().Add(wait)); err != nil {
-		return err
-	}
-	buf := make([]byte, 512)
-	n, err := c.Read(buf)
-	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			// Nothing bound yet: the ICMP error comes back at once; wait as for a lost answer.
-			time.Sleep(wait)
-		}
-		return err
-	}
-	if n < 9 || buf[3] != 0x06 || buf[8] != 0x40 {
-		return fmt.Errorf("not a presence pong: % x", buf[:n])
-	}
-	return nil
-}
-
-// udpSockets counts the IPv4 UDP sockets bound to port on 127.0.0.1 or the wildcard address, from
-// /proc/net/udp (this network namespace's).
-func udpSockets(port int) (int, error) {
-	data, err := os.ReadFile("/proc/net/udp")
-	if err != nil {
-		return 0, err
-	}
-	suffix := fmt.Sprintf(":%04X", port)
-	n := 0
-	for _, line := range strings.Split(string(data), "\n")[1:] {
-		f := strings.Fields(line)
-		if len(f) < 2 || !strings.HasSuffix(f[1], suffix) {
-			continue
-		}
-		if host := strings.TrimSuffix(f[1], suffix); host == "0100007F" || host == "00000000" {
-			n++
-		}
-	}
-	return n, nil
 }
 
 // chassisScript is the machine behind the BMC: ipmi_sim's chassis_control program. @DIR@ is the
@@ -612,10 +392,4 @@ set)
 	exit 1
 	;;
 esac
-`
-
-// simCommands set up the simulator's one management controller, the BMC at 0x20 (ipmi_sim_cmd(5)).
-const simCommands = `mc_setbmc 0x20
-mc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr
-mc_enable 0x20
 `

@@ -15,6 +15,8 @@ import (
 	"github.com/bougou/go-ipmi/pkg/client"
 	"github.com/bougou/go-ipmi/pkg/command/chassis"
 	"github.com/bougou/go-ipmi/pkg/types"
+
+	"github.com/bootfabric/bootfabric/internal/ipmibmc"
 )
 
 // TestSimLifecycle starts two BMCs in one test and checks that they are independent, and that
@@ -43,14 +45,14 @@ func TestSimLifecycle(t *testing.T) {
 	if b.Running() {
 		t.Fatal("stopped BMC still running")
 	}
-	if err := ping(b.Addr(), 300*time.Millisecond); err == nil {
+	if err := ipmibmc.Ping(b.Addr(), 300*time.Millisecond); err == nil {
 		t.Fatal("stopped BMC answers a ping")
 	}
-	if err := ping(a.Addr(), 5*time.Second); err != nil {
+	if err := ipmibmc.Ping(a.Addr(), 5*time.Second); err != nil {
 		t.Fatalf("a stopped with b: %v", err)
 	}
 	b.Restart()
-	if err := ping(b.Addr(), 5*time.Second); err != nil {
+	if err := ipmibmc.Ping(b.Addr(), 5*time.Second); err != nil {
 		t.Fatalf("restarted BMC: %v", err)
 	}
 	if got := b.Power(); got != "on" {
