@@ -120,7 +120,9 @@ func nodeBoot(c *JournalContents, i int) (bootTimes, error) {
 			// (when it was written) for the BMC's answer, which the record does not keep.
 			*p = cmp.Or(map[Phase]float64{Loading: e.Record.LoadAt, Booted: e.Record.BootAt, Healthy: e.Record.HealthAt}[e.Record.Phase], e.At)
 		}
-		if math.IsNaN(b.first) && e.Server != nil && e.Server.State >= nodestate.NBP && e.Server.State < nodestate.Initrd {
+		// Before this attempt's DHCP request the servers still show the last one's state (a node
+		// the run cycled or evicted mid-transfer): only a file after it is this attempt's.
+		if math.IsNaN(b.first) && !math.IsNaN(b.load) && e.Server != nil && e.Server.State >= nodestate.NBP && e.Server.State < nodestate.Initrd {
 			b.first = e.At
 		}
 	}
