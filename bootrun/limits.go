@@ -14,6 +14,11 @@ import (
 // start over.
 const DefaultTransferSeconds = 60
 
+// fillHeadroom is how many times the nodes that fill a link at their rate alone its limit may
+// start at: a node in flight spends part of its time on its DHCP exchange and small files,
+// when it does not fill its link, and another covers that.
+const fillHeadroom = 2
+
 // DefaultFloorMbps is the default per-node floor for a node fetching the files of cfg: its files
 // in DefaultTransferSeconds, and never below 1 Mb/s.
 func DefaultFloorMbps(cfg fabricsim.FlowConfig) float64 {
@@ -31,6 +36,9 @@ type Limits struct {
 	Names []string `json:"names"`
 	// Users counts the batch nodes behind each resource: a cap below it binds.
 	Users []int `json:"users"`
+	// CapacityMbps is each resource's capacity: with the firmware's patience, once the run has
+	// learned it, it bounds the nodes that can share the resource (Config.CapacityMbps).
+	CapacityMbps []float64 `json:"capacity_mbps"`
 	// Nodes holds each batch position's resources.
 	Nodes [][]int32 `json:"-"`
 	// FloorMbps is the per-node bandwidth the caps keep every node in flight above.
@@ -41,7 +49,10 @@ type Limits struct {
 // g's tree routes). A channel's cap is how many nodes it carries at floorMbps each (or at a
 // node's own rate alone, if that is less): every node in flight keeps at least the floor
 // however many fetch at once, and the bottleneck stays full while the floor is well below what
-// one node can take. floorMbps 0: DefaultFloorMbps.
+// one node can take. Nor is it more than fillHeadroom times the nodes that fill the channel at
+// their rate alone: more only share the same bandwidth, each file takes longer and comes
+// nearer the firmware's patience, which nobody knows before a transfer is given up.
+// floorMbps 0: DefaultFloorMbps.
 func ComputeLimits(g *topology.Graph, r topology.Router, a *mapping.Assignment, batch []int, cfg fabricsim.FlowConfig, floorMbps float64) (*Limits, error) {
 	if r == nil {
 		if r = g.TreeRouter(); r == nil {
@@ -74,17 +85,50 @@ func ComputeLimits(g *topology.Graph, r topology.Router, a *mapping.Assignment, 
 // channelCaps adds a resource for every channel that more nodes cross than it carries at the
 // floor, and returns each channel's resource (-1: none).
 func (lim *Limits) channelCaps(g *topology.Graph, routes [][]topology.Channel, alone []float64) []int32 {
-	// A channel's nodes each fetch at the floor, or at their own rate alone if that is less.
-	users, rate := make([]int, g.NumChannels()), make([]float64, g.NumChannels())
+	// slow is the slowest node's rate alone: the channel's nodes each fetch at the floor or at
+	// that, if it is less, and the most nodes fill the channel at it.
+	users, slow := make([]int, g.NumChannels()), make([]float64, g.NumChannels())
 	for i, route := range routes {
 		for _, c := range route {
-			if users[c] == 0 || alone[i] < rate[c] {
-				rate[c] = min(alone[i], lim.FloorMbps)
+			if users[c] == 0 || alone[i] < slow[c] {
+				slow[c] = alone[i]
 			}
 			users[c]++
 		}
 	}
-	// Each node's narrowest share: the channel whose capacity per node is least on its route.
+	narrow := narrowest(g, routes, users)
+	res := make([]int32, g.NumChannels())
+	for c := range res {
+		res[c] = -1
+		if users[c] == 0 {
+			continue
+		}
+		capacity := g.ChannelCapacity(topology.Channel(c))
+		if cp := channelCap(capacity, slow[c], lim.FloorMbps); users[c] > cp || narrow[c] {
+			res[c] = int32(len(lim.Caps))
+			lim.Caps = append(lim.Caps, min(cp, users[c]))
+			lim.Users = append(lim.Users, users[c])
+			lim.Names = append(lim.Names, channelName(g, topology.Channel(c)))
+			lim.CapacityMbps = append(lim.CapacityMbps, capacity)
+		}
+	}
+	return res
+}
+
+// channelCap is how many nodes a channel of capacity carries at the floor each (or at slow,
+// the slowest node's rate alone, if that is less), and no more than fillHeadroom times those
+// that fill it at slow.
+func channelCap(capacity, slow, floor float64) int {
+	cp := max(1, int(capacity/min(slow, floor)))
+	if fill := capacity / slow; !math.IsInf(fill, 0) && fill < float64(cp) {
+		cp = min(cp, fillHeadroom*max(1, int(math.Ceil(fill))))
+	}
+	return cp
+}
+
+// narrowest marks each node's narrowest share: the channel whose capacity per node (users) is
+// least on its route.
+func narrowest(g *topology.Graph, routes [][]topology.Channel, users []int) []bool {
 	narrow := make([]bool, g.NumChannels())
 	for _, route := range routes {
 		best, share := topology.Channel(-1), math.Inf(1)
@@ -97,21 +141,7 @@ func (lim *Limits) channelCaps(g *topology.Graph, routes [][]topology.Channel, a
 			narrow[best] = true
 		}
 	}
-	res := make([]int32, g.NumChannels())
-	for c := range res {
-		res[c] = -1
-		if users[c] == 0 {
-			continue
-		}
-		cp := max(1, int(g.ChannelCapacity(topology.Channel(c))/rate[c]))
-		if users[c] > cp || narrow[c] {
-			res[c] = int32(len(lim.Caps))
-			lim.Caps = append(lim.Caps, min(cp, users[c]))
-			lim.Users = append(lim.Users, users[c])
-			lim.Names = append(lim.Names, channelName(g, topology.Channel(c)))
-		}
-	}
-	return res
+	return narrow
 }
 
 // batchRoutes returns every batch node's route from its server and the rate it reaches alone:
@@ -186,6 +216,7 @@ func (lim *Limits) serverCaps(g *topology.Graph, a *mapping.Assignment, batch []
 			lim.Caps = append(lim.Caps, cp)
 			lim.Users = append(lim.Users, n)
 			lim.Names = append(lim.Names, "server "+g.VertexName(g.Servers()[s]))
+			lim.CapacityMbps = append(lim.CapacityMbps, capMbps)
 		}
 	}
 	for i, node := range batch {

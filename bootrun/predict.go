@@ -51,7 +51,7 @@ func Predict(ctx context.Context, in PredictInput) (*Prediction, error) {
 		nodes[i] = Node{Name: in.Graph.VertexName(in.Graph.Nodes()[n]), Resources: in.Limits.Nodes[i]}
 	}
 	cfg := in.Config
-	cfg.Caps, cfg.Factor = in.Limits.Caps, math.Inf(1) // nothing is late in a simulation
+	cfg.Caps, cfg.CapacityMbps, cfg.Factor = in.Limits.Caps, in.Limits.CapacityMbps, math.Inf(1) // nothing is late in a simulation
 	c, err := New(cfg, nodes)
 	if err != nil {
 		return nil, err
