@@ -33,6 +33,12 @@ type Calibration struct {
 	TransferMbps *PhaseFit `json:"transfer_mbps,omitempty"`
 	// MakespanSeconds is the longest run's makespan: its last healthy node from its start.
 	MakespanSeconds float64 `json:"makespan_seconds"`
+	// LinkEfficiency is the share of their capacity the links carried to the runs' nodes, as
+	// FitEfficiency finds it for a dry run of the same nodes (0: not fitted, another batch).
+	LinkEfficiency float64 `json:"link_efficiency,omitempty"`
+	// NodeNames are the nodes every run booted, when they booted the same (nil otherwise): a
+	// dry run of these nodes can be fitted to the runs' makespan.
+	NodeNames []string `json:"-"`
 }
 
 // PhaseFit is one phase's distribution: its median and the 10th and 90th percentiles (the
@@ -89,11 +95,22 @@ func Calibrate(runs []CalibrationRun, imageBytes float64) (*Calibration, error) 
 		return nil, fmt.Errorf("journal %s: %d nodes booted to healthy in all; a calibration needs at least %d", strings.Join(names, ", "), out.Nodes, MinCalibrationNodes)
 	}
 	out.Post, out.DHCP, out.Transfer, out.Health = fitPhase(post), fitPhase(dhcp), fitPhase(xfer), fitPhase(health)
+	out.NodeNames = sameNodes(runs)
 	if len(mbps) > 0 {
 		f := fitPhase(mbps)
 		out.TransferMbps = &f
 	}
 	return out, nil
+}
+
+// sameNodes is the runs' nodes when every run had the same, else nil.
+func sameNodes(runs []CalibrationRun) []string {
+	for _, r := range runs[1:] {
+		if !slices.Equal(r.Contents.Nodes, runs[0].Contents.Nodes) {
+			return nil
+		}
+	}
+	return runs[0].Contents.Nodes
 }
 
 // bootTimes are one node's last attempt's times, in seconds from its run's start: the BMC's

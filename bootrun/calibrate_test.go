@@ -152,7 +152,7 @@ func TestCalibrate(t *testing.T) {
 	// Runs pool: two journals of two boots each make a calibration of four.
 	one, two := journalOf(t, map[string][]boot{"a": three["a"], "b": three["b"]}), journalOf(t, map[string][]boot{"a": three["c"], "b": three["b"]})
 	got, err := Calibrate([]CalibrationRun{{"one", one}, {"two", two}}, 0)
-	if err != nil || got.Runs != 2 || got.Nodes != 4 || got.Post.Median != 12 || got.MakespanSeconds != 68 {
+	if err != nil || got.Runs != 2 || got.Nodes != 4 || got.Post.Median != 12 || got.MakespanSeconds != 68 || len(got.NodeNames) != 2 {
 		t.Errorf("two runs: %+v, %v", got, err)
 	}
 	if _, err := Calibrate(nil, 0); err == nil {

@@ -111,8 +111,14 @@ func bootAction(e *env, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	pred, err := bootrun.Predict(c.Context, bootrun.PredictInput{Graph: s.g, Assign: s.a, Batch: s.batch, Flow: s.flow,
-		Limits: s.limits, Config: s.cfg, PostSeconds: s.post})
+	in := bootrun.PredictInput{Graph: s.g, Assign: s.a, Batch: s.batch, Flow: s.flow, Limits: s.limits, Config: s.cfg, PostSeconds: s.post}
+	var pred *bootrun.Prediction
+	if s.cal != nil && s.cal.NodeNames != nil && slices.Equal(s.cal.NodeNames, s.names()) {
+		// The same nodes as the runs: the links' share of capacity is fitted to what they took.
+		s.cal.LinkEfficiency, pred, err = bootrun.FitEfficiency(c.Context, in, s.cal.MakespanSeconds)
+	} else {
+		pred, err = bootrun.Predict(c.Context, in)
+	}
 	if err != nil {
 		return err
 	}
