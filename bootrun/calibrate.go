@@ -31,7 +31,8 @@ type Calibration struct {
 	// TransferMbps is each node's kernel + initrd over its transfer time, when the image size
 	// is known: what a node got of its link, contention included.
 	TransferMbps *PhaseFit `json:"transfer_mbps,omitempty"`
-	// MakespanSeconds is the longest run's makespan: its last healthy node from its start.
+	// MakespanSeconds is the longest run's makespan: its last healthy node from its first
+	// BMC answer (a dry run's time 0: the model's BMCs answer at once).
 	MakespanSeconds float64 `json:"makespan_seconds"`
 	// LinkEfficiency is the share of their capacity the links carried to the runs' nodes, as
 	// FitEfficiency finds it for a dry run of the same nodes (0: not fitted, another batch).
@@ -70,6 +71,7 @@ func Calibrate(runs []CalibrationRun, imageBytes float64) (*Calibration, error) 
 		if c.Version < 2 {
 			return nil, fmt.Errorf("journal %s: format version %d records no phase times; calibrate from runs of a bootctl that writes version %d", r.Name, c.Version, JournalVersion)
 		}
+		start := firstAnswer(c)
 		for i, last := range c.Last {
 			if last == nil || last.Record.Skipped || last.Record.Phase != Healthy {
 				continue
@@ -79,7 +81,7 @@ func Calibrate(runs []CalibrationRun, imageBytes float64) (*Calibration, error) 
 				return nil, fmt.Errorf("journal %s: node %s: %w", r.Name, c.Nodes[i], err)
 			}
 			out.Nodes++
-			out.MakespanSeconds = max(out.MakespanSeconds, b.health)
+			out.MakespanSeconds = max(out.MakespanSeconds, b.health-start)
 			post, dhcp = span(post, b.answer, b.load), span(dhcp, b.load, b.first)
 			xfer, health = span(xfer, b.first, b.files), span(health, b.files, b.health)
 			if d := b.files - b.first; imageBytes > 0 && d > 0 {
@@ -101,6 +103,20 @@ func Calibrate(runs []CalibrationRun, imageBytes float64) (*Calibration, error) 
 		out.TransferMbps = &f
 	}
 	return out, nil
+}
+
+// firstAnswer is when the run's first BMC answered (its first firmware entry), or 0.
+func firstAnswer(c *JournalContents) float64 {
+	t := math.Inf(1)
+	for _, e := range c.Entries {
+		if e.Event == EntryPhase && e.Record.Phase == Firmware {
+			t = min(t, e.At)
+		}
+	}
+	if math.IsInf(t, 1) {
+		return 0
+	}
+	return t
 }
 
 // sameNodes is the runs' nodes when every run had the same, else nil.

@@ -14,11 +14,6 @@ import (
 // start over.
 const DefaultTransferSeconds = 60
 
-// fillHeadroom is how many times the nodes that fill a link at their rate alone its limit may
-// start at: a node in flight spends part of its time on its DHCP exchange and small files,
-// when it does not fill its link, and another covers that.
-const fillHeadroom = 2
-
 // DefaultFloorMbps is the default per-node floor for a node fetching the files of cfg: its files
 // in DefaultTransferSeconds, and never below 1 Mb/s.
 func DefaultFloorMbps(cfg fabricsim.FlowConfig) float64 {
@@ -49,10 +44,7 @@ type Limits struct {
 // g's tree routes). A channel's cap is how many nodes it carries at floorMbps each (or at a
 // node's own rate alone, if that is less): every node in flight keeps at least the floor
 // however many fetch at once, and the bottleneck stays full while the floor is well below what
-// one node can take. Nor is it more than fillHeadroom times the nodes that fill the channel at
-// their rate alone: more only share the same bandwidth, each file takes longer and comes
-// nearer the firmware's patience, which nobody knows before a transfer is given up.
-// floorMbps 0: DefaultFloorMbps.
+// one node can take. floorMbps 0: DefaultFloorMbps.
 func ComputeLimits(g *topology.Graph, r topology.Router, a *mapping.Assignment, batch []int, cfg fabricsim.FlowConfig, floorMbps float64) (*Limits, error) {
 	if r == nil {
 		if r = g.TreeRouter(); r == nil {
@@ -86,7 +78,7 @@ func ComputeLimits(g *topology.Graph, r topology.Router, a *mapping.Assignment, 
 // floor, and returns each channel's resource (-1: none).
 func (lim *Limits) channelCaps(g *topology.Graph, routes [][]topology.Channel, alone []float64) []int32 {
 	// slow is the slowest node's rate alone: the channel's nodes each fetch at the floor or at
-	// that, if it is less, and the most nodes fill the channel at it.
+	// that, if it is less.
 	users, slow := make([]int, g.NumChannels()), make([]float64, g.NumChannels())
 	for i, route := range routes {
 		for _, c := range route {
@@ -104,7 +96,7 @@ func (lim *Limits) channelCaps(g *topology.Graph, routes [][]topology.Channel, a
 			continue
 		}
 		capacity := g.ChannelCapacity(topology.Channel(c))
-		if cp := channelCap(capacity, slow[c], lim.FloorMbps); users[c] > cp || narrow[c] {
+		if cp := max(1, int(capacity/min(slow[c], lim.FloorMbps))); users[c] > cp || narrow[c] {
 			res[c] = int32(len(lim.Caps))
 			lim.Caps = append(lim.Caps, min(cp, users[c]))
 			lim.Users = append(lim.Users, users[c])
@@ -113,17 +105,6 @@ func (lim *Limits) channelCaps(g *topology.Graph, routes [][]topology.Channel, a
 		}
 	}
 	return res
-}
-
-// channelCap is how many nodes a channel of capacity carries at the floor each (or at slow,
-// the slowest node's rate alone, if that is less), and no more than fillHeadroom times those
-// that fill it at slow.
-func channelCap(capacity, slow, floor float64) int {
-	cp := max(1, int(capacity/min(slow, floor)))
-	if fill := capacity / slow; !math.IsInf(fill, 0) && fill < float64(cp) {
-		cp = min(cp, fillHeadroom*max(1, int(math.Ceil(fill))))
-	}
-	return cp
 }
 
 // narrowest marks each node's narrowest share: the channel whose capacity per node (users) is

@@ -10,15 +10,15 @@ import (
 
 // Each node's narrowest link is a resource whether or not the plan's floor makes it bind (its
 // limit then starts at every node behind it and adapts), and only that one: the wider board
-// uplinks are not. A link that one node alone fills starts at two.
+// uplinks are not.
 func TestLimitsNarrowLinks(t *testing.T) {
 	for _, tc := range []struct {
 		node, nic, floor float64
 		caps             []int
 	}{
-		{node: 1000, nic: 100, floor: 1, caps: []int{2, 2}},   // one node fills a NIC: two cover its DHCP and small files
-		{node: 100, nic: 1000, floor: 1, caps: []int{8, 8}},   // 1000 nodes' worth at 1 Mb/s, 20 fill it: the NICs adapt from 8
-		{node: 400, nic: 1000, floor: 250, caps: []int{4, 4}}, // 1000/250: the NICs bind at 4 (6 would fill them)
+		{node: 1000, nic: 100, floor: 1, caps: []int{8, 8}},  // 100 nodes' worth at 1 Mb/s: nothing binds, the NICs adapt from 8
+		{node: 1000, nic: 100, floor: 25, caps: []int{4, 4}}, // 100/25: the NICs bind at 4
+		{node: 10, nic: 100, floor: 25, caps: []int{8, 8}},   // each node alone gets 10 Mb/s: 10 of them fit
 	} {
 		g, a, batch := twoBoards(t, tc.node, tc.nic)
 		lim, err := ComputeLimits(g, nil, a, batch, fabricsim.BootFlowConfig(4<<20, fabricsim.HTTP), tc.floor)
