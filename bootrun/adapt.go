@@ -11,7 +11,8 @@ type LimitChange struct {
 	Resource int     `json:"resource"`
 	Limit    float64 `json:"limit"`
 	// Why: start, cut (a node fell under the floor or gave up a transfer), raise (a round of
-	// nodes stayed above it), back-off (the breaker tripped).
+	// nodes stayed above it), patience (down to what the learned patience allows: see
+	// Controller.ceiling), back-off (the breaker tripped).
 	Why string `json:"why"`
 }
 
@@ -47,6 +48,7 @@ type learner struct {
 	longest  float64   // the longest transfer seen complete: the patience is at least this
 	failed   []float64 // the latest given-up transfers' times
 	postTime float64   // EWMA of power-on to first DHCP (0: none yet)
+	biggest  int64     // the largest file seen, in bytes
 }
 
 func newLearner(cfg Config) learner { return learner{patience: cfg.Patience} }
@@ -142,8 +144,10 @@ func (c *Controller) measured(now float64, ev Event) {
 	case GaveUp:
 		c.learn.gaveUp(ev.Seconds)
 		c.stalled(now, i, true)
+		c.underCeilings(now)
 	case Transfer:
 		c.node[i].measured = true
+		c.learn.biggest = max(c.learn.biggest, ev.Size)
 		if ev.Done {
 			c.learn.done(ev.Seconds)
 			return
@@ -195,10 +199,35 @@ func (c *Controller) evict(now float64, i int32) {
 	c.requeue.push(now, i, c.gen[i])
 }
 
-// setLimit moves link r's limit to v (at least 1, at most the nodes behind it) and logs it.
+// ceiling is the most link r's limit may be: the nodes behind it, and, once a transfer given
+// up taught the firmware's patience, the nodes that each get the largest file within cutAt of
+// it from the link's capacity. Learned from the measurements, it is the floor of the plan
+// made true: AIMD alone would raise the limit past it and lose a patience's worth of transfers
+// every time it does.
+func (c *Controller) ceiling(r int32) float64 {
+	l := &c.adm.links[r]
+	top := float64(l.max)
+	if int(r) >= len(c.cfg.CapacityMbps) || !(c.cfg.CapacityMbps[r] > 0) || len(c.learn.failed) == 0 || c.learn.biggest <= 0 {
+		return top
+	}
+	fit := math.Floor(c.cfg.CapacityMbps[r] * 1e6 / 8 * cutAt * c.learn.patience / float64(c.learn.biggest))
+	return max(1, min(top, fit))
+}
+
+// underCeilings brings every link's limit down to its ceiling: the patience just learned is
+// every node's firmware's, whatever its link.
+func (c *Controller) underCeilings(now float64) {
+	for r := range c.adm.links {
+		if top := c.ceiling(int32(r)); c.adm.links[r].limit > top {
+			c.setLimit(now, int32(r), top, "patience")
+		}
+	}
+}
+
+// setLimit moves link r's limit to v (at least 1, at most its ceiling) and logs it.
 func (c *Controller) setLimit(now float64, r int32, v float64, why string) {
 	l := &c.adm.links[r]
-	v = min(max(1, v), float64(l.max))
+	v = min(max(1, v), c.ceiling(r))
 	if v == l.limit {
 		return
 	}

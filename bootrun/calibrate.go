@@ -31,8 +31,15 @@ type Calibration struct {
 	// TransferMbps is each node's kernel + initrd over its transfer time, when the image size
 	// is known: what a node got of its link, contention included.
 	TransferMbps *PhaseFit `json:"transfer_mbps,omitempty"`
-	// MakespanSeconds is the longest run's makespan: its last healthy node from its start.
+	// MakespanSeconds is the longest run's makespan: its last healthy node from its first
+	// BMC answer (a dry run's time 0: the model's BMCs answer at once).
 	MakespanSeconds float64 `json:"makespan_seconds"`
+	// LinkEfficiency is the share of their capacity the links carried to the runs' nodes, as
+	// FitEfficiency finds it for a dry run of the same nodes (0: not fitted, another batch).
+	LinkEfficiency float64 `json:"link_efficiency,omitempty"`
+	// NodeNames are the nodes every run booted, when they booted the same (nil otherwise): a
+	// dry run of these nodes can be fitted to the runs' makespan.
+	NodeNames []string `json:"-"`
 }
 
 // PhaseFit is one phase's distribution: its median and the 10th and 90th percentiles (the
@@ -64,6 +71,7 @@ func Calibrate(runs []CalibrationRun, imageBytes float64) (*Calibration, error) 
 		if c.Version < 2 {
 			return nil, fmt.Errorf("journal %s: format version %d records no phase times; calibrate from runs of a bootctl that writes version %d", r.Name, c.Version, JournalVersion)
 		}
+		start := firstAnswer(c)
 		for i, last := range c.Last {
 			if last == nil || last.Record.Skipped || last.Record.Phase != Healthy {
 				continue
@@ -73,7 +81,7 @@ func Calibrate(runs []CalibrationRun, imageBytes float64) (*Calibration, error) 
 				return nil, fmt.Errorf("journal %s: node %s: %w", r.Name, c.Nodes[i], err)
 			}
 			out.Nodes++
-			out.MakespanSeconds = max(out.MakespanSeconds, b.health)
+			out.MakespanSeconds = max(out.MakespanSeconds, b.health-start)
 			post, dhcp = span(post, b.answer, b.load), span(dhcp, b.load, b.first)
 			xfer, health = span(xfer, b.first, b.files), span(health, b.files, b.health)
 			if d := b.files - b.first; imageBytes > 0 && d > 0 {
@@ -89,11 +97,36 @@ func Calibrate(runs []CalibrationRun, imageBytes float64) (*Calibration, error) 
 		return nil, fmt.Errorf("journal %s: %d nodes booted to healthy in all; a calibration needs at least %d", strings.Join(names, ", "), out.Nodes, MinCalibrationNodes)
 	}
 	out.Post, out.DHCP, out.Transfer, out.Health = fitPhase(post), fitPhase(dhcp), fitPhase(xfer), fitPhase(health)
+	out.NodeNames = sameNodes(runs)
 	if len(mbps) > 0 {
 		f := fitPhase(mbps)
 		out.TransferMbps = &f
 	}
 	return out, nil
+}
+
+// firstAnswer is when the run's first BMC answered (its first firmware entry), or 0.
+func firstAnswer(c *JournalContents) float64 {
+	t := math.Inf(1)
+	for _, e := range c.Entries {
+		if e.Event == EntryPhase && e.Record.Phase == Firmware {
+			t = min(t, e.At)
+		}
+	}
+	if math.IsInf(t, 1) {
+		return 0
+	}
+	return t
+}
+
+// sameNodes is the runs' nodes when every run had the same, else nil.
+func sameNodes(runs []CalibrationRun) []string {
+	for _, r := range runs[1:] {
+		if !slices.Equal(r.Contents.Nodes, runs[0].Contents.Nodes) {
+			return nil
+		}
+	}
+	return runs[0].Contents.Nodes
 }
 
 // bootTimes are one node's last attempt's times, in seconds from its run's start: the BMC's
@@ -120,7 +153,9 @@ func nodeBoot(c *JournalContents, i int) (bootTimes, error) {
 			// (when it was written) for the BMC's answer, which the record does not keep.
 			*p = cmp.Or(map[Phase]float64{Loading: e.Record.LoadAt, Booted: e.Record.BootAt, Healthy: e.Record.HealthAt}[e.Record.Phase], e.At)
 		}
-		if math.IsNaN(b.first) && e.Server != nil && e.Server.State >= nodestate.NBP && e.Server.State < nodestate.Initrd {
+		// Before this attempt's DHCP request the servers still show the last one's state (a node
+		// the run cycled or evicted mid-transfer): only a file after it is this attempt's.
+		if math.IsNaN(b.first) && !math.IsNaN(b.load) && e.Server != nil && e.Server.State >= nodestate.NBP && e.Server.State < nodestate.Initrd {
 			b.first = e.At
 		}
 	}

@@ -174,6 +174,10 @@ type Config struct {
 	Patience float64
 	// Decrease is the factor a link's limit is cut by (default 0.5).
 	Decrease float64
+	// CapacityMbps, when given, is each resource's capacity (parallel to Caps; 0: unknown).
+	// Once the run has learned the firmware's patience from a transfer given up, a limit never
+	// goes above the nodes that each get the largest file within it (Limits.CapacityMbps).
+	CapacityMbps []float64
 }
 
 // Node is one node of a run.
@@ -232,6 +236,14 @@ func (c *Config) check(nodes []Node) error {
 	for r, v := range c.Caps {
 		if v < 1 {
 			return fmt.Errorf("resource %d: cap %d: want at least 1", r, v)
+		}
+	}
+	if len(c.CapacityMbps) != 0 && len(c.CapacityMbps) != len(c.Caps) {
+		return fmt.Errorf("%d capacities for %d resources", len(c.CapacityMbps), len(c.Caps))
+	}
+	for r, v := range c.CapacityMbps {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("resource %d: capacity %v Mb/s: want a non-negative number", r, v)
 		}
 	}
 	for i, n := range nodes {

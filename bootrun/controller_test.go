@@ -237,6 +237,8 @@ func TestControllerBadConfig(t *testing.T) {
 		{Config{Caps: []int{1}, Factor: -1}, "factor"},
 		{Config{Caps: []int{1}, MaxAttempts: -1}, "max attempts"},
 		{Config{Caps: []int{1}, Breaker: BreakerConfig{Window: 2, MinFailures: 3}}, "breaker"},
+		{Config{Caps: []int{1}, CapacityMbps: []float64{1, 2}}, "2 capacities for 1 resources"},
+		{Config{Caps: []int{1}, CapacityMbps: []float64{math.NaN()}}, "capacity NaN"},
 	} {
 		_, err := New(tc.cfg, nodesN(1, 0))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -263,17 +265,7 @@ func TestControllerLearnsPatience(t *testing.T) {
 		{"a longer transfer completed", []Event{gaveUp(0), {Kind: Transfer, Node: 1, Done: true, Seconds: 9.5}}, 9.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := New(Config{Caps: []int{3}, Expect: Expect{Transfer: 60}}, nodesN(3, 0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.Start(0)
-			for i := range 3 {
-				c.Handle(0, seen(i, Loading))
-			}
-			for _, ev := range tc.evs {
-				c.Handle(1, ev)
-			}
+			c := loadingController(t, Config{Caps: []int{3}, Expect: Expect{Transfer: 60}}, 3, 3, tc.evs)
 			if got := c.Patience(); got != tc.want {
 				t.Errorf("patience %v, want %v", got, tc.want)
 			}
@@ -300,4 +292,66 @@ func TestControllerLimitLog(t *testing.T) {
 	if got := c.InFlightLinks(); got[0] != 6 {
 		t.Errorf("in flight %v after two doomed nodes were evicted, want 6", got)
 	}
+}
+
+// Once a transfer given up teaches the firmware's patience, a link whose capacity is known
+// holds no more nodes than each get the largest file within it: 60 Mb/s, 8 MiB files and 3 s
+// of patience leave room for 2 (2.3 at 0.85 of the patience), and the raises stop there.
+func TestControllerCeiling(t *testing.T) {
+	big := Event{Kind: Transfer, Node: 0, Bytes: 1 << 20, Size: 8 << 20, Seconds: 1}
+	quit := Event{Kind: GaveUp, Node: 1, Seconds: 3}
+	for _, tc := range []struct {
+		name     string
+		capacity []float64
+		evs      []Event
+		cut, top float64 // the limit after the first cut (0: none) and the most it reaches after
+	}{
+		{"capacity unknown: halved, then raised", nil, []Event{big, quit}, 4, 7.11},
+		{"capacity known: down to the ceiling, raised no further", []float64{60}, []Event{big, quit}, 2, 2},
+		{"no transfer given up: no ceiling", []float64{60}, []Event{big}, 0, 10.01},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := loadingController(t, Config{Caps: []int{8}, CapacityMbps: tc.capacity, Expect: Expect{Transfer: 60}}, 24, 8, tc.evs)
+			// Rounds of nodes that come in above the floor: each raises the limit by 1/limit.
+			for round := range 6 {
+				now := 2 + 2*float64(round)
+				for _, p := range []Phase{Loading, Booted} {
+					for i, r := range c.Records() {
+						if r.Phase == p-1 || p == Loading && r.Phase == Powering {
+							c.Handle(now+float64(p-Loading)/2, seen(i, p))
+						}
+					}
+				}
+			}
+			log := c.LimitChanges()
+			cut, top := 0.0, log[0].Limit
+			for _, ch := range log[1:] {
+				if ch.Why == "cut" && cut == 0 {
+					cut, top = ch.Limit, 0
+				}
+				top = max(top, ch.Limit)
+			}
+			if cut != tc.cut || top != tc.top {
+				t.Errorf("cut to %v, then at most %v; want %v and %v (log %+v)", cut, top, tc.cut, tc.top, log)
+			}
+		})
+	}
+}
+
+// loadingController starts a controller of n nodes under cfg, sees the first loading nodes ask
+// for their addresses at 0 s and hands it evs at 1 s.
+func loadingController(t *testing.T, cfg Config, n, loading int, evs []Event) *Controller {
+	t.Helper()
+	c, err := New(cfg, nodesN(n, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Start(0)
+	for i := range loading {
+		c.Handle(0, seen(i, Loading))
+	}
+	for _, ev := range evs {
+		c.Handle(1, ev)
+	}
+	return c
 }

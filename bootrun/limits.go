@@ -31,6 +31,9 @@ type Limits struct {
 	Names []string `json:"names"`
 	// Users counts the batch nodes behind each resource: a cap below it binds.
 	Users []int `json:"users"`
+	// CapacityMbps is each resource's capacity: with the firmware's patience, once the run has
+	// learned it, it bounds the nodes that can share the resource (Config.CapacityMbps).
+	CapacityMbps []float64 `json:"capacity_mbps"`
 	// Nodes holds each batch position's resources.
 	Nodes [][]int32 `json:"-"`
 	// FloorMbps is the per-node bandwidth the caps keep every node in flight above.
@@ -74,17 +77,39 @@ func ComputeLimits(g *topology.Graph, r topology.Router, a *mapping.Assignment, 
 // channelCaps adds a resource for every channel that more nodes cross than it carries at the
 // floor, and returns each channel's resource (-1: none).
 func (lim *Limits) channelCaps(g *topology.Graph, routes [][]topology.Channel, alone []float64) []int32 {
-	// A channel's nodes each fetch at the floor, or at their own rate alone if that is less.
-	users, rate := make([]int, g.NumChannels()), make([]float64, g.NumChannels())
+	// slow is the slowest node's rate alone: the channel's nodes each fetch at the floor or at
+	// that, if it is less.
+	users, slow := make([]int, g.NumChannels()), make([]float64, g.NumChannels())
 	for i, route := range routes {
 		for _, c := range route {
-			if users[c] == 0 || alone[i] < rate[c] {
-				rate[c] = min(alone[i], lim.FloorMbps)
+			if users[c] == 0 || alone[i] < slow[c] {
+				slow[c] = alone[i]
 			}
 			users[c]++
 		}
 	}
-	// Each node's narrowest share: the channel whose capacity per node is least on its route.
+	narrow := narrowest(g, routes, users)
+	res := make([]int32, g.NumChannels())
+	for c := range res {
+		res[c] = -1
+		if users[c] == 0 {
+			continue
+		}
+		capacity := g.ChannelCapacity(topology.Channel(c))
+		if cp := max(1, int(capacity/min(slow[c], lim.FloorMbps))); users[c] > cp || narrow[c] {
+			res[c] = int32(len(lim.Caps))
+			lim.Caps = append(lim.Caps, min(cp, users[c]))
+			lim.Users = append(lim.Users, users[c])
+			lim.Names = append(lim.Names, channelName(g, topology.Channel(c)))
+			lim.CapacityMbps = append(lim.CapacityMbps, capacity)
+		}
+	}
+	return res
+}
+
+// narrowest marks each node's narrowest share: the channel whose capacity per node (users) is
+// least on its route.
+func narrowest(g *topology.Graph, routes [][]topology.Channel, users []int) []bool {
 	narrow := make([]bool, g.NumChannels())
 	for _, route := range routes {
 		best, share := topology.Channel(-1), math.Inf(1)
@@ -97,21 +122,7 @@ func (lim *Limits) channelCaps(g *topology.Graph, routes [][]topology.Channel, a
 			narrow[best] = true
 		}
 	}
-	res := make([]int32, g.NumChannels())
-	for c := range res {
-		res[c] = -1
-		if users[c] == 0 {
-			continue
-		}
-		cp := max(1, int(g.ChannelCapacity(topology.Channel(c))/rate[c]))
-		if users[c] > cp || narrow[c] {
-			res[c] = int32(len(lim.Caps))
-			lim.Caps = append(lim.Caps, min(cp, users[c]))
-			lim.Users = append(lim.Users, users[c])
-			lim.Names = append(lim.Names, channelName(g, topology.Channel(c)))
-		}
-	}
-	return res
+	return narrow
 }
 
 // batchRoutes returns every batch node's route from its server and the rate it reaches alone:
@@ -186,6 +197,7 @@ func (lim *Limits) serverCaps(g *topology.Graph, a *mapping.Assignment, batch []
 			lim.Caps = append(lim.Caps, cp)
 			lim.Users = append(lim.Users, n)
 			lim.Names = append(lim.Names, "server "+g.VertexName(g.Servers()[s]))
+			lim.CapacityMbps = append(lim.CapacityMbps, capMbps)
 		}
 	}
 	for i, node := range batch {

@@ -12,13 +12,45 @@ import (
 // limit then starts at every node behind it and adapts), and only that one: the wider board
 // uplinks are not.
 func TestLimitsNarrowLinks(t *testing.T) {
+	for _, tc := range []struct {
+		node, nic, floor float64
+		caps             []int
+	}{
+		{node: 1000, nic: 100, floor: 1, caps: []int{8, 8}},  // 100 nodes' worth at 1 Mb/s: nothing binds, the NICs adapt from 8
+		{node: 1000, nic: 100, floor: 25, caps: []int{4, 4}}, // 100/25: the NICs bind at 4
+		{node: 10, nic: 100, floor: 25, caps: []int{8, 8}},   // each node alone gets 10 Mb/s: 10 of them fit
+	} {
+		g, a, batch := twoBoards(t, tc.node, tc.nic)
+		lim, err := ComputeLimits(g, nil, a, batch, fabricsim.BootFlowConfig(4<<20, fabricsim.HTTP), tc.floor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lim.Caps) != len(tc.caps) || lim.Caps[0] != tc.caps[0] || lim.Caps[1] != tc.caps[1] {
+			t.Fatalf("%+v: caps %v (%v), want %v on the server NICs", tc, lim.Caps, lim.Names, tc.caps)
+		}
+		for r, u := range lim.Users {
+			if u != 8 || lim.CapacityMbps[r] != tc.nic {
+				t.Errorf("%+v: %s has %d nodes behind it and %v Mb/s, want 8 and the NIC's", tc, lim.Names[r], u, lim.CapacityMbps[r])
+			}
+		}
+		for i, res := range lim.Nodes {
+			if len(res) != 1 {
+				t.Errorf("%+v: node %d holds %v, want its server's NIC alone", tc, i, res)
+			}
+		}
+	}
+}
+
+// twoBoards is two boards of 8 nodes behind links of nodeMbps, each board's server behind a NIC
+// of nicMbps, assigned bcda, and its batch of every node.
+func twoBoards(t *testing.T, nodeMbps, nicMbps float64) (*topology.Graph, *mapping.Assignment, []int) {
 	m := &topology.Machine{
 		Name: "two-boards",
 		Levels: []topology.LevelSpec{
-			{Name: "board", Prefix: "b", Count: 2, Uplink: &topology.LinkSpec{Segment: "N2", CapacityMbps: 1000, LatencyUS: 10}},
-			{Name: "node", Prefix: "n", Count: 8, Uplink: &topology.LinkSpec{Segment: "N1", CapacityMbps: 1000, LatencyUS: 10}},
+			{Name: "board", Prefix: "b", Count: 2, Uplink: &topology.LinkSpec{Segment: "N2", CapacityMbps: 10000, LatencyUS: 10}},
+			{Name: "node", Prefix: "n", Count: 8, Uplink: &topology.LinkSpec{Segment: "N1", CapacityMbps: nodeMbps, LatencyUS: 10}},
 		},
-		Servers: topology.ServerSpec{Count: 2, NIC: topology.LinkSpec{Segment: "N5", CapacityMbps: 100, LatencyUS: 10}},
+		Servers: topology.ServerSpec{Count: 2, NIC: topology.LinkSpec{Segment: "N5", CapacityMbps: nicMbps, LatencyUS: 10}},
 	}
 	g, err := m.Build()
 	if err != nil {
@@ -36,30 +68,5 @@ func TestLimitsNarrowLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flow := fabricsim.BootFlowConfig(4<<20, fabricsim.HTTP)
-	for _, tc := range []struct {
-		floor float64
-		caps  []int
-	}{
-		{floor: 1, caps: []int{8, 8}},  // 100 nodes' worth at 1 Mb/s: nothing binds, the NICs adapt from 8
-		{floor: 25, caps: []int{4, 4}}, // 100/25: the NICs bind at 4
-	} {
-		lim, err := ComputeLimits(g, nil, a, batch, flow, tc.floor)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(lim.Caps) != len(tc.caps) || lim.Caps[0] != tc.caps[0] || lim.Caps[1] != tc.caps[1] {
-			t.Fatalf("floor %v: caps %v (%v), want %v on the server NICs", tc.floor, lim.Caps, lim.Names, tc.caps)
-		}
-		for r, u := range lim.Users {
-			if u != 8 {
-				t.Errorf("floor %v: %s has %d nodes behind it, want 8", tc.floor, lim.Names[r], u)
-			}
-		}
-		for i, res := range lim.Nodes {
-			if len(res) != 1 {
-				t.Errorf("floor %v: node %d holds %v, want its server's NIC alone", tc.floor, i, res)
-			}
-		}
-	}
+	return g, a, batch
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/bootfabric/bootfabric/fabricsim"
 	"github.com/bootfabric/bootfabric/mapping"
@@ -51,7 +52,7 @@ func Predict(ctx context.Context, in PredictInput) (*Prediction, error) {
 		nodes[i] = Node{Name: in.Graph.VertexName(in.Graph.Nodes()[n]), Resources: in.Limits.Nodes[i]}
 	}
 	cfg := in.Config
-	cfg.Caps, cfg.Factor = in.Limits.Caps, math.Inf(1) // nothing is late in a simulation
+	cfg.Caps, cfg.CapacityMbps, cfg.Factor = in.Limits.Caps, in.Limits.CapacityMbps, math.Inf(1) // nothing is late in a simulation
 	c, err := New(cfg, nodes)
 	if err != nil {
 		return nil, err
@@ -133,4 +134,51 @@ func (p *simPlant) act(now float64, acts []Action) {
 			p.dhcp = append(p.dhcp, fabricsim.Arrival{Pos: a.Node, At: now + p.post})
 		}
 	}
+}
+
+// Bounds of FitEfficiency.
+const (
+	// minEfficiency: a plant whose links carried less than this share of their capacity to its
+	// nodes is not fitted further (its run was stuck, not slow).
+	minEfficiency = 0.05
+	// fitSteps bounds the predictions a fit makes; fitTolerance is the share of the measured
+	// makespan within which it stops.
+	fitSteps     = 6
+	fitTolerance = 0.01
+)
+
+// FitEfficiency finds the share of their capacity the links carried to the nodes of a run that
+// took measured seconds (its journal's makespan): the transfers the firmware gave up, the
+// evictions and the gaps while a link waited for its next node cost a real run what the fluid
+// model does not see. in is that run's batch with its calibrated times; the fit scales every
+// file's bytes by 1/efficiency (a byte of boot file costs 1/efficiency bytes of link) until the
+// prediction meets measured, and returns the efficiency, at most 1, with that prediction. A
+// run faster than the model, or no slower than its fixed times, fits 1.
+func FitEfficiency(ctx context.Context, in PredictInput, measured float64) (float64, *Prediction, error) {
+	p, err := Predict(ctx, in)
+	if err != nil {
+		return 0, nil, err
+	}
+	fixed := in.PostSeconds + in.Flow.DHCPSeconds + in.Flow.HealthSeconds
+	eff := 1.0
+	for range fitSteps {
+		over, want := p.Makespan-fixed, measured-fixed
+		if !(over > 0) || !(want > 0) || math.Abs(p.Makespan-measured) <= fitTolerance*measured {
+			break
+		}
+		next := min(1, max(minEfficiency, eff*over/want))
+		if next == eff {
+			break
+		}
+		eff = next
+		scaled := in
+		scaled.Flow.Files = slices.Clone(in.Flow.Files)
+		for i := range scaled.Flow.Files {
+			scaled.Flow.Files[i].Bytes /= eff
+		}
+		if p, err = Predict(ctx, scaled); err != nil {
+			return 0, nil, err
+		}
+	}
+	return eff, p, nil
 }

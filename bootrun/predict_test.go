@@ -3,6 +3,7 @@ package bootrun
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"runtime"
 	"testing"
 	"time"
@@ -123,4 +124,38 @@ func BenchmarkPredictSunway(b *testing.B) {
 	b.ReportMetric(p.Makespan, "makespan-s")
 	b.ReportMetric(float64(p.PeakInFlight), "peak-in-flight")
 	b.ReportMetric(float64(ms.HeapSys)/1e6, "heap-MB")
+}
+
+// A run slower than the model fits the share of the links' capacity that reproduces it; one
+// faster than the model fits 1 and leaves the prediction as it was.
+func TestFitEfficiency(t *testing.T) {
+	g, a, batch := machine(t, "mini", "bcda")
+	flow := fabricsim.BootFlowConfig(200e6, fabricsim.HTTP)
+	lim, p := predict(t, g, a, batch, flow, 0)
+	in := PredictInput{Graph: g, Assign: a, Batch: batch, Flow: flow, Limits: lim, PostSeconds: 2}
+	for _, tc := range []struct {
+		name     string
+		measured float64
+		slower   bool
+	}{
+		{"half as fast as the model", 2 * p.Makespan, true},
+		{"a third slower", 4 * p.Makespan / 3, true},
+		{"faster than the model", p.Makespan / 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eff, got, err := FitEfficiency(context.Background(), in, tc.measured)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.slower {
+				if eff != 1 || got.Makespan != p.Makespan {
+					t.Errorf("efficiency %v, prediction %v s; want 1 and the model's %v s", eff, got.Makespan, p.Makespan)
+				}
+				return
+			}
+			if !(eff < 1) || math.Abs(got.Makespan-tc.measured) > 0.02*tc.measured {
+				t.Errorf("efficiency %v predicts %.2f s, want under 1 and within 2 %% of %.2f s", eff, got.Makespan, tc.measured)
+			}
+		})
+	}
 }

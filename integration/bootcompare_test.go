@@ -154,13 +154,24 @@ func (s *compareSetup) writeFiles(b testing.TB) {
 	for _, srv := range s.c.Servers {
 		cfg += fmt.Sprintf("  - {name: %s, address: %s}\n", srv.Name, srv.IP)
 	}
+	// The servers' image store and profile, as an admin's configuration names them: the dry run
+	// reads the image size from the profile.
+	cfg += fmt.Sprintf("images: %s\nprofile: default\n", filepath.Join(s.c.dir(), "images"))
 	s.config = testfix.WriteFile(b, filepath.Join(s.dir, "boot.yaml"), []byte(cfg+"topology: machine.yaml\nmapping: bcda\ninventory: inventory.csv\n"))
 }
 
-// reset powers every node off, forgets the events and lets the servers take the next DISCOVERs
-// for new boots.
+// reset powers every node off, telling the servers (so that a later bootctl boot does not skip
+// the nodes as healthy), forgets the events and lets the servers take the next DISCOVERs for
+// new boots.
 func (s *compareSetup) reset(b testing.TB, ctx context.Context) {
-	s.bootctl(b, ctx, "power", "off", "all", "--config", s.config, "--credentials", s.creds, "--exec-templates", s.templates, "--fan-out", "256", "--interval", "0s")
+	args := []string{"power", "off", "all", "--config", s.config, "--credentials", s.creds, "--exec-templates", s.templates, "--fan-out", "256", "--interval", "0s"}
+	for _, u := range s.servers {
+		args = append(args, "--server", u)
+	}
+	for _, tok := range s.tokens {
+		args = append(args, "--token-file", tok)
+	}
+	s.bootctl(b, ctx, args...)
 	all := make([]int, len(s.c.Nodes))
 	for i := range all {
 		all[i] = i
@@ -175,7 +186,11 @@ func (s *compareSetup) bootctl(b testing.TB, ctx context.Context, args ...string
 	out, err := exec.CommandContext(ctx, s.bin, args...).Output()
 	var ee *exec.ExitError
 	if err != nil && !(errorsAs(err, &ee) && ee.ExitCode() == 1) {
-		b.Fatalf("bootctl %s: %v\n%s", strings.Join(args, " "), err, out)
+		var stderr []byte
+		if ee != nil {
+			stderr = ee.Stderr
+		}
+		b.Fatalf("bootctl %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr)
 	}
 	return string(out)
 }

@@ -112,8 +112,14 @@ func bootAction(e *env, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	pred, err := bootrun.Predict(c.Context, bootrun.PredictInput{Graph: s.g, Assign: s.a, Batch: s.batch, Flow: s.flow,
-		Limits: s.limits, Config: s.cfg, PostSeconds: s.post})
+	in := bootrun.PredictInput{Graph: s.g, Assign: s.a, Batch: s.batch, Flow: s.flow, Limits: s.limits, Config: s.cfg, PostSeconds: s.post}
+	var pred *bootrun.Prediction
+	if s.cal != nil && s.cal.NodeNames != nil && slices.Equal(s.cal.NodeNames, s.names()) {
+		// The same nodes as the runs: the links' share of capacity is fitted to what they took.
+		s.cal.LinkEfficiency, pred, err = bootrun.FitEfficiency(c.Context, in, s.cal.MakespanSeconds)
+	} else {
+		pred, err = bootrun.Predict(c.Context, in)
+	}
 	if err != nil {
 		return err
 	}
@@ -324,7 +330,7 @@ func bootConfig(c *cli.Context, s *bootSetup) error {
 	for _, file := range s.flow.Files {
 		mb += file.Bytes * 8 / 1e6
 	}
-	s.cfg = bootrun.Config{Caps: s.limits.Caps, MaxInFlight: c.Int("max-in-flight"),
+	s.cfg = bootrun.Config{Caps: s.limits.Caps, CapacityMbps: s.limits.CapacityMbps, MaxInFlight: c.Int("max-in-flight"),
 		Expect: bootrun.Expect{Power: c.Duration("timeout").Seconds(), Firmware: s.post,
 			Transfer: mb / s.limits.FloorMbps, Health: s.health},
 		Factor: f, Margin: max(c.Duration("deadline-margin").Seconds(), 1e-3), MaxAttempts: c.Int("max-attempts"),

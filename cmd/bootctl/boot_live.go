@@ -419,6 +419,11 @@ func writeCalibration(w io.Writer, cal *bootrun.Calibration) {
 	}
 	row("health", "s", cal.Health)
 	t.flush()
+	if cal.LinkEfficiency > 0 {
+		fmt.Fprintf(w, "link efficiency %.2f: the share of their capacity the links carried to the nodes in the runs (given-up transfers, gaps), fitted to their makespan\n", cal.LinkEfficiency)
+	} else {
+		fmt.Fprintln(w, "link efficiency not fitted: the runs booted other nodes than these")
+	}
 }
 
 func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }

@@ -261,7 +261,7 @@ func TestBootCalibrate(t *testing.T) {
 		t.Errorf("calibrated prediction %.3f s no closer to the measured %.3f s than the uncalibrated %.3f s", cal.PredictedSeconds, measured, plain.PredictedSeconds)
 	}
 	if c := cal.Calibration; c == nil || c.Nodes != 4 || c.Post.Samples != 4 || cal.Model.PostSeconds != round3(c.Post.Median) ||
-		c.Post.Median < 0.2 || c.Health.Median < 0.05 || c.MakespanSeconds != measured {
+		c.Post.Median < 0.2 || c.Health.Median < 0.05 || c.MakespanSeconds > measured || c.MakespanSeconds < measured-0.5 {
 		t.Errorf("calibration %+v, model %+v", c, cal.Model)
 	}
 	// A flag given wins over the fit.
