@@ -35,6 +35,7 @@ func bootRunRedfishMachine() *topology.Machine {
 // override that made them boot from the network. The BMC that refuses the password is classified
 // and the run goes on; power status, on and off agree with QEMU's own state.
 func TestBootRunRedfish(t *testing.T) {
+	vmLane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	testenv.NeedRoot(t, "to create network namespaces and taps (CI runs as root)")

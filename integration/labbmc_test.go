@@ -23,6 +23,7 @@ import (
 // QEMU VM. Our IPMI driver and ipmitool (with -C 3, as ipmi_sim needs) read the power, set a
 // one-time PXE boot and power the VM on and off; the start after the PXE one has no -boot once=n.
 func TestLabIPMIBMC(t *testing.T) {
+	vmLane(t)
 	sim := testenv.NeedTool(t, "ipmi_sim", "openipmi")
 	qemu := testenv.NeedTool(t, "qemu-system-x86_64", "qemu-system-x86")
 	ipmitool := testenv.NeedTool(t, "ipmitool", "ipmitool")

@@ -28,6 +28,7 @@ const rootfsTarVar = "BOOTFABRIC_ROOTFS_TAR"
 // health report, and then the image's own init, systemd, starting; an overlay gives each node its
 // own /etc/issue, which the serial getty shows.
 func TestQEMUBootContainerImage(t *testing.T) {
+	vmLane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	rootfs := os.Getenv(rootfsTarVar)
