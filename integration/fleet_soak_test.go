@@ -70,7 +70,6 @@ func TestFleetSoakUnderAttack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak: 2 minutes of boots under attack; skipped with -short")
 	}
-	netnsLane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), fleetSoakFor+5*time.Minute)
 	defer cancel()
 	f, fc, _ := fleetSetupSpec(t, ctx, fleetSpec{Machine: fleetSoakMachine(), Scale: fleetScale, TTL: fleetTTL, TLS: true,

@@ -83,28 +83,36 @@ func (s *sharedRun) remove() {
 // Lanes. The package's tests run one at a time, except those that call vmLane or netnsLane:
 // once every other test is done (go test runs t.Parallel tests last), they run one VM test and one
 // network-namespace test side by side. A VM test keeps about one core busy emulating (TCG); a lane
-// test of network namespaces waits mostly on shaped links and timers. The tests whose checks
-// measure time against a prediction or a bound that CPU contention moves (the storms, the
-// measured-vs-predicted tests, the fleet kill and chaos, TestQEMUBoot's firmware waits) do not
-// take a lane and run alone.
+// test of network namespaces waits mostly on its links. A VM test may do work that needs no core
+// of its own (TestQEMUBootContainerImage's mmdebstrap, on the mirror and the disk) before it
+// waits for the lane, with t.Parallel and joinVMLane. The tests whose checks measure time against
+// a prediction or a bound that CPU contention moves (the storms, the measured-vs-predicted tests,
+// the fleet kill, chaos and soak, TestQEMUBoot's firmware waits) take no lane and run alone.
 
 // vmLane makes t a lane test among the QEMU VM tests.
 func vmLane(t *testing.T) {
 	t.Helper()
-	shared.enterLane(t, "VM", shared.vmLane)
+	t.Parallel()
+	joinVMLane(t)
+}
+
+// joinVMLane waits for the VM lane in a test that called t.Parallel already.
+func joinVMLane(t *testing.T) {
+	t.Helper()
+	shared.waitLane(t, "VM", shared.vmLane)
 }
 
 // netnsLane makes t a lane test among the network-namespace tests.
 func netnsLane(t *testing.T) {
 	t.Helper()
-	shared.enterLane(t, "network-namespace", shared.netnsLane)
+	t.Parallel()
+	shared.waitLane(t, "network-namespace", shared.netnsLane)
 }
 
-// enterLane runs t in parallel with the package's other lane tests and waits until lane is free;
-// the lane is freed after t's own cleanups (its cluster down), registered after this one.
-func (s *sharedRun) enterLane(t *testing.T, name string, lane chan struct{}) {
+// waitLane waits until lane is free and holds it for the rest of t: it is freed after t's own
+// cleanups (its cluster down), which are registered after this one and so run first.
+func (s *sharedRun) waitLane(t *testing.T, name string, lane chan struct{}) {
 	t.Helper()
-	t.Parallel()
 	start := time.Now()
 	lane <- struct{}{}
 	t.Cleanup(func() { <-lane })
