@@ -52,23 +52,29 @@ type Summary struct {
 
 type testKey struct{ pkg, test string }
 
-// Filter turns a stream of events into go test's plain output. A test's output is held until the
-// top-level test it belongs to ends, and written only when that test failed (or never ended: a
-// timeout or a crash), with its subtests' output in the order it came.
+// Filter turns a stream of events into go test's plain output. A package's output is held until
+// its end, as go test does without -v: a top-level test that failed has its output (its
+// subtests' with it, in the order it came) written when it ends; a package that passed or has no
+// tests gets its summary line alone; a package that failed gets what remains (the output of a
+// test that never ended, a timeout's panic) and its FAIL lines.
 type Filter struct {
 	w io.Writer
 	// Verbose writes every output line at once, as `go test -v` does.
 	verbose  bool
-	held     map[testKey][]string
-	order    []testKey // held keys in the order their first line came
+	held     map[string][]heldLine // by package, in the order the lines came
 	parallel map[testKey]bool
 	started  map[testKey]time.Time // top-level tests running, by when they started
 	sum      Summary
 }
 
+// heldLine is a line of output and the top-level test it belongs to ("": the package's own).
+type heldLine struct {
+	test, text string
+}
+
 // NewFilter returns a Filter writing to w; verbose writes every test's output, as -v does.
 func NewFilter(w io.Writer, verbose bool) *Filter {
-	return &Filter{w: w, verbose: verbose, held: map[testKey][]string{}, parallel: map[testKey]bool{}, started: map[testKey]time.Time{}}
+	return &Filter{w: w, verbose: verbose, held: map[string][]heldLine{}, parallel: map[testKey]bool{}, started: map[testKey]time.Time{}}
 }
 
 // Copy reads events from r until its end, writes the plain output to w and returns the summary.
@@ -135,7 +141,7 @@ func (f *Filter) endPackage(ev Event) error {
 	}
 	sort.Slice(cut, func(i, j int) bool { return cut[i].Test < cut[j].Test })
 	f.sum.Tests = append(f.sum.Tests, cut...)
-	return f.flush(ev.Package)
+	return f.flush(ev.Package, ev.Action == "fail")
 }
 
 // output writes or holds an output event.
@@ -143,22 +149,7 @@ func (f *Filter) output(ev Event) error {
 	if f.verbose {
 		return f.write(ev.Output)
 	}
-	if ev.Test == "" {
-		// The package's own lines come after its tests ended: anything still held belongs to a
-		// test that never did (a timeout's panic), and is written before the FAIL line.
-		if err := f.flush(ev.Package); err != nil {
-			return err
-		}
-		if ev.Output == "PASS\n" {
-			return nil // go test without -v prints only the ok line of a package that passed
-		}
-		return f.write(ev.Output)
-	}
-	k := testKey{ev.Package, top(ev.Test)}
-	if _, ok := f.held[k]; !ok {
-		f.order = append(f.order, k)
-	}
-	f.held[k] = append(f.held[k], ev.Output)
+	f.held[ev.Package] = append(f.held[ev.Package], heldLine{top(ev.Test), ev.Output})
 	return nil
 }
 
@@ -171,42 +162,56 @@ func (f *Filter) end(ev Event) error {
 	f.sum.Tests = append(f.sum.Tests, Result{Package: ev.Package, Test: ev.Test, Action: ev.Action, Seconds: ev.Elapsed, Parallel: f.parallel[k]})
 	delete(f.parallel, k)
 	delete(f.started, k)
-	lines := f.held[k]
-	f.drop(k)
+	var mine strings.Builder
+	rest := f.held[ev.Package][:0]
+	for _, l := range f.held[ev.Package] {
+		if l.test == ev.Test {
+			mine.WriteString(l.text)
+		} else {
+			rest = append(rest, l)
+		}
+	}
+	f.held[ev.Package] = rest
 	if ev.Action != "fail" {
 		return nil
 	}
-	return f.write(strings.Join(lines, ""))
+	return f.write(mine.String())
 }
 
-// flush writes what is held for package pkg's tests ("" for every package).
-func (f *Filter) flush(pkg string) error {
-	var keep []testKey
-	var out strings.Builder
-	for _, k := range f.order {
-		if pkg != "" && k.pkg != pkg {
-			keep = append(keep, k)
-			continue
+// flush writes what is held for package pkg: all of it when the package failed (or never said how
+// it ended), else its last line of its own, the ok or "no test files" summary.
+func (f *Filter) flush(pkg string, failed bool) error {
+	lines := f.held[pkg]
+	delete(f.held, pkg)
+	if !failed {
+		for i := len(lines) - 1; i >= 0; i-- {
+			if lines[i].test == "" {
+				return f.write(lines[i].text)
+			}
 		}
-		out.WriteString(strings.Join(f.held[k], ""))
-		delete(f.held, k)
+		return nil
 	}
-	f.order = keep
+	var out strings.Builder
+	for _, l := range lines {
+		out.WriteString(l.text)
+	}
 	return f.write(out.String())
 }
 
-func (f *Filter) drop(k testKey) {
-	delete(f.held, k)
-	for i, o := range f.order {
-		if o == k {
-			f.order = append(f.order[:i], f.order[i+1:]...)
-			return
+// Close writes whatever is still held: the output of packages whose end never came.
+func (f *Filter) Close() error {
+	pkgs := make([]string, 0, len(f.held))
+	for pkg := range f.held {
+		pkgs = append(pkgs, pkg)
+	}
+	sort.Strings(pkgs)
+	for _, pkg := range pkgs {
+		if err := f.flush(pkg, true); err != nil {
+			return err
 		}
 	}
+	return nil
 }
-
-// Close writes whatever is still held: the output of tests whose end never came.
-func (f *Filter) Close() error { return f.flush("") }
 
 // Summary returns what the events so far said.
 func (f *Filter) Summary() Summary { return f.sum }

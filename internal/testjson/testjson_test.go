@@ -89,10 +89,14 @@ func TestCopyVerbose(t *testing.T) {
 	}
 }
 
-// A line that is not an event (go's own messages, a crash of the test binary's wrapper) passes
-// through, as do packages without tests.
+// A line that is not an event (go's own messages) passes through; a package that passed or has
+// no tests shows its summary line alone, as without -json.
 func TestCopyOtherLines(t *testing.T) {
 	in := "go: downloading example.com/x v1.0.0\n" +
+		`{"Action":"output","Package":"tj/s","Output":"testing: warning: no tests to run\n"}` + "\n" +
+		`{"Action":"output","Package":"tj/s","Output":"PASS\n"}` + "\n" +
+		`{"Action":"output","Package":"tj/s","Output":"ok  \ttj/s\t0.010s [no tests to run]\n"}` + "\n" +
+		`{"Action":"pass","Package":"tj/s","Elapsed":0.03}` + "\n" +
 		`{"Action":"output","Package":"tj/r","Output":"?   \ttj/r\t[no test files]\n"}` + "\n" +
 		`{"Action":"skip","Package":"tj/r","Elapsed":0}` + "\n" +
 		"{not json\n"
@@ -101,7 +105,7 @@ func TestCopyOtherLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "go: downloading example.com/x v1.0.0\n?   \ttj/r\t[no test files]\n{not json\n"
+	want := "go: downloading example.com/x v1.0.0\nok  \ttj/s\t0.010s [no tests to run]\n?   \ttj/r\t[no test files]\n{not json\n"
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("output (-want +got):\n%s", diff)
 	}
