@@ -20,6 +20,7 @@ import (
 // override that made them boot from the network. The BMC that refuses the password is classified
 // and the run goes on; power status, on and off agree with QEMU's own state.
 func TestBootRunRedfish(t *testing.T) {
+	vmLane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	l := startLabBootCluster(t, ctx, "rf", bootRunBoard("bootrunrf3", 3), "redfish", 2)

@@ -179,6 +179,7 @@ func (s *bootRunSetup) healthyAt(t *testing.T) map[string]time.Time {
 // goes on; power status and power off agree with QEMU's own state. Then two healthy nodes are
 // powered off with the server told, and a new `boot all` boots those two and skips the others.
 func TestBootRunIPMI(t *testing.T) {
+	vmLane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	s := newBootRunSetup(t, ctx)

@@ -103,6 +103,7 @@ func TestClusterShaping(t *testing.T) {
 }
 
 func TestClusterRefusesLeftover(t *testing.T) {
+	netnsLane(t)
 	needRoot(t)
 	c := upMini(t, 0.1)
 	m, _ := topology.Preset("mini")

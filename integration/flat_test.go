@@ -18,6 +18,7 @@ import (
 // and a DHCP pool for their addresses. Every node must boot and report, and `bootctl status` must
 // show all twelve healthy under their names.
 func TestFlatCluster12(t *testing.T) {
+	netnsLane(t)
 	needRoot(t, "busybox", "curl", "udhcpc")
 	if _, err := os.Stat(debianNBP); err != nil {
 		testenv.Skip(t, "needs %s (Debian package ipxe)", debianNBP)

@@ -23,6 +23,7 @@ import (
 // QEMU VM. Our IPMI driver and ipmitool (with -C 3, as ipmi_sim needs) read the power, set a
 // one-time PXE boot and power the VM on and off; the start after the PXE one has no -boot once=n.
 func TestLabIPMIBMC(t *testing.T) {
+	vmLane(t)
 	sim := testenv.NeedTool(t, "ipmi_sim", "openipmi")
 	qemu := testenv.NeedTool(t, "qemu-system-x86_64", "qemu-system-x86")
 	ipmitool := testenv.NeedTool(t, "ipmitool", "ipmitool")
@@ -105,12 +106,28 @@ func TestLabIPMIBMC(t *testing.T) {
 	if st := status(); st != power.Off {
 		t.Fatalf("status at start: %s", st)
 	}
+	// chassis.sh starts vm.sh in the background, which logs its start: a power off before that
+	// line is written would kill the VM unlogged, so each power on waits for its line.
+	starts := func() []string {
+		console, _ := os.ReadFile(filepath.Join(dir, "console.log"))
+		var out []string
+		for _, l := range strings.Split(string(console), "\n") {
+			if strings.HasPrefix(l, "start:") {
+				out = append(out, strings.TrimSpace(l))
+			}
+		}
+		return out
+	}
+	waitStarts := func(n int) {
+		testfix.WaitFor(t, "VM start "+strconv.Itoa(n)+" in console.log", 30*time.Second, func() bool { return len(starts()) >= n })
+	}
 	if err := ctl.PXENext(ctx, power.Legacy); err != nil {
 		t.Fatal(err)
 	}
 	if err := ctl.On(ctx); err != nil {
 		t.Fatal(err)
 	}
+	waitStarts(1)
 	if st := status(); st != power.On {
 		t.Errorf("status after on: %s", st)
 	}
@@ -125,17 +142,11 @@ func TestLabIPMIBMC(t *testing.T) {
 	if err := ctl.On(ctx); err != nil {
 		t.Fatal(err)
 	}
+	waitStarts(2)
 	if err := ctl.Off(ctx); err != nil {
 		t.Fatal(err)
 	}
-	console, _ := os.ReadFile(filepath.Join(dir, "console.log"))
-	var starts []string
-	for _, l := range strings.Split(string(console), "\n") {
-		if strings.HasPrefix(l, "start:") {
-			starts = append(starts, strings.TrimSpace(l))
-		}
-	}
-	if len(starts) != 2 || starts[0] != "start: -boot once=n" || starts[1] != "start:" {
+	if starts := starts(); len(starts) != 2 || starts[0] != "start: -boot once=n" || starts[1] != "start:" {
 		t.Errorf("VM starts %q, want the PXE one with -boot once=n, then one without\nipmi_sim: %s", starts, readLog(filepath.Join(dir, "ipmi_sim.log")))
 	}
 	if st := status(); st != power.Off {

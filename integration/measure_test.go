@@ -5,8 +5,6 @@ import (
 
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,13 +12,13 @@ import (
 	"go.uber.org/zap/zaptest"
 )
 
-// buildBootctl builds the bootctl binary the boot servers run.
+// buildBootctl returns the bootctl binary the boot servers run, built once for the package's run
+// (shared). Nothing writes to it after the build, so tests running at once can share it.
 func buildBootctl(tb testing.TB) string {
 	tb.Helper()
-	bin := filepath.Join(tb.TempDir(), "bootctl")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/bootfabric/bootfabric/cmd/bootctl").CombinedOutput()
+	bin, err := shared.bootctlPath(tb)
 	if err != nil {
-		tb.Fatalf("building bootctl: %v\n%s", err, out)
+		tb.Fatal(err)
 	}
 	return bin
 }

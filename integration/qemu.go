@@ -56,6 +56,10 @@ type QEMUOptions struct {
 	// the serial logs what the booted system does after its health report (an imported image's
 	// own init starting). Zero: they are stopped at once.
 	Linger time.Duration
+	// LingerUntil, when set, ends Linger early once it holds for every VM: it is given the node's
+	// name and its serial log so far, so that a test waiting for the booted system to print
+	// something waits only until it has.
+	LingerUntil func(node, serial string) bool
 	// Log receives progress; nil: the cluster's logger.
 	Log *zap.Logger
 	// Progress, when set, is told how many VMs have finished (healthy, failed or stopped) of all,
@@ -309,13 +313,43 @@ func BootVMs(ctx context.Context, c *Cluster, n int, opt QEMUOptions) ([]VMResul
 	}
 	log.Info("VMs started", zap.Int("n", n), zap.String("accel", opt.Accel))
 	c.watchVMs(ctx, vms, clients, opt)
-	if opt.Linger > 0 {
+	linger(ctx, vms, opt)
+	return vmResults(vms, opt.Timeout)
+}
+
+// linger keeps the VMs running for opt.Linger, or until opt.LingerUntil holds for every VM's
+// serial log (read every 250 ms), or ctx ends.
+func linger(ctx context.Context, vms []*vmRun, opt QEMUOptions) {
+	if opt.Linger <= 0 {
+		return
+	}
+	deadline := time.NewTimer(opt.Linger)
+	defer deadline.Stop()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if opt.LingerUntil != nil && serialsHold(vms, opt.LingerUntil) {
+			return
+		}
 		select {
-		case <-time.After(opt.Linger):
+		case <-deadline.C:
+			return
 		case <-ctx.Done():
+			return
+		case <-tick.C:
 		}
 	}
-	return vmResults(vms, opt.Timeout)
+}
+
+// serialsHold reports whether cond holds for every VM's serial log as written so far.
+func serialsHold(vms []*vmRun, cond func(node, serial string) bool) bool {
+	for _, vm := range vms {
+		b, err := os.ReadFile(vm.res.SerialLog)
+		if err != nil || !cond(vm.res.Node, string(b)) {
+			return false
+		}
+	}
+	return true
 }
 
 // prepareVMs checks the host and the request, settles the accelerator, tells the servers the

@@ -15,6 +15,7 @@ import (
 // VM, then four at once. Each must reach health with ipxe.efi as its first file, fetched over
 // HTTP from the URL in the DHCP answer, and the boot servers must count no TFTP transfer at all.
 func TestQEMUHTTPBoot(t *testing.T) {
+	vmLane(t)
 	testenv.NeedFile(t, "/usr/share/OVMF/OVMF_CODE_4M.fd", "ovmf")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()

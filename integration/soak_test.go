@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -62,11 +61,7 @@ func BenchmarkSoakUnderAttack(b *testing.B) {
 			b.Errorf("down: %v", err)
 		}
 	})
-	bin := filepath.Join(b.TempDir(), "bootctl")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/bootfabric/bootfabric/cmd/bootctl").CombinedOutput(); err != nil {
-		b.Fatalf("building bootctl: %v\n%s", err, out)
-	}
-	opt := ServerOptions{Bootctl: bin, Mapping: "ncda", Files: BootFiles{NBP: debianNBP, Kernel: 2 << 20, Initrd: 4 << 20}}
+	opt := ServerOptions{Bootctl: buildBootctl(b), Mapping: "ncda", Files: BootFiles{NBP: debianNBP, Kernel: 2 << 20, Initrd: 4 << 20}}
 	if err := c.StartServers(ctx, opt); err != nil {
 		b.Fatal(err)
 	}

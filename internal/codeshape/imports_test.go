@@ -59,6 +59,8 @@ var allowedImports = map[string][]string{
 	"internal/ipmisim":                 {"internal/ipmibmc", "internal/testenv"},
 	"internal/redfishsim":              {"internal/procgroup"},
 	"internal/testfix":                 {"images", "topology", "internal/testenv"},
+	"internal/testjson":                nil,
+	"internal/testjson/cmd/testjson":   {"internal/testjson"},
 }
 
 // TestImportLayers checks every package's imports of the module against allowedImports, and that
