@@ -127,6 +127,7 @@ func bootRunBoard(name string, nodes int) *topology.Machine {
 // powers it on and off, and `bootctl power status` agrees with QEMU's own state. One VM, not two
 // as TestBootRunRedfish: under TCG on two shared cores a second VM doubles the boot's time.
 func TestBootRunIPMILab(t *testing.T) {
+	vmLane(t)
 	ipmitool := testenv.NeedTool(t, "ipmitool", "ipmitool")
 	testenv.NeedTool(t, "ipmi_sim", "openipmi")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -214,6 +215,7 @@ func (l *labBootCluster) powerState(t *testing.T, ctx context.Context, node stri
 // healthy through the BMC, as it boots servers; each node's script then ends, and power status
 // reads it off; power on runs it again.
 func TestBootRunNetnsBMC(t *testing.T) {
+	netnsLane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	l := startLabBootCluster(t, ctx, "fw", bootRunBoard("bootrunfw3", 3), "netns-redfish", 3)
