@@ -129,6 +129,12 @@ type Cluster struct {
 	log   *zap.Logger
 	// accels is the VMs' accelerator settled in this process, per QEMUOptions.Accel as asked for.
 	accels map[string]accelChoice
+
+	// HTTPPort and StateDirs are for boot servers a test starts from a configuration of its own
+	// instead of StartServers: the port BootVMs polls (0: 80) and each server's state directory by
+	// name, where BootVMs reads the operator token (missing: DIR/state-NAME, as StartServers has).
+	HTTPPort  int
+	StateDirs map[string]string
 }
 
 // nsName returns the namespace of a vertex.

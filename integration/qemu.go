@@ -517,7 +517,7 @@ func (c *Cluster) rescueFromKVM(ctx context.Context, vms []*vmRun, opt QEMUOptio
 // observeVMs gives each unfinished VM every server's view of its node.
 func (c *Cluster) observeVMs(ctx context.Context, vms []*vmRun, clients map[string]*http.Client) {
 	for name, cl := range clients {
-		nodes, err := fetchNodes(ctx, cl, c.serverIP(name))
+		nodes, err := fetchNodes(ctx, cl, c.serverAddr(c.serverIP(name)))
 		if err != nil {
 			continue
 		}
@@ -583,9 +583,10 @@ func (c *Cluster) serverIP(name string) string {
 	return ""
 }
 
-// fetchNodes reads a server's nodes by name, through the status API's client.
-func fetchNodes(ctx context.Context, cl *http.Client, ip string) (map[string]nodestate.NodeStatus, error) {
-	res, err := (&bootapi.Client{BaseURL: "http://" + ip, HTTP: cl}).Nodes(ctx)
+// fetchNodes reads the nodes, by name, of the server at addr (host:port), through the status
+// API's client.
+func fetchNodes(ctx context.Context, cl *http.Client, addr string) (map[string]nodestate.NodeStatus, error) {
+	res, err := (&bootapi.Client{BaseURL: "http://" + addr, HTTP: cl}).Nodes(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -3,8 +3,10 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootapi"
@@ -25,13 +27,13 @@ func (c *Cluster) announceReboots(ctx context.Context, nodes []int) error {
 		want[c.Nodes[i].Name] = true
 	}
 	for _, s := range c.Servers {
-		tok, err := bootsrv.ReadOperatorToken(filepath.Join(c.dir(), "state-"+s.Name, bootconfig.OperatorTokenFile))
+		tok, err := bootsrv.ReadOperatorToken(filepath.Join(c.serverStateDir(s.Name), bootconfig.OperatorTokenFile))
 		if err != nil {
 			return fmt.Errorf("server %s: %w", s.Name, err)
 		}
 		tr := &http.Transport{DialContext: nsDialer(s.Namespace)}
 		hc := &http.Client{Timeout: 5 * time.Second, Transport: tr}
-		err = announceTo(ctx, hc, s.Name, tok, want)
+		err = announceTo(ctx, hc, c.serverAddr("127.0.0.1"), s.Name, tok, want)
 		tr.CloseIdleConnections()
 		if err != nil {
 			return err
@@ -40,8 +42,8 @@ func (c *Cluster) announceReboots(ctx context.Context, nodes []int) error {
 	return nil
 }
 
-func announceTo(ctx context.Context, hc *http.Client, server, tok string, want map[string]bool) error {
-	cl := &bootapi.Client{BaseURL: "http://127.0.0.1:80", HTTP: hc}
+func announceTo(ctx context.Context, hc *http.Client, addr, server, tok string, want map[string]bool) error {
+	cl := &bootapi.Client{BaseURL: "http://" + addr, HTTP: hc}
 	res, err := cl.Nodes(ctx)
 	if err != nil {
 		return fmt.Errorf("server %s: %w", server, err)
@@ -55,4 +57,21 @@ func announceTo(ctx context.Context, hc *http.Client, server, tok string, want m
 		}
 	}
 	return nil
+}
+
+// serverAddr is host:port of a boot server's HTTP API at ip (c.HTTPPort, else 80).
+func (c *Cluster) serverAddr(ip string) string {
+	port := c.HTTPPort
+	if port == 0 {
+		port = 80
+	}
+	return net.JoinHostPort(ip, strconv.Itoa(port))
+}
+
+// serverStateDir is server name's state directory: c.StateDirs's, else StartServers' DIR/state-NAME.
+func (c *Cluster) serverStateDir(name string) string {
+	if d, ok := c.StateDirs[name]; ok {
+		return d
+	}
+	return filepath.Join(c.dir(), "state-"+name)
 }
