@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -16,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/internal/testenv"
 	"github.com/bootfabric/bootfabric/internal/testfix"
@@ -46,10 +44,6 @@ var firstHourShapes = []string{
 	"bootctl status --server --watch",
 	"bootctl image add --store --name --kernel --initrd --cmdline",
 }
-
-// debianRootfsArgs are mmdebstrap's arguments for the Debian root file system the First hour
-// imports; the README names the same command.
-var debianRootfsArgs = []string{"--variant=minbase", "--include=systemd-sysv,udev", "bookworm"}
 
 // firstHourCloneVar, set to 1, makes TestFirstHour start from a fresh clone of this repository,
 // built by the README's install line with empty Go build and module caches, and log the time from
@@ -403,9 +397,9 @@ func (fh *firstHour) serve(line string) {
 }
 
 // client talks to the server's HTTP API from inside its namespace.
-func (fh *firstHour) client() *bootsrv.Client {
+func (fh *firstHour) client() *bootapi.Client {
 	s := fh.c.Servers[0]
-	return &bootsrv.Client{BaseURL: "http://" + fh.c.serverAddr(s.IP), HTTP: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: nsDialer(s.Namespace)}}}
+	return &bootapi.Client{BaseURL: "http://" + fh.c.serverAddr(s.IP), HTTP: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: nsDialer(s.Namespace)}}}
 }
 
 // status runs the README's status line with --output json; at the end, every node that booted
@@ -589,42 +583,6 @@ func appendPadding(t *testing.T, path string, n int) {
 	if _, err := f.Write(w); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// cachedDebianRootfs returns a Debian root file system tar: $BOOTFABRIC_ROOTFS_TAR, else one that
-// mmdebstrap built once (it downloads about 90 packages) and the user's cache directory keeps under
-// bootfabric/; a build is written under a temporary name and renamed, so a cached file is whole.
-func cachedDebianRootfs(t *testing.T, ctx context.Context) string {
-	if p := os.Getenv(rootfsTarVar); p != "" {
-		return p
-	}
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256([]byte(strings.Join(debianRootfsArgs, " ")))
-	path := filepath.Join(dir, "bootfabric", "debian-rootfs-"+hex.EncodeToString(sum[:6])+".tar")
-	if _, err := os.Stat(path); err == nil {
-		t.Logf("Debian root file system from the cache: %s", path)
-		return path
-	}
-	testenv.NeedRoot(t, "mmdebstrap builds the root file system as root")
-	mm := testenv.NeedTool(t, "mmdebstrap", "mmdebstrap")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
-	defer os.Remove(tmp)
-	start := time.Now()
-	args := append(append([]string{"--format=tar"}, debianRootfsArgs...), tmp)
-	if b, err := exec.CommandContext(ctx, mm, args...).CombinedOutput(); err != nil {
-		t.Fatalf("mmdebstrap: %v\n%s", err, tail(string(b), 20))
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("mmdebstrap in %.1f s, kept in %s", time.Since(start).Seconds(), path)
-	return path
 }
 
 // firstHourCommands returns the First hour's shell block of a README and its commands, or an

@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,10 +36,7 @@ func TestQEMUBootContainerImage(t *testing.T) {
 	oci := func() string {
 		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 		defer cancel()
-		rootfs := os.Getenv(rootfsTarVar)
-		if rootfs == "" {
-			rootfs = buildDebianRootfs(t, ctx)
-		}
+		rootfs := cachedDebianRootfs(t, ctx)
 		start := time.Now()
 		oci := ociLayoutFromTar(t, rootfs)
 		t.Logf("OCI layout of %s in %.1f s", rootfs, time.Since(start).Seconds())
@@ -95,19 +94,50 @@ func imageSerialWants(node string) []string {
 	return []string{"bootfabric: ", "exec /sbin/init", "Welcome to Debian", "bootfabric overlay for " + node + " at "}
 }
 
-// buildDebianRootfs makes a Debian bookworm minbase root file system with systemd as a tar.
-func buildDebianRootfs(t *testing.T, ctx context.Context) string {
-	t.Helper()
+// debianRootfsArgs are mmdebstrap's arguments for the Debian root file system the First hour
+// imports; the README names the same command.
+var debianRootfsArgs = []string{"--variant=minbase", "--include=systemd-sysv,udev", "bookworm"}
+
+// cachedDebianRootfs returns a Debian root file system tar: $BOOTFABRIC_ROOTFS_TAR, else one that
+// mmdebstrap built once (it downloads about 90 packages) and the user's cache directory keeps under
+// bootfabric/; a build is written under a temporary name and renamed, so a cached file is whole.
+func cachedDebianRootfs(t *testing.T, ctx context.Context) string {
+	if p := os.Getenv(rootfsTarVar); p != "" {
+		return p
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(strings.Join(debianRootfsArgs, " ")))
+	path := filepath.Join(dir, "bootfabric", "debian-rootfs-"+hex.EncodeToString(sum[:6])+".tar")
+	if _, err := os.Stat(path); err == nil {
+		t.Logf("Debian root file system from the cache: %s", path)
+		return path
+	}
 	testenv.NeedRoot(t, "mmdebstrap builds the root file system as root")
 	mm := testenv.NeedTool(t, "mmdebstrap", "mmdebstrap")
-	out := filepath.Join(t.TempDir(), "rootfs.tar")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A name of its own: two tests of one process may make the file at once.
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	tmp := f.Name()
+	defer os.Remove(tmp)
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, mm, "--variant=minbase", "--include=systemd-sysv,udev", "--format=tar", "bookworm", out)
-	if b, err := cmd.CombinedOutput(); err != nil {
+	args := append(append([]string{"--format=tar"}, debianRootfsArgs...), tmp)
+	if b, err := exec.CommandContext(ctx, mm, args...).CombinedOutput(); err != nil {
 		t.Fatalf("mmdebstrap: %v\n%s", err, tail(string(b), 20))
 	}
-	t.Logf("mmdebstrap in %.1f s", time.Since(start).Seconds())
-	return out
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("mmdebstrap in %.1f s, kept in %s", time.Since(start).Seconds(), path)
+	return path
 }
 
 // ociLayoutFromTar makes an OCI image layout of one layer, the root file system tar.
