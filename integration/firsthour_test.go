@@ -94,13 +94,7 @@ type firstHour struct {
 }
 
 func newFirstHour(t *testing.T) *firstHour {
-	testenv.NeedRoot(t, "to create network namespaces and taps (CI runs as root)")
-	testenv.NeedTool(t, "ip", "iproute2")
-	testenv.NeedTool(t, "tc", "iproute2")
-	if err := CheckQEMUHost(QEMUOptions{}); err != nil {
-		testenv.Skip(t, "%v (scripts/test installs the packages)", err)
-	}
-	testenv.NeedFile(t, debianNBP, "ipxe")
+	needQEMUHost(t)
 	testenv.NeedFile(t, images.DefaultBusybox, "busybox-static")
 	limit := 6 * time.Minute
 	fh := &firstHour{t: t, log: zaptest.NewLogger(t), repo: "..", root: t.TempDir(), start: time.Now()}

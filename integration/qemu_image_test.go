@@ -167,13 +167,7 @@ func ociLayoutFromTar(t *testing.T, tarPath string) string {
 // status on the console so that the test sees it start.
 func qemuImageCluster(tb testing.TB, ctx context.Context, oci string) *Cluster {
 	tb.Helper()
-	testenv.NeedRoot(tb, "to create network namespaces and taps (CI runs as root)")
-	testenv.NeedTool(tb, "ip", "iproute2")
-	testenv.NeedTool(tb, "tc", "iproute2")
-	if err := CheckQEMUHost(QEMUOptions{}); err != nil {
-		testenv.Skip(tb, "%v (scripts/test installs the packages)", err)
-	}
-	testenv.NeedFile(tb, debianNBP, "ipxe")
+	needQEMUHost(tb)
 	bin := buildBootctl(tb)
 	c, err := Up(ctx, Spec{Name: "qi" + strconv.Itoa(os.Getpid()%100000), Machine: qemuMachine(), Scale: 1, StateDir: tb.TempDir()}, zaptest.NewLogger(tb))
 	if err != nil {

@@ -131,14 +131,8 @@ func loadAvg() string {
 // test ends; it skips when the host cannot run it.
 func qemuCluster(tb testing.TB, ctx context.Context) *Cluster {
 	tb.Helper()
-	testenv.NeedRoot(tb, "to create network namespaces and taps (CI runs as root)")
-	testenv.NeedTool(tb, "ip", "iproute2")
-	testenv.NeedTool(tb, "tc", "iproute2")
+	needQEMUHost(tb)
 	testenv.NeedTool(tb, "curl", "curl")
-	if err := CheckQEMUHost(QEMUOptions{}); err != nil {
-		testenv.Skip(tb, "%v (scripts/test installs the packages)", err)
-	}
-	testenv.NeedFile(tb, debianNBP, "ipxe")
 	bin := buildBootctl(tb)
 	log := zaptest.NewLogger(tb)
 	c, err := Up(ctx, Spec{Name: "q" + strconv.Itoa(os.Getpid()%100000), Machine: qemuMachine(), Scale: 1, StateDir: tb.TempDir()}, log)
@@ -150,6 +144,19 @@ func qemuCluster(tb testing.TB, ctx context.Context) *Cluster {
 		tb.Fatal(err)
 	}
 	return c
+}
+
+// needQEMUHost skips tb unless this host can run the qemu kind's clusters: root, iproute2, QEMU
+// with its firmware and a kernel, and iPXE.
+func needQEMUHost(tb testing.TB) {
+	tb.Helper()
+	testenv.NeedRoot(tb, "to create network namespaces and taps (CI runs as root)")
+	testenv.NeedTool(tb, "ip", "iproute2")
+	testenv.NeedTool(tb, "tc", "iproute2")
+	if err := CheckQEMUHost(QEMUOptions{}); err != nil {
+		testenv.Skip(tb, "%v (scripts/test installs the packages)", err)
+	}
+	testenv.NeedFile(tb, debianNBP, "ipxe")
 }
 
 // testAccel settles c's VMs' accelerator as BootVMs does (once per cluster), logs it and returns it
