@@ -100,7 +100,7 @@ func newFirstHour(t *testing.T) *firstHour {
 	fh := &firstHour{t: t, log: zaptest.NewLogger(t), repo: "..", root: t.TempDir(), start: time.Now()}
 	fh.clone = os.Getenv(firstHourCloneVar) == "1"
 	if fh.clone {
-		limit = 20 * time.Minute
+		limit = 45 * time.Minute
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	t.Cleanup(cancel)
@@ -694,10 +694,11 @@ func shellWords(line string) []string {
 	return words
 }
 
-// commandShape is a command's program, its subcommands (for bootctl: up to two lower-case words
-// before the first flag) and its flag names, in order: what the README promises to exist.
+// subcommandWord is what a bootctl subcommand looks like; a node name such as node03 is not one.
 var subcommandWord = regexp.MustCompile(`^[a-z]+$`)
 
+// commandShape is a command's program, its subcommands (for bootctl: up to two lower-case words
+// before the first flag) and its flag names, in order: what the README promises to exist.
 func commandShape(line string) string {
 	words := shellWords(line)
 	if len(words) == 0 {
