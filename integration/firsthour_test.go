@@ -57,6 +57,7 @@ const firstHourCloneVar = "BOOTFABRIC_FIRSTHOUR_CLONE"
 // image is replaced (it finishes, the next boot gets the new one) and one booting the imported
 // Debian image, both healthy in `bootctl status --output json`.
 func TestFirstHour(t *testing.T) {
+	vmLane(t)
 	fh := newFirstHour(t)
 	cmds := fh.readme()
 	for _, cmd := range cmds {
