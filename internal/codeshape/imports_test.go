@@ -30,7 +30,7 @@ var allowedImports = map[string][]string{
 	"images/ociimport": {"images"},
 	"nodestate":        {"fleet", "internal/promreg"},
 	"bootconfig":       {"dhcpd", "images", "mapping", "topology", "nodeset", "internal/yamlerr", "internal/atomicfile"},
-	"bootsrv":          {"bootconfig", "nodestate", "dhcpd", "tftpd", "images", "fleet", "topology", "nodeset", "internal/promreg"},
+	"bootsrv":          {"bootconfig", "nodestate", "dhcpd", "tftpd", "images", "fleet", "mapping", "topology", "nodeset", "internal/promreg"},
 	"bootrun":          {"bootsrv", "nodestate", "fabricsim", "mapping", "topology", "power"},
 	"integration":      {"bootconfig", "bootsrv", "nodestate", "fabricsim", "fleet", "images", "mapping", "topology"},
 	"cmd/bootctl": {"bootconfig", "bootrun", "bootsrv", "fabricsim", "fleet", "images", "images/ociimport", "integration",
