@@ -167,3 +167,51 @@ func (c *slowConn) Read(p []byte) (int, error) {
 	time.Sleep(15 * time.Millisecond) // 16 KiB per 15 ms
 	return n, err
 }
+
+// TestFetchPeerKilled: the only peer stops while the next node is fetching from it; that node
+// finishes from the server, with exact bytes.
+func TestFetchPeerKilled(t *testing.T) {
+	s, want := swarmServer(t, 4<<20+5)
+	seedDir, dir := t.TempDir(), t.TempDir()
+	first := nodeOptions(s, seedDir, 1)
+	ctx, kill := context.WithCancel(context.Background())
+	defer kill()
+	done := make(chan error, 1)
+	go func() { _, err := Fetch(ctx, first); done <- err }()
+	testfix.WaitFor(t, "the first node's copy", time.Minute, func() bool {
+		if len(done) > 0 {
+			t.Fatalf("the first node: %v", <-done)
+		}
+		_, err := os.Stat(first.Out)
+		return err == nil
+	})
+	second := nodeOptions(s, dir, 2)
+	second.Dial = slowServer(s.BaseURL())
+	go func() {
+		// Kill the peer once the second node has staged some data, so that it dies mid-transfer
+		// (or after a minute: t.Fatal is not for this goroutine).
+		for end := time.Now().Add(time.Minute); stagedBytes(dir) == 0 && time.Now().Before(end); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		kill()
+	}()
+	res := fetchAll(t, []Options{second}, want)[0]
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("second node: %d bytes from the peer before it died, %d from the server", res.FromPeers, res.FromServer)
+}
+
+// stagedBytes sums the sizes of the files under dir's staging directories.
+func stagedBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
