@@ -1,19 +1,21 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/topology"
 	"go.uber.org/zap/zaptest"
 )
@@ -100,63 +102,141 @@ func (c *Cluster) p2pNodeSetup(ctx context.Context, t *testing.T, server string)
 	return toks
 }
 
-// fetchEverywhere runs bootctl fetch on every node at once and returns their results and the time
-// until the last file was verified; the nodes seed until then, and are stopped after.
-func (c *Cluster) fetchEverywhere(ctx context.Context, t *testing.T, bin, server string, toks []string, serverOnly bool) ([]fetchResult, time.Duration) {
-	t.Helper()
-	dir := t.TempDir()
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	var wg sync.WaitGroup
-	outs := make([][]byte, len(c.Nodes))
-	start := time.Now()
-	for i, n := range c.Nodes {
-		args := []string{"netns", "exec", n.Namespace, bin, "fetch", "--server", server, "--file", "initrd", "--node", n.Name,
-			"--token", toks[i], "--bind", n.IP, "--out", filepath.Join(dir, n.Name), "--seed-for", "5m", "-o", "json"}
-		if serverOnly {
-			args = append(args, "--server-only")
-		}
-		cmd := exec.CommandContext(ctx, "ip", args...)
-		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-		cmd.WaitDelay = 10 * time.Second
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			outs[i], _ = cmd.Output()
-		}()
-	}
-	var elapsed time.Duration
-	deadline := time.Now().Add(4 * time.Minute)
-	for elapsed == 0 && time.Now().Before(deadline) {
-		n := 0
-		for _, e := range c.Nodes {
-			if _, err := os.Stat(filepath.Join(dir, e.Name)); err == nil {
-				n++
-			}
-		}
-		if n == len(c.Nodes) {
-			elapsed = time.Since(start)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	stop()
-	wg.Wait()
-	if elapsed == 0 {
-		t.Fatalf("not every node's file within 4 minutes (server only: %v)", serverOnly)
-	}
-	return parseFetches(t, c.Nodes, outs), elapsed
+// fetches are bootctl fetch processes running on nodes, writing into dir.
+type fetches struct {
+	dir  string
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+	cmds map[int]*exec.Cmd
+	outs map[int]*bytes.Buffer
 }
 
-func parseFetches(t *testing.T, nodes []Endpoint, outs [][]byte) []fetchResult {
+// startFetches starts bootctl fetch on the given nodes (all when nil), with extra flags per node.
+func (c *Cluster) startFetches(ctx context.Context, t *testing.T, bin, server string, toks []string, nodes []int, extra func(i int) []string) *fetches {
 	t.Helper()
+	f := &fetches{dir: t.TempDir(), cmds: map[int]*exec.Cmd{}, outs: map[int]*bytes.Buffer{}}
+	ctx, f.stop = context.WithCancel(ctx)
+	for _, i := range c.orAll(nodes) {
+		n := c.Nodes[i]
+		args := []string{"netns", "exec", n.Namespace, bin, "fetch", "--server", server, "--file", "initrd", "--node", n.Name,
+			"--token", toks[i], "--bind", n.IP, "--out", filepath.Join(f.dir, n.Name), "--seed-for", "5m", "-o", "json"}
+		cmd := exec.CommandContext(ctx, "ip", append(args, extra(i)...)...)
+		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+		cmd.WaitDelay = 10 * time.Second
+		f.outs[i] = &bytes.Buffer{}
+		cmd.Stdout = f.outs[i]
+		if err := cmd.Start(); err != nil {
+			f.stop()
+			t.Fatalf("%s: %v", n.Name, err)
+		}
+		f.cmds[i] = cmd
+		f.wg.Add(1)
+		go func() { defer f.wg.Done(); cmd.Wait() }()
+	}
+	t.Cleanup(func() { f.stop(); f.wg.Wait() })
+	return f
+}
+
+// waitFiles waits until the given nodes' files are all there (verified: fetch writes nothing else).
+func (c *Cluster) waitFiles(t *testing.T, f *fetches, nodes []int, limit time.Duration) {
+	t.Helper()
+	testfix.WaitFor(t, "every node's verified file", limit, func() bool {
+		for _, i := range nodes {
+			if _, err := os.Stat(filepath.Join(f.dir, c.Nodes[i].Name)); err != nil {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// results stops the fetches and returns the given nodes' results.
+func (c *Cluster) results(t *testing.T, f *fetches, nodes []int) []fetchResult {
+	t.Helper()
+	f.stop()
+	f.wg.Wait()
 	var res []fetchResult
-	for i, out := range outs {
+	for _, i := range nodes {
 		var r fetchResult
-		if err := json.Unmarshal(out, &r); err != nil {
-			t.Errorf("%s: %v: %s", nodes[i].Name, err, strings.TrimSpace(fmt.Sprint(string(out))))
+		if err := json.Unmarshal(f.outs[i].Bytes(), &r); err != nil {
+			t.Errorf("%s: %v: %s", c.Nodes[i].Name, err, strings.TrimSpace(f.outs[i].String()))
 			continue
 		}
 		res = append(res, r)
 	}
 	return res
+}
+
+// fetchEverywhere runs bootctl fetch on every node at once and returns their results and the time
+// until the last file was verified; the nodes seed until then, and are stopped after.
+func (c *Cluster) fetchEverywhere(ctx context.Context, t *testing.T, bin, server string, toks []string, serverOnly bool) ([]fetchResult, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	f := c.startFetches(ctx, t, bin, server, toks, nil, func(int) []string {
+		if serverOnly {
+			return []string{"--server-only"}
+		}
+		return nil
+	})
+	all := c.orAll(nil)
+	c.waitFiles(t, f, all, 4*time.Minute)
+	elapsed := time.Since(start)
+	return c.results(t, f, all), elapsed
+}
+
+// TestP2PFetchHostile: node 0 serves inverted bytes and node 8 (the other board's first node) is
+// killed mid-transfer; every other node still writes exact bytes, and the hostile peer's bad pieces
+// are counted.
+func TestP2PFetchHostile(t *testing.T) {
+	needRoot(t, "curl")
+	if testing.Short() {
+		t.Skip("-short: a 32 MiB fetch on 16 nodes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	c, err := Up(ctx, Spec{Name: testName(t), Machine: p2pMachine(2), Scale: 1, StateDir: t.TempDir()}, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	downAtCleanup(t, c)
+	bin := buildBootctl(t)
+	if err := c.StartServers(ctx, ServerOptions{Bootctl: bin, Mapping: "bcda", Files: BootFiles{NBP: debianNBP, Kernel: 1 << 20, Initrd: 32 << 20}}); err != nil {
+		t.Fatal(err)
+	}
+	server := "http://" + c.Servers[0].IP + ":80"
+	toks := c.p2pNodeSetup(ctx, t, server)
+	hostile := c.startFetches(ctx, t, bin, server, toks, []int{0}, func(int) []string { return []string{"--debug-corrupt-uploads"} })
+	c.waitFiles(t, hostile, []int{0}, 2*time.Minute)
+	var others []int
+	for i := 1; i < len(c.Nodes); i++ {
+		others = append(others, i)
+	}
+	f := c.startFetches(ctx, t, bin, server, toks, others, func(int) []string { return nil })
+	const killed = 8
+	testfix.WaitFor(t, "node 8 under way", time.Minute, func() bool {
+		ents, _ := os.ReadDir(f.dir)
+		return len(ents) > 0 // its staging directory, or an early finisher's file
+	})
+	time.Sleep(2 * time.Second) // mid-transfer: a 32 MiB file takes over 10 s here
+	f.cmds[killed].Process.Kill()
+	honest := slices.DeleteFunc(slices.Clone(others), func(i int) bool { return i == killed })
+	c.waitFiles(t, f, honest, 4*time.Minute)
+	want, err := os.ReadFile(filepath.Join(c.dir(), "initrd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad int64
+	for _, r := range c.results(t, f, honest) {
+		bad += r.BadPieces
+	}
+	for _, i := range honest {
+		got, err := os.ReadFile(filepath.Join(f.dir, c.Nodes[i].Name))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: %d bytes that are not the file (%v)", c.Nodes[i].Name, len(got), err)
+		}
+	}
+	t.Logf("%d honest nodes got exact bytes; %d bad pieces from the hostile peer dropped", len(honest), bad)
+	if bad == 0 {
+		t.Errorf("no node saw a bad piece: the hostile peer served nobody")
+	}
 }
