@@ -47,39 +47,50 @@ var tokenInScript = regexp.MustCompile(`token=([0-9a-f]{32})`)
 // the server, then the same nodes fetch it from the server alone; the peer run must be faster and
 // the server must send at most a few copies per board.
 func TestP2PFetch(t *testing.T) {
-	needRoot(t, "curl")
-	if testing.Short() {
-		t.Skip("-short: two fetches of 32 MiB on 16 nodes")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	c, err := Up(ctx, Spec{Name: testName(t), Machine: p2pMachine(2), Scale: 1, StateDir: t.TempDir()}, zaptest.NewLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	downAtCleanup(t, c)
-	bin := buildBootctl(t)
-	const size = 32 << 20
-	if err := c.StartServers(ctx, ServerOptions{Bootctl: bin, Mapping: "bcda", Files: BootFiles{NBP: debianNBP, Kernel: 1 << 20, Initrd: size}}); err != nil {
-		t.Fatal(err)
-	}
-	server := "http://" + c.Servers[0].IP + ":80"
-	toks := c.p2pNodeSetup(ctx, t, server)
+	c, bin, server, toks := upP2P(ctx, t)
 	peer, peerTime := c.fetchEverywhere(ctx, t, bin, server, toks, false)
 	alone, aloneTime := c.fetchEverywhere(ctx, t, bin, server, toks, true)
 	var fromServer int64
 	for _, r := range peer {
 		fromServer += r.FromServer
 	}
-	boards := 2
 	t.Logf("%d nodes, %d MiB: with peers %.1f s (server sent %.2f copies per board), server alone %.1f s",
-		len(c.Nodes), size>>20, peerTime.Seconds(), float64(fromServer)/size/float64(boards), aloneTime.Seconds())
+		len(c.Nodes), p2pSize>>20, peerTime.Seconds(), float64(fromServer)/p2pSize/p2pBoards, aloneTime.Seconds())
 	if len(alone) != len(c.Nodes) || peerTime >= aloneTime {
 		t.Errorf("peer delivery %.1f s is not faster than the server alone, %.1f s", peerTime.Seconds(), aloneTime.Seconds())
 	}
-	if perBoard := float64(fromServer) / size / float64(boards); perBoard > 4 {
+	if perBoard := float64(fromServer) / p2pSize / p2pBoards; perBoard > 4 {
 		t.Errorf("the server sent %.1f copies per board, want at most 4", perBoard)
 	}
+}
+
+// p2pBoards is the boards of the peer delivery tests' cluster, 8 nodes each; p2pSize the file.
+const (
+	p2pBoards = 2
+	p2pSize   = 32 << 20
+)
+
+// upP2P makes the peer delivery tests' cluster and its server with a p2pSize initrd, gives the
+// nodes their addresses and returns bootctl, the server's URL and the nodes' tokens.
+func upP2P(ctx context.Context, t *testing.T) (c *Cluster, bin, server string, toks []string) {
+	t.Helper()
+	needRoot(t, "curl")
+	if testing.Short() {
+		t.Skip("-short: fetches of 32 MiB on 16 nodes")
+	}
+	c, err := Up(ctx, Spec{Name: testName(t), Machine: p2pMachine(p2pBoards), Scale: 1, StateDir: t.TempDir()}, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	downAtCleanup(t, c)
+	bin = buildBootctl(t)
+	if err := c.StartServers(ctx, ServerOptions{Bootctl: bin, Mapping: "bcda", Files: BootFiles{NBP: debianNBP, Kernel: 1 << 20, Initrd: p2pSize}}); err != nil {
+		t.Fatal(err)
+	}
+	server = "http://" + c.Servers[0].IP + ":80"
+	return c, bin, server, c.p2pNodeSetup(ctx, t, server)
 }
 
 // p2pNodeSetup gives each node its address and returns its boot token, read from its iPXE script.
@@ -188,23 +199,9 @@ func (c *Cluster) fetchEverywhere(ctx context.Context, t *testing.T, bin, server
 // killed mid-transfer; every other node still writes exact bytes, and the hostile peer's bad pieces
 // are counted.
 func TestP2PFetchHostile(t *testing.T) {
-	needRoot(t, "curl")
-	if testing.Short() {
-		t.Skip("-short: a 32 MiB fetch on 16 nodes")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	c, err := Up(ctx, Spec{Name: testName(t), Machine: p2pMachine(2), Scale: 1, StateDir: t.TempDir()}, zaptest.NewLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	downAtCleanup(t, c)
-	bin := buildBootctl(t)
-	if err := c.StartServers(ctx, ServerOptions{Bootctl: bin, Mapping: "bcda", Files: BootFiles{NBP: debianNBP, Kernel: 1 << 20, Initrd: 32 << 20}}); err != nil {
-		t.Fatal(err)
-	}
-	server := "http://" + c.Servers[0].IP + ":80"
-	toks := c.p2pNodeSetup(ctx, t, server)
+	c, bin, server, toks := upP2P(ctx, t)
 	hostile := c.startFetches(ctx, t, bin, server, toks, []int{0}, func(int) []string { return []string{"--debug-corrupt-uploads"} })
 	c.waitFiles(t, hostile, []int{0}, 2*time.Minute)
 	var others []int
