@@ -119,6 +119,9 @@ func TestFetchSwarm(t *testing.T) {
 // TestFetchHostile: a node that serves inverted bytes; the next node bans it, counts its bad
 // pieces, and still writes exact bytes (from the server).
 func TestFetchHostile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a slowed web seed and a hostile peer take 20 to 60 s")
+	}
 	s, want := swarmServer(t, 2<<20+1)
 	dir := t.TempDir()
 	bad := nodeOptions(s, dir, 1)
@@ -171,6 +174,9 @@ func (c *slowConn) Read(p []byte) (int, error) {
 // TestFetchPeerKilled: the only peer stops while the next node is fetching from it; that node
 // finishes from the server, with exact bytes.
 func TestFetchPeerKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a slowed web seed takes 15 s")
+	}
 	s, want := swarmServer(t, 4<<20+5)
 	seedDir, dir := t.TempDir(), t.TempDir()
 	first := nodeOptions(s, seedDir, 1)
