@@ -74,7 +74,8 @@ func (s *Server) Handler() http.Handler {
 	route("GET /api/v1/summary", s.handleSummary)
 	route("GET /api/v1/fleet/membership", s.handleMembership)
 	route("GET /blobs/sha256/{sum}", s.handleBlob)
-	s.webRoutes(route) // the boot page, /ui/ (web.go)
+	s.webRoutes(route)   // the boot page, /ui/ (web.go)
+	s.swarmRoutes(route) // metainfo and tracker of peer delivery (swarm.go)
 	route("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "ok\n")

@@ -61,6 +61,8 @@ type Server struct {
 	overlays []nodeOverlay
 	httpm    *httpMetrics
 
+	swarm *swarm // the tracker of peer delivery (swarm.go)
+
 	nodes         nodeAuth // node tokens (nil secret: node_auth off)
 	operatorToken []byte
 
@@ -110,6 +112,9 @@ func New(cfg *bootconfig.Config, opts Options) (_ *Server, err error) {
 		}
 	}()
 	if err := s.loadOverlays(); err != nil {
+		return nil, err
+	}
+	if s.swarm, err = newSwarm(cfg, s.auth.Inventory(), s.reg, opts.Now); err != nil {
 		return nil, err
 	}
 	tracked, err := s.openStore(opts)

@@ -138,6 +138,7 @@ func commands(e *env) []*cli.Command {
 		clusterCommand(e),
 		simulateCommand(e),
 		mcastCommand(e),
+		fetchCommand(e),
 		completionCommand(e),
 		manCommand(e),
 	}
