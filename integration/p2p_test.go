@@ -47,6 +47,7 @@ var tokenInScript = regexp.MustCompile(`token=([0-9a-f]{32})`)
 // the server, then the same nodes fetch it from the server alone; the peer run must be faster and
 // the server must send at most a few copies per board.
 func TestP2PFetch(t *testing.T) {
+	netnsLane(t) // no check here moves with a busy CPU by 3x: peers took 16-20 s, the server alone 50 s
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	c, bin, server, toks := upP2P(ctx, t)
@@ -199,6 +200,7 @@ func (c *Cluster) fetchEverywhere(ctx context.Context, t *testing.T, bin, server
 // killed mid-transfer; every other node still writes exact bytes, and the hostile peer's bad pieces
 // are counted.
 func TestP2PFetchHostile(t *testing.T) {
+	netnsLane(t) // no check here moves with a busy CPU by 3x: peers took 16-20 s, the server alone 50 s
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	c, bin, server, toks := upP2P(ctx, t)
