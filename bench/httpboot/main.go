@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/images"
-	"github.com/bootfabric/bootfabric/integration"
+	"github.com/bootfabric/bootfabric/testcluster"
 	"github.com/bootfabric/bootfabric/topology"
 	"go.uber.org/zap"
 )
@@ -91,15 +91,15 @@ func run(bootctl string, rounds int, ways []string, accel, stateDir string) erro
 	}
 	// Two clusters, each one node and one server: bootctl serve in one, dnsmasq and busybox
 	// httpd in the other.
-	bf, err := integration.Up(ctx, integration.Spec{Name: "hbbf", Machine: machine("hbbf"), Scale: 1, StateDir: stateDir}, log)
+	bf, err := testcluster.Up(ctx, testcluster.Spec{Name: "hbbf", Machine: machine("hbbf"), Scale: 1, StateDir: stateDir}, log)
 	if err != nil {
 		return err
 	}
 	defer bf.Down(context.Background())
-	if err := bf.StartQEMUServers(ctx, integration.ServerOptions{Bootctl: bootctl, Mapping: "bcda", Files: integration.BootFiles{NBP: images.DebianIPXEDir + "/undionly.kpxe"}}, integration.VMImage{}); err != nil {
+	if err := bf.StartQEMUServers(ctx, testcluster.ServerOptions{Bootctl: bootctl, Mapping: "bcda", Files: testcluster.BootFiles{NBP: images.DebianIPXEDir + "/undionly.kpxe"}}, testcluster.VMImage{}); err != nil {
 		return err
 	}
-	dm, err := integration.Up(ctx, integration.Spec{Name: "hbdm", Machine: machine("hbdm"), Scale: 1, StateDir: stateDir}, log)
+	dm, err := testcluster.Up(ctx, testcluster.Spec{Name: "hbdm", Machine: machine("hbdm"), Scale: 1, StateDir: stateDir}, log)
 	if err != nil {
 		return err
 	}
@@ -125,15 +125,15 @@ func run(bootctl string, rounds int, ways []string, accel, stateDir string) erro
 }
 
 // boots boots one VM per way and round, rounds outermost, so that the ways share the host's load.
-func boots(ctx context.Context, bf, dm *integration.Cluster, rounds int, ways []string, accel string, log *zap.Logger) (map[string][]integration.VMResult, error) {
-	results := map[string][]integration.VMResult{}
+func boots(ctx context.Context, bf, dm *testcluster.Cluster, rounds int, ways []string, accel string, log *zap.Logger) (map[string][]testcluster.VMResult, error) {
+	results := map[string][]testcluster.VMResult{}
 	for r := 0; r < rounds; r++ {
 		for _, w := range ways {
 			c, fw := bf, w
 			if w == "dnsmasq-http" {
 				c, fw = dm, "uefi-http"
 			}
-			rs, err := integration.BootVMs(ctx, c, 1, integration.QEMUOptions{Accel: accel, Firmware: fw, Log: log, Timeout: 150 * time.Second})
+			rs, err := testcluster.BootVMs(ctx, c, 1, testcluster.QEMUOptions{Accel: accel, Firmware: fw, Log: log, Timeout: 150 * time.Second})
 			// Without bootctl serve nobody records the health report on the server side, so the
 			// VM's exit after its console says "sent=yes" is the end of a dnsmasq boot.
 			if len(rs) == 1 && rs[0].Events["serial_report"] > 0 {
@@ -149,7 +149,7 @@ func boots(ctx context.Context, bf, dm *integration.Cluster, rounds int, ways []
 	return results, nil
 }
 
-func printTable(ways []string, results map[string][]integration.VMResult, acc, why, load0 string) {
+func printTable(ways []string, results map[string][]testcluster.VMResult, acc, why, load0 string) {
 	fmt.Printf("UEFI network boot of one VM (OVMF), %s (%s); %d CPUs; load average %s at the start, %s at the end\n",
 		acc, why, numCPU(), load0, loadAvg())
 	fmt.Printf("seconds from QEMU start; steps are the median over the rounds, between console lines\n\n")
@@ -172,7 +172,7 @@ func printTable(ways []string, results map[string][]integration.VMResult, acc, w
 }
 
 // printRow prints one way's line: the total's median, min and max, and each step's median.
-func printRow(w string, rs []integration.VMResult) {
+func printRow(w string, rs []testcluster.VMResult) {
 	var total []float64
 	for _, r := range rs {
 		total = append(total, r.Events["serial_report"])

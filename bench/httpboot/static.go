@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/images"
-	"github.com/bootfabric/bootfabric/integration"
+	"github.com/bootfabric/bootfabric/testcluster"
 )
 
 // healthCGI is busybox httpd's handler for the health report: it reads the JSON body and
@@ -27,7 +27,7 @@ printf 'Content-Type: application/json\r\n\r\n{"state":"healthy"}\n'
 // class HTTPClient) gets the URL of ipxe.efi with option 60 echoed, iPXE (user class iPXE) the
 // script URL and option 175.176 (no proxyDHCP wait), as dnsmasq's documentation sets up iPXE.
 // Both processes are recorded in the cluster state, so Down stops them.
-func startDnsmasq(ctx context.Context, c *integration.Cluster, dir string) error {
+func startDnsmasq(ctx context.Context, c *testcluster.Cluster, dir string) error {
 	srv, node := c.Servers[0], c.Nodes[0]
 	base := "http://" + srv.IP
 	if err := writeStatic(dir, srv, node); err != nil {
@@ -68,7 +68,7 @@ func startDnsmasq(ctx context.Context, c *integration.Cluster, dir string) error
 
 // startIn starts argv in namespace ns, its output in logPath, and records its pid in the
 // cluster state so that Down stops it.
-func startIn(c *integration.Cluster, ns, logPath string, argv []string) error {
+func startIn(c *testcluster.Cluster, ns, logPath string, argv []string) error {
 	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, argv...)...)
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -89,18 +89,18 @@ func startIn(c *integration.Cluster, ns, logPath string, argv []string) error {
 
 // writeStatic writes the static server's tree: ipxe.efi, boot.ipxe (node's script),
 // boot/default/{vmlinuz,initrd.img} and cgi-bin/health.
-func writeStatic(dir string, srv, node integration.Endpoint) error {
+func writeStatic(dir string, srv, node testcluster.Endpoint) error {
 	boot := filepath.Join(dir, "boot", "default")
 	for _, d := range []string{boot, filepath.Join(dir, "cgi-bin")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
 	}
-	k, err := integration.FindKernel("", "")
+	k, err := testcluster.FindKernel("", "")
 	if err != nil {
 		return err
 	}
-	mods, err := integration.ModuleFiles(k.ModulesDir, integration.DefaultVMModules)
+	mods, err := testcluster.ModuleFiles(k.ModulesDir, testcluster.DefaultVMModules)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func writeStatic(dir string, srv, node integration.Endpoint) error {
 			return err
 		}
 	}
-	script, err := images.RenderScript(images.Profile{Name: "default", Kernel: "vmlinuz", Initrd: "initrd.img", Cmdline: integration.DefaultVMCmdline},
+	script, err := images.RenderScript(images.Profile{Name: "default", Kernel: "vmlinuz", Initrd: "initrd.img", Cmdline: testcluster.DefaultVMCmdline},
 		images.ScriptParams{Server: srv.IP, Port: 80, Node: node.Name, HealthURL: "http://" + srv.IP + "/cgi-bin/health"})
 	if err != nil {
 		return err

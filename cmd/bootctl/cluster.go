@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bootfabric/bootfabric/integration"
+	"github.com/bootfabric/bootfabric/testcluster"
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/topology"
@@ -98,25 +98,25 @@ func clusterUpAction(e *env, c *cli.Context) error {
 		return err
 	}
 	if c.String("kind") == "qemu" {
-		if err := integration.CheckQEMUHost(integration.QEMUOptions{}); err != nil {
+		if err := testcluster.CheckQEMUHost(testcluster.QEMUOptions{}); err != nil {
 			return asBadInput(err)
 		}
 	}
-	cl, err := integration.Up(c.Context, spec, e.log)
+	cl, err := testcluster.Up(c.Context, spec, e.log)
 	if err != nil {
 		return clusterError(err)
 	}
 	start := cl.StartServers
 	if c.String("kind") == "qemu" {
-		start = func(ctx context.Context, opt integration.ServerOptions) error {
-			return cl.StartQEMUServers(ctx, opt, integration.VMImage{})
+		start = func(ctx context.Context, opt testcluster.ServerOptions) error {
+			return cl.StartQEMUServers(ctx, opt, testcluster.VMImage{})
 		}
 	}
 	if err := start(c.Context, opt); err != nil {
 		_ = cl.Down(context.Background())
 		return err
 	}
-	var labs *integration.LabBMCs
+	var labs *testcluster.LabBMCs
 	if c.String("bmc") != "none" {
 		if labs, err = startLabBMCs(c, cl, opt); err != nil {
 			_ = cl.Down(context.Background())
@@ -145,7 +145,7 @@ func checkBMCFlags(c *cli.Context) error {
 
 // startLabBMCs gives the first --vms nodes of a qemu cluster a BMC each, of --bmc's protocol; the
 // first --vms nodes of a netns cluster get one Redfish BMC, a system per node.
-func startLabBMCs(c *cli.Context, cl *integration.Cluster, opt integration.ServerOptions) (*integration.LabBMCs, error) {
+func startLabBMCs(c *cli.Context, cl *testcluster.Cluster, opt testcluster.ServerOptions) (*testcluster.LabBMCs, error) {
 	n := c.Int("vms")
 	if n > len(cl.Nodes) {
 		if c.IsSet("vms") {
@@ -160,7 +160,7 @@ func startLabBMCs(c *cli.Context, cl *integration.Cluster, opt integration.Serve
 }
 
 // writeClusterUp reports a cluster brought up, with its BMCs' files when it has some.
-func writeClusterUp(e *env, format string, cl *integration.Cluster, spec integration.Spec, opt integration.ServerOptions, labs *integration.LabBMCs) error {
+func writeClusterUp(e *env, format string, cl *testcluster.Cluster, spec testcluster.Spec, opt testcluster.ServerOptions, labs *testcluster.LabBMCs) error {
 	if format != "table" {
 		return writeData(e.stdout, format, map[string]any{"name": spec.Name, "nodes": len(cl.Nodes), "servers": len(cl.Servers),
 			"links": cl.Graph.NumLinks(), "scale": spec.Scale, "mapping": opt.Mapping, "bmcs": labs})
@@ -187,7 +187,7 @@ func clusterBootCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "kind", Value: "netns", Usage: "netns: container nodes; qemu: PXE-boot VMs (the cluster was brought up with --kind qemu)"},
 			&cli.IntFlag{Name: "vms", Value: 4, Usage: "qemu: how many VMs to boot at once (the first N nodes)"},
 			withChoices(cli.StringFlag{Name: "firmware", Value: "bios", Usage: "qemu: bios (SeaBIOS + iPXE ROM), uefi (OVMF + iPXE's EFI ROM) uefi-pxe (OVMF's own PXE client fetches ipxe.efi over TFTP) or uefi-http (OVMF's HTTP boot client fetches ipxe.efi over HTTP, no TFTP)"},
-				integration.Firmwares()...),
+				testcluster.Firmwares()...),
 			withChoices(cli.StringFlag{Name: "accel", Usage: "qemu: kvm, tcg or auto (default: $BOOTFABRIC_ACCEL, else auto: kvm when a probe guest runs under KVM, else tcg)"},
 				"kvm", "tcg", "auto"),
 		),
@@ -196,11 +196,11 @@ func clusterBootCommand(e *env) *cli.Command {
 }
 
 // openCluster reads the output format and opens the running cluster the flags name.
-func openCluster(e *env, c *cli.Context) (format string, cl *integration.Cluster, err error) {
+func openCluster(e *env, c *cli.Context) (format string, cl *testcluster.Cluster, err error) {
 	if format, err = outputFormat(c, "table", "json", "yaml"); err != nil {
 		return "", nil, err
 	}
-	if cl, err = integration.Open(c.String("state-dir"), c.String("name"), e.log); err != nil {
+	if cl, err = testcluster.Open(c.String("state-dir"), c.String("name"), e.log); err != nil {
 		return "", nil, asBadInput(err)
 	}
 	return format, cl, nil
@@ -275,7 +275,7 @@ func clusterDownCommand(e *env) *cli.Command {
 }
 
 func clusterDownAction(e *env, c *cli.Context) error {
-	cl, err := integration.Open(c.String("state-dir"), c.String("name"), e.log)
+	cl, err := testcluster.Open(c.String("state-dir"), c.String("name"), e.log)
 	if err != nil {
 		return asBadInput(err)
 	}
@@ -300,25 +300,25 @@ func clusterMeasureCommand(e *env) *cli.Command {
 	}
 }
 
-func clusterSpec(c *cli.Context) (integration.Spec, integration.ServerOptions, error) {
+func clusterSpec(c *cli.Context) (testcluster.Spec, testcluster.ServerOptions, error) {
 	if err := checkTools(); err != nil {
-		return integration.Spec{}, integration.ServerOptions{}, err
+		return testcluster.Spec{}, testcluster.ServerOptions{}, err
 	}
 	if k := c.String("kind"); k != "" && k != "netns" && k != "qemu" {
-		return integration.Spec{}, integration.ServerOptions{}, badInput("--kind: %q is not one of netns, qemu", k)
+		return testcluster.Spec{}, testcluster.ServerOptions{}, badInput("--kind: %q is not one of netns, qemu", k)
 	}
 	m, err := topology.Load(c.String("topology"))
 	if err != nil {
-		return integration.Spec{}, integration.ServerOptions{}, asBadInput(err)
+		return testcluster.Spec{}, testcluster.ServerOptions{}, asBadInput(err)
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return integration.Spec{}, integration.ServerOptions{}, err
+		return testcluster.Spec{}, testcluster.ServerOptions{}, err
 	}
-	opt := integration.ServerOptions{Bootctl: self, Mapping: c.String("algo")}
+	opt := testcluster.ServerOptions{Bootctl: self, Mapping: c.String("algo")}
 	opt.Files.NBP = c.String("nbp")
 	if _, err := os.Stat(opt.Files.NBP); err != nil {
-		return integration.Spec{}, integration.ServerOptions{}, badInput("--nbp: %v (install the Debian package ipxe)", err)
+		return testcluster.Spec{}, testcluster.ServerOptions{}, badInput("--nbp: %v (install the Debian package ipxe)", err)
 	}
 	for _, f := range []struct {
 		flag string
@@ -326,19 +326,19 @@ func clusterSpec(c *cli.Context) (integration.Spec, integration.ServerOptions, e
 	}{{"kernel-size", &opt.Files.Kernel}, {"initrd-size", &opt.Files.Initrd}} {
 		v, err := units.ParseSize(c.String(f.flag))
 		if err != nil {
-			return integration.Spec{}, integration.ServerOptions{}, badInput("--%s: %w", f.flag, err)
+			return testcluster.Spec{}, testcluster.ServerOptions{}, badInput("--%s: %w", f.flag, err)
 		}
 		*f.dst = int64(v)
 	}
-	spec := integration.Spec{Name: c.String("name"), Machine: m, Scale: c.Float64("scale"), StateDir: c.String("state-dir")}
-	if err := integration.CheckSpec(&spec); err != nil {
+	spec := testcluster.Spec{Name: c.String("name"), Machine: m, Scale: c.Float64("scale"), StateDir: c.String("state-dir")}
+	if err := testcluster.CheckSpec(&spec); err != nil {
 		return spec, opt, asBadInput(err)
 	}
 	return spec, opt, nil
 }
 
 // writeClusterStatus writes one row per boot server of its summary.
-func writeClusterStatus(w io.Writer, sums []integration.ServerSummary) error {
+func writeClusterStatus(w io.Writer, sums []testcluster.ServerSummary) error {
 	t := newTable(w)
 	t.row("server", "ip", "nodes", "health", "healthy", "failed", "booting", "pending", "boot s min", "median", "max")
 	for _, s := range sums {
@@ -358,7 +358,7 @@ func writeClusterStatus(w io.Writer, sums []integration.ServerSummary) error {
 
 // clusterError marks the errors Up returns for bad input (a leftover cluster, a machine too large).
 func clusterError(err error) error {
-	var bad *integration.SpecError
+	var bad *testcluster.SpecError
 	if errors.As(err, &bad) {
 		return asBadInput(err)
 	}
@@ -374,14 +374,14 @@ func measureAction(e *env, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var results []*integration.Measurement
+	var results []*testcluster.Measurement
 	for _, algo := range strings.Split(c.String("algo"), ",") {
 		if isTerminal(e.stderr) {
 			fmt.Fprintf(e.stderr, "measuring %s: cluster up, boot %s, predict, down...\n", algo, spec.Machine.Name)
 		}
 		bar := e.progressBar("measure "+strings.TrimSpace(algo), 0, "nodes booted")
 		opt.Progress = bar.Func()
-		res, err := integration.Measure(c.Context, spec, strings.TrimSpace(algo), opt, c.Duration("timeout"), e.log)
+		res, err := testcluster.Measure(c.Context, spec, strings.TrimSpace(algo), opt, c.Duration("timeout"), e.log)
 		bar.Done()
 		if err != nil {
 			return clusterError(fmt.Errorf("%s: %w", algo, err))
@@ -420,21 +420,21 @@ func measureAction(e *env, c *cli.Context) error {
 	return nil
 }
 
-func bootVMs(e *env, c *cli.Context, cl *integration.Cluster, format string) error {
+func bootVMs(e *env, c *cli.Context, cl *testcluster.Cluster, format string) error {
 	n := c.Int("vms")
 	if n < 1 || n > len(cl.Nodes) {
 		return badInput("--vms: %d is not between 1 and the cluster's %d nodes", n, len(cl.Nodes))
 	}
-	if f := c.String("firmware"); !slices.Contains(integration.Firmwares(), f) {
-		return badInput("--firmware: %q is not one of %s", f, strings.Join(integration.Firmwares(), ", "))
+	if f := c.String("firmware"); !slices.Contains(testcluster.Firmwares(), f) {
+		return badInput("--firmware: %q is not one of %s", f, strings.Join(testcluster.Firmwares(), ", "))
 	}
-	opt := integration.QEMUOptions{Firmware: c.String("firmware"), Accel: c.String("accel"), Timeout: c.Duration("timeout"), Log: e.log}
-	if err := integration.CheckQEMUHost(opt); err != nil {
+	opt := testcluster.QEMUOptions{Firmware: c.String("firmware"), Accel: c.String("accel"), Timeout: c.Duration("timeout"), Log: e.log}
+	if err := testcluster.CheckQEMUHost(opt); err != nil {
 		return asBadInput(err)
 	}
 	bar := e.progressBar("cluster boot", n, "VMs")
 	opt.Progress = bar.Func()
-	res, err := integration.BootVMs(c.Context, cl, n, opt)
+	res, err := testcluster.BootVMs(c.Context, cl, n, opt)
 	bar.Done()
 	if format != "table" {
 		if jerr := writeData(e.stdout, format, res); jerr != nil {
@@ -446,7 +446,7 @@ func bootVMs(e *env, c *cli.Context, cl *integration.Cluster, format string) err
 	t.row("vm", "server", "accel", "seconds", "health", "breakdown", "serial log")
 	for _, r := range res {
 		var steps []string
-		for _, st := range integration.Breakdown(r) {
+		for _, st := range testcluster.Breakdown(r) {
 			steps = append(steps, fmt.Sprintf("%s %.2f", st.Name, st.Seconds))
 		}
 		health := r.Health

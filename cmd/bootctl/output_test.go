@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bootfabric/bootfabric/integration"
+	"github.com/bootfabric/bootfabric/testcluster"
 	"gopkg.in/yaml.v3"
 )
 
@@ -68,7 +68,7 @@ func TestWriteYAMLKeepsJSONNamesAndOrder(t *testing.T) {
 
 // TestClusterStatusTable: cluster status in table mode is a table, one row per server.
 func TestClusterStatusTable(t *testing.T) {
-	sums := []integration.ServerSummary{
+	sums := []testcluster.ServerSummary{
 		{Server: "bs0", IP: "10.0.0.1", Summary: json.RawMessage(`{"server":"bs0","nodes":16,"health":{"status":"healthy","healthy":16},"boot_seconds":{"count":16,"min":1.23,"median":2.5,"max":3.75}}`)},
 		{Server: "bs1", IP: "10.0.0.2", Summary: json.RawMessage(`{"server":"bs1","nodes":16,"health":{"status":"booting","healthy":3,"booting":13}}`)},
 	}

@@ -2,7 +2,7 @@
 //
 // A Reporter is made for one piece of work; the code doing the work only ever sees a plain
 // callback (Reporter.Func), so the packages that compute (fabricsim, routing, report,
-// integration) know nothing of terminals. When the writer is not a terminal the Reporter prints
+// testcluster) know nothing of terminals. When the writer is not a terminal the Reporter prints
 // nothing at all, so scripts, pipes and tests see exactly the output they saw without it.
 //
 // Updates are cheap enough for hot loops: Add and Set are an atomic operation and a clock read,

@@ -3,7 +3,7 @@
 // at the end it writes the slowest top-level tests of the packages named by -slowest to standard
 // error. scripts/test runs the suite through it:
 //
-//	go test -json ./... | testjson -slowest github.com/bootfabric/bootfabric/integration
+//	go test -json ./... | testjson -slowest github.com/bootfabric/bootfabric/testcluster
 package main
 
 import (

@@ -1,0 +1,77 @@
+package testcluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/bootfabric/bootfabric/bootapi"
+	"github.com/bootfabric/bootfabric/bootconfig"
+	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/nodestate"
+)
+
+// announceReboots tells the boot servers that the given nodes are about to be power-cycled, as an
+// operator does with `bootctl node reboot NAME`: a boot server takes a DISCOVER from a node it saw
+// booted or healthy for an event, not a new boot, unless the reboot was asked for. Only nodes some
+// server holds as booted or healthy are announced. The requests go to each server's loopback from
+// inside its namespace (the operator API accepts only its own host by default), with the operator
+// token the server wrote into its state directory.
+func (c *Cluster) announceReboots(ctx context.Context, nodes []int) error {
+	want := map[string]bool{}
+	for _, i := range nodes {
+		want[c.Nodes[i].Name] = true
+	}
+	for _, s := range c.Servers {
+		tok, err := bootsrv.ReadOperatorToken(filepath.Join(c.serverStateDir(s.Name), bootconfig.OperatorTokenFile))
+		if err != nil {
+			return fmt.Errorf("server %s: %w", s.Name, err)
+		}
+		tr := &http.Transport{DialContext: nsDialer(s.Namespace)}
+		hc := &http.Client{Timeout: 5 * time.Second, Transport: tr}
+		err = announceTo(ctx, hc, c.serverAddr("127.0.0.1"), s.Name, tok, want)
+		tr.CloseIdleConnections()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func announceTo(ctx context.Context, hc *http.Client, addr, server, tok string, want map[string]bool) error {
+	cl := &bootapi.Client{BaseURL: "http://" + addr, HTTP: hc}
+	res, err := cl.Nodes(ctx)
+	if err != nil {
+		return fmt.Errorf("server %s: %w", server, err)
+	}
+	for _, n := range res.Nodes {
+		if !want[n.Name] || (n.State != nodestate.Booted && n.State != nodestate.Healthy) {
+			continue
+		}
+		if _, err := cl.Reboot(ctx, n.Name, tok); err != nil {
+			return fmt.Errorf("server %s: %w", server, err)
+		}
+	}
+	return nil
+}
+
+// serverAddr is host:port of a boot server's HTTP API at ip (c.HTTPPort, else 80).
+func (c *Cluster) serverAddr(ip string) string {
+	port := c.HTTPPort
+	if port == 0 {
+		port = 80
+	}
+	return net.JoinHostPort(ip, strconv.Itoa(port))
+}
+
+// serverStateDir is server name's state directory: c.StateDirs's, else StartServers' DIR/state-NAME.
+func (c *Cluster) serverStateDir(name string) string {
+	if d, ok := c.StateDirs[name]; ok {
+		return d
+	}
+	return filepath.Join(c.dir(), "state-"+name)
+}
