@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bootfabric/bootfabric/testcluster"
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/nodestate"
+	"github.com/bootfabric/bootfabric/testcluster"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/bootfabric/bootfabric/units"
 	"github.com/urfave/cli/v2"

@@ -244,8 +244,8 @@ func unrouted(e *env, fab *topology.Fabric, tb *routing.Tables, engine string, o
 	for _, p := range rep.FirstUnreachable {
 		pairs = append(pairs, p.Src+"->"+p.Dst)
 	}
-	if connected(fab.Graph, tb) {
-		return badInput("%s", engineMismatch(e, fab, engine, opt, rep.Unreachable, pairs))
+	if routing.Connected(fab.Graph, tb) {
+		return badInput("%s", engineMismatch(fab, engine, opt, rep.Unreachable, pairs))
 	}
 	what := "the fabric is disconnected"
 	if nfaults > 0 {
@@ -361,7 +361,7 @@ func computeOrLoad(e *env, c *cli.Context, fab *topology.Fabric, eng routing.Eng
 	if err != nil {
 		// An engine that refuses the fabric's shape (dmodk off an intact PGFT, dmodc or updn
 		// without a tree order): say which engines take it.
-		return nil, badInput("%v%s", err, engineAdvice(e, fab, eng.Name(), opt, enginesFor(fab)))
+		return nil, badInput("%v%s", err, engineAdvice(fab, eng.Name(), opt))
 	}
 	return tb, nil
 }
@@ -449,144 +449,28 @@ func joinInts(xs []int) string {
 	return strings.Join(s, ", ")
 }
 
-// connected reports whether every healthy endpoint of the tables can reach every other over the
-// graph's links, whatever the engine: when it can, pairs the engine left unreachable are the
-// engine's doing, not the fabric's.
-func connected(g *topology.Graph, tb *routing.Tables) bool {
-	seen := make([]bool, g.NumVertices())
-	var queue []topology.VertexID
-	for d, v := range tb.Dests() {
-		if tb.Healthy(d) {
-			queue, seen[v] = append(queue, v), true
-			break
-		}
-	}
-	for i := 0; i < len(queue); i++ {
-		v := queue[i]
-		for _, l := range g.Links(v) {
-			if w := g.Other(l, v); !seen[w] {
-				seen[w] = true
-				// Endpoints do not forward: reach them, but do not walk through them.
-				if g.Kind(w) == topology.Switch {
-					queue = append(queue, w)
-				}
-			}
-		}
-	}
-	for d, v := range tb.Dests() {
-		if tb.Healthy(d) && !seen[v] {
-			return false
-		}
-	}
-	return true
+// engineMismatch explains pairs that an engine left unreachable on a connected fabric, and names
+// the engines that route it (routing.Suggest).
+func engineMismatch(fab *topology.Fabric, engine string, opt routing.Options, unreachable int64, pairs []string) string {
+	return routing.MismatchCause(fab, engine, opt, unreachable, pairs) + engineAdvice(fab, engine, opt)
 }
 
-// engineMismatch explains pairs that an engine left unreachable on a connected fabric: the cause
-// is the engine's restriction on this kind of fabric, and the fix another engine. The engines that
-// suit it are found by routing the fabric with each of them (a check without congestion is cheap
-// next to what the user just ran), so the advice holds for any fabric, not only the known kinds.
-func engineMismatch(e *env, fab *topology.Fabric, engine string, opt routing.Options, unreachable int64, pairs []string) string {
-	cause := fmt.Sprintf("%s leaves %d pairs unreachable (first: %s) though the fabric connects them", engine, unreachable, strings.Join(pairs, ", "))
-	engines := enginesFor(fab)
-	if _, fat2d := topology.Fat2DOf(fab.Graph); fat2d {
-		cause += fmt.Sprintf(": %s routes up*/down* only (up to the top level, then down), and on a 2-D fat-tree a leaf in another row and column is reached only by going down and up again", engine)
-	} else if engine == "updn" && len(opt.Roots) > 0 {
-		cause += ": updn routes up*/down* only (up towards its roots, then down), and from the roots given some pairs would have to go up again after going down"
-	} else if engine == "dmodc" || engine == "dmodk" || engine == "updn" {
-		cause += fmt.Sprintf(": %s routes up*/down* only (up towards the top level, then down), which this fabric does not allow between every pair", engine)
-	}
-	return cause + engineAdvice(e, fab, engine, opt, engines)
-}
-
-// enginesFor lists the engines in the order to suggest them for fab: vtftr, the engine made for
-// 2-D fat-trees, first on those.
-func enginesFor(fab *topology.Fabric) []string {
-	engines := routing.Engines()
-	if _, fat2d := topology.Fat2DOf(fab.Graph); fat2d {
-		engines = append([]string{"vtftr"}, slices.DeleteFunc(engines, func(n string) bool { return n == "vtftr" })...)
-	}
-	return engines
-}
-
-// engineAdvice names the engines that route every pair of fab, deadlock-free ones first, as
-// "; engines that route it: -e X, or ...", or returns "" when none does.
-func engineAdvice(e *env, fab *topology.Fabric, engine string, opt routing.Options, engines []string) string {
-	type suited struct {
-		label        string
-		deadlockFree bool
-	}
-	var suit []suited
-	for _, name := range engines {
-		if name == engine && (name != "updn" || len(opt.Roots) == 1) {
-			continue
-		}
-		for _, try := range engineTrials(fab, name, engine, opt) {
-			eng, err := routing.New(name, routing.Options{Roots: try.roots})
-			if err != nil {
-				continue
-			}
-			tb, err := eng.Compute(fab.Graph)
-			if err != nil {
-				e.log.Debug("engine does not take this fabric", zap.String("engine", name), zap.Error(err))
-				continue
-			}
-			rep := routing.Check(tb, routing.CheckOptions{})
-			if rep.Unreachable > 0 {
-				continue
-			}
-			if !rep.DeadlockFree {
-				try.label += " (every pair, but not deadlock-free)"
-			}
-			suit = append(suit, suited{try.label, rep.DeadlockFree})
-			break
-		}
-	}
+// engineAdvice is routing.Suggest as flags: "; engines that route it: -e X, or ...", or "" when
+// no engine does.
+func engineAdvice(fab *topology.Fabric, engine string, opt routing.Options) string {
+	suit := routing.Suggest(fab, engine, opt)
 	if len(suit) == 0 {
 		return ""
 	}
-	// Deadlock-free engines first: those are the ones to use.
-	slices.SortStableFunc(suit, func(a, b suited) int {
-		switch {
-		case a.deadlockFree == b.deadlockFree:
-			return 0
-		case a.deadlockFree:
-			return -1
-		}
-		return 1
-	})
 	labels := make([]string, len(suit))
 	for i, su := range suit {
-		labels[i] = su.label
-	}
-	return "; engines that route it: " + strings.Join(labels, ", or ")
-}
-
-// engineTrial is one way to run an engine when looking for one that suits a fabric.
-type engineTrial struct {
-	label string
-	roots []topology.VertexID
-}
-
-// engineTrials lists the ways to try engine name: updn first with its default roots (unless those
-// just failed: it was run without --roots) and then with one root, the first switch of the top level, since up*/down* from a
-// single root reaches every pair of a connected fabric.
-func engineTrials(fab *topology.Fabric, name, failed string, opt routing.Options) []engineTrial {
-	if name != "updn" {
-		return []engineTrial{{label: "-e " + name}}
-	}
-	var trials []engineTrial
-	if failed != "updn" || len(opt.Roots) > 0 {
-		trials = append(trials, engineTrial{label: "-e updn"})
-	}
-	g := fab.Graph
-	root, top := topology.VertexID(-1), -1
-	for v := range topology.VertexID(g.NumVertices()) {
-		if g.Kind(v) == topology.Switch && g.Level(v) > top {
-			root, top = v, g.Level(v)
+		labels[i] = "-e " + su.Engine
+		if len(su.Roots) > 0 {
+			labels[i] += " --roots " + fab.VertexName(su.Roots[0])
+		}
+		if !su.DeadlockFree {
+			labels[i] += " (every pair, but not deadlock-free)"
 		}
 	}
-	if root >= 0 {
-		trials = append(trials, engineTrial{label: "-e updn --roots " + fab.VertexName(root), roots: []topology.VertexID{root}})
-	}
-	return trials
+	return "; engines that route it: " + strings.Join(labels, ", or ")
 }

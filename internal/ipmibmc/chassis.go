@@ -60,7 +60,7 @@ var bootTargets = map[string]string{"pxe": "Pxe", "none": "", "default": "", "cd
 // the device first ("0x20 get power boot", "0x20 set power 1"), and returns its output.
 func (c *Chassis) Handle(ctx context.Context, args []string) (string, error) {
 	if len(args) < 2 {
-		return "", fmt.Errorf("chassis: %q: want DEVICE get|set PARAM...", strings.Join(args, " "))
+		return "", fmt.Errorf("chassis: %q: want DEVICE get|set PARAMS", strings.Join(args, " "))
 	}
 	switch op, params := args[1], args[2:]; op {
 	case "get":
