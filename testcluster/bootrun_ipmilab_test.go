@@ -140,7 +140,7 @@ func TestBootRunIPMILab(t *testing.T) {
 		addr := l.labs.BMCs[node]
 		host, port, _ := strings.Cut(addr, ":")
 		// -C 3: ipmi_sim never answers the cipher suite query ipmitool makes without it.
-		all := append([]string{"-I", "lanplus", "-C", "3", "-H", host, "-p", port, "-U", "admin", "-E"}, args...)
+		all := append([]string{"-I", "lanplus", "-C", "3", "-N", "10", "-H", host, "-p", port, "-U", "admin", "-E"}, args...)
 		cmd := exec.CommandContext(ctx, ipmitool, all...)
 		cmd.Env = append(os.Environ(), "IPMI_PASSWORD="+password)
 		out, err := cmd.CombinedOutput()

@@ -93,7 +93,7 @@ func TestClusterBMCIPMI(t *testing.T) {
 	defer cancel()
 	tool := func(args ...string) string {
 		t.Helper()
-		all := append([]string{"-I", "lanplus", "-C", "3", "-H", host, "-p", port, "-U", "admin", "-P", "lab-secret"}, args...)
+		all := append([]string{"-I", "lanplus", "-C", "3", "-N", "10", "-H", host, "-p", port, "-U", "admin", "-P", "lab-secret"}, args...)
 		out, err := exec.CommandContext(ctx, ipmitool, all...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("ipmitool %s: %v\n%s", strings.Join(args, " "), err, out)
