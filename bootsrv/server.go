@@ -50,6 +50,7 @@ type Server struct {
 	reg     *prometheus.Registry
 	auth    *bootconfig.Authority // the home ownership: the static deal, no server dead
 	hier    *topology.Hierarchy
+	graph   *topology.Graph // the machine's graph: the hierarchy's, and the swarm's peer order
 	tracker *nodestate.Tracker
 	store   nodestate.StateStore
 	fleet   *fleetRuntime // nil for a single server
@@ -114,7 +115,7 @@ func New(cfg *bootconfig.Config, opts Options) (_ *Server, err error) {
 	if err := s.loadOverlays(); err != nil {
 		return nil, err
 	}
-	if s.swarm, err = newSwarm(cfg, s.auth.Inventory(), s.reg, opts.Now); err != nil {
+	if s.swarm, err = newSwarm(s.graph, s.auth.Inventory(), s.reg, opts.Now); err != nil {
 		return nil, err
 	}
 	tracked, err := s.openStore(opts)
@@ -162,10 +163,12 @@ func newServer(cfg *bootconfig.Config, opts Options) *Server {
 // the inventory against the configuration. It returns the mapping's algorithm.
 func (s *Server) loadMachine() (algo string, err error) {
 	cfg := s.cfg
-	var inv *bootconfig.Inventory
-	if inv, s.hier, err = loadMachineFiles(cfg.Topology, cfg.Inventory); err != nil {
+	m, err := bootconfig.LoadMachine(cfg.Topology, cfg.Inventory, 1)
+	if err != nil {
 		return "", err
 	}
+	inv := m.Inventory
+	s.graph, s.hier = m.Graph, m.Graph.Hierarchy()
 	a, err := bootconfig.AssignServers(s.hier, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
 	if err != nil {
 		return "", fmt.Errorf("mapping: %w", err)
@@ -180,16 +183,6 @@ func (s *Server) loadMachine() (algo string, err error) {
 		return "", fmt.Errorf("reservations: %w", err)
 	}
 	return a.Algo, nil
-}
-
-// loadMachineFiles loads a topology (a preset or a file; "" is the flat machine the inventory
-// describes) and the inventory placed on it, by bootconfig's one loader.
-func loadMachineFiles(topo, invPath string) (*bootconfig.Inventory, *topology.Hierarchy, error) {
-	m, err := bootconfig.LoadMachine(topo, invPath, 1)
-	if err != nil {
-		return nil, nil, err
-	}
-	return m.Inventory, m.Graph.Hierarchy(), nil
 }
 
 // openImages opens the image store, the iPXE binaries and what HTTP serves from them, and checks

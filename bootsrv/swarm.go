@@ -41,8 +41,12 @@ type swarm struct {
 	now    func() time.Time
 	m      swarmMetrics
 
+	// metaMu serializes building metainfo (a blob is hashed once however many nodes ask) without
+	// holding mu, which every announce takes.
+	metaMu sync.Mutex
+	meta   map[string][]byte // blob sha256 -> bencoded metainfo
+
 	mu      sync.Mutex
-	meta    map[string][]byte           // blob sha256 -> bencoded metainfo
 	byHash  map[metainfo.Hash]string    // info hash -> blob sha256: only these are tracked
 	peers   map[metainfo.Hash]peerTable // info hash -> node name -> peer
 	buckets map[string]*announceBucket  // node name -> its announce allowance
@@ -53,13 +57,9 @@ type swarmMetrics struct {
 	peersGiven prometheus.Counter
 }
 
-// newSwarm places the inventory's nodes on the fabric the server was configured with (a preset, a
-// machine file, or the flat machine of an inventory without topology) for the peer order.
-func newSwarm(cfg *bootconfig.Config, inv *bootconfig.Inventory, reg prometheus.Registerer, now func() time.Time) (*swarm, error) {
-	g, err := fabricGraph(cfg.Topology, inv)
-	if err != nil {
-		return nil, err
-	}
+// newSwarm places the inventory's nodes on g, the machine the server loaded (a preset, a machine
+// file, or the flat machine of an inventory without topology), for the peer order.
+func newSwarm(g *topology.Graph, inv *bootconfig.Inventory, reg prometheus.Registerer, now func() time.Time) (*swarm, error) {
 	sw := &swarm{g: g, vertex: make(map[string]topology.VertexID, len(inv.Nodes)), now: now,
 		meta: map[string][]byte{}, byHash: map[metainfo.Hash]string{}, peers: map[metainfo.Hash]peerTable{},
 		buckets: map[string]*announceBucket{}}
@@ -85,29 +85,6 @@ func newSwarm(cfg *bootconfig.Config, inv *bootconfig.Inventory, reg prometheus.
 		return nil, err
 	}
 	return sw, nil
-}
-
-// fabricGraph builds the graph of the topology the server serves ("" is the inventory's flat
-// machine, as bootconfig.FlatHierarchy builds it).
-func fabricGraph(topo string, inv *bootconfig.Inventory) (*topology.Graph, error) {
-	m := (*topology.Machine)(nil)
-	if topo == "" {
-		names := make([]string, len(inv.Nodes))
-		for i, n := range inv.Nodes {
-			names[i] = n.Name
-		}
-		m = topology.Flat(names, 1)
-	} else {
-		var err error
-		if m, err = topology.Load(topo); err != nil {
-			return nil, fmt.Errorf("topology: %w", err)
-		}
-	}
-	g, err := m.Build()
-	if err != nil {
-		return nil, fmt.Errorf("topology %s: %w", m.Name, err)
-	}
-	return g, nil
 }
 
 // pieceLength picks a piece size for a blob: 256 KiB, doubled until the blob has at most 2048
@@ -187,11 +164,12 @@ func (s *Server) handleMetainfo(w http.ResponseWriter, r *http.Request) {
 	w.Write(data)
 }
 
-// metainfo returns the cached metainfo of b, building it from open's reader the first time. The
-// lock is held while hashing, so that many nodes asking at once hash the blob once.
+// metainfo returns the cached metainfo of b, building it from open's reader the first time.
+// metaMu is held while hashing, so that many nodes asking at once hash the blob once; announces,
+// under mu, go on meanwhile.
 func (sw *swarm) metainfo(b images.Blob, open func() (io.ReadCloser, error), baseURL string) ([]byte, error) {
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
+	sw.metaMu.Lock()
+	defer sw.metaMu.Unlock()
 	if data, ok := sw.meta[b.SHA256]; ok {
 		return data, nil
 	}
@@ -204,6 +182,9 @@ func (sw *swarm) metainfo(b images.Blob, open func() (io.ReadCloser, error), bas
 	if err != nil {
 		return nil, err
 	}
-	sw.meta[b.SHA256], sw.byHash[ih] = data, b.SHA256
+	sw.meta[b.SHA256] = data
+	sw.mu.Lock()
+	sw.byHash[ih] = b.SHA256
+	sw.mu.Unlock()
 	return data, nil
 }
