@@ -1,6 +1,7 @@
 package bootapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -55,10 +56,10 @@ func getJSON[T any](ctx context.Context, c *Client, path string) (*T, error) {
 	return &out, nil
 }
 
-// postJSON makes an operator request and decodes its answer into a new T.
+// postJSON makes an operator request with no body and decodes its answer into a new T.
 func postJSON[T any](ctx context.Context, c *Client, what, path, token string) (*T, error) {
 	var out T
-	if err := c.operatorPost(ctx, what, path, token, &out); err != nil {
+	if err := c.operatorRequest(ctx, what, path, token, nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -109,14 +110,36 @@ func (c *Client) PowerOff(ctx context.Context, name, token string) (*PowerOffRes
 	return postJSON[PowerOffResponse](ctx, c, "power-off", "/api/v1/nodes/"+url.PathEscape(name)+"/power-off", token)
 }
 
-// operatorPost makes an operator request (what names it in errors) and decodes its answer.
-func (c *Client) operatorPost(ctx context.Context, what, path, token string, v any) error {
+// AnnounceRun tells the server a bootctl boot run's prediction (POST /api/v1/run), with the
+// operator token, so that its boot page draws the prediction beside what it measures.
+func (c *Client) AnnounceRun(ctx context.Context, run *RunPrediction, token string) (*RunResponse, error) {
+	body, err := json.Marshal(run)
+	if err != nil {
+		return nil, fmt.Errorf("run prediction: %w", err)
+	}
+	var out RunResponse
+	if err := c.operatorRequest(ctx, "run prediction", RunPath, token, body, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// operatorRequest POSTs an operator request (what names it in errors) with body (nil: none) and
+// decodes its answer.
+func (c *Client) operatorRequest(ctx context.Context, what, path, token string, body []byte, v any) error {
 	u := strings.TrimSuffix(c.BaseURL, "/") + path
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, rd)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
@@ -126,18 +149,18 @@ func (c *Client) operatorPost(ctx context.Context, what, path, token string, v a
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
 		return fmt.Errorf("%s: POST %s: %w", what, u, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e ErrorBody
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		if json.Unmarshal(answer, &e) == nil && e.Error != "" {
 			return fmt.Errorf("%s: POST %s: %s: %s", what, u, resp.Status, e.Error)
 		}
 		return fmt.Errorf("%s: POST %s: %s", what, u, resp.Status)
 	}
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := json.Unmarshal(answer, v); err != nil {
 		return fmt.Errorf("%s: POST %s: not a bootfabric answer: %w", what, u, err)
 	}
 	return nil

@@ -77,3 +77,31 @@ type MembershipView struct {
 type ErrorBody struct {
 	Error string `json:"error"`
 }
+
+// RunPath is where a bootctl boot run announces its prediction (POST, operator token).
+const RunPath = "/api/v1/run"
+
+// RunPrediction is the body of POST /api/v1/run: a bootctl boot run's predicted time to healthy
+// of each node it boots. Times count from the run's start; ElapsedSeconds says how long ago, by
+// the sender's clock, the run started, so that the server places the start on its own clock and
+// a skew between the two clocks moves nothing.
+type RunPrediction struct {
+	// Run names the run for the page (its journal's file name).
+	Run            string    `json:"run"`
+	ElapsedSeconds float64   `json:"elapsed_seconds"`
+	Nodes          []RunNode `json:"nodes"`
+}
+
+// RunNode is one node of a run and its predicted seconds from the run's start to healthy.
+type RunNode struct {
+	Name      string  `json:"name"`
+	HealthyAt float64 `json:"healthy_at"`
+}
+
+// RunResponse answers a run's prediction: how many of its nodes the server keeps (its own) and
+// how many it left to other servers.
+type RunResponse struct {
+	Server   string `json:"server"`
+	Accepted int    `json:"accepted"`
+	Ignored  int    `json:"ignored"`
+}

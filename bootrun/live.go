@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/power"
 	"go.uber.org/zap"
@@ -40,6 +41,11 @@ type Live struct {
 	// RebootHealthy boots the nodes that are healthy on the servers as well (a re-image, a new
 	// kernel): armed on their servers and power cycled, where by default they are skipped.
 	RebootHealthy bool
+	// Prediction, when set, is the run's dry run: at the start its times to healthy are told to
+	// the servers (when Servers can take them, RunAnnouncer), whose boot pages draw them beside
+	// what they measure. RunName names the run there.
+	Prediction *Prediction
+	RunName    string
 
 	start    time.Time
 	baseline []int
@@ -78,6 +84,7 @@ func (l *Live) Run(ctx context.Context) ([]NodeRecord, error) {
 		word = RunResumed
 	}
 	l.runEvent(word, "")
+	l.announce(ctx)
 	l.scan() // the nodes skipped or restored before Start
 	if err := l.act(ctx, l.Controller.Start(l.now())); err != nil {
 		return nil, err
@@ -104,6 +111,30 @@ func (l *Live) Run(ctx context.Context) ([]NodeRecord, error) {
 }
 
 func (l *Live) now() float64 { return l.Now().Sub(l.start).Seconds() }
+
+// announce tells the servers the prediction of the nodes the run boots. A server that cannot
+// take it costs the run nothing but its page's dashed curve: a warning, and the run goes on.
+func (l *Live) announce(ctx context.Context) {
+	a, ok := l.Servers.(RunAnnouncer)
+	if !ok || l.Prediction == nil {
+		return
+	}
+	skipped := make(map[string]bool) // healthy before the run and left alone
+	for _, r := range l.Controller.Records() {
+		skipped[r.Name] = r.Skipped
+	}
+	run := &bootapi.RunPrediction{Run: l.RunName, ElapsedSeconds: l.now(), Nodes: []bootapi.RunNode{}}
+	for _, r := range l.Prediction.Records {
+		if r.Phase == Healthy && !r.Skipped && !skipped[r.Name] {
+			run.Nodes = append(run.Nodes, bootapi.RunNode{Name: r.Name, HealthyAt: r.HealthAt})
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := a.AnnounceRun(ctx, run); err != nil {
+		l.Log.Warn("telling the boot servers the run's prediction (their boot pages will not draw it)", zap.Error(err))
+	}
+}
 
 // init reads the servers once: a node healthy now is skipped unless RebootHealthy (or, resumed,
 // kept as the journal has it), and every node's attempt count is the baseline its next boot is

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/power"
@@ -27,6 +28,15 @@ type fakeFleet struct {
 	// healthy, when set, is called (without mu) as a node turns Healthy.
 	healthy func(name string)
 	cycles  map[string]int // power cycles asked, by node
+	// announced is the run prediction the live run told (RunAnnouncer).
+	announced *bootapi.RunPrediction
+}
+
+func (f *fakeFleet) AnnounceRun(_ context.Context, run *bootapi.RunPrediction) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.announced = run
+	return nil
 }
 
 func (f *fakeFleet) States(context.Context) (map[string]NodeState, error) {
@@ -304,15 +314,17 @@ func TestLiveJournalsTheRun(t *testing.T) {
 // TestLiveRebootHealthy: healthy nodes are skipped by default; with RebootHealthy each is armed
 // on its servers and power cycled (power on would do nothing to a running node), and boots a new
 // attempt to healthy. A node its servers show pending after a power off is booted either way.
+// The servers are told the predicted times of the nodes the run boots, not of those it skips.
 func TestLiveRebootHealthy(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		reboot  bool
 		skipped int
 		cycled  []string
+		told    []bootapi.RunNode
 	}{
-		{"default: skipped", false, 2, nil},
-		{"reboot healthy", true, 0, []string{"a", "b"}},
+		{"default: skipped", false, 2, nil, []bootapi.RunNode{{Name: "c", HealthyAt: 3}}},
+		{"reboot healthy", true, 0, []string{"a", "b"}, []bootapi.RunNode{{Name: "a", HealthyAt: 1}, {Name: "b", HealthyAt: 2}, {Name: "c", HealthyAt: 3}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			names := []string{"a", "b", "c"}
@@ -320,6 +332,8 @@ func TestLiveRebootHealthy(t *testing.T) {
 				"c": {State: nodestate.Pending, Attempt: 1}}, armed: map[string]bool{}, ons: map[string][]time.Time{}, tick: 10 * time.Millisecond}
 			l := liveRun(t, f, names, filepath.Join(t.TempDir(), "j"), false)
 			l.RebootHealthy = tc.reboot
+			l.RunName, l.Prediction = "j", &Prediction{Records: []NodeRecord{{Name: "a", Phase: Healthy, HealthAt: 1},
+				{Name: "b", Phase: Healthy, HealthAt: 2}, {Name: "c", Phase: Healthy, HealthAt: 3}}}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			recs, err := l.Run(ctx)
@@ -346,6 +360,9 @@ func TestLiveRebootHealthy(t *testing.T) {
 			slices.Sort(cycled)
 			if skipped != tc.skipped || !slices.Equal(cycled, tc.cycled) || len(f.ons["c"]) != 1 {
 				t.Errorf("skipped %d, cycled %v, c powered %d times; want %d, %v, 1", skipped, cycled, len(f.ons["c"]), tc.skipped, tc.cycled)
+			}
+			if f.announced == nil || f.announced.Run != "j" || !slices.Equal(f.announced.Nodes, tc.told) {
+				t.Errorf("told the servers %+v, want run j with %v", f.announced, tc.told)
 			}
 			for _, n := range tc.cycled {
 				if f.states[n].Attempt != 2 {

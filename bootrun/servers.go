@@ -92,6 +92,27 @@ func (h *HTTPServers) progress(ctx context.Context, u string) ([]nodestate.LiveN
 	return out, nil
 }
 
+// RunAnnouncer is what Servers may also do: tell the servers a run's prediction, for their
+// boot pages.
+type RunAnnouncer interface {
+	AnnounceRun(ctx context.Context, run *bootapi.RunPrediction) error
+}
+
+// AnnounceRun tells every server the run's prediction; each keeps its own nodes'. It fails only
+// when no server took it.
+func (h *HTTPServers) AnnounceRun(ctx context.Context, run *bootapi.RunPrediction) error {
+	var errs []error
+	for _, u := range h.URLs {
+		if _, err := (&bootapi.Client{BaseURL: u, HTTP: h.HTTP}).AnnounceRun(ctx, run, h.Tokens[u]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == len(h.URLs) {
+		return errors.Join(errs...)
+	}
+	return nil
+}
+
 // ArmReboot asks the server that holds the node, or every server when none is known.
 func (h *HTTPServers) ArmReboot(ctx context.Context, name, server string) error {
 	urls := h.URLs

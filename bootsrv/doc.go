@@ -12,7 +12,8 @@
 // with a per-node token (HMAC of its name under the server's secret) that only its own iPXE script
 // carries, served only to the node's address; health reports and the downloads that move a node
 // need the token and the node's address, and only a full delivery counts. The operator API
-// (reboot, and power-off: POST /api/v1/nodes/{name}/power-off) needs a bearer token from a file
+// (reboot, power-off, and a bootctl boot run's prediction for the boot page: runcurve.go) needs a
+// bearer token from a file
 // and, by default, the server's own host. The HTTP server has
 // timeouts, merges and caps Range requests and caps connections per client (files.go,
 // connlimit.go).

@@ -69,6 +69,7 @@ func (s *Server) Handler() http.Handler {
 	route("POST /api/v1/nodes/{name}/health", s.handleHealth)
 	route("POST /api/v1/nodes/{name}/reboot", s.handleReboot)
 	route("POST /api/v1/nodes/{name}/power-off", s.handlePowerOff)
+	route("POST "+bootapi.RunPath, s.handleRun)
 	route("GET /api/v1/nodes", s.handleNodes)
 	route("GET /api/v1/nodes/{name}", s.handleNode)
 	route("GET /api/v1/summary", s.handleSummary)

@@ -62,7 +62,8 @@ type Server struct {
 	overlays []nodeOverlay
 	httpm    *httpMetrics
 
-	swarm *swarm // the tracker of peer delivery (swarm.go)
+	swarm *swarm   // the tracker of peer delivery (swarm.go)
+	runs  runBoard // the latest bootctl boot run's prediction, for the boot page (runcurve.go)
 
 	nodes         nodeAuth // node tokens (nil secret: node_auth off)
 	operatorToken []byte

@@ -88,11 +88,13 @@ type WebCount struct {
 	Nodes int    `json:"nodes"`
 }
 
-// WebCurve is the boot as the server measured it: the current attempts' start and, in seconds
-// after it, when each healthy node became healthy (sorted), for the page's curve of nodes healthy
-// over time. Prediction is the curve a bootctl boot run predicted; the server has no way to learn
-// a run today, so it is always empty and the page says so.
+// WebCurve is the boot as the server measured it: the start and, in seconds after it, when each
+// healthy node became healthy (sorted), for the page's curve of nodes healthy over time. Without
+// a run, the curve is every node's and starts with the current attempts. Once a bootctl boot run
+// announced its prediction (Run names it), the curve is the run's nodes' since the run's start,
+// and Prediction their predicted times to healthy (sorted).
 type WebCurve struct {
+	Run        string    `json:"run,omitempty"`
 	Start      time.Time `json:"start,omitzero"`
 	Nodes      int       `json:"nodes"`
 	Healthy    []float64 `json:"healthy"`
@@ -340,6 +342,9 @@ func buildWebView(s *Server, nodes []nodestate.NodeStatus) *WebView {
 		v.States = append(v.States, WebCount{State: st.String(), Nodes: counts[st]})
 	}
 	v.Curve = measuredCurve(nodes)
+	if run := s.runs.current(); run != nil {
+		v.Curve = runCurve(nodes, run)
+	}
 	return v
 }
 

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/internal/testenv"
 	"github.com/bootfabric/bootfabric/nodestate"
@@ -303,6 +304,22 @@ func TestWebPageBrowser(t *testing.T) {
 	waitPage("node01 after its failed report", `document.querySelector('[data-node="node01"]').dataset.state`, "failed")
 	waitPage("node01's error as text", `document.querySelectorAll("body img, main script").length + " " + document.querySelector('#failed [data-node="node01"] .error').textContent.includes("<img src=x") + " " + document.title`,
 		"0 true bootfabric: bs0")
+
+	// A bootctl boot run tells the server its prediction: the page draws it dashed, and the
+	// measured curve becomes the run's nodes' since its start (node00, healthy before it, is not).
+	if _, err := (&bootapi.Client{BaseURL: base}).AnnounceRun(ctx, &bootapi.RunPrediction{Run: "boot.journal",
+		Nodes: []bootapi.RunNode{{Name: "node00", HealthyAt: 20}, {Name: "node01", HealthyAt: 25}, {Name: "node02", HealthyAt: 30}}},
+		string(s.operatorToken)); err != nil {
+		t.Fatal(err)
+	}
+	waitPage("the run's prediction", `document.querySelector("#prediction-note").dataset.predicted + " " + document.querySelectorAll("#curve .predicted").length + " " + document.querySelector("#curve .measured").dataset.healthy`, "3 1 0")
+	if _, _, err := s.tracker.Observe("node02", nodestate.EvDiscover, "test: the run's boot"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.tracker.Report("node02", nodestate.Health{Status: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	waitPage("the run's node healthy", `document.querySelector("#curve .measured").dataset.healthy + " " + document.querySelector("#curve-note").textContent.startsWith("1 of 3 nodes of the run healthy, 1 failed")`, "1 true")
 
 	c.mu.Lock()
 	defer c.mu.Unlock()

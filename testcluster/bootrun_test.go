@@ -1,6 +1,7 @@
 package testcluster
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootconfig"
+	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/internal/ipmisim"
 	"github.com/bootfabric/bootfabric/internal/testenv"
 	"github.com/bootfabric/bootfabric/internal/testfix"
@@ -261,12 +263,47 @@ func (s *bootRunSetup) checkPowerOffThenBoot(t *testing.T, ctx context.Context) 
 			t.Errorf("node %s: %s skipped %v, want healthy skipped %v", r.Name, r.Phase, r.Skipped, wantSkip)
 		}
 	}
+	s.checkPageCurve(t, ctx, filepath.Base(s.journal), len(res.Records)-res.Skipped)
 	for _, n := range []string{a, b} {
 		if after[n].State != nodestate.Healthy || after[n].Attempt <= before[n].Attempt || after[n].PoweredOff {
 			t.Errorf("node %s on the server: %v attempt %d (before %d) powered off %v; want healthy in a new attempt",
 				n, after[n].State, after[n].Attempt, before[n].Attempt, after[n].PoweredOff)
 		}
 	}
+}
+
+// checkPageCurve: the run told the server its prediction, and the boot page's curve is the run's:
+// its name, the predicted times of the nodes it booted (not of the skipped ones), and the two
+// nodes it brought to healthy since its start.
+func (s *bootRunSetup) checkPageCurve(t *testing.T, ctx context.Context, run string, booted int) {
+	req, err := http.NewRequestWithContext(ctx, "GET", s.server+"/ui/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev bootsrv.WebEvent
+		if err := json.Unmarshal([]byte(data), &ev); err != nil || ev.View == nil {
+			t.Fatalf("the page's first event: %v\n%s", err, data)
+		}
+		c := ev.View.Curve
+		if c.Run != run || len(c.Prediction) != booted || c.Nodes != booted || len(c.Healthy) != 2 {
+			t.Errorf("the page's curve: run %q, %d predicted of %d nodes, %d healthy; want run %q, %d predicted and nodes, 2 healthy",
+				c.Run, len(c.Prediction), c.Nodes, len(c.Healthy), run, booted)
+		}
+		return
+	}
+	t.Fatalf("the page's event stream ended before an event: %v", sc.Err())
 }
 
 // nodeStates reads every node's status from the server, by name.

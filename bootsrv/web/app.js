@@ -125,12 +125,15 @@
     const m = svg("polyline", { class: "measured", points: steps(c.healthy, Math.max(elapsed, c.healthy.length ? c.healthy[c.healthy.length - 1] : 0)) });
     m.dataset.healthy = String(c.healthy.length);
     box.appendChild(m);
-    let note = c.healthy.length + " of " + c.nodes + " nodes healthy";
+    const since = c.start ? ago(c.start) + " (" + c.start.replace("T", " ").replace(/\.\d+/, "").replace("Z", " UTC") + ")" : "";
+    let note = c.healthy.length + " of " + c.nodes + (c.run ? " nodes of the run healthy" : " nodes healthy");
     if (c.failed) note += ", " + c.failed + " failed";
-    if (c.start) note += "; the current boot attempts began " + ago(c.start) + " (" + c.start.replace("T", " ").replace(/\.\d+/, "").replace("Z", " UTC") + ")";
+    if (since) note += c.run ? "; the run began " + since : "; the current boot attempts began " + since;
     document.getElementById("curve-note").textContent = note;
-    document.getElementById("prediction-note").textContent = pred.length
-      ? "dashed: the prediction of the bootctl boot run"
+    const p = document.getElementById("prediction-note");
+    p.dataset.predicted = String(pred.length);
+    p.textContent = c.run
+      ? "solid: measured by this server; dashed: predicted by the bootctl boot run " + c.run + " (" + pred.length + " nodes, the last healthy at " + (pred.length ? pred[pred.length - 1].toFixed(1) : "0") + " s)"
       : "No bootctl boot run has told this server its prediction: the curve is what the server measured.";
   }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"os/signal"
 	"syscall"
 	"time"
@@ -49,7 +50,8 @@ func bootLive(e *env, c *cli.Context, format string, s *bootSetup, pred *bootrun
 	}
 	live := &bootrun.Live{Controller: ctl, Names: s.names(), Power: targets, PowerOpts: opts,
 		Servers:     &bootrun.HTTPServers{URLs: servers, HTTP: &http.Client{Timeout: 10 * time.Second}, Tokens: tokens},
-		ControlFile: journalPath + ".control", Poll: c.Duration("poll"), Log: e.log, RebootHealthy: c.Bool("reboot-healthy")}
+		ControlFile: journalPath + ".control", Poll: c.Duration("poll"), Log: e.log, RebootHealthy: c.Bool("reboot-healthy"),
+		Prediction: pred, RunName: filepath.Base(journalPath)}
 	if live.Journal, live.Resumed, err = openBootJournal(c, journalPath, live.Names); err != nil {
 		return err
 	}
