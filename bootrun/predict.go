@@ -35,6 +35,8 @@ type Prediction struct {
 	// Events counts the controller's decisions (its events).
 	Events int                   `json:"-"`
 	Flow   *fabricsim.FlowResult `json:"-"`
+	// LimitChanges are the moves of the links' limits in the simulated run.
+	LimitChanges []LimitChange `json:"-"`
 }
 
 // Predict runs the controller against the flow simulator: a node powers on when the controller
@@ -68,7 +70,7 @@ func Predict(ctx context.Context, in PredictInput) (*Prediction, error) {
 	for i, nr := range res.NodeResults {
 		recs[i].BootAt, recs[i].HealthAt = nr.DoneSeconds-flow.HealthSeconds, nr.DoneSeconds
 	}
-	return &Prediction{Makespan: res.BatchSeconds, PeakInFlight: plant.peak, Records: recs, Events: c.Events(), Flow: res}, nil
+	return &Prediction{Makespan: res.BatchSeconds, PeakInFlight: plant.peak, Records: recs, Events: c.Events(), Flow: res, LimitChanges: c.LimitChanges()}, nil
 }
 
 func lenNodes(l *Limits) int {
@@ -110,6 +112,8 @@ func (p *simPlant) Admit(now float64, finished []int) ([]fabricsim.Arrival, floa
 		p.act(now, p.c.Handle(now, Event{Kind: Observed, Node: i, Phase: Booted}))
 		p.act(now, p.c.Handle(now, Event{Kind: Observed, Node: i, Phase: Healthy}))
 	}
+	// A wake with nothing else to tell (a pace's time) is a tick: admission looks again.
+	p.act(now, p.c.Handle(now, Event{Kind: Tick}))
 	for k := 0; k < len(p.answer); k++ {
 		p.act(now, p.c.Handle(now, Event{Kind: PowerAnswered, Node: p.answer[k]}))
 	}

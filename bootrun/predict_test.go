@@ -3,6 +3,7 @@ package bootrun
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"runtime"
 	"testing"
@@ -157,5 +158,33 @@ func TestFitEfficiency(t *testing.T) {
 				t.Errorf("efficiency %v predicts %.2f s, want under 1 and within 2 %% of %.2f s", eff, got.Makespan, tc.measured)
 			}
 		})
+	}
+}
+
+// TestSimPlantPaceWake: the dry run wakes the controller at a pace's time with nothing else to
+// tell it, and the paced node powers on then, not at the next node's files in (it waited for
+// the next event before, and the dry run lagged the live run's pacing).
+func TestSimPlantPaceWake(t *testing.T) {
+	nodes := make([]Node, 6)
+	for i := range nodes {
+		nodes[i] = Node{Name: fmt.Sprint("n", i), Resources: []int32{0}}
+	}
+	c, err := New(Config{Caps: []int{2}, Expect: Expect{Transfer: 2}, Factor: math.Inf(1)}, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &simPlant{c: c, post: 10}
+	if on, wake := p.Admit(0, nil); len(on) != 2 || wake != 10 {
+		t.Fatalf("at 0: %v powered, wake at %v; want 2 and 10 (their DHCP)", on, wake)
+	}
+	p.Admit(10, nil) // both ask DHCP: POST measured 10 s, both slots held
+	// Node 0's files are in after 2 s: a slot frees, the pipe (2 slots / 2 s x 10 s) takes
+	// nodes on their way, and paces the next one a service time later.
+	_, wake := p.Admit(12, []int{0})
+	if !(wake > 12 && wake < 20) {
+		t.Fatalf("at 12: wake at %v; want a pace's time, before any DHCP request is due (22)", wake)
+	}
+	if on, _ := p.Admit(wake, nil); len(on) != 1 || on[0].At != wake+10 {
+		t.Fatalf("at the pace's time %v: %v powered; want one node", wake, on)
 	}
 }

@@ -255,6 +255,9 @@ func (s *compareSetup) measure(b testing.TB, way string) compareRun {
 		}
 	}
 	r.Makespan = last - first
+	if r.Healthy == 0 {
+		r.Makespan = math.NaN() // no node reported: no makespan
+	}
 	return r
 }
 
