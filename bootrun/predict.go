@@ -35,8 +35,6 @@ type Prediction struct {
 	// Events counts the controller's decisions (its events).
 	Events int                   `json:"-"`
 	Flow   *fabricsim.FlowResult `json:"-"`
-	// LimitChanges are the moves of the links' limits in the simulated run.
-	LimitChanges []LimitChange `json:"-"`
 }
 
 // Predict runs the controller against the flow simulator: a node powers on when the controller
@@ -70,7 +68,7 @@ func Predict(ctx context.Context, in PredictInput) (*Prediction, error) {
 	for i, nr := range res.NodeResults {
 		recs[i].BootAt, recs[i].HealthAt = nr.DoneSeconds-flow.HealthSeconds, nr.DoneSeconds
 	}
-	return &Prediction{Makespan: res.BatchSeconds, PeakInFlight: plant.peak, Records: recs, Events: c.Events(), Flow: res, LimitChanges: c.LimitChanges()}, nil
+	return &Prediction{Makespan: res.BatchSeconds, PeakInFlight: plant.peak, Records: recs, Events: c.Events(), Flow: res}, nil
 }
 
 func lenNodes(l *Limits) int {
