@@ -65,7 +65,7 @@ func bootLive(e *env, c *cli.Context, format string, s *bootSetup, pred *bootrun
 		return fmt.Errorf("boot: %w (the journal %s keeps the run: rerun with --resume)", err, journalPath)
 	}
 	e.log.Info("boot run finished", zap.Duration("took", time.Since(started)))
-	res := bootRunOf(recs, pred, ctl.PausedBecause())
+	res := bootrun.ResultOf(recs, pred, ctl.PausedBecause())
 	res.Links, res.LimitChanges, res.PatienceSeconds = s.limits.Names, ctl.LimitChanges(), ctl.Patience()
 	if format == "table" {
 		writeBootLimits(e, res)
@@ -127,56 +127,12 @@ func bootStatus(e *env, c *cli.Context) error {
 	if err != nil {
 		return badInput("--journal: %w", err)
 	}
-	recs := make([]bootrun.NodeRecord, len(j.Nodes))
-	for i, name := range j.Nodes {
-		recs[i] = bootrun.NodeRecord{Name: name}
-		if j.Last[i] != nil {
-			recs[i] = j.Last[i].Record
-		}
-	}
-	r := bootRunOf(recs, nil, j.Paused())
-	r.JournalVersion, r.Events = j.Version, j.Events
-	for i, e := range j.Last {
-		if e != nil {
-			r.Records[i].Server = e.Server
-			if !e.Time.IsZero() {
-				at := e.Time
-				r.Records[i].Changed = &at
-			}
-		}
-	}
-	return writeBootRun(e, format, r)
-}
-
-// bootRunResult is what a run came to.
-type bootRunResult struct {
-	Nodes   int `json:"nodes"`
-	Healthy int `json:"healthy"`
-	Failed  int `json:"failed"`
-	Skipped int `json:"skipped"`
-	Pending int `json:"pending"`
-	// MakespanSeconds is when the last node powered by the run became healthy, from the
-	// run's start; PredictedSeconds what the dry run of the same nodes says.
-	MakespanSeconds  float64 `json:"makespan_seconds"`
-	PredictedSeconds float64 `json:"predicted_seconds,omitempty"`
-	// SkippedReason says why the skipped nodes were not powered, and how to boot them.
-	SkippedReason string `json:"skipped_reason,omitempty"`
-	Paused        string `json:"paused,omitempty"`
-	// JournalVersion and Events come from a journal (boot status): the run's start, pauses,
-	// resumes, abort and end.
-	JournalVersion int                `json:"journal_version,omitempty"`
-	Events         []bootrun.RunEvent `json:"run_events,omitempty"`
-	Records        []bootNodeRow      `json:"nodes_detail"`
-	// Links names the resources whose limits adapted, LimitChanges every move of them, and
-	// PatienceSeconds the firmware's patience the run learned (a live run only).
-	Links           []string              `json:"links,omitempty"`
-	LimitChanges    []bootrun.LimitChange `json:"limit_changes,omitempty"`
-	PatienceSeconds float64               `json:"patience_seconds,omitempty"`
+	return writeBootRun(e, format, bootrun.JournalResult(j))
 }
 
 // writeBootLimits prints how each link's limit moved: where it started, the range it moved in,
 // its cuts and raises, and where it ended.
-func writeBootLimits(e *env, r bootRunResult) {
+func writeBootLimits(e *env, r bootrun.RunResult) {
 	t := newTable(e.stdout)
 	t.row("LINK", "START", "MIN", "MAX", "END", "CUTS", "RAISES", "BACK-OFFS")
 	for k, name := range r.Links {
@@ -198,44 +154,7 @@ func writeBootLimits(e *env, r bootRunResult) {
 	fmt.Fprintf(e.stdout, "firmware patience learned: %.1f s per file\n\n", r.PatienceSeconds)
 }
 
-// bootNodeRow is one node of a run, with (from a journal) its boot as its servers last showed
-// it and when its last entry was written.
-type bootNodeRow struct {
-	bootrun.NodeRecord
-	Server  *bootrun.ServerSeen `json:"server,omitempty"`
-	Changed *time.Time          `json:"changed,omitempty"`
-}
-
-// skippedReason is the summary's word on the nodes a run did not power.
-const skippedReason = "healthy on the boot servers when the run started; --reboot-healthy boots them too"
-
-func bootRunOf(recs []bootrun.NodeRecord, pred *bootrun.Prediction, paused string) bootRunResult {
-	r := bootRunResult{Nodes: len(recs), Paused: paused}
-	if pred != nil {
-		r.PredictedSeconds = pred.Makespan
-	}
-	r.Records = make([]bootNodeRow, len(recs))
-	for i, x := range recs {
-		r.Records[i].NodeRecord = x
-		switch {
-		case x.Skipped:
-			r.Skipped++
-		case x.Phase == bootrun.Healthy:
-			r.Healthy++
-			r.MakespanSeconds = max(r.MakespanSeconds, x.HealthAt)
-		case x.Phase == bootrun.Failed:
-			r.Failed++
-		default:
-			r.Pending++
-		}
-	}
-	if r.Skipped > 0 {
-		r.SkippedReason = skippedReason
-	}
-	return r
-}
-
-func writeBootRun(e *env, format string, r bootRunResult) error {
+func writeBootRun(e *env, format string, r bootrun.RunResult) error {
 	if format != "table" {
 		return writeData(e.stdout, format, r)
 	}
@@ -264,7 +183,7 @@ func writeBootRun(e *env, format string, r bootRunResult) error {
 }
 
 // writeBootNodes prints the run's table of nodes and, from a journal, its run events.
-func writeBootNodes(e *env, r bootRunResult) error {
+func writeBootNodes(e *env, r bootrun.RunResult) error {
 	t := newTable(e.stdout)
 	head := []any{"NODE", "PHASE", "ATTEMPTS", "POWER", "DHCP", "FILES", "HEALTHY", "FAILURES"}
 	if r.JournalVersion > 0 {
@@ -317,57 +236,9 @@ func secs(v float64, ok bool) string {
 	return fmt.Sprintf("%.1f", v)
 }
 
-// bootPlan is the dry run's output: the limits, the schedule and the predicted timeline.
-type bootPlan struct {
-	Nodes     int     `json:"nodes"`
-	FloorMbps float64 `json:"floor_mbps"`
-	// ImageBytes is the kernel + initrd size the model used, ImageFrom where it came from.
-	ImageBytes float64 `json:"image_bytes"`
-	ImageFrom  string  `json:"image_from"`
-	// Model is the firmware, DHCP and health times the prediction used; Calibration what
-	// --calibrate fitted them from.
-	Model            bootModel            `json:"model"`
-	Calibration      *bootrun.Calibration `json:"calibration,omitempty"`
-	Caps             []bootCap            `json:"caps"`
-	PredictedSeconds float64              `json:"predicted_seconds"`
-	PeakInFlight     int                  `json:"peak_in_flight"`
-	Schedule         []bootPlanRow        `json:"schedule"`
-	P2P              *bootP2P             `json:"p2p,omitempty"` // --delivery p2p
-}
-
-// bootModel is the plant's times the prediction used, in seconds.
-type bootModel struct {
-	PostSeconds   float64 `json:"post_seconds"`
-	DHCPSeconds   float64 `json:"dhcp_seconds"`
-	HealthSeconds float64 `json:"health_seconds"`
-}
-
-// bootCap is a link's in-flight limit at the start (Nodes) and the nodes behind it: a limit
-// below them binds; either way it adapts to what the run measures.
-type bootCap struct {
-	Resource string `json:"resource"`
-	Nodes    int    `json:"nodes"`
-	Behind   int    `json:"behind"`
-}
-
-type bootPlanRow struct {
-	Node    string  `json:"node"`
-	Server  string  `json:"server"`
-	PowerOn float64 `json:"power_on"`
-	Files   float64 `json:"files_in"`
-	Healthy float64 `json:"healthy"`
-}
-
-func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction, p2p *bootP2P) error {
-	out := bootPlan{Nodes: len(s.nodes), FloorMbps: s.limits.FloorMbps, ImageBytes: s.imageBytes, ImageFrom: s.imageFrom,
-		PredictedSeconds: p.Makespan, PeakInFlight: p.PeakInFlight, Calibration: s.cal, P2P: p2p,
-		Model: bootModel{PostSeconds: round3(s.post), DHCPSeconds: round3(s.flow.DHCPSeconds), HealthSeconds: round3(s.flow.HealthSeconds)}}
-	for i, name := range s.limits.Names {
-		out.Caps = append(out.Caps, bootCap{Resource: name, Nodes: s.limits.Caps[i], Behind: s.limits.Users[i]})
-	}
-	for i, r := range p.Records {
-		out.Schedule = append(out.Schedule, bootPlanRow{Node: r.Name, Server: s.server[i], PowerOn: round3(r.PowerAt), Files: round3(r.BootAt), Healthy: round3(r.HealthAt)})
-	}
+func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction, p2p *bootrun.P2PPlan) error {
+	out := bootrun.NewPlan(p, s.limits, s.server, bootrun.PlanModel{PostSeconds: s.post, DHCPSeconds: s.flow.DHCPSeconds, HealthSeconds: s.flow.HealthSeconds})
+	out.ImageBytes, out.ImageFrom, out.Calibration, out.P2P = s.imageBytes, s.imageFrom, s.cal, p2p
 	if format != "table" {
 		return writeData(e.stdout, format, out)
 	}
@@ -375,7 +246,7 @@ func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction, p
 		out.Nodes, out.FloorMbps, out.PredictedSeconds, out.PeakInFlight)
 	fmt.Fprintf(e.stdout, "image %s (kernel + initrd) from %s\n", units.FormatBytes(out.ImageBytes), out.ImageFrom)
 	fmt.Fprintf(e.stdout, "model: POST %.3f s, DHCP %.3f s, health %.3f s\n", out.Model.PostSeconds, out.Model.DHCPSeconds, out.Model.HealthSeconds)
-	out.P2P.write(e.stdout)
+	writeP2PPlan(e.stdout, out.P2P)
 	if cal := out.Calibration; cal != nil {
 		writeCalibration(e.stdout, cal)
 	}
@@ -425,5 +296,3 @@ func writeCalibration(w io.Writer, cal *bootrun.Calibration) {
 		fmt.Fprintln(w, "link efficiency not fitted: the runs booted other nodes than these")
 	}
 }
-
-func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
