@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/bootfabric/bootfabric/internal/redfishsim"
 	"github.com/urfave/cli/v2"
@@ -94,28 +92,17 @@ func serveRedfishLab(e *env, c *cli.Context, format string, opts redfishsim.Opti
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return badInput("--dir: %v", err)
 	}
-	opts.Machine = func(system string) redfishsim.Machine { return machines[system] }
 	opts.Logf = func(format string, args ...any) { fmt.Fprintf(e.stderr, "bootctl cluster bmc: "+format+"\n", args...) }
-	bmc, err := redfishsim.New(opts, dir)
-	if err != nil {
+	var werr error // the report's own failure, returned as it is
+	err := redfishsim.ServeMachines(c.Context, opts, dir, machines, func(bmc *redfishsim.BMC) error {
+		info.Endpoint, info.BMC, info.BMCDriver, info.User, info.CA = bmc.URL, bmc.Host(), "redfish", bmc.User, bmc.CAFile
+		werr = writeLabBMC(e, format, info)
+		return werr
+	})
+	if err != nil && err != werr {
 		return fmt.Errorf("cluster bmc: %w", err)
 	}
-	defer func() {
-		bmc.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		for _, name := range opts.Systems {
-			if err := machines[name].PowerOff(ctx); err != nil {
-				fmt.Fprintf(e.stderr, "bootctl cluster bmc: %s: %v\n", name, err)
-			}
-		}
-	}()
-	info.Endpoint, info.BMC, info.BMCDriver, info.User, info.CA = bmc.URL, bmc.Host(), "redfish", bmc.User, bmc.CAFile
-	if err := writeLabBMC(e, format, info); err != nil {
-		return err
-	}
-	<-c.Context.Done()
-	return nil
+	return err
 }
 
 // labBMCOptions checks cluster bmc's flags and arguments and makes the Redfish BMC's options
