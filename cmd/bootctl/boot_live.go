@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"github.com/bootfabric/bootfabric/bootrun"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/internal/atomicfile"
-	"github.com/bootfabric/bootfabric/units"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 )
@@ -68,7 +66,7 @@ func bootLive(e *env, c *cli.Context, format string, s *bootSetup, pred *bootrun
 	res := bootrun.ResultOf(recs, pred, ctl.PausedBecause())
 	res.Links, res.LimitChanges, res.PatienceSeconds = s.limits.Names, ctl.LimitChanges(), ctl.Patience()
 	if format == "table" {
-		writeBootLimits(e, res)
+		res.WriteLimits(e.stdout)
 	}
 	return writeBootRun(e, format, res)
 }
@@ -130,110 +128,15 @@ func bootStatus(e *env, c *cli.Context) error {
 	return writeBootRun(e, format, bootrun.JournalResult(j))
 }
 
-// writeBootLimits prints how each link's limit moved: where it started, the range it moved in,
-// its cuts and raises, and where it ended.
-func writeBootLimits(e *env, r bootrun.RunResult) {
-	t := newTable(e.stdout)
-	t.row("LINK", "START", "MIN", "MAX", "END", "CUTS", "RAISES", "BACK-OFFS")
-	for k, name := range r.Links {
-		var start, lo, hi, end float64
-		n := map[string]int{}
-		for _, ch := range r.LimitChanges {
-			if ch.Resource != k {
-				continue
-			}
-			if ch.Why == "start" {
-				start, lo, hi = ch.Limit, ch.Limit, ch.Limit
-			}
-			lo, hi, end = min(lo, ch.Limit), max(hi, ch.Limit), ch.Limit
-			n[ch.Why]++
-		}
-		t.row(name, int(start), int(lo), int(hi), int(end), n["cut"], n["raise"], n["back-off"])
-	}
-	t.flush()
-	fmt.Fprintf(e.stdout, "firmware patience learned: %.1f s per file\n\n", r.PatienceSeconds)
-}
-
 func writeBootRun(e *env, format string, r bootrun.RunResult) error {
 	if format != "table" {
 		return writeData(e.stdout, format, r)
 	}
-	if err := writeBootNodes(e, r); err != nil {
-		return err
-	}
-	skip := "skipped"
-	if r.Skipped > 0 {
-		skip = "skipped (" + r.SkippedReason + ")"
-	}
-	_, err := fmt.Fprintf(e.stdout, "\n%d nodes: %d healthy, %d failed, %d %s, %d not done; makespan %.1f s",
-		r.Nodes, r.Healthy, r.Failed, r.Skipped, skip, r.Pending, r.MakespanSeconds)
-	if err == nil && r.PredictedSeconds > 0 {
-		_, err = fmt.Fprintf(e.stdout, " (predicted %.1f s)", r.PredictedSeconds)
-	}
-	if err == nil && r.Paused != "" {
-		_, err = fmt.Fprintf(e.stdout, "\npaused: %s", r.Paused)
-	}
-	if err == nil {
-		_, err = fmt.Fprintln(e.stdout)
-	}
+	err := r.WriteTable(e.stdout)
 	if err == nil && r.Failed > 0 {
 		err = fmt.Errorf("boot: %d of %d nodes failed", r.Failed, r.Nodes)
 	}
 	return err
-}
-
-// writeBootNodes prints the run's table of nodes and, from a journal, its run events.
-func writeBootNodes(e *env, r bootrun.RunResult) error {
-	t := newTable(e.stdout)
-	head := []any{"NODE", "PHASE", "ATTEMPTS", "POWER", "DHCP", "FILES", "HEALTHY", "FAILURES"}
-	if r.JournalVersion > 0 {
-		head = append(head, "ON SERVER")
-	}
-	t.row(head...)
-	for _, x := range r.Records {
-		fails := "-"
-		if len(x.Failures) > 0 {
-			fails = fmt.Sprint(x.Failures)
-		}
-		row := []any{x.Name, cmp.Or(skipped(x.NodeRecord), x.Phase.String()), x.Attempts, secs(x.PowerAt, x.Attempts > 0), secs(x.LoadAt, x.LoadAt > 0),
-			secs(x.BootAt, x.BootAt > 0), secs(x.HealthAt, x.Phase == bootrun.Healthy && !x.Skipped), fails}
-		if r.JournalVersion > 0 {
-			on := "-"
-			if x.Server != nil {
-				on = fmt.Sprintf("%s (attempt %d)", x.Server.State, x.Server.Attempt)
-			}
-			row = append(row, on)
-		}
-		t.row(row...)
-	}
-	if err := t.flush(); err != nil {
-		return err
-	}
-	if len(r.Events) > 0 {
-		fmt.Fprintln(e.stdout, "\nrun:")
-		t := newTable(e.stdout)
-		for _, ev := range r.Events {
-			t.row(" ", ev.Time.Format("2006-01-02T15:04:05.000Z07:00"), fmt.Sprintf("%.1f s", ev.At), ev.Run, cmp.Or(ev.Reason, "-"))
-		}
-		if err := t.flush(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func skipped(x bootrun.NodeRecord) string {
-	if x.Skipped {
-		return "skipped"
-	}
-	return ""
-}
-
-func secs(v float64, ok bool) string {
-	if !ok {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f", v)
 }
 
 func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction, p2p *bootrun.P2PPlan) error {
@@ -242,57 +145,8 @@ func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction, p
 	if format != "table" {
 		return writeData(e.stdout, format, out)
 	}
-	fmt.Fprintf(e.stdout, "%d nodes; floor %.1f Mb/s per node; predicted makespan %.1f s; at most %d in flight\n",
-		out.Nodes, out.FloorMbps, out.PredictedSeconds, out.PeakInFlight)
-	fmt.Fprintf(e.stdout, "image %s (kernel + initrd) from %s\n", units.FormatBytes(out.ImageBytes), out.ImageFrom)
-	fmt.Fprintf(e.stdout, "model: POST %.3f s, DHCP %.3f s, health %.3f s\n", out.Model.PostSeconds, out.Model.DHCPSeconds, out.Model.HealthSeconds)
-	writeP2PPlan(e.stdout, out.P2P)
-	if cal := out.Calibration; cal != nil {
-		writeCalibration(e.stdout, cal)
-	}
-	if len(out.Caps) == 0 {
-		fmt.Fprintln(e.stdout, "no shared link: every node powers on at once")
-	} else {
-		t := newTable(e.stdout)
-		t.row("LINK", "START LIMIT", "NODES BEHIND")
-		for _, c := range out.Caps {
-			t.row(c.Resource, c.Nodes, c.Behind)
-		}
-		t.flush()
-		fmt.Fprintln(e.stdout, "(a live run moves each limit with what it measures)")
-	}
-	fmt.Fprintln(e.stdout)
-	t := newTable(e.stdout)
-	t.row("NODE", "SERVER", "POWER ON", "FILES IN", "HEALTHY")
-	for _, r := range out.Schedule {
-		t.row(r.Node, r.Server, fmt.Sprintf("%.1f", r.PowerOn), fmt.Sprintf("%.1f", r.Files), fmt.Sprintf("%.1f", r.Healthy))
-	}
-	return t.flush()
+	return out.WriteTable(e.stdout)
 }
 
-// writeCalibration prints what --calibrate fitted: each phase's median and spread.
-func writeCalibration(w io.Writer, cal *bootrun.Calibration) {
-	fmt.Fprintf(w, "calibrated from %d journal(s), %d node boots (their longest makespan %.1f s):\n", cal.Runs, cal.Nodes, cal.MakespanSeconds)
-	t := newTable(w)
-	t.row(" ", "PHASE", "SAMPLES", "MEDIAN", "P10", "P90")
-	row := func(name, unit string, f bootrun.PhaseFit) {
-		if f.Samples == 0 {
-			t.row(" ", name, 0, "-", "-", "-")
-			return
-		}
-		t.row(" ", name, f.Samples, fmt.Sprintf("%.3f %s", f.Median, unit), fmt.Sprintf("%.3f %s", f.P10, unit), fmt.Sprintf("%.3f %s", f.P90, unit))
-	}
-	row("post", "s", cal.Post)
-	row("dhcp", "s", cal.DHCP)
-	row("transfer", "s", cal.Transfer)
-	if cal.TransferMbps != nil {
-		row("transfer rate", "Mb/s", *cal.TransferMbps)
-	}
-	row("health", "s", cal.Health)
-	t.flush()
-	if cal.LinkEfficiency > 0 {
-		fmt.Fprintf(w, "link efficiency %.2f: the share of their capacity the links carried to the nodes in the runs (given-up transfers, gaps), fitted to their makespan\n", cal.LinkEfficiency)
-	} else {
-		fmt.Fprintln(w, "link efficiency not fitted: the runs booted other nodes than these")
-	}
-}
+// writeCalibration prints what --calibrate fitted.
+func writeCalibration(w io.Writer, cal *bootrun.Calibration) { cal.WriteTable(w) }

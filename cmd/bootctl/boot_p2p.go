@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
 
 	"github.com/bootfabric/bootfabric/bootrun"
 	"github.com/bootfabric/bootfabric/fabricsim"
@@ -21,13 +19,4 @@ func bootP2PPlan(ctx context.Context, c *cli.Context, s *bootSetup) (*bootrun.P2
 	}
 	p, err := bootrun.PlanP2P(ctx, s.g, s.a, s.batch, s.flow, s.post)
 	return p, simError(ctx, err)
-}
-
-// writeP2PPlan prints the peer delivery line of the dry run's table.
-func writeP2PPlan(w io.Writer, p *bootrun.P2PPlan) {
-	if p == nil {
-		return
-	}
-	fmt.Fprintf(w, "delivery p2p, the whole batch at once without admission: %.1f s by the servers, %.1f s with %s by peers (root stage %.1f s, bound by %v; the servers send %s)\n",
-		p.ServerSeconds, p.P2PSeconds, p.RootFile, p.Root.Seconds, p.Root.Bottlenecks, p.Root.Seeding())
 }

@@ -145,11 +145,7 @@ func powerAction(e *env, c *cli.Context, op power.Op) error {
 func runPower(ctx context.Context, e *env, op power.Op, targets []power.Target, opts power.RunOptions, format string, teller *bootapi.Teller) error {
 	var armed *bootapi.Told
 	if teller != nil && op != power.OpOff {
-		names := make([]string, len(targets))
-		for i, t := range targets {
-			names[i] = t.Node
-		}
-		armed = teller.ArmReboots(ctx, names)
+		armed = teller.ArmReboots(ctx, targetNodes(targets))
 	}
 	bar := e.progressBar("power "+string(op), len(targets), "nodes")
 	opts.Progress = bar.Func()
@@ -161,13 +157,7 @@ func runPower(ctx context.Context, e *env, op power.Op, targets []power.Target, 
 		}
 	}
 	if teller != nil && op == power.OpOff {
-		var off []string
-		for _, r := range res.Result {
-			if r.Class == "" { // a node that failed may still run: the servers keep what they saw
-				off = append(off, r.Node)
-			}
-		}
-		res.Servers = teller.PoweredOff(ctx, off)
+		res.Servers = teller.PoweredOff(ctx, poweredOff(res.Result))
 	}
 	var err error
 	if format != "table" {
@@ -183,6 +173,27 @@ func runPower(ctx context.Context, e *env, op power.Op, targets []power.Target, 
 			op, len(res.Servers.Errors), res.Servers.Errors[0])
 	}
 	return err
+}
+
+// targetNodes lists the targets' nodes.
+func targetNodes(targets []power.Target) []string {
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = t.Node
+	}
+	return names
+}
+
+// poweredOff lists the nodes powered off without error: one that failed may still run, and the
+// servers keep what they saw of it.
+func poweredOff(res []power.Result) []string {
+	var off []string
+	for _, r := range res {
+		if r.Class == "" {
+			off = append(off, r.Node)
+		}
+	}
+	return off
 }
 
 func powerRunOptions(c *cli.Context) (power.RunOptions, error) {
