@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strconv"
 	"time"
 
@@ -305,14 +304,6 @@ func fleetPlural(n int, noun string) string {
 	return strconv.Itoa(n) + " " + noun + "s"
 }
 
-// fleetKeygenResult is what `fleet keygen` reports.
-type fleetKeygenResult struct {
-	Private string `json:"private"`
-	Public  string `json:"public"`
-	Secret  string `json:"secret"`
-	Key     string `json:"key"` // fleet.KeyID of the public key
-}
-
 // fleetKeygen writes a new signing key pair. It never replaces a file: a lost private key would
 // lock the operator out of every server that trusts it.
 func fleetKeygen(c *cli.Context, e *env) error {
@@ -320,27 +311,12 @@ func fleetKeygen(c *cli.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	res := fleetKeygenResult{Private: c.String("out"), Public: c.String("out") + ".pub", Secret: c.String("out") + ".secret"}
-	priv, pub, err := fleet.GenerateSigningKey(nil)
+	res, err := fleet.WriteKeyFiles(c.String("out"))
+	if errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrNotExist) {
+		return badInput("--out: %w", err)
+	}
 	if err != nil {
 		return err
-	}
-	keys, err := fleet.ParseTrustedKeys(pub)
-	if err != nil {
-		return err
-	}
-	res.Key = fleet.KeyID(keys[0])
-	for _, f := range []struct {
-		path string
-		data []byte
-		mode os.FileMode
-	}{{res.Private, priv, 0o600}, {res.Public, pub, 0o644}, {res.Secret, fleet.GenerateFleetSecret(), 0o600}} {
-		if err := writeNewFile(f.path, f.data, f.mode); err != nil {
-			if errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrNotExist) {
-				return badInput("--out: %w", err)
-			}
-			return err
-		}
 	}
 	if format != "table" {
 		return writeData(e.stdout, format, res)
@@ -348,18 +324,4 @@ func fleetKeygen(c *cli.Context, e *env) error {
 	_, err = fmt.Fprintf(e.stdout, "key %s: private %s (keep it off the servers); to every server: %s (serve --config-key) and %s (serve --fleet-secret)\n",
 		res.Key, res.Private, res.Public, res.Secret)
 	return err
-}
-
-// writeNewFile creates path with data and mode, failing if it exists.
-func writeNewFile(path string, data []byte, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
-	}
-	return f.Close()
 }
