@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strconv"
-	"time"
 
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
+	"github.com/bootfabric/bootfabric/internal/texttable"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 )
@@ -140,7 +139,7 @@ func fleetApply(c *cli.Context, e *env) error {
 	if format != "table" {
 		err = writeData(e.stdout, format, res)
 	} else {
-		err = writeFleetApply(e, res)
+		err = res.WriteTable(e.stdout)
 	}
 	if err != nil {
 		return err
@@ -193,40 +192,6 @@ func storeRevision(c *cli.Context, e *env, res *fleetApplyResult, enc []byte, ke
 	return err
 }
 
-func writeFleetApply(e *env, r *fleetApplyResult) error {
-	switch {
-	case r.DryRun:
-		fmt.Fprintf(e.stdout, "fleet %s: dry run, nothing written; sha256 %s (%d bytes)\n", r.Fleet, r.SHA256, r.Bytes)
-	case r.Changed:
-		fmt.Fprintf(e.stdout, "fleet %s: configuration %d applied (etcd revision %d), signed by key %s; sha256 %s (%d bytes)\n", r.Fleet, r.Number, r.Revision, r.Key, r.SHA256, r.Bytes)
-	default:
-		fmt.Fprintf(e.stdout, "fleet %s: configuration %d unchanged (the same is stored, etcd revision %d); sha256 %s\n", r.Fleet, r.Number, r.Revision, r.SHA256)
-	}
-	if !r.DryRun {
-		fmt.Fprintln(e.stdout, describeVerdicts(r.Applied))
-	}
-	fmt.Fprintf(e.stdout, "%s, %s (%s), %s\n\n", fleetPlural(len(r.Servers), "server"), fleetPlural(r.Nodes, "node"), r.Mapping, fleetPlural(len(r.Profiles), "profile"))
-	t := newTable(e.stdout)
-	t.row("SERVER", "ADDRESS", "NODES", "")
-	for _, s := range r.Servers {
-		note := ""
-		if s.Failed {
-			note = "failed_servers"
-		}
-		t.row(s.Name, s.Address, s.Nodes, note)
-	}
-	if err := t.flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(e.stdout)
-	t = newTable(e.stdout)
-	t.row("PROFILE", "FILES", "BYTES")
-	for _, p := range r.Profiles {
-		t.row(p.Name, p.Files, p.Bytes)
-	}
-	return t.flush()
-}
-
 func fleetStatusAction(c *cli.Context, e *env) error {
 	format, err := outputFormat(c, "table", "json", "yaml")
 	if err != nil {
@@ -247,7 +212,7 @@ func fleetStatusAction(c *cli.Context, e *env) error {
 	if format != "table" {
 		err = writeData(e.stdout, format, st)
 	} else {
-		err = writeFleetStatus(e, st)
+		err = st.WriteTable(e.stdout)
 	}
 	if err == nil && st.Live == 0 {
 		// As a health check, a fleet with no live server is down: exit 1, the report printed.
@@ -261,48 +226,8 @@ func readFleetRevision(ctx context.Context, cl *fleet.Client, _ []string) (*flee
 	return bootsrv.ReadFleetRevision(ctx, cl)
 }
 
-func writeFleetStatus(e *env, st *bootsrv.FleetStatus) error {
-	fmt.Fprintf(e.stdout, "fleet %s: configuration %d (etcd revision %d), sha256 %s; %d nodes (%s), %d of %d servers live\n",
-		st.Fleet, st.Number, st.Revision, st.SHA256[:min(12, len(st.SHA256))], st.Nodes, st.Mapping, st.Live, len(st.Servers))
-	if st.Unowned > 0 {
-		fmt.Fprintf(e.stdout, "no live server owns %d of the %d nodes: nobody answers them until a server joins\n", st.Unowned, st.Nodes)
-	}
-	fmt.Fprintln(e.stdout)
-	t := newTable(e.stdout)
-	t.row("SERVER", "ADDRESS", "STATE", "NODES", "HOLDS", "URL", "JOINED", "LAST SEEN", "LEASE")
-	for _, s := range st.Servers {
-		url, lease := orDash(s.URL), "-"
-		if s.LeaseTTL > 0 {
-			lease = fmt.Sprintf("renewed %gs ago, %gs left of %gs", s.LeaseTTL-s.LeaseLeft, s.LeaseLeft, s.LeaseTTL)
-		}
-		t.row(s.Name, s.Address, s.State, s.Nodes, s.Holds, url, fmtTime(s.JoinedAt), fmtTime(s.LastSeen), lease)
-	}
-	if err := t.flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "\ntakeovers: %d\n", st.Takeovers)
-	if len(st.Recent) == 0 {
-		return nil
-	}
-	t = newTable(e.stdout)
-	t.row("SEQ", "AT", "FROM", "TO", "NODES", "MID-BOOT")
-	for _, tk := range st.Recent {
-		at := "-"
-		if !tk.At.IsZero() {
-			at = tk.At.UTC().Format(time.RFC3339)
-		}
-		t.row(tk.Seq, at, tk.From, tk.To, tk.Nodes, tk.MidBoot)
-	}
-	return t.flush()
-}
-
 // fleetPlural writes a count with its noun: "1 profile", "2 profiles".
-func fleetPlural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
-}
+func fleetPlural(n int, noun string) string { return texttable.Plural(n, noun) }
 
 // fleetKeygen writes a new signing key pair. It never replaces a file: a lost private key would
 // lock the operator out of every server that trusts it.
