@@ -6,13 +6,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
+	"github.com/bootfabric/bootfabric/internal/texttable"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
@@ -141,9 +141,9 @@ func (q *statusQuery) show(ctx context.Context, w io.Writer) error {
 	case "json", "yaml":
 		err = writeData(w, q.format, res)
 	case "csv":
-		err = writeStatusCSV(w, res)
+		err = res.WriteCSV(w)
 	default:
-		err = writeStatusTable(w, res)
+		err = res.WriteTable(w, time.Now())
 	}
 	if err != nil {
 		return err
@@ -182,82 +182,5 @@ func (q *statusQuery) watchLoop(ctx context.Context, e *env) error {
 	}
 }
 
-// writeStatusCSV writes one row per node.
-func writeStatusCSV(w io.Writer, res *bootapi.Status) error {
-	rows := [][]string{{"node", "server", "state", "since", "attempt", "ip", "mac", "position", "error", "power", "reboot"}}
-	for _, n := range res.Nodes {
-		since := ""
-		if !n.Since.IsZero() {
-			since = n.Since.UTC().Format(time.RFC3339)
-		}
-		power, reboot := n.Marks()
-		rows = append(rows, []string{n.Name, n.Server, n.State.String(), since, strconv.Itoa(n.Attempt), n.IP, n.MAC, n.Position, n.Error, power, reboot})
-	}
-	for _, u := range res.Unknown {
-		rows = append(rows, []string{u.Name, u.Owner, "unknown", "", "", u.IP, u.MAC, u.Position, u.Reason, "", ""})
-	}
-	return writeCSV(w, rows)
-}
-
-// writeStatusTable writes the summary lines, then one row per node.
-func writeStatusTable(w io.Writer, res *bootapi.Status) error {
-	writeStatusSummary(w, res)
-	if len(res.Nodes)+len(res.Unknown) == 0 {
-		return nil
-	}
-	t := newTable(w)
-	t.row("node", "server", "state", "since", "attempt", "ip", "mac", "position", "detail")
-	now := time.Now()
-	for _, n := range res.Nodes {
-		since := "-"
-		if !n.Since.IsZero() {
-			since = now.Sub(n.Since).Round(time.Second).String() + " ago"
-		}
-		t.row(n.Name, orDash(n.Server), n.State, since, n.Attempt, orDash(n.IP), n.MAC, n.Position, orDash(n.Detail()))
-	}
-	for _, u := range res.Unknown {
-		t.row(u.Name, orDash(u.Owner), "unknown", "-", "-", orDash(u.IP), u.MAC, u.Position, u.Reason)
-	}
-	return t.flush()
-}
-
-// writeStatusSummary writes the lines above the nodes' table: the summary, the counts by state,
-// the fleet's live servers and the servers that did not answer, then a blank line.
-func writeStatusSummary(w io.Writer, res *bootapi.Status) {
-	s := res.Summary
-	fmt.Fprintf(w, "%s: %d nodes, health %s (%d healthy, %d failed, %d booting, %d pending)", s.Server, s.Nodes,
-		s.Health.Status, s.Health.Healthy, s.Health.Failed, s.Health.Booting, s.Health.Pending)
-	if b := s.BootSeconds; b != nil {
-		fmt.Fprintf(w, "; discover to healthy min %s s, median %s s, max %s s", fmtFloat(b.Min, 1), fmtFloat(b.Median, 1), fmtFloat(b.Max, 1))
-	}
-	fmt.Fprintln(w)
-	var counts []string
-	for _, st := range nodestate.States() {
-		if n := res.ByState[st]; n > 0 {
-			counts = append(counts, fmt.Sprintf("%s %d", st, n))
-		}
-	}
-	if res.UnknownCount > 0 {
-		counts = append(counts, fmt.Sprintf("unknown %d", res.UnknownCount))
-	}
-	fmt.Fprintf(w, "by state: %s\n", strings.Join(counts, ", "))
-	if res.Fleet != "" {
-		var live []string
-		for _, m := range res.Members {
-			live = append(live, m.Name)
-		}
-		fmt.Fprintf(w, "fleet %s: %d live servers (%s)\n", res.Fleet, len(live), strings.Join(live, ", "))
-	}
-	for _, u := range res.Unreachable {
-		fmt.Fprintf(w, "NOT ANSWERING: %s (%s)\n", u.URL, u.Error)
-	}
-	fmt.Fprintln(w)
-}
-
 // orDash returns s, or "-" for an empty s, as table cells show nothing.
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
+func orDash(s string) string { return texttable.OrDash(s) }
