@@ -36,7 +36,7 @@ var allowedImports = map[string][]string{
 	"bootconfig":          {"dhcpd", "images", "mapping", "topology", "nodeset", "internal/yamlerr", "internal/atomicfile"},
 	"bootsrv":             {"bootapi", "bootconfig", "nodestate", "nodestate/boltstore", "nodestate/etcdstore", "dhcpd", "tftpd", "images", "fleet", "mapping", "topology", "nodeset", "internal/promreg", "internal/texttable"},
 	"bootrun":             {"bootapi", "nodestate", "fabricsim", "mapping", "topology", "power", "units", "internal/texttable"},
-	"testcluster":         {"bootapi", "bootconfig", "bootsrv", "nodestate", "nodestate/etcdstore", "fabricsim", "fleet", "images", "mapping", "topology", "internal/atomicfile"},
+	"testcluster":         {"bootapi", "bootconfig", "bootsrv", "nodestate", "nodestate/etcdstore", "fabricsim", "fleet", "images", "mapping", "topology", "internal/atomicfile", "internal/texttable"},
 	"cmd/bootctl": {"bootapi", "bootconfig", "bootrun", "bootsrv", "delivery", "dhcpd", "fabricsim", "fleet", "images", "images/ociimport", "testcluster",
 		"mapping", "nodeset", "nodestate", "nodestate/boltstore", "nodestate/etcdstore", "power", "report", "routing", "topology", "units", "internal/progress", "internal/suggest",
 		"internal/atomicfile", "internal/redfishsim", "internal/ipmibmc", "internal/texttable"},
