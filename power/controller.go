@@ -1,13 +1,16 @@
 package power
 
 import (
+	"cmp"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
 	"time"
 
+	"github.com/bootfabric/bootfabric/internal/texttable"
 	"gopkg.in/yaml.v3"
 )
 
@@ -61,4 +64,41 @@ func LoadExecTemplates(path string) (*ExecTemplates, error) {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	return &t, nil
+}
+
+// Report is what an action on a set of nodes came to: each node's result and how many failed.
+type Report struct {
+	Op     Op       `json:"op"`
+	Nodes  int      `json:"nodes"`
+	Failed int      `json:"failed"`
+	Result []Result `json:"results"`
+}
+
+// NewReport sums up the results of op.
+func NewReport(op Op, res []Result) Report {
+	r := Report{Op: op, Nodes: len(res), Result: res}
+	for _, x := range res {
+		if x.Class != "" {
+			r.Failed++
+		}
+	}
+	return r
+}
+
+// WriteTable writes a row per node with its BMC, state and result, then how many were done.
+func (r *Report) WriteTable(w io.Writer) error {
+	t := texttable.New(w)
+	t.Row("NODE", "BMC", "ACTION", "STATE", "RESULT")
+	for _, x := range r.Result {
+		result := "ok"
+		if x.Class != "" {
+			result = string(x.Class) + ": " + x.Error
+		}
+		t.Row(x.Node, x.BMC, string(x.Op), cmp.Or(string(x.State), "-"), result)
+	}
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n%d of %d nodes done\n", r.Nodes-r.Failed, r.Nodes)
+	return err
 }

@@ -48,3 +48,20 @@ func TestLoadExecTemplates(t *testing.T) {
 		t.Error("a missing file: no error")
 	}
 }
+
+// TestReport: failures are counted, and the table shows each node's result and how many were done.
+func TestReport(t *testing.T) {
+	r := NewReport(OpOn, []Result{{Node: "n0", BMC: "b0", Op: OpOn, State: "on"}, {Node: "n1", BMC: "b1", Op: OpOn, Class: "auth", Error: "refused"}})
+	if r.Nodes != 2 || r.Failed != 1 {
+		t.Fatalf("report %+v", r)
+	}
+	var b strings.Builder
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"auth: refused\n", " ok\n", "\n1 of 2 nodes done\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no %q in\n%s", want, b.String())
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/urfave/cli/v2"
@@ -41,7 +42,7 @@ func TestFleetAuthEtcd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("fleet auth: exit %d: %s", code, errs)
 	}
-	res := decodeJSONOut[fleetAuthResult](t, out)
+	res := decodeJSONOut[fleet.AuthResult](t, out)
 	if res.Fleet != "default" || len(res.Roles) != 3 || res.Enabled ||
 		res.Roles[0].Name != "bootfabric-default-server-bs1" || res.Roles[2].User != "admin" {
 		t.Errorf("fleet auth: %+v", res)

@@ -80,10 +80,7 @@ func powerFlags() []cli.Flag {
 
 // powerResult is what a power command reports.
 type powerResult struct {
-	Op     power.Op       `json:"op"`
-	Nodes  int            `json:"nodes"`
-	Failed int            `json:"failed"`
-	Result []power.Result `json:"results"`
+	power.Report
 	// Servers says which boot servers were told of the nodes powered off (power off --server).
 	Servers *bootapi.Told `json:"servers,omitempty"`
 }
@@ -149,13 +146,8 @@ func runPower(ctx context.Context, e *env, op power.Op, targets []power.Target, 
 	}
 	bar := e.progressBar("power "+string(op), len(targets), "nodes")
 	opts.Progress = bar.Func()
-	res := powerResult{Op: op, Nodes: len(targets), Result: power.Run(ctx, targets, op, opts), Servers: armed}
+	res := powerResult{Report: power.NewReport(op, power.Run(ctx, targets, op, opts)), Servers: armed}
 	bar.Done()
-	for _, r := range res.Result {
-		if r.Class != "" {
-			res.Failed++
-		}
-	}
 	if teller != nil && op == power.OpOff {
 		res.Servers = teller.PoweredOff(ctx, poweredOff(res.Result))
 	}
@@ -334,19 +326,7 @@ func joinQuoted(names []string) string {
 }
 
 func writePowerTable(e *env, r powerResult) error {
-	t := newTable(e.stdout)
-	t.row("NODE", "BMC", "ACTION", "STATE", "RESULT")
-	for _, x := range r.Result {
-		result := "ok"
-		if x.Class != "" {
-			result = string(x.Class) + ": " + x.Error
-		}
-		t.row(x.Node, x.BMC, string(x.Op), cmp.Or(string(x.State), "-"), result)
-	}
-	if err := t.flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(e.stdout, "\n%d of %d nodes done\n", r.Nodes-r.Failed, r.Nodes)
+	err := r.WriteTable(e.stdout)
 	if err == nil && r.Servers != nil {
 		what := "reboots armed"
 		if r.Op == power.OpOff {

@@ -17,7 +17,7 @@ const module = "github.com/bootfabric/bootfabric/"
 // module, outside its tests. The algorithm packages never import a server; the servers never the
 // simulator; nothing imports the command.
 var allowedImports = map[string][]string{
-	"units": nil, "nodeset": nil, "power": nil,
+	"units": nil, "nodeset": nil, "power": {"internal/texttable"},
 	"images":              {"internal/atomicfile"},
 	"topology":            {"internal/yamlerr"},
 	"mapping":             {"topology"},
@@ -26,7 +26,7 @@ var allowedImports = map[string][]string{
 	"report":              {"fabricsim", "mapping", "topology", "units", "internal/yamlerr", "internal/atomicfile"},
 	"dhcpd":               {"internal/promreg"},
 	"tftpd":               {"internal/promreg"},
-	"fleet":               {"internal/promreg", "internal/atomicfile"},
+	"fleet":               {"internal/promreg", "internal/atomicfile", "internal/texttable"},
 	"images/ociimport":    {"images"},
 	"delivery":            nil,
 	"nodestate":           {"internal/promreg"},
