@@ -28,7 +28,7 @@ var allowedImports = map[string][]string{
 	"tftpd":               {"internal/promreg"},
 	"fleet":               {"internal/promreg", "internal/atomicfile", "internal/texttable"},
 	"images/ociimport":    {"images"},
-	"delivery":            nil,
+	"delivery":            {"units"},
 	"nodestate":           {"internal/promreg"},
 	"nodestate/boltstore": {"nodestate"},
 	"nodestate/etcdstore": {"nodestate", "fleet"},
