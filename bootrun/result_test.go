@@ -1,6 +1,7 @@
 package bootrun
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -60,5 +61,17 @@ func TestNewPlan(t *testing.T) {
 	}
 	if len(out.Schedule) != 1 || out.Schedule[0] != (PlanRow{Node: "a", Server: "bs0", PowerOn: 0, Files: 10.124, Healthy: 20}) {
 		t.Errorf("schedule %+v", out.Schedule)
+	}
+}
+
+// TestCalibrateJournalsBad: a journal that cannot be read is an error naming it, and none is
+// Calibrate's error.
+func TestCalibrateJournalsBad(t *testing.T) {
+	missing := t.TempDir() + "/none.journal"
+	if _, err := CalibrateJournals([]string{missing}, 0); err == nil || !strings.Contains(err.Error(), "none.journal") {
+		t.Errorf("missing journal: %v", err)
+	}
+	if _, err := CalibrateJournals(nil, 0); err == nil || !strings.Contains(err.Error(), "no journal") {
+		t.Errorf("no journal: %v", err)
 	}
 }
