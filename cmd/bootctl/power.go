@@ -5,12 +5,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootconfig"
-	"github.com/bootfabric/bootfabric/nodeset"
 	"github.com/bootfabric/bootfabric/power"
 	"github.com/urfave/cli/v2"
 )
@@ -279,50 +277,11 @@ func loadExecTemplates(path string) (*power.ExecTemplates, error) {
 
 // selectNodes returns the inventory nodes an expression names ("all": every one), in its order.
 func selectNodes(inv *bootconfig.Inventory, expr string) ([]*bootconfig.InventoryNode, error) {
-	if expr == "all" {
-		out := make([]*bootconfig.InventoryNode, len(inv.Nodes))
-		for i := range inv.Nodes {
-			out[i] = &inv.Nodes[i]
-		}
-		return out, nil
-	}
-	names, err := nodeset.Expand(expr)
+	nodes, err := inv.Select(expr)
 	if err != nil {
 		return nil, badInput("NODES: %w", err)
 	}
-	if len(names) == 0 {
-		return nil, badInput("NODES: %q names no node", expr)
-	}
-	var unknown []string
-	out := make([]*bootconfig.InventoryNode, 0, len(names))
-	for _, name := range names {
-		n, ok := inv.ByName(name)
-		if !ok {
-			unknown = append(unknown, name)
-			continue
-		}
-		out = append(out, n)
-	}
-	if len(unknown) > 0 {
-		more := ""
-		if len(unknown) > 3 {
-			more = fmt.Sprintf(" and %d more", len(unknown)-3)
-			unknown = unknown[:3]
-		}
-		return nil, badInput("NODES: %s%s: not in the inventory %s", joinQuoted(unknown), more, inv.File)
-	}
-	return out, nil
-}
-
-func joinQuoted(names []string) string {
-	s := ""
-	for i, n := range names {
-		if i > 0 {
-			s += ", "
-		}
-		s += strconv.Quote(n)
-	}
-	return s
+	return nodes, nil
 }
 
 func writePowerTable(e *env, r powerResult) error {
