@@ -96,3 +96,20 @@ func WriteVMResults(w io.Writer, res []VMResult) error {
 	}
 	return t.Flush()
 }
+
+// WriteUp reports the cluster brought up, its servers' mapping, and how to drive its lab BMCs
+// (labs, nil without) as servers.
+func (c *Cluster) WriteUp(w io.Writer, mapping string, labs *LabBMCs) error {
+	_, err := fmt.Fprintf(w, "cluster %s up: %d nodes, %d boot servers, %d links shaped at x%g; mapping %s\n",
+		c.Name, len(c.Nodes), len(c.Servers), c.Graph.NumLinks(), c.Scale, mapping)
+	switch {
+	case err != nil || labs == nil:
+	case labs.CA != "":
+		_, err = fmt.Fprintf(w, "%d nodes behind Redfish BMCs, powered off; drive them as servers:\n"+
+			"  bootctl power status all --config %s --credentials %s --redfish-ca %s\n", len(labs.BMCs), labs.Config, labs.Credentials, labs.CA)
+	default:
+		_, err = fmt.Fprintf(w, "%d VMs behind IPMI BMCs (ipmi_sim), powered off; drive them as servers:\n"+
+			"  bootctl power status all --config %s --credentials %s\n", len(labs.BMCs), labs.Config, labs.Credentials)
+	}
+	return err
+}

@@ -2,8 +2,12 @@ package testcluster
 
 import (
 	"encoding/json"
+	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/bootfabric/bootfabric/topology"
+	"go.uber.org/zap"
 )
 
 // TestSummariesTable: cluster status in table mode is a table, one row per server.
@@ -39,6 +43,57 @@ func TestMeasurementsTable(t *testing.T) {
 		var b strings.Builder
 		if err := WriteMeasurements(&b, rs, tc.nodes); err != nil || !strings.Contains(b.String(), tc.want) || strings.Contains(b.String(), "\nbcda\n") != tc.nodes {
 			t.Errorf("nodes %v: %v, no %q in\n%s", tc.nodes, err, tc.want, b.String())
+		}
+	}
+}
+
+// TestLabBMCReportText: a VM's BMC names its console and QMP socket, a --command BMC its systems
+// and where their output goes, and a Redfish BMC its certificate.
+func TestLabBMCReportText(t *testing.T) {
+	for _, tc := range []struct {
+		r    LabBMCReport
+		want []string
+	}{
+		{LabBMCReport{Endpoint: "ipmi://127.0.0.1:623", BMC: "127.0.0.1:623", BMCDriver: "ipmi", System: "vm0", User: "admin", QMP: "/d/qmp.sock", Console: "/d/console.log"},
+			[]string{"IPMI BMC for system vm0 at ipmi://127.0.0.1:623 (user admin)\n", "inventory columns: bmc=127.0.0.1:623 bmc_driver=ipmi\n", "QMP socket: /d/qmp.sock\n"}},
+		{LabBMCReport{BMCDriver: "redfish", CA: "/d/ca.pem", Systems: []string{"n0", "n1"}, Logs: map[string]string{"n0": "/d/n0.log"}},
+			[]string{"Redfish BMC", "its certificate (for --redfish-ca): /d/ca.pem\n", "systems: n0, n1 (each one's output: /d)\n"}},
+	} {
+		var b strings.Builder
+		if err := tc.r.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range tc.want {
+			if !strings.Contains(b.String(), s) {
+				t.Errorf("no %q in\n%s", s, b.String())
+			}
+		}
+	}
+}
+
+// TestWriteUp: the line on the cluster, then how to drive its lab BMCs by their protocol.
+func TestWriteUp(t *testing.T) {
+	m, err := topology.Load("mini")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{Name: "t1", Machine: m, Scale: 0.5, Subnet: netip.MustParsePrefix("10.99.0.0/16")}
+	cl := newCluster(spec, g, t.TempDir(), nil, zap.NewNop())
+	for _, tc := range []struct {
+		labs *LabBMCs
+		want string
+	}{
+		{nil, "shaped at x0.5; mapping bcda\n"},
+		{&LabBMCs{CA: "/d/ca.pem", Config: "/d/c.yaml", Credentials: "/d/creds", BMCs: map[string]string{"n0": "b"}}, "--redfish-ca /d/ca.pem\n"},
+		{&LabBMCs{Config: "/d/c.yaml", Credentials: "/d/creds"}, "0 VMs behind IPMI BMCs"},
+	} {
+		var b strings.Builder
+		if err := cl.WriteUp(&b, "bcda", tc.labs); err != nil || !strings.HasPrefix(b.String(), "cluster t1 up: ") || !strings.Contains(b.String(), tc.want) {
+			t.Errorf("%v: no %q in\n%s", err, tc.want, b.String())
 		}
 	}
 }

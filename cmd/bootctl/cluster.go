@@ -140,17 +140,7 @@ func writeClusterUp(e *env, format string, cl *testcluster.Cluster, spec testclu
 		return writeData(e.stdout, format, map[string]any{"name": spec.Name, "nodes": len(cl.Nodes), "servers": len(cl.Servers),
 			"links": cl.Graph.NumLinks(), "scale": spec.Scale, "mapping": opt.Mapping, "bmcs": labs})
 	}
-	fmt.Fprintf(e.stdout, "cluster %s up: %d nodes, %d boot servers, %d links shaped at x%g; mapping %s\n",
-		spec.Name, len(cl.Nodes), len(cl.Servers), cl.Graph.NumLinks(), spec.Scale, opt.Mapping)
-	switch {
-	case labs != nil && labs.CA != "":
-		fmt.Fprintf(e.stdout, "%d nodes behind Redfish BMCs, powered off; drive them as servers:\n"+
-			"  bootctl power status all --config %s --credentials %s --redfish-ca %s\n", len(labs.BMCs), labs.Config, labs.Credentials, labs.CA)
-	case labs != nil:
-		fmt.Fprintf(e.stdout, "%d VMs behind IPMI BMCs (ipmi_sim), powered off; drive them as servers:\n"+
-			"  bootctl power status all --config %s --credentials %s\n", len(labs.BMCs), labs.Config, labs.Credentials)
-	}
-	return nil
+	return cl.WriteUp(e.stdout, opt.Mapping, labs)
 }
 
 func clusterBootCommand(e *env) *cli.Command {

@@ -8,24 +8,12 @@ import (
 	"strings"
 
 	"github.com/bootfabric/bootfabric/internal/redfishsim"
+	"github.com/bootfabric/bootfabric/testcluster"
 	"github.com/urfave/cli/v2"
 )
 
-// labBMC is what `cluster bmc` reports once its BMC answers: what the inventory, the credentials
-// file and --redfish-ca need.
-type labBMC struct {
-	Endpoint  string `json:"endpoint"`
-	BMC       string `json:"bmc"`
-	BMCDriver string `json:"bmc_driver"`
-	System    string `json:"system"`
-	User      string `json:"user"`
-	CA        string `json:"ca,omitempty"`
-	QMP       string `json:"qmp,omitempty"`
-	Console   string `json:"console,omitempty"`
-	// Systems and Logs are a --command BMC's machines and each one's output file.
-	Systems []string          `json:"systems,omitempty"`
-	Logs    map[string]string `json:"logs,omitempty"`
-}
+// labBMC is what `cluster bmc` reports once its BMC answers.
+type labBMC = testcluster.LabBMCReport
 
 func clusterBMCCommand(e *env) *cli.Command {
 	return &cli.Command{
@@ -154,21 +142,7 @@ func writeLabBMC(e *env, format string, b labBMC) error {
 	if format != "table" {
 		return writeData(e.stdout, format, b)
 	}
-	kind := "Redfish"
-	if b.BMCDriver == "ipmi" {
-		kind = "IPMI"
-	}
-	fmt.Fprintf(e.stdout, "%s BMC for system %s at %s (user %s)\n", kind, b.System, b.Endpoint, b.User)
-	if b.CA != "" {
-		fmt.Fprintf(e.stdout, "its certificate (for --redfish-ca): %s\n", b.CA)
-	}
-	fmt.Fprintf(e.stdout, "inventory columns: bmc=%s bmc_driver=%s\n", b.BMC, b.BMCDriver)
-	if len(b.Systems) > 0 {
-		fmt.Fprintf(e.stdout, "systems: %s (each one's output: %s)\n", strings.Join(b.Systems, ", "), filepath.Dir(b.Logs[b.Systems[0]]))
-		return nil
-	}
-	fmt.Fprintf(e.stdout, "VM console: %s\nQMP socket: %s\n", b.Console, b.QMP)
-	return nil
+	return b.WriteText(e.stdout)
 }
 
 // readPasswordFile reads the first line of a password file.
