@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,14 +34,39 @@ type LabBMCs struct {
 	Consoles map[string]string `json:"consoles"`
 }
 
-// labBMCReport is what `bootctl cluster bmc -o json` prints once it answers.
-type labBMCReport struct {
-	BMC     string `json:"bmc"`
-	CA      string `json:"ca"` // Redfish only
-	User    string `json:"user"`
-	Console string `json:"console"`
-	// Logs are a --command BMC's machines' output files, by system.
-	Logs map[string]string `json:"logs"`
+// LabBMCReport is what `bootctl cluster bmc` reports once its BMC answers (-o json is what
+// StartLabBMCs reads): what the inventory, the credentials file and --redfish-ca need.
+type LabBMCReport struct {
+	Endpoint  string `json:"endpoint"`
+	BMC       string `json:"bmc"`
+	BMCDriver string `json:"bmc_driver"`
+	System    string `json:"system"`
+	User      string `json:"user"`
+	CA        string `json:"ca,omitempty"` // Redfish only
+	QMP       string `json:"qmp,omitempty"`
+	Console   string `json:"console,omitempty"`
+	// Systems and Logs are a --command BMC's machines and each one's output file.
+	Systems []string          `json:"systems,omitempty"`
+	Logs    map[string]string `json:"logs,omitempty"`
+}
+
+// WriteText writes the BMC's address and files.
+func (b *LabBMCReport) WriteText(w io.Writer) error {
+	kind := "Redfish"
+	if b.BMCDriver == "ipmi" {
+		kind = "IPMI"
+	}
+	fmt.Fprintf(w, "%s BMC for system %s at %s (user %s)\n", kind, b.System, b.Endpoint, b.User)
+	if b.CA != "" {
+		fmt.Fprintf(w, "its certificate (for --redfish-ca): %s\n", b.CA)
+	}
+	fmt.Fprintf(w, "inventory columns: bmc=%s bmc_driver=%s\n", b.BMC, b.BMCDriver)
+	if len(b.Systems) > 0 {
+		fmt.Fprintf(w, "systems: %s (each one's output: %s)\n", strings.Join(b.Systems, ", "), filepath.Dir(b.Logs[b.Systems[0]]))
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "VM console: %s\nQMP socket: %s\n", b.Console, b.QMP)
+	return err
 }
 
 // StartLabBMCs gives the first n nodes of a cluster whose servers StartQEMUServers started a BMC
@@ -113,28 +139,28 @@ func (c *Cluster) writeLabPassword(protocol string) (password, file string, err 
 
 // startLabBMC starts `bootctl cluster bmc` with extra flags and arguments (named node: a node, or
 // the BMC of all) and waits for its report (DIR/bmc-NODE.json).
-func (c *Cluster) startLabBMC(ctx context.Context, bootctl, node, pwFile string, extra []string) (labBMCReport, error) {
+func (c *Cluster) startLabBMC(ctx context.Context, bootctl, node, pwFile string, extra []string) (LabBMCReport, error) {
 	dir := c.dir()
 	bmcDir := filepath.Join(dir, "bmc-"+node)
 	report := bmcDir + ".json"
 	out, err := os.Create(report)
 	if err != nil {
-		return labBMCReport{}, err
+		return LabBMCReport{}, err
 	}
 	defer out.Close()
 	logf, err := os.Create(bmcDir + ".log")
 	if err != nil {
-		return labBMCReport{}, err
+		return LabBMCReport{}, err
 	}
 	defer logf.Close()
 	args := append([]string{"cluster", "bmc", "--listen", "127.0.0.1:0", "--dir", bmcDir, "--password-file", pwFile, "-o", "json"}, extra...)
 	cmd := exec.Command(bootctl, args...)
 	cmd.Stdout, cmd.Stderr = out, logf
 	if err := cmd.Start(); err != nil {
-		return labBMCReport{}, fmt.Errorf("node %s: start its BMC: %w", node, err)
+		return LabBMCReport{}, fmt.Errorf("node %s: start its BMC: %w", node, err)
 	}
 	if err := c.AddPid(cmd.Process.Pid); err != nil {
-		return labBMCReport{}, err
+		return LabBMCReport{}, err
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }() // reap; Down stops it by pid
@@ -143,17 +169,17 @@ func (c *Cluster) startLabBMC(ctx context.Context, bootctl, node, pwFile string,
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		var rep labBMCReport
+		var rep LabBMCReport
 		if data, err := os.ReadFile(report); err == nil && json.Unmarshal(data, &rep) == nil && rep.BMC != "" {
 			return rep, nil
 		}
 		select {
 		case <-exited:
-			return labBMCReport{}, fmt.Errorf("node %s: its BMC exited (see %s.log)", node, bmcDir)
+			return LabBMCReport{}, fmt.Errorf("node %s: its BMC exited (see %s.log)", node, bmcDir)
 		case <-deadline.C:
-			return labBMCReport{}, fmt.Errorf("node %s: its BMC did not report within 30 s (see %s.log)", node, bmcDir)
+			return LabBMCReport{}, fmt.Errorf("node %s: its BMC did not report within 30 s (see %s.log)", node, bmcDir)
 		case <-ctx.Done():
-			return labBMCReport{}, ctx.Err()
+			return LabBMCReport{}, ctx.Err()
 		case <-tick.C:
 		}
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"time"
@@ -231,15 +230,7 @@ func bootCalibrate(c *cli.Context, s *bootSetup) error {
 	if len(paths) == 0 {
 		return nil
 	}
-	runs := make([]bootrun.CalibrationRun, len(paths))
-	for i, p := range paths {
-		j, err := bootrun.ReadJournal(p)
-		if err != nil {
-			return badInput("--calibrate: %w", err)
-		}
-		runs[i] = bootrun.CalibrationRun{Name: p, Contents: j}
-	}
-	cal, err := bootrun.Calibrate(runs, s.imageBytes)
+	cal, err := bootrun.CalibrateJournals(paths, s.imageBytes)
 	if err != nil {
 		return badInput("--calibrate: %w", err)
 	}
@@ -280,36 +271,22 @@ func bootImageSize(c *cli.Context, s *bootSetup) (float64, string, error) {
 	if err != nil {
 		return 0, "", badInput("--config: %w (or give --image-size)", err)
 	}
-	sizes := map[string]float64{}
-	for _, n := range s.nodes {
-		name := cmp.Or(n.Profile, s.profile)
-		if _, ok := sizes[name]; ok {
-			continue
-		}
-		p, err := st.Get(name)
-		if err != nil {
-			return 0, "", badInput("node %s: profile %q: %w (or give --image-size)", n.Name, name, err)
-		}
-		sizes[name] = float64(p.Files[p.Kernel].Size)
-		if p.Initrd != "" {
-			sizes[name] += float64(p.Files[p.Initrd].Size)
-		}
+	names, profiles := make([]string, len(s.nodes)), make([]string, len(s.nodes))
+	for i, n := range s.nodes {
+		names[i], profiles[i] = n.Name, cmp.Or(n.Profile, s.profile)
 	}
-	names := slices.Sorted(maps.Keys(sizes))
-	best := names[0]
-	for _, n := range names {
-		if sizes[n] > sizes[best] {
-			best = n
-		}
+	best, size, count, err := st.Largest(names, profiles)
+	if err != nil {
+		return 0, "", badInput("%w (or give --image-size)", err)
 	}
 	from := fmt.Sprintf("profile %s in the image store %s", best, s.store)
-	if len(names) > 1 {
-		from = fmt.Sprintf("the largest of the batch's %d profiles, %s, in the image store %s", len(names), best, s.store)
+	if count > 1 {
+		from = fmt.Sprintf("the largest of the batch's %d profiles, %s, in the image store %s", count, best, s.store)
 	}
-	if !(sizes[best] > 0) {
+	if !(size > 0) {
 		return 0, "", badInput("%s: kernel and initrd are empty; give --image-size", from)
 	}
-	return sizes[best], from, nil
+	return size, from, nil
 }
 
 // bootConfig makes the controller's configuration: caps from the limits, deadlines from the

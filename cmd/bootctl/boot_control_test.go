@@ -83,7 +83,7 @@ func TestBootStatusJournal(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("boot status -o json: exit %d: %s", code, errs)
 	}
-	r := decodeJSONOut[bootRunResult](t, out)
+	r := decodeJSONOut[bootrun.RunResult](t, out)
 	if r.Paused == "" || r.JournalVersion != bootrun.JournalVersion || len(r.Events) != 2 || r.Records[0].Phase != bootrun.Loading ||
 		r.Records[0].Server == nil || r.Records[0].Server.State != nodestate.Kernel || r.Skipped != 1 || r.SkippedReason == "" || r.Pending != 2 {
 		t.Errorf("json: %+v", r)

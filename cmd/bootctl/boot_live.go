@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"github.com/bootfabric/bootfabric/bootrun"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/internal/atomicfile"
-	"github.com/bootfabric/bootfabric/units"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 )
@@ -67,10 +65,10 @@ func bootLive(e *env, c *cli.Context, format string, s *bootSetup, pred *bootrun
 		return fmt.Errorf("boot: %w (the journal %s keeps the run: rerun with --resume)", err, journalPath)
 	}
 	e.log.Info("boot run finished", zap.Duration("took", time.Since(started)))
-	res := bootRunOf(recs, pred, ctl.PausedBecause())
+	res := bootrun.ResultOf(recs, pred, ctl.PausedBecause())
 	res.Links, res.LimitChanges, res.PatienceSeconds = s.limits.Names, ctl.LimitChanges(), ctl.Patience()
 	if format == "table" {
-		writeBootLimits(e, res)
+		res.WriteLimits(e.stdout)
 	}
 	return writeBootRun(e, format, res)
 }
@@ -129,303 +127,28 @@ func bootStatus(e *env, c *cli.Context) error {
 	if err != nil {
 		return badInput("--journal: %w", err)
 	}
-	recs := make([]bootrun.NodeRecord, len(j.Nodes))
-	for i, name := range j.Nodes {
-		recs[i] = bootrun.NodeRecord{Name: name}
-		if j.Last[i] != nil {
-			recs[i] = j.Last[i].Record
-		}
-	}
-	r := bootRunOf(recs, nil, j.Paused())
-	r.JournalVersion, r.Events = j.Version, j.Events
-	for i, e := range j.Last {
-		if e != nil {
-			r.Records[i].Server = e.Server
-			if !e.Time.IsZero() {
-				at := e.Time
-				r.Records[i].Changed = &at
-			}
-		}
-	}
-	return writeBootRun(e, format, r)
+	return writeBootRun(e, format, bootrun.JournalResult(j))
 }
 
-// bootRunResult is what a run came to.
-type bootRunResult struct {
-	Nodes   int `json:"nodes"`
-	Healthy int `json:"healthy"`
-	Failed  int `json:"failed"`
-	Skipped int `json:"skipped"`
-	Pending int `json:"pending"`
-	// MakespanSeconds is when the last node powered by the run became healthy, from the
-	// run's start; PredictedSeconds what the dry run of the same nodes says.
-	MakespanSeconds  float64 `json:"makespan_seconds"`
-	PredictedSeconds float64 `json:"predicted_seconds,omitempty"`
-	// SkippedReason says why the skipped nodes were not powered, and how to boot them.
-	SkippedReason string `json:"skipped_reason,omitempty"`
-	Paused        string `json:"paused,omitempty"`
-	// JournalVersion and Events come from a journal (boot status): the run's start, pauses,
-	// resumes, abort and end.
-	JournalVersion int                `json:"journal_version,omitempty"`
-	Events         []bootrun.RunEvent `json:"run_events,omitempty"`
-	Records        []bootNodeRow      `json:"nodes_detail"`
-	// Links names the resources whose limits adapted, LimitChanges every move of them, and
-	// PatienceSeconds the firmware's patience the run learned (a live run only).
-	Links           []string              `json:"links,omitempty"`
-	LimitChanges    []bootrun.LimitChange `json:"limit_changes,omitempty"`
-	PatienceSeconds float64               `json:"patience_seconds,omitempty"`
-}
-
-// writeBootLimits prints how each link's limit moved: where it started, the range it moved in,
-// its cuts and raises, and where it ended.
-func writeBootLimits(e *env, r bootRunResult) {
-	t := newTable(e.stdout)
-	t.row("LINK", "START", "MIN", "MAX", "END", "CUTS", "RAISES", "BACK-OFFS")
-	for k, name := range r.Links {
-		var start, lo, hi, end float64
-		n := map[string]int{}
-		for _, ch := range r.LimitChanges {
-			if ch.Resource != k {
-				continue
-			}
-			if ch.Why == "start" {
-				start, lo, hi = ch.Limit, ch.Limit, ch.Limit
-			}
-			lo, hi, end = min(lo, ch.Limit), max(hi, ch.Limit), ch.Limit
-			n[ch.Why]++
-		}
-		t.row(name, int(start), int(lo), int(hi), int(end), n["cut"], n["raise"], n["back-off"])
-	}
-	t.flush()
-	fmt.Fprintf(e.stdout, "firmware patience learned: %.1f s per file\n\n", r.PatienceSeconds)
-}
-
-// bootNodeRow is one node of a run, with (from a journal) its boot as its servers last showed
-// it and when its last entry was written.
-type bootNodeRow struct {
-	bootrun.NodeRecord
-	Server  *bootrun.ServerSeen `json:"server,omitempty"`
-	Changed *time.Time          `json:"changed,omitempty"`
-}
-
-// skippedReason is the summary's word on the nodes a run did not power.
-const skippedReason = "healthy on the boot servers when the run started; --reboot-healthy boots them too"
-
-func bootRunOf(recs []bootrun.NodeRecord, pred *bootrun.Prediction, paused string) bootRunResult {
-	r := bootRunResult{Nodes: len(recs), Paused: paused}
-	if pred != nil {
-		r.PredictedSeconds = pred.Makespan
-	}
-	r.Records = make([]bootNodeRow, len(recs))
-	for i, x := range recs {
-		r.Records[i].NodeRecord = x
-		switch {
-		case x.Skipped:
-			r.Skipped++
-		case x.Phase == bootrun.Healthy:
-			r.Healthy++
-			r.MakespanSeconds = max(r.MakespanSeconds, x.HealthAt)
-		case x.Phase == bootrun.Failed:
-			r.Failed++
-		default:
-			r.Pending++
-		}
-	}
-	if r.Skipped > 0 {
-		r.SkippedReason = skippedReason
-	}
-	return r
-}
-
-func writeBootRun(e *env, format string, r bootRunResult) error {
+func writeBootRun(e *env, format string, r bootrun.RunResult) error {
 	if format != "table" {
 		return writeData(e.stdout, format, r)
 	}
-	if err := writeBootNodes(e, r); err != nil {
-		return err
-	}
-	skip := "skipped"
-	if r.Skipped > 0 {
-		skip = "skipped (" + r.SkippedReason + ")"
-	}
-	_, err := fmt.Fprintf(e.stdout, "\n%d nodes: %d healthy, %d failed, %d %s, %d not done; makespan %.1f s",
-		r.Nodes, r.Healthy, r.Failed, r.Skipped, skip, r.Pending, r.MakespanSeconds)
-	if err == nil && r.PredictedSeconds > 0 {
-		_, err = fmt.Fprintf(e.stdout, " (predicted %.1f s)", r.PredictedSeconds)
-	}
-	if err == nil && r.Paused != "" {
-		_, err = fmt.Fprintf(e.stdout, "\npaused: %s", r.Paused)
-	}
-	if err == nil {
-		_, err = fmt.Fprintln(e.stdout)
-	}
+	err := r.WriteTable(e.stdout)
 	if err == nil && r.Failed > 0 {
 		err = fmt.Errorf("boot: %d of %d nodes failed", r.Failed, r.Nodes)
 	}
 	return err
 }
 
-// writeBootNodes prints the run's table of nodes and, from a journal, its run events.
-func writeBootNodes(e *env, r bootRunResult) error {
-	t := newTable(e.stdout)
-	head := []any{"NODE", "PHASE", "ATTEMPTS", "POWER", "DHCP", "FILES", "HEALTHY", "FAILURES"}
-	if r.JournalVersion > 0 {
-		head = append(head, "ON SERVER")
-	}
-	t.row(head...)
-	for _, x := range r.Records {
-		fails := "-"
-		if len(x.Failures) > 0 {
-			fails = fmt.Sprint(x.Failures)
-		}
-		row := []any{x.Name, cmp.Or(skipped(x.NodeRecord), x.Phase.String()), x.Attempts, secs(x.PowerAt, x.Attempts > 0), secs(x.LoadAt, x.LoadAt > 0),
-			secs(x.BootAt, x.BootAt > 0), secs(x.HealthAt, x.Phase == bootrun.Healthy && !x.Skipped), fails}
-		if r.JournalVersion > 0 {
-			on := "-"
-			if x.Server != nil {
-				on = fmt.Sprintf("%s (attempt %d)", x.Server.State, x.Server.Attempt)
-			}
-			row = append(row, on)
-		}
-		t.row(row...)
-	}
-	if err := t.flush(); err != nil {
-		return err
-	}
-	if len(r.Events) > 0 {
-		fmt.Fprintln(e.stdout, "\nrun:")
-		t := newTable(e.stdout)
-		for _, ev := range r.Events {
-			t.row(" ", ev.Time.Format("2006-01-02T15:04:05.000Z07:00"), fmt.Sprintf("%.1f s", ev.At), ev.Run, cmp.Or(ev.Reason, "-"))
-		}
-		if err := t.flush(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func skipped(x bootrun.NodeRecord) string {
-	if x.Skipped {
-		return "skipped"
-	}
-	return ""
-}
-
-func secs(v float64, ok bool) string {
-	if !ok {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f", v)
-}
-
-// bootPlan is the dry run's output: the limits, the schedule and the predicted timeline.
-type bootPlan struct {
-	Nodes     int     `json:"nodes"`
-	FloorMbps float64 `json:"floor_mbps"`
-	// ImageBytes is the kernel + initrd size the model used, ImageFrom where it came from.
-	ImageBytes float64 `json:"image_bytes"`
-	ImageFrom  string  `json:"image_from"`
-	// Model is the firmware, DHCP and health times the prediction used; Calibration what
-	// --calibrate fitted them from.
-	Model            bootModel            `json:"model"`
-	Calibration      *bootrun.Calibration `json:"calibration,omitempty"`
-	Caps             []bootCap            `json:"caps"`
-	PredictedSeconds float64              `json:"predicted_seconds"`
-	PeakInFlight     int                  `json:"peak_in_flight"`
-	Schedule         []bootPlanRow        `json:"schedule"`
-	P2P              *bootP2P             `json:"p2p,omitempty"` // --delivery p2p
-}
-
-// bootModel is the plant's times the prediction used, in seconds.
-type bootModel struct {
-	PostSeconds   float64 `json:"post_seconds"`
-	DHCPSeconds   float64 `json:"dhcp_seconds"`
-	HealthSeconds float64 `json:"health_seconds"`
-}
-
-// bootCap is a link's in-flight limit at the start (Nodes) and the nodes behind it: a limit
-// below them binds; either way it adapts to what the run measures.
-type bootCap struct {
-	Resource string `json:"resource"`
-	Nodes    int    `json:"nodes"`
-	Behind   int    `json:"behind"`
-}
-
-type bootPlanRow struct {
-	Node    string  `json:"node"`
-	Server  string  `json:"server"`
-	PowerOn float64 `json:"power_on"`
-	Files   float64 `json:"files_in"`
-	Healthy float64 `json:"healthy"`
-}
-
-func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction, p2p *bootP2P) error {
-	out := bootPlan{Nodes: len(s.nodes), FloorMbps: s.limits.FloorMbps, ImageBytes: s.imageBytes, ImageFrom: s.imageFrom,
-		PredictedSeconds: p.Makespan, PeakInFlight: p.PeakInFlight, Calibration: s.cal, P2P: p2p,
-		Model: bootModel{PostSeconds: round3(s.post), DHCPSeconds: round3(s.flow.DHCPSeconds), HealthSeconds: round3(s.flow.HealthSeconds)}}
-	for i, name := range s.limits.Names {
-		out.Caps = append(out.Caps, bootCap{Resource: name, Nodes: s.limits.Caps[i], Behind: s.limits.Users[i]})
-	}
-	for i, r := range p.Records {
-		out.Schedule = append(out.Schedule, bootPlanRow{Node: r.Name, Server: s.server[i], PowerOn: round3(r.PowerAt), Files: round3(r.BootAt), Healthy: round3(r.HealthAt)})
-	}
+func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction, p2p *bootrun.P2PPlan) error {
+	out := bootrun.NewPlan(p, s.limits, s.server, bootrun.PlanModel{PostSeconds: s.post, DHCPSeconds: s.flow.DHCPSeconds, HealthSeconds: s.flow.HealthSeconds})
+	out.ImageBytes, out.ImageFrom, out.Calibration, out.P2P = s.imageBytes, s.imageFrom, s.cal, p2p
 	if format != "table" {
 		return writeData(e.stdout, format, out)
 	}
-	fmt.Fprintf(e.stdout, "%d nodes; floor %.1f Mb/s per node; predicted makespan %.1f s; at most %d in flight\n",
-		out.Nodes, out.FloorMbps, out.PredictedSeconds, out.PeakInFlight)
-	fmt.Fprintf(e.stdout, "image %s (kernel + initrd) from %s\n", units.FormatBytes(out.ImageBytes), out.ImageFrom)
-	fmt.Fprintf(e.stdout, "model: POST %.3f s, DHCP %.3f s, health %.3f s\n", out.Model.PostSeconds, out.Model.DHCPSeconds, out.Model.HealthSeconds)
-	out.P2P.write(e.stdout)
-	if cal := out.Calibration; cal != nil {
-		writeCalibration(e.stdout, cal)
-	}
-	if len(out.Caps) == 0 {
-		fmt.Fprintln(e.stdout, "no shared link: every node powers on at once")
-	} else {
-		t := newTable(e.stdout)
-		t.row("LINK", "START LIMIT", "NODES BEHIND")
-		for _, c := range out.Caps {
-			t.row(c.Resource, c.Nodes, c.Behind)
-		}
-		t.flush()
-		fmt.Fprintln(e.stdout, "(a live run moves each limit with what it measures)")
-	}
-	fmt.Fprintln(e.stdout)
-	t := newTable(e.stdout)
-	t.row("NODE", "SERVER", "POWER ON", "FILES IN", "HEALTHY")
-	for _, r := range out.Schedule {
-		t.row(r.Node, r.Server, fmt.Sprintf("%.1f", r.PowerOn), fmt.Sprintf("%.1f", r.Files), fmt.Sprintf("%.1f", r.Healthy))
-	}
-	return t.flush()
+	return out.WriteTable(e.stdout)
 }
 
-// writeCalibration prints what --calibrate fitted: each phase's median and spread.
-func writeCalibration(w io.Writer, cal *bootrun.Calibration) {
-	fmt.Fprintf(w, "calibrated from %d journal(s), %d node boots (their longest makespan %.1f s):\n", cal.Runs, cal.Nodes, cal.MakespanSeconds)
-	t := newTable(w)
-	t.row(" ", "PHASE", "SAMPLES", "MEDIAN", "P10", "P90")
-	row := func(name, unit string, f bootrun.PhaseFit) {
-		if f.Samples == 0 {
-			t.row(" ", name, 0, "-", "-", "-")
-			return
-		}
-		t.row(" ", name, f.Samples, fmt.Sprintf("%.3f %s", f.Median, unit), fmt.Sprintf("%.3f %s", f.P10, unit), fmt.Sprintf("%.3f %s", f.P90, unit))
-	}
-	row("post", "s", cal.Post)
-	row("dhcp", "s", cal.DHCP)
-	row("transfer", "s", cal.Transfer)
-	if cal.TransferMbps != nil {
-		row("transfer rate", "Mb/s", *cal.TransferMbps)
-	}
-	row("health", "s", cal.Health)
-	t.flush()
-	if cal.LinkEfficiency > 0 {
-		fmt.Fprintf(w, "link efficiency %.2f: the share of their capacity the links carried to the nodes in the runs (given-up transfers, gaps), fitted to their makespan\n", cal.LinkEfficiency)
-	} else {
-		fmt.Fprintln(w, "link efficiency not fitted: the runs booted other nodes than these")
-	}
-}
-
-func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
+// writeCalibration prints what --calibrate fitted.
+func writeCalibration(w io.Writer, cal *bootrun.Calibration) { cal.WriteTable(w) }

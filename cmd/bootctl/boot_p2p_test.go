@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/bootfabric/bootfabric/bootrun"
 )
 
 // TestBootDryRunP2P: boot --dry-run --delivery p2p puts the batch's boot with the root image by
@@ -19,7 +21,7 @@ func TestBootDryRunP2P(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var plan bootPlan
+	var plan bootrun.Plan
 	if err := json.Unmarshal([]byte(out), &plan); err != nil {
 		t.Fatal(err)
 	}

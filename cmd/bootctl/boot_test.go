@@ -61,7 +61,7 @@ func TestBootImageSize(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("dry run: %d %s", code, errs)
 			}
-			plan := decodeJSONOut[bootPlan](t, out)
+			plan := decodeJSONOut[bootrun.Plan](t, out)
 			if plan.ImageBytes != tc.bytes || !strings.Contains(plan.ImageFrom, tc.fromWords) {
 				t.Errorf("image %v from %q; want %v from %q", plan.ImageBytes, plan.ImageFrom, tc.bytes, tc.fromWords)
 			}
@@ -74,7 +74,7 @@ func TestBootImageSize(t *testing.T) {
 	noImages := testfix.WriteFile(t, filepath.Join(f.dir, "noimages.yaml"), []byte("servers:\n  - {name: bs0, address: 10.0.0.1}\n"+
 		"topology: mini\ninventory: inv.csv\n"))
 	code, out, errs := runBootctl(t, ctx, "boot", "--dry-run", "--config", noImages, "-o", "json", "s0-b0-n0")
-	if plan := decodeJSONOut[bootPlan](t, out); code != 0 || plan.ImageBytes != 50e6 || !strings.Contains(plan.ImageFrom, "names no image store") {
+	if plan := decodeJSONOut[bootrun.Plan](t, out); code != 0 || plan.ImageBytes != 50e6 || !strings.Contains(plan.ImageFrom, "names no image store") {
 		t.Errorf("no store named: exit %d %s, image %v from %q", code, errs, plan.ImageBytes, plan.ImageFrom)
 	}
 	noProfile := testfix.WriteFile(t, filepath.Join(f.dir, "other.yaml"), []byte("servers:\n  - {name: bs0, address: 10.0.0.1}\n"+
@@ -100,7 +100,7 @@ func TestBootDryRun(t *testing.T) {
 	if out != again {
 		t.Error("two dry runs differ")
 	}
-	plan := decodeJSONOut[bootPlan](t, out)
+	plan := decodeJSONOut[bootrun.Plan](t, out)
 	if plan.Nodes != 4 || len(plan.Schedule) != 4 || len(plan.Caps) == 0 || plan.PeakInFlight != plan.Caps[0].Nodes {
 		t.Fatalf("plan %+v", plan)
 	}
@@ -246,21 +246,21 @@ func TestBootCalibrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	measured := bootRunOf(recs, nil, "").MakespanSeconds
-	predict := func(more ...string) bootPlan {
+	measured := bootrun.ResultOf(recs, nil, "").MakespanSeconds
+	predict := func(more ...string) bootrun.Plan {
 		t.Helper()
 		code, out, errs := runBootctl(t, ctx, append([]string{"boot", "--dry-run", "--config", cfg, "-o", "json", "s0-b0-n[0-3]"}, more...)...)
 		if code != 0 {
 			t.Fatalf("dry run %v: %d %s", more, code, errs)
 		}
-		return decodeJSONOut[bootPlan](t, out)
+		return decodeJSONOut[bootrun.Plan](t, out)
 	}
 	plain, cal := predict(), predict("--calibrate", journal)
 	t.Logf("measured makespan %.3f s; predicted %.3f s uncalibrated, %.3f s calibrated (model %+v)", measured, plain.PredictedSeconds, cal.PredictedSeconds, cal.Model)
 	if math.Abs(cal.PredictedSeconds-measured) >= math.Abs(plain.PredictedSeconds-measured) {
 		t.Errorf("calibrated prediction %.3f s no closer to the measured %.3f s than the uncalibrated %.3f s", cal.PredictedSeconds, measured, plain.PredictedSeconds)
 	}
-	if c := cal.Calibration; c == nil || c.Nodes != 4 || c.Post.Samples != 4 || cal.Model.PostSeconds != round3(c.Post.Median) ||
+	if c := cal.Calibration; c == nil || c.Nodes != 4 || c.Post.Samples != 4 || cal.Model.PostSeconds != bootrun.Round3(c.Post.Median) ||
 		c.Post.Median < 0.2 || c.Health.Median < 0.05 || c.MakespanSeconds > measured || c.MakespanSeconds < measured-0.5 {
 		t.Errorf("calibration %+v, model %+v", c, cal.Model)
 	}

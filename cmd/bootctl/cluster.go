@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -13,29 +11,16 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/mapping"
-	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/testcluster"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/bootfabric/bootfabric/units"
 	"github.com/urfave/cli/v2"
 )
 
-// clusterTools are the host commands a netns cluster needs, with the Debian package of each.
-var clusterTools = map[string]string{"ip": "iproute2", "tc": "iproute2", "curl": "curl", "udhcpc": "udhcpc", "busybox": "busybox"}
-
+// checkTools refuses a host without a netns cluster's commands, or a user other than root.
 func checkTools() error {
-	var missing, pkgs []string
-	for tool, pkg := range clusterTools {
-		if _, err := exec.LookPath(tool); err != nil {
-			missing = append(missing, tool)
-			pkgs = append(pkgs, pkg)
-		}
-	}
-	if len(missing) > 0 {
-		return badInput("cluster: missing %s; install with: apt-get install %s", strings.Join(missing, ", "), strings.Join(pkgs, " "))
-	}
-	if os.Geteuid() != 0 {
-		return badInput("cluster: network namespaces need root")
+	if err := testcluster.CheckHost(); err != nil {
+		return badInput("cluster: %w", err)
 	}
 	return nil
 }
@@ -102,19 +87,9 @@ func clusterUpAction(e *env, c *cli.Context) error {
 			return asBadInput(err)
 		}
 	}
-	cl, err := testcluster.Up(c.Context, spec, e.log)
+	cl, err := testcluster.UpAndServe(c.Context, spec, opt, c.String("kind") == "qemu", e.log)
 	if err != nil {
 		return clusterError(err)
-	}
-	start := cl.StartServers
-	if c.String("kind") == "qemu" {
-		start = func(ctx context.Context, opt testcluster.ServerOptions) error {
-			return cl.StartQEMUServers(ctx, opt, testcluster.VMImage{})
-		}
-	}
-	if err := start(c.Context, opt); err != nil {
-		_ = cl.Down(context.Background())
-		return err
 	}
 	var labs *testcluster.LabBMCs
 	if c.String("bmc") != "none" {
@@ -165,17 +140,7 @@ func writeClusterUp(e *env, format string, cl *testcluster.Cluster, spec testclu
 		return writeData(e.stdout, format, map[string]any{"name": spec.Name, "nodes": len(cl.Nodes), "servers": len(cl.Servers),
 			"links": cl.Graph.NumLinks(), "scale": spec.Scale, "mapping": opt.Mapping, "bmcs": labs})
 	}
-	fmt.Fprintf(e.stdout, "cluster %s up: %d nodes, %d boot servers, %d links shaped at x%g; mapping %s\n",
-		spec.Name, len(cl.Nodes), len(cl.Servers), cl.Graph.NumLinks(), spec.Scale, opt.Mapping)
-	switch {
-	case labs != nil && labs.CA != "":
-		fmt.Fprintf(e.stdout, "%d nodes behind Redfish BMCs, powered off; drive them as servers:\n"+
-			"  bootctl power status all --config %s --credentials %s --redfish-ca %s\n", len(labs.BMCs), labs.Config, labs.Credentials, labs.CA)
-	case labs != nil:
-		fmt.Fprintf(e.stdout, "%d VMs behind IPMI BMCs (ipmi_sim), powered off; drive them as servers:\n"+
-			"  bootctl power status all --config %s --credentials %s\n", len(labs.BMCs), labs.Config, labs.Credentials)
-	}
-	return nil
+	return cl.WriteUp(e.stdout, opt.Mapping, labs)
 }
 
 func clusterBootCommand(e *env) *cli.Command {
@@ -227,16 +192,9 @@ func clusterBootAction(e *env, c *cli.Context) error {
 		}
 		return err
 	}
-	t := newTable(e.stdout)
-	t.row("node", "server", "bound s", "nbp s", "kernel s", "initrd s", "reported s", "error")
-	for _, n := range tl {
-		t.row(n.Node, n.Server, fmtFloat(n.Events["bound"], 2), fmtFloat(n.Events["nbp"], 2), fmtFloat(n.Events["kernel"], 2),
-			fmtFloat(n.Events["initrd"], 2), fmtFloat(n.Events["reported"], 2), n.Err)
+	if werr := testcluster.WriteTimelines(e.stdout, tl, batch, cpu); werr != nil {
+		return werr
 	}
-	if ferr := t.flush(); ferr != nil {
-		return ferr
-	}
-	fmt.Fprintf(e.stdout, "batch %.2f s; host CPU %.0f%% of %d cores\n", batch, cpu.Busy*100, cpu.Cores)
 	return err
 }
 
@@ -262,7 +220,7 @@ func clusterStatusAction(e *env, c *cli.Context) error {
 		return writeData(e.stdout, format, map[string]any{"name": cl.Name, "scale": cl.Scale, "nodes": cl.Nodes, "servers": sums})
 	}
 	fmt.Fprintf(e.stdout, "cluster %s: %d nodes, %d boot servers, scale x%g\n", cl.Name, len(cl.Nodes), len(cl.Servers), cl.Scale)
-	return writeClusterStatus(e.stdout, sums)
+	return testcluster.WriteSummaries(e.stdout, sums)
 }
 
 func clusterDownCommand(e *env) *cli.Command {
@@ -337,25 +295,6 @@ func clusterSpec(c *cli.Context) (testcluster.Spec, testcluster.ServerOptions, e
 	return spec, opt, nil
 }
 
-// writeClusterStatus writes one row per boot server of its summary.
-func writeClusterStatus(w io.Writer, sums []testcluster.ServerSummary) error {
-	t := newTable(w)
-	t.row("server", "ip", "nodes", "health", "healthy", "failed", "booting", "pending", "boot s min", "median", "max")
-	for _, s := range sums {
-		var sum nodestate.Summary
-		if err := json.Unmarshal(s.Summary, &sum); err != nil {
-			return fmt.Errorf("boot server %s: summary: %w", s.Server, err)
-		}
-		h := sum.Health
-		lo, med, hi := "-", "-", "-"
-		if b := sum.BootSeconds; b != nil {
-			lo, med, hi = fmtFloat(b.Min, 1), fmtFloat(b.Median, 1), fmtFloat(b.Max, 1)
-		}
-		t.row(s.Server, s.IP, sum.Nodes, h.Status, h.Healthy, h.Failed, h.Booting, h.Pending, lo, med, hi)
-	}
-	return t.flush()
-}
-
 // clusterError marks the errors Up returns for bad input (a leftover cluster, a machine too large).
 func clusterError(err error) error {
 	var bad *testcluster.SpecError
@@ -391,33 +330,7 @@ func measureAction(e *env, c *cli.Context) error {
 	if format != "table" {
 		return writeData(e.stdout, format, results)
 	}
-	t := newTable(e.stdout)
-	t.row("algo", "nodes", "measured s", "predicted s", "error", "rtt ms", "dhcp s", "host cpu")
-	for _, r := range results {
-		t.row(r.Algo, len(r.Nodes), fmtFloat(r.Measured, 2), fmtFloat(r.Predicted, 2), fmtFloat(r.ErrorPct, 1)+"%",
-			fmtFloat(r.RTTSeconds*1000, 3), fmtFloat(r.DHCPSeconds, 2), fmt.Sprintf("%.0f%% of %d", r.CPU.Busy*100, r.CPU.Cores))
-	}
-	if err := t.flush(); err != nil {
-		return err
-	}
-	if len(results) == 2 {
-		ms, ps := results[0].Measured/results[1].Measured, results[0].Predicted/results[1].Predicted
-		fmt.Fprintf(e.stdout, "%s/%s speed-up: measured %.2f, predicted %.2f (%+.1f%%)\n", results[1].Algo, results[0].Algo, ms, ps, 100*(ms-ps)/ps)
-	}
-	if c.Bool("nodes") {
-		for _, r := range results {
-			fmt.Fprintf(e.stdout, "\n%s\n", r.Algo)
-			t := newTable(e.stdout)
-			t.row("node", "server", "measured s", "predicted s", "error")
-			for _, n := range r.Nodes {
-				t.row(n.Node, n.Server, fmtFloat(n.Measured, 2), fmtFloat(n.Predicted, 2), fmtFloat(n.ErrorPct, 1)+"%")
-			}
-			if err := t.flush(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return testcluster.WriteMeasurements(e.stdout, results, c.Bool("nodes"))
 }
 
 func bootVMs(e *env, c *cli.Context, cl *testcluster.Cluster, format string) error {
@@ -442,21 +355,8 @@ func bootVMs(e *env, c *cli.Context, cl *testcluster.Cluster, format string) err
 		}
 		return err
 	}
-	t := newTable(e.stdout)
-	t.row("vm", "server", "accel", "seconds", "health", "breakdown", "serial log")
-	for _, r := range res {
-		var steps []string
-		for _, st := range testcluster.Breakdown(r) {
-			steps = append(steps, fmt.Sprintf("%s %.2f", st.Name, st.Seconds))
-		}
-		health := r.Health
-		if r.Err != "" {
-			health = "error: " + r.Err
-		}
-		t.row(r.Node, r.Server, r.Accel, fmtFloat(r.Seconds, 2), health, strings.Join(steps, "; "), r.SerialLog)
-	}
-	if ferr := t.flush(); ferr != nil {
-		return ferr
+	if werr := testcluster.WriteVMResults(e.stdout, res); werr != nil {
+		return werr
 	}
 	return err
 }

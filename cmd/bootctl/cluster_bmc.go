@@ -1,33 +1,19 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/bootfabric/bootfabric/internal/redfishsim"
+	"github.com/bootfabric/bootfabric/testcluster"
 	"github.com/urfave/cli/v2"
 )
 
-// labBMC is what `cluster bmc` reports once its BMC answers: what the inventory, the credentials
-// file and --redfish-ca need.
-type labBMC struct {
-	Endpoint  string `json:"endpoint"`
-	BMC       string `json:"bmc"`
-	BMCDriver string `json:"bmc_driver"`
-	System    string `json:"system"`
-	User      string `json:"user"`
-	CA        string `json:"ca,omitempty"`
-	QMP       string `json:"qmp,omitempty"`
-	Console   string `json:"console,omitempty"`
-	// Systems and Logs are a --command BMC's machines and each one's output file.
-	Systems []string          `json:"systems,omitempty"`
-	Logs    map[string]string `json:"logs,omitempty"`
-}
+// labBMC is what `cluster bmc` reports once its BMC answers.
+type labBMC = testcluster.LabBMCReport
 
 func clusterBMCCommand(e *env) *cli.Command {
 	return &cli.Command{
@@ -94,28 +80,17 @@ func serveRedfishLab(e *env, c *cli.Context, format string, opts redfishsim.Opti
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return badInput("--dir: %v", err)
 	}
-	opts.Machine = func(system string) redfishsim.Machine { return machines[system] }
 	opts.Logf = func(format string, args ...any) { fmt.Fprintf(e.stderr, "bootctl cluster bmc: "+format+"\n", args...) }
-	bmc, err := redfishsim.New(opts, dir)
-	if err != nil {
+	var werr error // the report's own failure, returned as it is
+	err := redfishsim.ServeMachines(c.Context, opts, dir, machines, func(bmc *redfishsim.BMC) error {
+		info.Endpoint, info.BMC, info.BMCDriver, info.User, info.CA = bmc.URL, bmc.Host(), "redfish", bmc.User, bmc.CAFile
+		werr = writeLabBMC(e, format, info)
+		return werr
+	})
+	if err != nil && err != werr {
 		return fmt.Errorf("cluster bmc: %w", err)
 	}
-	defer func() {
-		bmc.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		for _, name := range opts.Systems {
-			if err := machines[name].PowerOff(ctx); err != nil {
-				fmt.Fprintf(e.stderr, "bootctl cluster bmc: %s: %v\n", name, err)
-			}
-		}
-	}()
-	info.Endpoint, info.BMC, info.BMCDriver, info.User, info.CA = bmc.URL, bmc.Host(), "redfish", bmc.User, bmc.CAFile
-	if err := writeLabBMC(e, format, info); err != nil {
-		return err
-	}
-	<-c.Context.Done()
-	return nil
+	return err
 }
 
 // labBMCOptions checks cluster bmc's flags and arguments and makes the Redfish BMC's options
@@ -167,21 +142,7 @@ func writeLabBMC(e *env, format string, b labBMC) error {
 	if format != "table" {
 		return writeData(e.stdout, format, b)
 	}
-	kind := "Redfish"
-	if b.BMCDriver == "ipmi" {
-		kind = "IPMI"
-	}
-	fmt.Fprintf(e.stdout, "%s BMC for system %s at %s (user %s)\n", kind, b.System, b.Endpoint, b.User)
-	if b.CA != "" {
-		fmt.Fprintf(e.stdout, "its certificate (for --redfish-ca): %s\n", b.CA)
-	}
-	fmt.Fprintf(e.stdout, "inventory columns: bmc=%s bmc_driver=%s\n", b.BMC, b.BMCDriver)
-	if len(b.Systems) > 0 {
-		fmt.Fprintf(e.stdout, "systems: %s (each one's output: %s)\n", strings.Join(b.Systems, ", "), filepath.Dir(b.Logs[b.Systems[0]]))
-		return nil
-	}
-	fmt.Fprintf(e.stdout, "VM console: %s\nQMP socket: %s\n", b.Console, b.QMP)
-	return nil
+	return b.WriteText(e.stdout)
 }
 
 // readPasswordFile reads the first line of a password file.

@@ -184,8 +184,8 @@ func TestClusterBMCBadInput(t *testing.T) {
 // anything is built.
 func TestClusterUpBMCBadInput(t *testing.T) {
 	testenv.NeedRoot(t, "cluster up checks that it runs as root before its flags")
-	for _, tool := range []string{"ip", "tc", "curl", "udhcpc", "busybox"} {
-		testenv.NeedTool(t, tool, clusterTools[tool])
+	for tool, pkg := range map[string]string{"ip": "iproute2", "tc": "iproute2", "curl": "curl", "udhcpc": "udhcpc", "busybox": "busybox"} {
+		testenv.NeedTool(t, tool, pkg)
 	}
 	testenv.NeedFile(t, "/usr/lib/ipxe/undionly.kpxe", "ipxe")
 	state := t.TempDir()

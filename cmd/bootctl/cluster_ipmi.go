@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/bootfabric/bootfabric/internal/ipmibmc"
 	"github.com/bootfabric/bootfabric/internal/redfishsim"
@@ -70,52 +68,18 @@ func ipmiBMCAction(e *env, c *cli.Context, format string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return badInput("--dir: %v", err)
 	}
-	if err := os.Remove(sock); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("cluster bmc: %w", err)
-	}
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		return fmt.Errorf("cluster bmc: %w", err)
-	}
-	// Whoever reaches the socket powers the VM: root's alone, as the BMC's password file.
-	if err := os.Chmod(sock, 0o600); err != nil {
-		ln.Close()
-		return fmt.Errorf("cluster bmc: %w", err)
-	}
 	m := &redfishsim.QEMUMachine{Argv: c.Args().Slice(), Dir: dir, BootArgs: map[string][]string{"Pxe": strings.Fields(c.String("pxe-args"))}}
 	logf := func(format string, args ...any) { fmt.Fprintf(e.stderr, "bootctl cluster bmc: "+format+"\n", args...) }
-	ctx, cancel := context.WithCancel(c.Context)
-	served := make(chan error, 1)
-	go func() { served <- ipmibmc.NewChassis(m, logf).Serve(ctx, ln) }()
-	defer func() {
-		cancel()
-		<-served
-		// The VM goes with its BMC: a lab VM left running has nothing that could stop it.
-		offCtx, offCancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer offCancel()
-		if err := m.PowerOff(offCtx); err != nil {
-			logf("%v", err)
-		}
-	}()
-	sim, err := ipmibmc.Start(ctx, cfg)
-	if err != nil {
+	var werr error // the report's own failure, returned as it is
+	err = ipmibmc.ServeMachine(c.Context, cfg, sock, m, logf, func(sim *ipmibmc.Sim) error {
+		werr = writeLabBMC(e, format, labBMC{Endpoint: "ipmi://" + sim.Addr(), BMC: sim.Addr(), BMCDriver: "ipmi", System: c.String("system"),
+			User: cfg.User, QMP: m.SocketPath(), Console: m.ConsoleLog()})
+		return werr
+	})
+	if err != nil && err != werr {
 		return fmt.Errorf("cluster bmc: %w", err)
 	}
-	defer sim.Stop()
-	info := labBMC{Endpoint: "ipmi://" + sim.Addr(), BMC: sim.Addr(), BMCDriver: "ipmi", System: c.String("system"), User: cfg.User,
-		QMP: m.SocketPath(), Console: m.ConsoleLog()}
-	if err := writeLabBMC(e, format, info); err != nil {
-		return err
-	}
-	select {
-	case <-c.Context.Done():
-		return nil
-	case <-sim.Done():
-		return fmt.Errorf("cluster bmc: ipmi_sim exited: %s", sim.LogTail(5))
-	case err := <-served:
-		served <- err // for the deferred wait
-		return fmt.Errorf("cluster bmc: chassis relay: %v", err)
-	}
+	return err
 }
 
 // clusterChassisCommand is the program ipmi_sim runs for each chassis request of a `cluster bmc

@@ -132,3 +132,14 @@ func fleetEndpoints(c *cli.Context) ([]string, error) {
 	}
 	return eps, nil
 }
+
+// splitList splits a comma-separated flag value, dropping empty items and spaces.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -98,32 +97,12 @@ func checkFetchPeer(c *cli.Context, o delivery.Options) error {
 
 // runFetch fetches within timeout (the seed after it does not count) and prints the result.
 func runFetch(ctx context.Context, e *env, o delivery.Options, timeout time.Duration, format string) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// The timeout bounds the download only: a watchdog that stops when the file is there.
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-time.After(timeout):
-			if _, err := os.Stat(o.Out); err != nil {
-				cancel()
-			}
-		case <-done:
-		}
-	}()
-	res, err := delivery.Fetch(ctx, o)
-	close(done)
+	res, err := delivery.FetchWithin(ctx, o, timeout)
 	if err != nil {
 		return err
 	}
 	if format == "json" {
 		return writeJSON(e.stdout, res)
 	}
-	fmt.Fprintf(e.stdout, "%s: %s verified (sha256 %s) in %.1f s: %s from peers, %s from the server\n",
-		o.Out, units.FormatBytes(float64(res.Size)), res.SHA256, res.Seconds, units.FormatBytes(float64(res.FromPeers)), units.FormatBytes(float64(res.FromServer)))
-	if res.BadPieces > 0 || len(res.BannedPeers) > 0 {
-		fmt.Fprintf(e.stdout, "%d bad pieces dropped; peers banned for them: %s\n", res.BadPieces, strings.Join(res.BannedPeers, ", "))
-	}
-	fmt.Fprintf(e.stdout, "seeded %.0f s, sent %s to peers\n", res.SeededFor, units.FormatBytes(float64(res.Uploaded)))
-	return nil
+	return res.WriteText(e.stdout, o.Out)
 }

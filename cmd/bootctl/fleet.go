@@ -3,20 +3,14 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"slices"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
-	"github.com/bootfabric/bootfabric/nodestate/etcdstore"
+	"github.com/bootfabric/bootfabric/internal/texttable"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 )
@@ -72,21 +66,14 @@ func fleetCommand(e *env) *cli.Command {
 	}
 }
 
-// fleetEtcdError is an etcd failure on one line that names the endpoints: errors.Join in the
-// client's probe spans lines, and bootctl reports every failure on one.
+// fleetEtcdError is an etcd failure on one line that names the endpoints (fleet.EtcdError).
 type fleetEtcdError struct {
 	endpoints []string
 	err       error
 }
 
 func (e *fleetEtcdError) Error() string {
-	msg := strings.ReplaceAll(e.err.Error(), "\n", "; ")
-	for _, ep := range e.endpoints {
-		if !strings.Contains(msg, ep) {
-			return fmt.Sprintf("etcd at %s: %s", strings.Join(e.endpoints, ","), msg)
-		}
-	}
-	return msg // names every endpoint already
+	return (&fleet.EtcdError{Endpoints: e.endpoints, Err: e.err}).Error()
 }
 
 func (e *fleetEtcdError) Unwrap() error { return e.err }
@@ -113,39 +100,8 @@ func openFleet(c *cli.Context) (*fleet.Client, []string, error) {
 	return cl, eps, nil
 }
 
-// fleetServerRow is one server of a revision as `fleet apply` shows it.
-type fleetServerRow struct {
-	Name    string `json:"name"`
-	Address string `json:"address"`
-	Failed  bool   `json:"failed,omitempty"` // in failed_servers: dealt around
-	Nodes   int    `json:"nodes"`            // owned with every other server live
-}
-
-// fleetProfileRow is one published profile.
-type fleetProfileRow struct {
-	Name  string `json:"name"`
-	Files int    `json:"files"`
-	Bytes int64  `json:"bytes"`
-}
-
 // fleetApplyResult is what `fleet apply` reports.
-type fleetApplyResult struct {
-	Fleet    string `json:"fleet"`
-	DryRun   bool   `json:"dry_run,omitempty"`
-	Revision int64  `json:"revision,omitempty"` // etcd revision of the configuration
-	// Number is the configuration's number in the fleet: 1 for the first applied.
-	Number   int64             `json:"number,omitempty"`
-	Changed  bool              `json:"changed"` // false: the same document was stored already
-	SHA256   string            `json:"sha256"`
-	Key      string            `json:"key,omitempty"` // the signing key's id (fleet.KeyID)
-	Bytes    int               `json:"bytes"`         // the document, uncompressed
-	Nodes    int               `json:"nodes"`
-	Mapping  string            `json:"mapping"`
-	Servers  []fleetServerRow  `json:"servers"`
-	Profiles []fleetProfileRow `json:"profiles"`
-	// Applied is what each live server made of the revision, as it reported within --wait.
-	Applied []serverVerdict `json:"applied_by,omitempty"`
-}
+type fleetApplyResult = bootsrv.FleetApplyResult
 
 func fleetApply(c *cli.Context, e *env) error {
 	format, err := outputFormat(c, "table", "json", "yaml")
@@ -164,7 +120,7 @@ func fleetApply(c *cli.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	res, err := fleetSummary(doc, enc)
+	res, err := bootsrv.SummarizeFleetDoc(doc, enc)
 	if err != nil {
 		return asBadInput(err)
 	}
@@ -183,7 +139,7 @@ func fleetApply(c *cli.Context, e *env) error {
 	if format != "table" {
 		err = writeData(e.stdout, format, res)
 	} else {
-		err = writeFleetApply(e, res)
+		err = res.WriteTable(e.stdout)
 	}
 	if err != nil {
 		return err
@@ -220,147 +176,20 @@ func storeRevision(c *cli.Context, e *env, res *fleetApplyResult, enc []byte, ke
 		return err
 	}
 	defer cl.Close()
-	ms, err := liveRevisions(c.Context, cl)
-	if err != nil {
-		return &fleetEtcdError{eps, err}
+	replaced, err := bootsrv.StoreFleetRevision(c.Context, cl, res, enc, key, trusted, c.Duration("wait"))
+	if replaced != nil {
+		fmt.Fprintf(e.stderr, "warning: %v; replacing it with %s\n", replaced, c.String("file"))
 	}
-	switch cur, err := cl.Config(c.Context); {
-	case err == nil:
-		if perr := baseProblem(cl, &cur, trusted, ms); perr != nil {
-			fmt.Fprintf(e.stderr, "warning: %v; replacing it with %s\n", perr, c.String("file"))
-		}
-	case !errors.Is(err, fleet.ErrNoConfig):
-		fmt.Fprintf(e.stderr, "warning: fleet %s: the current configuration cannot be read (%v); replacing it with %s\n", cl.Fleet(), err, c.String("file"))
-	}
-	rev, changed, err := cl.PublishConfig(c.Context, enc, key, fleet.PublishOptions{Trusted: trusted, After: afterSerial(ms)})
-	if err != nil {
-		if errors.Is(err, fleet.ErrConfigTooLarge) {
-			return badInput("%s: %w", c.String("file"), err)
-		}
-		if errors.Is(err, fleet.ErrConflict) {
-			return fmt.Errorf("fleet %s: %w: run the command again", cl.Fleet(), err)
-		}
-		return &fleetEtcdError{eps, err}
-	}
-	res.Revision, res.Number, res.Changed = rev.Revision, rev.Number, changed
-	if res.Applied, err = confirmRevision(c.Context, cl, rev, c.Duration("wait")); err != nil {
-		return &fleetEtcdError{eps, err}
-	}
-	return nil
-}
-
-// fleetSummary describes a revision: its servers with their share, nodes and profiles.
-func fleetSummary(doc *bootconfig.FleetDoc, enc []byte) (*fleetApplyResult, error) {
-	m, err := doc.Machine()
-	if err != nil {
-		return nil, err
-	}
-	own, err := doc.Ownership(m, doc.ServerNames())
-	if err != nil {
-		return nil, err
-	}
-	res := &fleetApplyResult{SHA256: doc.Hash(), Bytes: len(enc), Nodes: len(m.Inventory.Nodes), Mapping: doc.Mapping,
-		Servers: []fleetServerRow{}, Profiles: []fleetProfileRow{}}
-	for i, s := range doc.Servers {
-		res.Servers = append(res.Servers, fleetServerRow{Name: s.Name, Address: s.Address, Nodes: own.Nodes[i], Failed: slices.Contains(doc.FailedServers, i)})
-	}
-	for _, p := range doc.Profiles {
-		row := fleetProfileRow{Name: p.Name, Files: len(p.FileNames())}
-		for _, b := range p.Files {
-			row.Bytes += b.Size
-		}
-		res.Profiles = append(res.Profiles, row)
-	}
-	return res, nil
-}
-
-func writeFleetApply(e *env, r *fleetApplyResult) error {
+	var etcdErr *fleet.EtcdError
 	switch {
-	case r.DryRun:
-		fmt.Fprintf(e.stdout, "fleet %s: dry run, nothing written; sha256 %s (%d bytes)\n", r.Fleet, r.SHA256, r.Bytes)
-	case r.Changed:
-		fmt.Fprintf(e.stdout, "fleet %s: configuration %d applied (etcd revision %d), signed by key %s; sha256 %s (%d bytes)\n", r.Fleet, r.Number, r.Revision, r.Key, r.SHA256, r.Bytes)
-	default:
-		fmt.Fprintf(e.stdout, "fleet %s: configuration %d unchanged (the same is stored, etcd revision %d); sha256 %s\n", r.Fleet, r.Number, r.Revision, r.SHA256)
+	case errors.Is(err, fleet.ErrConfigTooLarge):
+		return badInput("%s: %w", c.String("file"), err)
+	case errors.Is(err, fleet.ErrConflict):
+		return fmt.Errorf("fleet %s: %w: run the command again", cl.Fleet(), err)
+	case err != nil && !errors.As(err, &etcdErr):
+		return &fleetEtcdError{eps, err}
 	}
-	if !r.DryRun {
-		fmt.Fprintln(e.stdout, describeVerdicts(r.Applied))
-	}
-	fmt.Fprintf(e.stdout, "%s, %s (%s), %s\n\n", fleetPlural(len(r.Servers), "server"), fleetPlural(r.Nodes, "node"), r.Mapping, fleetPlural(len(r.Profiles), "profile"))
-	t := newTable(e.stdout)
-	t.row("SERVER", "ADDRESS", "NODES", "")
-	for _, s := range r.Servers {
-		note := ""
-		if s.Failed {
-			note = "failed_servers"
-		}
-		t.row(s.Name, s.Address, s.Nodes, note)
-	}
-	if err := t.flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(e.stdout)
-	t = newTable(e.stdout)
-	t.row("PROFILE", "FILES", "BYTES")
-	for _, p := range r.Profiles {
-		t.row(p.Name, p.Files, p.Bytes)
-	}
-	return t.flush()
-}
-
-// Server states in `fleet status`.
-const (
-	fleetLive     = "live"    // a member, answering for the fleet
-	fleetDead     = "dead"    // configured, not a member: its blocks moved to survivors
-	fleetAbsent   = "absent"  // in failed_servers: dealt around
-	fleetStranger = "unknown" // a member whose name is not in the revision's servers
-)
-
-// fleetServerStatus is one server in `fleet status`.
-type fleetServerStatus struct {
-	Name    string `json:"name"`
-	Address string `json:"address,omitempty"`
-	State   string `json:"state"`
-	Nodes   int    `json:"nodes"` // owned now, by the ownership rule
-	// Holds counts the nodes whose boot record names this server as the one answering them: a node
-	// mid-boot stays with the server that took it over until its boot ends (or MaxKeep), so the
-	// two counts differ while a returning owner waits.
-	Holds int    `json:"holds"`
-	URL   string `json:"url,omitempty"` // from its member info
-	// Lease is the member's etcd lease (hex) and Joined the etcd revision at which it joined;
-	// JoinedAt is when it joined, as the server published it.
-	Lease    string    `json:"lease,omitempty"`
-	Joined   int64     `json:"joined_revision,omitempty"`
-	JoinedAt time.Time `json:"joined,omitzero"`
-	// LastSeen, for a server that is not live, is when the fleet last knew it live: the latest
-	// takeover of its nodes, which a survivor makes once its lease ran out (so at most one lease
-	// TTL after its last renewal). Zero when no takeover of it is recorded.
-	LastSeen time.Time `json:"last_seen,omitzero"`
-	// LeaseLeft and LeaseTTL are the seconds the lease has left and its granted TTL (etcd counts
-	// whole seconds): TTL - left is how long ago the server last renewed it.
-	LeaseLeft float64 `json:"lease_left_seconds,omitempty"`
-	LeaseTTL  float64 `json:"lease_ttl_seconds,omitempty"`
-}
-
-// fleetTakeover is one takeover event (written by the servers as bootsrv.TakeoverEvent).
-type fleetTakeover struct {
-	Seq int64 `json:"seq"`
-	bootsrv.TakeoverEvent
-}
-
-// fleetStatusResult is what `fleet status` reports.
-type fleetStatusResult struct {
-	Fleet     string              `json:"fleet"`
-	Number    int64               `json:"number"` // the configuration's number: 1 for the first applied
-	Revision  int64               `json:"revision"`
-	SHA256    string              `json:"sha256"`
-	Mapping   string              `json:"mapping"`
-	Nodes     int                 `json:"nodes"`
-	Live      int                 `json:"live"`
-	Unowned   int                 `json:"unowned"` // nodes no server answers (no live server)
-	Servers   []fleetServerStatus `json:"servers"`
-	Takeovers int                 `json:"takeovers"`
-	Recent    []fleetTakeover     `json:"recent_takeovers"` // the latest, oldest first
+	return err
 }
 
 func fleetStatusAction(c *cli.Context, e *env) error {
@@ -368,12 +197,12 @@ func fleetStatusAction(c *cli.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	cl, eps, err := openFleet(c)
+	cl, _, err := openFleet(c)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	st, err := fleetStatus(c.Context, cl, eps)
+	st, err := bootsrv.ReadFleetStatus(c.Context, cl)
 	if errors.Is(err, fleet.ErrNoConfig) {
 		return fmt.Errorf("fleet %s: %w", cl.Fleet(), err)
 	}
@@ -383,7 +212,7 @@ func fleetStatusAction(c *cli.Context, e *env) error {
 	if format != "table" {
 		err = writeData(e.stdout, format, st)
 	} else {
-		err = writeFleetStatus(e, st)
+		err = st.WriteTable(e.stdout)
 	}
 	if err == nil && st.Live == 0 {
 		// As a health check, a fleet with no live server is down: exit 1, the report printed.
@@ -392,183 +221,13 @@ func fleetStatusAction(c *cli.Context, e *env) error {
 	return err
 }
 
-// fleetStatus reads the current revision, the members and the takeovers, and applies the
-// ownership rule to the live set as every server does.
-func fleetStatus(ctx context.Context, cl *fleet.Client, eps []string) (*fleetStatusResult, error) {
-	cur, doc, m, err := readFleetRevision(ctx, cl, eps)
-	if err != nil {
-		return nil, err
-	}
-	members, _, err := cl.Members(ctx)
-	if err != nil {
-		return nil, &fleetEtcdError{eps, err}
-	}
-	events, err := cl.Events(ctx, "takeover")
-	if err != nil {
-		return nil, &fleetEtcdError{eps, err}
-	}
-	var live []string
-	for _, mb := range members {
-		live = append(live, mb.Name)
-	}
-	own, err := doc.Ownership(m, live)
-	if err != nil {
-		return nil, fmt.Errorf("revision %d: %w", cur.Revision, err)
-	}
-	st := &fleetStatusResult{Fleet: cl.Fleet(), Number: cur.Number, Revision: cur.Revision, SHA256: cur.SHA256, Mapping: doc.Mapping,
-		Nodes: len(m.Inventory.Nodes), Unowned: own.Unowned, Takeovers: len(events), Recent: []fleetTakeover{}}
-	st.Servers, st.Live = fleetServerRows(ctx, cl, doc, own, members)
-	recs, err := etcdstore.LoadAll(ctx, cl)
-	if err != nil {
-		return nil, &fleetEtcdError{eps, err}
-	}
-	holds := map[string]int{}
-	for _, r := range recs {
-		holds[r.Server]++
-	}
-	for i := range st.Servers {
-		st.Servers[i].Holds = holds[st.Servers[i].Name]
-	}
-	gone := map[string]time.Time{}
-	for i, ev := range events {
-		tk := fleetTakeover{Seq: ev.Seq}
-		_ = json.Unmarshal(ev.Rec, &tk) // a record this bootctl cannot read still counts
-		tk.Seq = ev.Seq
-		if tk.At.After(gone[tk.From]) {
-			gone[tk.From] = tk.At
-		}
-		if i >= len(events)-fleetRecentTakeovers {
-			st.Recent = append(st.Recent, tk)
-		}
-	}
-	for i := range st.Servers {
-		if s := &st.Servers[i]; s.State == fleetDead || s.State == fleetAbsent {
-			s.LastSeen = gone[s.Name]
-		}
-	}
-	return st, nil
-}
-
 // readFleetRevision reads the fleet's current revision and decodes its document and machine.
-func readFleetRevision(ctx context.Context, cl *fleet.Client, eps []string) (*fleet.ConfigRevision, *bootconfig.FleetDoc, *bootconfig.FleetMachine, error) {
-	cur, err := cl.Config(ctx)
-	if errors.Is(err, fleet.ErrNoConfig) {
-		return nil, nil, nil, err
-	}
-	if err != nil {
-		return nil, nil, nil, &fleetEtcdError{eps, err}
-	}
-	doc, err := bootconfig.DecodeFleetDoc(cur.Doc)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("revision %d: %w", cur.Revision, err)
-	}
-	m, err := doc.Machine()
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("revision %d: %w", cur.Revision, err)
-	}
-	return &cur, doc, m, nil
-}
-
-// fleetServerRows returns a row per configured server (live with its lease, dead, or absent when
-// in failed_servers), then one per member that is not a configured server, and the number of
-// live configured servers.
-func fleetServerRows(ctx context.Context, cl *fleet.Client, doc *bootconfig.FleetDoc, own bootconfig.FleetOwnership, members []fleet.Member) ([]fleetServerStatus, int) {
-	byName := map[string]fleet.Member{}
-	for _, mb := range members {
-		byName[mb.Name] = mb
-	}
-	var rows []fleetServerStatus
-	live := 0
-	for i, s := range doc.Servers {
-		row := fleetServerStatus{Name: s.Name, Address: s.Address, Nodes: own.Nodes[i], State: fleetDead}
-		if mb, ok := byName[s.Name]; ok {
-			fillMember(&row, mb)
-			if left, ttl, err := cl.LeaseTTL(ctx, mb.LeaseID); err == nil {
-				row.LeaseLeft, row.LeaseTTL = left.Seconds(), ttl.Seconds()
-			}
-			delete(byName, s.Name)
-			live++
-		} else if slices.Contains(doc.FailedServers, i) {
-			row.State = fleetAbsent
-		}
-		rows = append(rows, row)
-	}
-	for _, mb := range members {
-		if _, stranger := byName[mb.Name]; stranger {
-			row := fleetServerStatus{Name: mb.Name}
-			fillMember(&row, mb)
-			row.State = fleetStranger
-			rows = append(rows, row)
-		}
-	}
-	return rows, live
-}
-
-// fillMember sets a server's row from its membership: live, as it holds its lease, which is what
-// the other servers go by (its info, when readable, adds its URL and when it joined).
-func fillMember(row *fleetServerStatus, mb fleet.Member) {
-	row.State = fleetLive
-	if info, ok := bootsrv.DecodeMemberInfo(mb); ok {
-		row.URL = info.URL
-		if row.Address == "" {
-			row.Address = info.Address
-		}
-		row.JoinedAt = info.Joined
-	}
-	row.Lease = strconv.FormatInt(mb.LeaseID, 16)
-	row.Joined = mb.Revision
-}
-
-func writeFleetStatus(e *env, st *fleetStatusResult) error {
-	fmt.Fprintf(e.stdout, "fleet %s: configuration %d (etcd revision %d), sha256 %s; %d nodes (%s), %d of %d servers live\n",
-		st.Fleet, st.Number, st.Revision, st.SHA256[:min(12, len(st.SHA256))], st.Nodes, st.Mapping, st.Live, len(st.Servers))
-	if st.Unowned > 0 {
-		fmt.Fprintf(e.stdout, "no live server owns %d of the %d nodes: nobody answers them until a server joins\n", st.Unowned, st.Nodes)
-	}
-	fmt.Fprintln(e.stdout)
-	t := newTable(e.stdout)
-	t.row("SERVER", "ADDRESS", "STATE", "NODES", "HOLDS", "URL", "JOINED", "LAST SEEN", "LEASE")
-	for _, s := range st.Servers {
-		url, lease := orDash(s.URL), "-"
-		if s.LeaseTTL > 0 {
-			lease = fmt.Sprintf("renewed %gs ago, %gs left of %gs", s.LeaseTTL-s.LeaseLeft, s.LeaseLeft, s.LeaseTTL)
-		}
-		t.row(s.Name, s.Address, s.State, s.Nodes, s.Holds, url, fmtTime(s.JoinedAt), fmtTime(s.LastSeen), lease)
-	}
-	if err := t.flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "\ntakeovers: %d\n", st.Takeovers)
-	if len(st.Recent) == 0 {
-		return nil
-	}
-	t = newTable(e.stdout)
-	t.row("SEQ", "AT", "FROM", "TO", "NODES", "MID-BOOT")
-	for _, tk := range st.Recent {
-		at := "-"
-		if !tk.At.IsZero() {
-			at = tk.At.UTC().Format(time.RFC3339)
-		}
-		t.row(tk.Seq, at, tk.From, tk.To, tk.Nodes, tk.MidBoot)
-	}
-	return t.flush()
+func readFleetRevision(ctx context.Context, cl *fleet.Client, _ []string) (*fleet.ConfigRevision, *bootconfig.FleetDoc, *bootconfig.FleetMachine, error) {
+	return bootsrv.ReadFleetRevision(ctx, cl)
 }
 
 // fleetPlural writes a count with its noun: "1 profile", "2 profiles".
-func fleetPlural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
-}
-
-// fleetKeygenResult is what `fleet keygen` reports.
-type fleetKeygenResult struct {
-	Private string `json:"private"`
-	Public  string `json:"public"`
-	Secret  string `json:"secret"`
-	Key     string `json:"key"` // fleet.KeyID of the public key
-}
+func fleetPlural(n int, noun string) string { return texttable.Plural(n, noun) }
 
 // fleetKeygen writes a new signing key pair. It never replaces a file: a lost private key would
 // lock the operator out of every server that trusts it.
@@ -577,27 +236,12 @@ func fleetKeygen(c *cli.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	res := fleetKeygenResult{Private: c.String("out"), Public: c.String("out") + ".pub", Secret: c.String("out") + ".secret"}
-	priv, pub, err := fleet.GenerateSigningKey(nil)
+	res, err := fleet.WriteKeyFiles(c.String("out"))
+	if errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrNotExist) {
+		return badInput("--out: %w", err)
+	}
 	if err != nil {
 		return err
-	}
-	keys, err := fleet.ParseTrustedKeys(pub)
-	if err != nil {
-		return err
-	}
-	res.Key = fleet.KeyID(keys[0])
-	for _, f := range []struct {
-		path string
-		data []byte
-		mode os.FileMode
-	}{{res.Private, priv, 0o600}, {res.Public, pub, 0o644}, {res.Secret, fleet.GenerateFleetSecret(), 0o600}} {
-		if err := writeNewFile(f.path, f.data, f.mode); err != nil {
-			if errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrNotExist) {
-				return badInput("--out: %w", err)
-			}
-			return err
-		}
 	}
 	if format != "table" {
 		return writeData(e.stdout, format, res)
@@ -605,18 +249,4 @@ func fleetKeygen(c *cli.Context, e *env) error {
 	_, err = fmt.Fprintf(e.stdout, "key %s: private %s (keep it off the servers); to every server: %s (serve --config-key) and %s (serve --fleet-secret)\n",
 		res.Key, res.Private, res.Public, res.Secret)
 	return err
-}
-
-// writeNewFile creates path with data and mode, failing if it exists.
-func writeNewFile(path string, data []byte, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
-	}
-	return f.Close()
 }

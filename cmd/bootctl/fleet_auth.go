@@ -1,9 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/urfave/cli/v2"
 )
@@ -28,14 +25,6 @@ func fleetAuthCommand(e *env) *cli.Command {
 		}, etcdSecurityFlags()...),
 		Action: func(c *cli.Context) error { return fleetAuth(c, e) },
 	}
-}
-
-// fleetAuthResult is what `fleet auth` reports.
-type fleetAuthResult struct {
-	Fleet string           `json:"fleet"`
-	Roles []fleet.AuthRole `json:"roles"`
-	// Enabled: --enable turned etcd's authentication on (or it was on already).
-	Enabled bool `json:"auth_enabled"`
 }
 
 // authRoles checks the flags of fleet auth and returns the roles it makes, or a bad-input error
@@ -84,7 +73,7 @@ func fleetAuth(c *cli.Context, e *env) error {
 	if err := cl.SetupAuth(c.Context, servers, operator, passwords...); err != nil {
 		return &fleetEtcdError{eps, err}
 	}
-	res := fleetAuthResult{Fleet: name, Roles: roles}
+	res := fleet.AuthResult{Fleet: name, Roles: roles}
 	if c.Bool("enable") {
 		if err := cl.EnableAuth(c.Context); err != nil {
 			return &fleetEtcdError{eps, err}
@@ -94,34 +83,5 @@ func fleetAuth(c *cli.Context, e *env) error {
 	if format != "table" {
 		return writeData(e.stdout, format, res)
 	}
-	return writeFleetAuth(e, res)
-}
-
-func writeFleetAuth(e *env, r fleetAuthResult) error {
-	prefix := fleet.Root + r.Fleet + "/"
-	fmt.Fprintf(e.stdout, "fleet %s: %s and their roles set up; keys below are under %s\n", r.Fleet, fleetPlural(len(r.Roles), "etcd user"), prefix)
-	if r.Enabled {
-		fmt.Fprintln(e.stdout, "etcd's authentication is on: every request needs a user (certificate common name, or user and password)")
-	} else {
-		fmt.Fprintln(e.stdout, "etcd's authentication is not turned on by this run: run again with --enable once root can connect")
-	}
-	fmt.Fprintln(e.stdout)
-	t := newTable(e.stdout)
-	t.row("USER", "ROLE", "READ", "READ AND WRITE")
-	for _, role := range r.Roles {
-		var read, write []string
-		for _, p := range role.Perms {
-			k := strings.TrimPrefix(p.Key, prefix)
-			if p.Prefix {
-				k += "*"
-			}
-			if p.Write {
-				write = append(write, k)
-			} else {
-				read = append(read, k)
-			}
-		}
-		t.row(role.User, role.Name, orDash(strings.Join(read, " ")), orDash(strings.Join(write, " ")))
-	}
-	return t.flush()
+	return res.WriteTable(e.stdout)
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootsrv"
+	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/urfave/cli/v2"
@@ -40,7 +42,7 @@ func TestFleetAuthEtcd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("fleet auth: exit %d: %s", code, errs)
 	}
-	res := decodeJSONOut[fleetAuthResult](t, out)
+	res := decodeJSONOut[fleet.AuthResult](t, out)
 	if res.Fleet != "default" || len(res.Roles) != 3 || res.Enabled ||
 		res.Roles[0].Name != "bootfabric-default-server-bs1" || res.Roles[2].User != "admin" {
 		t.Errorf("fleet auth: %+v", res)
@@ -72,7 +74,7 @@ func TestFleetAuthEtcd(t *testing.T) {
 	}
 	code, out, errs = run(append([]string{"fleet", "status", "-o", "json"}, admin...)...)
 	// No server runs: the fleet is down (exit 1), and the operator reads its report.
-	if st := decodeJSONOut[fleetStatusResult](t, out); code != 1 || st.Revision == 0 || st.Nodes != 8 || len(st.Servers) != 2 || st.Live != 0 {
+	if st := decodeJSONOut[bootsrv.FleetStatus](t, out); code != 1 || st.Revision == 0 || st.Nodes != 8 || len(st.Servers) != 2 || st.Live != 0 {
 		t.Errorf("fleet status as the operator: exit %d, %+v: %s", code, st, errs)
 	}
 	if code, _, errs := run(append([]string{"status"}, admin...)...); code != 0 {

@@ -92,8 +92,8 @@ func TestFleetApplyOffline(t *testing.T) {
 	}
 	got := decodeJSONOut[fleetApplyResult](t, out)
 	want := fleetApplyResult{Fleet: "default", DryRun: true, Changed: false, Nodes: 8, Mapping: "bcda",
-		Servers:  []fleetServerRow{{Name: "bs0", Address: "10.0.0.1", Nodes: 4}, {Name: "bs1", Address: "10.0.0.2", Nodes: 4}},
-		Profiles: []fleetProfileRow{{Name: "default", Files: 1, Bytes: 5000}}}
+		Servers:  []bootsrv.FleetServerRow{{Name: "bs0", Address: "10.0.0.1", Nodes: 4}, {Name: "bs1", Address: "10.0.0.2", Nodes: 4}},
+		Profiles: []bootsrv.FleetProfileRow{{Name: "default", Files: 1, Bytes: 5000}}}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(fleetApplyResult{}, "SHA256", "Bytes")); diff != "" {
 		t.Errorf("dry run (-want +got):\n%s", diff)
 	}
@@ -177,7 +177,7 @@ type fleetEtcd struct {
 	key     string // the operator's signing key (KEY.pub: its public key)
 
 	first, second fleetApplyResult
-	want          fleetStatusResult
+	want          bootsrv.FleetStatus
 	bs1           *fleet.Client
 }
 
@@ -185,10 +185,10 @@ type fleetEtcd struct {
 func (fe *fleetEtcd) inventory() string { return filepath.Join(filepath.Dir(fe.file), "inventory.csv") }
 
 // status runs fleet status -o json with args and decodes it; the test stops unless it exits 0.
-func (fe *fleetEtcd) status(t *testing.T, args ...string) fleetStatusResult {
+func (fe *fleetEtcd) status(t *testing.T, args ...string) bootsrv.FleetStatus {
 	t.Helper()
 	code, out, errs := runBootctl(t, fe.ctx, append([]string{"fleet", "status", "--etcd", fe.etcd, "-o", "json"}, args...)...)
-	st := decodeJSONOut[fleetStatusResult](t, out)
+	st := decodeJSONOut[bootsrv.FleetStatus](t, out)
 	// A fleet with no live server is down: exit 1, with the report.
 	if wantCode := map[bool]int{true: 1, false: 0}[st.Live == 0]; code != wantCode || (code == 1) != strings.Contains(errs, "none of its") {
 		t.Fatalf("status: exit %d with %d live, want %d\n%s", code, st.Live, wantCode, errs)
@@ -233,9 +233,9 @@ func (fe *fleetEtcd) applyTwice(t *testing.T) {
 
 // statusNoMember: no member has joined, so every server is dead and nobody owns a node.
 func (fe *fleetEtcd) statusNoMember(t *testing.T) {
-	fe.want = fleetStatusResult{Fleet: "default", Number: 1, Revision: fe.first.Revision, SHA256: fe.first.SHA256, Mapping: "bcda", Nodes: 8, Live: 0, Unowned: 8,
-		Servers: []fleetServerStatus{{Name: "bs0", Address: "10.0.0.1", State: "dead"}, {Name: "bs1", Address: "10.0.0.2", State: "dead"}},
-		Recent:  []fleetTakeover{}}
+	fe.want = bootsrv.FleetStatus{Fleet: "default", Number: 1, Revision: fe.first.Revision, SHA256: fe.first.SHA256, Mapping: "bcda", Nodes: 8, Live: 0, Unowned: 8,
+		Servers: []bootsrv.FleetServerStatus{{Name: "bs0", Address: "10.0.0.1", State: "dead"}, {Name: "bs1", Address: "10.0.0.2", State: "dead"}},
+		Recent:  []bootsrv.FleetTakeover{}}
 	if diff := cmp.Diff(fe.want, fe.status(t)); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
@@ -275,12 +275,12 @@ func (fe *fleetEtcd) statusBs1Live(t *testing.T) {
 	}
 	st := fe.status(t)
 	fe.want.Live, fe.want.Unowned, fe.want.Takeovers = 1, 0, 1
-	fe.want.Servers[1] = fleetServerStatus{Name: "bs1", Address: "10.0.0.2", State: "live", Nodes: 8, Holds: 3, URL: "http://10.0.0.2:8080",
+	fe.want.Servers[1] = bootsrv.FleetServerStatus{Name: "bs1", Address: "10.0.0.2", State: "live", Nodes: 8, Holds: 3, URL: "http://10.0.0.2:8080",
 		Lease: fmt.Sprintf("%x", mb.LeaseID()), JoinedAt: joined}
 	fe.want.Servers[0].LastSeen = at // dead: when its nodes were taken over
 	fe.want.Servers[0].Holds = 1     // a record not handed over yet
-	fe.want.Recent = []fleetTakeover{{Seq: 1, TakeoverEvent: bootsrv.TakeoverEvent{From: "bs0", To: "bs1", Nodes: 4, MidBoot: 2, At: at}}}
-	if diff := cmp.Diff(fe.want, st, cmpopts.IgnoreFields(fleetServerStatus{}, "Joined", "LeaseLeft", "LeaseTTL")); diff != "" {
+	fe.want.Recent = []bootsrv.FleetTakeover{{Seq: 1, TakeoverEvent: bootsrv.TakeoverEvent{From: "bs0", To: "bs1", Nodes: 4, MidBoot: 2, At: at}}}
+	if diff := cmp.Diff(fe.want, st, cmpopts.IgnoreFields(bootsrv.FleetServerStatus{}, "Joined", "LeaseLeft", "LeaseTTL")); diff != "" {
 		t.Errorf("status with bs1 (-want +got):\n%s", diff)
 	}
 	// The lease's age: granted the member's TTL (3 s, whole seconds), with some of it left.

@@ -207,8 +207,8 @@ func TestNodeFleet(t *testing.T) {
 	// status --etcd lists every node of the revision's inventory: n1 by its record, the others as
 	// unknown (no server is live, so none owns them).
 	code, out, errs := runBootctl(t, ctx, "status", "n[0-2]", "--etcd", etcd, "-o", "json")
-	res := decodeJSONOut[statusResult](t, out)
-	wantUnknown := []unknownNode{{Name: "n0", MAC: "52:54:00:00:02:00", IP: "10.0.0.10", Position: "s0-b0-n0", Reason: "no live server owns it"},
+	res := decodeJSONOut[bootapi.Status](t, out)
+	wantUnknown := []bootapi.UnknownNode{{Name: "n0", MAC: "52:54:00:00:02:00", IP: "10.0.0.10", Position: "s0-b0-n0", Reason: "no live server owns it"},
 		{Name: "n2", MAC: "52:54:00:00:02:02", IP: "10.0.0.12", Position: "s0-b0-n2", Reason: "no live server owns it"}}
 	if d := cmp.Diff(wantUnknown, res.Unknown); code != 0 || d != "" || len(res.Nodes) != 1 || res.Nodes[0].Name != "n1" {
 		t.Errorf("status --etcd: exit %d %s, nodes %+v, unknown (-want +got):\n%s", code, errs, res.Nodes, d)

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/bootfabric/bootfabric/testcluster"
 	"gopkg.in/yaml.v3"
 )
 
@@ -63,28 +61,6 @@ func TestWriteYAMLKeepsJSONNamesAndOrder(t *testing.T) {
 	var back map[string]any
 	if err := yaml.Unmarshal([]byte(b.String()), &back); err != nil || back["num"] != "007" {
 		t.Errorf("round trip: %v %v", back, err)
-	}
-}
-
-// TestClusterStatusTable: cluster status in table mode is a table, one row per server.
-func TestClusterStatusTable(t *testing.T) {
-	sums := []testcluster.ServerSummary{
-		{Server: "bs0", IP: "10.0.0.1", Summary: json.RawMessage(`{"server":"bs0","nodes":16,"health":{"status":"healthy","healthy":16},"boot_seconds":{"count":16,"min":1.23,"median":2.5,"max":3.75}}`)},
-		{Server: "bs1", IP: "10.0.0.2", Summary: json.RawMessage(`{"server":"bs1","nodes":16,"health":{"status":"booting","healthy":3,"booting":13}}`)},
-	}
-	var b strings.Builder
-	if err := writeClusterStatus(&b, sums); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if len(lines) != 3 || strings.Contains(b.String(), "{") {
-		t.Fatalf("not a table of 2 servers:\n%s", b.String())
-	}
-	for i, want := range []string{"server ip nodes health healthy failed booting pending boot s min median max",
-		"bs0 10.0.0.1 16 healthy 16 0 0 0 1.2 2.5 3.8", "bs1 10.0.0.2 16 booting 3 0 13 0 - - -"} {
-		if got := strings.Join(strings.Fields(lines[i]), " "); got != want {
-			t.Errorf("line %d: %q, want %q", i, got, want)
-		}
 	}
 }
 

@@ -4,19 +4,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootconfig"
-	"github.com/bootfabric/bootfabric/nodeset"
 	"github.com/bootfabric/bootfabric/power"
 	"github.com/urfave/cli/v2"
-	"gopkg.in/yaml.v3"
 )
 
 // powerCommand is `bootctl power on|off|cycle|status|pxe NODES`: out-of-band power through the
@@ -84,19 +78,9 @@ func powerFlags() []cli.Flag {
 
 // powerResult is what a power command reports.
 type powerResult struct {
-	Op     power.Op       `json:"op"`
-	Nodes  int            `json:"nodes"`
-	Failed int            `json:"failed"`
-	Result []power.Result `json:"results"`
+	power.Report
 	// Servers says which boot servers were told of the nodes powered off (power off --server).
-	Servers *serversTold `json:"servers,omitempty"`
-}
-
-// serversTold is how the boot servers took the word of the nodes powered off (power off), or of
-// the reboots armed before the nodes were powered (power on, cycle).
-type serversTold struct {
-	Told   int      `json:"told"`
-	Errors []string `json:"errors,omitempty"`
+	Servers *bootapi.Told `json:"servers,omitempty"`
 }
 
 func tellServerFlags() []cli.Flag {
@@ -108,16 +92,9 @@ func tellServerFlags() []cli.Flag {
 	}
 }
 
-// serverTeller tells the boot servers that nodes were powered off.
-type serverTeller struct {
-	urls   []string
-	tokens map[string]string
-	http   *http.Client
-}
-
 // newServerTeller reads --server and --token-file; nil when no server is given. A server without
 // a token is bad input, found before any BMC is asked.
-func newServerTeller(c *cli.Context) (*serverTeller, error) {
+func newServerTeller(c *cli.Context) (*bootapi.Teller, error) {
 	if len(c.StringSlice("server")) == 0 {
 		return nil, nil
 	}
@@ -129,51 +106,7 @@ func newServerTeller(c *cli.Context) (*serverTeller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &serverTeller{urls: urls, tokens: tokens, http: &http.Client{Timeout: 10 * time.Second}}, nil
-}
-
-// tell asks every server to record each node powered off without error; a node is told when one
-// server took it (in a fleet the others may not hold it).
-func (s *serverTeller) tell(ctx context.Context, res []power.Result) *serversTold {
-	out := &serversTold{}
-	for _, r := range res {
-		if r.Class != "" {
-			continue // the node may still run: the servers keep what they saw
-		}
-		s.each(ctx, r.Node, out, func(c *bootapi.Client, tok string) error {
-			_, err := c.PowerOff(ctx, r.Node, tok)
-			return err
-		})
-	}
-	return out
-}
-
-// arm arms each node's reboot on the servers before it is powered on or cycled: armed after, the
-// node's DISCOVER could come first and, from booted or healthy, start no attempt.
-func (s *serverTeller) arm(ctx context.Context, targets []power.Target) *serversTold {
-	out := &serversTold{}
-	for _, t := range targets {
-		s.each(ctx, t.Node, out, func(c *bootapi.Client, tok string) error {
-			_, err := c.Reboot(ctx, t.Node, tok)
-			return err
-		})
-	}
-	return out
-}
-
-// each asks every server with do about node, counting it told when one took it.
-func (s *serverTeller) each(ctx context.Context, node string, out *serversTold, do func(*bootapi.Client, string) error) {
-	var errs []string
-	for _, u := range s.urls {
-		if err := do(&bootapi.Client{BaseURL: u, HTTP: s.http}, s.tokens[u]); err != nil {
-			errs = append(errs, err.Error())
-		}
-	}
-	if len(errs) < len(s.urls) {
-		out.Told++
-	} else {
-		out.Errors = append(out.Errors, node+": "+strings.Join(errs, "; "))
-	}
+	return &bootapi.Teller{URLs: urls, Tokens: tokens, HTTP: &http.Client{Timeout: 10 * time.Second}}, nil
 }
 
 func powerAction(e *env, c *cli.Context, op power.Op) error {
@@ -193,7 +126,7 @@ func powerAction(e *env, c *cli.Context, op power.Op) error {
 	if err != nil {
 		return err
 	}
-	var teller *serverTeller
+	var teller *bootapi.Teller
 	if op == power.OpOff || op == power.OpOn || op == power.OpCycle {
 		if teller, err = newServerTeller(c); err != nil {
 			return err
@@ -204,22 +137,17 @@ func powerAction(e *env, c *cli.Context, op power.Op) error {
 
 // runPower runs op on the targets and reports it; teller, when not nil, is told of the nodes
 // powered off.
-func runPower(ctx context.Context, e *env, op power.Op, targets []power.Target, opts power.RunOptions, format string, teller *serverTeller) error {
-	var armed *serversTold
+func runPower(ctx context.Context, e *env, op power.Op, targets []power.Target, opts power.RunOptions, format string, teller *bootapi.Teller) error {
+	var armed *bootapi.Told
 	if teller != nil && op != power.OpOff {
-		armed = teller.arm(ctx, targets)
+		armed = teller.ArmReboots(ctx, targetNodes(targets))
 	}
 	bar := e.progressBar("power "+string(op), len(targets), "nodes")
 	opts.Progress = bar.Func()
-	res := powerResult{Op: op, Nodes: len(targets), Result: power.Run(ctx, targets, op, opts), Servers: armed}
+	res := powerResult{Report: power.NewReport(op, power.Run(ctx, targets, op, opts)), Servers: armed}
 	bar.Done()
-	for _, r := range res.Result {
-		if r.Class != "" {
-			res.Failed++
-		}
-	}
 	if teller != nil && op == power.OpOff {
-		res.Servers = teller.tell(ctx, res.Result)
+		res.Servers = teller.PoweredOff(ctx, poweredOff(res.Result))
 	}
 	var err error
 	if format != "table" {
@@ -235,6 +163,27 @@ func runPower(ctx context.Context, e *env, op power.Op, targets []power.Target, 
 			op, len(res.Servers.Errors), res.Servers.Errors[0])
 	}
 	return err
+}
+
+// targetNodes lists the targets' nodes.
+func targetNodes(targets []power.Target) []string {
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = t.Node
+	}
+	return names
+}
+
+// poweredOff lists the nodes powered off without error: one that failed may still run, and the
+// servers keep what they saw of it.
+func poweredOff(res []power.Result) []string {
+	var off []string
+	for _, r := range res {
+		if r.Class == "" {
+			off = append(off, r.Node)
+		}
+	}
+	return off
 }
 
 func powerRunOptions(c *cli.Context) (power.RunOptions, error) {
@@ -283,8 +232,8 @@ func nodeTargets(c *cli.Context, inv *bootconfig.Inventory, nodes []*bootconfig.
 	if err != nil {
 		return nil, badInput("--credentials: %w", err)
 	}
-	var templates *power.ExecTemplates
-	var rf *redfishTrust
+	opts := power.ControllerOptions{Timeout: c.Duration("timeout")}
+	rf := false
 	targets := make([]power.Target, 0, len(nodes))
 	for _, n := range nodes {
 		if n.BMC == nil {
@@ -294,17 +243,18 @@ func nodeTargets(c *cli.Context, inv *bootconfig.Inventory, nodes []*bootconfig.
 		if err != nil {
 			return nil, badInput("%s:%d: node %s: %w", inv.File, n.Line, n.Name, err)
 		}
-		if n.BMC.Driver == "exec" && templates == nil {
-			if templates, err = loadExecTemplates(c.String("exec-templates")); err != nil {
+		if n.BMC.Driver == "exec" && opts.Exec == nil {
+			if opts.Exec, err = loadExecTemplates(c.String("exec-templates")); err != nil {
 				return nil, err
 			}
 		}
-		if n.BMC.Driver == "redfish" && rf == nil {
-			if rf, err = loadRedfishTrust(c); err != nil {
+		if n.BMC.Driver == "redfish" && !rf {
+			if err = loadRedfishTrust(c, &opts); err != nil {
 				return nil, err
 			}
+			rf = true
 		}
-		ctl, err := controllerOf(n, login, templates, rf, c.Duration("timeout"))
+		ctl, err := power.NewController(power.BMC{Node: n.Name, Driver: n.BMC.Driver, Address: n.BMC.Address}, login, opts)
 		if err != nil {
 			return nil, badInput("%s:%d: node %s: %w", inv.File, n.Line, n.Name, err)
 		}
@@ -313,104 +263,29 @@ func nodeTargets(c *cli.Context, inv *bootconfig.Inventory, nodes []*bootconfig.
 	return targets, nil
 }
 
-// controllerOf makes a node's controller by its inventory driver.
-func controllerOf(n *bootconfig.InventoryNode, login power.Credential, templates *power.ExecTemplates, rf *redfishTrust, timeout time.Duration) (power.Controller, error) {
-	switch n.BMC.Driver {
-	case "redfish":
-		// A BMC that serves several systems (a chassis manager) is asked for the node's.
-		return power.NewRedfish(power.RedfishConfig{Endpoint: n.BMC.Address, Username: login.User, Password: login.Password,
-			System: n.Name, RootCAs: rf.roots, InsecureSkipVerify: rf.insecure, HTTPBootURI: rf.httpBootURI})
-	case "exec":
-		return power.NewExec(*templates, power.ExecVars{Node: n.Name, BMC: n.BMC.Address, User: login.User}, login.Password)
-	case "ipmi":
-		host, port := n.BMC.Address, 0
-		if h, p, err := net.SplitHostPort(n.BMC.Address); err == nil {
-			host = h
-			port, _ = strconv.Atoi(p)
-		}
-		return power.NewIPMI(power.IPMIConfig{Host: host, Port: port, Username: login.User, Password: login.Password, Timeout: min(timeout, 5*time.Second)})
-	}
-	return nil, fmt.Errorf("driver %q", n.BMC.Driver)
-}
-
 // loadExecTemplates reads --exec-templates.
 func loadExecTemplates(path string) (*power.ExecTemplates, error) {
 	if path == "" {
 		return nil, badInput("--exec-templates: required: a node's bmc_driver is exec")
 	}
-	data, err := os.ReadFile(path)
+	t, err := power.LoadExecTemplates(path)
 	if err != nil {
 		return nil, badInput("--exec-templates: %w", err)
 	}
-	var t power.ExecTemplates
-	if err := yaml.Unmarshal(data, &t); err != nil {
-		return nil, badInput("--exec-templates: %s: %v", path, err)
-	}
-	return &t, nil
+	return t, nil
 }
 
 // selectNodes returns the inventory nodes an expression names ("all": every one), in its order.
 func selectNodes(inv *bootconfig.Inventory, expr string) ([]*bootconfig.InventoryNode, error) {
-	if expr == "all" {
-		out := make([]*bootconfig.InventoryNode, len(inv.Nodes))
-		for i := range inv.Nodes {
-			out[i] = &inv.Nodes[i]
-		}
-		return out, nil
-	}
-	names, err := nodeset.Expand(expr)
+	nodes, err := inv.Select(expr)
 	if err != nil {
 		return nil, badInput("NODES: %w", err)
 	}
-	if len(names) == 0 {
-		return nil, badInput("NODES: %q names no node", expr)
-	}
-	var unknown []string
-	out := make([]*bootconfig.InventoryNode, 0, len(names))
-	for _, name := range names {
-		n, ok := inv.ByName(name)
-		if !ok {
-			unknown = append(unknown, name)
-			continue
-		}
-		out = append(out, n)
-	}
-	if len(unknown) > 0 {
-		more := ""
-		if len(unknown) > 3 {
-			more = fmt.Sprintf(" and %d more", len(unknown)-3)
-			unknown = unknown[:3]
-		}
-		return nil, badInput("NODES: %s%s: not in the inventory %s", joinQuoted(unknown), more, inv.File)
-	}
-	return out, nil
-}
-
-func joinQuoted(names []string) string {
-	s := ""
-	for i, n := range names {
-		if i > 0 {
-			s += ", "
-		}
-		s += strconv.Quote(n)
-	}
-	return s
+	return nodes, nil
 }
 
 func writePowerTable(e *env, r powerResult) error {
-	t := newTable(e.stdout)
-	t.row("NODE", "BMC", "ACTION", "STATE", "RESULT")
-	for _, x := range r.Result {
-		result := "ok"
-		if x.Class != "" {
-			result = string(x.Class) + ": " + x.Error
-		}
-		t.row(x.Node, x.BMC, string(x.Op), cmp.Or(string(x.State), "-"), result)
-	}
-	if err := t.flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(e.stdout, "\n%d of %d nodes done\n", r.Nodes-r.Failed, r.Nodes)
+	err := r.WriteTable(e.stdout)
 	if err == nil && r.Servers != nil {
 		what := "reboots armed"
 		if r.Op == power.OpOff {

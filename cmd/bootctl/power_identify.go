@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/x509"
-
 	"github.com/bootfabric/bootfabric/power"
 	"github.com/urfave/cli/v2"
 )
@@ -43,27 +41,19 @@ func identifyCommand(e *env) *cli.Command {
 	}
 }
 
-// redfishTrust is what the Redfish controllers of a command share: the CAs their certificates
-// must be signed by, or the admin's word that any will do, and the UEFI HTTP boot URI.
-type redfishTrust struct {
-	roots       *x509.CertPool
-	insecure    bool
-	httpBootURI string
-}
-
-// loadRedfishTrust reads --redfish-ca; with neither it nor --redfish-insecure-skip-verify the
-// system's roots are trusted, as a browser would.
-func loadRedfishTrust(c *cli.Context) (*redfishTrust, error) {
-	t := &redfishTrust{insecure: c.Bool("redfish-insecure-skip-verify"), httpBootURI: c.String("http-boot-uri")}
+// loadRedfishTrust reads --redfish-ca into o; with neither it nor --redfish-insecure-skip-verify
+// the system's roots are trusted, as a browser would.
+func loadRedfishTrust(c *cli.Context, o *power.ControllerOptions) error {
+	o.RedfishInsecure, o.HTTPBootURI = c.Bool("redfish-insecure-skip-verify"), c.String("http-boot-uri")
 	if f := c.String("redfish-ca"); f != "" {
-		if t.insecure {
-			return nil, badInput("--redfish-ca and --redfish-insecure-skip-verify: give one, not both")
+		if o.RedfishInsecure {
+			return badInput("--redfish-ca and --redfish-insecure-skip-verify: give one, not both")
 		}
 		pool, err := power.LoadRedfishCA(f)
 		if err != nil {
-			return nil, badInput("--redfish-ca: %w", err)
+			return badInput("--redfish-ca: %w", err)
 		}
-		t.roots = pool
+		o.RedfishRoots = pool
 	}
-	return t, nil
+	return nil
 }

@@ -85,29 +85,3 @@ func TestPowerOffTellsServers(t *testing.T) {
 		})
 	}
 }
-
-// TestStatusPowerMarks: status shows a node bootctl powered off and an armed reboot in the
-// detail column (and the CSV's power and reboot columns), before its error or last detail.
-func TestStatusPowerMarks(t *testing.T) {
-	off := []nodestate.Transition{{From: nodestate.Healthy, To: nodestate.Pending, Event: nodestate.EvPowerOff, Detail: "powered off by the operator"}}
-	for _, tc := range []struct {
-		name          string
-		n             nodestate.NodeStatus
-		detail        string
-		power, reboot string
-	}{
-		{"plain", nodestate.NodeStatus{State: nodestate.Healthy}, "-", "", ""},
-		{"powered off", nodestate.NodeStatus{State: nodestate.Pending, PoweredOff: true, History: off}, "powered off", "off", ""},
-		{"off and armed", nodestate.NodeStatus{State: nodestate.Pending, PoweredOff: true, RebootRequested: true, History: off}, "powered off, reboot armed", "off", "armed"},
-		{"armed, failed", nodestate.NodeStatus{State: nodestate.Failed, RebootRequested: true, Error: "kernel: timeout"}, "reboot armed; kernel: timeout", "", "armed"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := statusDetail(&tc.n); got != tc.detail {
-				t.Errorf("detail %q, want %q", got, tc.detail)
-			}
-			if p, r := statusMarks(&tc.n); p != tc.power || r != tc.reboot {
-				t.Errorf("marks %q %q, want %q %q", p, r, tc.power, tc.reboot)
-			}
-		})
-	}
-}

@@ -16,42 +16,28 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// serveOverrides are the serve flags that override configuration file values; each also reads
-// the environment variable BOOTCTL_<NAME>.
-var serveOverrides = []struct {
-	flag, env, usage string
-	set              func(c *bootconfig.Config, v string)
-}{
-	{"http", "BOOTCTL_HTTP", "HTTP listen address (http.listen), e.g. :8080",
-		func(c *bootconfig.Config, v string) { c.HTTP.Listen = v }},
-	{"url", "BOOTCTL_URL", "base URL nodes use to reach the HTTP endpoint (http.url)",
-		func(c *bootconfig.Config, v string) { c.HTTP.URL = v }},
-	{"tftp", "BOOTCTL_TFTP", "TFTP listen address or off (tftp.listen)",
-		func(c *bootconfig.Config, v string) { c.TFTP.Listen = v }},
-	{"tftp-root", "BOOTCTL_TFTP_ROOT", "directory served read-only over TFTP for names the profile store and ipxe_dir do not have (tftp.root)",
-		func(c *bootconfig.Config, v string) { c.TFTP.Root = v }},
-	{"dhcp", "BOOTCTL_DHCP", "DHCP mode: reservation, proxy or off (dhcp.mode)",
-		func(c *bootconfig.Config, v string) { c.DHCP.Mode = dhcpd.Mode(v) }},
-	{"dhcp-listen", "BOOTCTL_DHCP_LISTEN", "DHCP listen address (dhcp.listen)",
-		func(c *bootconfig.Config, v string) { c.DHCP.Listen = v }},
-	{"topology", "BOOTCTL_TOPOLOGY", "machine preset or description file (topology; none: the flat machine of the inventory)",
-		func(c *bootconfig.Config, v string) { c.Topology = v }},
-	{"mapping", "BOOTCTL_MAPPING", "block-cyclic mapping: scda, bcda, ncda, cyclic:LEVEL (mapping)",
-		func(c *bootconfig.Config, v string) { c.Mapping = v }},
-	{"inventory", "BOOTCTL_INVENTORY", "inventory file, CSV or YAML (inventory)",
-		func(c *bootconfig.Config, v string) { c.Inventory = v }},
-	{"images", "BOOTCTL_IMAGES", "image store directory (images)",
-		func(c *bootconfig.Config, v string) { c.Images = v }},
-	{"ipxe-dir", "BOOTCTL_IPXE_DIR", "directory of the iPXE binaries (ipxe_dir)",
-		func(c *bootconfig.Config, v string) { c.IPXEDir = v }},
-	{"profile", "BOOTCTL_PROFILE", "default boot profile (profile)",
-		func(c *bootconfig.Config, v string) { c.Profile = v }},
-	{"state-dir", "BOOTCTL_STATE_DIR", "directory of the boot states (state_dir)",
-		func(c *bootconfig.Config, v string) { c.StateDir = v }},
-	{"node-secret-file", "BOOTCTL_NODE_SECRET_FILE", "file of the secret node tokens derive from (http.node_secret_file)",
-		func(c *bootconfig.Config, v string) { c.HTTP.NodeSecretFile = v }},
-	{"operator-token-file", "BOOTCTL_OPERATOR_TOKEN_FILE", "file of the operator API's bearer token (http.operator_token_file)",
-		func(c *bootconfig.Config, v string) { c.HTTP.OperatorTokenFile = v }},
+// serveOverride is a serve flag that overrides a configuration file value (bootconfig's key);
+// each also reads the environment variable BOOTCTL_<NAME>.
+type serveOverride struct{ flag, env, key, usage string }
+
+func serveOverrides() []serveOverride {
+	return []serveOverride{
+		{"http", "BOOTCTL_HTTP", "http.listen", "HTTP listen address (http.listen), e.g. :8080"},
+		{"url", "BOOTCTL_URL", "http.url", "base URL nodes use to reach the HTTP endpoint (http.url)"},
+		{"tftp", "BOOTCTL_TFTP", "tftp.listen", "TFTP listen address or off (tftp.listen)"},
+		{"tftp-root", "BOOTCTL_TFTP_ROOT", "tftp.root", "directory served read-only over TFTP for names the profile store and ipxe_dir do not have (tftp.root)"},
+		{"dhcp", "BOOTCTL_DHCP", "dhcp.mode", "DHCP mode: reservation, proxy or off (dhcp.mode)"},
+		{"dhcp-listen", "BOOTCTL_DHCP_LISTEN", "dhcp.listen", "DHCP listen address (dhcp.listen)"},
+		{"topology", "BOOTCTL_TOPOLOGY", "topology", "machine preset or description file (topology; none: the flat machine of the inventory)"},
+		{"mapping", "BOOTCTL_MAPPING", "mapping", "block-cyclic mapping: scda, bcda, ncda, cyclic:LEVEL (mapping)"},
+		{"inventory", "BOOTCTL_INVENTORY", "inventory", "inventory file, CSV or YAML (inventory)"},
+		{"images", "BOOTCTL_IMAGES", "images", "image store directory (images)"},
+		{"ipxe-dir", "BOOTCTL_IPXE_DIR", "ipxe_dir", "directory of the iPXE binaries (ipxe_dir)"},
+		{"profile", "BOOTCTL_PROFILE", "profile", "default boot profile (profile)"},
+		{"state-dir", "BOOTCTL_STATE_DIR", "state_dir", "directory of the boot states (state_dir)"},
+		{"node-secret-file", "BOOTCTL_NODE_SECRET_FILE", "http.node_secret_file", "file of the secret node tokens derive from (http.node_secret_file)"},
+		{"operator-token-file", "BOOTCTL_OPERATOR_TOKEN_FILE", "http.operator_token_file", "file of the operator API's bearer token (http.operator_token_file)"},
+	}
 }
 
 // serveOverrideFlags are the flags of serveOverrides, --dhcp and --mapping with their choices.
@@ -62,7 +48,7 @@ func serveOverrideFlags() []cli.Flag {
 	}
 	choices := map[string][]string{"dhcp": modes, "mapping": {"scda", "bcda", "ncda"}}
 	var flags []cli.Flag
-	for _, o := range serveOverrides {
+	for _, o := range serveOverrides() {
 		f := cli.StringFlag{Name: o.flag, EnvVars: []string{o.env}, Usage: o.usage}
 		if c, ok := choices[o.flag]; ok {
 			flags = append(flags, withChoices(f, c...))
@@ -177,12 +163,14 @@ func serveConfig(c *cli.Context) (*bootconfig.Config, error) {
 	if c.IsSet("interface") {
 		cfg.DHCP.Interfaces = c.StringSlice("interface")
 	}
-	for _, o := range serveOverrides {
+	for _, o := range serveOverrides() {
 		if c.IsSet(o.flag) {
 			if err := checkListenFlag(o.flag, c.String(o.flag)); err != nil {
 				return nil, err
 			}
-			o.set(cfg, c.String(o.flag))
+			if err := cfg.Override(o.key, c.String(o.flag)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := cfg.Validate(); err != nil {

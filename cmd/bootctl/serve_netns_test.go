@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/internal/testenv"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/nodestate"
@@ -236,7 +237,7 @@ func checkNetnsStatus(t *testing.T, bin, ns string) {
 	if err != nil {
 		t.Fatalf("status: %v\n%s", err, out)
 	}
-	var res statusResult
+	var res bootapi.Status
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("status output: %v\n%s", err, out)
 	}

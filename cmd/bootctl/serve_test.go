@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/internal/testfix"
@@ -197,20 +198,20 @@ func httpGet(t *testing.T, url string) []byte {
 	return b
 }
 
-func statusJSON(t *testing.T, url string) statusResult {
+func statusJSON(t *testing.T, url string) bootapi.Status {
 	t.Helper()
 	code, out, errs := runBootctl(t, context.Background(), "status", "--server", url, "--output", "json")
 	if code != 0 {
 		t.Fatalf("status: %d %s", code, errs)
 	}
-	var res statusResult
+	var res bootapi.Status
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("status output: %v\n%s", err, out)
 	}
 	return res
 }
 
-func findNode(t *testing.T, res statusResult, name string) nodestate.NodeStatus {
+func findNode(t *testing.T, res bootapi.Status, name string) nodestate.NodeStatus {
 	t.Helper()
 	for _, n := range res.Nodes {
 		if n.Name == name {

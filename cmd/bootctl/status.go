@@ -6,39 +6,17 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootapi"
+	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
+	"github.com/bootfabric/bootfabric/internal/texttable"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 )
-
-// statusResult is what `bootctl status --output json` prints: the summary over every server asked,
-// each server's own summary, and the nodes grouped by state (boot order, then name).
-type statusResult struct {
-	Summary nodestate.Summary       `json:"summary"`
-	Servers []serverStatus          `json:"servers"`
-	Nodes   []nodestate.NodeStatus  `json:"nodes"`
-	ByState map[nodestate.State]int `json:"by_state"`
-	// Unreachable lists the --server URLs that did not answer (their nodes are missing).
-	Unreachable []serverFailure `json:"unreachable,omitempty"`
-	// Fleet and Members: with --etcd, the fleet read and its live members.
-	Fleet   string            `json:"fleet,omitempty"`
-	Members []fleetMemberView `json:"members,omitempty"`
-	// Unknown lists the inventory nodes no answering server gave a state for, with their owner;
-	// UnknownCount counts them before --state.
-	Unknown      []unknownNode `json:"unknown,omitempty"`
-	UnknownCount int           `json:"unknown_count,omitempty"`
-}
-
-type serverStatus struct {
-	URL     string            `json:"url"`
-	Summary nodestate.Summary `json:"summary"`
-}
 
 func statusCommand(e *env) *cli.Command {
 	return &cli.Command{
@@ -145,12 +123,12 @@ func (q *statusQuery) where(c *cli.Context) error {
 // show reads the status once and writes it in the asked format. Servers that did not answer make
 // it an unreachableError after the others' nodes are written.
 func (q *statusQuery) show(ctx context.Context, w io.Writer) error {
-	var rd *statusRead
+	var rd *bootapi.StatusRead
 	var err error
 	if len(q.endpoints) > 0 {
-		rd, err = fetchFleetStatus(ctx, q.etcd)
+		rd, err = bootsrv.ReadFleetNodes(ctx, q.etcd)
 	} else {
-		rd, err = fetchStatus(ctx, q.hc, q.servers)
+		rd, err = bootapi.ReadServers(ctx, q.hc, q.servers)
 	}
 	if err != nil {
 		return err
@@ -163,16 +141,16 @@ func (q *statusQuery) show(ctx context.Context, w io.Writer) error {
 	case "json", "yaml":
 		err = writeData(w, q.format, res)
 	case "csv":
-		err = writeStatusCSV(w, res)
+		err = res.WriteCSV(w)
 	default:
-		err = writeStatusTable(w, res)
+		err = res.WriteTable(w, time.Now())
 	}
 	if err != nil {
 		return err
 	}
 	if len(res.Unreachable) > 0 {
 		// The others' nodes are out; the exit status says the picture is partial.
-		return &unreachableError{failed: res.Unreachable}
+		return &bootapi.UnreachableError{Failed: res.Unreachable}
 	}
 	return nil
 }
@@ -204,172 +182,5 @@ func (q *statusQuery) watchLoop(ctx context.Context, e *env) error {
 	}
 }
 
-// fetchStatus asks every server for its nodes, the inventory and the summary; a node several
-// servers hold is one row, by bootapi.Merge's rule. A server that does not answer is listed in
-// Unreachable and the others are shown; it is an error only when none answers.
-func fetchStatus(ctx context.Context, hc *http.Client, servers []string) (*statusRead, error) {
-	res := &statusResult{ByState: map[nodestate.State]int{}}
-	rd := &statusRead{res: res}
-	answered := map[string]bool{}
-	var lists [][]nodestate.NodeStatus
-	for _, s := range servers {
-		cl := &bootapi.Client{BaseURL: s, HTTP: hc}
-		nodes, err := cl.NodesAndInventory(ctx)
-		var sum *nodestate.Summary
-		if err == nil {
-			sum, err = cl.Summary(ctx)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			res.Unreachable = append(res.Unreachable, serverFailure{URL: s, Error: err.Error()})
-			continue
-		}
-		res.Servers = append(res.Servers, serverStatus{URL: s, Summary: *sum})
-		lists = append(lists, nodes.Nodes)
-		answered[nodes.Server] = true
-		if rd.inv == nil {
-			rd.inv = nodes.Inventory // every server of a machine has the same inventory
-		}
-	}
-	if len(res.Servers) == 0 {
-		return nil, &unreachableError{failed: res.Unreachable}
-	}
-	rd.all = bootapi.MergeNodes(lists) // a node two servers hold is shown once
-	if len(res.Servers) == 1 && len(servers) == 1 {
-		res.Summary = res.Servers[0].Summary
-	} else {
-		res.Summary = nodestate.Summarize(rd.all, "all", -1, time.Now())
-	}
-	rd.why = func(owner string) string {
-		switch {
-		case owner == "":
-			return "no live server owns it"
-		case answered[owner]:
-			return "its server " + owner + " holds no state for it"
-		case len(res.Unreachable) > 0:
-			return "its server " + owner + " was not asked or did not answer"
-		}
-		return "its server " + owner + " was not asked: add its --server"
-	}
-	return rd, nil
-}
-
-// writeStatusCSV writes one row per node.
-func writeStatusCSV(w io.Writer, res *statusResult) error {
-	rows := [][]string{{"node", "server", "state", "since", "attempt", "ip", "mac", "position", "error", "power", "reboot"}}
-	for _, n := range res.Nodes {
-		since := ""
-		if !n.Since.IsZero() {
-			since = n.Since.UTC().Format(time.RFC3339)
-		}
-		power, reboot := statusMarks(&n)
-		rows = append(rows, []string{n.Name, n.Server, n.State.String(), since, strconv.Itoa(n.Attempt), n.IP, n.MAC, n.Position, n.Error, power, reboot})
-	}
-	for _, u := range res.Unknown {
-		rows = append(rows, []string{u.Name, u.Owner, "unknown", "", "", u.IP, u.MAC, u.Position, u.Reason, "", ""})
-	}
-	return writeCSV(w, rows)
-}
-
-// writeStatusTable writes the summary lines, then one row per node.
-func writeStatusTable(w io.Writer, res *statusResult) error {
-	writeStatusSummary(w, res)
-	if len(res.Nodes)+len(res.Unknown) == 0 {
-		return nil
-	}
-	t := newTable(w)
-	t.row("node", "server", "state", "since", "attempt", "ip", "mac", "position", "detail")
-	now := time.Now()
-	for _, n := range res.Nodes {
-		since := "-"
-		if !n.Since.IsZero() {
-			since = now.Sub(n.Since).Round(time.Second).String() + " ago"
-		}
-		t.row(n.Name, orDash(n.Server), n.State, since, n.Attempt, orDash(n.IP), n.MAC, n.Position, statusDetail(&n))
-	}
-	for _, u := range res.Unknown {
-		t.row(u.Name, orDash(u.Owner), "unknown", "-", "-", orDash(u.IP), u.MAC, u.Position, u.Reason)
-	}
-	return t.flush()
-}
-
-// writeStatusSummary writes the lines above the nodes' table: the summary, the counts by state,
-// the fleet's live servers and the servers that did not answer, then a blank line.
-func writeStatusSummary(w io.Writer, res *statusResult) {
-	s := res.Summary
-	fmt.Fprintf(w, "%s: %d nodes, health %s (%d healthy, %d failed, %d booting, %d pending)", s.Server, s.Nodes,
-		s.Health.Status, s.Health.Healthy, s.Health.Failed, s.Health.Booting, s.Health.Pending)
-	if b := s.BootSeconds; b != nil {
-		fmt.Fprintf(w, "; discover to healthy min %s s, median %s s, max %s s", fmtFloat(b.Min, 1), fmtFloat(b.Median, 1), fmtFloat(b.Max, 1))
-	}
-	fmt.Fprintln(w)
-	var counts []string
-	for _, st := range nodestate.States() {
-		if n := res.ByState[st]; n > 0 {
-			counts = append(counts, fmt.Sprintf("%s %d", st, n))
-		}
-	}
-	if res.UnknownCount > 0 {
-		counts = append(counts, fmt.Sprintf("unknown %d", res.UnknownCount))
-	}
-	fmt.Fprintf(w, "by state: %s\n", strings.Join(counts, ", "))
-	if res.Fleet != "" {
-		var live []string
-		for _, m := range res.Members {
-			live = append(live, m.Name)
-		}
-		fmt.Fprintf(w, "fleet %s: %d live servers (%s)\n", res.Fleet, len(live), strings.Join(live, ", "))
-	}
-	for _, u := range res.Unreachable {
-		fmt.Fprintf(w, "NOT ANSWERING: %s (%s)\n", u.URL, u.Error)
-	}
-	fmt.Fprintln(w)
-}
-
-// statusDetail is a node's detail column: that bootctl powered it off and that its reboot is
-// armed, then its error, else its last transition's detail, cut to 60 characters; "-" for none.
-func statusDetail(n *nodestate.NodeStatus) string {
-	detail := n.Error
-	if detail == "" && len(n.History) > 0 {
-		detail = n.History[len(n.History)-1].Detail
-	}
-	if n.PoweredOff && n.Error == "" {
-		detail = "" // the power-off transition's own detail says no more than the mark
-	}
-	var marks []string
-	if n.PoweredOff {
-		marks = append(marks, "powered off")
-	}
-	if n.RebootRequested {
-		marks = append(marks, "reboot armed")
-	}
-	if len(marks) > 0 {
-		detail = strings.TrimSuffix(strings.Join(marks, ", ")+"; "+detail, "; ")
-	}
-	if len(detail) > 60 {
-		detail = detail[:57] + "..."
-	}
-	return orDash(detail)
-}
-
-// statusMarks are a node's power and reboot columns of the CSV: "off" when bootctl powered it
-// off (the servers know no other power state), "armed" when its next DISCOVER starts a new attempt.
-func statusMarks(n *nodestate.NodeStatus) (power, reboot string) {
-	if n.PoweredOff {
-		power = "off"
-	}
-	if n.RebootRequested {
-		reboot = "armed"
-	}
-	return power, reboot
-}
-
 // orDash returns s, or "-" for an empty s, as table cells show nothing.
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
+func orDash(s string) string { return texttable.OrDash(s) }

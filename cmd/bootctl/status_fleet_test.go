@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
 	"github.com/bootfabric/bootfabric/nodestate"
@@ -33,7 +34,7 @@ func TestStatusOneServerDown(t *testing.T) {
 		t.Errorf("status with %s down: exit %d\nstdout:\n%s\nstderr:\n%s", down, code, out, errs)
 	}
 	code, out, _ = runBootctl(t, ctx, "status", "--server", up, "--server", down, "--timeout", "2s", "-o", "json")
-	var res statusResult
+	var res bootapi.Status
 	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 1 {
 		t.Fatalf("json: exit %d, %v\n%s", code, err, out)
 	}
@@ -73,7 +74,7 @@ func TestStatusEtcd(t *testing.T) {
 	}
 	defer m.Leave(context.Background())
 	code, out, errs := runBootctl(t, ctx, "status", "--etcd", strings.Join(ec.Endpoints, ","), "--fleet", "lab", "-o", "json")
-	var res statusResult
+	var res bootapi.Status
 	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil {
 		t.Fatalf("status --etcd: exit %d %v\n%s%s", code, err, out, errs)
 	}

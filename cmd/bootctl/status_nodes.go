@@ -3,81 +3,25 @@ package main
 import (
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/nodeset"
 	"github.com/bootfabric/bootfabric/nodestate"
 )
 
-// statusRead is what status read before it selects: the servers and their summary, every node
-// some server holds a state for, the inventory with each node's owner (nil when the source lists
-// none) and why an inventory node has no state, given its owner.
-type statusRead struct {
-	res *statusResult
-	all []nodestate.NodeStatus
-	inv []bootapi.InventoryEntry
-	why func(owner string) string
-}
-
-// unknownNode is an inventory node no answering server holds a state for, with the server that
-// owns it: the inventory says it exists, nobody asked says how it is.
-type unknownNode struct {
-	Name     string `json:"name"`
-	MAC      string `json:"mac"`
-	IP       string `json:"ip,omitempty"`
-	Position string `json:"position"`
-	Owner    string `json:"owner,omitempty"`
-	Reason   string `json:"reason"`
-}
-
 // complete selects the nodes of NODES and --group, adds the inventory nodes nobody holds as
-// unknown, counts by state and keeps the --state ones. With a selection the summary is the
-// selected nodes'.
-func (q *statusQuery) complete(rd *statusRead) (*statusResult, error) {
-	res := rd.res
-	inv := rd.inv
-	if inv == nil {
-		inv = entriesOf(rd.all) // a server without the inventory listing: its own nodes are all known
-	}
-	keep, err := q.sel.filter(inv)
+// unknown, counts by state and keeps the --state ones.
+func (q *statusQuery) complete(rd *bootapi.StatusRead) (*bootapi.Status, error) {
+	keep, err := q.sel.filter(rd.Entries())
 	if err != nil {
 		return nil, err
 	}
-	held := make(map[string]bool, len(rd.all))
-	var kept []nodestate.NodeStatus
-	for _, n := range rd.all {
-		held[n.Name] = true
-		if keep(n.Name) {
-			kept = append(kept, n)
-		}
-	}
-	for _, e := range inv {
-		if !held[e.Name] && keep(e.Name) {
-			res.Unknown = append(res.Unknown, unknownNode{Name: e.Name, MAC: e.MAC, IP: e.IP, Position: e.Position, Owner: e.Owner, Reason: rd.why(e.Owner)})
-		}
-	}
-	res.UnknownCount = len(res.Unknown)
-	if !q.sel.all() {
-		res.Summary = nodestate.Summarize(kept, res.Summary.Server, res.Summary.ServerID, time.Now())
-	}
-	finishStatus(res, kept, q.only)
-	switch {
-	case q.unknown:
-		res.Nodes = nil
-	case q.only != nil:
-		res.Unknown = nil
-	}
-	return res, nil
+	return rd.Select(bootapi.StatusFilter{Keep: keep, All: q.sel.all(), Only: q.only, UnknownOnly: q.unknown}), nil
 }
 
 // entriesOf makes inventory entries of the nodes a server holds.
 func entriesOf(nodes []nodestate.NodeStatus) []bootapi.InventoryEntry {
-	out := make([]bootapi.InventoryEntry, len(nodes))
-	for i, n := range nodes {
-		out[i] = bootapi.InventoryEntry{Name: n.Name, MAC: n.MAC, IP: n.IP, Position: n.Position, Owner: n.Server}
-	}
-	return out
+	return bootapi.EntriesOf(nodes)
 }
 
 // filter returns which inventory nodes the selection keeps. A name that is not in the inventory,

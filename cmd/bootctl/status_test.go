@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/google/go-cmp/cmp"
 )
@@ -35,7 +36,7 @@ func TestStatusWatch(t *testing.T) {
 	dec := json.NewDecoder(strings.NewReader(out))
 	docs := 0
 	for {
-		var res statusResult
+		var res bootapi.Status
 		if err := dec.Decode(&res); err == io.EOF {
 			break
 		} else if err != nil {
@@ -80,7 +81,7 @@ func TestStatusTwoServers(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("status: %d %s", code, errs)
 	}
-	var res statusResult
+	var res bootapi.Status
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestStatusTwoServers(t *testing.T) {
 	}
 	// A node two answers hold is one row and counted once (bootapi.Merge), not listed twice.
 	code, out, errs = runBootctl(t, context.Background(), "status", "--server", ua, "--server", ub, "--server", ua, "--output", "json")
-	res = statusResult{}
+	res = bootapi.Status{}
 	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil {
 		t.Fatalf("status with a server twice: %d %v %s", code, err, errs)
 	}
@@ -185,7 +186,7 @@ func TestStatusInventoryNodes(t *testing.T) {
 			if code != 0 {
 				return
 			}
-			var res statusResult
+			var res bootapi.Status
 			if err := json.Unmarshal([]byte(out), &res); err != nil {
 				t.Fatal(err)
 			}
