@@ -39,7 +39,7 @@ var allowedImports = map[string][]string{
 	"testcluster":         {"bootapi", "bootconfig", "bootsrv", "nodestate", "nodestate/etcdstore", "fabricsim", "fleet", "images", "mapping", "topology", "internal/atomicfile"},
 	"cmd/bootctl": {"bootapi", "bootconfig", "bootrun", "bootsrv", "delivery", "dhcpd", "fabricsim", "fleet", "images", "images/ociimport", "testcluster",
 		"mapping", "nodeset", "nodestate", "nodestate/boltstore", "nodestate/etcdstore", "power", "report", "routing", "topology", "units", "internal/progress", "internal/suggest",
-		"internal/atomicfile", "internal/redfishsim", "internal/ipmibmc"},
+		"internal/cligrammar", "internal/atomicfile", "internal/redfishsim", "internal/ipmibmc"},
 	"bench/dhcp":         {"dhcpd", "topology"},
 	"bench/httpboot":     {"images", "testcluster", "topology"},
 	"bench/tftp/pintftp": nil,
@@ -47,6 +47,7 @@ var allowedImports = map[string][]string{
 
 	"internal/yamlerr":                 {"internal/suggest"},
 	"internal/suggest":                 nil,
+	"internal/cligrammar":              {"internal/suggest"},
 	"internal/atomicfile":              nil,
 	"internal/heapq":                   nil,
 	"internal/promreg":                 nil,
