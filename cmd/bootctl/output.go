@@ -8,8 +8,8 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
+	"github.com/bootfabric/bootfabric/internal/texttable"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 	"gopkg.in/yaml.v3"
@@ -80,23 +80,13 @@ func writeData(w io.Writer, format string, v any) error {
 }
 
 // table writes aligned columns.
-type table struct{ tw *tabwriter.Writer }
+type table struct{ *texttable.Table }
 
-func newTable(w io.Writer) *table {
-	return &table{tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)}
-}
+func newTable(w io.Writer) *table { return &table{texttable.New(w)} }
 
-func (t *table) row(cells ...any) {
-	for i, c := range cells {
-		if i > 0 {
-			fmt.Fprint(t.tw, "\t")
-		}
-		fmt.Fprint(t.tw, c)
-	}
-	fmt.Fprint(t.tw, "\t\n")
-}
+func (t *table) row(cells ...any) { t.Row(cells...) }
 
-func (t *table) flush() error { return t.tw.Flush() }
+func (t *table) flush() error { return t.Flush() }
 
 // writeCSV writes rows as CSV.
 func writeCSV(w io.Writer, rows [][]string) error {

@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
 	"github.com/bootfabric/bootfabric/fabricsim"
+	"github.com/bootfabric/bootfabric/internal/texttable"
 	"github.com/bootfabric/bootfabric/units"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
@@ -227,9 +227,5 @@ func segMin(r fabricsim.PlanRow, name string) float64 {
 	return 0
 }
 
-// fmtFloat rounds half away from zero (78.125 -> 78.13, as the paper prints it), unlike strconv's
-// round-half-to-even on exactly representable halves.
-func fmtFloat(v float64, prec int) string {
-	p := math.Pow(10, float64(prec))
-	return strconv.FormatFloat(math.Round(v*p)/p, 'f', prec, 64)
-}
+// fmtFloat is texttable.Fixed, bootctl's one way of printing a float with prec decimals.
+func fmtFloat(v float64, prec int) string { return texttable.Fixed(v, prec) }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/bootrun"
 	"github.com/bootfabric/bootfabric/fabricsim"
+	"github.com/bootfabric/bootfabric/fabricsim/simout"
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/routing"
 	"github.com/bootfabric/bootfabric/topology"
@@ -190,8 +191,8 @@ func (job *simJob) readArrivalFile(batchSet bool) error {
 
 // runAll simulates every batch under every algorithm, batches outermost; each batch's health
 // aggregation is simulated once.
-func (job *simJob) runAll(c *cli.Context, e *env) ([]simRun, error) {
-	var runs []simRun
+func (job *simJob) runAll(c *cli.Context, e *env) ([]simout.Run, error) {
+	var runs []simout.Run
 	for _, b := range job.in.Batches {
 		health, err := job.opt.simulateHealth(b)
 		if err != nil {
@@ -213,7 +214,7 @@ func (job *simJob) runAll(c *cli.Context, e *env) ([]simRun, error) {
 
 // run simulates batch b under algo: one run, or with --delivery multicast the unicast run and
 // the multicast one.
-func (job *simJob) run(ctx context.Context, e *env, b topology.Batch, algo mapping.Algo) ([]simRun, error) {
+func (job *simJob) run(ctx context.Context, e *env, b topology.Batch, algo mapping.Algo) ([]simout.Run, error) {
 	g, in := job.in.Graph, job.in
 	cfg := job.cfg
 	var err error
@@ -239,31 +240,31 @@ func (job *simJob) run(ctx context.Context, e *env, b topology.Batch, algo mappi
 	}
 	e.log.Debug("simulated", zap.String("batch", b.Label), zap.String("algo", algo.Name),
 		zap.Int("events", res.Stats.Events), zap.Int("classes", res.Stats.Classes))
-	uni := simRun{Batch: b.Label, Algo: algo.Name, Result: res}
+	uni := simout.Run{Batch: b.Label, Algo: algo.Name, Result: res}
 	if job.opt.p2p {
 		return job.runP2P(ctx, sim, a, uni)
 	}
 	if !job.opt.multicast {
-		return []simRun{uni}, nil
+		return []simout.Run{uni}, nil
 	}
 	uni.Delivery = "unicast"
 	mres, err := sim.SimulateMulticast(ctx, a, job.opt.hops, job.opt.mcast)
 	if err != nil {
 		return nil, simError(ctx, err)
 	}
-	return []simRun{uni, {Batch: b.Label, Algo: algo.Name, Delivery: "multicast", Mcast: string(job.opt.mcast),
+	return []simout.Run{uni, {Batch: b.Label, Algo: algo.Name, Delivery: "multicast", Mcast: string(job.opt.mcast),
 		Result: mres, Speedup: res.BatchSeconds / mres.BatchSeconds}}, nil
 }
 
 // runP2P adds to the unicast run uni the same boot with peer delivery of the root image.
-func (job *simJob) runP2P(ctx context.Context, sim *fabricsim.BootSim, a *mapping.Assignment, uni simRun) ([]simRun, error) {
+func (job *simJob) runP2P(ctx context.Context, sim *fabricsim.BootSim, a *mapping.Assignment, uni simout.Run) ([]simout.Run, error) {
 	sim.Config.Progress = nil
 	p, err := sim.SimulateP2P(ctx, a, 0)
 	if err != nil {
 		return nil, simError(ctx, err)
 	}
 	uni.Delivery = "unicast"
-	return []simRun{uni, {Batch: uni.Batch, Algo: uni.Algo, Delivery: "p2p", P2P: p, Result: p.Result,
+	return []simout.Run{uni, {Batch: uni.Batch, Algo: uni.Algo, Delivery: "p2p", P2P: p, Result: p.Result,
 		Speedup: uni.Result.BatchSeconds / p.Result.BatchSeconds}}, nil
 }
 
@@ -273,21 +274,6 @@ func simError(ctx context.Context, err error) error {
 		return err
 	}
 	return asBadInput(err)
-}
-
-type simRun struct {
-	Batch string `json:"batch"`
-	Algo  string `json:"algo"`
-	// Delivery is unicast or multicast when --delivery multicast shows both; Mcast the tree
-	// algorithm and Speedup the unicast batch time over this one's (multicast runs).
-	Delivery string  `json:"delivery,omitempty"`
-	Mcast    string  `json:"mcast,omitempty"`
-	Speedup  float64 `json:"speedup_vs_unicast,omitempty"`
-	// P2P is the peer delivery's root stage (p2p runs); Result's files, segments and links are
-	// then those of the servers' files alone.
-	P2P    *fabricsim.P2PBoot    `json:"p2p,omitempty"`
-	Result *fabricsim.FlowResult `json:"result"`
-	Health *simHealth            `json:"health,omitempty"`
 }
 
 // simProgress returns the simulator's progress callback, drawing a bar of the megabytes the nodes
@@ -373,25 +359,8 @@ func (o *simOpts) checkBatches(batches []topology.Batch) error {
 	return nil
 }
 
-// simHealth is a run's health aggregation; the per-node map is left out of JSON unless asked for.
-type simHealth struct {
-	*fabricsim.HealthResult
-	Summary any `json:"summary"`
-}
-
-// forJSON returns h with the summary reduced to its counts unless nodes is set.
-func (h *simHealth) forJSON(nodes bool) *simHealth {
-	out := *h
-	if nodes {
-		out.Summary = h.HealthResult.Summary
-	} else {
-		out.Summary = h.HealthResult.Summary.Counts()
-	}
-	return &out
-}
-
 // simulateHealth runs the health aggregation over batch b's nodes, or returns nil without --health.
-func (o *simOpts) simulateHealth(b topology.Batch) (*simHealth, error) {
+func (o *simOpts) simulateHealth(b topology.Batch) (*simout.Health, error) {
 	if o.health == "" {
 		return nil, nil
 	}
@@ -401,8 +370,5 @@ func (o *simOpts) simulateHealth(b topology.Batch) (*simHealth, error) {
 	if err != nil {
 		return nil, asBadInput(fmt.Errorf("--health %s, batch %s: %w", o.health, b.Label, err))
 	}
-	return &simHealth{HealthResult: &res}, nil
+	return &simout.Health{HealthResult: &res}, nil
 }
-
-// simTopOwners is how many new owners a failure's table row names.
-const simTopOwners = 4
