@@ -218,8 +218,8 @@ func (job *simJob) run(ctx context.Context, e *env, b topology.Batch, algo mappi
 	g, in := job.in.Graph, job.in
 	cfg := job.cfg
 	var err error
-	if cfg.Arrivals, err = simArrivals(job.arrival, job.listed, b, g); err != nil {
-		return nil, err
+	if cfg.Arrivals, err = fabricsim.BatchArrivals(job.arrival, job.listed, b, g); err != nil {
+		return nil, badInput("--arrival %s: %w", job.arrival, err)
 	}
 	sim := &fabricsim.BootSim{Graph: g, Algo: algo, Batch: b.Nodes, Absent: in.Absent, Dead: in.Dead, Config: cfg}
 	if job.fails != nil {
