@@ -83,8 +83,8 @@ func readMachineInput(c *cli.Context) (*machineInput, error) {
 			unit = "node"
 		}
 	}
-	if in.Algos, err = parseAlgos(algo, h); err != nil {
-		return nil, err
+	if in.Algos, err = mapping.ParseAlgos(algo, h); err != nil {
+		return nil, badInput("--algo: %w", err)
 	}
 	if _, err := h.UnitLevel(unit); err != nil {
 		return nil, badInput("--unit: %w", err)
@@ -188,27 +188,6 @@ func (in *machineInput) readImageSize(c *cli.Context) error {
 	return nil
 }
 
-func parseAlgos(s string, h *topology.Hierarchy) ([]mapping.Algo, error) {
-	names := strings.Split(s, ",")
-	if s == "all" {
-		names = nil
-		for _, n := range mapping.Names() {
-			if _, err := mapping.ParseAlgo(n, h); err == nil {
-				names = append(names, n)
-			}
-		}
-	}
-	var out []mapping.Algo
-	for _, n := range names {
-		a, err := mapping.ParseAlgo(strings.TrimSpace(n), h)
-		if err != nil {
-			return nil, badInput("--algo: %w", err)
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
 // parseFailures reads --failed-servers (absent) and --failed-during-boot (dead). A server may not
 // be both (absent means never up, dead means up and then lost), and one must stay up.
 func parseFailures(absent, dead string, servers int) ([]bool, []bool, error) {
@@ -236,19 +215,11 @@ func parseFailures(absent, dead string, servers int) ([]bool, []bool, error) {
 	return ab, de, nil
 }
 
-// parseServers reads a comma-separated list of server indices or bsN names (nil when empty).
+// parseServers reads a list of servers (mapping.ParseServerSet), naming flag in its error.
 func parseServers(flag, s string, servers int) ([]bool, error) {
-	if s == "" {
-		return nil, nil
+	set, err := mapping.ParseServerSet(s, servers)
+	if err != nil {
+		return nil, badInput("%s: %w", flag, err)
 	}
-	failed := make([]bool, servers)
-	for _, item := range strings.Split(s, ",") {
-		item = strings.TrimSpace(item)
-		i, err := strconv.Atoi(strings.TrimPrefix(item, "bs"))
-		if err != nil || i < 0 || i >= servers {
-			return nil, badInput("%s: %q is not a server (0-%d or bs0-bs%d)", flag, item, servers-1, servers-1)
-		}
-		failed[i] = true
-	}
-	return failed, nil
+	return set, nil
 }

@@ -73,9 +73,9 @@ type mcastSummary struct {
 }
 
 func runMcast(e *env, c *cli.Context, format string) error {
-	algos, err := parseMcastAlgos(c.String("algo"))
+	algos, err := routing.ParseMcastAlgorithms(c.String("algo"))
 	if err != nil {
-		return err
+		return badInput("--algo: %v", err)
 	}
 	spec := c.String("topology")
 	fab, err := topology.OpenFabric(spec)
@@ -177,21 +177,6 @@ func writeMcastTable(e *env, sum *mcastSummary, timings bool) error {
 		t.row(row...)
 	}
 	return t.flush()
-}
-
-func parseMcastAlgos(s string) ([]routing.McastAlgorithm, error) {
-	if s == "all" {
-		return routing.McastAlgorithms(), nil
-	}
-	var out []routing.McastAlgorithm
-	for _, name := range strings.Split(s, ",") {
-		a, err := routing.ParseMcastAlgorithm(strings.TrimSpace(name))
-		if err != nil {
-			return nil, badInput("--algo: %v", err)
-		}
-		out = append(out, a)
-	}
-	return out, nil
 }
 
 // mcastGroups generates the groups of --groups (routing.ParseGroupSets), the servers set from
