@@ -574,3 +574,33 @@ func FlatMachine(inv *Inventory, servers int) *topology.Machine {
 	}
 	return topology.Flat(names, max(1, servers))
 }
+
+// Groups lists the groups of the inventory's nodes, sorted.
+func (inv *Inventory) Groups() []string {
+	var out []string
+	for i := range inv.Nodes {
+		for _, g := range inv.Nodes[i].Groups {
+			if !slices.Contains(out, g) {
+				out = append(out, g)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// CheckGroups refuses a group no node is in, listing those that exist: a typo in a group must not
+// select nothing quietly.
+func (inv *Inventory) CheckGroups(groups []string) error {
+	known := inv.Groups()
+	for _, g := range groups {
+		if !slices.Contains(known, g) {
+			list := "none: the inventory has no groups column, or it is empty"
+			if len(known) > 0 {
+				list = strings.Join(known, ", ")
+			}
+			return fmt.Errorf("no node of %s is in group %q (groups: %s)", inv.File, g, list)
+		}
+	}
+	return nil
+}
