@@ -2,19 +2,17 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootrun"
 	"github.com/bootfabric/bootfabric/fabricsim"
-	"github.com/bootfabric/bootfabric/fabricsim/simout"
+	"github.com/bootfabric/bootfabric/fabricsim/simrun"
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/routing"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/urfave/cli/v2"
-	"go.uber.org/zap"
 )
 
 // simDefaultFiles is the default --files: undionly.kpxe over TFTP (PXE firmware speaks nothing
@@ -189,83 +187,22 @@ func (job *simJob) readArrivalFile(batchSet bool) error {
 	return nil
 }
 
-// runAll simulates every batch under every algorithm, batches outermost; each batch's health
-// aggregation is simulated once.
-func (job *simJob) runAll(c *cli.Context, e *env) ([]simout.Run, error) {
-	var runs []simout.Run
-	for _, b := range job.in.Batches {
-		health, err := job.opt.simulateHealth(b)
-		if err != nil {
-			return nil, err
-		}
-		for _, algo := range job.in.Algos {
-			r, err := job.run(c.Context, e, b, algo)
-			if err != nil {
-				return nil, err
-			}
-			for i := range r {
-				r[i].Health = health
-			}
-			runs = append(runs, r...)
-		}
+// runAll simulates every batch under every algorithm (simrun.Job); every error but the
+// cancellation is the input's.
+func (job *simJob) runAll(c *cli.Context, e *env) ([]simrun.Run, error) {
+	in, o := job.in, job.opt
+	sj := &simrun.Job{Graph: in.Graph, Batches: in.Batches, Algos: in.Algos, Absent: in.Absent, Dead: in.Dead, Config: job.cfg,
+		Arrival: job.arrival, Listed: job.listed, Multicast: o.multicast, P2P: o.p2p, Mcast: o.mcast, Hops: o.hops,
+		Health:   simrun.HealthOptions{Algorithm: o.health, Faults: o.faults, Stragglers: o.stragglers, Seed: o.seed},
+		Progress: func(label string) func(fabricsim.Progress) { return simProgress(e, label) }, Log: e.log}
+	if job.fails != nil {
+		sj.Failures, sj.DetectSeconds = job.fails.failures, job.fails.detect
+	}
+	runs, err := sj.Run(c.Context)
+	if err != nil {
+		return nil, simError(c.Context, err)
 	}
 	return runs, nil
-}
-
-// run simulates batch b under algo: one run, or with --delivery multicast the unicast run and
-// the multicast one.
-func (job *simJob) run(ctx context.Context, e *env, b topology.Batch, algo mapping.Algo) ([]simout.Run, error) {
-	g, in := job.in.Graph, job.in
-	cfg := job.cfg
-	var err error
-	if cfg.Arrivals, err = fabricsim.BatchArrivals(job.arrival, job.listed, b, g); err != nil {
-		return nil, badInput("--arrival %s: %w", job.arrival, err)
-	}
-	sim := &fabricsim.BootSim{Graph: g, Algo: algo, Batch: b.Nodes, Absent: in.Absent, Dead: in.Dead, Config: cfg}
-	if job.fails != nil {
-		sim.Failures, sim.DetectSeconds = job.fails.failures, job.fails.detect
-	}
-	a, err := sim.Assign()
-	if err != nil {
-		return nil, asBadInput(err)
-	}
-	progress := simProgress(e, "simulate "+algo.Name+" "+b.Label)
-	sim.Config.Progress = progress
-	res, err := sim.Simulate(ctx, a)
-	if progress != nil {
-		progress(fabricsim.Progress{Done: -1})
-	}
-	if err != nil {
-		return nil, simError(ctx, err)
-	}
-	e.log.Debug("simulated", zap.String("batch", b.Label), zap.String("algo", algo.Name),
-		zap.Int("events", res.Stats.Events), zap.Int("classes", res.Stats.Classes))
-	uni := simout.Run{Batch: b.Label, Algo: algo.Name, Result: res}
-	if job.opt.p2p {
-		return job.runP2P(ctx, sim, a, uni)
-	}
-	if !job.opt.multicast {
-		return []simout.Run{uni}, nil
-	}
-	uni.Delivery = "unicast"
-	mres, err := sim.SimulateMulticast(ctx, a, job.opt.hops, job.opt.mcast)
-	if err != nil {
-		return nil, simError(ctx, err)
-	}
-	return []simout.Run{uni, {Batch: b.Label, Algo: algo.Name, Delivery: "multicast", Mcast: string(job.opt.mcast),
-		Result: mres, Speedup: res.BatchSeconds / mres.BatchSeconds}}, nil
-}
-
-// runP2P adds to the unicast run uni the same boot with peer delivery of the root image.
-func (job *simJob) runP2P(ctx context.Context, sim *fabricsim.BootSim, a *mapping.Assignment, uni simout.Run) ([]simout.Run, error) {
-	sim.Config.Progress = nil
-	p, err := sim.SimulateP2P(ctx, a, 0)
-	if err != nil {
-		return nil, simError(ctx, err)
-	}
-	uni.Delivery = "unicast"
-	return []simout.Run{uni, {Batch: uni.Batch, Algo: uni.Algo, Delivery: "p2p", P2P: p, Result: p.Result,
-		Speedup: uni.Result.BatchSeconds / p.Result.BatchSeconds}}, nil
 }
 
 // simError is a simulation's error: the cancellation as it is, anything else bad input.
@@ -357,18 +294,4 @@ func (o *simOpts) checkBatches(batches []topology.Batch) error {
 		}
 	}
 	return nil
-}
-
-// simulateHealth runs the health aggregation over batch b's nodes, or returns nil without --health.
-func (o *simOpts) simulateHealth(b topology.Batch) (*simout.Health, error) {
-	if o.health == "" {
-		return nil, nil
-	}
-	cfg := fabricsim.DefaultHealthConfig(o.health, len(b.Nodes))
-	cfg.Faults, cfg.Stragglers, cfg.Seed = o.faults, o.stragglers, o.seed
-	res, err := fabricsim.SimulateHealth(cfg)
-	if err != nil {
-		return nil, asBadInput(fmt.Errorf("--health %s, batch %s: %w", o.health, b.Label, err))
-	}
-	return &simout.Health{HealthResult: &res}, nil
 }

@@ -5,11 +5,11 @@ import (
 	"io"
 
 	"github.com/bootfabric/bootfabric/bootrun"
-	"github.com/bootfabric/bootfabric/fabricsim/simout"
+	"github.com/bootfabric/bootfabric/fabricsim/simrun"
 )
 
 // simWrite prints the runs in format.
-func simWrite(w io.Writer, format string, job *simJob, runs []simout.Run) error {
+func simWrite(w io.Writer, format string, job *simJob, runs []simrun.Run) error {
 	g := job.in.Graph
 	switch format {
 	case "json", "yaml":
@@ -20,19 +20,19 @@ func simWrite(w io.Writer, format string, job *simJob, runs []simout.Run) error 
 		}
 		return writeData(w, format, simJSON{Topology: g.Name, Nodes: len(g.Nodes()), Servers: len(g.Servers()), Calibration: job.cal, Runs: runs})
 	case "csv":
-		return simout.WriteCSV(w, runs)
+		return simrun.WriteCSV(w, runs)
 	}
-	if err := simout.WriteTable(w, g, runs); err != nil {
+	if err := simrun.WriteTable(w, g, runs); err != nil {
 		return err
 	}
-	if err := simout.WriteFailures(w, runs); err != nil {
+	if err := simrun.WriteFailures(w, runs); err != nil {
 		return err
 	}
 	if job.cal != nil {
 		fmt.Fprintf(w, "\nDHCP %.3f s and health %.3f s per node, ", job.cfg.DHCPSeconds, job.cfg.HealthSeconds)
 		writeCalibration(w, job.cal)
 	}
-	return simout.WriteHealth(w, runs)
+	return simrun.WriteHealth(w, runs)
 }
 
 type simJSON struct {
@@ -41,5 +41,5 @@ type simJSON struct {
 	Servers  int    `json:"servers"`
 	// Calibration is what --calibrate fitted the DHCP and health times from.
 	Calibration *bootrun.Calibration `json:"calibration,omitempty"`
-	Runs        []simout.Run         `json:"runs"`
+	Runs        []simrun.Run         `json:"runs"`
 }

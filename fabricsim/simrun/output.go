@@ -1,7 +1,8 @@
-// Package simout writes what bootctl simulate computed: each run (a batch under one mapping and one
-// delivery) as a table, a summary row, CSV rows, and the takeovers of failed servers and the health
-// aggregation beside them. The JSON form is the Run type itself.
-package simout
+// Package simrun is the job of bootctl simulate and its output: every batch under every mapping
+// (Job.Run), each run (a batch under one mapping and one delivery) written as a table, a summary
+// row or CSV rows, with the takeovers of failed servers and the health aggregation beside them.
+// The JSON form is the Run type itself.
+package simrun
 
 import (
 	"encoding/csv"

@@ -1,4 +1,4 @@
-package simout
+package simrun
 
 import (
 	"strings"
