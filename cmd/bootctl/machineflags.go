@@ -97,8 +97,8 @@ func readMachineInput(c *cli.Context) (*machineInput, error) {
 		in.Batches = h.DefaultBatches()
 	}
 	if flat > 0 {
-		if in.Batches, err = clipBatches(in.Batches, flat); err != nil {
-			return nil, err
+		if in.Batches, err = topology.ClipBatches(in.Batches, flat); err != nil {
+			return nil, badInput("--batch: %w", err)
 		}
 	}
 	if err := in.readImageSize(c); err != nil {
@@ -139,20 +139,6 @@ func loadMachineFlag(c *cli.Context) (m *topology.Machine, flat int, err error) 
 
 // maxFlatServers bounds --servers so that a typo cannot build a machine of millions of servers.
 const maxFlatServers = 1024
-
-// clipBatches drops the flat machine's spare positions (indices from n on) from the batches: they
-// are switch ports with no machine behind them. A batch of spare ports alone is bad input.
-func clipBatches(batches []topology.Batch, n int) ([]topology.Batch, error) {
-	out := make([]topology.Batch, 0, len(batches))
-	for _, b := range batches {
-		k, _ := slices.BinarySearch(b.Nodes, n)
-		if k == 0 {
-			return nil, badInput("--batch: %s: no node of the inventory's %d, only spare switch ports of the flat machine", b.Label, n)
-		}
-		out = append(out, topology.Batch{Label: b.Label, Nodes: b.Nodes[:k]})
-	}
-	return out, nil
-}
 
 // readImageSize takes the image size from --profile (its kernel and initrd in the store) or
 // from --image-size; giving both is an error, since they would disagree.
