@@ -604,3 +604,33 @@ func (inv *Inventory) CheckGroups(groups []string) error {
 	}
 	return nil
 }
+
+// DuplicateError is a value of a node (Field: name, mac or ip) that another node of the
+// inventory has; the server would refuse the whole file for it.
+type DuplicateError struct {
+	Field string
+	Err   error
+}
+
+func (e *DuplicateError) Error() string { return e.Err.Error() }
+func (e *DuplicateError) Unwrap() error { return e.Err }
+
+// CheckUnique refuses, for the node named self ("" for a new node), a name, MAC or IP among fields
+// (by column) that another node has, naming that node and its line. The error is a
+// *DuplicateError.
+func (inv *Inventory) CheckUnique(self string, fields map[string]string) error {
+	if n, ok := inv.ByName(fields["name"]); ok && self == "" {
+		return &DuplicateError{"name", fmt.Errorf("%s is already in %s (line %d)", n.Name, inv.File, n.Line)}
+	}
+	if mac, err := net.ParseMAC(fields["mac"]); err == nil {
+		if n, ok := inv.ByMAC(mac); ok && n.Name != self {
+			return &DuplicateError{"mac", fmt.Errorf("%s already belongs to %s (%s line %d)", mac, n.Name, inv.File, n.Line)}
+		}
+	}
+	if ip, err := netip.ParseAddr(fields["ip"]); err == nil {
+		if n, ok := inv.ByIP(ip); ok && n.Name != self {
+			return &DuplicateError{"ip", fmt.Errorf("%s already belongs to %s (%s line %d)", ip, n.Name, inv.File, n.Line)}
+		}
+	}
+	return nil
+}

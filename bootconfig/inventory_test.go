@@ -217,3 +217,29 @@ func TestInventoryGroupList(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckUnique(t *testing.T) {
+	h := testfix.MiniHierarchy(t)
+	inv, err := ParseInventoryCSV([]byte("name,mac,ip\ns0-b0-n0,52:54:00:00:00:01,10.0.0.1\ns0-b0-n1,52:54:00:00:00:02,\n"), "inv.csv", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		self   string
+		fields map[string]string
+		field  string // of the DuplicateError; "" for none
+		msg    string
+	}{
+		{"", map[string]string{"name": "s0-b0-n2", "mac": "52:54:00:00:00:03", "ip": "10.0.0.3"}, "", ""},
+		{"", map[string]string{"name": "s0-b0-n1", "mac": "52:54:00:00:00:03"}, "name", "s0-b0-n1 is already in inv.csv (line 3)"},
+		{"", map[string]string{"name": "s0-b0-n2", "mac": "52-54-00-00-00-02"}, "mac", "52:54:00:00:00:02 already belongs to s0-b0-n1 (inv.csv line 3)"},
+		{"s0-b0-n1", map[string]string{"ip": "10.0.0.1"}, "ip", "10.0.0.1 already belongs to s0-b0-n0 (inv.csv line 2)"},
+		{"s0-b0-n0", map[string]string{"mac": "52:54:00:00:00:01", "ip": "10.0.0.1"}, "", ""}, // its own values
+	} {
+		err := inv.CheckUnique(tc.self, tc.fields)
+		var de *DuplicateError
+		if tc.field == "" && err != nil || tc.field != "" && (!errors.As(err, &de) || de.Field != tc.field || err.Error() != tc.msg) {
+			t.Errorf("CheckUnique(%q, %v) = %v, want %s %q", tc.self, tc.fields, err, tc.field, tc.msg)
+		}
+	}
+}
