@@ -87,7 +87,7 @@ func simFlags(formats []string) []cli.Flag {
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "health aggregation: seed of faults, stragglers and failed health checks"},
 		&cli.BoolFlag{Name: "health-nodes", Usage: "health aggregation: include every node's status in --output json"},
 		withChoices(cli.StringFlag{Name: "delivery", Value: "unicast", Usage: "image delivery: unicast or server (a flow per node from its boot server), multicast (a tree per boot server) or p2p (the root image by peers, own board first), the last two shown beside unicast"},
-			simDeliveries...),
+			simDeliveries()...),
 		withChoices(cli.StringFlag{Name: "mcast", Value: "fulb", Usage: "multicast tree algorithm with --delivery multicast: fulb, minhop, sssp"},
 			"fulb", "minhop", "sssp"),
 		&cli.StringFlag{Name: "time-step", Value: "0", Usage: "round events up to multiples of this duration so that nearby ones share one re-allocation, an optional coarsening (0: exact; auto, its old default, is now 0 too)"},
@@ -233,7 +233,7 @@ func simProgress(e *env, label string) func(fabricsim.Progress) {
 
 // simDeliveries are the values of simulate's --delivery; server is unicast's other name, the
 // one plan, report and boot use.
-var simDeliveries = []string{"unicast", "server", "multicast", "p2p"}
+func simDeliveries() []string { return []string{"unicast", "server", "multicast", "p2p"} }
 
 // simOpts are simulate's delivery and health-aggregation options.
 type simOpts struct {
@@ -251,7 +251,7 @@ type simOpts struct {
 // simOptions reads --delivery, --mcast and the health-aggregation flags.
 func simOptions(c *cli.Context) (*simOpts, error) {
 	o := &simOpts{seed: c.Uint64("seed"), healthNodes: c.Bool("health-nodes"), faults: c.Int("faults")}
-	d, err := choiceValue(c, "delivery", simDeliveries...)
+	d, err := choiceValue(c, "delivery", simDeliveries()...)
 	if err != nil {
 		return nil, err
 	}
