@@ -209,8 +209,8 @@ func arity(usage string) (lo, hi int) {
 }
 
 // unrequire clears the Required mark of flags (so that urfave/cli does not answer a missing one
-// with the whole help text) and returns the flags that had it. bootctl marks only string flags
-// required; TestNoFlagLeftRequired keeps it so.
+// with the whole help text) and returns the flags that had it. Only string flags are unmarked: a
+// required flag of another type stays urfave/cli's (bootctl has none: its TestNoFlagLeftRequired).
 func unrequire(flags []cli.Flag) []cli.Flag {
 	var out []cli.Flag
 	for _, f := range flags {
@@ -224,7 +224,7 @@ func unrequire(flags []cli.Flag) []cli.Flag {
 
 // ChoiceFlag is a string flag whose values are named ones (the mapping and multicast algorithms
 // also take lists of them): its choices are data, which a stray argument is matched against, and
-// its help says them in words (TestChoicesInHelp keeps the two together).
+// its help says them in words (cmd/bootctl's TestChoicesInHelp keeps the two together).
 type ChoiceFlag struct {
 	cli.StringFlag
 	Choices []string
