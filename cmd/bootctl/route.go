@@ -116,8 +116,8 @@ type routeRun struct {
 func computeRoute(e *env, c *cli.Context, fab *topology.Fabric) (*routeRun, error) {
 	var opt routing.Options
 	var err error
-	if opt.Roots, err = routeRoots(fab, c.String("roots")); err != nil {
-		return nil, err
+	if opt.Roots, err = fab.LookupSwitches(c.String("roots")); err != nil {
+		return nil, badInput("--roots: %w", err)
 	}
 	bar := e.progressBar("route "+c.String("engine"), 0, "")
 	opt.Progress = bar.Func()
@@ -153,22 +153,6 @@ func checkRoute(e *env, c *cli.Context, tb *routing.Tables) *routing.Report {
 		e.log.Warn("endpoints without a route (cut off by faults, or on failed leaves)", zap.Int("count", rep.Endpoints-rep.Healthy))
 	}
 	return rep
-}
-
-// routeRoots finds the switches of --roots.
-func routeRoots(fab *topology.Fabric, list string) ([]topology.VertexID, error) {
-	if list == "" {
-		return nil, nil
-	}
-	var roots []topology.VertexID
-	for _, name := range strings.Split(list, ",") {
-		v, ok := fab.Lookup(strings.TrimSpace(name))
-		if !ok || fab.Kind(v) != topology.Switch {
-			return nil, badInput("--roots: no switch %q", name)
-		}
-		roots = append(roots, v)
-	}
-	return roots, nil
 }
 
 // unrouted is the error for pairs left unreachable: the engine's restriction when the fabric
