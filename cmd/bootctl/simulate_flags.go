@@ -61,19 +61,11 @@ func simCalibrate(c *cli.Context, cfg *fabricsim.FlowConfig) (*bootrun.Calibrati
 	if len(paths) == 0 {
 		return nil, nil
 	}
-	runs := make([]bootrun.CalibrationRun, len(paths))
-	for i, p := range paths {
-		j, err := bootrun.ReadJournal(p)
-		if err != nil {
-			return nil, badInput("--calibrate: %w", err)
-		}
-		runs[i] = bootrun.CalibrationRun{Name: p, Contents: j}
-	}
 	image := 0.0
 	for _, f := range cfg.Files[min(1, len(cfg.Files)-1):] { // what follows the NBP
 		image += f.Bytes
 	}
-	cal, err := bootrun.Calibrate(runs, image)
+	cal, err := bootrun.CalibrateJournals(paths, image)
 	if err != nil {
 		return nil, badInput("--calibrate: %w", err)
 	}
