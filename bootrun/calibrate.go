@@ -207,7 +207,7 @@ func fitPhase(xs []float64) PhaseFit {
 	return PhaseFit{Samples: len(s), Median: med, P10: at(0.1), P90: at(0.9)}
 }
 
-// CalibrateJournals is Calibrate of the journals at paths (ReadJournal), each named by its path.
+// CalibrateJournals reads the journals at paths and fits the plant from them (Calibrate).
 func CalibrateJournals(paths []string, imageBytes float64) (*Calibration, error) {
 	runs := make([]CalibrationRun, len(paths))
 	for i, p := range paths {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -79,24 +78,17 @@ func writeData(w io.Writer, format string, v any) error {
 	return writeJSON(w, v)
 }
 
-// table writes aligned columns.
-type table struct{ *texttable.Table }
+// table writes aligned columns in texttable's layout, which the packages' own tables share.
+type table struct{ t *texttable.Table }
 
 func newTable(w io.Writer) *table { return &table{texttable.New(w)} }
 
-func (t *table) row(cells ...any) { t.Row(cells...) }
+func (t *table) row(cells ...any) { t.t.Row(cells...) }
 
-func (t *table) flush() error { return t.Flush() }
+func (t *table) flush() error { return t.t.Flush() }
 
 // writeCSV writes rows as CSV.
-func writeCSV(w io.Writer, rows [][]string) error {
-	cw := csv.NewWriter(w)
-	if err := cw.WriteAll(rows); err != nil {
-		return err
-	}
-	cw.Flush()
-	return cw.Error()
-}
+func writeCSV(w io.Writer, rows [][]string) error { return texttable.WriteCSV(w, rows) }
 
 // isTerminal reports whether w is a terminal, where progress may be shown.
 func isTerminal(w io.Writer) bool {

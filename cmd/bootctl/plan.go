@@ -207,5 +207,5 @@ func failureHeader(absent, dead []bool) string {
 	return "failed servers: " + strings.Join(parts, "; ")
 }
 
-// fmtFloat is texttable.Fixed, bootctl's one way of printing a float with prec decimals.
-func fmtFloat(v float64, prec int) string { return texttable.Fixed(v, prec) }
+// fmtFloat is texttable.Float, bootctl's one way of printing a float with prec decimals.
+func fmtFloat(v float64, prec int) string { return texttable.Float(v, prec) }

@@ -5,7 +5,6 @@
 package simrun
 
 import (
-	"encoding/csv"
 	"fmt"
 	"io"
 	"slices"
@@ -91,12 +90,7 @@ func WriteCSV(w io.Writer, runs []Run) error {
 			rows = append(rows, row)
 		}
 	}
-	cw := csv.NewWriter(w)
-	if err := cw.WriteAll(rows); err != nil {
-		return err
-	}
-	cw.Flush()
-	return cw.Error()
+	return texttable.WriteCSV(w, rows)
 }
 
 func float(v float64) string { return strconv.FormatFloat(v, 'g', 10, 64) }
@@ -128,14 +122,14 @@ func WriteTable(w io.Writer, g *topology.Graph, runs []Run) error {
 	}
 	fmt.Fprintf(w, "%s: batch %s (%d nodes, %d servers used), %s; files: %s\n", g.Name, r.Batch, res.Nodes, res.ServersUsed, r.Algo,
 		strings.Join(files, ", "))
-	fmt.Fprintf(w, "batch time %s s\n\n", texttable.Fixed(res.BatchSeconds, 3))
+	fmt.Fprintf(w, "batch time %s s\n\n", texttable.Float(res.BatchSeconds, 3))
 	t := texttable.New(w)
 	t.Row("seconds", "min", "p50", "p90", "p99", "max", "mean")
 	for _, d := range []struct {
 		name string
 		d    fabricsim.Distribution
 	}{{"completion", res.Completion}, {"boot duration", res.Duration}} {
-		t.Row(d.name, texttable.Fixed(d.d.Min, 3), texttable.Fixed(d.d.P50, 3), texttable.Fixed(d.d.P90, 3), texttable.Fixed(d.d.P99, 3), texttable.Fixed(d.d.Max, 3), texttable.Fixed(d.d.Mean, 3))
+		t.Row(d.name, texttable.Float(d.d.Min, 3), texttable.Float(d.d.P50, 3), texttable.Float(d.d.P90, 3), texttable.Float(d.d.P99, 3), texttable.Float(d.d.Max, 3), texttable.Float(d.d.Mean, 3))
 	}
 	if err := t.Flush(); err != nil {
 		return err
@@ -149,7 +143,7 @@ func WriteTable(w io.Writer, g *topology.Graph, runs []Run) error {
 		t = texttable.New(w)
 		t.Row("from", "to", "segment", "capacity Mb/s", "traffic")
 		for _, l := range res.TopLinks {
-			t.Row(l.From, l.To, l.Segment, texttable.Fixed(l.CapacityMbps, 0), units.FormatBytes(l.Bytes))
+			t.Row(l.From, l.To, l.Segment, texttable.Float(l.CapacityMbps, 0), units.FormatBytes(l.Bytes))
 		}
 		return t.Flush()
 	}
@@ -170,21 +164,21 @@ func writeSummary(w io.Writer, g *topology.Graph, runs []Run) error {
 				del += " (" + r.Mcast + ")"
 			}
 			if r.Speedup > 0 {
-				speed = "x" + texttable.Fixed(r.Speedup, 2)
+				speed = "x" + texttable.Float(r.Speedup, 2)
 			}
 			if r.P2P != nil {
 				bound = fmt.Sprintf("%s; root %s, %s", bound, strings.Join(r.P2P.Root.Bottlenecks, ","), r.P2P.Root.Seeding())
 			}
-			t.Row(r.Batch, r.Result.Nodes, r.Algo, del, texttable.Fixed(d.Min, 3), texttable.Fixed(d.P50, 3), texttable.Fixed(d.P90, 3), texttable.Fixed(d.P99, 3),
-				texttable.Fixed(d.Max, 3), speed, bound)
+			t.Row(r.Batch, r.Result.Nodes, r.Algo, del, texttable.Float(d.Min, 3), texttable.Float(d.P50, 3), texttable.Float(d.P90, 3), texttable.Float(d.P99, 3),
+				texttable.Float(d.Max, 3), speed, bound)
 		}
 		return t.Flush()
 	}
 	t.Row("batch", "nodes", "algo", "min", "p50", "p90", "p99", "max", "bottleneck (nodes)")
 	for _, r := range runs {
 		d := r.Result.Completion
-		t.Row(r.Batch, r.Result.Nodes, r.Algo, texttable.Fixed(d.Min, 3), texttable.Fixed(d.P50, 3), texttable.Fixed(d.P90, 3), texttable.Fixed(d.P99, 3),
-			texttable.Fixed(d.Max, 3), mainBottleneck(r.Result))
+		t.Row(r.Batch, r.Result.Nodes, r.Algo, texttable.Float(d.Min, 3), texttable.Float(d.P50, 3), texttable.Float(d.P90, 3), texttable.Float(d.P99, 3),
+			texttable.Float(d.Max, 3), mainBottleneck(r.Result))
 	}
 	return t.Flush()
 }
@@ -195,8 +189,8 @@ func writeSegments(w io.Writer, res *fabricsim.FlowResult) error {
 	t := texttable.New(w)
 	t.Row("segment", "channels", "capacity Mb/s", "traffic", "peak Mb/s", "peak util", "bottleneck of")
 	for _, s := range res.Segments {
-		t.Row(s.Name, s.Channels, texttable.Fixed(s.CapacityMbps, 0), units.FormatBytes(s.Bytes), texttable.Fixed(s.PeakMbps, 1),
-			texttable.Fixed(100*s.PeakUtilisation, 1)+"%", s.BottleneckNodes)
+		t.Row(s.Name, s.Channels, texttable.Float(s.CapacityMbps, 0), units.FormatBytes(s.Bytes), texttable.Float(s.PeakMbps, 1),
+			texttable.Float(100*s.PeakUtilisation, 1)+"%", s.BottleneckNodes)
 	}
 	for _, b := range res.Bottlenecks {
 		if !slices.ContainsFunc(res.Segments, func(s fabricsim.SegmentUsage) bool { return s.Name == b.Limit }) {
@@ -259,7 +253,7 @@ func WriteFailures(w io.Writer, runs []Run) error {
 			fmt.Fprintf(w, " (batch %s, %s)", r.Batch, r.Algo)
 		}
 		fmt.Fprintf(w, ", detected after %s s: batch time %s s with them, %s s without (+%s s); nodes taken over %d, restarted %d\n",
-			texttable.Fixed(f.DetectSeconds, 3), texttable.Fixed(f.BatchSeconds, 3), texttable.Fixed(f.BaselineBatchSeconds, 3), texttable.Fixed(f.ExtraSeconds, 3),
+			texttable.Float(f.DetectSeconds, 3), texttable.Float(f.BatchSeconds, 3), texttable.Float(f.BaselineBatchSeconds, 3), texttable.Float(f.ExtraSeconds, 3),
 			f.TakenOver, f.Restarted)
 		if !f.Effect {
 			fmt.Fprintln(w, "no effect: no failure met an unfinished node; the run is the one without failures")
@@ -279,7 +273,7 @@ func WriteFailures(w io.Writer, runs []Run) error {
 			if st.Note != "" {
 				what = st.Note
 			}
-			t.Row(st.Server, texttable.Fixed(st.FailSeconds, 3), texttable.Fixed(st.DetectedSeconds, 3), st.MidBoot, st.NotStarted, st.Done, what)
+			t.Row(st.Server, texttable.Float(st.FailSeconds, 3), texttable.Float(st.DetectedSeconds, 3), st.MidBoot, st.NotStarted, st.Done, what)
 		}
 		if err := t.Flush(); err != nil {
 			return err

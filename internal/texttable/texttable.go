@@ -1,25 +1,27 @@
-// Package texttable writes the aligned tables of bootctl's text output: cells right-aligned in
-// columns two spaces apart, and numbers with a fixed count of decimals, so that every command's
-// tables look alike.
+// Package texttable writes the aligned tables and cells of bootctl's table output, for the
+// packages that render their own results: one layout everywhere, columns right-aligned, two
+// spaces apart.
 package texttable
 
 import (
+	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
 	"text/tabwriter"
+	"time"
 )
 
-// Table collects rows and aligns them when flushed.
+// Table writes aligned columns; nothing is written before Flush.
 type Table struct{ tw *tabwriter.Writer }
 
-// New is a table written to w.
+// New returns a table that writes to w.
 func New(w io.Writer) *Table {
 	return &Table{tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)}
 }
 
-// Row adds one row; each cell is printed with fmt's default format.
+// Row adds a row of cells, each written as fmt.Print writes it.
 func (t *Table) Row(cells ...any) {
 	for i, c := range cells {
 		if i > 0 {
@@ -30,13 +32,45 @@ func (t *Table) Row(cells ...any) {
 	fmt.Fprint(t.tw, "\t\n")
 }
 
-// Flush writes the rows, aligned.
+// Flush writes the rows added.
 func (t *Table) Flush() error { return t.tw.Flush() }
 
-// Fixed rounds v to prec decimals and prints them all (2.5 with 3: "2.500"). It rounds half away
-// from zero (78.125 -> 78.13, as the paper prints it), unlike strconv's round-half-to-even on
-// exactly representable halves.
-func Fixed(v float64, prec int) string {
+// WriteCSV writes rows as CSV.
+func WriteCSV(w io.Writer, rows [][]string) error {
+	cw := csv.NewWriter(w)
+	if err := cw.WriteAll(rows); err != nil {
+		return err
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// OrDash returns s, or "-" for an empty s, as table cells show nothing.
+func OrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// Time writes a time in UTC to the second ("-" for none): the same in every time zone.
+func Time(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// Float writes v rounded to prec decimals.
+func Float(v float64, prec int) string {
 	p := math.Pow(10, float64(prec))
 	return strconv.FormatFloat(math.Round(v*p)/p, 'f', prec, 64)
+}
+
+// Plural writes a count with its noun: "1 profile", "2 profiles".
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -3,31 +3,37 @@ package texttable
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestTable(t *testing.T) {
 	var b strings.Builder
 	tb := New(&b)
-	tb.Row("name", "nodes", "seconds")
-	tb.Row("bcda", 128, Fixed(3.14159, 3))
-	tb.Row("scda", 4, Fixed(12, 1))
+	tb.Row("NODE", "SECONDS")
+	tb.Row("n0", 1.5)
+	tb.Row("node-long", 12)
 	if err := tb.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	want := "  name  nodes  seconds\n  bcda    128    3.142\n  scda      4     12.0\n"
-	if got := b.String(); got != want {
-		t.Errorf("table:\n%q\nwant\n%q", got, want)
+	want := "       NODE  SECONDS\n         n0      1.5\n  node-long       12\n"
+	if b.String() != want {
+		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
 	}
 }
 
-func TestFixed(t *testing.T) {
-	for _, tc := range []struct {
-		v    float64
-		prec int
-		want string
-	}{{2.5, 3, "2.500"}, {0.0005, 3, "0.001"}, {1234.5, 0, "1235"}, {-1.25, 1, "-1.3"}, {0, 2, "0.00"}, {78.125, 2, "78.13"}} {
-		if got := Fixed(tc.v, tc.prec); got != tc.want {
-			t.Errorf("Fixed(%v, %d) = %q, want %q", tc.v, tc.prec, got, tc.want)
+func TestCells(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{OrDash(""), "-"}, {OrDash("x"), "x"},
+		{Time(time.Time{}), "-"}, {Time(time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("x", 3600))), "2026-01-02T02:04:05Z"},
+		{Float(1.25, 1), "1.3"}, {Float(2, 2), "2.00"}, {Float(-0.04, 1), "-0.0"},
+		{Plural(1, "node"), "1 node"}, {Plural(0, "node"), "0 nodes"}, {Plural(3, "etcd user"), "3 etcd users"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
 		}
+	}
+	var b strings.Builder
+	if err := WriteCSV(&b, [][]string{{"a", "b,c"}, {"1", ""}}); err != nil || b.String() != "a,\"b,c\"\n1,\n" {
+		t.Errorf("csv %q, %v", b.String(), err)
 	}
 }
