@@ -1,6 +1,7 @@
 package bootconfig
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 
@@ -120,3 +121,24 @@ func (a *Authority) Owned() []*InventoryNode {
 
 // Inventory returns the whole inventory.
 func (a *Authority) Inventory() *Inventory { return a.inv }
+
+// NodeOwners names the server that owns each node of inv by the configuration's mapping over h
+// (failed_servers counted as absent), as every server computes it.
+func (c *Config) NodeOwners(inv *Inventory, h *topology.Hierarchy) (map[string]string, error) {
+	a, err := AssignServers(h, c.Mapping, len(c.Servers), c.FailedServers, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: mapping: %w", cmp.Or(c.File(), "configuration"), err)
+	}
+	au, err := NewAuthority(inv, a, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(inv.Nodes))
+	for i := range inv.Nodes {
+		n := &inv.Nodes[i]
+		if o := au.Owner(n); o >= 0 && o < len(c.Servers) {
+			out[n.Name] = c.Servers[o].Name
+		}
+	}
+	return out, nil
+}

@@ -115,3 +115,41 @@ func TestAuthorityBoards(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeOwners: each node's owner is named as the authority of its server decides it, with
+// failed_servers absent, and a mapping the machine lacks is an error naming the configuration.
+func TestNodeOwners(t *testing.T) {
+	h := testfix.MiniHierarchy(t)
+	inv, err := ParseInventoryCSV([]byte(testfix.MiniInventoryCSV(t)), "inv.csv", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := []ServerEntry{{Name: "alpha"}, {Name: "beta"}, {Name: "gamma"}, {Name: "delta"}}
+	for _, tc := range []struct {
+		mapping string
+		failed  []int
+		load    map[string]int
+		err     string
+	}{
+		{"bcda", nil, map[string]int{"alpha": 8, "beta": 8, "gamma": 8, "delta": 8}, ""},
+		{"bcda", []int{1}, map[string]int{"alpha": 12, "gamma": 12, "delta": 8}, ""},
+		{"cyclic:cabinet", nil, nil, `configuration: mapping: `},
+	} {
+		cfg := &Config{Servers: servers, Mapping: tc.mapping, FailedServers: tc.failed}
+		owners, err := cfg.NodeOwners(inv, h)
+		if (err == nil) != (tc.err == "") || (err != nil && !strings.HasPrefix(err.Error(), tc.err)) {
+			t.Errorf("%s %v: %v, want %q", tc.mapping, tc.failed, err, tc.err)
+			continue
+		}
+		var load map[string]int
+		for _, s := range owners {
+			if load == nil {
+				load = map[string]int{}
+			}
+			load[s]++
+		}
+		if diff := cmp.Diff(tc.load, load); diff != "" || (err == nil && len(owners) != len(inv.Nodes)) {
+			t.Errorf("%s %v: nodes per server (-want +got):\n%s", tc.mapping, tc.failed, diff)
+		}
+	}
+}

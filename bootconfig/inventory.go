@@ -574,3 +574,63 @@ func FlatMachine(inv *Inventory, servers int) *topology.Machine {
 	}
 	return topology.Flat(names, max(1, servers))
 }
+
+// Groups lists the groups of the inventory's nodes, sorted.
+func (inv *Inventory) Groups() []string {
+	var out []string
+	for i := range inv.Nodes {
+		for _, g := range inv.Nodes[i].Groups {
+			if !slices.Contains(out, g) {
+				out = append(out, g)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// CheckGroups refuses a group no node is in, listing those that exist: a typo in a group must not
+// select nothing quietly.
+func (inv *Inventory) CheckGroups(groups []string) error {
+	known := inv.Groups()
+	for _, g := range groups {
+		if !slices.Contains(known, g) {
+			list := "none: the inventory has no groups column, or it is empty"
+			if len(known) > 0 {
+				list = strings.Join(known, ", ")
+			}
+			return fmt.Errorf("no node of %s is in group %q (groups: %s)", inv.File, g, list)
+		}
+	}
+	return nil
+}
+
+// DuplicateError is a value of a node (Field: name, mac or ip) that another node of the
+// inventory has; the server would refuse the whole file for it.
+type DuplicateError struct {
+	Field string
+	Err   error
+}
+
+func (e *DuplicateError) Error() string { return e.Err.Error() }
+func (e *DuplicateError) Unwrap() error { return e.Err }
+
+// CheckUnique refuses, for the node named self ("" for a new node), a name, MAC or IP among fields
+// (by column) that another node has, naming that node and its line. The error is a
+// *DuplicateError.
+func (inv *Inventory) CheckUnique(self string, fields map[string]string) error {
+	if n, ok := inv.ByName(fields["name"]); ok && self == "" {
+		return &DuplicateError{"name", fmt.Errorf("%s is already in %s (line %d)", n.Name, inv.File, n.Line)}
+	}
+	if mac, err := net.ParseMAC(fields["mac"]); err == nil {
+		if n, ok := inv.ByMAC(mac); ok && n.Name != self {
+			return &DuplicateError{"mac", fmt.Errorf("%s already belongs to %s (%s line %d)", mac, n.Name, inv.File, n.Line)}
+		}
+	}
+	if ip, err := netip.ParseAddr(fields["ip"]); err == nil {
+		if n, ok := inv.ByIP(ip); ok && n.Name != self {
+			return &DuplicateError{"ip", fmt.Errorf("%s already belongs to %s (%s line %d)", ip, n.Name, inv.File, n.Line)}
+		}
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -186,4 +187,59 @@ func FuzzParseInventory(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestInventoryGroupList(t *testing.T) {
+	h := testfix.MiniHierarchy(t)
+	for _, tc := range []struct {
+		name, csv string
+		groups    []string // given to CheckGroups
+		want      []string // Groups
+		err       string
+	}{
+		{"sorted union", "name,mac,groups\ns0-b0-n1,52:54:00:00:00:01,rack1 gpu\ns0-b0-n2,52:54:00:00:00:02,rack0 gpu\n",
+			[]string{"gpu", "rack0"}, []string{"gpu", "rack0", "rack1"}, ""},
+		{"unknown group", "name,mac,groups\ns0-b0-n1,52:54:00:00:00:01,rack1\n",
+			[]string{"rack2"}, []string{"rack1"}, `no node of inv.csv is in group "rack2" (groups: rack1)`},
+		{"no groups column", "name,mac\ns0-b0-n1,52:54:00:00:00:01\n",
+			[]string{"x"}, nil, `(groups: none: the inventory has no groups column, or it is empty)`},
+	} {
+		inv, err := ParseInventoryCSV([]byte(tc.csv), "inv.csv", h)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := inv.Groups(); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: Groups = %v, want %v", tc.name, got, tc.want)
+		}
+		err = inv.CheckGroups(tc.groups)
+		if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s: CheckGroups(%v) = %v, want %q", tc.name, tc.groups, err, tc.err)
+		}
+	}
+}
+
+func TestCheckUnique(t *testing.T) {
+	h := testfix.MiniHierarchy(t)
+	inv, err := ParseInventoryCSV([]byte("name,mac,ip\ns0-b0-n0,52:54:00:00:00:01,10.0.0.1\ns0-b0-n1,52:54:00:00:00:02,\n"), "inv.csv", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		self   string
+		fields map[string]string
+		field  string // of the DuplicateError; "" for none
+		msg    string
+	}{
+		{"", map[string]string{"name": "s0-b0-n2", "mac": "52:54:00:00:00:03", "ip": "10.0.0.3"}, "", ""},
+		{"", map[string]string{"name": "s0-b0-n1", "mac": "52:54:00:00:00:03"}, "name", "s0-b0-n1 is already in inv.csv (line 3)"},
+		{"", map[string]string{"name": "s0-b0-n2", "mac": "52-54-00-00-00-02"}, "mac", "52:54:00:00:00:02 already belongs to s0-b0-n1 (inv.csv line 3)"},
+		{"s0-b0-n1", map[string]string{"ip": "10.0.0.1"}, "ip", "10.0.0.1 already belongs to s0-b0-n0 (inv.csv line 2)"},
+		{"s0-b0-n0", map[string]string{"mac": "52:54:00:00:00:01", "ip": "10.0.0.1"}, "", ""}, // its own values
+	} {
+		err := inv.CheckUnique(tc.self, tc.fields)
+		var de *DuplicateError
+		if tc.field == "" && err != nil || tc.field != "" && (!errors.As(err, &de) || de.Field != tc.field || err.Error() != tc.msg) {
+			t.Errorf("CheckUnique(%q, %v) = %v, want %s %q", tc.self, tc.fields, err, tc.field, tc.msg)
+		}
+	}
 }

@@ -25,6 +25,16 @@ type boot struct {
 // journalOf writes a version 2 journal of the boots (by node, in order) and reads it back.
 func journalOf(t *testing.T, boots map[string][]boot, skipped ...string) *JournalContents {
 	t.Helper()
+	c, err := ReadJournal(journalFile(t, boots, skipped...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// journalFile writes a version 2 journal of the boots (by node, in order) and returns its path.
+func journalFile(t *testing.T, boots map[string][]boot, skipped ...string) string {
+	t.Helper()
 	names := []string{}
 	for _, n := range []string{"a", "b", "c", "d", "e"} {
 		if boots[n] != nil || strings.Contains(strings.Join(skipped, ","), n) {
@@ -78,11 +88,40 @@ func journalOf(t *testing.T, boots map[string][]boot, skipped ...string) *Journa
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c, err := ReadJournal(path)
+	return path
+}
+
+// TestCalibrateJournals: the journals read from their files calibrate as Calibrate does, each
+// named by its path; a missing file is an error.
+func TestCalibrateJournals(t *testing.T) {
+	boots := map[string][]boot{
+		"a": {{1, 0, 10, 11, 15, 45, 0}},
+		"b": {{1, 1, 13, 15, 23, 54, 0}},
+		"c": {{1, 2, 22, 25, 33, 68, 0}},
+	}
+	paths := []string{journalFile(t, boots), journalFile(t, boots)}
+	got, err := CalibrateJournals(paths, 50e6)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	var runs []CalibrationRun
+	for _, p := range paths {
+		c, err := ReadJournal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, CalibrationRun{Name: p, Contents: c})
+	}
+	want, err := Calibrate(runs, 50e6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Post != want.Post || got.DHCP != want.DHCP || got.Health != want.Health || got.Post.Samples != 6 {
+		t.Errorf("CalibrateJournals: %+v, want %+v (6 POST samples)", got, want)
+	}
+	if _, err := CalibrateJournals([]string{filepath.Join(t.TempDir(), "missing")}, 0); err == nil {
+		t.Error("a missing journal calibrated")
+	}
 }
 
 func TestCalibrate(t *testing.T) {

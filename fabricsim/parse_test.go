@@ -1,6 +1,7 @@
 package fabricsim
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -195,4 +196,74 @@ func FuzzReadArrivals(f *testing.F) {
 			t.Fatalf("%q written back reads differently (-first +again):\n%s", text, d)
 		}
 	})
+}
+
+func TestParseTimeStep(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want float64
+		err  string
+	}{
+		{"0", 0, ""}, {"auto", 0, ""}, {"10ms", 0.01, ""}, {"1m", 60, ""},
+		{"-1s", 0, `"-1s" is not auto, 0 or a non-negative duration like 10ms`},
+		{"x", 0, `"x" is not auto`},
+	} {
+		got, err := ParseTimeStep(tc.in)
+		if got != tc.want || !strings.Contains(errText(err), tc.err) || (tc.err == "") != (err == nil) {
+			t.Errorf("ParseTimeStep(%q) = %v, %v; want %v, %q", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestBatchArrivals(t *testing.T) {
+	g, _ := miniHierarchy(t)
+	b := topology.Batch{Label: "b", Nodes: []int{0, 1}}
+	for _, tc := range []struct {
+		arrival string
+		listed  map[int]float64
+		want    []float64
+		err     string
+	}{
+		{"all", nil, nil, ""},
+		{"ramp:2", nil, []float64{0, 0.5}, ""},
+		{"ramp:x", nil, nil, "want ramp:N with N nodes per second"},
+		{"ramp:0", nil, nil, "rate must be a positive number"},
+		{"f", map[int]float64{0: 1, 1: 2.5}, []float64{1, 2.5}, ""},
+		{"f", map[int]float64{0: 1}, nil, `node s0-b0-n1 of batch "b" has no arrival time`},
+		{"f", map[int]float64{0: 1, 1: 2, 5: 3}, nil, `node s0-b1-n1 is not in batch "b"`},
+	} {
+		got, err := BatchArrivals(tc.arrival, tc.listed, b, g)
+		if !slices.Equal(got, tc.want) || !strings.Contains(errText(err), tc.err) || (tc.err == "") != (err == nil) {
+			t.Errorf("BatchArrivals(%q, %v) = %v, %v; want %v, %q", tc.arrival, tc.listed, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestParseFailures(t *testing.T) {
+	g, _ := miniHierarchy(t) // 4 boot servers, bs0-bs3
+	for _, tc := range []struct {
+		items        []string
+		absent, dead []bool
+		want         []ServerFailure
+		err          string
+		itemErr      bool
+	}{
+		{[]string{"bs1@12s", " 3@1.5 "}, nil, nil, []ServerFailure{{Server: 1, Seconds: 12}, {Server: 3, Seconds: 1.5}}, "", false},
+		{[]string{"bs1@1m30s"}, nil, nil, []ServerFailure{{Server: 1, Seconds: 90}}, "", false},
+		{[]string{"bs1"}, nil, nil, nil, `"bs1": want SERVER@TIME, e.g. bs3@12s`, true},
+		{[]string{"bs9@1"}, nil, nil, nil, `"bs9@1": "bs9" is not a boot server (0-3 or bs0-bs3)`, true},
+		{[]string{"bs1@x"}, nil, nil, nil, `"bs1@x": time "x": want a duration like 12s or a number of seconds`, true},
+		{[]string{"bs1@-1"}, nil, nil, nil, `time "-1" must not be negative`, true},
+		{[]string{"1@1", "bs1@2"}, nil, nil, nil, `"bs1@2": bs1 fails twice`, true},
+		{[]string{"1@1"}, []bool{false, true}, nil, nil, "bs1 is down from the start (--failed-servers)", true},
+		{[]string{"1@1"}, nil, []bool{false, true}, nil, "bs1 is down from the start (--failed-during-boot)", true},
+		{[]string{"0@1", "1@1", "2@1"}, nil, []bool{false, false, false, true}, nil,
+			"all 4 boot servers would be down (3 fail, 1 down from the start); at least one must stay up", false},
+	} {
+		got, err := ParseFailures(g, tc.items, tc.absent, tc.dead)
+		var ie *FailureItemError
+		if !slices.Equal(got, tc.want) || !strings.Contains(errText(err), tc.err) || (tc.err == "") != (err == nil) || errors.As(err, &ie) != tc.itemErr {
+			t.Errorf("ParseFailures(%q) = %v, %v; want %v, %q (item error %v)", tc.items, got, err, tc.want, tc.err, tc.itemErr)
+		}
+	}
 }

@@ -212,6 +212,27 @@ func FailureRule(algo mapping.Algo, absent, dead []bool) string {
 	return strings.Join(parts, "; ")
 }
 
+// ServerNames names the marked servers bsN, ascending (nil when none is marked).
+func ServerNames(marked []bool) []string {
+	var out []string
+	for s, m := range marked {
+		if m {
+			out = append(out, "bs"+strconv.Itoa(s))
+		}
+	}
+	return out
+}
+
+// SegmentMin is the row's least bandwidth per node on the segment named name, 0 if it has none.
+func (r PlanRow) SegmentMin(name string) float64 {
+	for _, s := range r.Segments {
+		if s.Name == name {
+			return s.MinMbps
+		}
+	}
+	return 0
+}
+
 // ServerList names the marked servers in ascending order, runs of three or more as bsA-bsB:
 // "bs0,bs3-bs5". Empty when none is marked.
 func ServerList(marked []bool) string {

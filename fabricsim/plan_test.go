@@ -2,6 +2,7 @@ package fabricsim
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/bootfabric/bootfabric/mapping"
@@ -74,6 +75,27 @@ func TestPlanFailures(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestServerNames(t *testing.T) {
+	for _, tc := range []struct {
+		marked []int
+		want   []string
+	}{{nil, nil}, {[]int{4}, []string{"bs4"}}, {[]int{0, 1, 11}, []string{"bs0", "bs1", "bs11"}}} {
+		if got := ServerNames(marks(12, tc.marked...)); !slices.Equal(got, tc.want) {
+			t.Errorf("ServerNames(%v) = %q, want %q", tc.marked, got, tc.want)
+		}
+	}
+}
+
+func TestSegmentMin(t *testing.T) {
+	var r PlanRow
+	r.Segments = []SegmentResult{{Name: "N1", MinMbps: 12.5}, {Name: "N2", MinMbps: 3}}
+	for name, want := range map[string]float64{"N1": 12.5, "N2": 3, "N5": 0} {
+		if got := r.SegmentMin(name); got != want {
+			t.Errorf("SegmentMin(%s) = %v, want %v", name, got, want)
+		}
 	}
 }
 

@@ -35,6 +35,7 @@ package mapping
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/bootfabric/bootfabric/topology"
@@ -312,4 +313,45 @@ func union(servers int, absent, dead []bool) ([]bool, bool) {
 		}
 	}
 	return down, anyDead
+}
+
+// ParseAlgos parses a comma-separated list of algorithms (ParseAlgo), or "all": every name of
+// Names that the machine's levels accept.
+func ParseAlgos(s string, h *topology.Hierarchy) ([]Algo, error) {
+	names := strings.Split(s, ",")
+	if s == "all" {
+		names = nil
+		for _, n := range Names() {
+			if _, err := ParseAlgo(n, h); err == nil {
+				names = append(names, n)
+			}
+		}
+	}
+	var out []Algo
+	for _, n := range names {
+		a, err := ParseAlgo(strings.TrimSpace(n), h)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// ParseServerSet reads a comma-separated list of server indices or bsN names into a set over
+// servers (nil when s is empty).
+func ParseServerSet(s string, servers int) ([]bool, error) {
+	if s == "" {
+		return nil, nil
+	}
+	set := make([]bool, servers)
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		i, err := strconv.Atoi(strings.TrimPrefix(item, "bs"))
+		if err != nil || i < 0 || i >= servers {
+			return nil, fmt.Errorf("%q is not a server (0-%d or bs0-bs%d)", item, servers-1, servers-1)
+		}
+		set[i] = true
+	}
+	return set, nil
 }

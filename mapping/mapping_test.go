@@ -3,6 +3,7 @@ package mapping
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -494,5 +495,52 @@ func TestAssignOwnersBalanced(t *testing.T) {
 	own, _, _ := Owners(h, bcda, 4, absent, dead)
 	if diff := cmp.Diff(own, got); diff != "" {
 		t.Errorf("bcda: AssignOwners != Owners (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseAlgos(t *testing.T) {
+	mini := preset(t, "mini").Hierarchy()
+	flat, err := topology.Flat([]string{"a", "b"}, 1).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		s    string
+		h    *topology.Hierarchy
+		want string // names, comma-separated
+		err  string
+	}{
+		{"all", mini, "scda,bcda,ncda,balanced", ""},
+		{"all", flat.Hierarchy(), "ncda,balanced", ""}, // a flat machine has no supernodes or boards
+		{"bcda, cyclic:board", mini, "bcda,cyclic:board", ""},
+		{"bcda,xyz", mini, "", `unknown algorithm "xyz"`},
+	} {
+		got, err := ParseAlgos(tc.s, tc.h)
+		var names []string
+		for _, a := range got {
+			names = append(names, a.Name)
+		}
+		if strings.Join(names, ",") != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("ParseAlgos(%q) = %v, %v; want %s, %q", tc.s, names, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestParseServerSet(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want []bool
+		err  string
+	}{
+		{"", nil, ""},
+		{"1, bs3", []bool{false, true, false, true}, ""},
+		{"bs4", nil, `"bs4" is not a server (0-3 or bs0-bs3)`},
+		{"-1", nil, `"-1" is not a server`},
+		{"x", nil, `"x" is not a server`},
+	} {
+		got, err := ParseServerSet(tc.s, 4)
+		if !slices.Equal(got, tc.want) || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("ParseServerSet(%q) = %v, %v; want %v, %q", tc.s, got, err, tc.want, tc.err)
+		}
 	}
 }

@@ -232,3 +232,23 @@ func TestDocsFigure(t *testing.T) {
 		}
 	}
 }
+
+// TestExtensions: every format has an extension, and no extension names two formats.
+func TestExtensions(t *testing.T) {
+	seen := map[string]string{}
+	for _, f := range Formats() {
+		exts := Extensions(f)
+		if len(exts) == 0 {
+			t.Errorf("format %s has no extension", f)
+		}
+		for _, e := range exts {
+			if prev, dup := seen[e]; dup {
+				t.Errorf("%s is the extension of %s and %s", e, prev, f)
+			}
+			seen[e] = f
+		}
+	}
+	if Extensions("pdf") != nil || Extensions("html")[0] != ".html" {
+		t.Errorf("pdf: %v, html: %v", Extensions("pdf"), Extensions("html"))
+	}
+}

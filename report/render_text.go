@@ -79,3 +79,19 @@ func csvNum(v float64) string {
 	}
 	return fmtFixed(v, 4)
 }
+
+// Extensions are the file extensions of a report format, the first the one a file gets by
+// default.
+func Extensions(format string) []string {
+	switch format {
+	case "html":
+		return []string{".html", ".htm"}
+	case "markdown":
+		return []string{".md", ".markdown"}
+	case "csv":
+		return []string{".csv"}
+	case "json":
+		return []string{".json"}
+	}
+	return nil
+}

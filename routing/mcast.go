@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -669,4 +670,20 @@ func (h *HopTable) leastHeight(grp McastGroup) int {
 		best = min(best, e)
 	}
 	return best
+}
+
+// ParseMcastAlgorithms reads a comma-separated list of algorithms, or "all" (McastAlgorithms).
+func ParseMcastAlgorithms(s string) ([]McastAlgorithm, error) {
+	if s == "all" {
+		return McastAlgorithms(), nil
+	}
+	var out []McastAlgorithm
+	for _, name := range strings.Split(s, ",") {
+		a, err := ParseMcastAlgorithm(strings.TrimSpace(name))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }

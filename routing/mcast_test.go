@@ -2,6 +2,7 @@ package routing
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -275,5 +276,22 @@ func TestRandomGroupsCeilings(t *testing.T) {
 	}
 	if gs, err := RandomGroups(eps, 1000, 100, 1); err != nil || len(gs) != 1000 {
 		t.Fatalf("RandomGroups(1000 groups of 100) = %d groups, %v", len(gs), err)
+	}
+}
+
+func TestParseMcastAlgorithms(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want []McastAlgorithm
+		err  string
+	}{
+		{"all", McastAlgorithms(), ""},
+		{"sssp, fulb", []McastAlgorithm{McastSSSP, McastFULB}, ""},
+		{"fulb,bogus", nil, `multicast algorithm "bogus": want fulb, minhop or sssp`},
+	} {
+		got, err := ParseMcastAlgorithms(tc.s)
+		if !slices.Equal(got, tc.want) || (err == nil) != (tc.err == "") || (err != nil && err.Error() != tc.err) {
+			t.Errorf("ParseMcastAlgorithms(%q) = %v, %v; want %v, %q", tc.s, got, err, tc.want, tc.err)
+		}
 	}
 }

@@ -209,3 +209,34 @@ func (h *Hierarchy) DefaultBatches() []Batch {
 	}
 	return out
 }
+
+// ClipBatches drops the positions from n on (a flat machine's spare switch ports, with no machine
+// behind them) from the batches. A batch of such positions alone is an error.
+func ClipBatches(batches []Batch, n int) ([]Batch, error) {
+	out := make([]Batch, 0, len(batches))
+	for _, b := range batches {
+		k, _ := slices.BinarySearch(b.Nodes, n)
+		if k == 0 {
+			return nil, fmt.Errorf("%s: no node of the inventory's %d, only spare switch ports of the flat machine", b.Label, n)
+		}
+		out = append(out, Batch{Label: b.Label, Nodes: b.Nodes[:k]})
+	}
+	return out, nil
+}
+
+// FindBatch finds a batch by its label or by its position in batches (from 1).
+func FindBatch(batches []Batch, s string) (int, error) {
+	for i, b := range batches {
+		if b.Label == s {
+			return i, nil
+		}
+	}
+	if i, err := strconv.Atoi(s); err == nil && i >= 1 && i <= len(batches) {
+		return i - 1, nil
+	}
+	var labels []string
+	for _, b := range batches {
+		labels = append(labels, strconv.Quote(b.Label))
+	}
+	return 0, fmt.Errorf("%q is neither a batch of the ladder (%s) nor a position 1-%d", s, strings.Join(labels, ", "), len(batches))
+}

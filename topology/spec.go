@@ -97,6 +97,22 @@ func (f *Fabric) LinkPort(v VertexID, l LinkID) int {
 // PhysPort returns the physical port number of graph port p (1-based) of v.
 func (f *Fabric) PhysPort(v VertexID, p int) int { return f.LinkPort(v, f.Links(v)[p-1]) }
 
+// LookupSwitches finds the switches of a comma-separated list of names or GUIDs (nil for "").
+func (f *Fabric) LookupSwitches(list string) ([]VertexID, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var out []VertexID
+	for _, name := range strings.Split(list, ",") {
+		v, ok := f.Lookup(strings.TrimSpace(name))
+		if !ok || f.Kind(v) != Switch {
+			return nil, fmt.Errorf("no switch %q", name)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 // Lookup finds a vertex by name or by GUID ("0x..." hex).
 func (f *Fabric) Lookup(s string) (VertexID, bool) {
 	f.nameOnce.Do(func() {

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -51,4 +52,35 @@ func FuzzOpenSpec(f *testing.F) {
 			t.Fatal("empty graph without error")
 		}
 	})
+}
+
+func TestLookupSwitches(t *testing.T) {
+	f, err := OpenFabric("fat2d:4,2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sw VertexID = -1
+	for v := range VertexID(f.NumVertices()) {
+		if f.Kind(v) == Switch {
+			sw = v
+			break
+		}
+	}
+	name := f.VertexName(sw)
+	node := f.VertexName(f.Nodes()[0])
+	for _, tc := range []struct {
+		list string
+		want []VertexID
+		err  string
+	}{
+		{"", nil, ""},
+		{name + ", " + name, []VertexID{sw, sw}, ""},
+		{"nope", nil, `no switch "nope"`},
+		{name + ", " + node, nil, `no switch " ` + node + `"`}, // an endpoint is no root
+	} {
+		got, err := f.LookupSwitches(tc.list)
+		if !slices.Equal(got, tc.want) || (err == nil) != (tc.err == "") || (err != nil && err.Error() != tc.err) {
+			t.Errorf("LookupSwitches(%q) = %v, %v; want %v, %q", tc.list, got, err, tc.want, tc.err)
+		}
+	}
 }

@@ -139,16 +139,6 @@ func TestGrammarNormalizeArgs(t *testing.T) {
 	}
 }
 
-func TestGrammarNearest(t *testing.T) {
-	names := []string{"plan", "simulate", "serve", "status", "report", "route", "topology"}
-	for in, want := range map[string]string{"plna": "plan", "simualte": "simulate", "stauts": "status", "topo": "topology",
-		"rout": "route", "xyz": "", "s": "", "reprot": "report"} {
-		if got := nearest(in, names); got != want {
-			t.Errorf("nearest(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestCompletionAndMan: the completion scripts are valid for their shell and the generated
 // completion and man page cover the command tree.
 func TestCompletionAndMan(t *testing.T) {
@@ -412,7 +402,7 @@ func TestChoicesInHelp(t *testing.T) {
 					continue
 				}
 				n++
-				for _, v := range cf.choices {
+				for _, v := range cf.Choices {
 					if !strings.Contains(cf.Usage, v) {
 						t.Errorf("%s %s --%s: choice %q is not in its help %q", path, c.Name, cf.Name, v, cf.Usage)
 					}

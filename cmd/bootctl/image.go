@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/bootfabric/bootfabric/images"
@@ -23,29 +21,6 @@ func openStore(c *cli.Context) (*images.Store, error) {
 		return nil, asBadInput(err)
 	}
 	return st, nil
-}
-
-// imageSummary is one profile as `bootctl image list` shows it.
-type imageSummary struct {
-	Name      string   `json:"name"`
-	Kernel    string   `json:"kernel"`
-	Initrd    string   `json:"initrd,omitempty"`
-	Cmdline   string   `json:"cmdline,omitempty"`
-	BootFiles []string `json:"boot_files,omitempty"`
-	Bytes     int64    `json:"bytes"`
-	// KernelBytes and InitrdBytes are what a node fetches, the sizes plan --profile uses.
-	KernelBytes int64                  `json:"kernel_bytes"`
-	InitrdBytes int64                  `json:"initrd_bytes"`
-	Files       map[string]images.Blob `json:"files"`
-}
-
-func summarizeProfile(p images.Profile) imageSummary {
-	s := imageSummary{Name: p.Name, Kernel: p.Kernel, Initrd: p.Initrd, Cmdline: p.Cmdline, BootFiles: p.BootFiles, Files: p.Files,
-		KernelBytes: p.Files[p.Kernel].Size, InitrdBytes: p.Files[p.Initrd].Size}
-	for _, b := range p.Files {
-		s.Bytes += b.Size
-	}
-	return s
 }
 
 func imageCommand(e *env) *cli.Command {
@@ -80,9 +55,10 @@ func imageAdd(e *env, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	p, files, err := profileFromFlags(c)
+	p, files, err := images.ProfileFromFiles(c.String("name"), c.String("cmdline"), c.String("kernel"), c.String("initrd"),
+		c.StringSlice("boot-file"))
 	if err != nil {
-		return err
+		return badInput("--%w", err)
 	}
 	// The store is created only once every file is known to exist, so that a failed add leaves
 	// no empty store behind.
@@ -98,51 +74,9 @@ func imageAdd(e *env, c *cli.Context) error {
 		return err
 	}
 	if format != "table" {
-		return writeData(e.stdout, format, summarizeProfile(got))
+		return writeData(e.stdout, format, got.Summarize())
 	}
 	return writeImageTable(e, []images.Profile{got})
-}
-
-// profileFiles maps the file names a profile refers to onto the paths the flags gave.
-type profileFiles map[string]string
-
-// add checks that path, given by --flag, is a regular file whose name no other file of the
-// profile has, and returns that name.
-func (files profileFiles) add(flag, path string) (string, error) {
-	if fi, err := os.Stat(path); err != nil {
-		return "", badInput("--%s: %v", flag, err)
-	} else if !fi.Mode().IsRegular() {
-		return "", badInput("--%s: %s is not a regular file", flag, path)
-	}
-	name := filepath.Base(path)
-	if prev, dup := files[name]; dup && prev != path {
-		return "", badInput("--%s %s: a file named %s is already given (%s); names must differ", flag, path, name, prev)
-	}
-	files[name] = path
-	return name, nil
-}
-
-// profileFromFlags is the profile image add's flags describe, and its files.
-func profileFromFlags(c *cli.Context) (images.Profile, profileFiles, error) {
-	files := profileFiles{}
-	p := images.Profile{Name: c.String("name"), Cmdline: c.String("cmdline")}
-	var err error
-	if p.Kernel, err = files.add("kernel", c.String("kernel")); err != nil {
-		return p, nil, err
-	}
-	if c.String("initrd") != "" {
-		if p.Initrd, err = files.add("initrd", c.String("initrd")); err != nil {
-			return p, nil, err
-		}
-	}
-	for _, f := range c.StringSlice("boot-file") {
-		n, err := files.add("boot-file", f)
-		if err != nil {
-			return p, nil, err
-		}
-		p.BootFiles = append(p.BootFiles, n)
-	}
-	return p, files, nil
 }
 
 func imageListCommand(e *env) *cli.Command {
@@ -167,9 +101,9 @@ func imageList(e *env, c *cli.Context) error {
 	list := st.List()
 	switch format {
 	case "json", "yaml":
-		out := make([]imageSummary, 0, len(list))
+		out := make([]images.Summary, 0, len(list))
 		for _, p := range list {
-			out = append(out, summarizeProfile(p))
+			out = append(out, p.Summarize())
 		}
 		return writeData(e.stdout, format, out)
 	case "csv":
@@ -182,7 +116,7 @@ func imageList(e *env, c *cli.Context) error {
 func imageCSV(list []images.Profile) [][]string {
 	rows := [][]string{{"profile", "kernel", "initrd", "files", "bytes", "kernel_sha256", "cmdline", "kernel_bytes", "initrd_bytes"}}
 	for _, p := range list {
-		s := summarizeProfile(p)
+		s := p.Summarize()
 		rows = append(rows, []string{p.Name, p.Kernel, p.Initrd, strconv.Itoa(len(p.FileNames())),
 			strconv.FormatInt(s.Bytes, 10), p.Files[p.Kernel].SHA256, p.Cmdline,
 			strconv.FormatInt(s.KernelBytes, 10), strconv.FormatInt(s.InitrdBytes, 10)})
@@ -263,7 +197,7 @@ func writeImageTable(e *env, list []images.Profile) error {
 	t := newTable(e.stdout)
 	t.row("profile", "kernel", "kernel MB", "initrd", "initrd MB", "files", "MB", "sha256 (kernel)", "cmdline")
 	for _, p := range list {
-		s := summarizeProfile(p)
+		s := p.Summarize()
 		initrdMB := "-"
 		if p.Initrd != "" {
 			initrdMB = fmtFloat(float64(s.InitrdBytes)/1e6, 1)

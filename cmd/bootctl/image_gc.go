@@ -22,7 +22,7 @@ func imageDeleteCommand(e *env) *cli.Command {
 
 // imageDeleteResult is what image delete reports as data.
 type imageDeleteResult struct {
-	Deleted imageSummary `json:"deleted"`
+	Deleted images.Summary `json:"deleted"`
 }
 
 // imageDelete removes the profile NAME; an unknown name is bad input, with the nearest name.
@@ -55,7 +55,7 @@ func imageDelete(e *env, c *cli.Context) error {
 		return err
 	}
 	if format != "table" {
-		return writeData(e.stdout, format, imageDeleteResult{Deleted: summarizeProfile(p)})
+		return writeData(e.stdout, format, imageDeleteResult{Deleted: p.Summarize()})
 	}
 	fmt.Fprintf(e.stdout, "deleted profile %s; its files stay in the store until bootctl image gc --store %s\n", p.Name, st.Dir())
 	return nil

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bootfabric/bootfabric/images"
 )
 
 // TestImageProfilePlan: image list shows the kernel and initrd sizes, and plan, simulate and report
@@ -20,7 +22,7 @@ func TestImageProfilePlan(t *testing.T) {
 		t.Fatalf("add: %d %s", code, errs)
 	}
 	code, out, _ := runBootctl(t, ctx, "image", "list", "--store", store, "--output", "json")
-	var list []imageSummary
+	var list []images.Summary
 	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list) != 1 || list[0].KernelBytes != 7_000_000 || list[0].InitrdBytes != 33_000_000 {
 		t.Fatalf("list: %d %v %+v", code, err, list)
 	}

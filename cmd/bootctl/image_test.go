@@ -26,7 +26,7 @@ func TestImageCommands(t *testing.T) {
 	}
 	t.Setenv("BOOTCTL_IMAGES", store)
 	code, out, _ = runBootctl(t, ctx, "image", "list", "--output", "json")
-	var list []imageSummary
+	var list []images.Summary
 	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil {
 		t.Fatalf("list: %d %v\n%s", code, err, out)
 	}

@@ -83,8 +83,8 @@ func readMachineInput(c *cli.Context) (*machineInput, error) {
 			unit = "node"
 		}
 	}
-	if in.Algos, err = parseAlgos(algo, h); err != nil {
-		return nil, err
+	if in.Algos, err = mapping.ParseAlgos(algo, h); err != nil {
+		return nil, badInput("--algo: %w", err)
 	}
 	if _, err := h.UnitLevel(unit); err != nil {
 		return nil, badInput("--unit: %w", err)
@@ -97,8 +97,8 @@ func readMachineInput(c *cli.Context) (*machineInput, error) {
 		in.Batches = h.DefaultBatches()
 	}
 	if flat > 0 {
-		if in.Batches, err = clipBatches(in.Batches, flat); err != nil {
-			return nil, err
+		if in.Batches, err = topology.ClipBatches(in.Batches, flat); err != nil {
+			return nil, badInput("--batch: %w", err)
 		}
 	}
 	if err := in.readImageSize(c); err != nil {
@@ -140,20 +140,6 @@ func loadMachineFlag(c *cli.Context) (m *topology.Machine, flat int, err error) 
 // maxFlatServers bounds --servers so that a typo cannot build a machine of millions of servers.
 const maxFlatServers = 1024
 
-// clipBatches drops the flat machine's spare positions (indices from n on) from the batches: they
-// are switch ports with no machine behind them. A batch of spare ports alone is bad input.
-func clipBatches(batches []topology.Batch, n int) ([]topology.Batch, error) {
-	out := make([]topology.Batch, 0, len(batches))
-	for _, b := range batches {
-		k, _ := slices.BinarySearch(b.Nodes, n)
-		if k == 0 {
-			return nil, badInput("--batch: %s: no node of the inventory's %d, only spare switch ports of the flat machine", b.Label, n)
-		}
-		out = append(out, topology.Batch{Label: b.Label, Nodes: b.Nodes[:k]})
-	}
-	return out, nil
-}
-
 // readImageSize takes the image size from --profile (its kernel and initrd in the store) or
 // from --image-size; giving both is an error, since they would disagree.
 func (in *machineInput) readImageSize(c *cli.Context) error {
@@ -188,27 +174,6 @@ func (in *machineInput) readImageSize(c *cli.Context) error {
 	return nil
 }
 
-func parseAlgos(s string, h *topology.Hierarchy) ([]mapping.Algo, error) {
-	names := strings.Split(s, ",")
-	if s == "all" {
-		names = nil
-		for _, n := range mapping.Names() {
-			if _, err := mapping.ParseAlgo(n, h); err == nil {
-				names = append(names, n)
-			}
-		}
-	}
-	var out []mapping.Algo
-	for _, n := range names {
-		a, err := mapping.ParseAlgo(strings.TrimSpace(n), h)
-		if err != nil {
-			return nil, badInput("--algo: %w", err)
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
 // parseFailures reads --failed-servers (absent) and --failed-during-boot (dead). A server may not
 // be both (absent means never up, dead means up and then lost), and one must stay up.
 func parseFailures(absent, dead string, servers int) ([]bool, []bool, error) {
@@ -236,19 +201,11 @@ func parseFailures(absent, dead string, servers int) ([]bool, []bool, error) {
 	return ab, de, nil
 }
 
-// parseServers reads a comma-separated list of server indices or bsN names (nil when empty).
+// parseServers reads a list of servers (mapping.ParseServerSet), naming flag in its error.
 func parseServers(flag, s string, servers int) ([]bool, error) {
-	if s == "" {
-		return nil, nil
+	set, err := mapping.ParseServerSet(s, servers)
+	if err != nil {
+		return nil, badInput("%s: %w", flag, err)
 	}
-	failed := make([]bool, servers)
-	for _, item := range strings.Split(s, ",") {
-		item = strings.TrimSpace(item)
-		i, err := strconv.Atoi(strings.TrimPrefix(item, "bs"))
-		if err != nil || i < 0 || i >= servers {
-			return nil, badInput("%s: %q is not a server (0-%d or bs0-bs%d)", flag, item, servers-1, servers-1)
-		}
-		failed[i] = true
-	}
-	return failed, nil
+	return set, nil
 }

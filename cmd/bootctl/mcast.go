@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
@@ -52,30 +51,10 @@ func mcastCommand(e *env) *cli.Command {
 }
 
 // mcastRow is one algorithm's outcome.
-type mcastRow struct {
-	Algorithm  string  `json:"algorithm"`
-	MaxEFI     int     `json:"max_efi"`
-	MeanEFI    float64 `json:"mean_efi"`
-	MaxHeight  int     `json:"max_height"`
-	MeanHeight float64 `json:"mean_height"`
-	Seconds    float64 `json:"seconds,omitempty"` // with --timings only
-}
-
-type mcastSummary struct {
-	Topology        string             `json:"topology"`
-	Endpoints       int                `json:"endpoints"`
-	Switches        int                `json:"switches"`
-	Groups          int                `json:"groups"`
-	Sets            []routing.GroupSet `json:"sets"`
-	FixedRoot       bool               `json:"fixed_root"`
-	HopTableSeconds float64            `json:"hop_table_seconds,omitempty"` // with --timings only
-	Results         []mcastRow         `json:"results"`
-}
-
 func runMcast(e *env, c *cli.Context, format string) error {
-	algos, err := parseMcastAlgos(c.String("algo"))
+	algos, err := routing.ParseMcastAlgorithms(c.String("algo"))
 	if err != nil {
-		return err
+		return badInput("--algo: %v", err)
 	}
 	spec := c.String("topology")
 	fab, err := topology.OpenFabric(spec)
@@ -103,39 +82,25 @@ func runMcast(e *env, c *cli.Context, format string) error {
 	return writeMcastTable(e, sum, c.Bool("timings"))
 }
 
-// routeMcast builds the hop tables and routes the groups with each algorithm.
-func routeMcast(e *env, g *topology.Graph, groups []routing.McastGroup, algos []routing.McastAlgorithm, fixedRoot, timings bool) (*mcastSummary, error) {
-	start := time.Now()
-	h, err := routing.NewHopTable(g, 0)
+// routeMcast routes the groups with each algorithm (routing.CompareMulticast) and logs the times.
+func routeMcast(e *env, g *topology.Graph, groups []routing.McastGroup, algos []routing.McastAlgorithm, fixedRoot, timings bool) (*routing.McastComparison, error) {
+	sum, err := routing.CompareMulticast(g, groups, algos, routing.CompareOptions{FixedRoot: fixedRoot, Timings: timings,
+		Progress: func(alg routing.McastAlgorithm) (func(done, total int), func()) {
+			bar := e.progressBar("mcast "+string(alg), 0, "")
+			return bar.Func(), bar.Done
+		}})
 	if err != nil {
 		return nil, asBadInput(err)
 	}
-	hopSeconds := time.Since(start).Seconds()
-	e.log.Info("hop tables built", zap.Float64("seconds", hopSeconds), zap.Int("switches", h.NumSwitches()))
-	sum := &mcastSummary{Topology: g.Name, Endpoints: len(g.Nodes()) + len(g.Servers()), Switches: h.NumSwitches(),
-		Groups: len(groups), FixedRoot: fixedRoot}
-	if timings {
-		sum.HopTableSeconds = hopSeconds
-	}
-	for _, alg := range algos {
-		bar := e.progressBar("mcast "+string(alg), 0, "")
-		res, err := routing.RouteMulticast(h, groups, alg, routing.McastOptions{FixedRoot: fixedRoot, Progress: bar.Func()})
-		bar.Done()
-		if err != nil {
-			return nil, asBadInput(err)
-		}
-		e.log.Info("multicast routed", zap.String("algo", string(alg)), zap.Float64("seconds", res.Seconds))
-		row := mcastRow{Algorithm: string(alg), MaxEFI: res.MaxEFI, MeanEFI: res.MeanEFI, MaxHeight: res.MaxHeight, MeanHeight: res.MeanHeight}
-		if timings {
-			row.Seconds = res.Seconds
-		}
-		sum.Results = append(sum.Results, row)
+	e.log.Info("hop tables built", zap.Float64("seconds", sum.HopSeconds), zap.Int("switches", sum.Switches))
+	for i, r := range sum.Results {
+		e.log.Info("multicast routed", zap.String("algo", r.Algorithm), zap.Float64("seconds", sum.RowSeconds[i]))
 	}
 	return sum, nil
 }
 
 // writeMcastCSV writes one record per algorithm.
-func writeMcastCSV(e *env, sum *mcastSummary, timings bool) error {
+func writeMcastCSV(e *env, sum *routing.McastComparison, timings bool) error {
 	head := []string{"algo", "max_efi", "mean_efi", "max_height", "mean_height"}
 	if timings {
 		head = append(head, "seconds")
@@ -152,7 +117,7 @@ func writeMcastCSV(e *env, sum *mcastSummary, timings bool) error {
 }
 
 // writeMcastTable writes the summary line and one row per algorithm.
-func writeMcastTable(e *env, sum *mcastSummary, timings bool) error {
+func writeMcastTable(e *env, sum *routing.McastComparison, timings bool) error {
 	var parts []string
 	for _, s := range sum.Sets {
 		parts = append(parts, fmt.Sprintf("%s %d", s.Spec, s.Groups))
@@ -177,21 +142,6 @@ func writeMcastTable(e *env, sum *mcastSummary, timings bool) error {
 		t.row(row...)
 	}
 	return t.flush()
-}
-
-func parseMcastAlgos(s string) ([]routing.McastAlgorithm, error) {
-	if s == "all" {
-		return routing.McastAlgorithms(), nil
-	}
-	var out []routing.McastAlgorithm
-	for _, name := range strings.Split(s, ",") {
-		a, err := routing.ParseMcastAlgorithm(strings.TrimSpace(name))
-		if err != nil {
-			return nil, badInput("--algo: %v", err)
-		}
-		out = append(out, a)
-	}
-	return out, nil
 }
 
 // mcastGroups generates the groups of --groups (routing.ParseGroupSets), the servers set from

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/bootfabric/bootfabric/routing"
 )
 
 func TestMcastJSON(t *testing.T) {
@@ -11,14 +13,14 @@ func TestMcastJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var sum mcastSummary
+	var sum routing.McastComparison
 	if err := json.Unmarshal([]byte(out), &sum); err != nil {
 		t.Fatal(err)
 	}
 	if sum.Endpoints != 64 || sum.Switches != 40 || len(sum.Sets) != 3 || sum.Groups != 16+48+300 || len(sum.Results) != 3 {
 		t.Fatalf("summary %+v", sum)
 	}
-	byAlgo := map[string]mcastRow{}
+	byAlgo := map[string]routing.McastRow{}
 	for _, r := range sum.Results {
 		byAlgo[r.Algorithm] = r
 		if r.MaxHeight != 3 {
@@ -51,7 +53,7 @@ func TestMcastServers(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var sum mcastSummary
+	var sum routing.McastComparison
 	if err := json.Unmarshal([]byte(out), &sum); err != nil {
 		t.Fatal(err)
 	}

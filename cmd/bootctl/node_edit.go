@@ -1,9 +1,8 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"net"
-	"net/netip"
 	"strings"
 
 	"github.com/bootfabric/bootfabric/bootconfig"
@@ -91,23 +90,15 @@ func nodeAdd(e *env, c *cli.Context) error {
 	return saveEdit(e, c, format, ni, ed, nodeEditResult{Action: "added", Nodes: []string{name}, Changed: true})
 }
 
-// checkUnique refuses a name, MAC or IP another node of the inventory has, naming that node and
-// its line: the server would refuse the whole file for it.
+// checkUnique refuses a name, MAC or IP another node of the inventory has (CheckUnique), naming
+// the flag of a MAC or IP.
 func checkUnique(inv *bootconfig.Inventory, self string, fields map[string]string) error {
-	if n, ok := inv.ByName(fields["name"]); ok && self == "" {
-		return badInput("%s is already in %s (line %d)", n.Name, inv.File, n.Line)
+	err := inv.CheckUnique(self, fields)
+	var de *bootconfig.DuplicateError
+	if errors.As(err, &de) && de.Field != "name" {
+		return badInput("--%s: %w", de.Field, err)
 	}
-	if mac, err := net.ParseMAC(fields["mac"]); err == nil {
-		if n, ok := inv.ByMAC(mac); ok && n.Name != self {
-			return badInput("--mac: %s already belongs to %s (%s line %d)", mac, n.Name, inv.File, n.Line)
-		}
-	}
-	if ip, err := netip.ParseAddr(fields["ip"]); err == nil {
-		if n, ok := inv.ByIP(ip); ok && n.Name != self {
-			return badInput("--ip: %s already belongs to %s (%s line %d)", ip, n.Name, inv.File, n.Line)
-		}
-	}
-	return nil
+	return asBadInput(err)
 }
 
 func nodeSet(e *env, c *cli.Context) error {

@@ -86,27 +86,9 @@ func (ni *nodeInventory) owners() (map[string]string, error) {
 	if ni.owner != nil || ni.cfg == nil {
 		return ni.owner, nil
 	}
-	cfg := ni.cfg
-	a, err := bootconfig.AssignServers(ni.h, cfg.Mapping, len(cfg.Servers), cfg.FailedServers, nil)
-	if err != nil {
-		return nil, badInput("%s: mapping: %w", configName(cfg), err)
-	}
-	au, err := bootconfig.NewAuthority(ni.inv, a, 0)
-	if err != nil {
-		return nil, asBadInput(err)
-	}
-	out := make(map[string]string, len(ni.inv.Nodes))
-	for i := range ni.inv.Nodes {
-		n := &ni.inv.Nodes[i]
-		if o := au.Owner(n); o >= 0 && o < len(cfg.Servers) {
-			out[n.Name] = cfg.Servers[o].Name
-		}
-	}
-	return out, nil
+	owners, err := ni.cfg.NodeOwners(ni.inv, ni.h)
+	return owners, asBadInput(err)
 }
-
-// configName names a configuration in errors.
-func configName(cfg *bootconfig.Config) string { return cmp.Or(cfg.File(), "configuration") }
 
 // nodeView is one node as node list and node show print it: the inventory's fields, its owner and,
 // from a server, its boot state. The BMC's login is never shown: only the name of its entry in the

@@ -57,8 +57,8 @@ func (s nodeSelection) pick(inv *bootconfig.Inventory) ([]*bootconfig.InventoryN
 	if len(s.groups) == 0 {
 		return nodes, nil
 	}
-	if err := checkGroups(inv, s.groups); err != nil {
-		return nil, err
+	if err := inv.CheckGroups(s.groups); err != nil {
+		return nil, badInput("--group: %w", err)
 	}
 	kept := nodes[:0]
 	for _, n := range nodes {
@@ -74,35 +74,6 @@ func cmpOrAll(expr string) string {
 		return "all"
 	}
 	return expr
-}
-
-// checkGroups refuses a group no inventory node is in, listing those that exist.
-func checkGroups(inv *bootconfig.Inventory, groups []string) error {
-	known := inventoryGroups(inv)
-	for _, g := range groups {
-		if !slices.Contains(known, g) {
-			list := "none: the inventory has no groups column, or it is empty"
-			if len(known) > 0 {
-				list = strings.Join(known, ", ")
-			}
-			return badInput("--group: no node of %s is in group %q (groups: %s)", inv.File, g, list)
-		}
-	}
-	return nil
-}
-
-// inventoryGroups lists the groups of the inventory's nodes, sorted.
-func inventoryGroups(inv *bootconfig.Inventory) []string {
-	var out []string
-	for i := range inv.Nodes {
-		for _, g := range inv.Nodes[i].Groups {
-			if !slices.Contains(out, g) {
-				out = append(out, g)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // nodeNames lists the names of nodes.

@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
 	"github.com/bootfabric/bootfabric/fabricsim"
+	"github.com/bootfabric/bootfabric/internal/texttable"
 	"github.com/bootfabric/bootfabric/units"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
@@ -71,7 +71,7 @@ func runPlan(e *env, c *cli.Context) error {
 	switch format {
 	case "json", "yaml":
 		return writeData(e.stdout, format, planJSON{Topology: in.Graph.Name, Nodes: len(in.Graph.Nodes()), Servers: len(in.Graph.Servers()),
-			ImageBytes: in.ImageBytes, Profile: in.Profile, Delivery: delivery, Segments: p.segs, AbsentServers: serverNames(in.Absent), DeadServers: serverNames(in.Dead), Rows: rows})
+			ImageBytes: in.ImageBytes, Profile: in.Profile, Delivery: delivery, Segments: p.segs, AbsentServers: fabricsim.ServerNames(in.Absent), DeadServers: fabricsim.ServerNames(in.Dead), Rows: rows})
 	case "csv":
 		return writeCSV(e.stdout, p.csv())
 	}
@@ -94,7 +94,7 @@ func (p planned) csv() [][]string {
 	for _, r := range p.rows {
 		rec := []string{r.Batch, strconv.Itoa(r.Nodes), r.Algo}
 		for _, s := range p.segs {
-			rec = append(rec, fmtFloat(segMin(r, s), 4))
+			rec = append(rec, fmtFloat(r.SegmentMin(s), 4))
 		}
 		// No ratio (no scda row for the batch) is an empty field, as in report's CSV; the
 		// table shows "-".
@@ -157,7 +157,7 @@ func (p planned) writeTable(e *env) error {
 func (p planned) tableRow(r fabricsim.PlanRow) []any {
 	cells := []any{r.Batch, r.Nodes, r.Algo}
 	for _, s := range p.segs {
-		cells = append(cells, fmtFloat(segMin(r, s), 2))
+		cells = append(cells, fmtFloat(r.SegmentMin(s), 2))
 	}
 	ratio := "-"
 	if r.SpeedupVsSCDA > 0 {
@@ -207,29 +207,5 @@ func failureHeader(absent, dead []bool) string {
 	return "failed servers: " + strings.Join(parts, "; ")
 }
 
-// serverNames names the marked servers bsN, ascending.
-func serverNames(marked []bool) []string {
-	var out []string
-	for s, m := range marked {
-		if m {
-			out = append(out, "bs"+strconv.Itoa(s))
-		}
-	}
-	return out
-}
-
-func segMin(r fabricsim.PlanRow, name string) float64 {
-	for _, s := range r.Segments {
-		if s.Name == name {
-			return s.MinMbps
-		}
-	}
-	return 0
-}
-
-// fmtFloat rounds half away from zero (78.125 -> 78.13, as the paper prints it), unlike strconv's
-// round-half-to-even on exactly representable halves.
-func fmtFloat(v float64, prec int) string {
-	p := math.Pow(10, float64(prec))
-	return strconv.FormatFloat(math.Round(v*p)/p, 'f', prec, 64)
-}
+// fmtFloat is texttable.Float, bootctl's one way of printing a float with prec decimals.
+func fmtFloat(v float64, prec int) string { return texttable.Float(v, prec) }

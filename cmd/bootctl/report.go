@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/bootfabric/bootfabric/report"
@@ -129,22 +128,6 @@ func createReportFile(path string) (*report.AtomicFile, error) {
 	return out, nil
 }
 
-// reportExtensions are the file extensions of each report format, the first the one --out gets
-// by default.
-func reportExtensions(format string) []string {
-	switch format {
-	case "html":
-		return []string{".html", ".htm"}
-	case "markdown":
-		return []string{".md", ".markdown"}
-	case "csv":
-		return []string{".csv"}
-	case "json":
-		return []string{".json"}
-	}
-	return nil
-}
-
 // reportFormat checks --output (alias --format) against --out: the format is --output, or the one
 // the --out extension names, or html; --out defaults to report.html for html and to stdout for the
 // others. An --out extension that is no report format's, or another format's than --output, is
@@ -171,10 +154,10 @@ func reportFormat(format, out string) (string, string, error) {
 	implied := ""
 	var known []string
 	for _, f := range report.Formats() {
-		if slices.Contains(reportExtensions(f), ext) {
+		if slices.Contains(report.Extensions(f), ext) {
 			implied = f
 		}
-		known = append(known, reportExtensions(f)[0])
+		known = append(known, report.Extensions(f)[0])
 	}
 	switch {
 	case implied == "":
@@ -191,17 +174,9 @@ func distBatch(s string, batches []topology.Batch) (int, error) {
 	if s == "" {
 		return -1, nil
 	}
-	for i, b := range batches {
-		if b.Label == s {
-			return i, nil
-		}
+	i, err := topology.FindBatch(batches, s)
+	if err != nil {
+		return 0, badInput("--dist-batch: %w", err)
 	}
-	if i, err := strconv.Atoi(s); err == nil && i >= 1 && i <= len(batches) {
-		return i - 1, nil
-	}
-	var labels []string
-	for _, b := range batches {
-		labels = append(labels, strconv.Quote(b.Label))
-	}
-	return 0, badInput("--dist-batch: %q is neither a batch of the ladder (%s) nor a position 1-%d", s, strings.Join(labels, ", "), len(batches))
+	return i, nil
 }

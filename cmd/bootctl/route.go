@@ -1,10 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -101,7 +101,7 @@ func runRoute(e *env, c *cli.Context, format string) error {
 	if err != nil {
 		return err
 	}
-	return invalid(rep, dumpCheck)
+	return routing.Verdict(rep, dumpCheck)
 }
 
 // routeRun is one engine's run: the engine, its options, its tables and the time they took.
@@ -116,8 +116,8 @@ type routeRun struct {
 func computeRoute(e *env, c *cli.Context, fab *topology.Fabric) (*routeRun, error) {
 	var opt routing.Options
 	var err error
-	if opt.Roots, err = routeRoots(fab, c.String("roots")); err != nil {
-		return nil, err
+	if opt.Roots, err = fab.LookupSwitches(c.String("roots")); err != nil {
+		return nil, badInput("--roots: %w", err)
 	}
 	bar := e.progressBar("route "+c.String("engine"), 0, "")
 	opt.Progress = bar.Func()
@@ -155,88 +155,6 @@ func checkRoute(e *env, c *cli.Context, tb *routing.Tables) *routing.Report {
 	return rep
 }
 
-// writeDump writes the LFT dump to path and, for tables on several virtual channels, the lanes
-// that deploy them to path.sl and path.sl2vl. It returns the files written.
-func writeDump(path string, fab *topology.Fabric, tb *routing.Tables) ([]string, error) {
-	if err := createFile(path, func(fh *os.File) error { return routing.WriteLFT(fh, fab, tb) }); err != nil {
-		return nil, fmt.Errorf("--dump %s: %w", path, err)
-	}
-	if tb.NumVCs() <= 1 {
-		return []string{path}, nil
-	}
-	lanes, err := routing.AssignLanes(fab, tb)
-	if err != nil {
-		return nil, fmt.Errorf("--dump: %w", err)
-	}
-	if err := createFile(path+".sl", func(fh *os.File) error { return lanes.WriteSL(fh) }); err != nil {
-		return nil, fmt.Errorf("--dump %s.sl: %w", path, err)
-	}
-	if err := createFile(path+".sl2vl", func(fh *os.File) error { return lanes.WriteSL2VL(fh) }); err != nil {
-		return nil, fmt.Errorf("--dump %s.sl2vl: %w", path, err)
-	}
-	return []string{path, path + ".sl", path + ".sl2vl"}, nil
-}
-
-// checkDump reads back the files writeDump wrote and follows every pair through them.
-func checkDump(fab *topology.Fabric, files []string) (*routing.DumpCheck, error) {
-	var df routing.DumpFiles
-	var open []*os.File
-	defer func() {
-		for _, fh := range open {
-			fh.Close()
-		}
-	}()
-	for i, name := range files {
-		fh, err := os.Open(name)
-		if err != nil {
-			return nil, fmt.Errorf("--check: reading back the dump: %w", err)
-		}
-		open = append(open, fh)
-		switch i {
-		case 0:
-			df.LFT, df.LFTName = fh, name
-		case 1:
-			df.SL, df.SLName = fh, name
-		case 2:
-			df.SL2VL, df.SL2VLName = fh, name
-		}
-	}
-	dc, err := routing.CheckDump(fab, df)
-	if err != nil {
-		return nil, fmt.Errorf("--check: reading back the dump: %w", err)
-	}
-	return dc, nil
-}
-
-// createFile creates path and writes it with write.
-func createFile(path string, write func(*os.File) error) error {
-	fh, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	err = write(fh)
-	if cerr := fh.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// routeRoots finds the switches of --roots.
-func routeRoots(fab *topology.Fabric, list string) ([]topology.VertexID, error) {
-	if list == "" {
-		return nil, nil
-	}
-	var roots []topology.VertexID
-	for _, name := range strings.Split(list, ",") {
-		v, ok := fab.Lookup(strings.TrimSpace(name))
-		if !ok || fab.Kind(v) != topology.Switch {
-			return nil, badInput("--roots: no switch %q", name)
-		}
-		roots = append(roots, v)
-	}
-	return roots, nil
-}
-
 // unrouted is the error for pairs left unreachable: the engine's restriction when the fabric
 // connects them (with the engines that route it), else the fabric or its faults.
 func unrouted(e *env, fab *topology.Fabric, tb *routing.Tables, engine string, opt routing.Options, rep *routing.Report, nfaults int) error {
@@ -258,12 +176,15 @@ func unrouted(e *env, fab *topology.Fabric, tb *routing.Tables, engine string, o
 // --check, reads it back.
 func dumpRoute(e *env, c *cli.Context, fab *topology.Fabric, tb *routing.Tables) (files []string, dc *routing.DumpCheck, err error) {
 	if path := c.String("dump"); path != "" {
-		if files, err = writeDump(path, fab, tb); err != nil {
-			return nil, nil, err
+		var fe *routing.DumpFileError
+		if files, err = routing.WriteDumpFiles(path, fab, tb); errors.As(err, &fe) {
+			return nil, nil, fmt.Errorf("--dump %w", err)
+		} else if err != nil {
+			return nil, nil, fmt.Errorf("--dump: %w", err)
 		}
 		if c.Bool("check") {
-			if dc, err = checkDump(fab, files); err != nil {
-				return nil, nil, err
+			if dc, err = routing.CheckDumpFiles(fab, files); err != nil {
+				return nil, nil, fmt.Errorf("--check: reading back the dump: %w", err)
 			}
 		}
 	} else if tb.NumVCs() > 1 {
@@ -345,11 +266,24 @@ func routeFabric(c *cli.Context, spec string) (*topology.Fabric, int, error) {
 		}
 	}
 	if path := c.String("net"); path != "" {
-		if err := createFile(path, func(fh *os.File) error { return topology.WriteIBSimNet(fh, fab) }); err != nil {
+		if err := writeNet(path, fab); err != nil {
 			return nil, 0, badInput("--net: %v", err)
 		}
 	}
 	return fab, nfaults, nil
+}
+
+// writeNet writes fab as an ibsim net file (--net).
+func writeNet(path string, fab *topology.Fabric) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = topology.WriteIBSimNet(fh, fab)
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // computeOrLoad computes the tables with eng, or reads them from --load.
@@ -371,12 +305,7 @@ func loadLFT(fab *topology.Fabric, path string) (*routing.Tables, error) {
 	if why := fab.MissingIdentity(); why != "" {
 		return nil, badInput("--load: %s has %s: the dump's entries are found by LID; route the fabric's ibnetdiscover output, or give --lids", fab.Name, why)
 	}
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, badInput("--load: %v", err)
-	}
-	defer fh.Close()
-	tb, err := routing.ReadLFT(fab, fh, path)
+	tb, err := routing.ReadLFTFile(fab, path)
 	if err != nil {
 		return nil, badInput("--load: %v", err)
 	}
@@ -409,44 +338,6 @@ func withLIDs(fab *topology.Fabric, path string) (*topology.Fabric, error) {
 // result on request: without it the same input gives the same output, byte for byte.
 func timingsFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "timings", Usage: "also put the wall-clock times in the result (they are always logged at info level)"}
-}
-
-// invalid returns the error that makes route exit 1 after printing a result whose check failed,
-// naming what failed: a table printed with "valid false" and exit 0 reads as a success to scripts.
-func invalid(rep *routing.Report, dump *routing.DumpCheck) error {
-	var why []string
-	if d := dump; d != nil {
-		if d.Unreachable > 0 || d.Loops > 0 {
-			why = append(why, fmt.Sprintf("the dump read back leaves %d pairs unreachable and %d in loops", d.Unreachable, d.Loops))
-		}
-		if !d.DeadlockFree {
-			why = append(why, fmt.Sprintf("the dump read back is not deadlock-free: the lane dependencies of VL %s form a cycle", joinInts(d.CyclicVLs)))
-		}
-	}
-	if rep.Valid && len(why) == 0 {
-		return nil
-	}
-	if rep.Unreachable > 0 {
-		why = append(why, fmt.Sprintf("%d unreachable pairs", rep.Unreachable))
-	}
-	if rep.Loops > 0 {
-		why = append(why, fmt.Sprintf("%d destinations reached through a forwarding loop", rep.Loops))
-	}
-	if rep.UpDownChecked && rep.UpDownViolations > 0 {
-		why = append(why, fmt.Sprintf("%d up*/down* violations", rep.UpDownViolations))
-	}
-	if !rep.DeadlockFree {
-		why = append(why, fmt.Sprintf("not deadlock-free: the channel dependencies of virtual channel %s form a cycle", joinInts(rep.CyclicVCs)))
-	}
-	return fmt.Errorf("routing invalid: %s", strings.Join(why, "; "))
-}
-
-func joinInts(xs []int) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ", ")
 }
 
 // engineMismatch explains pairs that an engine left unreachable on a connected fabric, and names

@@ -94,7 +94,7 @@ func TestRouteVTFTRAndDump(t *testing.T) {
 	if err := os.WriteFile(dump+".sl2vl", nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dc, err := checkDump(topologyWithLIDs(t, "fat2d:4,2", faults), sum.DumpFiles)
+	dc, err := routing.CheckDumpFiles(topologyWithLIDs(t, "fat2d:4,2", faults), sum.DumpFiles)
 	if err != nil || dc.DeadlockFree {
 		t.Errorf("one lane: %+v %v, want a cycle", dc, err)
 	}

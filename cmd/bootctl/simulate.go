@@ -2,18 +2,17 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootrun"
 	"github.com/bootfabric/bootfabric/fabricsim"
+	"github.com/bootfabric/bootfabric/fabricsim/simrun"
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/routing"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/urfave/cli/v2"
-	"go.uber.org/zap"
 )
 
 // simDefaultFiles is the default --files: undionly.kpxe over TFTP (PXE firmware speaks nothing
@@ -88,7 +87,7 @@ func simFlags(formats []string) []cli.Flag {
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "health aggregation: seed of faults, stragglers and failed health checks"},
 		&cli.BoolFlag{Name: "health-nodes", Usage: "health aggregation: include every node's status in --output json"},
 		withChoices(cli.StringFlag{Name: "delivery", Value: "unicast", Usage: "image delivery: unicast or server (a flow per node from its boot server), multicast (a tree per boot server) or p2p (the root image by peers, own board first), the last two shown beside unicast"},
-			simDeliveries...),
+			simDeliveries()...),
 		withChoices(cli.StringFlag{Name: "mcast", Value: "fulb", Usage: "multicast tree algorithm with --delivery multicast: fulb, minhop, sssp"},
 			"fulb", "minhop", "sssp"),
 		&cli.StringFlag{Name: "time-step", Value: "0", Usage: "round events up to multiples of this duration so that nearby ones share one re-allocation, an optional coarsening (0: exact; auto, its old default, is now 0 too)"},
@@ -188,83 +187,22 @@ func (job *simJob) readArrivalFile(batchSet bool) error {
 	return nil
 }
 
-// runAll simulates every batch under every algorithm, batches outermost; each batch's health
-// aggregation is simulated once.
-func (job *simJob) runAll(c *cli.Context, e *env) ([]simRun, error) {
-	var runs []simRun
-	for _, b := range job.in.Batches {
-		health, err := job.opt.simulateHealth(b)
-		if err != nil {
-			return nil, err
-		}
-		for _, algo := range job.in.Algos {
-			r, err := job.run(c.Context, e, b, algo)
-			if err != nil {
-				return nil, err
-			}
-			for i := range r {
-				r[i].Health = health
-			}
-			runs = append(runs, r...)
-		}
+// runAll simulates every batch under every algorithm (simrun.Job); every error but the
+// cancellation is the input's.
+func (job *simJob) runAll(c *cli.Context, e *env) ([]simrun.Run, error) {
+	in, o := job.in, job.opt
+	sj := &simrun.Job{Graph: in.Graph, Batches: in.Batches, Algos: in.Algos, Absent: in.Absent, Dead: in.Dead, Config: job.cfg,
+		Arrival: job.arrival, Listed: job.listed, Multicast: o.multicast, P2P: o.p2p, Mcast: o.mcast, Hops: o.hops,
+		Health:   simrun.HealthOptions{Algorithm: o.health, Faults: o.faults, Stragglers: o.stragglers, Seed: o.seed},
+		Progress: func(label string) func(fabricsim.Progress) { return simProgress(e, label) }, Log: e.log}
+	if job.fails != nil {
+		sj.Failures, sj.DetectSeconds = job.fails.failures, job.fails.detect
+	}
+	runs, err := sj.Run(c.Context)
+	if err != nil {
+		return nil, simError(c.Context, err)
 	}
 	return runs, nil
-}
-
-// run simulates batch b under algo: one run, or with --delivery multicast the unicast run and
-// the multicast one.
-func (job *simJob) run(ctx context.Context, e *env, b topology.Batch, algo mapping.Algo) ([]simRun, error) {
-	g, in := job.in.Graph, job.in
-	cfg := job.cfg
-	var err error
-	if cfg.Arrivals, err = simArrivals(job.arrival, job.listed, b, g); err != nil {
-		return nil, err
-	}
-	sim := &fabricsim.BootSim{Graph: g, Algo: algo, Batch: b.Nodes, Absent: in.Absent, Dead: in.Dead, Config: cfg}
-	if job.fails != nil {
-		sim.Failures, sim.DetectSeconds = job.fails.failures, job.fails.detect
-	}
-	a, err := sim.Assign()
-	if err != nil {
-		return nil, asBadInput(err)
-	}
-	progress := simProgress(e, "simulate "+algo.Name+" "+b.Label)
-	sim.Config.Progress = progress
-	res, err := sim.Simulate(ctx, a)
-	if progress != nil {
-		progress(fabricsim.Progress{Done: -1})
-	}
-	if err != nil {
-		return nil, simError(ctx, err)
-	}
-	e.log.Debug("simulated", zap.String("batch", b.Label), zap.String("algo", algo.Name),
-		zap.Int("events", res.Stats.Events), zap.Int("classes", res.Stats.Classes))
-	uni := simRun{Batch: b.Label, Algo: algo.Name, Result: res}
-	if job.opt.p2p {
-		return job.runP2P(ctx, sim, a, uni)
-	}
-	if !job.opt.multicast {
-		return []simRun{uni}, nil
-	}
-	uni.Delivery = "unicast"
-	mres, err := sim.SimulateMulticast(ctx, a, job.opt.hops, job.opt.mcast)
-	if err != nil {
-		return nil, simError(ctx, err)
-	}
-	return []simRun{uni, {Batch: b.Label, Algo: algo.Name, Delivery: "multicast", Mcast: string(job.opt.mcast),
-		Result: mres, Speedup: res.BatchSeconds / mres.BatchSeconds}}, nil
-}
-
-// runP2P adds to the unicast run uni the same boot with peer delivery of the root image.
-func (job *simJob) runP2P(ctx context.Context, sim *fabricsim.BootSim, a *mapping.Assignment, uni simRun) ([]simRun, error) {
-	sim.Config.Progress = nil
-	p, err := sim.SimulateP2P(ctx, a, 0)
-	if err != nil {
-		return nil, simError(ctx, err)
-	}
-	uni.Delivery = "unicast"
-	return []simRun{uni, {Batch: uni.Batch, Algo: uni.Algo, Delivery: "p2p", P2P: p, Result: p.Result,
-		Speedup: uni.Result.BatchSeconds / p.Result.BatchSeconds}}, nil
 }
 
 // simError is a simulation's error: the cancellation as it is, anything else bad input.
@@ -273,21 +211,6 @@ func simError(ctx context.Context, err error) error {
 		return err
 	}
 	return asBadInput(err)
-}
-
-type simRun struct {
-	Batch string `json:"batch"`
-	Algo  string `json:"algo"`
-	// Delivery is unicast or multicast when --delivery multicast shows both; Mcast the tree
-	// algorithm and Speedup the unicast batch time over this one's (multicast runs).
-	Delivery string  `json:"delivery,omitempty"`
-	Mcast    string  `json:"mcast,omitempty"`
-	Speedup  float64 `json:"speedup_vs_unicast,omitempty"`
-	// P2P is the peer delivery's root stage (p2p runs); Result's files, segments and links are
-	// then those of the servers' files alone.
-	P2P    *fabricsim.P2PBoot    `json:"p2p,omitempty"`
-	Result *fabricsim.FlowResult `json:"result"`
-	Health *simHealth            `json:"health,omitempty"`
 }
 
 // simProgress returns the simulator's progress callback, drawing a bar of the megabytes the nodes
@@ -310,7 +233,7 @@ func simProgress(e *env, label string) func(fabricsim.Progress) {
 
 // simDeliveries are the values of simulate's --delivery; server is unicast's other name, the
 // one plan, report and boot use.
-var simDeliveries = []string{"unicast", "server", "multicast", "p2p"}
+func simDeliveries() []string { return []string{"unicast", "server", "multicast", "p2p"} }
 
 // simOpts are simulate's delivery and health-aggregation options.
 type simOpts struct {
@@ -328,7 +251,7 @@ type simOpts struct {
 // simOptions reads --delivery, --mcast and the health-aggregation flags.
 func simOptions(c *cli.Context) (*simOpts, error) {
 	o := &simOpts{seed: c.Uint64("seed"), healthNodes: c.Bool("health-nodes"), faults: c.Int("faults")}
-	d, err := choiceValue(c, "delivery", simDeliveries...)
+	d, err := choiceValue(c, "delivery", simDeliveries()...)
 	if err != nil {
 		return nil, err
 	}
@@ -372,37 +295,3 @@ func (o *simOpts) checkBatches(batches []topology.Batch) error {
 	}
 	return nil
 }
-
-// simHealth is a run's health aggregation; the per-node map is left out of JSON unless asked for.
-type simHealth struct {
-	*fabricsim.HealthResult
-	Summary any `json:"summary"`
-}
-
-// forJSON returns h with the summary reduced to its counts unless nodes is set.
-func (h *simHealth) forJSON(nodes bool) *simHealth {
-	out := *h
-	if nodes {
-		out.Summary = h.HealthResult.Summary
-	} else {
-		out.Summary = h.HealthResult.Summary.Counts()
-	}
-	return &out
-}
-
-// simulateHealth runs the health aggregation over batch b's nodes, or returns nil without --health.
-func (o *simOpts) simulateHealth(b topology.Batch) (*simHealth, error) {
-	if o.health == "" {
-		return nil, nil
-	}
-	cfg := fabricsim.DefaultHealthConfig(o.health, len(b.Nodes))
-	cfg.Faults, cfg.Stragglers, cfg.Seed = o.faults, o.stragglers, o.seed
-	res, err := fabricsim.SimulateHealth(cfg)
-	if err != nil {
-		return nil, asBadInput(fmt.Errorf("--health %s, batch %s: %w", o.health, b.Label, err))
-	}
-	return &simHealth{HealthResult: &res}, nil
-}
-
-// simTopOwners is how many new owners a failure's table row names.
-const simTopOwners = 4

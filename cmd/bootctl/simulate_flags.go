@@ -3,10 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootrun"
@@ -46,8 +43,8 @@ func simConfig(c *cli.Context, in *machineInput) (fabricsim.FlowConfig, error) {
 	if err := simDurations(c, &cfg); err != nil {
 		return cfg, err
 	}
-	if cfg.TimeStep, err = simTimeStep(c.String("time-step")); err != nil {
-		return cfg, err
+	if cfg.TimeStep, err = fabricsim.ParseTimeStep(c.String("time-step")); err != nil {
+		return cfg, badInput("--time-step: %w", err)
 	}
 	cfg.ServerCapMbps = c.Float64("server-cap")
 	if !(cfg.ServerCapMbps >= 0) {
@@ -64,19 +61,11 @@ func simCalibrate(c *cli.Context, cfg *fabricsim.FlowConfig) (*bootrun.Calibrati
 	if len(paths) == 0 {
 		return nil, nil
 	}
-	runs := make([]bootrun.CalibrationRun, len(paths))
-	for i, p := range paths {
-		j, err := bootrun.ReadJournal(p)
-		if err != nil {
-			return nil, badInput("--calibrate: %w", err)
-		}
-		runs[i] = bootrun.CalibrationRun{Name: p, Contents: j}
-	}
 	image := 0.0
 	for _, f := range cfg.Files[min(1, len(cfg.Files)-1):] { // what follows the NBP
 		image += f.Bytes
 	}
-	cal, err := bootrun.Calibrate(runs, image)
+	cal, err := bootrun.CalibrateJournals(paths, image)
 	if err != nil {
 		return nil, badInput("--calibrate: %w", err)
 	}
@@ -142,55 +131,6 @@ func simDurations(c *cli.Context, cfg *fabricsim.FlowConfig) error {
 	return nil
 }
 
-// simTimeStep reads --time-step in seconds.
-func simTimeStep(step string) (float64, error) {
-	switch step {
-	case "auto", "0":
-		// Exact: the incremental solver makes an exact ramp cheap, so the 10 ms grid that auto
-		// meant for spread arrivals is no longer needed.
-		return 0, nil
-	}
-	d, err := time.ParseDuration(step)
-	if err != nil || d < 0 {
-		return 0, badInput("--time-step: %q is not auto, 0 or a non-negative duration like 10ms", step)
-	}
-	return d.Seconds(), nil
-}
-
-// simArrivals returns the arrival times of batch b's nodes for the --arrival value.
-func simArrivals(arrival string, listed map[int]float64, b topology.Batch, g *topology.Graph) ([]float64, error) {
-	switch {
-	case arrival == "all":
-		return nil, nil
-	case strings.HasPrefix(arrival, "ramp:"):
-		rate, err := strconv.ParseFloat(strings.TrimPrefix(arrival, "ramp:"), 64)
-		if err != nil {
-			return nil, badInput("--arrival %s: want ramp:N with N nodes per second", arrival)
-		}
-		arr, err := fabricsim.RampArrivals(len(b.Nodes), rate)
-		if err != nil {
-			return nil, badInput("--arrival %s: %w", arrival, err)
-		}
-		return arr, nil
-	}
-	arr := make([]float64, len(b.Nodes))
-	in := make(map[int]bool, len(b.Nodes))
-	for i, n := range b.Nodes {
-		t, ok := listed[n]
-		if !ok {
-			return nil, badInput("--arrival %s: node %s of batch %q has no arrival time", arrival, g.VertexName(g.Nodes()[n]), b.Label)
-		}
-		arr[i] = t
-		in[n] = true
-	}
-	for n := range listed {
-		if !in[n] {
-			return nil, badInput("--arrival %s: node %s is not in batch %q", arrival, g.VertexName(g.Nodes()[n]), b.Label)
-		}
-	}
-	return arr, nil
-}
-
 // simReadArrivals reads the --arrival file (see fabricsim.ReadArrivals).
 func simReadArrivals(path string, h *topology.Hierarchy) (map[int]float64, error) {
 	f, err := os.Open(path)
@@ -210,8 +150,8 @@ type simFails struct {
 	detect   float64
 }
 
-// simFailures reads --fail and --detect (nil without --fail). A failed server must be up at the
-// start (not in --failed-servers or --failed-during-boot), fail once, and leave one server up.
+// simFailures reads --fail and --detect (nil without --fail); fabricsim.ParseFailures checks the
+// failures against the machine and the servers down from the start.
 func simFailures(c *cli.Context, g *topology.Graph, in *machineInput) (*simFails, error) {
 	items := c.StringSlice("fail")
 	if len(items) == 0 {
@@ -224,88 +164,12 @@ func simFailures(c *cli.Context, g *topology.Graph, in *machineInput) (*simFails
 	if d < 0 {
 		return nil, badInput("--detect: %v must not be negative", d)
 	}
-	servers := len(g.Servers())
-	out := &simFails{detect: d.Seconds()}
-	down := 0
-	for s := 0; s < servers; s++ {
-		if simIsSet(in.Absent, s) || simIsSet(in.Dead, s) {
-			down++
-		}
+	failures, err := fabricsim.ParseFailures(g, items, in.Absent, in.Dead)
+	var item *fabricsim.FailureItemError
+	if errors.As(err, &item) {
+		return nil, badInput("--fail %w", err)
+	} else if err != nil {
+		return nil, badInput("--fail: %w", err)
 	}
-	seen := make([]bool, servers)
-	for _, item := range items {
-		item = strings.TrimSpace(item)
-		f, err := simParseFailure(g, in, item, seen)
-		if err != nil {
-			return nil, err
-		}
-		seen[f.Server] = true
-		down++
-		out.failures = append(out.failures, f)
-	}
-	if down == servers {
-		return nil, badInput("--fail: all %d boot servers would be down (%d fail, %d down from the start); at least one must stay up",
-			servers, len(out.failures), servers-len(out.failures))
-	}
-	return out, nil
-}
-
-func simIsSet(v []bool, s int) bool { return s < len(v) && v[s] }
-
-// simParseFailure parses one --fail item, SERVER@TIME, of a server up from the start that has not
-// failed yet (seen).
-func simParseFailure(g *topology.Graph, in *machineInput, item string, seen []bool) (fabricsim.ServerFailure, error) {
-	name, at, ok := strings.Cut(item, "@")
-	if !ok {
-		return fabricsim.ServerFailure{}, badInput("--fail %q: want SERVER@TIME, e.g. bs3@12s", item)
-	}
-	srv, err := simServer(g, strings.TrimSpace(name))
-	if err != nil {
-		return fabricsim.ServerFailure{}, badInput("--fail %q: %w", item, err)
-	}
-	t, err := simSeconds(strings.TrimSpace(at))
-	if err != nil {
-		return fabricsim.ServerFailure{}, badInput("--fail %q: %w", item, err)
-	}
-	sname := g.VertexName(g.Servers()[srv])
-	switch {
-	case seen[srv]:
-		return fabricsim.ServerFailure{}, badInput("--fail %q: %s fails twice", item, sname)
-	case simIsSet(in.Absent, srv):
-		return fabricsim.ServerFailure{}, badInput("--fail %q: %s is down from the start (--failed-servers)", item, sname)
-	case simIsSet(in.Dead, srv):
-		return fabricsim.ServerFailure{}, badInput("--fail %q: %s is down from the start (--failed-during-boot)", item, sname)
-	}
-	return fabricsim.ServerFailure{Server: srv, Seconds: t}, nil
-}
-
-// simServer parses a boot server: its name (bs3), or its index (3).
-func simServer(g *topology.Graph, s string) (int, error) {
-	for i, v := range g.Servers() {
-		if g.VertexName(v) == s {
-			return i, nil
-		}
-	}
-	n := len(g.Servers())
-	i, err := strconv.Atoi(strings.TrimPrefix(s, "bs"))
-	if err != nil || i < 0 || i >= n {
-		return 0, fmt.Errorf("%q is not a boot server (0-%d or bs0-bs%d)", s, n-1, n-1)
-	}
-	return i, nil
-}
-
-// simSeconds parses a time from the start of the boot: a duration (12s, 1m30s) or seconds (12.5).
-func simSeconds(s string) (float64, error) {
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		d, derr := time.ParseDuration(s)
-		if derr != nil {
-			return 0, fmt.Errorf("time %q: want a duration like 12s or a number of seconds", s)
-		}
-		v = d.Seconds()
-	}
-	if v < 0 {
-		return 0, fmt.Errorf("time %q must not be negative", s)
-	}
-	return v, nil
+	return &simFails{failures: failures, detect: d.Seconds()}, nil
 }

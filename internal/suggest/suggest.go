@@ -29,3 +29,27 @@ func Distance(a, b string) int {
 	}
 	return d[len(ra)][len(rb)]
 }
+
+// Nearest returns the candidate closest to s by Distance if it is close enough to be a typo, or a
+// unique candidate s is a prefix of (two letters at least); else "".
+func Nearest(s string, candidates []string) string {
+	best, bestD := "", -1
+	for _, c := range candidates {
+		if d := Distance(s, c); bestD < 0 || d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if bestD >= 0 && bestD <= max(1, min(len(s), len(best))/3) {
+		return best
+	}
+	var prefixed []string
+	for _, c := range candidates {
+		if len(s) >= 2 && len(c) >= len(s) && c[:len(s)] == s {
+			prefixed = append(prefixed, c)
+		}
+	}
+	if len(prefixed) == 1 {
+		return prefixed[0]
+	}
+	return ""
+}

@@ -21,3 +21,15 @@ func TestDistance(t *testing.T) {
 		}
 	}
 }
+
+func TestNearest(t *testing.T) {
+	names := []string{"plan", "simulate", "serve", "status", "report", "route", "topology"}
+	for _, tc := range []struct{ in, want string }{
+		{"plna", "plan"}, {"simualte", "simulate"}, {"stauts", "status"}, {"topo", "topology"},
+		{"rout", "route"}, {"xyz", ""}, {"s", ""}, {"reprot", "report"}, {"se", "serve"}, {"st", "status"}, {"sx", ""},
+	} {
+		if got := Nearest(tc.in, names); got != tc.want {
+			t.Errorf("Nearest(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
