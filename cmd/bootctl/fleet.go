@@ -15,9 +15,6 @@ import (
 	"go.uber.org/zap"
 )
 
-// fleetRecentTakeovers is how many of the latest takeovers `fleet status` lists.
-const fleetRecentTakeovers = 5
-
 // fleetNameFlag is --fleet: one etcd can hold several fleets, each under /bootfabric/NAME/.
 func fleetNameFlag() cli.Flag {
 	return &cli.StringFlag{Name: "fleet", EnvVars: []string{"BOOTCTL_FLEET"}, Value: "default",
