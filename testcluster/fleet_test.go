@@ -140,6 +140,7 @@ func fleetSetupSpec(t *testing.T, ctx context.Context, spec fleetSpec) (*Fleet, 
 			for _, s := range c.Servers {
 				b, _ := os.ReadFile(f.LogPath(s.Name))
 				t.Logf("server %s log (end):\n%s", s.Name, tail(string(b), 15))
+				t.Logf("server %s log, its warnings and errors (the last 30) and its first refusal of each node:\n%s", s.Name, troubleLines(string(b)))
 			}
 		}
 	})
@@ -553,4 +554,27 @@ func takeoverLines(f *Fleet, after time.Time) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// troubleLines keeps the lines of a server's log at warn or error level (the last 30), and of what
+// it refused the first line for each node (an attacker's refusals of unknown addresses, which
+// name no node, are left out): what a failed fleet test needs beside the log's end, which is
+// mostly DHCP traffic.
+func troubleLines(log string) string {
+	var warns, refused []string
+	seen := map[string]bool{}
+	for _, l := range strings.Split(log, "\n") {
+		switch {
+		case strings.Contains(l, "\twarn\t") || strings.Contains(l, "\terror\t"):
+			warns = append(warns, l)
+		case strings.Contains(l, "refused"):
+			_, rest, ok := strings.Cut(l, `"node": "`)
+			node, _, _ := strings.Cut(rest, `"`)
+			if ok && !seen[node] {
+				seen[node] = true
+				refused = append(refused, l)
+			}
+		}
+	}
+	return tail(strings.Join(warns, "\n"), 30) + "\n" + strings.Join(refused, "\n")
 }
