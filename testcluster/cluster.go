@@ -515,7 +515,8 @@ func (c *Cluster) deleteNamespaces(ctx context.Context) []error {
 }
 
 // deleteHostLinks deletes the recorded host links that remain: those whose other end was in a
-// namespace went with it; the rest (a bridge) go now.
+// namespace went with it (or are going: namespaces are cleaned up in the background); the rest
+// (a bridge) go now.
 func (c *Cluster) deleteHostLinks(ctx context.Context) []error {
 	var errs []error
 	for i := len(c.HostLinks) - 1; i >= 0; i-- {
@@ -523,7 +524,11 @@ func (c *Cluster) deleteHostLinks(ctx context.Context) []error {
 			continue
 		}
 		if _, err := c.run.Run(ctx, "ip", "link", "del", "dev", c.HostLinks[i]); err != nil {
-			errs = append(errs, err)
+			// A veth whose other end was in a namespace goes with it, and the kernel finishes a
+			// deleted namespace's cleanup in the background: gone between show and del is gone.
+			if _, gone := c.run.Run(ctx, "ip", "link", "show", "dev", c.HostLinks[i]); gone == nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errs
