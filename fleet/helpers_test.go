@@ -49,11 +49,13 @@ func startEtcd(t *testing.T, n int) *etcdtest.Cluster {
 // open opens a client of fleet "test" on endpoints, closed at the end of the test.
 func open(t *testing.T, endpoints []string, mod ...func(*Options)) *Client {
 	t.Helper()
-	opts := Options{Endpoints: endpoints, Fleet: "test", DialTimeout: 2 * time.Second, RequestTimeout: 2 * time.Second, Log: testLog(t)}
+	// Generous: a password login is a bcrypt check in etcd, which under -race beside the main
+	// test run (nice 10 on 2 cores) took longer than 2 s (TestAuthServerLimits, ci13).
+	opts := Options{Endpoints: endpoints, Fleet: "test", DialTimeout: 10 * time.Second, RequestTimeout: 2 * time.Second, Log: testLog(t)}
 	for _, f := range mod {
 		f(&opts)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	c, err := Open(ctx, opts)
 	if err != nil {
