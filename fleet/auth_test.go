@@ -90,7 +90,8 @@ func TestAuthRefused(t *testing.T) {
 		{"TLS without a certificate", []func(*Options){ae.tlsFor(t, "")}, "etcd requires a client certificate and this client has none"},
 		{"another CA", []func(*Options){ae.tlsFor(t, "bs1"), func(o *Options) { o.TLS.RootCAs = x509.NewCertPool() }},
 			"etcd's certificate is not signed by the CA given"},
-		{"wrong password", []func(*Options){ae.tlsFor(t, "bs1"), func(o *Options) { o.Username, o.Password = "admin", "wrong" }},
+		// A password check is bcrypt in etcd: under -race beside the main run it took over 1 s (ci14).
+		{"wrong password", []func(*Options){ae.tlsFor(t, "bs1"), func(o *Options) { o.Username, o.Password, o.DialTimeout = "admin", "wrong", 10*time.Second }},
 			rpctypes.ErrAuthFailed.Error()},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
