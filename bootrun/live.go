@@ -112,7 +112,7 @@ func (l *Live) Run(ctx context.Context) ([]NodeRecord, error) {
 
 func (l *Live) now() float64 { return l.Now().Sub(l.start).Seconds() }
 
-// announce tells the servers the prediction of the nodes the run boots. A server that cannot
+// announce tells the servers, in the background, the prediction of the nodes the run boots. A server that cannot
 // take it costs the run nothing but its page's dashed curve: a warning, and the run goes on.
 func (l *Live) announce(ctx context.Context) {
 	a, ok := l.Servers.(RunAnnouncer)
@@ -129,11 +129,17 @@ func (l *Live) announce(ctx context.Context) {
 			run.Nodes = append(run.Nodes, bootapi.RunNode{Name: r.Name, HealthyAt: r.HealthAt})
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := a.AnnounceRun(ctx, run); err != nil {
-		l.Log.Warn("telling the boot servers the run's prediction (their boot pages will not draw it)", zap.Error(err))
-	}
+	// Beside the run, not before it: a dead server would otherwise hold the first power-on for its
+	// timeout. Run waits for it (wg) before it returns.
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := a.AnnounceRun(ctx, run); err != nil {
+			l.Log.Warn("telling the boot servers the run's prediction (their boot pages will not draw it)", zap.Error(err))
+		}
+	}()
 }
 
 // init reads the servers once: a node healthy now is skipped unless RebootHealthy (or, resumed,
