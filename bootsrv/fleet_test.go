@@ -46,6 +46,15 @@ func startFleetMember(t *testing.T, f *fixture, endpoints []string, id int) *fle
 // startFleetMemberEdit is startFleetMember with edit applied to the configuration.
 func startFleetMemberEdit(t *testing.T, f *fixture, endpoints []string, id int, edit func(*bootconfig.Config)) *fleetMember {
 	t.Helper()
+	m, ctx := newFleetMember(t, f, endpoints, id, edit)
+	go func() { m.done <- m.srv.Serve(ctx) }()
+	return m
+}
+
+// newFleetMember is startFleetMemberEdit up to Serve, which the caller runs with ctx, sending its
+// result to m.done.
+func newFleetMember(t *testing.T, f *fixture, endpoints []string, id int, edit func(*bootconfig.Config)) (*fleetMember, context.Context) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := fleet.Open(ctx, fleet.Options{Endpoints: endpoints, Fleet: "test", Log: zaptest.NewLogger(t).Named("etcd")})
 	if err != nil {
@@ -80,9 +89,8 @@ func startFleetMemberEdit(t *testing.T, f *fixture, endpoints []string, id int, 
 		t.Fatal(err)
 	}
 	m := &fleetMember{name: cfg.Servers[id].Name, srv: s, client: c, membership: ms, cancel: cancel, done: make(chan error, 1)}
-	go func() { m.done <- s.Serve(ctx) }()
 	t.Cleanup(m.stop)
-	return m
+	return m, ctx
 }
 
 // stop ends the server gracefully and leaves the fleet.

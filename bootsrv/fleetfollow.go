@@ -239,9 +239,19 @@ func (m *member) shutdown(ctx context.Context) {
 }
 
 // start runs srv until the returned function is called (or ctx ends); Serve's result goes to done.
+// It returns once srv answers with its nodes (or has ended), so that the revision is published as
+// running only then: an operator's `bootctl node reboot` sent on seeing it must find the nodes.
 func (m *member) start(ctx context.Context, srv *Server) func() {
 	sctx, cancel := context.WithCancel(ctx)
-	go func() { m.done <- srv.Serve(sctx) }()
+	ended := make(chan struct{})
+	go func() {
+		m.done <- srv.Serve(sctx)
+		close(ended)
+	}()
+	select {
+	case <-srv.Ready():
+	case <-ended:
+	}
 	return cancel
 }
 

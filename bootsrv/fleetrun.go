@@ -209,6 +209,28 @@ func (s *Server) runFleet(ctx context.Context) error {
 	}
 }
 
+// firstReconcileWait bounds the ownership computed before a fleet server's endpoints answer: an
+// etcd that does not answer within it leaves the first ownership to the fleet loop.
+const firstReconcileWait = 5 * time.Second
+
+// reconcileFirst computes this server's nodes once before its endpoints answer. Without it a
+// server started (or restarted by a new revision) answered its first requests with no node at all:
+// an operator's reboot of a healthy node went unheard, and the node's TFTP then counted as an
+// unknown address's.
+func (s *Server) reconcileFirst(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, firstReconcileWait)
+	defer cancel()
+	ms, _, err := s.fleet.opts.Client.Members(rctx)
+	if err == nil {
+		peers := peersOf(s.cfg.Servers[s.cfg.ServerID].Name, ms)
+		s.fleet.peers.Store(&peers)
+		err = s.reconcile(rctx, ms)
+	}
+	if err != nil {
+		s.log.Warn("fleet ownership before serving: the fleet loop tries again", zap.Error(err))
+	}
+}
+
 // membersAfterLapse reads the live set afresh when the membership is valid in a term the current
 // ownership was not computed under (valid again after a lapse: the watch may not have caught up
 // with what changed meanwhile). ok is false when there is nothing to do or the read failed.

@@ -45,19 +45,21 @@ type Options struct {
 
 // Server is one boot server. Build it with New, open its sockets with Listen and run it with Serve.
 type Server struct {
-	cfg     *bootconfig.Config
-	log     *zap.Logger
-	reg     *prometheus.Registry
-	auth    *bootconfig.Authority // the home ownership: the static deal, no server dead
-	hier    *topology.Hierarchy
-	graph   *topology.Graph // the machine's graph: the hierarchy's, and the swarm's peer order
-	tracker *nodestate.Tracker
-	store   nodestate.StateStore
-	fleet   *fleetRuntime // nil for a single server
-	extra   prometheus.Gatherer
-	images  *images.Store
-	fsys    fs.FS
-	files   *confinedFiles // what HTTP serves, confined to ipxe_dir and the image store
+	cfg       *bootconfig.Config
+	log       *zap.Logger
+	reg       *prometheus.Registry
+	auth      *bootconfig.Authority // the home ownership: the static deal, no server dead
+	hier      *topology.Hierarchy
+	graph     *topology.Graph // the machine's graph: the hierarchy's, and the swarm's peer order
+	tracker   *nodestate.Tracker
+	store     nodestate.StateStore
+	fleet     *fleetRuntime // nil for a single server
+	ready     chan struct{} // closed when Serve's endpoints answer (Ready)
+	readyOnce sync.Once
+	extra     prometheus.Gatherer
+	images    *images.Store
+	fsys      fs.FS
+	files     *confinedFiles // what HTTP serves, confined to ipxe_dir and the image store
 	// overlays are the configured overlays, loaded at start (overlay.go).
 	overlays []nodeOverlay
 	httpm    *httpMetrics
@@ -146,7 +148,7 @@ func New(cfg *bootconfig.Config, opts Options) (_ *Server, err error) {
 
 // newServer builds the server with its logger and registry, before anything is loaded.
 func newServer(cfg *bootconfig.Config, opts Options) *Server {
-	s := &Server{cfg: cfg, log: opts.Logger, reg: opts.Registry, extra: opts.Gatherer}
+	s := &Server{cfg: cfg, log: opts.Logger, reg: opts.Registry, extra: opts.Gatherer, ready: make(chan struct{})}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -581,6 +583,9 @@ func (s *Server) DHCPAddrs() []*net.UDPAddr {
 // BaseURL returns the URL nodes use to reach the HTTP endpoint (after Listen).
 func (s *Server) BaseURL() string { return s.baseURL }
 
+// Ready is closed once Serve's endpoints answer: a fleet server's after it has computed its nodes.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
 // Serve runs the endpoints until ctx ends, then stops them gracefully: HTTP requests in flight get
 // up to 5 s, TFTP transfers and queued DHCP requests finish, and the boot states are saved. The
 // first endpoint failure stops the others and is returned.
@@ -594,6 +599,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	ln, tconn, dh, ras := s.httpLn, s.tftpConn, s.dhcp, s.ras
 	s.mu.Unlock()
 
+	if s.fleet != nil {
+		s.reconcileFirst(ctx)
+	}
+	s.readyOnce.Do(func() { close(s.ready) })
 	g := &endpointGroup{errs: make(chan error, 4+len(dh)+len(ras)), cancel: cancel}
 	s.serveHTTP(ctx, g, ln)
 	if tconn != nil {

@@ -26,6 +26,7 @@ func (c *Cluster) announceReboots(ctx context.Context, nodes []int) error {
 	for _, i := range nodes {
 		want[c.Nodes[i].Name] = true
 	}
+	listed := map[string]bool{}
 	for _, s := range c.Servers {
 		tok, err := bootsrv.ReadOperatorToken(filepath.Join(c.serverStateDir(s.Name), bootconfig.OperatorTokenFile))
 		if err != nil {
@@ -33,22 +34,32 @@ func (c *Cluster) announceReboots(ctx context.Context, nodes []int) error {
 		}
 		tr := &http.Transport{DialContext: nsDialer(s.Namespace)}
 		hc := &http.Client{Timeout: 5 * time.Second, Transport: tr}
-		err = announceTo(ctx, hc, c.serverAddr("127.0.0.1"), s.Name, tok, want)
+		err = announceTo(ctx, hc, c.serverAddr("127.0.0.1"), s.Name, tok, want, listed)
 		tr.CloseIdleConnections()
 		if err != nil {
 			return err
 		}
 	}
+	// A node no server lists could not be armed: it would boot as a node nobody expects, and fail
+	// later with a cause far from this one.
+	for _, i := range nodes {
+		if name := c.Nodes[i].Name; !listed[name] {
+			return fmt.Errorf("announcing reboots: no boot server lists node %s", name)
+		}
+	}
 	return nil
 }
 
-func announceTo(ctx context.Context, hc *http.Client, addr, server, tok string, want map[string]bool) error {
+// announceTo arms the reboot of the nodes in want that server holds as booted or healthy, and
+// marks every node it lists in listed.
+func announceTo(ctx context.Context, hc *http.Client, addr, server, tok string, want, listed map[string]bool) error {
 	cl := &bootapi.Client{BaseURL: "http://" + addr, HTTP: hc}
 	res, err := cl.Nodes(ctx)
 	if err != nil {
 		return fmt.Errorf("server %s: %w", server, err)
 	}
 	for _, n := range res.Nodes {
+		listed[n.Name] = true
 		if !want[n.Name] || (n.State != nodestate.Booted && n.State != nodestate.Healthy) {
 			continue
 		}
