@@ -154,14 +154,31 @@ func (c *Client) operatorRequest(ctx context.Context, what, path, token string, 
 		return fmt.Errorf("%s: POST %s: %w", what, u, err)
 	}
 	if resp.StatusCode != http.StatusOK {
+		se := &StatusError{What: what, URL: u, Code: resp.StatusCode, Status: resp.Status}
 		var e ErrorBody
-		if json.Unmarshal(answer, &e) == nil && e.Error != "" {
-			return fmt.Errorf("%s: POST %s: %s: %s", what, u, resp.Status, e.Error)
+		if json.Unmarshal(answer, &e) == nil {
+			se.Message = e.Error
 		}
-		return fmt.Errorf("%s: POST %s: %s", what, u, resp.Status)
+		return se
 	}
 	if err := json.Unmarshal(answer, v); err != nil {
 		return fmt.Errorf("%s: POST %s: not a bootfabric answer: %w", what, u, err)
 	}
 	return nil
+}
+
+// StatusError is an operator request the server answered with a status other than 200: Code
+// tells a node the server does not hold (404, as after a fleet's handoff) from a refusal.
+type StatusError struct {
+	What, URL string // the request, as the error names it, and its URL
+	Code      int
+	Status    string // the status line, "404 Not Found"
+	Message   string // the server's reason (ErrorBody), if it gave one
+}
+
+func (e *StatusError) Error() string {
+	if e.Message != "" {
+		return fmt.Sprintf("%s: POST %s: %s: %s", e.What, e.URL, e.Status, e.Message)
+	}
+	return fmt.Sprintf("%s: POST %s: %s", e.What, e.URL, e.Status)
 }

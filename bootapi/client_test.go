@@ -2,6 +2,7 @@ package bootapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -65,7 +66,13 @@ func TestClientOperatorToken(t *testing.T) {
 	if err != nil || !res.RebootRequested || res.Node != "n0" {
 		t.Fatalf("Reboot = %+v, %v", res, err)
 	}
-	if _, err := c.PowerOff(context.Background(), "n0", "wrong"); err == nil || !strings.Contains(err.Error(), "power-off: POST") || !strings.Contains(err.Error(), "operator token refused") {
+	_, err = c.PowerOff(context.Background(), "n0", "wrong")
+	if err == nil || !strings.Contains(err.Error(), "power-off: POST") || !strings.Contains(err.Error(), "401 Unauthorized: operator token refused") {
 		t.Fatalf("PowerOff with a wrong token: %v", err)
+	}
+	// The status comes as a value too: a caller tells a node the server does not hold from a refusal.
+	var se *StatusError
+	if !errors.As(err, &se) || se.Code != http.StatusUnauthorized || se.Message != "operator token refused" {
+		t.Fatalf("PowerOff's error %#v is not a StatusError with the code and the server's reason", err)
 	}
 }

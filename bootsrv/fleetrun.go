@@ -442,6 +442,9 @@ func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
 		return err
 	}
 	p := s.planOwnership(au, v, recs)
+	if err := s.stopAnsweringReleased(p); err != nil {
+		return err
+	}
 	added, removed, saveErr := s.applyOwnership(p, recs)
 	res, err := bootconfig.NodeReservations(p.final, s.cfg.DHCP.NetworkOptions())
 	if err != nil {
@@ -465,6 +468,28 @@ func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
 			zap.Int("deferred", p.deferred), zap.Int("kept", p.kept))
 	}
 	f.dead = v.deadNames
+	return nil
+}
+
+// stopAnsweringReleased makes DHCP answer, of the nodes it answers now, only those the plan
+// keeps, before applyOwnership writes the handoffs: the new owner answers a node as soon as it
+// reads the record naming it, and two servers must never answer one node at once. Nodes gained
+// are answered once tracked, after applyOwnership.
+func (s *Server) stopAnsweringReleased(p ownershipPlan) error {
+	if len(p.handoff) == 0 && len(p.displaced) == 0 {
+		return nil
+	}
+	var keep []*bootconfig.InventoryNode
+	for _, n := range p.final {
+		if _, tracked := s.tracker.State(n.Name); tracked {
+			keep = append(keep, n)
+		}
+	}
+	res, err := bootconfig.NodeReservations(keep, s.cfg.DHCP.NetworkOptions())
+	if err != nil {
+		return err
+	}
+	s.fleet.curRes.Store(&res)
 	return nil
 }
 

@@ -2,10 +2,13 @@ package testcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -26,32 +29,48 @@ func (c *Cluster) announceReboots(ctx context.Context, nodes []int) error {
 	for _, i := range nodes {
 		want[c.Nodes[i].Name] = true
 	}
-	listed := map[string]bool{}
-	for _, s := range c.Servers {
-		tok, err := bootsrv.ReadOperatorToken(filepath.Join(c.serverStateDir(s.Name), bootconfig.OperatorTokenFile))
-		if err != nil {
-			return fmt.Errorf("server %s: %w", s.Name, err)
+	// A fleet may hand a node to another server between the list and the reboot (404 there):
+	// ask again for the nodes not yet found, a few times.
+	for try := 1; ; try++ {
+		listed := map[string]bool{}
+		for _, s := range c.Servers {
+			if err := c.announceToServer(ctx, s, want, listed); err != nil {
+				return err
+			}
 		}
-		tr := &http.Transport{DialContext: nsDialer(s.Namespace)}
-		hc := &http.Client{Timeout: 5 * time.Second, Transport: tr}
-		err = announceTo(ctx, hc, c.serverAddr("127.0.0.1"), s.Name, tok, want, listed)
-		tr.CloseIdleConnections()
-		if err != nil {
-			return err
+		for name := range listed {
+			delete(want, name)
+		}
+		if len(want) == 0 {
+			return nil
+		}
+		if try == 5 {
+			// A node no server lists could not be armed: it would boot as a node nobody
+			// expects, and fail later with a cause far from this one.
+			return fmt.Errorf("announcing reboots: no boot server lists nodes %v", slices.Sorted(maps.Keys(want)))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	// A node no server lists could not be armed: it would boot as a node nobody expects, and fail
-	// later with a cause far from this one.
-	for _, i := range nodes {
-		if name := c.Nodes[i].Name; !listed[name] {
-			return fmt.Errorf("announcing reboots: no boot server lists node %s", name)
-		}
+}
+
+// announceToServer is announceTo for server s, from inside its namespace with its operator token.
+func (c *Cluster) announceToServer(ctx context.Context, s Endpoint, want, listed map[string]bool) error {
+	tok, err := bootsrv.ReadOperatorToken(filepath.Join(c.serverStateDir(s.Name), bootconfig.OperatorTokenFile))
+	if err != nil {
+		return fmt.Errorf("server %s: %w", s.Name, err)
 	}
-	return nil
+	tr := &http.Transport{DialContext: nsDialer(s.Namespace)}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: tr}
+	return announceTo(ctx, hc, c.serverAddr("127.0.0.1"), s.Name, tok, want, listed)
 }
 
 // announceTo arms the reboot of the nodes in want that server holds as booted or healthy, and
-// marks every node it lists in listed.
+// marks in listed every node of want it holds (not one it handed off before the reboot reached it).
 func announceTo(ctx context.Context, hc *http.Client, addr, server, tok string, want, listed map[string]bool) error {
 	cl := &bootapi.Client{BaseURL: "http://" + addr, HTTP: hc}
 	res, err := cl.Nodes(ctx)
@@ -59,13 +78,18 @@ func announceTo(ctx context.Context, hc *http.Client, addr, server, tok string, 
 		return fmt.Errorf("server %s: %w", server, err)
 	}
 	for _, n := range res.Nodes {
-		listed[n.Name] = true
-		if !want[n.Name] || (n.State != nodestate.Booted && n.State != nodestate.Healthy) {
+		if !want[n.Name] {
 			continue
 		}
-		if _, err := cl.Reboot(ctx, n.Name, tok); err != nil {
-			return fmt.Errorf("server %s: %w", server, err)
+		if n.State == nodestate.Booted || n.State == nodestate.Healthy {
+			var se *bootapi.StatusError
+			if _, err := cl.Reboot(ctx, n.Name, tok); errors.As(err, &se) && se.Code == http.StatusNotFound {
+				continue // handed off since the list
+			} else if err != nil {
+				return fmt.Errorf("server %s: %w", server, err)
+			}
 		}
+		listed[n.Name] = true
 	}
 	return nil
 }
