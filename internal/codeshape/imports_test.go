@@ -21,7 +21,7 @@ var allowedImports = map[string][]string{
 	"images":              {"internal/atomicfile"},
 	"topology":            {"internal/yamlerr"},
 	"mapping":             {"topology"},
-	"routing":             {"topology", "internal/heapq"},
+	"routing":             {"topology", "internal/heapq", "internal/texttable"},
 	"fabricsim":           {"topology", "mapping", "routing", "units", "internal/heapq"},
 	"report":              {"fabricsim", "mapping", "topology", "units", "internal/yamlerr", "internal/atomicfile"},
 	"fabricsim/simrun":    {"fabricsim", "mapping", "routing", "topology", "units", "internal/texttable"},
