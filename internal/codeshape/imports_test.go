@@ -18,7 +18,7 @@ const module = "github.com/bootfabric/bootfabric/"
 // simulator; nothing imports the command.
 var allowedImports = map[string][]string{
 	"units": nil, "nodeset": nil, "power": {"internal/texttable"},
-	"images":              {"internal/atomicfile"},
+	"images":              {"internal/atomicfile", "internal/texttable"},
 	"topology":            {"internal/yamlerr"},
 	"mapping":             {"topology"},
 	"routing":             {"topology", "internal/heapq", "internal/texttable"},

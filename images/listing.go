@@ -1,0 +1,79 @@
+package images
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/bootfabric/bootfabric/internal/texttable"
+)
+
+// WriteProfileTable writes profiles as bootctl image list shows them: one row each, sizes in MB.
+func WriteProfileTable(w io.Writer, list []Profile) error {
+	if len(list) == 0 {
+		_, err := fmt.Fprintln(w, "no profiles")
+		return err
+	}
+	t := texttable.New(w)
+	t.Row("profile", "kernel", "kernel MB", "initrd", "initrd MB", "files", "MB", "sha256 (kernel)", "cmdline")
+	for _, p := range list {
+		s := p.Summarize()
+		initrdMB := "-"
+		if p.Initrd != "" {
+			initrdMB = texttable.Float(float64(s.InitrdBytes)/1e6, 1)
+		}
+		t.Row(p.Name, p.Kernel, texttable.Float(float64(s.KernelBytes)/1e6, 1), texttable.OrDash(p.Initrd), initrdMB, len(p.FileNames()),
+			texttable.Float(float64(s.Bytes)/1e6, 1), p.Files[p.Kernel].SHA256[:12], texttable.OrDash(p.Cmdline))
+	}
+	return t.Flush()
+}
+
+// ProfilesCSV is profiles as CSV records, the header first.
+func ProfilesCSV(list []Profile) [][]string {
+	rows := [][]string{{"profile", "kernel", "initrd", "files", "bytes", "kernel_sha256", "cmdline", "kernel_bytes", "initrd_bytes"}}
+	for _, p := range list {
+		s := p.Summarize()
+		rows = append(rows, []string{p.Name, p.Kernel, p.Initrd, strconv.Itoa(len(p.FileNames())),
+			strconv.FormatInt(s.Bytes, 10), p.Files[p.Kernel].SHA256, p.Cmdline,
+			strconv.FormatInt(s.KernelBytes, 10), strconv.FormatInt(s.InitrdBytes, 10)})
+	}
+	return rows
+}
+
+// VerifyReport is what Verify found, as bootctl image verify reports it.
+type VerifyReport struct {
+	Files    int             `json:"files"`
+	OK       bool            `json:"ok"`
+	Problems []VerifyProblem `json:"problems"`
+}
+
+// VerifyProblem is one file found missing, unreadable or changed.
+type VerifyProblem struct {
+	Profile string `json:"profile"`
+	File    string `json:"file"`
+	SHA256  string `json:"sha256"`
+	Kind    string `json:"kind"`
+	Detail  string `json:"detail"`
+}
+
+// VerifyAll re-hashes every stored file (Verify) and counts the files of the profiles.
+func (s *Store) VerifyAll() *VerifyReport {
+	problems := s.Verify()
+	r := &VerifyReport{OK: len(problems) == 0, Problems: []VerifyProblem{}}
+	for _, p := range s.List() {
+		r.Files += len(p.FileNames())
+	}
+	for _, p := range problems {
+		r.Problems = append(r.Problems, VerifyProblem{p.Profile, p.File, p.Blob.SHA256, p.Kind, p.Detail})
+	}
+	return r
+}
+
+// WriteText writes one line per problem and a count.
+func (r *VerifyReport) WriteText(w io.Writer) error {
+	for _, p := range r.Problems {
+		fmt.Fprintln(w, Problem{Profile: p.Profile, File: p.File, Blob: Blob{SHA256: p.SHA256}, Kind: p.Kind, Detail: p.Detail}.String())
+	}
+	_, err := fmt.Fprintf(w, "%d files checked, %d problems\n", r.Files, len(r.Problems))
+	return err
+}
