@@ -19,7 +19,7 @@ const module = "github.com/bootfabric/bootfabric/"
 var allowedImports = map[string][]string{
 	"units": nil, "nodeset": nil, "power": {"internal/texttable"},
 	"images":              {"internal/atomicfile", "internal/texttable"},
-	"topology":            {"internal/yamlerr"},
+	"topology":            {"internal/yamlerr", "internal/texttable"},
 	"mapping":             {"topology"},
 	"routing":             {"topology", "internal/heapq", "internal/texttable"},
 	"fabricsim":           {"topology", "mapping", "routing", "units", "internal/heapq"},
