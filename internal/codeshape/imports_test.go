@@ -30,7 +30,7 @@ var allowedImports = map[string][]string{
 	"fleet":               {"internal/promreg", "internal/atomicfile", "internal/texttable"},
 	"images/ociimport":    {"images"},
 	"delivery":            {"units"},
-	"nodestate":           {"internal/promreg"},
+	"nodestate":           {"internal/promreg", "internal/texttable"},
 	"nodestate/boltstore": {"nodestate"},
 	"nodestate/etcdstore": {"nodestate", "fleet"},
 	"bootapi":             {"nodestate", "internal/texttable"},
