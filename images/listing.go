@@ -1,8 +1,10 @@
 package images
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/bootfabric/bootfabric/internal/texttable"
@@ -75,5 +77,20 @@ func (r *VerifyReport) WriteText(w io.Writer) error {
 		fmt.Fprintln(w, Problem{Profile: p.Profile, File: p.File, Blob: Blob{SHA256: p.SHA256}, Kind: p.Kind, Detail: p.Detail}.String())
 	}
 	_, err := fmt.Fprintf(w, "%d files checked, %d problems\n", r.Files, len(r.Problems))
+	return err
+}
+
+// WriteText writes what GC removed (or would), the largest blob first, and what it kept.
+func (r GCResult) WriteText(w io.Writer) error {
+	verb := "removed"
+	if r.DryRun {
+		verb = "would remove"
+	}
+	removed := slices.Clone(r.Removed)
+	slices.SortFunc(removed, func(a, b Blob) int { return cmp.Compare(b.Size, a.Size) })
+	for _, b := range removed {
+		fmt.Fprintf(w, "%s blob %s (%s MB)\n", verb, b.SHA256, texttable.Float(float64(b.Size)/1e6, 1))
+	}
+	_, err := fmt.Fprintf(w, "%s %d blobs, %s MB; %d blobs referenced by profiles kept\n", verb, len(r.Removed), texttable.Float(float64(r.Bytes)/1e6, 1), r.Kept)
 	return err
 }
