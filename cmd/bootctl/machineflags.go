@@ -9,6 +9,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/images"
+	"github.com/bootfabric/bootfabric/internal/texttable"
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/bootfabric/bootfabric/units"
@@ -167,7 +168,7 @@ func (in *machineInput) readImageSize(c *cli.Context) error {
 		for _, q := range st.List() {
 			names = append(names, q.Name)
 		}
-		return badInput("--profile: no profile %q in %s (profiles: %s)", name, st.Dir(), orDash(strings.Join(names, ", ")))
+		return badInput("--profile: no profile %q in %s (profiles: %s)", name, st.Dir(), texttable.OrDash(strings.Join(names, ", ")))
 	}
 	in.Profile, in.KernelBytes, in.InitrdBytes = name, p.Files[p.Kernel].Size, p.Files[p.Initrd].Size
 	in.ImageBytes = float64(in.KernelBytes + in.InitrdBytes)
