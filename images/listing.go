@@ -10,6 +10,16 @@ import (
 	"github.com/bootfabric/bootfabric/internal/texttable"
 )
 
+// ProfileNames lists the names of the store's profiles, sorted: what a message about a name the
+// store lacks offers instead.
+func (s *Store) ProfileNames() []string {
+	var names []string
+	for _, p := range s.List() {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
 // WriteProfileTable writes profiles as bootctl image list shows them: one row each, sizes in MB.
 func WriteProfileTable(w io.Writer, list []Profile) error {
 	if len(list) == 0 {

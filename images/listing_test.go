@@ -24,6 +24,9 @@ func TestListingAndVerifyReport(t *testing.T) {
 	if _, err := s.Add(Profile{Name: "b", Kernel: "vmlinuz"}, map[string]string{"vmlinuz": files["vmlinuz"]}); err != nil {
 		t.Fatal(err)
 	}
+	if got := s.ProfileNames(); strings.Join(got, ",") != "a,b" {
+		t.Errorf("ProfileNames = %q", got)
+	}
 	rows := ProfilesCSV(s.List())
 	if len(rows) != 3 || strings.Join(rows[1], ",") != "a,vmlinuz,initrd,2,24,"+s.List()[0].Files["vmlinuz"].SHA256+",quiet,12,12" {
 		t.Errorf("CSV %q", rows)
