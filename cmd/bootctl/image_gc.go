@@ -37,12 +37,8 @@ func imageDelete(e *env, c *cli.Context) error {
 	name := c.Args().First()
 	p, err := st.Delete(name)
 	if errors.Is(err, images.ErrNotFound) {
-		var names []string
-		for _, p := range st.List() {
-			names = append(names, p.Name)
-		}
 		hint := ""
-		if n := suggest.Nearest(name, names); n != "" {
+		if n := suggest.Nearest(name, st.ProfileNames()); n != "" {
 			hint = fmt.Sprintf("; did you mean %q?", n)
 		}
 		return badInput("image delete: no profile %q in the store %s%s", name, st.Dir(), hint)
