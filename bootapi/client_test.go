@@ -66,6 +66,22 @@ func TestClientOperatorToken(t *testing.T) {
 	if err != nil || !res.RebootRequested || res.Node != "n0" {
 		t.Fatalf("Reboot = %+v, %v", res, err)
 	}
+	rep, err := c.RebootAll(context.Background(), []string{"n0", "n1"}, "s3cret")
+	var b strings.Builder
+	if err != nil || len(rep.Requested) != 2 || len(rep.Failed) != 0 || rep.WriteText(&b) != nil ||
+		!strings.HasPrefix(b.String(), "node n0 (pending): reboot requested;") {
+		t.Fatalf("RebootAll = %+v, %v\n%s", rep, err, b.String())
+	}
+	rep, err = c.RebootAll(context.Background(), []string{"n0"}, "wrong")
+	b.Reset()
+	if err != nil || len(rep.Failed) != 1 || rep.WriteText(&b) != nil || !strings.Contains(b.String(), "node n0: not rebooted: reboot: POST") {
+		t.Fatalf("RebootAll with a wrong token = %+v, %v\n%s", rep, err, b.String())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.RebootAll(ctx, []string{"n0"}, "s3cret"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("RebootAll after the context's end: %v", err)
+	}
 	_, err = c.PowerOff(context.Background(), "n0", "wrong")
 	if err == nil || !strings.Contains(err.Error(), "power-off: POST") || !strings.Contains(err.Error(), "401 Unauthorized: operator token refused") {
 		t.Fatalf("PowerOff with a wrong token: %v", err)

@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"fmt"
+	"io"
 	"os"
 )
 
@@ -52,4 +54,12 @@ func writeNewFile(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	return f.Close()
+}
+
+// WriteText says where each file went and where it belongs: the private key stays with the
+// operator, the other two go to every server.
+func (k KeyFiles) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "key %s: private %s (keep it off the servers); to every server: %s (serve --config-key) and %s (serve --fleet-secret)\n",
+		k.Key, k.Private, k.Public, k.Secret)
+	return err
 }

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -32,6 +33,10 @@ func TestWriteKeyFiles(t *testing.T) {
 	pub, err := LoadTrustedKeys(kf.Public)
 	if err != nil || len(pub) != 1 || KeyID(pub[0]) != kf.Key || !pub[0].Equal(priv.Public()) {
 		t.Errorf("public key %v (%v) does not match the private key or key id %s", pub, err, kf.Key)
+	}
+	var b strings.Builder
+	if err := kf.WriteText(&b); err != nil || !strings.HasPrefix(b.String(), "key "+kf.Key+": private "+path+" (keep it off the servers); to every server: "+path+".pub") {
+		t.Errorf("text: %q, %v", b.String(), err)
 	}
 	before, _ := os.ReadFile(kf.Private)
 	if _, err := WriteKeyFiles(path); !errors.Is(err, fs.ErrExist) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -140,6 +141,15 @@ func TestGC(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, res); diff != "" {
 			t.Fatalf("GC(dryRun=%v) (-want +got):\n%s", tc.dryRun, diff)
+		}
+		var text strings.Builder
+		must(t, res.WriteText(&text))
+		wantText := fmt.Sprintf("removed %d blobs, ", len(tc.removed))
+		if tc.dryRun {
+			wantText = "would remove blob " + sha256Hex("other kernel") + " (0.0 MB)\n" // the largest first
+		}
+		if !strings.Contains(text.String(), wantText) || !strings.HasSuffix(text.String(), "; 2 blobs referenced by profiles kept\n") {
+			t.Errorf("GC(dryRun=%v) text:\n%s\nwant %q", tc.dryRun, text.String(), wantText)
 		}
 	}
 	if problems := st.Verify(); len(problems) != 0 {

@@ -85,6 +85,27 @@ func NewReport(op Op, res []Result) Report {
 	return r
 }
 
+// Done lists the nodes whose action succeeded, in order: a node that failed may not have done it
+// (one that failed to power off may still run).
+func (r Report) Done() []string {
+	var done []string
+	for _, x := range r.Result {
+		if x.Class == "" {
+			done = append(done, x.Node)
+		}
+	}
+	return done
+}
+
+// TargetNodes lists the targets' nodes, in order.
+func TargetNodes(targets []Target) []string {
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = t.Node
+	}
+	return names
+}
+
 // WriteTable writes a row per node with its BMC, state and result, then how many were done.
 func (r *Report) WriteTable(w io.Writer) error {
 	t := texttable.New(w)

@@ -3,6 +3,7 @@ package power
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -52,8 +53,11 @@ func TestLoadExecTemplates(t *testing.T) {
 // TestReport: failures are counted, and the table shows each node's result and how many were done.
 func TestReport(t *testing.T) {
 	r := NewReport(OpOn, []Result{{Node: "n0", BMC: "b0", Op: OpOn, State: "on"}, {Node: "n1", BMC: "b1", Op: OpOn, Class: "auth", Error: "refused"}})
-	if r.Nodes != 2 || r.Failed != 1 {
-		t.Fatalf("report %+v", r)
+	if r.Nodes != 2 || r.Failed != 1 || !slices.Equal(r.Done(), []string{"n0"}) {
+		t.Fatalf("report %+v, done %v", r, r.Done())
+	}
+	if got := TargetNodes([]Target{{Node: "n0"}, {Node: "n1"}}); !slices.Equal(got, []string{"n0", "n1"}) {
+		t.Errorf("TargetNodes = %v", got)
 	}
 	var b strings.Builder
 	if err := r.WriteTable(&b); err != nil {

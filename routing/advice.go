@@ -134,3 +134,23 @@ func engineTrials(fab *topology.Fabric, name, failed string, opt Options) [][]to
 	}
 	return trials
 }
+
+// Advice is Suggest as command-line flags, to append to an engine's refusal: "; engines that
+// route it: -e X, or -e Y --roots S", or "" when no engine does.
+func Advice(fab *topology.Fabric, engine string, opt Options) string {
+	suit := Suggest(fab, engine, opt)
+	if len(suit) == 0 {
+		return ""
+	}
+	labels := make([]string, len(suit))
+	for i, su := range suit {
+		labels[i] = "-e " + su.Engine
+		if len(su.Roots) > 0 {
+			labels[i] += " --roots " + fab.VertexName(su.Roots[0])
+		}
+		if !su.DeadlockFree {
+			labels[i] += " (every pair, but not deadlock-free)"
+		}
+	}
+	return "; engines that route it: " + strings.Join(labels, ", or ")
+}

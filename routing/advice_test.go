@@ -1,6 +1,8 @@
 package routing
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bootfabric/bootfabric/topology"
@@ -38,5 +40,11 @@ func TestSuggest(t *testing.T) {
 	}
 	if last.DeadlockFree && last.Engine == "minhop" {
 		t.Errorf("minhop suggested as deadlock-free on a 2-D fat-tree: %+v", got)
+	}
+	// Advice says the same as flags, in Suggest's order.
+	adv := Advice(fab, "updn", Options{})
+	if !strings.HasPrefix(adv, "; engines that route it: -e vtftr, or ") || !strings.Contains(adv, "-e updn --roots ") ||
+		strings.Contains(adv, "-e minhop") != slices.ContainsFunc(got, func(s Suggestion) bool { return s.Engine == "minhop" }) {
+		t.Errorf("Advice = %q for %+v", adv, got)
 	}
 }

@@ -29,6 +29,9 @@ type McastComparison struct {
 	// HopSeconds and each row's Seconds, measured even without timings, for the caller's log.
 	HopSeconds float64   `json:"-"`
 	RowSeconds []float64 `json:"-"`
+	// Timings says the times are in the result (CompareOptions.Timings): the table and the CSV
+	// then show them.
+	Timings bool `json:"-"`
 }
 
 // CompareOptions are CompareMulticast's: FixedRoot as in McastOptions; Timings puts the wall-clock
@@ -47,7 +50,7 @@ func CompareMulticast(g *topology.Graph, groups []McastGroup, algos []McastAlgor
 		return nil, err
 	}
 	cmp := &McastComparison{Topology: g.Name, Endpoints: len(g.Nodes()) + len(g.Servers()), Switches: h.NumSwitches(),
-		Groups: len(groups), FixedRoot: opt.FixedRoot, HopSeconds: time.Since(start).Seconds()}
+		Groups: len(groups), FixedRoot: opt.FixedRoot, HopSeconds: time.Since(start).Seconds(), Timings: opt.Timings}
 	if opt.Timings {
 		cmp.HopTableSeconds = cmp.HopSeconds
 	}

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -42,8 +43,28 @@ func TestCompareMulticast(t *testing.T) {
 		if (cmp.HopTableSeconds != 0) != timings && cmp.HopSeconds > 0 {
 			t.Errorf("timings %v: hop table seconds %v", timings, cmp.HopTableSeconds)
 		}
+		checkMcastRender(t, cmp, timings)
 	}
 	if _, err := CompareMulticast(g, []McastGroup{{Name: "empty"}}, algos, CompareOptions{}); err == nil {
 		t.Error("a group without members was routed")
+	}
+}
+
+// checkMcastRender: the CSV and the table have a row per algorithm, and a seconds column with
+// timings only.
+func checkMcastRender(t *testing.T, cmp *McastComparison, timings bool) {
+	t.Helper()
+	rows := cmp.CSV()
+	if len(rows) != 3 || rows[1][0] != "sssp" || rows[2][0] != "fulb" || (rows[0][len(rows[0])-1] == "seconds") != timings {
+		t.Errorf("timings %v: CSV %q", timings, rows)
+	}
+	var b strings.Builder
+	if err := cmp.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[0], "endpoints") || strings.Contains(lines[0], "hop tables") != timings ||
+		strings.Contains(lines[1], "seconds") != timings {
+		t.Errorf("timings %v: table\n%s", timings, b.String())
 	}
 }

@@ -103,17 +103,14 @@ type bootSetup struct {
 }
 
 func bootAction(e *env, c *cli.Context) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	s, err := loadBootSetup(c)
 	if err != nil {
 		return err
 	}
 	in := bootrun.PredictInput{Graph: s.g, Assign: s.a, Batch: s.batch, Flow: s.flow, Limits: s.limits, Config: s.cfg, PostSeconds: s.post}
 	var pred *bootrun.Prediction
-	if s.cal != nil && s.cal.NodeNames != nil && slices.Equal(s.cal.NodeNames, s.names()) {
+	if s.cal != nil && s.cal.NodeNames != nil && slices.Equal(s.cal.NodeNames, nodeNames(s.nodes)) {
 		// The same nodes as the runs: the links' share of capacity is fitted to what they took.
 		s.cal.LinkEfficiency, pred, err = bootrun.FitEfficiency(c.Context, in, s.cal.MakespanSeconds)
 	} else {
@@ -316,15 +313,6 @@ func bootConfig(c *cli.Context, s *bootSetup) error {
 		return badInput("%w", err)
 	}
 	return nil
-}
-
-// bootNames lists the run's node names in order.
-func (s *bootSetup) names() []string {
-	out := make([]string, len(s.nodes))
-	for i, n := range s.nodes {
-		out[i] = n.Name
-	}
-	return out
 }
 
 func (s *bootSetup) controller() (*bootrun.Controller, error) {

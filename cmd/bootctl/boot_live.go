@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/signal"
@@ -46,7 +45,7 @@ func bootLive(e *env, c *cli.Context, format string, s *bootSetup, pred *bootrun
 	if err != nil {
 		return badInput("%w", err)
 	}
-	live := &bootrun.Live{Controller: ctl, Names: s.names(), Power: targets, PowerOpts: opts,
+	live := &bootrun.Live{Controller: ctl, Names: nodeNames(s.nodes), Power: targets, PowerOpts: opts,
 		Servers:     &bootrun.HTTPServers{URLs: servers, HTTP: &http.Client{Timeout: 10 * time.Second}, Tokens: tokens},
 		ControlFile: journalPath + ".control", Poll: c.Duration("poll"), Log: e.log, RebootHealthy: c.Bool("reboot-healthy"),
 		Prediction: pred, RunName: filepath.Base(journalPath)}
@@ -119,10 +118,7 @@ func bootControl(e *env, c *cli.Context, word string) error {
 
 // bootStatus shows a run from its journal.
 func bootStatus(e *env, c *cli.Context) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	j, err := bootrun.ReadJournal(c.String("journal"))
 	if err != nil {
 		return badInput("--journal: %w", err)
@@ -131,11 +127,8 @@ func bootStatus(e *env, c *cli.Context) error {
 }
 
 func writeBootRun(e *env, format string, r bootrun.RunResult) error {
-	if format != "table" {
-		return writeData(e.stdout, format, r)
-	}
-	err := r.WriteTable(e.stdout)
-	if err == nil && r.Failed > 0 {
+	err := writeResult(e.stdout, format, r, r.WriteTable)
+	if format == "table" && err == nil && r.Failed > 0 {
 		err = fmt.Errorf("boot: %d of %d nodes failed", r.Failed, r.Nodes)
 	}
 	return err
@@ -144,11 +137,5 @@ func writeBootRun(e *env, format string, r bootrun.RunResult) error {
 func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction, p2p *bootrun.P2PPlan) error {
 	out := bootrun.NewPlan(p, s.limits, s.server, bootrun.PlanModel{PostSeconds: s.post, DHCPSeconds: s.flow.DHCPSeconds, HealthSeconds: s.flow.HealthSeconds})
 	out.ImageBytes, out.ImageFrom, out.Calibration, out.P2P = s.imageBytes, s.imageFrom, s.cal, p2p
-	if format != "table" {
-		return writeData(e.stdout, format, out)
-	}
-	return out.WriteTable(e.stdout)
+	return writeResult(e.stdout, format, out, out.WriteTable)
 }
-
-// writeCalibration prints what --calibrate fitted.
-func writeCalibration(w io.Writer, cal *bootrun.Calibration) { cal.WriteTable(w) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -16,14 +17,6 @@ import (
 	"github.com/bootfabric/bootfabric/units"
 	"github.com/urfave/cli/v2"
 )
-
-// checkTools refuses a host without a netns cluster's commands, or a user other than root.
-func checkTools() error {
-	if err := testcluster.CheckHost(); err != nil {
-		return badInput("cluster: %w", err)
-	}
-	return nil
-}
 
 func clusterFlags() []cli.Flag {
 	return []cli.Flag{
@@ -71,10 +64,7 @@ func clusterUpCommand(e *env) *cli.Command {
 }
 
 func clusterUpAction(e *env, c *cli.Context) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	spec, opt, err := clusterSpec(c)
 	if err != nil {
 		return err
@@ -136,11 +126,9 @@ func startLabBMCs(c *cli.Context, cl *testcluster.Cluster, opt testcluster.Serve
 
 // writeClusterUp reports a cluster brought up, with its BMCs' files when it has some.
 func writeClusterUp(e *env, format string, cl *testcluster.Cluster, spec testcluster.Spec, opt testcluster.ServerOptions, labs *testcluster.LabBMCs) error {
-	if format != "table" {
-		return writeData(e.stdout, format, map[string]any{"name": spec.Name, "nodes": len(cl.Nodes), "servers": len(cl.Servers),
-			"links": cl.Graph.NumLinks(), "scale": spec.Scale, "mapping": opt.Mapping, "bmcs": labs})
-	}
-	return cl.WriteUp(e.stdout, opt.Mapping, labs)
+	return writeResult(e.stdout, format, map[string]any{"name": spec.Name, "nodes": len(cl.Nodes), "servers": len(cl.Servers),
+		"links": cl.Graph.NumLinks(), "scale": spec.Scale, "mapping": opt.Mapping, "bmcs": labs},
+		func(w io.Writer) error { return cl.WriteUp(w, opt.Mapping, labs) })
 }
 
 func clusterBootCommand(e *env) *cli.Command {
@@ -162,9 +150,7 @@ func clusterBootCommand(e *env) *cli.Command {
 
 // openCluster reads the output format and opens the running cluster the flags name.
 func openCluster(e *env, c *cli.Context) (format string, cl *testcluster.Cluster, err error) {
-	if format, err = outputFormat(c, "table", "json", "yaml"); err != nil {
-		return "", nil, err
-	}
+	format = c.String("output")
 	if cl, err = testcluster.Open(c.String("state-dir"), c.String("name"), e.log); err != nil {
 		return "", nil, asBadInput(err)
 	}
@@ -186,13 +172,8 @@ func clusterBootAction(e *env, c *cli.Context) error {
 	bar := e.progressBar("cluster boot", 0, "nodes booted")
 	tl, batch, cpu, err := cl.BootProgress(c.Context, nil, c.Duration("timeout"), bar.Func())
 	bar.Done()
-	if format != "table" {
-		if jerr := writeData(e.stdout, format, map[string]any{"batch_seconds": batch, "cpu": cpu, "nodes": tl}); jerr != nil {
-			return jerr
-		}
-		return err
-	}
-	if werr := testcluster.WriteTimelines(e.stdout, tl, batch, cpu); werr != nil {
+	if werr := writeResult(e.stdout, format, map[string]any{"batch_seconds": batch, "cpu": cpu, "nodes": tl},
+		func(w io.Writer) error { return testcluster.WriteTimelines(w, tl, batch, cpu) }); werr != nil {
 		return werr
 	}
 	return err
@@ -216,11 +197,10 @@ func clusterStatusAction(e *env, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if format != "table" {
-		return writeData(e.stdout, format, map[string]any{"name": cl.Name, "scale": cl.Scale, "nodes": cl.Nodes, "servers": sums})
-	}
-	fmt.Fprintf(e.stdout, "cluster %s: %d nodes, %d boot servers, scale x%g\n", cl.Name, len(cl.Nodes), len(cl.Servers), cl.Scale)
-	return testcluster.WriteSummaries(e.stdout, sums)
+	return writeResult(e.stdout, format, map[string]any{"name": cl.Name, "scale": cl.Scale, "nodes": cl.Nodes, "servers": sums}, func(w io.Writer) error {
+		fmt.Fprintf(w, "cluster %s: %d nodes, %d boot servers, scale x%g\n", cl.Name, len(cl.Nodes), len(cl.Servers), cl.Scale)
+		return testcluster.WriteSummaries(w, sums)
+	})
 }
 
 func clusterDownCommand(e *env) *cli.Command {
@@ -259,8 +239,9 @@ func clusterMeasureCommand(e *env) *cli.Command {
 }
 
 func clusterSpec(c *cli.Context) (testcluster.Spec, testcluster.ServerOptions, error) {
-	if err := checkTools(); err != nil {
-		return testcluster.Spec{}, testcluster.ServerOptions{}, err
+	// A host without a netns cluster's commands, or a user other than root, is refused first.
+	if err := testcluster.CheckHost(); err != nil {
+		return testcluster.Spec{}, testcluster.ServerOptions{}, badInput("cluster: %w", err)
 	}
 	if k := c.String("kind"); k != "" && k != "netns" && k != "qemu" {
 		return testcluster.Spec{}, testcluster.ServerOptions{}, badInput("--kind: %q is not one of netns, qemu", k)
@@ -305,10 +286,7 @@ func clusterError(err error) error {
 }
 
 func measureAction(e *env, c *cli.Context) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	spec, opt, err := clusterSpec(c)
 	if err != nil {
 		return err
@@ -327,10 +305,7 @@ func measureAction(e *env, c *cli.Context) error {
 		}
 		results = append(results, res)
 	}
-	if format != "table" {
-		return writeData(e.stdout, format, results)
-	}
-	return testcluster.WriteMeasurements(e.stdout, results, c.Bool("nodes"))
+	return writeResult(e.stdout, format, results, func(w io.Writer) error { return testcluster.WriteMeasurements(w, results, c.Bool("nodes")) })
 }
 
 func bootVMs(e *env, c *cli.Context, cl *testcluster.Cluster, format string) error {
@@ -349,13 +324,7 @@ func bootVMs(e *env, c *cli.Context, cl *testcluster.Cluster, format string) err
 	opt.Progress = bar.Func()
 	res, err := testcluster.BootVMs(c.Context, cl, n, opt)
 	bar.Done()
-	if format != "table" {
-		if jerr := writeData(e.stdout, format, res); jerr != nil {
-			return jerr
-		}
-		return err
-	}
-	if werr := testcluster.WriteVMResults(e.stdout, res); werr != nil {
+	if werr := writeResult(e.stdout, format, res, func(w io.Writer) error { return testcluster.WriteVMResults(w, res) }); werr != nil {
 		return werr
 	}
 	return err

@@ -12,9 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// labBMC is what `cluster bmc` reports once its BMC answers.
-type labBMC = testcluster.LabBMCReport
-
 func clusterBMCCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "bmc",
@@ -48,10 +45,7 @@ func clusterBMCCommand(e *env) *cli.Command {
 }
 
 func clusterBMCAction(e *env, c *cli.Context) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	switch c.String("protocol") {
 	case "ipmi":
 		return ipmiBMCAction(e, c, format)
@@ -69,13 +63,13 @@ func clusterBMCAction(e *env, c *cli.Context) error {
 	dir := c.String("dir")
 	m := &redfishsim.QEMUMachine{Argv: c.Args().Slice(), Dir: dir, BootArgs: map[string][]string{"Pxe": strings.Fields(c.String("pxe-args"))}}
 	return serveRedfishLab(e, c, format, opts, map[string]redfishsim.Machine{c.String("system"): m},
-		labBMC{System: c.String("system"), QMP: m.SocketPath(), Console: m.ConsoleLog()})
+		testcluster.LabBMCReport{System: c.String("system"), QMP: m.SocketPath(), Console: m.ConsoleLog()})
 }
 
 // serveRedfishLab serves a Redfish BMC in --dir whose systems are machines (by Id; opts.Systems
 // in order) and reports it (info, the BMC's address and files filled in) until interrupted; then
 // it powers them off: a lab machine left running has nothing that could stop it.
-func serveRedfishLab(e *env, c *cli.Context, format string, opts redfishsim.Options, machines map[string]redfishsim.Machine, info labBMC) error {
+func serveRedfishLab(e *env, c *cli.Context, format string, opts redfishsim.Options, machines map[string]redfishsim.Machine, info testcluster.LabBMCReport) error {
 	dir := c.String("dir")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return badInput("--dir: %v", err)
@@ -138,11 +132,8 @@ func labBMCCommon(c *cli.Context) (string, error) {
 }
 
 // writeLabBMC reports the BMC's address and files, in the format asked for.
-func writeLabBMC(e *env, format string, b labBMC) error {
-	if format != "table" {
-		return writeData(e.stdout, format, b)
-	}
-	return b.WriteText(e.stdout)
+func writeLabBMC(e *env, format string, b testcluster.LabBMCReport) error {
+	return writeResult(e.stdout, format, b, b.WriteText)
 }
 
 // readPasswordFile reads the first line of a password file.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bootfabric/bootfabric/internal/redfishsim"
+	"github.com/bootfabric/bootfabric/testcluster"
 	"github.com/urfave/cli/v2"
 )
 
@@ -53,5 +54,5 @@ func commandBMCAction(e *env, c *cli.Context, format string) error {
 		machines[name] = &redfishsim.CommandMachine{Command: cmds[name], Log: logs[name]}
 	}
 	opts.Systems = names
-	return serveRedfishLab(e, c, format, opts, machines, labBMC{Systems: slices.Clone(names), Logs: logs})
+	return serveRedfishLab(e, c, format, opts, machines, testcluster.LabBMCReport{Systems: slices.Clone(names), Logs: logs})
 }

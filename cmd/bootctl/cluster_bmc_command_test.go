@@ -13,6 +13,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/power"
+	"github.com/bootfabric/bootfabric/testcluster"
 )
 
 // TestClusterBMCCommands: `bootctl cluster bmc --command` serves one Redfish BMC whose systems are
@@ -33,7 +34,7 @@ func TestClusterBMCCommands(t *testing.T) {
 		pw2.Close()
 		exited <- code
 	}()
-	var info labBMC
+	var info testcluster.LabBMCReport
 	if err := json.NewDecoder(pr).Decode(&info); err != nil {
 		t.Fatalf("cluster bmc's report: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/bootfabric/bootfabric/internal/testenv"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/power"
+	"github.com/bootfabric/bootfabric/testcluster"
 )
 
 // TestClusterBMC starts `bootctl cluster bmc` in front of a small QEMU VM and drives it with
@@ -72,7 +73,7 @@ func testClusterBMC(t *testing.T, flags []string) {
 			t.Error("cluster bmc did not end within 60 s of its interruption")
 		}
 	})
-	var info labBMC
+	var info testcluster.LabBMCReport
 	if err := json.NewDecoder(pr).Decode(&info); err != nil {
 		t.Fatalf("cluster bmc's report: %v (stderr %s)", err, stderr.String())
 	}

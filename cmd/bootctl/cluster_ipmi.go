@@ -10,6 +10,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/internal/ipmibmc"
 	"github.com/bootfabric/bootfabric/internal/redfishsim"
+	"github.com/bootfabric/bootfabric/testcluster"
 	"github.com/urfave/cli/v2"
 )
 
@@ -72,7 +73,7 @@ func ipmiBMCAction(e *env, c *cli.Context, format string) error {
 	logf := func(format string, args ...any) { fmt.Fprintf(e.stderr, "bootctl cluster bmc: "+format+"\n", args...) }
 	var werr error // the report's own failure, returned as it is
 	err = ipmibmc.ServeMachine(c.Context, cfg, sock, m, logf, func(sim *ipmibmc.Sim) error {
-		werr = writeLabBMC(e, format, labBMC{Endpoint: "ipmi://" + sim.Addr(), BMC: sim.Addr(), BMCDriver: "ipmi", System: c.String("system"),
+		werr = writeLabBMC(e, format, testcluster.LabBMCReport{Endpoint: "ipmi://" + sim.Addr(), BMC: sim.Addr(), BMCDriver: "ipmi", System: c.String("system"),
 			User: cfg.User, QMP: m.SocketPath(), Console: m.ConsoleLog()})
 		return werr
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/bootfabric/bootfabric/internal/testenv"
 	"github.com/bootfabric/bootfabric/internal/testfix"
 	"github.com/bootfabric/bootfabric/power"
+	"github.com/bootfabric/bootfabric/testcluster"
 )
 
 // asBootctlEnv, set, makes the test binary bootctl itself: `cluster bmc --protocol ipmi` names its
@@ -31,7 +32,7 @@ func TestMain(m *testing.M) {
 // startIPMIBMC runs `bootctl cluster bmc --protocol ipmi` (this binary as bootctl) in front of a
 // small QEMU VM and returns its report; the BMC is sent SIGTERM at the end of the test and must
 // end with exit 0 within 60 s.
-func startIPMIBMC(t *testing.T, dir, pw string) (labBMC, *exec.Cmd, <-chan struct{}) {
+func startIPMIBMC(t *testing.T, dir, pw string) (testcluster.LabBMCReport, *exec.Cmd, <-chan struct{}) {
 	qemu := testenv.NeedTool(t, "qemu-system-x86_64", "qemu-system-x86")
 	testenv.NeedTool(t, "ipmi_sim", "openipmi")
 	cmd := exec.Command(os.Args[0], "cluster", "bmc", "--protocol", "ipmi", "--listen", "127.0.0.1:0", "--dir", filepath.Join(dir, "bmc"),
@@ -57,7 +58,7 @@ func startIPMIBMC(t *testing.T, dir, pw string) (labBMC, *exec.Cmd, <-chan struc
 			t.Error("cluster bmc did not end within 60 s of SIGTERM")
 		}
 	})
-	var info labBMC
+	var info testcluster.LabBMCReport
 	if err := json.NewDecoder(out).Decode(&info); err != nil {
 		t.Fatalf("cluster bmc's report: %v", err)
 	}

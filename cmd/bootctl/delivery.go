@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/bootfabric/bootfabric/fabricsim"
-	"github.com/bootfabric/bootfabric/units"
+	"github.com/bootfabric/bootfabric/internal/suggest"
 	"github.com/urfave/cli/v2"
 )
 
@@ -25,7 +25,7 @@ func choiceValue(c *cli.Context, name string, choices ...string) (string, error)
 		return v, nil
 	}
 	msg := fmt.Sprintf("--%s: %q is not one of %s", name, v, strings.Join(choices, ", "))
-	if s := nearest(v, choices); s != "" {
+	if s := suggest.Nearest(v, choices); s != "" {
 		msg += fmt.Sprintf(" (did you mean %s?)", s)
 	}
 	return "", badInput("%s", msg)
@@ -47,24 +47,6 @@ func (in *machineInput) p2pSplit() (serverBytes, rootBytes float64) {
 		return float64(in.KernelBytes), float64(in.InitrdBytes)
 	}
 	return fabricsim.P2PSplit(in.ImageBytes)
-}
-
-// p2pHeader is the line that says what peer delivery's column is of.
-func p2pHeader(server, root float64) string {
-	return fmt.Sprintf("delivery p2p: %s from the servers, then the root image (%s) by peers (own board first) in %d KiB pieces",
-		units.FormatBytes(server), units.FormatBytes(root), fabricsim.DefaultPieceBytes>>10)
-}
-
-// p2pCells are a plan row's peer delivery cells: boot seconds, of which the kernel from the
-// servers and the root stage (prec decimals), the root stage's bottlenecks joined by sep, the
-// servers' seeding (in CSV the schedule and the copies the servers send), the ratio to server
-// delivery; "-" for an empty batch.
-func p2pCells(p *fabricsim.P2PPlan, prec int, sep string) []string {
-	if p == nil {
-		return []string{"-", "-", "-", "-", "-", "-"}
-	}
-	return []string{fmtFloat(p.BootSeconds, prec), fmtFloat(p.ServerSeconds, prec), fmtFloat(p.Root.Seconds, prec),
-		strings.Join(p.Root.Bottlenecks, sep), p.Root.Seeding(), fmtFloat(p.SpeedupVsServer, prec)}
 }
 
 // checkP2P refuses peer delivery when the image leaves nothing for peers to deliver (a profile

@@ -41,10 +41,7 @@ func fetchCommand(e *env) *cli.Command {
 			outputFlag("text", "json"),
 		},
 		Action: func(c *cli.Context) error {
-			format, err := outputFormat(c, "text", "json")
-			if err != nil {
-				return err
-			}
+			format := c.String("output")
 			o, err := fetchOptions(c)
 			if err != nil {
 				return err

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
-	"github.com/bootfabric/bootfabric/internal/texttable"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 )
@@ -63,18 +61,6 @@ func fleetCommand(e *env) *cli.Command {
 	}
 }
 
-// fleetEtcdError is an etcd failure on one line that names the endpoints (fleet.EtcdError).
-type fleetEtcdError struct {
-	endpoints []string
-	err       error
-}
-
-func (e *fleetEtcdError) Error() string {
-	return (&fleet.EtcdError{Endpoints: e.endpoints, Err: e.err}).Error()
-}
-
-func (e *fleetEtcdError) Unwrap() error { return e.err }
-
 // openFleet connects to the fleet's etcd.
 func openFleet(c *cli.Context) (*fleet.Client, []string, error) {
 	eps, err := fleetEndpoints(c)
@@ -92,19 +78,13 @@ func openFleet(c *cli.Context) (*fleet.Client, []string, error) {
 		return nil, nil, err
 	}
 	if err != nil {
-		return nil, nil, &fleetEtcdError{eps, err}
+		return nil, nil, &fleet.EtcdError{Endpoints: eps, Err: err}
 	}
 	return cl, eps, nil
 }
 
-// fleetApplyResult is what `fleet apply` reports.
-type fleetApplyResult = bootsrv.FleetApplyResult
-
 func fleetApply(c *cli.Context, e *env) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	key, err := signingKey(c)
 	if err != nil {
 		return err
@@ -133,15 +113,10 @@ func fleetApply(c *cli.Context, e *env) error {
 			return err
 		}
 	}
-	if format != "table" {
-		err = writeData(e.stdout, format, res)
-	} else {
-		err = res.WriteTable(e.stdout)
-	}
-	if err != nil {
+	if err := writeResult(e.stdout, format, res, res.WriteTable); err != nil {
 		return err
 	}
-	return refusedError(res.Fleet, res.Number, res.Revision, res.Applied)
+	return bootsrv.RefusedError(res.Fleet, res.Number, res.Revision, res.Applied)
 }
 
 // signingKey reads --sign-key, which every apply but a dry run needs.
@@ -163,7 +138,7 @@ func signingKey(c *cli.Context) (ed25519.PrivateKey, error) {
 // revision, whether it changed and what the live servers made of it. A current revision that the
 // servers refuse (a forgery, a rollback) is replaced, with a warning: this is how the operator
 // recovers from one, as the document comes whole from the operator's files.
-func storeRevision(c *cli.Context, e *env, res *fleetApplyResult, enc []byte, key ed25519.PrivateKey) error {
+func storeRevision(c *cli.Context, e *env, res *bootsrv.FleetApplyResult, enc []byte, key ed25519.PrivateKey) error {
 	trusted, err := operatorTrust(c, key)
 	if err != nil {
 		return err
@@ -184,16 +159,13 @@ func storeRevision(c *cli.Context, e *env, res *fleetApplyResult, enc []byte, ke
 	case errors.Is(err, fleet.ErrConflict):
 		return fmt.Errorf("fleet %s: %w: run the command again", cl.Fleet(), err)
 	case err != nil && !errors.As(err, &etcdErr):
-		return &fleetEtcdError{eps, err}
+		return &fleet.EtcdError{Endpoints: eps, Err: err}
 	}
 	return err
 }
 
 func fleetStatusAction(c *cli.Context, e *env) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	cl, _, err := openFleet(c)
 	if err != nil {
 		return err
@@ -206,11 +178,7 @@ func fleetStatusAction(c *cli.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	if format != "table" {
-		err = writeData(e.stdout, format, st)
-	} else {
-		err = st.WriteTable(e.stdout)
-	}
+	err = writeResult(e.stdout, format, st, st.WriteTable)
 	if err == nil && st.Live == 0 {
 		// As a health check, a fleet with no live server is down: exit 1, the report printed.
 		err = fmt.Errorf("fleet %s: none of its %d servers is live: no node is answered", st.Fleet, len(st.Servers))
@@ -218,21 +186,10 @@ func fleetStatusAction(c *cli.Context, e *env) error {
 	return err
 }
 
-// readFleetRevision reads the fleet's current revision and decodes its document and machine.
-func readFleetRevision(ctx context.Context, cl *fleet.Client, _ []string) (*fleet.ConfigRevision, *bootconfig.FleetDoc, *bootconfig.FleetMachine, error) {
-	return bootsrv.ReadFleetRevision(ctx, cl)
-}
-
-// fleetPlural writes a count with its noun: "1 profile", "2 profiles".
-func fleetPlural(n int, noun string) string { return texttable.Plural(n, noun) }
-
 // fleetKeygen writes a new signing key pair. It never replaces a file: a lost private key would
 // lock the operator out of every server that trusts it.
 func fleetKeygen(c *cli.Context, e *env) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	res, err := fleet.WriteKeyFiles(c.String("out"))
 	if errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrNotExist) {
 		return badInput("--out: %w", err)
@@ -240,10 +197,5 @@ func fleetKeygen(c *cli.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	if format != "table" {
-		return writeData(e.stdout, format, res)
-	}
-	_, err = fmt.Fprintf(e.stdout, "key %s: private %s (keep it off the servers); to every server: %s (serve --config-key) and %s (serve --fleet-secret)\n",
-		res.Key, res.Private, res.Public, res.Secret)
-	return err
+	return writeResult(e.stdout, format, res, res.WriteText)
 }

@@ -49,10 +49,7 @@ func authRoles(name string, servers []string, operator string) ([]fleet.AuthRole
 }
 
 func fleetAuth(c *cli.Context, e *env) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	name, servers, operator := c.String("fleet"), []string(nil), c.String("operator")
 	for _, s := range c.StringSlice("servers") {
 		servers = append(servers, splitList(s)...)
@@ -71,17 +68,14 @@ func fleetAuth(c *cli.Context, e *env) error {
 		passwords = append(passwords, fleet.UserPassword{User: sec.Username, Password: sec.Password})
 	}
 	if err := cl.SetupAuth(c.Context, servers, operator, passwords...); err != nil {
-		return &fleetEtcdError{eps, err}
+		return &fleet.EtcdError{Endpoints: eps, Err: err}
 	}
 	res := fleet.AuthResult{Fleet: name, Roles: roles}
 	if c.Bool("enable") {
 		if err := cl.EnableAuth(c.Context); err != nil {
-			return &fleetEtcdError{eps, err}
+			return &fleet.EtcdError{Endpoints: eps, Err: err}
 		}
 		res.Enabled = true
 	}
-	if format != "table" {
-		return writeData(e.stdout, format, res)
-	}
-	return res.WriteTable(e.stdout)
+	return writeResult(e.stdout, format, res, res.WriteTable)
 }

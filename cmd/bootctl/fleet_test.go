@@ -90,11 +90,11 @@ func TestFleetApplyOffline(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("dry run: %d\n%s", code, errs)
 	}
-	got := decodeJSONOut[fleetApplyResult](t, out)
-	want := fleetApplyResult{Fleet: "default", DryRun: true, Changed: false, Nodes: 8, Mapping: "bcda",
+	got := decodeJSONOut[bootsrv.FleetApplyResult](t, out)
+	want := bootsrv.FleetApplyResult{Fleet: "default", DryRun: true, Changed: false, Nodes: 8, Mapping: "bcda",
 		Servers:  []bootsrv.FleetServerRow{{Name: "bs0", Address: "10.0.0.1", Nodes: 4}, {Name: "bs1", Address: "10.0.0.2", Nodes: 4}},
 		Profiles: []bootsrv.FleetProfileRow{{Name: "default", Files: 1, Bytes: 5000}}}
-	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(fleetApplyResult{}, "SHA256", "Bytes")); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(bootsrv.FleetApplyResult{}, "SHA256", "Bytes")); diff != "" {
 		t.Errorf("dry run (-want +got):\n%s", diff)
 	}
 	if len(got.SHA256) != 64 || got.Bytes == 0 {
@@ -176,7 +176,7 @@ type fleetEtcd struct {
 	file    string // the fleet file
 	key     string // the operator's signing key (KEY.pub: its public key)
 
-	first, second fleetApplyResult
+	first, second bootsrv.FleetApplyResult
 	want          bootsrv.FleetStatus
 	bs1           *fleet.Client
 }
@@ -219,7 +219,7 @@ func (fe *fleetEtcd) applyTwice(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("apply: %d\n%s", code, errs)
 	}
-	fe.first = decodeJSONOut[fleetApplyResult](t, out)
+	fe.first = decodeJSONOut[bootsrv.FleetApplyResult](t, out)
 	// The first configuration of an empty etcd is number 1 (its etcd revision is 2 or more).
 	if fe.first.Revision <= 0 || fe.first.Number != 1 || !fe.first.Changed || fe.first.Nodes != 8 {
 		t.Errorf("apply: %+v", fe.first)
@@ -300,7 +300,7 @@ func (fe *fleetEtcd) applyAddedNode(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("apply 9 nodes: %d\n%s", code, errs)
 	}
-	fe.second = decodeJSONOut[fleetApplyResult](t, out)
+	fe.second = decodeJSONOut[bootsrv.FleetApplyResult](t, out)
 	if fe.second.Revision <= fe.first.Revision || fe.second.Number != 2 || !fe.second.Changed || fe.second.Nodes != 9 || fe.second.SHA256 == fe.first.SHA256 {
 		t.Errorf("second apply: %+v after %+v", fe.second, fe.first)
 	}

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"crypto/ed25519"
 	"time"
 
-	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/urfave/cli/v2"
 )
@@ -44,34 +42,3 @@ func operatorTrust(c *cli.Context, key ed25519.PrivateKey) ([]ed25519.PublicKey,
 	}
 	return append(keys, key.Public().(ed25519.PublicKey)), nil
 }
-
-// The fleet's revision checks live in bootsrv; these names are the node commands'.
-type (
-	memberRevisions = bootsrv.MemberRevisions
-	serverVerdict   = bootsrv.ServerVerdict
-)
-
-const (
-	recoverHint    = bootsrv.RecoverHint
-	verdictApplied = bootsrv.VerdictApplied
-)
-
-func liveRevisions(ctx context.Context, cl *fleet.Client) ([]memberRevisions, error) {
-	return bootsrv.LiveRevisions(ctx, cl)
-}
-
-func baseProblem(cl *fleet.Client, cur *fleet.ConfigRevision, trusted []ed25519.PublicKey, ms []memberRevisions) error {
-	return bootsrv.BaseProblem(cl, cur, trusted, ms)
-}
-
-func afterSerial(ms []memberRevisions) uint64 { return bootsrv.AfterSerial(ms) }
-
-func confirmRevision(ctx context.Context, cl *fleet.Client, rev fleet.ConfigRevision, wait time.Duration) ([]serverVerdict, error) {
-	return bootsrv.ConfirmRevision(ctx, cl, rev, wait)
-}
-
-func refusedError(fleetName string, number, revision int64, vs []serverVerdict) error {
-	return bootsrv.RefusedError(fleetName, number, revision, vs)
-}
-
-func describeVerdicts(vs []serverVerdict) string { return bootsrv.DescribeVerdicts(vs) }

@@ -81,7 +81,7 @@ func TestFleetEditRefusesForgery(t *testing.T) {
 
 	// fleet apply of the operator's own file replaces the forgery, saying so.
 	code, out, errs := runBootctl(t, ctx, "fleet", "apply", "-f", file, "--etcd", etcd, "--sign-key", key, "-o", "json")
-	res := decodeJSONOut[fleetApplyResult](t, out)
+	res := decodeJSONOut[bootsrv.FleetApplyResult](t, out)
 	if code != 0 || !res.Changed || !strings.Contains(errs, "warning: fleet default: configuration 2 (etcd revision ") || !strings.Contains(errs, "replacing it with "+file) {
 		t.Fatalf("fleet apply over a forgery: exit %d changed %v, stderr %q", code, res.Changed, errs)
 	}
@@ -101,7 +101,7 @@ func TestFleetEditRefusesForgery(t *testing.T) {
 	code, _, errs = runBootctl(t, ctx, "node", "delete", "n7", "--etcd", etcd, "--sign-key", key)
 	wantRefused(t, "node delete on a rollback", code, errs, "is refused: configuration revision is older than one applied before", "which server bs0 runs")
 	code, out, errs = runBootctl(t, ctx, "fleet", "apply", "-f", file, "--etcd", etcd, "--sign-key", key, "--wait", "0", "-o", "json")
-	res = decodeJSONOut[fleetApplyResult](t, out)
+	res = decodeJSONOut[bootsrv.FleetApplyResult](t, out)
 	after, _ := cl.Config(ctx)
 	if code != 0 || !res.Changed || after.Serial <= third.Serial {
 		t.Errorf("fleet apply of the rolled-back document: exit %d changed %v, serial %d after the server's %d; stderr %q", code, res.Changed, after.Serial, third.Serial, errs)

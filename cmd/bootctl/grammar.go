@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/bootfabric/bootfabric/internal/cligrammar"
-	"github.com/bootfabric/bootfabric/internal/suggest"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/urfave/cli/v2"
 )
@@ -31,5 +30,3 @@ func normalizeArgs(app *cli.App, args []string) []string { return cligrammar.Nor
 func withChoices(f cli.StringFlag, choices ...string) *choiceFlag {
 	return cligrammar.WithChoices(f, choices...)
 }
-
-func nearest(s string, candidates []string) string { return suggest.Nearest(s, candidates) }

@@ -3,10 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"strconv"
 
 	"github.com/bootfabric/bootfabric/images"
+	"github.com/bootfabric/bootfabric/internal/texttable"
 	"github.com/urfave/cli/v2"
 )
 
@@ -51,10 +52,7 @@ func imageAddCommand(e *env) *cli.Command {
 
 // imageAdd checks every file the flags name, then stores the profile and shows it.
 func imageAdd(e *env, c *cli.Context) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	p, files, err := images.ProfileFromFiles(c.String("name"), c.String("cmdline"), c.String("kernel"), c.String("initrd"),
 		c.StringSlice("boot-file"))
 	if err != nil {
@@ -73,10 +71,7 @@ func imageAdd(e *env, c *cli.Context) error {
 		}
 		return err
 	}
-	if format != "table" {
-		return writeData(e.stdout, format, got.Summarize())
-	}
-	return writeImageTable(e, []images.Profile{got})
+	return writeResult(e.stdout, format, got.Summarize(), func(w io.Writer) error { return images.WriteProfileTable(w, []images.Profile{got}) })
 }
 
 func imageListCommand(e *env) *cli.Command {
@@ -90,10 +85,7 @@ func imageListCommand(e *env) *cli.Command {
 
 // imageList shows every profile of the store in the format asked for.
 func imageList(e *env, c *cli.Context) error {
-	format, err := outputFormat(c, "table", "json", "yaml", "csv")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	st, err := openStore(c)
 	if err != nil {
 		return err
@@ -107,21 +99,9 @@ func imageList(e *env, c *cli.Context) error {
 		}
 		return writeData(e.stdout, format, out)
 	case "csv":
-		return writeCSV(e.stdout, imageCSV(list))
+		return texttable.WriteCSV(e.stdout, images.ProfilesCSV(list))
 	}
-	return writeImageTable(e, list)
-}
-
-// imageCSV is the profiles as CSV records, the header first.
-func imageCSV(list []images.Profile) [][]string {
-	rows := [][]string{{"profile", "kernel", "initrd", "files", "bytes", "kernel_sha256", "cmdline", "kernel_bytes", "initrd_bytes"}}
-	for _, p := range list {
-		s := p.Summarize()
-		rows = append(rows, []string{p.Name, p.Kernel, p.Initrd, strconv.Itoa(len(p.FileNames())),
-			strconv.FormatInt(s.Bytes, 10), p.Files[p.Kernel].SHA256, p.Cmdline,
-			strconv.FormatInt(s.KernelBytes, 10), strconv.FormatInt(s.InitrdBytes, 10)})
-	}
-	return rows
+	return images.WriteProfileTable(e.stdout, list)
 }
 
 func imageVerifyCommand(e *env) *cli.Command {
@@ -133,77 +113,19 @@ func imageVerifyCommand(e *env) *cli.Command {
 	}
 }
 
-// verifyProblem is one file image verify found missing, unreadable or changed.
-type verifyProblem struct {
-	Profile string `json:"profile"`
-	File    string `json:"file"`
-	SHA256  string `json:"sha256"`
-	Kind    string `json:"kind"`
-	Detail  string `json:"detail"`
-}
-
-// verifyResult is what image verify reports as data.
-type verifyResult struct {
-	Files    int             `json:"files"`
-	OK       bool            `json:"ok"`
-	Problems []verifyProblem `json:"problems"`
-}
-
 // imageVerify re-hashes every stored file, shows what it found, and fails when anything is wrong.
 func imageVerify(e *env, c *cli.Context) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	st, err := openStore(c)
 	if err != nil {
 		return err
 	}
-	problems := st.Verify()
-	files := 0
-	for _, p := range st.List() {
-		files += len(p.FileNames())
-	}
-	if err := writeVerify(e, format, files, problems); err != nil {
+	r := st.VerifyAll()
+	if err := writeResult(e.stdout, format, r, r.WriteText); err != nil {
 		return err
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("image store %s: %d of %d files missing, unreadable or changed", st.Dir(), len(problems), files)
+	if !r.OK {
+		return fmt.Errorf("image store %s: %d of %d files missing, unreadable or changed", st.Dir(), len(r.Problems), r.Files)
 	}
 	return nil
-}
-
-// writeVerify shows image verify's findings: one line per problem and a count, or as data.
-func writeVerify(e *env, format string, files int, problems []images.Problem) error {
-	if format == "table" {
-		for _, p := range problems {
-			fmt.Fprintln(e.stdout, p.String())
-		}
-		fmt.Fprintf(e.stdout, "%d files checked, %d problems\n", files, len(problems))
-		return nil
-	}
-	out := verifyResult{Files: files, OK: len(problems) == 0, Problems: []verifyProblem{}}
-	for _, p := range problems {
-		out.Problems = append(out.Problems, verifyProblem{p.Profile, p.File, p.Blob.SHA256, p.Kind, p.Detail})
-	}
-	return writeData(e.stdout, format, out)
-}
-
-func writeImageTable(e *env, list []images.Profile) error {
-	if len(list) == 0 {
-		fmt.Fprintln(e.stdout, "no profiles")
-		return nil
-	}
-	t := newTable(e.stdout)
-	t.row("profile", "kernel", "kernel MB", "initrd", "initrd MB", "files", "MB", "sha256 (kernel)", "cmdline")
-	for _, p := range list {
-		s := p.Summarize()
-		initrdMB := "-"
-		if p.Initrd != "" {
-			initrdMB = fmtFloat(float64(s.InitrdBytes)/1e6, 1)
-		}
-		t.row(p.Name, p.Kernel, fmtFloat(float64(s.KernelBytes)/1e6, 1), orDash(p.Initrd), initrdMB, len(p.FileNames()),
-			fmtFloat(float64(s.Bytes)/1e6, 1), p.Files[p.Kernel].SHA256[:12], orDash(p.Cmdline))
-	}
-	return t.flush()
 }

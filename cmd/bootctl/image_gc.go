@@ -1,12 +1,11 @@
 package main
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/bootfabric/bootfabric/images"
+	"github.com/bootfabric/bootfabric/internal/suggest"
 	"github.com/urfave/cli/v2"
 )
 
@@ -27,10 +26,7 @@ type imageDeleteResult struct {
 
 // imageDelete removes the profile NAME; an unknown name is bad input, with the nearest name.
 func imageDelete(e *env, c *cli.Context) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	if c.NArg() != 1 {
 		return badInput("image delete: give one profile NAME (%d arguments given)", c.NArg())
 	}
@@ -41,12 +37,8 @@ func imageDelete(e *env, c *cli.Context) error {
 	name := c.Args().First()
 	p, err := st.Delete(name)
 	if errors.Is(err, images.ErrNotFound) {
-		var names []string
-		for _, p := range st.List() {
-			names = append(names, p.Name)
-		}
 		hint := ""
-		if n := nearest(name, names); n != "" {
+		if n := suggest.Nearest(name, st.ProfileNames()); n != "" {
 			hint = fmt.Sprintf("; did you mean %q?", n)
 		}
 		return badInput("image delete: no profile %q in the store %s%s", name, st.Dir(), hint)
@@ -73,10 +65,7 @@ func imageGCCommand(e *env) *cli.Command {
 
 // imageGC removes (or, with --dry-run, lists) the unreferenced blobs and the bytes freed.
 func imageGC(e *env, c *cli.Context) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	st, err := openStore(c)
 	if err != nil {
 		return err
@@ -85,17 +74,5 @@ func imageGC(e *env, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if format != "table" {
-		return writeData(e.stdout, format, res)
-	}
-	verb := "removed"
-	if res.DryRun {
-		verb = "would remove"
-	}
-	slices.SortFunc(res.Removed, func(a, b images.Blob) int { return cmp.Compare(b.Size, a.Size) })
-	for _, b := range res.Removed {
-		fmt.Fprintf(e.stdout, "%s blob %s (%s MB)\n", verb, b.SHA256, fmtFloat(float64(b.Size)/1e6, 1))
-	}
-	fmt.Fprintf(e.stdout, "%s %d blobs, %s MB; %d blobs referenced by profiles kept\n", verb, len(res.Removed), fmtFloat(float64(res.Bytes)/1e6, 1), res.Kept)
-	return nil
+	return writeResult(e.stdout, format, res, res.WriteText)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/images"
 	"github.com/bootfabric/bootfabric/images/ociimport"
+	"github.com/bootfabric/bootfabric/internal/texttable"
 	"github.com/bootfabric/bootfabric/units"
 	"github.com/urfave/cli/v2"
 )
@@ -39,10 +41,7 @@ func imageImportCommand(e *env) *cli.Command {
 
 // imageImport checks the flags, imports the image and shows the profile it made.
 func imageImport(e *env, c *cli.Context) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	opt := ociimport.Options{Source: c.Args().First(), Name: c.String("name"), Kernel: c.String("kernel"),
 		Cmdline: c.String("cmdline"), Compression: c.String("compress"), Platform: c.String("platform")}
 	if opt.Compression != ociimport.Gzip && opt.Compression != ociimport.Zstd {
@@ -75,10 +74,7 @@ func imageImport(e *env, c *cli.Context) error {
 	for _, w := range res.Warnings {
 		fmt.Fprintf(e.stderr, "bootctl image import: warning: %s\n", w)
 	}
-	if format != "table" {
-		return writeData(e.stdout, format, res)
-	}
-	return writeImportTable(e, res)
+	return writeResult(e.stdout, format, res, func(io.Writer) error { return writeImportTable(e, res) })
 }
 
 // importAgentFlags checks --agent, --busybox and --module into opt.
@@ -126,14 +122,14 @@ func importIntoStore(c *cli.Context, opt ociimport.Options) (ociimport.Result, e
 
 func writeImportTable(e *env, res ociimport.Result) error {
 	p := res.Profile
-	t := newTable(e.stdout)
-	t.row("profile", "format", "layers", "entries", "cpio MB", "initrd MB", "kernel MB", "kernel from")
-	t.row(p.Name, res.Format, res.Layers, res.Entries, fmtFloat(float64(res.CpioBytes)/1e6, 1),
-		fmtFloat(float64(p.Files[p.Initrd].Size)/1e6, 1), fmtFloat(float64(p.Files[p.Kernel].Size)/1e6, 1), res.KernelSource)
-	if err := t.flush(); err != nil {
+	t := texttable.New(e.stdout)
+	t.Row("profile", "format", "layers", "entries", "cpio MB", "initrd MB", "kernel MB", "kernel from")
+	t.Row(p.Name, res.Format, res.Layers, res.Entries, texttable.Float(float64(res.CpioBytes)/1e6, 1),
+		texttable.Float(float64(p.Files[p.Initrd].Size)/1e6, 1), texttable.Float(float64(p.Files[p.Kernel].Size)/1e6, 1), res.KernelSource)
+	if err := t.Flush(); err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintf(e.stdout, "image %s, initrd %s (%s) sha256 %s\n", orDash(res.Digest), p.Initrd, res.Compression, p.Files[p.Initrd].SHA256); err != nil {
+	if _, err := fmt.Fprintf(e.stdout, "image %s, initrd %s (%s) sha256 %s\n", texttable.OrDash(res.Digest), p.Initrd, res.Compression, p.Files[p.Initrd].SHA256); err != nil {
 		return err
 	}
 	if len(res.Modules) > 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bootfabric/bootfabric/bootconfig"
 	"github.com/bootfabric/bootfabric/images"
+	"github.com/bootfabric/bootfabric/internal/texttable"
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/bootfabric/bootfabric/units"
@@ -163,11 +164,7 @@ func (in *machineInput) readImageSize(c *cli.Context) error {
 	}
 	p, err := st.Get(name)
 	if err != nil {
-		var names []string
-		for _, q := range st.List() {
-			names = append(names, q.Name)
-		}
-		return badInput("--profile: no profile %q in %s (profiles: %s)", name, st.Dir(), orDash(strings.Join(names, ", ")))
+		return badInput("--profile: no profile %q in %s (profiles: %s)", name, st.Dir(), texttable.OrDash(strings.Join(st.ProfileNames(), ", ")))
 	}
 	in.Profile, in.KernelBytes, in.InitrdBytes = name, p.Files[p.Kernel].Size, p.Files[p.Initrd].Size
 	in.ImageBytes = float64(in.KernelBytes + in.InitrdBytes)

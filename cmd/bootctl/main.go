@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -171,13 +172,9 @@ func isFlagError(err error) bool {
 	}
 	msg := err.Error()
 	for _, p := range []string{"flag provided but not defined", "invalid value", "flag needs an argument", "Required flag", "No help topic"} {
-		if contains(msg, p) {
+		if strings.Contains(msg, p) {
 			return true
 		}
 	}
 	return false
-}
-
-func contains(s, sub string) bool {
-	return len(sub) <= len(s) && (s[:len(sub)] == sub || contains(s[1:], sub))
 }

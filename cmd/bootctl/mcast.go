@@ -1,14 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"errors"
-	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 
+	"github.com/bootfabric/bootfabric/internal/texttable"
 	"github.com/bootfabric/bootfabric/mapping"
 	"github.com/bootfabric/bootfabric/routing"
 	"github.com/bootfabric/bootfabric/topology"
@@ -40,13 +39,7 @@ func mcastCommand(e *env) *cli.Command {
 			timingsFlag(),
 			outputFlag("table", "json", "yaml", "csv"),
 		},
-		Action: func(c *cli.Context) error {
-			format, err := outputFormat(c, "table", "json", "yaml", "csv")
-			if err != nil {
-				return err
-			}
-			return runMcast(e, c, format)
-		},
+		Action: func(c *cli.Context) error { return runMcast(e, c, c.String("output")) },
 	}
 }
 
@@ -69,17 +62,11 @@ func runMcast(e *env, c *cli.Context, format string) error {
 	if err != nil {
 		return err
 	}
-	sum.Sets = sets
-	if sum.Topology == "" {
-		sum.Topology = spec
+	sum.Sets, sum.Topology = sets, cmp.Or(sum.Topology, spec)
+	if format == "csv" {
+		return texttable.WriteCSV(e.stdout, sum.CSV())
 	}
-	switch format {
-	case "json", "yaml":
-		return writeData(e.stdout, format, sum)
-	case "csv":
-		return writeMcastCSV(e, sum, c.Bool("timings"))
-	}
-	return writeMcastTable(e, sum, c.Bool("timings"))
+	return writeResult(e.stdout, format, sum, sum.WriteTable)
 }
 
 // routeMcast routes the groups with each algorithm (routing.CompareMulticast) and logs the times.
@@ -97,51 +84,6 @@ func routeMcast(e *env, g *topology.Graph, groups []routing.McastGroup, algos []
 		e.log.Info("multicast routed", zap.String("algo", r.Algorithm), zap.Float64("seconds", sum.RowSeconds[i]))
 	}
 	return sum, nil
-}
-
-// writeMcastCSV writes one record per algorithm.
-func writeMcastCSV(e *env, sum *routing.McastComparison, timings bool) error {
-	head := []string{"algo", "max_efi", "mean_efi", "max_height", "mean_height"}
-	if timings {
-		head = append(head, "seconds")
-	}
-	rows := [][]string{head}
-	for _, r := range sum.Results {
-		rec := []string{r.Algorithm, strconv.Itoa(r.MaxEFI), fmtFloat(r.MeanEFI, 4), strconv.Itoa(r.MaxHeight), fmtFloat(r.MeanHeight, 4)}
-		if timings {
-			rec = append(rec, fmtFloat(r.Seconds, 4))
-		}
-		rows = append(rows, rec)
-	}
-	return writeCSV(e.stdout, rows)
-}
-
-// writeMcastTable writes the summary line and one row per algorithm.
-func writeMcastTable(e *env, sum *routing.McastComparison, timings bool) error {
-	var parts []string
-	for _, s := range sum.Sets {
-		parts = append(parts, fmt.Sprintf("%s %d", s.Spec, s.Groups))
-	}
-	hop := ""
-	if timings {
-		hop = fmt.Sprintf("; hop tables %.3f s", sum.HopTableSeconds)
-	}
-	fmt.Fprintf(e.stdout, "%s: %d endpoints, %d switches; %d groups (%s)%s\n", sum.Topology, sum.Endpoints,
-		sum.Switches, sum.Groups, strings.Join(parts, ", "), hop)
-	t := newTable(e.stdout)
-	head := []any{"algo", "max EFI", "mean EFI", "max height", "mean height"}
-	if timings {
-		head = append(head, "seconds")
-	}
-	t.row(head...)
-	for _, r := range sum.Results {
-		row := []any{r.Algorithm, r.MaxEFI, fmtFloat(r.MeanEFI, 2), r.MaxHeight, fmtFloat(r.MeanHeight, 2)}
-		if timings {
-			row = append(row, fmtFloat(r.Seconds, 3))
-		}
-		t.row(row...)
-	}
-	return t.flush()
 }
 
 // mcastGroups generates the groups of --groups (routing.ParseGroupSets), the servers set from

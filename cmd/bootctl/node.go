@@ -44,6 +44,14 @@ func nodeCommand(e *env) *cli.Command {
 	}
 }
 
+// checkServerURL refuses a --server value that is not an http:// or https:// URL with a host.
+func checkServerURL(s string) error {
+	if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return badInput("--server: %q is not an http:// URL", s)
+	}
+	return nil
+}
+
 // nodesHelp says what NODES may be, for every command that takes them.
 const nodesHelp = "NODES: names with ranges (node[001-128], s0-b[0-3]-n[0-7]), comma-separated, @FILE (a file of\n" +
 	"such lists), or all; several arguments add up. --group GROUP keeps the nodes of that group (the\n" +
@@ -76,23 +84,8 @@ func nodeInventoryCommands(e *env) []*cli.Command {
 	}
 }
 
-// rebootResult is what node reboot reports: the nodes whose reboot was recorded and those the
-// server refused, with why.
-type rebootResult struct {
-	Requested []bootapi.RebootResponse `json:"requested"`
-	Failed    []rebootFailure          `json:"failed,omitempty"`
-}
-
-type rebootFailure struct {
-	Node  string `json:"node"`
-	Error string `json:"error"`
-}
-
 func nodeReboot(e *env, c *cli.Context) error {
-	format, err := outputFormat(c, "table", "json")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	sel, err := parseSelection(c)
 	if err != nil {
 		return err
@@ -100,9 +93,8 @@ func nodeReboot(e *env, c *cli.Context) error {
 	if sel.all() {
 		return badInput("give the NODES (ranges, comma lists, @FILE, all) or --group")
 	}
-	u, err := url.Parse(c.String("server"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return badInput("--server: %q is not an http:// URL", c.String("server"))
+	if err := checkServerURL(c.String("server")); err != nil {
+		return err
 	}
 	tok, err := bootsrv.ReadOperatorToken(c.String("token-file"))
 	if err != nil {
@@ -113,19 +105,11 @@ func nodeReboot(e *env, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var res rebootResult
-	for _, name := range names {
-		r, err := cl.Reboot(c.Context, name, tok)
-		if err != nil {
-			if c.Context.Err() != nil {
-				return c.Context.Err()
-			}
-			res.Failed = append(res.Failed, rebootFailure{Node: name, Error: err.Error()})
-			continue
-		}
-		res.Requested = append(res.Requested, *r)
+	res, err := cl.RebootAll(c.Context, names, tok)
+	if err != nil {
+		return err
 	}
-	if err := writeReboot(e, format, &res); err != nil {
+	if err := writeResult(e.stdout, format, res, res.WriteText); err != nil {
 		return err
 	}
 	if len(res.Failed) > 0 {
@@ -143,7 +127,7 @@ func rebootNames(c *cli.Context, cl *bootapi.Client, sel nodeSelection) ([]strin
 	}
 	inv := nr.Inventory
 	if inv == nil {
-		inv = entriesOf(nr.Nodes)
+		inv = bootapi.EntriesOf(nr.Nodes)
 	}
 	keep, err := sel.filter(inv)
 	if err != nil {
@@ -168,21 +152,4 @@ func rebootNames(c *cli.Context, cl *bootapi.Client, sel nodeSelection) ([]strin
 		return nil, badInput("no node is both in NODES and in --group %s", strings.Join(sel.groups, ","))
 	}
 	return out, nil
-}
-
-func writeReboot(e *env, format string, res *rebootResult) error {
-	if format == "json" {
-		return writeJSON(e.stdout, res)
-	}
-	for _, r := range res.Requested {
-		if _, err := fmt.Fprintf(e.stdout, "node %s (%s): reboot requested; its next DHCP DISCOVER starts a new boot\n", r.Node, r.State); err != nil {
-			return err
-		}
-	}
-	for _, f := range res.Failed {
-		if _, err := fmt.Fprintf(e.stdout, "node %s: not rebooted: %s\n", f.Node, f.Error); err != nil {
-			return err
-		}
-	}
-	return nil
 }

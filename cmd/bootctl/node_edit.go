@@ -3,9 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/bootfabric/bootfabric/bootconfig"
+	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/images"
 	"github.com/urfave/cli/v2"
 )
@@ -48,7 +50,7 @@ type nodeEditResult struct {
 	Number   int64  `json:"configuration,omitempty"`
 	Revision int64  `json:"etcd_revision,omitempty"`
 	// Applied is what each live server made of the new revision, as it reported within --wait.
-	Applied []serverVerdict `json:"applied_by,omitempty"`
+	Applied []bootsrv.ServerVerdict `json:"applied_by,omitempty"`
 }
 
 // editedFields returns the columns the flags set, by column name.
@@ -63,10 +65,7 @@ func editedFields(c *cli.Context) map[string]string {
 }
 
 func nodeAdd(e *env, c *cli.Context) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	if c.NArg() != 1 {
 		return badInput("give one node NAME (got %d arguments)", c.NArg())
 	}
@@ -102,10 +101,7 @@ func checkUnique(inv *bootconfig.Inventory, self string, fields map[string]strin
 }
 
 func nodeSet(e *env, c *cli.Context) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	fields := editedFields(c)
 	if len(fields) == 0 {
 		return badInput("give a field to change: --%s", strings.Join(flagNames(), ", --"))
@@ -138,10 +134,7 @@ func nodeSet(e *env, c *cli.Context) error {
 }
 
 func nodeDelete(e *env, c *cli.Context) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	ni, ed, err := openInventoryEdit(c)
 	if err != nil {
 		return err
@@ -226,12 +219,15 @@ func saveEdit(e *env, c *cli.Context, format string, ni *nodeInventory, ed *boot
 	if err := writeEdit(c, ni, ed, data, &res); err != nil {
 		return err
 	}
-	if format != "table" {
-		if err := writeData(e.stdout, format, res); err != nil {
-			return err
-		}
-		return refusedError(res.Fleet, res.Number, res.Revision, res.Applied)
+	if err := writeResult(e.stdout, format, res, res.writeText); err != nil {
+		return err
 	}
+	return bootsrv.RefusedError(res.Fleet, res.Number, res.Revision, res.Applied)
+}
+
+// writeText says what the edit did and what happens next: a server restart, or what the fleet's
+// servers made of the new revision.
+func (res nodeEditResult) writeText(w io.Writer) error {
 	what := fmt.Sprintf("%s: %s %s", res.Inventory, describeNodes(res.Nodes), res.Action)
 	if !res.Changed {
 		what = fmt.Sprintf("%s: %s unchanged (the values are already those)", res.Inventory, describeNodes(res.Nodes))
@@ -241,13 +237,11 @@ func saveEdit(e *env, c *cli.Context, format string, ni *nodeInventory, ed *boot
 		next = "The fleet's servers apply it without a restart."
 		if res.Changed {
 			what += fmt.Sprintf("\nfleet %s: configuration %d applied (etcd revision %d)", res.Fleet, res.Number, res.Revision)
-			next = describeVerdicts(res.Applied)
+			next = bootsrv.DescribeVerdicts(res.Applied)
 		}
 	}
-	if _, err = fmt.Fprintf(e.stdout, "%s\n%s\n", what, next); err != nil {
-		return err
-	}
-	return refusedError(res.Fleet, res.Number, res.Revision, res.Applied)
+	_, err := fmt.Fprintf(w, "%s\n%s\n", what, next)
+	return err
 }
 
 // checkProfiles refuses a profile that the configuration's image store lacks (with --config): the

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/bootfabric/bootfabric/bootconfig"
+	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/nodestate/etcdstore"
 	"github.com/urfave/cli/v2"
@@ -36,7 +37,7 @@ type fleetSource struct {
 	// live servers run.
 	key     ed25519.PrivateKey
 	trusted []ed25519.PublicKey
-	live    []memberRevisions
+	live    []bootsrv.MemberRevisions
 }
 
 // checkBase makes sure the revision read may be edited: the servers would take it (signed by a
@@ -50,11 +51,11 @@ func (f *fleetSource) checkBase(c *cli.Context) error {
 		return err
 	}
 	f.key = key
-	if f.live, err = liveRevisions(c.Context, f.cl); err != nil {
-		return &fleetEtcdError{f.eps, err}
+	if f.live, err = bootsrv.LiveRevisions(c.Context, f.cl); err != nil {
+		return &fleet.EtcdError{Endpoints: f.eps, Err: err}
 	}
-	if err := baseProblem(f.cl, f.cur, f.trusted, f.live); err != nil {
-		return badInput("%w; nothing is written: %s", err, recoverHint)
+	if err := bootsrv.BaseProblem(f.cl, f.cur, f.trusted, f.live); err != nil {
+		return badInput("%w; nothing is written: %s", err, bootsrv.RecoverHint)
 	}
 	return nil
 }
@@ -78,7 +79,7 @@ func loadFleetNodeInventory(c *cli.Context) (*nodeInventory, error) {
 }
 
 func readFleetNodes(c *cli.Context, cl *fleet.Client, eps []string) (*nodeInventory, error) {
-	cur, doc, m, err := readFleetRevision(c.Context, cl, eps)
+	cur, doc, m, err := bootsrv.ReadFleetRevision(c.Context, cl)
 	if errors.Is(err, fleet.ErrNoConfig) {
 		return nil, badInput("--etcd: fleet %s has no configuration yet: run bootctl fleet apply first", cl.Fleet())
 	}
@@ -87,7 +88,7 @@ func readFleetNodes(c *cli.Context, cl *fleet.Client, eps []string) (*nodeInvent
 	}
 	members, _, err := cl.Members(c.Context)
 	if err != nil {
-		return nil, &fleetEtcdError{eps, err}
+		return nil, &fleet.EtcdError{Endpoints: eps, Err: err}
 	}
 	live := make([]string, len(members))
 	for i, mb := range members {
@@ -123,16 +124,16 @@ func (f *fleetSource) apply(c *cli.Context, data []byte, res *nodeEditResult) er
 	if err != nil {
 		return err
 	}
-	rev, _, err := f.cl.PublishConfig(c.Context, enc, f.key, fleet.PublishOptions{Trusted: f.trusted, Base: f.cur.Revision, After: afterSerial(f.live)})
+	rev, _, err := f.cl.PublishConfig(c.Context, enc, f.key, fleet.PublishOptions{Trusted: f.trusted, Base: f.cur.Revision, After: bootsrv.AfterSerial(f.live)})
 	if errors.Is(err, fleet.ErrConflict) {
 		return fmt.Errorf("fleet %s: %w while this one was edited: run the command again", f.cl.Fleet(), err)
 	}
 	if err != nil {
-		return &fleetEtcdError{f.eps, err}
+		return &fleet.EtcdError{Endpoints: f.eps, Err: err}
 	}
 	res.Revision, res.Number = rev.Revision, rev.Number
-	if res.Applied, err = confirmRevision(c.Context, f.cl, rev, c.Duration("wait")); err != nil {
-		return &fleetEtcdError{f.eps, err}
+	if res.Applied, err = bootsrv.ConfirmRevision(c.Context, f.cl, rev, c.Duration("wait")); err != nil {
+		return &fleet.EtcdError{Endpoints: f.eps, Err: err}
 	}
 	return nil
 }
@@ -141,7 +142,7 @@ func (f *fleetSource) apply(c *cli.Context, data []byte, res *nodeEditResult) er
 func (f *fleetSource) fillStatus(c *cli.Context, v *nodeView) error {
 	all, err := etcdstore.LoadAll(c.Context, f.cl)
 	if err != nil {
-		return &fleetEtcdError{f.eps, err}
+		return &fleet.EtcdError{Endpoints: f.eps, Err: err}
 	}
 	for i := range all {
 		if all[i].Name == v.Name {

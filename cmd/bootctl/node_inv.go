@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
-	"time"
 
 	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootconfig"
+	"github.com/bootfabric/bootfabric/internal/texttable"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/bootfabric/bootfabric/topology"
 	"github.com/urfave/cli/v2"
@@ -125,10 +124,7 @@ type nodeListResult struct {
 }
 
 func nodeList(e *env, c *cli.Context) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	sel, err := parseSelection(c)
 	if err != nil {
 		return err
@@ -150,34 +146,28 @@ func nodeList(e *env, c *cli.Context) error {
 	for _, n := range nodes {
 		res.Nodes = append(res.Nodes, viewOf(n, owners))
 	}
-	if format != "table" {
-		return writeData(e.stdout, format, res)
-	}
-	return writeNodeTable(e.stdout, res.Nodes)
+	return writeResult(e.stdout, format, res, func(w io.Writer) error { return writeNodeTable(w, res.Nodes) })
 }
 
 func writeNodeTable(w io.Writer, nodes []nodeView) error {
-	t := newTable(w)
-	t.row("NAME", "MAC", "IP", "POSITION", "PROFILE", "GROUPS", "BMC", "OWNER")
+	t := texttable.New(w)
+	t.Row("NAME", "MAC", "IP", "POSITION", "PROFILE", "GROUPS", "BMC", "OWNER")
 	for _, v := range nodes {
 		bmc := "-"
 		if v.BMC != nil {
 			bmc = v.BMC.Address + " (" + v.BMC.Driver + ")"
 		}
-		t.row(v.Name, v.MAC, orDash(v.IP), v.Position, orDash(v.Profile), orDash(strings.Join(v.Groups, ",")), bmc, orDash(v.Owner))
+		t.Row(v.Name, v.MAC, texttable.OrDash(v.IP), v.Position, texttable.OrDash(v.Profile), texttable.OrDash(strings.Join(v.Groups, ",")), bmc, texttable.OrDash(v.Owner))
 	}
-	if err := t.flush(); err != nil {
+	if err := t.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, fleetPlural(len(nodes), "node"))
+	_, err := fmt.Fprintln(w, texttable.Plural(len(nodes), "node"))
 	return err
 }
 
 func nodeShow(e *env, c *cli.Context) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	if c.NArg() != 1 {
 		return badInput("give one node NAME (got %d arguments)", c.NArg())
 	}
@@ -204,19 +194,15 @@ func nodeShow(e *env, c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if format != "table" {
-		return writeData(e.stdout, format, v)
-	}
-	return writeNodeShow(e.stdout, &v)
+	return writeResult(e.stdout, format, v, func(w io.Writer) error { return writeNodeShow(w, &v) })
 }
 
 // fillServerStatus asks --server for the node's state. A server that does not hold the node, or
 // does not answer, leaves the inventory's view with the reason: what the inventory says is still
 // worth showing.
 func fillServerStatus(c *cli.Context, v *nodeView) error {
-	u, err := url.Parse(c.String("server"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return badInput("--server: %q is not an http:// URL", c.String("server"))
+	if err := checkServerURL(c.String("server")); err != nil {
+		return err
 	}
 	cl := &bootapi.Client{BaseURL: c.String("server"), HTTP: &http.Client{Timeout: c.Duration("timeout")}}
 	st, err := cl.Node(c.Context, v.Name)
@@ -239,9 +225,9 @@ func writeNodeShow(w io.Writer, v *nodeView) error {
 		bmc = fmt.Sprintf("%s, driver %s, login %q of the credentials file", v.BMC.Address, v.BMC.Driver, cmp.Or(v.BMC.Creds, "default"))
 	}
 	for _, kv := range [][2]string{
-		{"name", v.Name}, {"mac", v.MAC}, {"ip", orDash(v.IP)}, {"position", v.Position},
-		{"profile", cmp.Or(v.Profile, "(the configuration's default)")}, {"groups", orDash(strings.Join(v.Groups, ", "))},
-		{"bmc", bmc}, {"owner", orDash(v.Owner)},
+		{"name", v.Name}, {"mac", v.MAC}, {"ip", texttable.OrDash(v.IP)}, {"position", v.Position},
+		{"profile", cmp.Or(v.Profile, "(the configuration's default)")}, {"groups", texttable.OrDash(strings.Join(v.Groups, ", "))},
+		{"bmc", bmc}, {"owner", texttable.OrDash(v.Owner)},
 	} {
 		if _, err := fmt.Fprintf(w, "%-9s %s\n", kv[0]+":", kv[1]); err != nil {
 			return err
@@ -256,36 +242,8 @@ func writeNodeState(w io.Writer, v *nodeView) error {
 		_, err := fmt.Fprintf(w, "\nstate: unknown (%s)\n", v.StatusError)
 		return err
 	}
-	st := v.Status
-	if st == nil {
+	if v.Status == nil {
 		return nil
 	}
-	fmt.Fprintf(w, "\nstate %s since %s, attempt %d\n", st.State, fmtTime(st.Since), st.Attempt)
-	if st.Health != nil {
-		fmt.Fprintf(w, "last health %s at %s", st.Health.Status, fmtTime(st.Health.At))
-		if len(st.Health.Details) > 0 {
-			fmt.Fprintf(w, ": %s", st.Health.Details)
-		}
-		fmt.Fprintln(w)
-	}
-	if st.Error != "" {
-		fmt.Fprintf(w, "error: %s\n", st.Error)
-	}
-	if len(st.History) == 0 {
-		return nil
-	}
-	fmt.Fprintln(w, "history:")
-	t := newTable(w)
-	for _, h := range st.History {
-		t.row(fmtTime(h.At), h.From, "->", h.To, h.Event, orDash(h.Detail))
-	}
-	return t.flush()
-}
-
-// fmtTime writes a time in UTC to the second ("-" for none): the same in every time zone.
-func fmtTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
+	return v.Status.WriteText(w)
 }

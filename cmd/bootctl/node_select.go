@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -50,9 +51,9 @@ func (s nodeSelection) all() bool { return len(s.exprs) == 0 && len(s.groups) ==
 // inventory's order with none), that are in one of the groups when groups are given. A name not in
 // the inventory, or a group no node is in, is bad input: a typo must not act on nothing quietly.
 func (s nodeSelection) pick(inv *bootconfig.Inventory) ([]*bootconfig.InventoryNode, error) {
-	nodes, err := selectNodes(inv, cmpOrAll(strings.Join(s.exprs, ",")))
+	nodes, err := inv.Select(cmp.Or(strings.Join(s.exprs, ","), "all"))
 	if err != nil {
-		return nil, err
+		return nil, badInput("NODES: %w", err)
 	}
 	if len(s.groups) == 0 {
 		return nodes, nil
@@ -67,13 +68,6 @@ func (s nodeSelection) pick(inv *bootconfig.Inventory) ([]*bootconfig.InventoryN
 		}
 	}
 	return kept, nil
-}
-
-func cmpOrAll(expr string) string {
-	if expr == "" {
-		return "all"
-	}
-	return expr
 }
 
 // nodeNames lists the names of nodes.

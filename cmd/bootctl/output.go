@@ -5,29 +5,21 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 
-	"github.com/bootfabric/bootfabric/internal/texttable"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 	"gopkg.in/yaml.v3"
 )
 
 // outputFlag is the --output flag of a command that supports the given formats (the first is the
-// default).
+// default). It is strict: the grammar refuses another value before the command runs, so that the
+// command reads c.String("output") as it is.
 func outputFlag(formats ...string) *choiceFlag {
-	return withChoices(cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: formats[0],
+	f := withChoices(cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: formats[0],
 		Usage: "result format: " + strings.Join(formats, ", ")}, formats...)
-}
-
-// outputFormat returns the checked value of --output.
-func outputFormat(c *cli.Context, formats ...string) (string, error) {
-	f := c.String("output")
-	if !slices.Contains(formats, f) {
-		return "", badInput("--output: %q is not one of %s", f, strings.Join(formats, ", "))
-	}
-	return f, nil
+	f.Strict = true
+	return f
 }
 
 // writeJSON writes v as indented JSON.
@@ -70,6 +62,14 @@ func blockStyle(n *yaml.Node) {
 	}
 }
 
+// writeResult writes v in format: as JSON or YAML, or as a table by table, the result's own layout.
+func writeResult(w io.Writer, format string, v any, table func(io.Writer) error) error {
+	if format != "table" {
+		return writeData(w, format, v)
+	}
+	return table(w)
+}
+
 // writeData writes v in a structured format: json or yaml.
 func writeData(w io.Writer, format string, v any) error {
 	if format == "yaml" {
@@ -77,18 +77,6 @@ func writeData(w io.Writer, format string, v any) error {
 	}
 	return writeJSON(w, v)
 }
-
-// table writes aligned columns in texttable's layout, which the packages' own tables share.
-type table struct{ t *texttable.Table }
-
-func newTable(w io.Writer) *table { return &table{texttable.New(w)} }
-
-func (t *table) row(cells ...any) { t.t.Row(cells...) }
-
-func (t *table) flush() error { return t.t.Flush() }
-
-// writeCSV writes rows as CSV.
-func writeCSV(w io.Writer, rows [][]string) error { return texttable.WriteCSV(w, rows) }
 
 // isTerminal reports whether w is a terminal, where progress may be shown.
 func isTerminal(w io.Writer) bool {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/bootfabric/bootfabric/fabricsim/simrun"
 )
 
 // TestPlanP2P: --delivery p2p adds the boot by peers beside each row's boot by servers, in the
@@ -42,7 +44,7 @@ func TestPlanP2P(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var res planJSON
+	var res simrun.Plan
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bootfabric/bootfabric/fabricsim/simrun"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -95,7 +96,7 @@ func TestPlanDefaultJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var res planJSON
+	var res simrun.Plan
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +201,7 @@ func TestPlanFailedDuringBoot(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
-			var res planJSON
+			var res simrun.Plan
 			if err := json.Unmarshal([]byte(out), &res); err != nil {
 				t.Fatal(err)
 			}

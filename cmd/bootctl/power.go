@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -110,10 +111,7 @@ func newServerTeller(c *cli.Context) (*bootapi.Teller, error) {
 }
 
 func powerAction(e *env, c *cli.Context, op power.Op) error {
-	format, err := outputFormat(c, "table", "json", "yaml")
-	if err != nil {
-		return err
-	}
+	format := c.String("output")
 	opts, err := powerRunOptions(c)
 	if err != nil {
 		return err
@@ -140,21 +138,16 @@ func powerAction(e *env, c *cli.Context, op power.Op) error {
 func runPower(ctx context.Context, e *env, op power.Op, targets []power.Target, opts power.RunOptions, format string, teller *bootapi.Teller) error {
 	var armed *bootapi.Told
 	if teller != nil && op != power.OpOff {
-		armed = teller.ArmReboots(ctx, targetNodes(targets))
+		armed = teller.ArmReboots(ctx, power.TargetNodes(targets))
 	}
 	bar := e.progressBar("power "+string(op), len(targets), "nodes")
 	opts.Progress = bar.Func()
 	res := powerResult{Report: power.NewReport(op, power.Run(ctx, targets, op, opts)), Servers: armed}
 	bar.Done()
 	if teller != nil && op == power.OpOff {
-		res.Servers = teller.PoweredOff(ctx, poweredOff(res.Result))
+		res.Servers = teller.PoweredOff(ctx, res.Done())
 	}
-	var err error
-	if format != "table" {
-		err = writeData(e.stdout, format, res)
-	} else {
-		err = writePowerTable(e, res)
-	}
+	err := writeResult(e.stdout, format, res, func(io.Writer) error { return writePowerTable(e, res) })
 	if err == nil && res.Failed > 0 {
 		err = fmt.Errorf("power %s: %d of %d nodes failed", op, res.Failed, res.Nodes)
 	}
@@ -163,27 +156,6 @@ func runPower(ctx context.Context, e *env, op power.Op, targets []power.Target, 
 			op, len(res.Servers.Errors), res.Servers.Errors[0])
 	}
 	return err
-}
-
-// targetNodes lists the targets' nodes.
-func targetNodes(targets []power.Target) []string {
-	names := make([]string, len(targets))
-	for i, t := range targets {
-		names[i] = t.Node
-	}
-	return names
-}
-
-// poweredOff lists the nodes powered off without error: one that failed may still run, and the
-// servers keep what they saw of it.
-func poweredOff(res []power.Result) []string {
-	var off []string
-	for _, r := range res {
-		if r.Class == "" {
-			off = append(off, r.Node)
-		}
-	}
-	return off
 }
 
 func powerRunOptions(c *cli.Context) (power.RunOptions, error) {
@@ -273,15 +245,6 @@ func loadExecTemplates(path string) (*power.ExecTemplates, error) {
 		return nil, badInput("--exec-templates: %w", err)
 	}
 	return t, nil
-}
-
-// selectNodes returns the inventory nodes an expression names ("all": every one), in its order.
-func selectNodes(inv *bootconfig.Inventory, expr string) ([]*bootconfig.InventoryNode, error) {
-	nodes, err := inv.Select(expr)
-	if err != nil {
-		return nil, badInput("NODES: %w", err)
-	}
-	return nodes, nil
 }
 
 func writePowerTable(e *env, r powerResult) error {

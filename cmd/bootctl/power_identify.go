@@ -15,10 +15,7 @@ func identifyCommand(e *env) *cli.Command {
 			"The last argument is on or off. Nodes whose driver has no identify LED (ipmi, exec) fail, the others go on.",
 		Flags: powerFlags(),
 		Action: func(c *cli.Context) error {
-			format, err := outputFormat(c, "table", "json", "yaml")
-			if err != nil {
-				return err
-			}
+			format := c.String("output")
 			opts, err := powerRunOptions(c)
 			if err != nil {
 				return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -39,30 +40,8 @@ func routeCommand(e *env) *cli.Command {
 			timingsFlag(),
 			outputFlag("table", "json", "yaml"),
 		},
-		Action: func(c *cli.Context) error {
-			format, err := outputFormat(c, "table", "json", "yaml")
-			if err != nil {
-				return err
-			}
-			return runRoute(e, c, format)
-		},
+		Action: func(c *cli.Context) error { return runRoute(e, c, c.String("output")) },
 	}
-}
-
-// routeSummary is the result of bootctl route.
-type routeSummary struct {
-	Topology       string          `json:"topology"`
-	Engine         string          `json:"engine"`
-	Faults         int             `json:"faults"`
-	ComputeSeconds float64         `json:"compute_seconds,omitempty"` // with --timings only
-	TableBytes     int             `json:"table_bytes"`
-	BytesPerEntry  float64         `json:"bytes_per_entry"`
-	Report         *routing.Report `json:"report"`
-	// DumpFiles are the files --dump wrote: the LFTs, and for tables on several virtual channels
-	// the path SLs (.sl) and the SL-to-VL tables (.sl2vl).
-	DumpFiles []string `json:"dump_files,omitempty"`
-	// DumpCheck is --check's reading of the dumped files (--dump and --check).
-	DumpCheck *routing.DumpCheck `json:"dump_check,omitempty"`
 }
 
 func runRoute(e *env, c *cli.Context, format string) error {
@@ -85,20 +64,12 @@ func runRoute(e *env, c *cli.Context, format string) error {
 	if err != nil {
 		return err
 	}
-	sum := routeSummary{Topology: fab.Name, Engine: tb.Engine(), Faults: nfaults,
+	sum := &routing.Summary{Topology: cmp.Or(fab.Name, spec), Engine: tb.Engine(), Faults: nfaults,
 		TableBytes: tb.Bytes(), BytesPerEntry: tb.BytesPerEntry(), Report: rep, DumpFiles: dumpFiles, DumpCheck: dumpCheck}
 	if c.Bool("timings") {
-		sum.ComputeSeconds = r.took.Seconds()
+		sum.ComputeSeconds, sum.Took = r.took.Seconds(), r.took
 	}
-	if sum.Topology == "" {
-		sum.Topology = spec
-	}
-	if format != "table" {
-		err = writeData(e.stdout, format, sum)
-	} else {
-		err = printRoute(e, sum, c.Bool("timings"), r.took)
-	}
-	if err != nil {
+	if err := writeResult(e.stdout, format, sum, sum.WriteTable); err != nil {
 		return err
 	}
 	return routing.Verdict(rep, dumpCheck)
@@ -163,7 +134,7 @@ func unrouted(e *env, fab *topology.Fabric, tb *routing.Tables, engine string, o
 		pairs = append(pairs, p.Src+"->"+p.Dst)
 	}
 	if routing.Connected(fab.Graph, tb) {
-		return badInput("%s", engineMismatch(fab, engine, opt, rep.Unreachable, pairs))
+		return badInput("%s", routing.MismatchCause(fab, engine, opt, rep.Unreachable, pairs)+routing.Advice(fab, engine, opt))
 	}
 	what := "the fabric is disconnected"
 	if nfaults > 0 {
@@ -193,43 +164,6 @@ func dumpRoute(e *env, c *cli.Context, fab *topology.Fabric, tb *routing.Tables)
 	return files, dc, nil
 }
 
-// printRoute prints the summary of route as a table.
-func printRoute(e *env, sum routeSummary, timings bool, took time.Duration) error {
-	rep := sum.Report
-	t := newTable(e.stdout)
-	t.row("topology", sum.Topology)
-	t.row("engine", sum.Engine)
-	t.row("faults", sum.Faults)
-	t.row("switches", rep.Switches)
-	t.row("endpoints", fmt.Sprintf("%d (%d healthy)", rep.Endpoints, rep.Healthy))
-	if timings {
-		t.row("compute", took.Round(time.Microsecond))
-	}
-	t.row("table bytes", fmt.Sprintf("%d (%.2f per entry)", sum.TableBytes, sum.BytesPerEntry))
-	t.row("valid", rep.Valid)
-	t.row("unreachable pairs", rep.Unreachable)
-	t.row("loops", rep.Loops)
-	if rep.UpDownChecked {
-		t.row("up*/down* violations", rep.UpDownViolations)
-	}
-	t.row("virtual channels", rep.VCs)
-	t.row("deadlock free", rep.DeadlockFree)
-	if rep.AllToAll != nil {
-		t.row("all-to-all routes/channel", fmt.Sprintf("max %d, mean %.1f", rep.AllToAll.Max, rep.AllToAll.Mean))
-	}
-	if rep.Shift != nil {
-		t.row("shift routes/channel", fmt.Sprintf("max %d, mean of max %.2f over %d shifts", rep.Shift.Max, rep.Shift.MeanMax, rep.Shift.Shifts))
-	}
-	if len(sum.DumpFiles) > 0 {
-		t.row("dump", strings.Join(sum.DumpFiles, ", "))
-	}
-	if d := sum.DumpCheck; d != nil {
-		t.row("dump read back", fmt.Sprintf("%d pairs, %d unreachable, %d loops, %d SLs, %d VLs", d.Paths, d.Unreachable, d.Loops, d.SLs, d.VLs))
-		t.row("dump deadlock free", d.DeadlockFree)
-	}
-	return t.flush()
-}
-
 // routeFabric opens the topology of route and applies --faults and --lids; it refuses early a
 // --dump that OpenSM would misapply, and writes --net.
 func routeFabric(c *cli.Context, spec string) (*topology.Fabric, int, error) {
@@ -254,8 +188,10 @@ func routeFabric(c *cli.Context, spec string) (*topology.Fabric, int, error) {
 		}
 	}
 	// After the faults: failed switches are not in the running fabric.
-	if fab, err = withLIDs(fab, c.String("lids")); err != nil {
-		return nil, 0, err
+	if path := c.String("lids"); path != "" {
+		if fab, err = fab.WithLIDsFile(path); err != nil {
+			return nil, 0, badInput("--lids: %v", err)
+		}
 	}
 	// Refuse before routing (which can take minutes) a dump that OpenSM would misapply.
 	if c.String("dump") != "" {
@@ -266,24 +202,11 @@ func routeFabric(c *cli.Context, spec string) (*topology.Fabric, int, error) {
 		}
 	}
 	if path := c.String("net"); path != "" {
-		if err := writeNet(path, fab); err != nil {
+		if err := topology.WriteIBSimNetFile(path, fab); err != nil {
 			return nil, 0, badInput("--net: %v", err)
 		}
 	}
 	return fab, nfaults, nil
-}
-
-// writeNet writes fab as an ibsim net file (--net).
-func writeNet(path string, fab *topology.Fabric) error {
-	fh, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	err = topology.WriteIBSimNet(fh, fab)
-	if cerr := fh.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // computeOrLoad computes the tables with eng, or reads them from --load.
@@ -295,7 +218,7 @@ func computeOrLoad(e *env, c *cli.Context, fab *topology.Fabric, eng routing.Eng
 	if err != nil {
 		// An engine that refuses the fabric's shape (dmodk off an intact PGFT, dmodc or updn
 		// without a tree order): say which engines take it.
-		return nil, badInput("%v%s", err, engineAdvice(fab, eng.Name(), opt))
+		return nil, badInput("%v%s", err, routing.Advice(fab, eng.Name(), opt))
 	}
 	return tb, nil
 }
@@ -312,56 +235,9 @@ func loadLFT(fab *topology.Fabric, path string) (*routing.Tables, error) {
 	return tb, nil
 }
 
-// withLIDs gives fab the identities of the --lids file, if one is named.
-func withLIDs(fab *topology.Fabric, path string) (*topology.Fabric, error) {
-	if path == "" {
-		return fab, nil
-	}
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, badInput("--lids: %v", err)
-	}
-	defer fh.Close()
-	m, err := topology.ParseLIDs(fh, path)
-	if err != nil {
-		return nil, badInput("--lids: %v", err)
-	}
-	nf, err := fab.WithLIDs(m)
-	if err != nil {
-		return nil, badInput("--lids: %v", err)
-	}
-	return nf, nil
-}
-
 // timingsFlag is --timings of the commands that measure how long their work took (route, mcast).
 // Wall-clock times differ from run to run, so they are logged (info) and only printed with the
 // result on request: without it the same input gives the same output, byte for byte.
 func timingsFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "timings", Usage: "also put the wall-clock times in the result (they are always logged at info level)"}
-}
-
-// engineMismatch explains pairs that an engine left unreachable on a connected fabric, and names
-// the engines that route it (routing.Suggest).
-func engineMismatch(fab *topology.Fabric, engine string, opt routing.Options, unreachable int64, pairs []string) string {
-	return routing.MismatchCause(fab, engine, opt, unreachable, pairs) + engineAdvice(fab, engine, opt)
-}
-
-// engineAdvice is routing.Suggest as flags: "; engines that route it: -e X, or ...", or "" when
-// no engine does.
-func engineAdvice(fab *topology.Fabric, engine string, opt routing.Options) string {
-	suit := routing.Suggest(fab, engine, opt)
-	if len(suit) == 0 {
-		return ""
-	}
-	labels := make([]string, len(suit))
-	for i, su := range suit {
-		labels[i] = "-e " + su.Engine
-		if len(su.Roots) > 0 {
-			labels[i] += " --roots " + fab.VertexName(su.Roots[0])
-		}
-		if !su.DeadlockFree {
-			labels[i] += " (every pair, but not deadlock-free)"
-		}
-	}
-	return "; engines that route it: " + strings.Join(labels, ", or ")
 }

@@ -69,7 +69,7 @@ func TestRouteVTFTRAndDump(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var sum routeSummary
+	var sum routing.Summary
 	if err := json.Unmarshal([]byte(out), &sum); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func topologyWithLIDs(t *testing.T, spec, faults string) *topology.Fabric {
 	if f, err = f.ApplyFaults(ft); err != nil {
 		t.Fatal(err)
 	}
-	if f, err = withLIDs(f, saqueryOf(t, spec)); err != nil {
+	if f, err = f.WithLIDsFile(saqueryOf(t, spec)); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -235,7 +235,7 @@ func TestRouteLoad(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var sum routeSummary
+	var sum routing.Summary
 	if err := json.Unmarshal([]byte(out), &sum); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootconfig"
+	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/internal/etcdtest"
 	"github.com/bootfabric/bootfabric/internal/testfix"
@@ -46,14 +47,14 @@ func TestServeFleetTrust(t *testing.T) {
 	base := []string{"node00", "node01", "node02", "node03"}
 	withNode04 := append(slices.Clone(base), "node04")
 
-	apply := func(key string, wantCode int, args ...string) fleetApplyResult {
+	apply := func(key string, wantCode int, args ...string) bootsrv.FleetApplyResult {
 		t.Helper()
 		code, out, errs := runBootctl(t, ctx, append([]string{"fleet", "apply", "-f", file, "--etcd", etcd, "--fleet", "t", "--sign-key", key, "--wait", "15s", "-o", "json"}, args...)...)
 		t.Logf("fleet apply --sign-key %s: exit %d\n%s", filepath.Base(filepath.Dir(key)), code, errs)
 		if code != wantCode {
 			t.Fatalf("fleet apply: exit %d, want %d\n%s\n%s", code, wantCode, out, errs)
 		}
-		return decodeJSONOut[fleetApplyResult](t, out)
+		return decodeJSONOut[bootsrv.FleetApplyResult](t, out)
 	}
 	var runs []*trustServer // every run of bs0, for its log
 	start := func() *trustServer {
@@ -121,7 +122,7 @@ func TestServeFleetTrust(t *testing.T) {
 	// The operator's new key B: applied at once, and fleet apply says bs0 applied it.
 	fleetFiles(t, f, node04)
 	res := apply(keyB, 0, "--config-key", keyA+".pub")
-	if len(res.Applied) != 1 || res.Applied[0] != (serverVerdict{Name: "bs0", State: verdictApplied}) {
+	if len(res.Applied) != 1 || res.Applied[0] != (bootsrv.ServerVerdict{Name: "bs0", State: bootsrv.VerdictApplied}) {
 		t.Errorf("fleet apply with the new key: servers %+v, want bs0 applied", res.Applied)
 	}
 	waitNodes(bs0, withNode04)

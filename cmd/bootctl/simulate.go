@@ -29,10 +29,7 @@ func simulateCommand(e *env) *cli.Command {
 			"the whole machine. Several algorithms or batches give one summary row each.",
 		Flags: append(simMachineFlags(), simFlags(formats)...),
 		Action: func(c *cli.Context) error {
-			format, err := outputFormat(c, formats...)
-			if err != nil {
-				return err
-			}
+			format := c.String("output")
 			job, err := readSimJob(c)
 			if err != nil {
 				return err

@@ -30,7 +30,7 @@ func simWrite(w io.Writer, format string, job *simJob, runs []simrun.Run) error 
 	}
 	if job.cal != nil {
 		fmt.Fprintf(w, "\nDHCP %.3f s and health %.3f s per node, ", job.cfg.DHCPSeconds, job.cfg.HealthSeconds)
-		writeCalibration(w, job.cal)
+		job.cal.WriteTable(w)
 	}
 	return simrun.WriteHealth(w, runs)
 }

@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/bootfabric/bootfabric/bootapi"
 	"github.com/bootfabric/bootfabric/bootsrv"
 	"github.com/bootfabric/bootfabric/fleet"
-	"github.com/bootfabric/bootfabric/internal/texttable"
 	"github.com/bootfabric/bootfabric/nodestate"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
@@ -64,18 +62,15 @@ type statusQuery struct {
 
 // parseStatusQuery checks the flags of `bootctl status`.
 func parseStatusQuery(c *cli.Context) (*statusQuery, error) {
-	format, err := outputFormat(c, "table", "json", "yaml", "csv")
-	if err != nil {
-		return nil, err
-	}
 	if err := refuseWithoutEtcd(c); err != nil {
 		return nil, err
 	}
 	if c.Int("watch") < 0 {
 		return nil, badInput("--watch: %d is not a number of seconds", c.Int("watch"))
 	}
-	q := &statusQuery{format: format, fleet: c.String("fleet"), endpoints: etcdEndpoints(c),
+	q := &statusQuery{format: c.String("output"), fleet: c.String("fleet"), endpoints: etcdEndpoints(c),
 		hc: &http.Client{Timeout: c.Duration("timeout")}, watch: time.Duration(c.Int("watch")) * time.Second}
+	var err error
 	if q.sel, err = parseSelection(c); err != nil {
 		return nil, err
 	}
@@ -111,9 +106,8 @@ func (q *statusQuery) where(c *cli.Context) error {
 		q.etcd.Endpoints, q.etcd.Fleet = q.endpoints, q.fleet
 	}
 	for _, s := range servers {
-		u, err := url.Parse(s)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return badInput("--server: %q is not an http:// URL", s)
+		if err := checkServerURL(s); err != nil {
+			return err
 		}
 		q.servers = append(q.servers, strings.TrimSuffix(s, "/"))
 	}
@@ -181,6 +175,3 @@ func (q *statusQuery) watchLoop(ctx context.Context, e *env) error {
 		}
 	}
 }
-
-// orDash returns s, or "-" for an empty s, as table cells show nothing.
-func orDash(s string) string { return texttable.OrDash(s) }

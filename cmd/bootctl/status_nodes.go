@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/bootfabric/bootfabric/bootapi"
+	"github.com/bootfabric/bootfabric/internal/texttable"
 	"github.com/bootfabric/bootfabric/nodeset"
-	"github.com/bootfabric/bootfabric/nodestate"
 )
 
 // complete selects the nodes of NODES and --group, adds the inventory nodes nobody holds as
@@ -17,11 +17,6 @@ func (q *statusQuery) complete(rd *bootapi.StatusRead) (*bootapi.Status, error) 
 		return nil, err
 	}
 	return rd.Select(bootapi.StatusFilter{Keep: keep, All: q.sel.all(), Only: q.only, UnknownOnly: q.unknown}), nil
-}
-
-// entriesOf makes inventory entries of the nodes a server holds.
-func entriesOf(nodes []nodestate.NodeStatus) []bootapi.InventoryEntry {
-	return bootapi.EntriesOf(nodes)
 }
 
 // filter returns which inventory nodes the selection keeps. A name that is not in the inventory,
@@ -43,7 +38,7 @@ func (s nodeSelection) filter(inv []bootapi.InventoryEntry) (func(string) bool, 
 	for _, g := range s.groups {
 		if !slices.Contains(groups, g) {
 			slices.Sort(groups)
-			return nil, badInput("--group: no inventory node is in group %q (groups: %s)", g, orDash(strings.Join(slices.Compact(groups), ", ")))
+			return nil, badInput("--group: no inventory node is in group %q (groups: %s)", g, texttable.OrDash(strings.Join(slices.Compact(groups), ", ")))
 		}
 	}
 	return func(name string) bool {

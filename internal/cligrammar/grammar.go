@@ -143,6 +143,9 @@ func leafAction(path string, cmd *cli.Command, required []cli.Flag, hints []Hint
 		if err := checkRequired(c, required); err != nil {
 			return &UsageError{path, err}
 		}
+		if err := checkStrict(c, cmd.Flags); err != nil {
+			return &UsageError{path, err}
+		}
 		err := action(c)
 		var ue *UsageError
 		if err == nil || errors.As(err, &ue) {
@@ -228,6 +231,24 @@ func unrequire(flags []cli.Flag) []cli.Flag {
 type ChoiceFlag struct {
 	cli.StringFlag
 	Choices []string
+	// Strict refuses any value outside Choices before the action runs (--output): the command
+	// then reads the flag as it is. Flags that also take values beyond their choices (lists,
+	// cyclic:LEVEL) stay unchecked here and are checked by their commands.
+	Strict bool
+}
+
+// checkStrict refuses the value of a strict choice flag that is not one of its choices.
+func checkStrict(c *cli.Context, flags []cli.Flag) error {
+	for _, f := range flags {
+		cf, ok := f.(*ChoiceFlag)
+		if !ok || !cf.Strict {
+			continue
+		}
+		if v := c.String(cf.Name); !slices.Contains(cf.Choices, v) {
+			return fmt.Errorf("%s: %q is not one of %s", dashed(cf.Name), v, strings.Join(cf.Choices, ", "))
+		}
+	}
+	return nil
 }
 
 // WithChoices is flag f with its choices.

@@ -24,6 +24,7 @@ func testApp(ran *string) *cli.App {
 			{Name: "plan", Action: act, Flags: []cli.Flag{
 				&cli.IntFlag{Name: "batch"}, &cli.DurationFlag{Name: "rtt"}, &cli.BoolFlag{Name: "flow"},
 				WithChoices(cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table"}, "table", "json"),
+				&ChoiceFlag{StringFlag: cli.StringFlag{Name: "unit", Value: "node"}, Choices: []string{"node", "board"}, Strict: true},
 				&cli.StringFlag{Name: "topology"}}},
 			{Name: "get", ArgsUsage: "NAME [MORE...]", Action: act, Flags: []cli.Flag{
 				&cli.StringFlag{Name: "store", Required: true, EnvVars: []string{"CLIGRAMMAR_TEST_STORE"}}}},
@@ -62,6 +63,8 @@ func TestApplyUsageErrors(t *testing.T) {
 		{"tool plan --batch", `tool plan: --batch needs a value`},
 		{"tool plan --batch x", `tool plan: --batch: "x" is not a whole number`},
 		{"tool plan --rtt 5", `tool plan: --rtt: "5" has no unit; write 5ms or 5s (units: ns, us, ms, s, m, h)`},
+		{"tool plan --unit rack", `tool plan: --unit: "rack" is not one of node, board`},
+		{"tool plan extra --unit rack", `tool plan: unexpected argument "extra"`}, // the arguments first
 		{"tool plan --rtt 5q", `tool plan: --rtt: "5q" is not a duration; write a number and a unit, e.g. 300ms, 2s, 1m30s`},
 	}
 	for _, tc := range tests {
@@ -76,6 +79,7 @@ func TestApplyUsageErrors(t *testing.T) {
 func TestApplyRuns(t *testing.T) {
 	tests := []struct{ line, want string }{
 		{"tool plan -o json --log-level debug", "plan "},
+		{"tool plan -o yaml --unit board", "plan "}, // only a strict flag is checked
 		{"tool get a b --store s", "get a,b"},
 		{"tool --store s get a", "get a"},
 		{"tool image --dir d list", "list "},

@@ -18,10 +18,10 @@ const module = "github.com/bootfabric/bootfabric/"
 // simulator; nothing imports the command.
 var allowedImports = map[string][]string{
 	"units": nil, "nodeset": nil, "power": {"internal/texttable"},
-	"images":              {"internal/atomicfile"},
-	"topology":            {"internal/yamlerr"},
+	"images":              {"internal/atomicfile", "internal/texttable"},
+	"topology":            {"internal/yamlerr", "internal/texttable"},
 	"mapping":             {"topology"},
-	"routing":             {"topology", "internal/heapq"},
+	"routing":             {"topology", "internal/heapq", "internal/texttable"},
 	"fabricsim":           {"topology", "mapping", "routing", "units", "internal/heapq"},
 	"report":              {"fabricsim", "mapping", "topology", "units", "internal/yamlerr", "internal/atomicfile"},
 	"fabricsim/simrun":    {"fabricsim", "mapping", "routing", "topology", "units", "internal/texttable"},
@@ -30,7 +30,7 @@ var allowedImports = map[string][]string{
 	"fleet":               {"internal/promreg", "internal/atomicfile", "internal/texttable"},
 	"images/ociimport":    {"images"},
 	"delivery":            {"units"},
-	"nodestate":           {"internal/promreg"},
+	"nodestate":           {"internal/promreg", "internal/texttable"},
 	"nodestate/boltstore": {"nodestate"},
 	"nodestate/etcdstore": {"nodestate", "fleet"},
 	"bootapi":             {"nodestate", "internal/texttable"},
