@@ -57,6 +57,9 @@ type Options struct {
 	Log *slog.Logger
 	// Dial opens the connections to the server (metainfo, tracker, web seed); nil dials from Bind.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Verified, when set, is called once Out is written and verified, before the seed: a node's
+	// agent boots the file while this fetch goes on serving it.
+	Verified func(Result)
 }
 
 // Result is what a fetch did.
@@ -118,16 +121,25 @@ func Fetch(ctx context.Context, o Options) (Result, error) {
 		return res, err
 	}
 	res.Seconds = time.Since(start).Seconds()
+	if o.Verified != nil {
+		res.stats(cl, t)
+		o.Verified(res)
+	}
 	seedStart := time.Now()
 	if err := seed(ctx, o, t, stage, announce); err != nil {
 		return res, err
 	}
 	res.SeededFor = time.Since(seedStart).Seconds()
+	res.stats(cl, t)
+	return res, nil
+}
+
+// stats fills in where the bytes came from and went, as the torrent's counters say now.
+func (res *Result) stats(cl *torrent.Client, t *torrent.Torrent) {
 	st := t.Stats()
 	res.FromPeers, res.FromServer = st.PeerConns.BytesReadUsefulData.Int64(), st.WebSeeds.BytesReadUsefulData.Int64()
 	res.Uploaded, res.BadPieces = st.BytesWrittenData.Int64(), st.PiecesDirtiedBad.Int64()
 	res.BannedPeers = cl.BadPeerIPs()
-	return res, nil
 }
 
 // getMetainfo fetches the file's metainfo and points its tracker at this node's announce URL.

@@ -221,3 +221,39 @@ func stagedBytes(dir string) int64 {
 	})
 	return n
 }
+
+// TestFetchVerifiedBeforeSeed: Verified comes once the file is written whole and checked, while the
+// fetch goes on seeding (what a node's agent boots on); the seed's end is no error.
+func TestFetchVerifiedBeforeSeed(t *testing.T) {
+	s, want := swarmServer(t, 1<<20+5)
+	o := nodeOptions(s, t.TempDir(), 0)
+	o.SeedFor = 10 * time.Minute
+	verified := make(chan Result, 1)
+	o.Verified = func(r Result) {
+		if got, err := os.ReadFile(o.Out); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("at Verified, %s holds %d bytes that are not the file (%v)", o.Out, len(got), err)
+		}
+		verified <- r
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := Fetch(ctx, o); done <- err }()
+	select {
+	case r := <-verified:
+		if r.Size != int64(len(want)) || r.FromServer+r.FromPeers < r.Size || r.SeededFor != 0 {
+			t.Errorf("result at Verified: %+v", r)
+		}
+	case err := <-done:
+		t.Fatalf("fetch ended before Verified: %v", err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("fetch ended after Verified, not seeding: %v", err)
+	default:
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("the seed's end: %v", err)
+	}
+}
