@@ -137,7 +137,7 @@ func TestInitScriptsParse(t *testing.T) {
 	bb := needBusybox(t)
 	dir := t.TempDir()
 	for name, body := range map[string]string{"init": AgentInit(InitramfsLayout()), "udhcpc.script": AgentDHCPScript(InitramfsLayout()),
-		"agent init": AgentInit(execLayout())} {
+		"agent init": AgentInit(execLayout()), "stage one": AgentInit(stageOneLayout())} {
 		p := filepath.Join(dir, name)
 		must(t, os.WriteFile(p, []byte(body), 0o755))
 		if out, err := exec.Command(bb, "sh", "-n", p).CombinedOutput(); err != nil {
@@ -149,8 +149,40 @@ func TestInitScriptsParse(t *testing.T) {
 			t.Errorf("the test initramfs's init lacks %q", want)
 		}
 	}
-	if s := AgentInit(execLayout()); !strings.Contains(s, `exec "$init"`) || strings.Contains(s, "poweroff") {
-		t.Errorf("an agent with an init powers off, or does not exec it:\n%s", s)
+	if s := AgentInit(execLayout()); !strings.Contains(s, `exec "$init"`) || strings.Contains(s, "poweroff") || strings.Contains(s, "switch_root") {
+		t.Errorf("an agent with an init powers off, switches root, or does not exec it:\n%s", s)
+	}
+}
+
+func stageOneLayout() AgentLayout {
+	l := execLayout()
+	l.Fetcher, l.SeedFor, l.Home = "/a/bootfetch", "3m0s", "/a"
+	return l
+}
+
+// TestStageOneInit: a first stage's /init fetches the root with the fetcher and the kernel line's
+// parameters, boots it only once the fetcher said it is verified, reports a failure instead, and
+// leaves its own files out of the new root.
+func TestStageOneInit(t *testing.T) {
+	s := AgentInit(stageOneLayout())
+	for _, want := range []string{
+		`( /a/bootfetch --server "$server" --profile "$profile" --file "$root" --node "$node" --token "$token"`,
+		`--out /seed/root.img --seed-for "$seed"`, `seed="3m0s"`, `bootfabric.seed=*) seed=`, `bootfabric.token=*) token=`,
+		`grep -q " verified " /seed/fetch.log`, `echo $? > /seed/fetch.exit`, `if [ ! -f /seed/root.img ]; then`, `status=failed`,
+		`[ "$status" = ok ] && fetch_root`, `zcat /seed/root.img | $bb cpio -i -d -m -u`, `/init | /a | /proc`,
+		`exec $bb switch_root /newroot "$init"`, `mount -o move "/$d" "/newroot/$d"`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("stage one's /init lacks %q", want)
+		}
+	}
+	// The report comes after the fetch, and switch_root only after the report.
+	fetch, report, sw := strings.Index(s, "&& fetch_root"), strings.Index(s, "--post-data"), strings.Index(s, "exec $bb switch_root")
+	if fetch < 0 || report < fetch || sw < report {
+		t.Errorf("order: fetch at %d, report at %d, switch_root at %d", fetch, report, sw)
+	}
+	if strings.Contains(AgentInit(execLayout()), "bootfetch") || strings.Contains(AgentInit(execLayout()), "bootfabric.root") {
+		t.Error("a one-stage agent fetches a root")
 	}
 }
 

@@ -72,11 +72,13 @@ type ScriptParams struct {
 // scriptTemplate boots the profile's kernel and initrd over HTTP. initrd=
 // on the command line lets an EFI-stub kernel find the initrd iPXE loaded.
 // On failure it says so and reboots, so that the boot server sees the node
-// try again rather than hang.
+// try again rather than hang. A profile with a root image tells the agent
+// where to fetch it: the server, profile, file and the token the tracker
+// asks for (bootfabric.server=, .profile=, .root=, .token=).
 var scriptTemplate = template.Must(template.New("ipxe").Parse(`#!ipxe
 # bootfabric: node {{.Node}}, profile {{.Profile.Name}}
 echo bootfabric: booting {{.Node}} with profile {{.Profile.Name}}
-kernel {{.Base}}/{{.Profile.Kernel}}{{.Query}}{{with .Profile.Initrd}} initrd={{.}}{{end}}{{if .Overlay}} initrd=overlay.cpio.gz{{end}}{{with .Profile.Cmdline}} {{.}}{{end}} bootfabric.node={{.Node}}{{with .HealthURL}} bootfabric.health={{.}}{{end}} || goto failed
+kernel {{.Base}}/{{.Profile.Kernel}}{{.Query}}{{with .Profile.Initrd}} initrd={{.}}{{end}}{{if .Overlay}} initrd=overlay.cpio.gz{{end}}{{with .Profile.Cmdline}} {{.}}{{end}} bootfabric.node={{.Node}}{{with .HealthURL}} bootfabric.health={{.}}{{end}}{{with .Profile.Root}} bootfabric.server={{$.Server}} bootfabric.profile={{$.Profile.Name}} bootfabric.root={{.}}{{with $.Token}} bootfabric.token={{.}}{{end}}{{end}} || goto failed
 {{- with .Profile.Initrd}}
 initrd {{$.Base}}/{{.}}{{$.Query}} || goto failed
 {{- end}}
@@ -110,7 +112,9 @@ func RenderScript(p Profile, sp ScriptParams) ([]byte, error) {
 		Base      string
 		Query     string
 		Overlay   string
-	}{p, sp.Node, sp.HealthURL, "http://" + host + "/boot/" + p.Name, query, sp.Overlay})
+		Server    string
+		Token     string
+	}{p, sp.Node, sp.HealthURL, "http://" + host + "/boot/" + p.Name, query, sp.Overlay, "http://" + host, sp.Token})
 	if err != nil {
 		return nil, fmt.Errorf("images: rendering iPXE script for node %q: %w", sp.Node, err)
 	}

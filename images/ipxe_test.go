@@ -31,6 +31,9 @@ func TestRenderScriptGolden(t *testing.T) {
 		{"ipv6.ipxe",
 			Profile{Name: "v6", Kernel: "vmlinuz", Initrd: "initrd", Cmdline: "ip=dhcp"},
 			ScriptParams{Server: "fd00::1", Port: 8080, Node: "n1", HealthURL: "http://[fd00::1]:8080/api/v1/nodes/n1/health"}},
+		{"p2p-root.ipxe",
+			Profile{Name: "bookworm", Kernel: "vmlinuz", Initrd: "agent.cpio.gz", Root: "root.cpio.gz", Cmdline: "console=ttyS0 bootfabric.seed=3m0s"},
+			ScriptParams{Server: "10.0.0.1", Port: 8080, Node: "cn-0001", HealthURL: "http://10.0.0.1:8080/api/v1/nodes/cn-0001/health?token=abc123", Token: "abc123"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.golden, func(t *testing.T) {
@@ -71,6 +74,8 @@ func TestRenderScriptErrors(t *testing.T) {
 		{"bad port", p, func(s *ScriptParams) { s.Port = 0 }, "bad port"},
 		{"health not http", p, func(s *ScriptParams) { s.HealthURL = "file:///etc/passwd" }, "bad health URL"},
 		{"health with space", p, func(s *ScriptParams) { s.HealthURL = "http://a/ b" }, "bad health URL"},
+		{"root with space", Profile{Name: "x", Kernel: "k", Initrd: "i", Root: "r 1"}, nil, "root"},
+		{"root without initrd", Profile{Name: "x", Kernel: "k", Root: "r"}, nil, "needs an initrd"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,10 +9,14 @@ import (
 // Profile is a bootable image: what iPXE loads over HTTP and what TFTP and
 // HTTP serve under boot/{Name}/.
 type Profile struct {
-	Name      string   `json:"name"`                 // [a-z0-9][a-z0-9._-]*, at most 63 bytes
-	Kernel    string   `json:"kernel"`               // file name, required
-	Initrd    string   `json:"initrd,omitempty"`     // file name, optional
-	Cmdline   string   `json:"cmdline,omitempty"`    // kernel command line, one line
+	Name    string `json:"name"`              // [a-z0-9][a-z0-9._-]*, at most 63 bytes
+	Kernel  string `json:"kernel"`            // file name, required
+	Initrd  string `json:"initrd,omitempty"`  // file name, optional
+	Cmdline string `json:"cmdline,omitempty"` // kernel command line, one line
+	// Root, when set, is the node's root image, which the agent of the initrd fetches from its
+	// peers and the server (peer delivery) rather than iPXE from the server: iPXE loads only the
+	// small kernel and initrd, and the script tells the agent where the root is (RenderScript).
+	Root      string   `json:"root,omitempty"`
 	BootFiles []string `json:"boot_files,omitempty"` // further file names served with the profile
 
 	// Files maps every file name above to its blob. The store fills it;
@@ -26,12 +30,12 @@ type Blob struct {
 	Size   int64  `json:"size"`
 }
 
-// FileNames returns the profile's file names: kernel, initrd, then boot
-// files, each once.
+// FileNames returns the profile's file names: kernel, initrd, root, then
+// boot files, each once.
 func (p Profile) FileNames() []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, n := range append([]string{p.Kernel, p.Initrd}, p.BootFiles...) {
+	for _, n := range append([]string{p.Kernel, p.Initrd, p.Root}, p.BootFiles...) {
 		if n != "" && !seen[n] {
 			seen[n] = true
 			out = append(out, n)
@@ -58,6 +62,14 @@ func (p Profile) Validate() error {
 	if p.Initrd != "" {
 		if err := checkName("initrd", p.Initrd, true); err != nil {
 			return fmt.Errorf("profile %q: %w", p.Name, err)
+		}
+	}
+	if p.Root != "" {
+		if err := checkName("root", p.Root, true); err != nil {
+			return fmt.Errorf("profile %q: %w", p.Name, err)
+		}
+		if p.Initrd == "" {
+			return fmt.Errorf("%w %q: a root image needs an initrd, whose agent fetches it", ErrInvalid, p.Name)
 		}
 	}
 	for i, b := range p.BootFiles {

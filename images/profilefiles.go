@@ -13,18 +13,21 @@ type Summary struct {
 	Kernel    string   `json:"kernel"`
 	Initrd    string   `json:"initrd,omitempty"`
 	Cmdline   string   `json:"cmdline,omitempty"`
+	Root      string   `json:"root,omitempty"`
 	BootFiles []string `json:"boot_files,omitempty"`
 	Bytes     int64    `json:"bytes"`
 	// KernelBytes and InitrdBytes are what a node fetches, the sizes plan --profile uses.
-	KernelBytes int64           `json:"kernel_bytes"`
-	InitrdBytes int64           `json:"initrd_bytes"`
-	Files       map[string]Blob `json:"files"`
+	KernelBytes int64 `json:"kernel_bytes"`
+	InitrdBytes int64 `json:"initrd_bytes"`
+	// RootBytes is the root image a node's agent fetches through the fabric (peer delivery).
+	RootBytes int64           `json:"root_bytes,omitempty"`
+	Files     map[string]Blob `json:"files"`
 }
 
 // Summarize is p's summary; p comes from a store, which filled its Files.
 func (p Profile) Summarize() Summary {
-	s := Summary{Name: p.Name, Kernel: p.Kernel, Initrd: p.Initrd, Cmdline: p.Cmdline, BootFiles: p.BootFiles, Files: p.Files,
-		KernelBytes: p.Files[p.Kernel].Size, InitrdBytes: p.Files[p.Initrd].Size}
+	s := Summary{Name: p.Name, Kernel: p.Kernel, Initrd: p.Initrd, Cmdline: p.Cmdline, Root: p.Root, BootFiles: p.BootFiles, Files: p.Files,
+		KernelBytes: p.Files[p.Kernel].Size, InitrdBytes: p.Files[p.Initrd].Size, RootBytes: p.Files[p.Root].Size}
 	for _, b := range p.Files {
 		s.Bytes += b.Size
 	}

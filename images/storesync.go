@@ -98,7 +98,7 @@ func diffProfiles(old, cur map[string]Profile) Change {
 }
 
 func sameProfile(a, b Profile) bool {
-	return a.Kernel == b.Kernel && a.Initrd == b.Initrd && a.Cmdline == b.Cmdline &&
+	return a.Kernel == b.Kernel && a.Initrd == b.Initrd && a.Root == b.Root && a.Cmdline == b.Cmdline &&
 		slices.Equal(a.BootFiles, b.BootFiles) && maps.Equal(a.Files, b.Files)
 }
 

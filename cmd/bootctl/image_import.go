@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -31,6 +32,9 @@ func imageImportCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "agent", Value: true, Usage: "add the bootfabric agent as /init: DHCP, the health report with the node's token, then the image's /sbin/init (--agent=false: the image alone; boot it with rdinit=/sbin/init)"},
 			&cli.StringFlag{Name: "busybox", Value: images.DefaultBusybox, Usage: "static busybox the agent runs on (Debian package busybox-static)"},
 			&cli.StringSliceFlag{Name: "module", Usage: "kernel module the agent loads before DHCP: a NAME (virtio_net: with its dependencies, from the modules.dep of the kernel's version in the image, else in /lib/modules) or a .ko file (.ko.xz and .ko.zst are decompressed); repeatable, in load order"},
+			withChoices(cli.StringFlag{Name: "delivery", Value: "server", Usage: "server (one initramfs from the boot server) or p2p (two stages: a small agent initrd from the server, which fetches the root image from its peers and the server, every piece checked)"}, "server", "p2p"),
+			&cli.StringFlag{Name: "fetcher", Usage: "--delivery p2p: the static bootfetch the agent runs (default: bootfetch beside bootctl, else on $PATH)"},
+			&cli.DurationFlag{Name: "seed-for", Value: images.DefaultSeedFor, Usage: "--delivery p2p: how long a node serves its root image to peers once booted (0s: not at all)"},
 			&cli.StringFlag{Name: "max-size", Value: "8GiB", Usage: "refuse an image whose files hold more than this, uncompressed (the initramfs a node unpacks in RAM)"},
 			&cli.IntFlag{Name: "max-entries", Value: ociimport.DefaultMaxEntries, Usage: "refuse an image with more tar entries than this in all its layers"},
 			outputFlag("table", "json", "yaml"),
@@ -48,6 +52,9 @@ func imageImport(e *env, c *cli.Context) error {
 		return badInput("--compress: %q is not one of gzip, zstd", opt.Compression)
 	}
 	if err := importAgentFlags(c, &opt); err != nil {
+		return err
+	}
+	if err := importDeliveryFlags(c, &opt); err != nil {
 		return err
 	}
 	maxSize, err := units.ParseSize(c.String("max-size"))
@@ -94,6 +101,52 @@ func importAgentFlags(c *cli.Context, opt *ociimport.Options) error {
 	return nil
 }
 
+// importDeliveryFlags checks --delivery, --fetcher and --seed-for into opt.
+func importDeliveryFlags(c *cli.Context, opt *ociimport.Options) error {
+	switch d := c.String("delivery"); {
+	case d == "server":
+		if c.IsSet("fetcher") || c.IsSet("seed-for") {
+			return badInput("--fetcher and --seed-for: only with --delivery p2p")
+		}
+		return nil
+	case d != "p2p":
+		return badInput("--delivery: %q is not one of server, p2p", d)
+	case opt.Busybox == "":
+		return badInput("--delivery p2p: the agent fetches the root image, and --agent=false leaves it out")
+	case opt.Compression != ociimport.Gzip:
+		return badInput("--delivery p2p: --compress must be gzip (the agent's busybox unpacks the root image), not %s", opt.Compression)
+	case c.Duration("seed-for") < 0:
+		return badInput("--seed-for: %s is negative (0s: no seeding)", c.Duration("seed-for"))
+	}
+	fetcher, err := findFetcher(c.String("fetcher"))
+	if err != nil {
+		return badInput("--fetcher: %w", err)
+	}
+	if err := images.CheckStatic(fetcher); err != nil {
+		return badInput("--fetcher: %w (build it with CGO_ENABLED=0 go build ./cmd/bootfetch)", err)
+	}
+	opt.Fetcher, opt.SeedFor = fetcher, c.Duration("seed-for")
+	return nil
+}
+
+// findFetcher is the fetcher given, or bootfetch beside this bootctl, or on $PATH.
+func findFetcher(given string) (string, error) {
+	if given != "" {
+		return given, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "bootfetch")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("bootfetch")
+	if err != nil {
+		return "", fmt.Errorf("no bootfetch beside bootctl or on $PATH: give one (CGO_ENABLED=0 go build ./cmd/bootfetch)")
+	}
+	return p, nil
+}
+
 // importIntoStore runs the import; a store it had to create is removed again when the import
 // fails, so that a failed first import leaves nothing behind.
 func importIntoStore(c *cli.Context, opt ociimport.Options) (ociimport.Result, error) {
@@ -131,6 +184,12 @@ func writeImportTable(e *env, res ociimport.Result) error {
 	}
 	if _, err := fmt.Fprintf(e.stdout, "image %s, initrd %s (%s) sha256 %s\n", texttable.OrDash(res.Digest), p.Initrd, res.Compression, p.Files[p.Initrd].SHA256); err != nil {
 		return err
+	}
+	if p.Root != "" {
+		if _, err := fmt.Fprintf(e.stdout, "delivery p2p: the initrd is the agent (%s MB); root image %s (%s MB), fetched through the fabric, sha256 %s\n",
+			texttable.Float(float64(p.Files[p.Initrd].Size)/1e6, 1), p.Root, texttable.Float(float64(p.Files[p.Root].Size)/1e6, 1), p.Files[p.Root].SHA256); err != nil {
+			return err
+		}
 	}
 	if len(res.Modules) > 0 {
 		_, err := fmt.Fprintf(e.stdout, "modules, in load order: %s\n", strings.Join(res.Modules, " "))

@@ -128,3 +128,52 @@ func TestImageImport(t *testing.T) {
 		t.Errorf("module name without modules.dep: %d %q", code, errs)
 	}
 }
+
+// TestImageImportP2P: --delivery p2p stores two stages (the agent's initrd, the root image), says
+// so in the table and the JSON, and its bad flags are exit status 2 naming the flag.
+func TestImageImportP2P(t *testing.T) {
+	testenv.NeedFile(t, images.DefaultBusybox, "busybox-static")
+	ctx := context.Background()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	src := ociLayout(t, filepath.Join(dir, "img"), map[string]string{"boot/vmlinuz-6.1.0-amd64": "KERNEL", "sbin/init": "#!/bin/sh\n"})
+	// busybox stands in for bootfetch: a static binary.
+	fetcher := images.DefaultBusybox
+	code, out, errs := runBootctl(t, ctx, "image", "import", "--store", store, "--name", "p2p", "--delivery", "p2p", "--fetcher", fetcher,
+		"--seed-for", "90s", "--output", "json", src)
+	var res struct {
+		Delivery string
+		Profile  images.Profile
+	}
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil {
+		t.Fatalf("import: %d %v\n%s%s", code, err, out, errs)
+	}
+	if res.Delivery != "p2p" || res.Profile.Initrd != "agent.cpio.gz" || res.Profile.Root != "root.cpio.gz" || res.Profile.Files["root.cpio.gz"].Size == 0 {
+		t.Errorf("result: %+v", res)
+	}
+	if code, out, _ := runBootctl(t, ctx, "image", "import", "--store", store, "--name", "p2p2", "--delivery", "p2p", "--fetcher", fetcher, src); code != 0 ||
+		!strings.Contains(out, "delivery p2p: the initrd is the agent") || !strings.Contains(out, "root image root.cpio.gz") {
+		t.Errorf("table: %d\n%s", code, out)
+	}
+	script := filepath.Join(dir, "script")
+	os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--delivery", "torrent"}, "--delivery"},
+		{[]string{"--fetcher", fetcher}, "--fetcher and --seed-for: only with --delivery p2p"},
+		{[]string{"--seed-for", "1m"}, "only with --delivery p2p"},
+		{[]string{"--delivery", "p2p", "--fetcher", script}, "--fetcher"},
+		{[]string{"--delivery", "p2p", "--fetcher", filepath.Join(dir, "none")}, "--fetcher"},
+		{[]string{"--delivery", "p2p", "--fetcher", fetcher, "--compress", "zstd"}, "--compress must be gzip"},
+		{[]string{"--delivery", "p2p", "--fetcher", fetcher, "--agent=false"}, "--agent=false"},
+		{[]string{"--delivery", "p2p", "--fetcher", fetcher, "--seed-for", "-1s"}, "--seed-for"},
+	} {
+		args := append(append([]string{"image", "import", "--store", store, "--name", "bad"}, tc.args...), src)
+		code, _, errs := runBootctl(t, ctx, args...)
+		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+			t.Errorf("%v: exit %d, %q; want 2 and one line with %q", tc.args, code, errs, tc.want)
+		}
+	}
+}

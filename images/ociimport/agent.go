@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/bootfabric/bootfabric/images"
 )
@@ -20,15 +21,29 @@ func agentLayout() images.AgentLayout {
 		DHCPScript: d + "/udhcpc.script", IPFile: d + "/ip", Init: "/sbin/init"}
 }
 
+// stageOneLayout is the agent's layout as the first stage of a two-stage profile: the same files,
+// with bootfetch beside them, seeding for seedFor unless the kernel line says otherwise.
+func stageOneLayout(seedFor time.Duration) images.AgentLayout {
+	l := agentLayout()
+	l.Fetcher, l.SeedFor, l.Home = "/"+AgentDir+"/bootfetch", seedFor.String(), "/"+AgentDir
+	return l
+}
+
 // writeAgent appends the agent after the image's files, so that its /init wins over any the
 // image has: the kernel unpacks entries in order, a later one replacing an earlier. modules are
-// kernel modules the agent loads, in order, before it brings the network up.
-func (e *emitter) writeAgent(busybox string, modules []agentModule) error {
+// kernel modules the agent loads, in order, before it brings the network up. A first stage
+// (l.Fetcher) carries the static fetcher, from the file fetcher.
+func (e *emitter) writeAgent(busybox string, modules []agentModule, l images.AgentLayout, fetcher string) error {
 	if err := e.put(AgentDir, meta{mode: images.CpioDir | 0o755}, e.ino(), 2, 0); err != nil {
 		return err
 	}
 	if err := e.copyFile(busybox, AgentDir+"/busybox", images.CpioRegular|0o755); err != nil {
 		return fmt.Errorf("agent: %w", err)
+	}
+	if l.Fetcher != "" {
+		if err := e.copyFile(fetcher, AgentDir+"/bootfetch", images.CpioRegular|0o755); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
 	}
 	if err := e.writeModules(modules); err != nil {
 		return err
@@ -36,7 +51,7 @@ func (e *emitter) writeAgent(busybox string, modules []agentModule) error {
 	if err := e.writeConsole(); err != nil {
 		return err
 	}
-	for _, s := range []struct{ name, body string }{{AgentDir + "/udhcpc.script", images.AgentDHCPScript(agentLayout())}, {"init", images.AgentInit(agentLayout())}} {
+	for _, s := range []struct{ name, body string }{{AgentDir + "/udhcpc.script", images.AgentDHCPScript(l)}, {"init", images.AgentInit(l)}} {
 		if err := e.put(s.name, meta{mode: images.CpioRegular | 0o755}, e.ino(), 1, int64(len(s.body))); err != nil {
 			return err
 		}

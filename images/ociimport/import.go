@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/bootfabric/bootfabric/images"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -45,6 +46,13 @@ type Options struct {
 	// from the modules.dep of the profile's kernel version in the image, else on the host
 	// (HostModules).
 	Modules []string
+	// Fetcher, when set (with Busybox), makes a two-stage profile for peer delivery: the image's
+	// files become the root image (RootName, gzip, which busybox unpacks), fetched by the node
+	// through the fabric; the initrd (StageOneName) is only the agent, its modules and this static
+	// bootfetch, which the agent runs and leaves seeding for SeedFor (0: not at all;
+	// images.DefaultSeedFor is what bootctl gives).
+	Fetcher string
+	SeedFor time.Duration
 	// MaxBytes bounds the files of the final tree, uncompressed (the initramfs a node unpacks in
 	// RAM), and MaxEntries the tar entries read from all layers (what the index holds in memory,
 	// about 800 bytes each): a small compressed layer can hold gigabytes of zeros or millions of
@@ -76,6 +84,9 @@ type Result struct {
 	KernelSource string         `json:"kernel_source"` // path in the image, or the file given
 	Compression  string         `json:"compression"`
 	Agent        bool           `json:"agent"` // the health-reporting /init was added
+	// Delivery is "server" (one initramfs, from the boot server) or "p2p" (two stages: the agent's
+	// initrd from the server, the root image through the fabric).
+	Delivery string `json:"delivery"`
 	// Modules are the module files the agent loads, in order; ModulesFrom the modules.dep the
 	// names were resolved with.
 	Modules     []string `json:"modules"`
@@ -98,7 +109,10 @@ func Import(ctx context.Context, st *images.Store, opt Options) (Result, error) 
 	}
 	defer src.cleanup()
 	res := Result{Source: opt.Source, Format: src.format, Compression: opt.Compression, Agent: opt.Busybox != "",
-		Modules: []string{}, Warnings: []string{}}
+		Modules: []string{}, Warnings: []string{}, Delivery: "server"}
+	if opt.Fetcher != "" {
+		res.Delivery = "p2p"
+	}
 	lr, err := src.reader(&res)
 	if err != nil {
 		return Result{}, opt.bad(err)
@@ -185,8 +199,11 @@ func (opt Options) withDefaults() (Options, v1.Platform, error) {
 	return opt, *pl, nil
 }
 
-// checkAgent checks the agent's busybox and the modules given as files.
+// checkAgent checks the agent's busybox, its fetcher and the modules given as files.
 func (opt Options) checkAgent() error {
+	if err := opt.checkFetcher(); err != nil {
+		return err
+	}
 	if opt.Busybox == "" {
 		if len(opt.Modules) > 0 {
 			return fmt.Errorf("ociimport: %w: modules are loaded by the agent, and there is no agent (no busybox)", ErrOptions)
@@ -202,6 +219,26 @@ func (opt Options) checkAgent() error {
 				return fmt.Errorf("ociimport: %w: --module: %w", ErrOptions, err)
 			}
 		}
+	}
+	return nil
+}
+
+// checkFetcher checks what a two-stage profile needs: the agent, a static fetcher, gzip.
+func (opt Options) checkFetcher() error {
+	if opt.Fetcher == "" {
+		return nil
+	}
+	if opt.Busybox == "" {
+		return fmt.Errorf("ociimport: %w: peer delivery: the agent fetches the root image, and there is no agent (no busybox)", ErrOptions)
+	}
+	if err := images.CheckStatic(opt.Fetcher); err != nil {
+		return fmt.Errorf("ociimport: %w: fetcher: %w", ErrOptions, err)
+	}
+	if opt.Compression != Gzip {
+		return fmt.Errorf("ociimport: %w: peer delivery: the root image is gzip, which the agent's busybox unpacks (not %s)", ErrOptions, opt.Compression)
+	}
+	if opt.SeedFor < 0 {
+		return fmt.Errorf("ociimport: %w: seed time %s is negative", ErrOptions, opt.SeedFor)
 	}
 	return nil
 }
@@ -267,7 +304,11 @@ func (b *build) index() error {
 // write is the second pass: the compressed archive and the kernel, staged in the store.
 func (b *build) write(res *Result) error {
 	b.files = map[string]string{}
-	out, err := b.stage(initrdName(b.opt.Compression))
+	name := initrdName(b.opt.Compression)
+	if b.opt.Fetcher != "" {
+		name = RootName
+	}
+	out, err := b.stage(name)
 	if err != nil {
 		return err
 	}
@@ -294,6 +335,9 @@ func (b *build) write(res *Result) error {
 		}
 	}
 	res.Entries, res.CpioBytes = e.entries, n
+	if err == nil && b.opt.Fetcher != "" {
+		err = b.stageOne()
+	}
 	return err
 }
 
@@ -313,11 +357,20 @@ func (b *build) archive(out *os.File, e *emitter) (int64, error) {
 			return 0, b.opt.bad(err)
 		}
 	}
-	if b.opt.Busybox != "" {
-		err = e.writeAgent(b.opt.Busybox, b.modules)
+	if b.opt.Busybox != "" && b.opt.Fetcher == "" {
+		err = e.writeAgent(b.opt.Busybox, b.modules, agentLayout(), "")
 	}
+	if err := endArchive(e.cw, bw, zw, out, err); err != nil {
+		return 0, fmt.Errorf("ociimport: writing the initramfs: %w", err)
+	}
+	return e.cw.Len(), nil
+}
+
+// endArchive ends an archive written through bw and zw into out, unless err: the trailer, the
+// buffer, the compressor, then out is synced. It returns the first error.
+func endArchive(cw *images.CpioWriter, bw *bufio.Writer, zw io.WriteCloser, out *os.File, err error) error {
 	if err == nil {
-		err = e.cw.Close()
+		err = cw.Close()
 	}
 	if err == nil {
 		err = bw.Flush()
@@ -328,10 +381,7 @@ func (b *build) archive(out *os.File, e *emitter) (int64, error) {
 	if err == nil {
 		err = out.Sync()
 	}
-	if err != nil {
-		return 0, fmt.Errorf("ociimport: writing the initramfs: %w", err)
-	}
-	return e.cw.Len(), nil
+	return err
 }
 
 // kernelFile arranges for the kernel: the file given, or the image's, copied out during the
@@ -373,6 +423,9 @@ func (b *build) removeStaged() {
 }
 
 func (b *build) profile() images.Profile {
+	if b.opt.Fetcher != "" {
+		return images.Profile{Name: b.opt.Name, Kernel: "vmlinuz", Initrd: StageOneName, Root: RootName, Cmdline: b.opt.Cmdline}
+	}
 	return images.Profile{Name: b.opt.Name, Kernel: "vmlinuz", Initrd: initrdName(b.opt.Compression), Cmdline: b.opt.Cmdline}
 }
 
