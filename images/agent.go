@@ -134,8 +134,10 @@ fetch_root() {
 	log "fetching $root of profile $profile from $server and its peers, then seeding for $seed"
 	# The fetcher's exit status lands in fetch.exit: the wait ends on the verified line or on that
 	# (its --timeout bounds it).
+	# It serves its peers from the leased address: IPv4 alone, which a kernel with
+	# ipv6.disable=1 still has.
 	( {{.Fetcher}} --server "$server" --profile "$profile" --file "$root" --node "$node" --token "$token" \
-		--out /seed/root.img --seed-for "$seed" > /seed/fetch.log 2>&1; echo $? > /seed/fetch.exit ) &
+		--bind "$($bb cat {{.IPFile}})" --out /seed/root.img --seed-for "$seed" > /seed/fetch.log 2>&1; echo $? > /seed/fetch.exit ) &
 	while [ ! -f /seed/fetch.exit ] && ! $bb grep -q " verified " /seed/fetch.log; do
 		$bb usleep 200000
 	done

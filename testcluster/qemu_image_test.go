@@ -33,51 +33,15 @@ func TestQEMUBootContainerImage(t *testing.T) {
 	// The root file system is made beside the VM lane's other tests: mmdebstrap waits mostly on
 	// the mirror and the disk.
 	t.Parallel()
-	oci := func() string {
-		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-		defer cancel()
-		rootfs := cachedDebianRootfs(t, ctx)
-		start := time.Now()
-		oci := ociLayoutFromTar(t, rootfs)
-		t.Logf("OCI layout of %s in %.1f s", rootfs, time.Since(start).Seconds())
-		return oci
-	}()
+	oci := debianOCI(t)
 	joinVMLane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
-	c := qemuImageCluster(t, ctx, oci)
+	c := qemuImageCluster(t, ctx, VMImage{Import: oci})
 	log := zaptest.NewLogger(t)
 	accel, why := testAccel(t, ctx, c, log)
-	// The VM runs on after its health report until its serial console shows systemd and the
-	// overlay's /etc/issue (at most 40 s).
-	booted := func(node, serial string) bool {
-		for _, want := range imageSerialWants(node) {
-			if !strings.Contains(serial, want) {
-				return false
-			}
-		}
-		return true
-	}
-	rs, err := BootVMs(ctx, c, 1, QEMUOptions{Log: log, MemoryMB: 1024, Timeout: 150 * time.Second, Linger: 40 * time.Second, LingerUntil: booted})
-	var serial []byte
-	if len(rs) == 1 {
-		serial, _ = os.ReadFile(rs[0].SerialLog)
-	}
-	if err != nil {
-		t.Fatalf("boot (%s: %s): %v\nserial log:\n%s", accel, why, err, tail(string(serial), 60))
-	}
-	r := rs[0]
-	t.Logf("%s (%s %s): health %q after %.2f s; events %v", r.Node, r.Accel, why, r.Health, r.Seconds, r.Events)
-	for _, s := range Breakdown(r) {
-		t.Logf("    %-22s %6.2f s", s.Name, s.Seconds)
-	}
-	for _, want := range imageSerialWants(r.Node) {
-		if !strings.Contains(string(serial), want) {
-			t.Errorf("serial log lacks %q:\n%s", want, tail(string(serial), 60))
-		}
-	}
-	t.Logf("serial log:\n%s", tail(string(serial), 40))
+	r, _ := bootImageVM(t, ctx, c, accel+" "+why, QEMUOptions{Timeout: 150 * time.Second, Linger: 40 * time.Second}, imageSerialWants)
 
 	// Beside it, the busybox test initramfs on the same kind of cluster and accelerator.
 	base := qemuCluster(t, ctx)
@@ -86,6 +50,55 @@ func TestQEMUBootContainerImage(t *testing.T) {
 		t.Fatalf("busybox test initramfs: %v", err)
 	}
 	t.Logf("health after %.2f s with the imported Debian image, %.2f s with the busybox test initramfs (%s)", r.Seconds, bs[0].Seconds, accel)
+}
+
+// debianOCI is the Debian root file system (cachedDebianRootfs) as an OCI layout.
+func debianOCI(t *testing.T) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	rootfs := cachedDebianRootfs(t, ctx)
+	start := time.Now()
+	oci := ociLayoutFromTar(t, rootfs)
+	t.Logf("OCI layout of %s in %.1f s", rootfs, time.Since(start).Seconds())
+	return oci
+}
+
+// bootImageVM boots one VM of c with the imported image and checks that its serial log shows
+// what wants says for its node; it returns the boot and the serial log. opt gives the boot's
+// timeout and how long the VM may run on after its health report.
+func bootImageVM(t *testing.T, ctx context.Context, c *Cluster, accel string, opt QEMUOptions, wants func(node string) []string) (VMResult, string) {
+	opt.Log, opt.MemoryMB = zaptest.NewLogger(t), 1024
+	// The VM runs on after its health report until its serial console shows systemd and the
+	// overlay's /etc/issue (at most opt.Linger).
+	booted := func(node, serial string) bool {
+		for _, want := range wants(node) {
+			if !strings.Contains(serial, want) {
+				return false
+			}
+		}
+		return true
+	}
+	opt.LingerUntil = booted
+	rs, err := BootVMs(ctx, c, 1, opt)
+	var serial []byte
+	if len(rs) == 1 {
+		serial, _ = os.ReadFile(rs[0].SerialLog)
+	}
+	if err != nil {
+		t.Fatalf("boot (%s): %v\nserial log:\n%s", accel, err, tail(string(serial), 60))
+	}
+	r := rs[0]
+	t.Logf("%s (%s): health %q after %.2f s; events %v", r.Node, accel, r.Health, r.Seconds, r.Events)
+	for _, s := range Breakdown(r) {
+		t.Logf("    %-22s %6.2f s", s.Name, s.Seconds)
+	}
+	for _, want := range wants(r.Node) {
+		if !strings.Contains(string(serial), want) {
+			t.Errorf("serial log lacks %q:\n%s", want, tail(string(serial), 60))
+		}
+	}
+	t.Logf("serial log:\n%s", tail(string(serial), 40))
+	return r, string(serial)
 }
 
 // imageSerialWants is what the serial console of node must show when it booted the imported
@@ -163,9 +176,9 @@ func ociLayoutFromTar(t *testing.T, tarPath string) string {
 	return string(p)
 }
 
-// qemuImageCluster is qemuCluster with the imported image as the VMs' profile; systemd shows its
-// status on the console so that the test sees it start.
-func qemuImageCluster(tb testing.TB, ctx context.Context, oci string) *Cluster {
+// qemuImageCluster is qemuCluster with the imported image img.Import as the VMs' profile; systemd
+// shows its status on the console so that the test sees it start.
+func qemuImageCluster(tb testing.TB, ctx context.Context, img VMImage) *Cluster {
 	tb.Helper()
 	needQEMUHost(tb)
 	bin := buildBootctl(tb)
@@ -183,7 +196,7 @@ func qemuImageCluster(tb testing.TB, ctx context.Context, oci string) *Cluster {
 		tb.Fatal(err)
 	}
 	start := time.Now()
-	img := VMImage{Import: oci, Cmdline: DefaultVMCmdline + " systemd.show_status=1"}
+	img.Cmdline = DefaultVMCmdline + " systemd.show_status=1"
 	opt := ServerOptions{Bootctl: bin, Mapping: "ncda", Files: BootFiles{NBP: debianNBP}, Overlays: []string{overlay}}
 	if err := c.StartQEMUServers(ctx, opt, img); err != nil {
 		tb.Fatal(err)

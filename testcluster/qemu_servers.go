@@ -28,6 +28,9 @@ type VMImage struct {
 	// imported with bootctl image import, with its agent and the modules, instead of the busybox
 	// test initramfs: the VMs boot the image's own userspace.
 	Import string
+	// Fetcher, with Import, imports it for peer delivery (--delivery p2p): the VMs boot a small
+	// agent initrd that fetches the root image with this static bootfetch.
+	Fetcher string
 }
 
 // DefaultVMCmdline keeps the kernel's part of a VM boot short: serial console without the kernel's
@@ -88,6 +91,9 @@ func (c *Cluster) addDefaultProfile(ctx context.Context, bootctl string, img VMI
 		}
 		for _, m := range mods {
 			args = append(args, "--module", m)
+		}
+		if img.Fetcher != "" {
+			args = append(args, "--delivery", "p2p", "--fetcher", img.Fetcher)
 		}
 		_, err := c.run.Run(ctx, append(append([]string{bootctl}, args...), img.Import)...)
 		return err
