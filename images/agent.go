@@ -212,12 +212,12 @@ else
 fi
 {{- if .Fetcher}}
 if [ "$status" = ok ]; then
+	log "switch_root to $init"
 	# systemd finds /dev, /proc and /sys mounted, as on any switch_root.
 	for d in dev proc sys; do
 		$bb mkdir -p "/newroot/$d"
-		$bb mount -o move "/$d" "/newroot/$d" || log "mount --move /$d failed"
+		$bb mount -o move "/$d" "/newroot/$d" || echo "bootfabric: mount --move /$d failed" > /dev/console
 	done
-	log "switch_root to $init"
 	exec $bb switch_root /newroot "$init"
 fi
 log "the root image is not booted ($detail): a busybox shell instead"
