@@ -9,6 +9,7 @@ LDFLAGS := -X 'main.stampVersion=$(VERSION)' -X 'main.stampCommit=$(COMMIT)'
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/bootctl ./cmd/bootctl
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/bootfetch ./cmd/bootfetch   # static: a node's first stage runs it
 # The Debian package (packaging/build-deb says what is in it and where) in bin/.
 deb:
 	packaging/build-deb -o bin

@@ -133,11 +133,14 @@ fetch_root() {
 	fi
 	log "fetching $root of profile $profile from $server and its peers, then seeding for $seed"
 	# The fetcher's exit status lands in fetch.exit: the wait ends on the verified line or on that
-	# (its --timeout bounds it).
+	# (its --timeout bounds it). Its seed's line goes to the console at the end, read with the
+	# shell's builtins: after switch_root, busybox's file is gone with the old root.
 	# It serves its peers from the leased address: IPv4 alone, which a kernel with
 	# ipv6.disable=1 still has.
 	( {{.Fetcher}} --server "$server" --profile "$profile" --file "$root" --node "$node" --token "$token" \
-		--bind "$($bb cat {{.IPFile}})" --out /seed/root.img --seed-for "$seed" > /seed/fetch.log 2>&1; echo $? > /seed/fetch.exit ) &
+		--bind "$($bb cat {{.IPFile}})" --out /seed/root.img --seed-for "$seed" > /seed/fetch.log 2>&1
+		echo $? > /seed/fetch.exit
+		while read -r l; do case "$l" in seeded*) echo "bootfabric: $l" ;; esac; done < /seed/fetch.log ) &
 	while [ ! -f /seed/fetch.exit ] && ! $bb grep -q " verified " /seed/fetch.log; do
 		$bb usleep 200000
 	done
@@ -216,7 +219,7 @@ if [ "$status" = ok ]; then
 	# systemd finds /dev, /proc and /sys mounted, as on any switch_root.
 	for d in dev proc sys; do
 		$bb mkdir -p "/newroot/$d"
-		$bb mount -o move "/$d" "/newroot/$d" || echo "bootfabric: mount --move /$d failed" > /dev/console
+		$bb mount -o move "/$d" "/newroot/$d" || echo "bootfabric: mount --move /$d failed"
 	done
 	exec $bb switch_root /newroot "$init"
 fi

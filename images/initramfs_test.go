@@ -168,7 +168,7 @@ func TestStageOneInit(t *testing.T) {
 	for _, want := range []string{
 		`( /a/bootfetch --server "$server" --profile "$profile" --file "$root" --node "$node" --token "$token"`,
 		`--bind "$($bb cat /a/ip)" --out /seed/root.img --seed-for "$seed"`, `seed="3m0s"`, `bootfabric.seed=*) seed=`, `bootfabric.token=*) token=`,
-		`grep -q " verified " /seed/fetch.log`, `echo $? > /seed/fetch.exit`, `if [ ! -f /seed/root.img ]; then`, `status=failed`,
+		`grep -q " verified " /seed/fetch.log`, `echo $? > /seed/fetch.exit`, `seeded*) echo "bootfabric: $l"`, `if [ ! -f /seed/root.img ]; then`, `status=failed`,
 		`[ "$status" = ok ] && fetch_root`, `zcat /seed/root.img | $bb cpio -i -d -m -u`, `/init | /a | /proc`,
 		`exec $bb switch_root /newroot "$init"`, `mount -o move "/$d" "/newroot/$d"`,
 	} {

@@ -192,6 +192,7 @@ func checkContents(t *testing.T, ctx context.Context, deb string) {
 	}
 	for path, mode := range map[string]string{
 		"/opt/bootfabric/bin/bootctl":                               "-rwxr-xr-x",
+		"/opt/bootfabric/bin/bootfetch":                             "-rwxr-xr-x",
 		"/opt/bootfabric/share/man/man1/bootctl.1.gz":               "-rw-r--r--",
 		"/opt/bootfabric/share/bash-completion/completions/bootctl": "-rw-r--r--",
 		"/opt/bootfabric/share/zsh/site-functions/_bootctl":         "-rw-r--r--",

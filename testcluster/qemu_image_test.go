@@ -196,7 +196,10 @@ func qemuImageCluster(tb testing.TB, ctx context.Context, img VMImage) *Cluster 
 		tb.Fatal(err)
 	}
 	start := time.Now()
-	img.Cmdline = DefaultVMCmdline + " systemd.show_status=1"
+	if img.Cmdline == "" {
+		img.Cmdline = DefaultVMCmdline
+	}
+	img.Cmdline += " systemd.show_status=1"
 	opt := ServerOptions{Bootctl: bin, Mapping: "ncda", Files: BootFiles{NBP: debianNBP}, Overlays: []string{overlay}}
 	if err := c.StartQEMUServers(ctx, opt, img); err != nil {
 		tb.Fatal(err)

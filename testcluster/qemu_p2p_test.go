@@ -24,13 +24,16 @@ func TestQEMUBootContainerImageP2P(t *testing.T) {
 	joinVMLane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	c := qemuImageCluster(t, ctx, VMImage{Import: oci, Fetcher: buildBootfetch(t)})
+	// The node seeds for 120 s (the kernel line's bootfabric.seed= over the profile's 3 minutes):
+	// long enough to outlast the unpack and switch_root, so that the seed's end on the console,
+	// after systemd started, shows the fetcher lived on in the background.
+	c := qemuImageCluster(t, ctx, VMImage{Import: oci, Fetcher: buildBootfetch(t), Cmdline: DefaultVMCmdline + " bootfabric.seed=120s"})
 	accel, why := testAccel(t, ctx, c, zaptest.NewLogger(t))
 	// The agent unpacks 219 MB in the emulated CPU before systemd starts: a longer run than the
 	// one-stage boot's, and systemd's start after switch_root is given more time too.
 	r, serial := bootImageVM(t, ctx, c, accel+" "+why, QEMUOptions{Timeout: 300 * time.Second, Linger: 120 * time.Second}, p2pSerialWants)
 	for _, l := range strings.Split(serial, "\n") {
-		if strings.Contains(l, "bootfabric: [") {
+		if strings.Contains(l, "bootfabric: ") {
 			t.Log(strings.TrimSpace(l))
 		}
 	}
@@ -39,6 +42,9 @@ func TestQEMUBootContainerImageP2P(t *testing.T) {
 		t.Fatalf("no fetch line with its figures on the serial console:\n%s", tail(serial, 60))
 	}
 	t.Logf("root image %s in %s s: %s from peers, %s from the server; health after %.2f s", fetched[1], fetched[2], fetched[3], fetched[4], r.Seconds)
+	if sw, seeded := strings.Index(serial, "switch_root to /sbin/init"), strings.Index(serial, "bootfabric: seeded 120 s"); sw < 0 || seeded < sw {
+		t.Errorf("the seed's end (at %d) is not after switch_root (at %d) on the console", seeded, sw)
+	}
 	if fetched[4] != fetched[1] {
 		t.Errorf("one VM and no peer: the server's web seed gave %s of %s", fetched[4], fetched[1])
 	}
@@ -47,7 +53,7 @@ func TestQEMUBootContainerImageP2P(t *testing.T) {
 // p2pSerialWants is what the console of a node booted through the peer path shows: the fetch with
 // its figures, the unpack, switch_root, then what imageSerialWants asks for.
 func p2pSerialWants(node string) []string {
-	return append([]string{"fetching root.cpio.gz of profile default", "from the server", "root image unpacked", "switch_root to /sbin/init"},
+	return append([]string{"fetching root.cpio.gz of profile default", "from the server", "root image unpacked", "switch_root to /sbin/init", "bootfabric: seeded "},
 		slices.DeleteFunc(imageSerialWants(node), func(w string) bool { return w == "exec /sbin/init" })...)
 }
 
