@@ -40,9 +40,13 @@ func readDelivery(c *cli.Context) (fabricsim.Delivery, error) {
 	return fabricsim.ParseDelivery(v)
 }
 
-// p2pSplit is what peer delivery takes from the servers and from peers: a profile's kernel and
-// initrd, else fabricsim.P2PSplit of the image size.
+// p2pSplit is what peer delivery takes from the servers and from peers: a two-stage profile's
+// kernel and agent initrd, then its root image; a one-stage profile's kernel, then its initrd;
+// else fabricsim.P2PSplit of the image size.
 func (in *machineInput) p2pSplit() (serverBytes, rootBytes float64) {
+	if in.RootBytes > 0 {
+		return float64(in.KernelBytes + in.InitrdBytes), float64(in.RootBytes)
+	}
 	if in.Profile != "" {
 		return float64(in.KernelBytes), float64(in.InitrdBytes)
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -154,6 +155,13 @@ func TestImageImportP2P(t *testing.T) {
 	if code, out, _ := runBootctl(t, ctx, "image", "import", "--store", store, "--name", "p2p2", "--delivery", "p2p", "--fetcher", fetcher, src); code != 0 ||
 		!strings.Contains(out, "delivery p2p: the initrd is the agent") || !strings.Contains(out, "root image root.cpio.gz") {
 		t.Errorf("table: %d\n%s", code, out)
+	}
+	// The planner takes the kernel and the agent's initrd from the servers, the root image from peers.
+	f := res.Profile.Files
+	code, out, errs = runBootctl(t, ctx, "plan", "--profile", "p2p", "--store", store, "--delivery", "p2p", "--topology", "mini", "--algo", "bcda", "--batch", "1", "-o", "json")
+	if wantServer, wantRoot := f["vmlinuz"].Size+f["agent.cpio.gz"].Size, f["root.cpio.gz"].Size; code != 0 ||
+		!strings.Contains(out, fmt.Sprintf(`"server_bytes": %d`, wantServer)) || !strings.Contains(out, fmt.Sprintf(`"root_bytes": %d`, wantRoot)) {
+		t.Errorf("plan --delivery p2p of a two-stage profile: %d %s; want %d bytes from the servers and %d by peers\n%s", code, errs, wantServer, wantRoot, out)
 	}
 	script := filepath.Join(dir, "script")
 	os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755)

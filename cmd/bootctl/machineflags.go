@@ -53,9 +53,10 @@ type machineInput struct {
 	Algos      []mapping.Algo
 	Batches    []topology.Batch
 	ImageBytes float64
-	// Profile is the --profile whose sizes ImageBytes is (kernel plus initrd); empty without one.
-	Profile                  string
-	KernelBytes, InitrdBytes int64
+	// Profile is the --profile whose sizes ImageBytes is (kernel, initrd and a two-stage
+	// profile's root image); empty without one.
+	Profile                             string
+	KernelBytes, InitrdBytes, RootBytes int64
 	// Absent marks the servers never up (--failed-servers), Dead those failing during the boot
 	// (--failed-during-boot): the two kinds of mapping.Owners.
 	Absent []bool
@@ -167,7 +168,10 @@ func (in *machineInput) readImageSize(c *cli.Context) error {
 		return badInput("--profile: no profile %q in %s (profiles: %s)", name, st.Dir(), texttable.OrDash(strings.Join(st.ProfileNames(), ", ")))
 	}
 	in.Profile, in.KernelBytes, in.InitrdBytes = name, p.Files[p.Kernel].Size, p.Files[p.Initrd].Size
-	in.ImageBytes = float64(in.KernelBytes + in.InitrdBytes)
+	if p.Root != "" {
+		in.RootBytes = p.Files[p.Root].Size
+	}
+	in.ImageBytes = float64(in.KernelBytes + in.InitrdBytes + in.RootBytes)
 	return nil
 }
 
