@@ -159,6 +159,13 @@ func nodeBoot(c *JournalContents, i int) (bootTimes, error) {
 			b.first = e.At
 		}
 	}
+	if math.IsNaN(b.files) && !math.IsNaN(b.first) {
+		// Its files and its health report came between the same two polls (no poll saw it
+		// booted): the healthy poll's time is the files' too, within a poll as every time here.
+		// Left out, a plant whose nodes all report within a poll fitted no health time at all,
+		// and the dry run kept its default of two minutes.
+		b.files = b.health
+	}
 	return b, b.check()
 }
 

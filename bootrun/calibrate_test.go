@@ -162,6 +162,12 @@ func TestCalibrate(t *testing.T) {
 			"a": three["a"], "b": three["b"], "c": {{1, 2, 22, -1, 33, 68, 0}},
 		}, want: &Calibration{Nodes: 3, Runs: 1,
 			Post: PhaseFit{3, 12, 10, 20}, DHCP: PhaseFit{2, 1.5, 1, 2}, Transfer: PhaseFit{2, 6, 4, 8}, Health: PhaseFit{3, 31, 30, 35}, MakespanSeconds: 68}},
+		// Files in and health report between the same two polls: the healthy poll's time is the
+		// files' too (health 0 s), not a node without a transfer or a health time.
+		{name: "booted between two polls", boots: map[string][]boot{
+			"a": three["a"], "b": three["b"], "c": {{1, 2, 22, 25, -1, 35, 0}},
+		}, want: &Calibration{Nodes: 3, Runs: 1,
+			Post: PhaseFit{3, 12, 10, 20}, DHCP: PhaseFit{3, 2, 1, 3}, Transfer: PhaseFit{3, 8, 4, 10}, Health: PhaseFit{3, 30, 0, 31}, MakespanSeconds: 54}},
 		{name: "too few nodes", boots: map[string][]boot{"a": three["a"], "b": three["b"]}, skipped: []string{"c"},
 			err: "2 nodes booted to healthy in all; a calibration needs at least 3"},
 		{name: "version 1", boots: three, version: 1, err: "format version 1 records no phase times"},
