@@ -69,7 +69,9 @@ func TestLockStepDuplicateACK(t *testing.T) {
 // our sender, with a window of one, as pin/tftp grants no block below 512).
 func TestLockStepRollover(t *testing.T) {
 	data := testfix.RandomBytes(66_000*8+3, 42)
-	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}})
+	// 10 s for each ACK: the test counts blocks, not time, and under -race on a loaded host one
+	// of its 66,000 ACKs came after the default 3 s, so a retransmission broke the order (ci16).
+	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}, Timeout: 10 * time.Second})
 	rc, first := rawRRQ(t, ts.addr, "f", "blksize", "8")
 	got := rawFetchLockStep(t, rc, first, 8, -1)
 	if sha256.Sum256(got) != sha256.Sum256(data) {
