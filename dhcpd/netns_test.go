@@ -289,6 +289,11 @@ initial-interval 1;
 // 10.78.0.50) against server A: it must acknowledge nearly every relayed REQUEST, and server B
 // must see none of them.
 func (e *nsEnv) perfdhcpRelay(t *testing.T) {
+	if testing.Short() {
+		// The race run (-short, nice 10 beside the main run on 2 cores) lost 13 % of the ACKs to
+		// the host's load on a fresh machine; the main run checks the relay path at this rate.
+		t.Skip("-short: 200 relayed exchanges a second measure the host's load beside the main run")
+	}
 	if _, err := exec.LookPath("perfdhcp"); err != nil {
 		testenv.Skip(t, "needs perfdhcp (Debian package kea-admin)")
 	}
