@@ -65,7 +65,7 @@ func (ae *authEtcd) open(t *testing.T, cn string, mod ...func(*Options)) *Client
 // tryOpen is Open of fleet "test" that returns the error, with a short dial timeout.
 func (ae *authEtcd) tryOpen(t *testing.T, mod ...func(*Options)) (*Client, error) {
 	t.Helper()
-	opts := Options{Endpoints: ae.e.Endpoints, Fleet: "test", DialTimeout: time.Second, RequestTimeout: 2 * time.Second, Log: testLog(t)}
+	opts := Options{Endpoints: ae.e.Endpoints, Fleet: "test", DialTimeout: time.Second, RequestTimeout: 8 * time.Second, Log: testLog(t)}
 	for _, f := range mod {
 		f(&opts)
 	}

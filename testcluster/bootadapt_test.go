@@ -64,9 +64,9 @@ func TestBootAdaptsPerLink(t *testing.T) {
 			s.powerOn(t, ctx, strings.Split(s.nodes, ","))
 			s.wait(t, 2*time.Minute)
 			all := s.measure(t, "all at once")
-			t.Logf("%s: bootctl boot: %d healthy, %d failed, %d attempts, makespan %.1f s (its own count %.1f s; patience learned %.1f s)",
-				p.Name, run.Healthy, run.Failed, run.Attempts, run.Makespan, res.MakespanSeconds, res.PatienceSeconds)
-			t.Logf("%s: all at once: %d healthy, %d failed, %d attempts, makespan %.1f s", p.Name, all.Healthy, all.Failed, all.Attempts, all.Makespan)
+			t.Logf("%s: bootctl boot: %d healthy, %d failed, %d attempts, makespan %.1f s, power-ons over %.1f s (its own count %.1f s; patience learned %.1f s)",
+				p.Name, run.Healthy, run.Failed, run.Attempts, run.Makespan, run.OnSpread, res.MakespanSeconds, res.PatienceSeconds)
+			t.Logf("%s: all at once: %d healthy, %d failed, %d attempts, makespan %.1f s, power-ons over %.1f s", p.Name, all.Healthy, all.Failed, all.Attempts, all.Makespan, all.OnSpread)
 			for _, ch := range res.LimitChanges {
 				t.Logf("%s: limit t=%5.1f s %-22s %5.2f %s", p.Name, ch.At, res.Links[ch.Resource], ch.Limit, ch.Why)
 			}

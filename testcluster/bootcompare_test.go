@@ -78,6 +78,7 @@ type compareRun struct {
 	Failed   int
 	Attempts int // boot attempts of all nodes (1 per node when none retried)
 	Makespan float64
+	OnSpread float64 // from the first node's power-on to the last node's first power-on
 }
 
 type compareSetup struct {
@@ -223,14 +224,14 @@ func (s *compareSetup) wait(b testing.TB, limit time.Duration) {
 // from the first power-on to the last report.
 func (s *compareSetup) measure(b testing.TB, way string) compareRun {
 	r := compareRun{Way: way}
-	first, last := math.Inf(1), 0.0
+	first, last, lastOn := math.Inf(1), 0.0, 0.0
 	for _, n := range s.c.Nodes {
 		f, err := os.Open(filepath.Join(s.dir, n.Name+".events"))
 		if err != nil {
 			r.Failed++
 			continue
 		}
-		reported := false
+		reported, on := false, math.Inf(1)
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
 			fields := strings.Fields(sc.Text())
@@ -240,7 +241,7 @@ func (s *compareSetup) measure(b testing.TB, way string) compareRun {
 			at, _ := strconv.ParseFloat(fields[1], 64)
 			switch fields[0] {
 			case "on":
-				first = min(first, at)
+				first, on = min(first, at), min(on, at)
 			case "dhcp":
 				r.Attempts++
 			case "reported":
@@ -248,13 +249,16 @@ func (s *compareSetup) measure(b testing.TB, way string) compareRun {
 			}
 		}
 		f.Close()
+		if !math.IsInf(on, 1) {
+			lastOn = max(lastOn, on)
+		}
 		if reported {
 			r.Healthy++
 		} else {
 			r.Failed++
 		}
 	}
-	r.Makespan = last - first
+	r.Makespan, r.OnSpread = last-first, lastOn-first
 	if r.Healthy == 0 {
 		r.Makespan = math.NaN() // no node reported: no makespan
 	}

@@ -193,12 +193,18 @@ func up(ctx context.Context, spec Spec, log *zap.Logger, run runner) (c *Cluster
 	if err := c.addLinks(ctx); err != nil {
 		return c, err
 	}
+	linked := time.Now()
+	if err := c.waitLinksUp(ctx); err != nil {
+		return c, err
+	}
+	settle := time.Since(linked)
 	for j, v := range g.Servers() {
 		if _, err := c.ip(ctx, int(v), "addr", "add", c.Servers[j].IP+"/"+strconv.Itoa(spec.Subnet.Bits()), "dev", "eth0"); err != nil {
 			return c, err
 		}
 	}
-	log.Info("cluster up", zap.String("name", spec.Name), zap.Int("namespaces", len(c.ns)), zap.Int("links", g.NumLinks()), zap.Duration("took", time.Since(start)))
+	log.Info("cluster up", zap.String("name", spec.Name), zap.Int("namespaces", len(c.ns)), zap.Int("links", g.NumLinks()), zap.Duration("took", time.Since(start)),
+		zap.Duration("links_settled_in", settle))
 	return c, nil
 }
 

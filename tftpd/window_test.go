@@ -174,7 +174,8 @@ func TestNegotiate(t *testing.T) {
 // from there. Every byte must arrive, and the resends be counted.
 func TestWindowedLoss(t *testing.T) {
 	data := testfix.RandomBytes(100*1468+77, 21)
-	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}})
+	// A lost final block is only sent again on the timeout: short, with retries to spare.
+	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}, Timeout: 500 * time.Millisecond, Retries: 6})
 	for _, tc := range []struct {
 		name string
 		drop []uint64
