@@ -84,7 +84,7 @@ func (s *sharedRun) remove() {
 // once every other test is done (go test runs t.Parallel tests last), they run one VM test and one
 // network-namespace test side by side. A VM test keeps about one core busy emulating (TCG); a lane
 // test of network namespaces waits mostly on its links. A VM test may do work that needs no core
-// of its own (TestQEMUBootContainerImage's mmdebstrap, on the mirror and the disk) before it
+// of its own (TestQEMUBootContainerImageP2P's mmdebstrap, on the mirror and the disk) before it
 // waits for the lane, with t.Parallel and joinVMLane. The tests whose checks measure time against
 // a prediction or a bound that CPU contention moves (the storms, the measured-vs-predicted tests,
 // the fleet kill, chaos and soak, TestQEMUBoot's firmware waits) take no lane and run alone.

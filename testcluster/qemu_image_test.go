@@ -24,34 +24,6 @@ import (
 // mmdebstrap (which downloads about 90 packages from the Debian mirror apt uses).
 const rootfsTarVar = "BOOTFABRIC_ROOTFS_TAR"
 
-// TestQEMUBootContainerImage boots a real distribution from a container image: a Debian minbase
-// root file system with systemd (mmdebstrap), made an OCI layout, imported with bootctl image
-// import (its agent, the kernel's network modules), PXE-booted in a VM from bootctl serve to its
-// health report, and then the image's own init, systemd, starting; an overlay gives each node its
-// own /etc/issue, which the serial getty shows.
-func TestQEMUBootContainerImage(t *testing.T) {
-	// The root file system is made beside the VM lane's other tests: mmdebstrap waits mostly on
-	// the mirror and the disk.
-	t.Parallel()
-	oci := debianOCI(t)
-	joinVMLane(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-
-	c := qemuImageCluster(t, ctx, VMImage{Import: oci})
-	log := zaptest.NewLogger(t)
-	accel, why := testAccel(t, ctx, c, log)
-	r, _ := bootImageVM(t, ctx, c, accel+" "+why, QEMUOptions{Timeout: 150 * time.Second, Linger: 40 * time.Second}, imageSerialWants)
-
-	// Beside it, the busybox test initramfs on the same kind of cluster and accelerator.
-	base := qemuCluster(t, ctx)
-	bs, err := BootVMs(ctx, base, 1, QEMUOptions{Log: log})
-	if err != nil {
-		t.Fatalf("busybox test initramfs: %v", err)
-	}
-	t.Logf("health after %.2f s with the imported Debian image, %.2f s with the busybox test initramfs (%s)", r.Seconds, bs[0].Seconds, accel)
-}
-
 // debianOCI is the Debian root file system (cachedDebianRootfs) as an OCI layout.
 func debianOCI(t *testing.T) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)

@@ -13,11 +13,13 @@ import (
 	"go.uber.org/zap/zaptest"
 )
 
-// TestQEMUBootContainerImageP2P boots the Debian image of TestQEMUBootContainerImage through the
-// peer path: imported with --delivery p2p, the VM's iPXE loads the kernel and the small agent
-// initrd; the agent fetches the root image with bootfetch (the server as tracker and, with one VM
-// and no peer, as web seed), every piece and the whole file checked, unpacks it, reports, and
-// switches root to systemd, which shows the overlay's /etc/issue.
+// TestQEMUBootContainerImageP2P boots a real distribution from a container image through the
+// peer path: a Debian minbase root file system with systemd (mmdebstrap), made an OCI layout and
+// imported with --delivery p2p; the VM's iPXE loads the kernel and the small agent initrd; the
+// agent fetches the root image with bootfetch (the server as tracker and, with one VM and no
+// peer, as web seed), every piece and the whole file checked, unpacks it, reports, and switches
+// root to systemd, which shows the overlay's /etc/issue (each node its own). The one-stage path
+// (the whole root in the initramfs) boots the same image in TestFirstHour, to exec /sbin/init.
 func TestQEMUBootContainerImageP2P(t *testing.T) {
 	t.Parallel()
 	oci := debianOCI(t)
