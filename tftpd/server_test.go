@@ -656,7 +656,8 @@ func TestConcurrentFetches(t *testing.T) {
 // again, and checks the result and the metric count it.
 func TestRetransmissionCounted(t *testing.T) {
 	data := testfix.RandomBytes(3*1468+100, 5)
-	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}, Timeout: 300 * time.Millisecond, Retries: 3})
+	// Retries to spare: a test client starved of CPU (-race beside the main run) is late with ACKs.
+	ts := startServer(t, Config{Root: fstest.MapFS{"f": {Data: data}}, Timeout: 300 * time.Millisecond, Retries: 10})
 	rc, first := rawRRQ(t, ts.addr, "f", "blksize", "1468")
 	if diff := cmp.Diff(map[string]string{"blksize": "1468"}, parseOACK(t, first)); diff != "" {
 		t.Fatalf("OACK (-want +got):\n%s", diff)

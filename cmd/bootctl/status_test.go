@@ -23,15 +23,17 @@ func TestStatusWatch(t *testing.T) {
 	f := newServeFiles(t, "off")
 	srv, _ := startServer(t, f)
 	url := "http://" + srv.HTTPAddr().String()
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	// Refreshes at 0, 1 and 2 s, then the interrupt at 2.5 s; on a loaded host (-race beside the
+	// main run) the first may come late enough that the third does not.
+	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	code, out, errs := runBootctl(t, ctx, "status", "--server", url, "--watch", "1", "--output", "json")
 	if code != 130 { // interrupted, as by Ctrl-C
 		t.Fatalf("status --watch: %d %s", code, errs)
 	}
-	if d := time.Since(start); d < time.Second || d > 5*time.Second {
-		t.Errorf("watch ran %v, want until the 1.5 s interrupt", d)
+	if d := time.Since(start); d < 2*time.Second || d > 6*time.Second {
+		t.Errorf("watch ran %v, want until the 2.5 s interrupt", d)
 	}
 	dec := json.NewDecoder(strings.NewReader(out))
 	docs := 0
@@ -47,8 +49,8 @@ func TestStatusWatch(t *testing.T) {
 		}
 		docs++
 	}
-	if docs != 2 {
-		t.Errorf("%d refreshes in 1.5 s with --watch 1, want 2", docs)
+	if docs < 2 || docs > 3 {
+		t.Errorf("%d refreshes in 2.5 s with --watch 1, want 3 (2 on a loaded host)", docs)
 	}
 }
 
