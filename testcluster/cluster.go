@@ -199,7 +199,7 @@ func up(ctx context.Context, spec Spec, log *zap.Logger, run runner) (c *Cluster
 	}
 	settle := time.Since(linked)
 	for j, v := range g.Servers() {
-		if _, err := c.ip(ctx, int(v), "addr", "add", c.Servers[j].IP+"/"+strconv.Itoa(spec.Subnet.Bits()), "dev", "eth0"); err != nil {
+		if _, err := c.ip(ctx, int(v), "addr", "add", c.Servers[j].IP+"/"+strconv.Itoa(spec.Subnet.Bits()), "brd", "+", "dev", "eth0"); err != nil {
 			return c, err
 		}
 	}

@@ -44,23 +44,37 @@ type fetchResult struct {
 var tokenInScript = regexp.MustCompile(`token=([0-9a-f]{32})`)
 
 // TestP2PFetch: every node of 2 boards fetches a 32 MiB file with bootctl fetch, from its peers and
-// the server, then the same nodes fetch it from the server alone; the peer run must be faster and
-// the server must send at most a few copies per board.
+// the server, then the same nodes fetch it from the server alone, then by multicast (udpcast); the
+// peer run and the multicast must be faster than the server alone, the server must send at most a
+// few copies per board, and every node's bytes must be the file. Each is logged beside what
+// `bootctl simulate` predicts for it (docs/delivery.md).
 func TestP2PFetch(t *testing.T) {
 	netnsLane(t) // no check here moves with a busy CPU by 3x: peers took 16-20 s, the server alone 50 s
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	needRoot(t, "udp-sender", "udp-receiver")
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	c, bin, server, toks := upP2P(ctx, t)
+	pred := c.predictDeliveries(ctx, t, bin)
 	peer, peerTime := c.fetchEverywhere(ctx, t, bin, server, toks, false)
 	alone, aloneTime := c.fetchEverywhere(ctx, t, bin, server, toks, true)
+	mcastTime := c.multicastEverywhere(ctx, t)
+	// Staggered, as bootctl boot admits nodes: one every half second.
+	_, peerStaggered := c.fetchEvery(ctx, t, bin, server, toks, false, p2pArrival)
+	mcastStaggered := c.multicastEvery(ctx, t, p2pArrival, 2*time.Second)
+	t.Logf("a node every %v: with peers %.1f s, multicast %.1f s (the last node arrives at %.1f s)", p2pArrival,
+		peerStaggered.Seconds(), mcastStaggered.Seconds(), (time.Duration(len(c.Nodes)-1) * p2pArrival).Seconds())
 	var fromServer int64
 	for _, r := range peer {
 		fromServer += r.FromServer
 	}
-	t.Logf("%d nodes, %d MiB: with peers %.1f s (server sent %.2f copies per board), server alone %.1f s",
-		len(c.Nodes), p2pSize>>20, peerTime.Seconds(), float64(fromServer)/p2pSize/p2pBoards, aloneTime.Seconds())
+	t.Logf("%d nodes, %d MiB: with peers %.1f s (server sent %.2f copies per board), server alone %.1f s, multicast %.1f s",
+		len(c.Nodes), p2pSize>>20, peerTime.Seconds(), float64(fromServer)/p2pSize/p2pBoards, aloneTime.Seconds(), mcastTime.Seconds())
+	t.Logf("bootctl simulate: peers %.1f s, server alone %.1f s, multicast %.1f s", pred["p2p"], pred["unicast"], pred["multicast"])
 	if len(alone) != len(c.Nodes) || peerTime >= aloneTime {
 		t.Errorf("peer delivery %.1f s is not faster than the server alone, %.1f s", peerTime.Seconds(), aloneTime.Seconds())
+	}
+	if mcastTime >= aloneTime {
+		t.Errorf("multicast %.1f s is not faster than the server alone, %.1f s", mcastTime.Seconds(), aloneTime.Seconds())
 	}
 	if perBoard := float64(fromServer) / p2pSize / p2pBoards; perBoard > 4 {
 		t.Errorf("the server sent %.1f copies per board, want at most 4", perBoard)
@@ -71,6 +85,8 @@ func TestP2PFetch(t *testing.T) {
 const (
 	p2pBoards = 2
 	p2pSize   = 32 << 20
+	// p2pArrival spaces the nodes' starts in the staggered runs.
+	p2pArrival = 500 * time.Millisecond
 )
 
 // upP2P makes the peer delivery tests' cluster and its server with a p2pSize initrd, gives the
@@ -94,12 +110,13 @@ func upP2P(ctx context.Context, t *testing.T) (c *Cluster, bin, server string, t
 	return c, bin, server, c.p2pNodeSetup(ctx, t, server)
 }
 
-// p2pNodeSetup gives each node its address and returns its boot token, read from its iPXE script.
+// p2pNodeSetup gives each node its address (with the subnet's broadcast address, where udpcast's
+// receivers say hello) and returns its boot token, read from its iPXE script.
 func (c *Cluster) p2pNodeSetup(ctx context.Context, t *testing.T, server string) []string {
 	t.Helper()
 	toks := make([]string, len(c.Nodes))
 	for i, n := range c.Nodes {
-		for _, args := range [][]string{{"link", "set", "lo", "up"}, {"addr", "add", n.IP + "/" + strconv.Itoa(c.PrefixLen), "dev", "eth0"}} {
+		for _, args := range [][]string{{"link", "set", "lo", "up"}, {"addr", "add", n.IP + "/" + strconv.Itoa(c.PrefixLen), "brd", "+", "dev", "eth0"}} {
 			if out, err := exec.CommandContext(ctx, "ip", append([]string{"-n", n.Namespace}, args...)...).CombinedOutput(); err != nil {
 				t.Fatalf("%s: ip %v: %v: %s", n.Name, args, err, out)
 			}
@@ -126,9 +143,19 @@ type fetches struct {
 // startFetches starts bootctl fetch on the given nodes (all when nil), with extra flags per node.
 func (c *Cluster) startFetches(ctx context.Context, t *testing.T, bin, server string, toks []string, nodes []int, extra func(i int) []string) *fetches {
 	t.Helper()
+	return c.startFetchesEvery(ctx, t, bin, server, toks, nodes, 0, extra)
+}
+
+// startFetchesEvery is startFetches with the nodes started every apart, in order: the arrivals of
+// a staggered boot. It returns once the last one has started.
+func (c *Cluster) startFetchesEvery(ctx context.Context, t *testing.T, bin, server string, toks []string, nodes []int, every time.Duration, extra func(i int) []string) *fetches {
+	t.Helper()
 	f := &fetches{dir: t.TempDir(), cmds: map[int]*exec.Cmd{}, outs: map[int]*bytes.Buffer{}}
 	ctx, f.stop = context.WithCancel(ctx)
-	for _, i := range c.orAll(nodes) {
+	t.Cleanup(func() { f.stop(); f.wg.Wait() })
+	start := time.Now()
+	for k, i := range c.orAll(nodes) {
+		time.Sleep(time.Until(start.Add(time.Duration(k) * every)))
 		n := c.Nodes[i]
 		args := []string{"netns", "exec", n.Namespace, bin, "fetch", "--server", server, "--file", "initrd", "--node", n.Name,
 			"--token", toks[i], "--bind", n.IP, "--out", filepath.Join(f.dir, n.Name), "--seed-for", "5m", "-o", "json"}
@@ -138,14 +165,12 @@ func (c *Cluster) startFetches(ctx context.Context, t *testing.T, bin, server st
 		f.outs[i] = &bytes.Buffer{}
 		cmd.Stdout = f.outs[i]
 		if err := cmd.Start(); err != nil {
-			f.stop()
 			t.Fatalf("%s: %v", n.Name, err)
 		}
 		f.cmds[i] = cmd
 		f.wg.Add(1)
 		go func() { defer f.wg.Done(); cmd.Wait() }()
 	}
-	t.Cleanup(func() { f.stop(); f.wg.Wait() })
 	return f
 }
 
@@ -183,8 +208,14 @@ func (c *Cluster) results(t *testing.T, f *fetches, nodes []int) []fetchResult {
 // until the last file was verified; the nodes seed until then, and are stopped after.
 func (c *Cluster) fetchEverywhere(ctx context.Context, t *testing.T, bin, server string, toks []string, serverOnly bool) ([]fetchResult, time.Duration) {
 	t.Helper()
+	return c.fetchEvery(ctx, t, bin, server, toks, serverOnly, 0)
+}
+
+// fetchEvery is fetchEverywhere with the nodes started every apart.
+func (c *Cluster) fetchEvery(ctx context.Context, t *testing.T, bin, server string, toks []string, serverOnly bool, every time.Duration) ([]fetchResult, time.Duration) {
+	t.Helper()
 	start := time.Now()
-	f := c.startFetches(ctx, t, bin, server, toks, nil, func(int) []string {
+	f := c.startFetchesEvery(ctx, t, bin, server, toks, nil, every, func(int) []string {
 		if serverOnly {
 			return []string{"--server-only"}
 		}
