@@ -96,6 +96,18 @@ func storm(t *testing.T, m *topology.Machine, algo string) {
 	if done != len(c.Nodes) {
 		t.Errorf("%d of %d nodes bound, fetched and reported", done, len(c.Nodes))
 	}
+	// A node whose udhcpc gave up starts it again, as a PXE ROM would; a server that loses
+	// REQUESTs would make many do so.
+	again := 0
+	for _, n := range tl {
+		if _, ok := n.Events["dhcp-again"]; ok {
+			again++
+		}
+	}
+	t.Logf("%d of %d nodes started DHCP again after udhcpc gave up", again, len(c.Nodes))
+	if again > len(c.Nodes)/100 {
+		t.Errorf("%d of %d nodes had to start DHCP again, want at most 1 %%", again, len(c.Nodes))
+	}
 	c.logStormPrediction(ctx, t, algo, tl, batch)
 }
 

@@ -14,6 +14,8 @@ import (
 
 	"github.com/bootfabric/bootfabric/fleet"
 	"github.com/bootfabric/bootfabric/nodestate"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // nodeRecords is the record kind of boot states in a fleet's etcd keys.
@@ -41,11 +43,28 @@ func New(c *fleet.Client, m *fleet.Membership) (*Store, error) {
 	return &Store{c: c, m: m, timeout: 10 * time.Second}, nil
 }
 
-// Load implements StateStore: every node record of the fleet.
+// Load implements StateStore: every node record of the fleet. A read that timed out is tried
+// again within the store's timeout: a server starting while etcd answers slowly (a busy host)
+// should start, not fail on its first slow answer.
 func (s *Store) Load() ([]nodestate.NodeStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
-	return LoadAll(ctx, s.c)
+	for {
+		nodes, err := LoadAll(ctx, s.c)
+		if err == nil || !timedOut(err) || ctx.Err() != nil {
+			return nodes, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// timedOut says whether err is a request that ran out of time (its own, or etcd's answer saying so).
+func timedOut(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded
 }
 
 // LoadAll reads every node record of a fleet.
