@@ -36,15 +36,23 @@ const nodeTokenLen = 32
 // that only its own iPXE script carries, and that script is served only to the node's address.
 type nodeAuth struct {
 	secret []byte
+	// issuer is the server's name, bound into every token: the node spends its token at the
+	// server that wrote its script (the script's URLs are that server's).
+	issuer string
 }
 
-// token returns the node's token for one boot attempt: HMAC-SHA256 of its name and the attempt's
-// number under the secret, so that the server keeps no per-node secret and every restart (or every
-// server of a fleet, which derive the secret from the fleet secret) agrees. The node learns it from
-// its iPXE script in that attempt and spends it on the attempt's health report (NodeStatus's
-// AttemptOpen): a token taken from a node that is down or already booted opens nothing.
+// token returns the node's token for one boot attempt: HMAC-SHA256 of its name, the attempt's
+// number and the issuing server's name under the secret, so that the server keeps no per-node
+// secret and every restart agrees. The node learns it from its iPXE script in that attempt and
+// spends it on the attempt's health report (NodeStatus's AttemptOpen): a token taken from a node
+// that is down or already booted opens nothing.
+//
+// The issuer is in it because two servers of a fleet may number one node's attempts alike: a
+// server cut off from etcd goes on with its home nodes unsaved, and the server that takes them
+// over starts from their last saved attempt. Without the issuer, a script of the new holder's
+// next attempt could carry the token the node booted with from the old one.
 func (a nodeAuth) token(name string, attempt int) string {
-	return a.mac("bootfabric node token", name+"\x00"+strconv.Itoa(attempt))
+	return a.mac("bootfabric node token", name+"\x00"+strconv.Itoa(attempt)+"\x00"+a.issuer)
 }
 
 // addressToken is the {token} of a proxy-mode node's script URL: it proves that this server's
@@ -268,7 +276,7 @@ func (s *Server) openAuth(ipxe images.IPXE) error {
 		if err != nil {
 			return err
 		}
-		s.nodes = nodeAuth{secret: sec}
+		s.nodes = nodeAuth{secret: sec, issuer: s.cfg.Servers[s.cfg.ServerID].Name}
 	}
 	tok, err := readSecret(h.OperatorTokenFile, "http.operator_token_file")
 	if err != nil {

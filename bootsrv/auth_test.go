@@ -112,7 +112,7 @@ func TestSecretFiles(t *testing.T) {
 	if _, err := readSecret(short, "http.operator_token_file"); err == nil || !strings.Contains(err.Error(), short) || !strings.Contains(err.Error(), "at least 16") {
 		t.Errorf("short secret: %v", err)
 	}
-	n := nodeAuth{secret: a}
+	n := nodeAuth{secret: a, issuer: "bs0"}
 	tok := n.token("node00", 1)
 	for _, tc := range []struct {
 		name string
@@ -121,6 +121,8 @@ func TestSecretFiles(t *testing.T) {
 		{"same node, same attempt", n.check("node00", 1, tok)},
 		{"same node, next attempt", !n.check("node00", 2, tok)},
 		{"other node", !n.check("node01", 1, tok)},
+		// Two servers of a fleet may number one node's attempts alike (fleetrun.go).
+		{"same node and attempt, other server", !(nodeAuth{secret: a, issuer: "bs1"}).check("node00", 1, tok)},
 		{"empty", !n.check("node00", 1, "")},
 		{"address token is no node token", !n.check("node00", 1, n.addressToken("node00"))},
 		{"length", len(tok) == nodeTokenLen},

@@ -64,6 +64,7 @@ type fleetRuntime struct {
 	peers     atomic.Pointer[[]witnessPeer]            // the other members, for the witness (fleetwitness.go)
 	peerValid atomic.Bool                              // while fenced: a peer says it is a valid member
 	term      atomic.Uint64                            // the membership term cur was computed under
+	saveTerm  atomic.Uint64                            // the term the tracker's saves may go out in (fleetSaves)
 	lease     atomic.Int64                             // the lease cur was computed under
 
 	mu     sync.Mutex           // serialises reconcile
@@ -445,7 +446,7 @@ func (s *Server) reconcile(ctx context.Context, members []fleet.Member) error {
 	if err := s.stopAnsweringReleased(p); err != nil {
 		return err
 	}
-	added, removed, saveErr := s.applyOwnership(p, recs)
+	added, removed, saveErr := s.applyOwnership(p, recs, term)
 	res, err := bootconfig.NodeReservations(p.final, s.cfg.DHCP.NetworkOptions())
 	if err != nil {
 		return err
@@ -493,10 +494,10 @@ func (s *Server) stopAnsweringReleased(p ownershipPlan) error {
 	return nil
 }
 
-// applyOwnership makes the tracker follow the plan: the released nodes' records name their new
-// owners, the tracker holds exactly the plan's nodes, and the stale records are handed off. It
-// returns the nodes gained and released, and the error of saving the handed-off states (logged).
-func (s *Server) applyOwnership(p ownershipPlan, recs map[string]nodestate.NodeStatus) (added, removed []string, saveErr error) {
+// applyOwnership makes the tracker follow the plan, made under membership term: the released
+// nodes' records name their new owners, the tracker holds exactly the plan's nodes, and the stale
+// records are handed off. It returns the nodes gained and released, and the error of saving the handed-off states (logged).
+func (s *Server) applyOwnership(p ownershipPlan, recs map[string]nodestate.NodeStatus, term uint64) (added, removed []string, saveErr error) {
 	for name, to := range p.handoff {
 		s.tracker.SetServer(name, to)
 	}
@@ -505,6 +506,9 @@ func (s *Server) applyOwnership(p ownershipPlan, recs map[string]nodestate.NodeS
 		s.log.Warn("nodes taken over while this server was cut off from the fleet stay with their holder until their boot ends",
 			zap.Int("nodes", len(p.displaced)), zap.Strings("first", p.displaced[:min(len(p.displaced), 5)]))
 	}
+	// What this server did while cut off is dropped where another holds the node now; the rest
+	// may be saved from here on, under the term this plan was made in.
+	s.fleet.saveTerm.Store(term)
 	added, removed, saveErr = s.tracker.Retrack(trackedNodes(p.final), gainedRecords(recs))
 	if saveErr != nil {
 		s.log.Warn("saving boot states before an ownership change", zap.Error(saveErr))

@@ -244,12 +244,12 @@ func (s *Server) openStore(opts Options) (tracked []*bootconfig.InventoryNode, e
 		if s.fleet, err = newFleetRuntime(s, *opts.Fleet); err != nil {
 			return nil, err
 		}
-		s.store, tracked = s.fleet.store, nil // the fleet's records; nodes come with ownership
+		s.store, tracked = fleetSaves{s.fleet.store, s.fleet}, nil // the fleet's records; nodes come with ownership
 		s.res = fleetReservations{s.fleet}
 		if key := opts.Fleet.FleetSecret; len(key) > 0 && s.nodes.secret != nil {
-			// Every server of the fleet derives the same node tokens, so that a node taken
-			// over mid-boot reports to its new owner with the token of its script.
-			s.nodes = nodeAuth{secret: fleetNodeSecret(key)}
+			// One secret for the whole fleet, from the one the operator hands every server;
+			// each server's tokens still differ, bound to its name (nodeAuth.token).
+			s.nodes = nodeAuth{secret: fleetNodeSecret(key), issuer: s.nodes.issuer}
 		}
 		return tracked, nil
 	}
