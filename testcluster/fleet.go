@@ -414,7 +414,8 @@ type NodeEvent struct {
 	Node int     // index into Cluster.Nodes
 	Name string  // on, dhcp, bound, nbp, kernel, initrd, reported, fail
 	At   float64 // seconds from the gate's opening
-	// Args: dhcp: the attempt; bound: the server's address and the node's; fail: the step and
+	// Args: dhcp: the attempt; bound: the server's address and the node's; kernel: the token of
+	// the node's script ("-": none); fail: the step and
 	// the client's exit status.
 	Args []string
 }
@@ -502,8 +503,9 @@ while [ "$attempt" -lt "$BF_ATTEMPTS" ]; do
 	kernel=$(echo "$script" | awk '$1 == "kernel" {print $2}')
 	initrd=$(echo "$script" | awk '$1 == "initrd" {print $2}')
 	health=$(echo "$script" | tr ' ' '\n' | sed -n 's/^bootfabric.health=//p')
+	tok=$(echo "$health" | sed -n 's/.*token=//p')
 	curl -sSf --max-time "$BF_FILE_TIMEOUT" -o /dev/null "$kernel" || { echo "fail $(ts) kernel $?"; continue; }
-	echo "kernel $(ts)"
+	echo "kernel $(ts) ${tok:--}"
 	curl -sSf --max-time "$BF_FILE_TIMEOUT" -o /dev/null "$initrd" || { echo "fail $(ts) initrd $?"; continue; }
 	echo "initrd $(ts)"
 	curl -sSf --max-time 10 -o /dev/null -H 'Content-Type: application/json' -d '{"status":"ok","details":"container node"}' "$health" || { echo "fail $(ts) health $?"; continue; }
