@@ -31,6 +31,11 @@ type link struct {
 	epoch    int // bumped at every cut: signals of nodes that entered before are not counted again
 	transfer float64
 	nextPace float64
+	// alone is how long one node's files take on the link by themselves (Config.FilesMb over
+	// its capacity; 0: unknown), and aloneAt the earliest next power-on it allows: the link
+	// takes at most one node per alone, so a first wave does not arrive at once.
+	alone   float64
+	aloneAt float64
 }
 
 func (l *link) cap() int { return max(1, int(l.limit)) }
@@ -54,7 +59,10 @@ func newAdmission(cfg *Config, nodes []Node) (*admission, []int32) {
 		}
 	}
 	for r, c := range cfg.Caps {
-		a.links[r] = link{limit: float64(max(1, min(c, users[r]))), max: max(1, users[r]), transfer: cfg.Expect.Transfer, nextPace: math.Inf(-1)}
+		a.links[r] = link{limit: float64(max(1, min(c, users[r]))), max: max(1, users[r]), transfer: cfg.Expect.Transfer, nextPace: math.Inf(-1), aloneAt: math.Inf(-1)}
+		if r < len(cfg.CapacityMbps) && cfg.CapacityMbps[r] > 0 {
+			a.links[r].alone = cfg.FilesMb / cfg.CapacityMbps[r]
+		}
 	}
 	classOf := make([]int32, len(nodes))
 	byKey := map[string]int32{}
@@ -125,7 +133,7 @@ func (a *admission) fits(c *admitClass, now, post float64) bool {
 	for _, r := range c.res {
 		l := &a.links[r]
 		k := l.cap()
-		if l.used >= k {
+		if l.used >= k || now < l.aloneAt {
 			return false
 		}
 		if l.used+l.onWay < k {
@@ -146,6 +154,9 @@ func (a *admission) paced(c *admitClass, now float64) {
 		if l.used+l.onWay >= l.cap() && l.transfer > 0 {
 			l.nextPace = now + l.transfer/float64(l.cap())
 		}
+		if l.alone > 0 {
+			l.aloneAt = now + l.alone
+		}
 	}
 }
 
@@ -155,6 +166,9 @@ func (a *admission) nextPaceAfter(now float64) float64 {
 	for _, l := range a.links {
 		if l.nextPace > now {
 			t = min(t, l.nextPace)
+		}
+		if l.aloneAt > now {
+			t = min(t, l.aloneAt)
 		}
 	}
 	return t

@@ -178,6 +178,10 @@ type Config struct {
 	// Once the run has learned the firmware's patience from a transfer given up, a limit never
 	// goes above the nodes that each get the largest file within it (Limits.CapacityMbps).
 	CapacityMbps []float64
+	// FilesMb is one node's boot files in megabits (the profile's kernel and initrd): with
+	// CapacityMbps, the time they take alone on a link, the least gap between two power-ons
+	// behind it (0: no such gap).
+	FilesMb float64
 }
 
 // Node is one node of a run.
@@ -269,6 +273,9 @@ func (c *Config) checkNumbers() error {
 	}
 	if c.MaxAttempts < 1 || c.MaxInFlight < 0 {
 		return fmt.Errorf("max attempts %d and max in flight %d: want at least 1 and 0", c.MaxAttempts, c.MaxInFlight)
+	}
+	if !(c.FilesMb >= 0) || math.IsInf(c.FilesMb, 0) {
+		return fmt.Errorf("boot files of %v Mb: want a non-negative, finite size", c.FilesMb)
 	}
 	return nil
 }

@@ -239,6 +239,8 @@ func TestControllerBadConfig(t *testing.T) {
 		{Config{Caps: []int{1}, Breaker: BreakerConfig{Window: 2, MinFailures: 3}}, "breaker"},
 		{Config{Caps: []int{1}, CapacityMbps: []float64{1, 2}}, "2 capacities for 1 resources"},
 		{Config{Caps: []int{1}, CapacityMbps: []float64{math.NaN()}}, "capacity NaN"},
+		{Config{Caps: []int{1}, FilesMb: math.Inf(1)}, "boot files of +Inf Mb"},
+		{Config{Caps: []int{1}, FilesMb: -1}, "boot files of -1 Mb"},
 	} {
 		_, err := New(tc.cfg, nodesN(1, 0))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -354,4 +356,40 @@ func loadingController(t *testing.T, cfg Config, n, loading int, evs []Event) *C
 		c.Handle(1, ev)
 	}
 	return c
+}
+
+// A link whose capacity and the nodes' files are known takes its first wave one node per the time
+// a node's files take alone on it, within its window too: all at once, the first wave shared the
+// link until every transfer outlasted the firmware's patience. The controller's next deadline is
+// the pace's, so a live run wakes for it. Without the files' size nothing is paced.
+func TestControllerPacesAtFilesAlone(t *testing.T) {
+	cfg := Config{Caps: []int{4}, CapacityMbps: []float64{100}, FilesMb: 50, Expect: Expect{Power: 1, Firmware: 1, Transfer: 1, Health: 1}}
+	_, got := runScript(t, cfg, nodesN(4, 0), nil, []step{
+		{0.2, Event{Kind: Tick}}, {0.5, Event{Kind: Tick}}, {0.7, Event{Kind: Tick}}, {1.0, Event{Kind: Tick}}, {1.6, Event{Kind: Tick}},
+	})
+	want := []string{"power-on 0", "power-on 1", "power-on 2", "power-on 3"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("actions (-want +got):\n%s", diff)
+	}
+	c, err := New(cfg, nodesN(4, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(c.Start(0)); n != 1 {
+		t.Errorf("%d power-ons at the start, want 1", n)
+	}
+	if d := c.NextDeadline(); d != 0.5 {
+		t.Errorf("next deadline %v, want the pace's 0.5 s (50 Mb at 100 Mb/s)", d)
+	}
+	if n := len(c.Handle(0.49, Event{Kind: Tick})); n != 0 {
+		t.Errorf("%d power-ons before the pace", n)
+	}
+	if n := len(c.Handle(0.5, Event{Kind: Tick})); n != 1 {
+		t.Errorf("%d power-ons at the pace, want 1", n)
+	}
+	cfg.FilesMb = 0
+	c, _ = New(cfg, nodesN(4, 0))
+	if n := len(c.Start(0)); n != 4 {
+		t.Errorf("without the files' size: %d power-ons at the start, want 4", n)
+	}
 }

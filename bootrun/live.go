@@ -91,7 +91,10 @@ func (l *Live) Run(ctx context.Context) ([]NodeRecord, error) {
 	}
 	tick := time.NewTicker(l.Poll)
 	defer tick.Stop()
+	wake := time.NewTimer(l.Poll)
+	defer wake.Stop()
 	for !l.Controller.Done() {
+		l.wakeAt(wake)
 		var err error
 		select {
 		case <-ctx.Done():
@@ -101,6 +104,8 @@ func (l *Live) Run(ctx context.Context) ([]NodeRecord, error) {
 			err = l.act(ctx, l.Controller.Handle(l.now(), ev))
 		case <-tick.C:
 			err = l.poll(ctx)
+		case <-wake.C:
+			err = l.act(ctx, l.Controller.Handle(l.now(), Event{Kind: Tick}))
 		}
 		if err != nil {
 			return l.Controller.Records(), err
@@ -111,6 +116,18 @@ func (l *Live) Run(ctx context.Context) ([]NodeRecord, error) {
 }
 
 func (l *Live) now() float64 { return l.Now().Sub(l.start).Seconds() }
+
+// wakeAt sets wake to the controller's next deadline (a paced power-on, a retry's delay, a
+// phase's allowance) when it falls before the next poll: acting only at polls rounded every
+// pace and retry up to a poll (1 s), where the dry run acts at the deadline itself.
+func (l *Live) wakeAt(wake *time.Timer) {
+	d := l.Controller.NextDeadline() - l.now()
+	if !(d > 0) || d >= l.Poll.Seconds() {
+		wake.Stop() // past (the next event or poll handles it), none, or after the next poll
+		return
+	}
+	wake.Reset(time.Duration(d*float64(time.Second)) + time.Millisecond)
+}
 
 // announce tells the servers, in the background, the prediction of the nodes the run boots. A server that cannot
 // take it costs the run nothing but its page's dashed curve: a warning, and the run goes on.

@@ -372,3 +372,31 @@ func TestLiveRebootHealthy(t *testing.T) {
 		})
 	}
 }
+
+// The live run acts at the controller's deadlines, not only at its polls: with polls 5 s apart, a
+// node that never asks for DHCP is given up at its firmware allowance (2 x 0.2 s + 0.5 s) and
+// powered on again after the 0.1 s retry delay, as the dry run has it (acting only at polls, the second power-on waited
+// for the poll at 5 s).
+func TestLiveWakesAtDeadlines(t *testing.T) {
+	f := &fakeFleet{states: map[string]NodeState{"x": {State: nodestate.Pending}}, armed: map[string]bool{},
+		ons: map[string][]time.Time{}, tick: 20 * time.Millisecond, broken: map[string]bool{"x": true}}
+	l := liveRun(t, f, []string{"x"}, filepath.Join(t.TempDir(), "run.journal"), false)
+	l.Poll = 5 * time.Second
+	recs, err := l.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recs[0].Phase != Failed {
+		t.Errorf("node %+v, want failed", recs[0])
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ons := f.ons["x"]
+	if len(ons) != 2 {
+		t.Fatalf("powered on %d times, want 2", len(ons))
+	}
+	// The allowance is 0.9 s and the retry delay 0.1 s; a poll would have come at 5 s.
+	if gap := ons[1].Sub(ons[0]); gap < 900*time.Millisecond || gap >= 3*time.Second {
+		t.Errorf("second power-on %v after the first, want 1 s (the allowance and the retry delay)", gap)
+	}
+}

@@ -53,6 +53,10 @@ func Predict(ctx context.Context, in PredictInput) (*Prediction, error) {
 	}
 	cfg := in.Config
 	cfg.Caps, cfg.CapacityMbps, cfg.Factor = in.Limits.Caps, in.Limits.CapacityMbps, math.Inf(1) // nothing is late in a simulation
+	cfg.FilesMb = 0                                                                              // the files the simulation moves, whatever the caller's configuration says
+	for _, f := range in.Flow.Files {
+		cfg.FilesMb += f.Bytes * 8 / 1e6
+	}
 	c, err := New(cfg, nodes)
 	if err != nil {
 		return nil, err

@@ -304,7 +304,7 @@ func bootConfig(c *cli.Context, s *bootSetup) error {
 	for _, file := range s.flow.Files {
 		mb += file.Bytes * 8 / 1e6
 	}
-	s.cfg = bootrun.Config{Caps: s.limits.Caps, CapacityMbps: s.limits.CapacityMbps, MaxInFlight: c.Int("max-in-flight"),
+	s.cfg = bootrun.Config{Caps: s.limits.Caps, CapacityMbps: s.limits.CapacityMbps, FilesMb: mb, MaxInFlight: c.Int("max-in-flight"),
 		Expect: bootrun.Expect{Power: c.Duration("timeout").Seconds(), Firmware: s.post,
 			Transfer: mb / s.limits.FloorMbps, Health: s.health},
 		Factor: f, Margin: max(c.Duration("deadline-margin").Seconds(), 1e-3), MaxAttempts: c.Int("max-attempts"),
