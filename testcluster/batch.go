@@ -66,6 +66,12 @@ func (c *Cluster) runBatch(ctx context.Context, nodes []int, timeout time.Durati
 		return CPUUse{}, err
 	}
 	defer g.close()
+	grp := newNodeGroup(c.Name, len(nodes), c.log)
+	defer func() {
+		if err := grp.remove(); err != nil {
+			c.log.Warn("node scripts' CPU group left", zap.Error(err))
+		}
+	}()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -74,7 +80,7 @@ func (c *Cluster) runBatch(ctx context.Context, nodes []int, timeout time.Durati
 		if b.env != nil {
 			env = append(env, b.env(k)...)
 		}
-		if err := c.startBatchNode(ctx, &wg, g, b, k, i, env); err != nil {
+		if err := c.startBatchNode(ctx, &wg, g, grp, b, k, i, env); err != nil {
 			return CPUUse{}, err
 		}
 	}
@@ -100,7 +106,7 @@ const nodeNice = 10
 
 // startBatchNode starts the k-th node's script (node i of the cluster) and the goroutine that reads
 // its output and reports its end.
-func (c *Cluster) startBatchNode(ctx context.Context, wg *sync.WaitGroup, g *bootGate, b nodeBatch, k, i int, env []string) error {
+func (c *Cluster) startBatchNode(ctx context.Context, wg *sync.WaitGroup, g *bootGate, grp nodeGroup, b nodeBatch, k, i int, env []string) error {
 	cmd := exec.CommandContext(ctx, "nice", "-n", strconv.Itoa(nodeNice), "ip", "netns", "exec", c.Nodes[i].Namespace, "sh", "-c", b.script)
 	cmd.Env = env
 	stdout, err := cmd.StdoutPipe()
@@ -111,6 +117,10 @@ func (c *Cluster) startBatchNode(ctx context.Context, wg *sync.WaitGroup, g *boo
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		return err
+	}
+	// Before the gate opens, so that everything the script starts after it is in the group.
+	if err := grp.add(cmd.Process.Pid); err != nil {
+		c.log.Warn("node script left out of the nodes' CPU group", zap.String("node", c.Nodes[i].Name), zap.Error(err))
 	}
 	wg.Add(1)
 	go func() {
