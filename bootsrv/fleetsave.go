@@ -13,7 +13,7 @@ import (
 // or the old one renewed after a lapse), that retry went out before the reconcile that drops what
 // it did to nodes another server took over meanwhile, and overwrote the holder's records with its
 // own name. Both servers then answered those nodes until the holder's next save won them back
-// (the soak's partitions: 26 DISCOVERs offered by both, scripts served twice in one attempt).
+// (the soak's partitions: 26 DISCOVERs offered by both).
 // Refused here, the save is retried by the tracker after the reconcile, without those nodes.
 type fleetSaves struct {
 	*etcdstore.Store
