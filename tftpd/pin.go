@@ -288,12 +288,7 @@ func (pp *pinPort) routeRunning(t *pinTransfer, op int, b []byte, remote netip.A
 	switch {
 	case t.closing:
 	case op == opACK && len(b) >= 4:
-		if blk := int(b[2])<<8 | int(b[3]); blk == t.lastBlock && t.dataSent && !t.ackedLast {
-			t.acked++
-			t.ackedLast = true
-		}
-		pp.mu.Unlock()
-		return b
+		return pp.routeACK(t, int(b[2])<<8|int(b[3]), b) // unlocks
 	case op == opERROR && len(b) >= 5: // shorter, pin/tftp ignores it
 		msg := b[4:]
 		if i := indexNUL(msg); i >= 0 {
@@ -312,6 +307,24 @@ func (pp *pinPort) routeRunning(t *pinTransfer, op int, b []byte, remote netip.A
 	}
 	pp.mu.Unlock()
 	return nil // DATA, OACK or garbage from a client in a transfer: nothing to do with it
+}
+
+// routeACK handles an ACK of block blk (b) from running transfer t's client, with pp.mu held (it
+// unlocks), and returns what to hand pin/tftp: the first ACK of the block it waits for, nothing
+// else. pin/tftp's sender starts its whole timeout again for every datagram it is handed, so a
+// client repeating a stale ACK (it lost a block) faster than that timeout would never see the
+// block again. A duplicate ACK sends nothing (RFC 1123, 4.2.3.1: the Sorcerer's Apprentice).
+func (pp *pinPort) routeACK(t *pinTransfer, blk int, b []byte) []byte {
+	if blk != t.lastBlock || t.ackedLast {
+		pp.mu.Unlock()
+		return nil
+	}
+	if t.dataSent {
+		t.acked++
+	}
+	t.ackedLast = true
+	pp.mu.Unlock()
+	return b
 }
 
 // admit starts lock-step transfer k of req from remote when the server's checks let it, and
