@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/bootfabric/bootfabric/internal/texttable"
 	"github.com/bootfabric/bootfabric/units"
@@ -116,6 +117,13 @@ func (p *Plan) WriteTable(w io.Writer) error {
 		p.Nodes, p.FloorMbps, p.PredictedSeconds, p.PeakInFlight)
 	fmt.Fprintf(w, "image %s (kernel + initrd) from %s\n", units.FormatBytes(p.ImageBytes), p.ImageFrom)
 	fmt.Fprintf(w, "model: POST %.3f s, DHCP %.3f s, health %.3f s\n", p.Model.PostSeconds, p.Model.DHCPSeconds, p.Model.HealthSeconds)
+	if p.Model.NotCalibrated != "" {
+		fmt.Fprintf(w, "  not calibrated: %s\n", p.Model.NotCalibrated)
+	}
+	if len(p.Model.Assumed) > 0 {
+		fmt.Fprintf(w, "  assumed, not measured: %s (give them, or a past run's journal: --calibrate, or its --journal with --dry-run)\n",
+			strings.Join(p.Model.Assumed, ", "))
+	}
 	p.P2P.WriteLine(w)
 	if cal := p.Calibration; cal != nil {
 		cal.WriteTable(w)

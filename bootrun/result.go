@@ -121,6 +121,10 @@ type PlanModel struct {
 	PostSeconds   float64 `json:"post_seconds"`
 	DHCPSeconds   float64 `json:"dhcp_seconds"`
 	HealthSeconds float64 `json:"health_seconds"`
+	// Assumed names the times ("post", "dhcp", "health") that are defaults: neither given nor
+	// measured. NotCalibrated says why a past run's journal did not calibrate them.
+	Assumed       []string `json:"assumed,omitempty"`
+	NotCalibrated string   `json:"not_calibrated,omitempty"`
 }
 
 // PlanCap is a link's in-flight limit at the start (Nodes) and the nodes behind it: a limit
@@ -144,7 +148,8 @@ type PlanRow struct {
 // model the plant's times (rounded to the millisecond here).
 func NewPlan(p *Prediction, limits *Limits, servers []string, model PlanModel) Plan {
 	out := Plan{Nodes: len(servers), FloorMbps: limits.FloorMbps, PredictedSeconds: p.Makespan, PeakInFlight: p.PeakInFlight,
-		Model: PlanModel{PostSeconds: Round3(model.PostSeconds), DHCPSeconds: Round3(model.DHCPSeconds), HealthSeconds: Round3(model.HealthSeconds)}}
+		Model: PlanModel{PostSeconds: Round3(model.PostSeconds), DHCPSeconds: Round3(model.DHCPSeconds), HealthSeconds: Round3(model.HealthSeconds),
+			Assumed: model.Assumed, NotCalibrated: model.NotCalibrated}}
 	for i, name := range limits.Names {
 		out.Caps = append(out.Caps, PlanCap{Resource: name, Nodes: limits.Caps[i], Behind: limits.Users[i]})
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"time"
 
@@ -100,6 +101,10 @@ type bootSetup struct {
 	// --calibrate fitted (nil without it).
 	health float64
 	cal    *bootrun.Calibration
+	// assumed names the model's times that are defaults, neither measured nor given; notCal
+	// says why a dry run's --journal did not calibrate it ("" when it did or was not asked).
+	assumed []string
+	notCal  string
 }
 
 func bootAction(e *env, c *cli.Context) error {
@@ -221,13 +226,26 @@ func bootFlow(c *cli.Context, s *bootSetup) error {
 
 // bootCalibrate fits the plant from --calibrate's journals and puts what was fitted in place of
 // every model parameter not given by its flag: the prediction of a plant that has run is what
-// it did, not a default.
+// it did, not a default. A dry run with the --journal of a past run and no --calibrate is
+// calibrated by that journal: the run about to be repeated is the best measure of it there is.
 func bootCalibrate(c *cli.Context, s *bootSetup) error {
 	paths := c.StringSlice("calibrate")
+	fromJournal := len(paths) == 0 && c.Bool("dry-run") && c.String("journal") != "" && fileExists(c.String("journal"))
+	if fromJournal {
+		paths = []string{c.String("journal")}
+	}
+	if c.IsSet("health-time") {
+		s.flow.HealthSeconds = s.health // a time given is the prediction's, not only a deadline
+	}
+	defer func() { s.assumed = bootAssumed(c, s.cal) }()
 	if len(paths) == 0 {
 		return nil
 	}
 	cal, err := bootrun.CalibrateJournals(paths, s.imageBytes)
+	if err != nil && fromJournal {
+		s.notCal = fmt.Sprintf("the journal %s does not calibrate the model: %v", paths[0], err)
+		return nil
+	}
 	if err != nil {
 		return badInput("--calibrate: %w", err)
 	}
@@ -245,6 +263,31 @@ func bootCalibrate(c *cli.Context, s *bootSetup) error {
 	// only a deadline; calibrated, both are the measured one.
 	s.flow.HealthSeconds = s.health
 	return nil
+}
+
+// bootAssumed names the model's times that neither a flag nor a calibration (cal, nil for
+// none) gave: the defaults a dry run says it assumed.
+func bootAssumed(c *cli.Context, cal *bootrun.Calibration) []string {
+	var out []string
+	for _, p := range []struct {
+		name, flag string
+		fitted     func(*bootrun.Calibration) bool
+	}{
+		{"post", "post", func(cal *bootrun.Calibration) bool { return cal.Post.Samples > 0 }},
+		{"dhcp", "dhcp-time", func(cal *bootrun.Calibration) bool { return cal.DHCP.Samples > 0 }},
+		{"health", "health-time", func(cal *bootrun.Calibration) bool { return cal.Health.Samples > 0 }},
+	} {
+		if !c.IsSet(p.flag) && (cal == nil || !p.fitted(cal)) {
+			out = append(out, p.name)
+		}
+	}
+	return out
+}
+
+// fileExists reports whether path names something that exists.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // bootImageSize is the kernel + initrd size of the run: --image-size, else the largest of the

@@ -135,7 +135,8 @@ func writeBootRun(e *env, format string, r bootrun.RunResult) error {
 }
 
 func writeBootPlan(e *env, format string, s *bootSetup, p *bootrun.Prediction, p2p *bootrun.P2PPlan) error {
-	out := bootrun.NewPlan(p, s.limits, s.server, bootrun.PlanModel{PostSeconds: s.post, DHCPSeconds: s.flow.DHCPSeconds, HealthSeconds: s.flow.HealthSeconds})
+	out := bootrun.NewPlan(p, s.limits, s.server, bootrun.PlanModel{PostSeconds: s.post, DHCPSeconds: s.flow.DHCPSeconds,
+		HealthSeconds: s.flow.HealthSeconds, Assumed: s.assumed, NotCalibrated: s.notCal})
 	out.ImageBytes, out.ImageFrom, out.Calibration, out.P2P = s.imageBytes, s.imageFrom, s.cal, p2p
 	return writeResult(e.stdout, format, out, out.WriteTable)
 }

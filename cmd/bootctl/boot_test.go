@@ -268,6 +268,20 @@ func TestBootCalibrate(t *testing.T) {
 	if p := predict("--calibrate", journal, "--post", "7s"); p.Model.PostSeconds != 7 {
 		t.Errorf("--post 7s with --calibrate: model %+v", p.Model)
 	}
+	// Uncalibrated, the dry run names the times it assumed; a dry run with the --journal of the
+	// run it repeats is calibrated by it, as with --calibrate.
+	if !slices.Equal(plain.Model.Assumed, []string{"post", "dhcp", "health"}) || cal.Model.Assumed != nil {
+		t.Errorf("assumed: uncalibrated %v, calibrated %v", plain.Model.Assumed, cal.Model.Assumed)
+	}
+	if p := predict("--post", "7s", "--health-time", "2s"); !slices.Equal(p.Model.Assumed, []string{"dhcp"}) || p.Model.HealthSeconds != 2 {
+		t.Errorf("--post and --health-time given: model %+v", p.Model)
+	}
+	if p := predict("--journal", journal); p.PredictedSeconds != cal.PredictedSeconds || p.Calibration == nil || p.Model.NotCalibrated != "" {
+		t.Errorf("dry run with --journal: predicted %.3f s, model %+v; want %.3f s as with --calibrate", p.PredictedSeconds, p.Model, cal.PredictedSeconds)
+	}
+	if p := predict("--journal", filepath.Join(f.dir, "next.journal")); p.PredictedSeconds != plain.PredictedSeconds || p.Calibration != nil {
+		t.Errorf("dry run with a --journal not written yet: predicted %.3f s, want %.3f s", p.PredictedSeconds, plain.PredictedSeconds)
+	}
 	code, table, _ := runBootctl(t, ctx, "boot", "--dry-run", "--config", cfg, "--calibrate", journal, "s0-b0-n[0-3]")
 	if code != 0 || !strings.Contains(table, "calibrated from 1 journal(s), 4 node boots") || !strings.Contains(table, "health") {
 		t.Errorf("table:\n%s", table)
@@ -304,6 +318,14 @@ func TestBootCalibrate(t *testing.T) {
 	damaged := testfix.WriteFile(t, filepath.Join(f.dir, "damaged.journal"), append(slices.Clone(torn[:bytes.IndexByte(torn, '\n')+1]), "{not json\n{}\n"...))
 	v1 := testfix.WriteFile(t, filepath.Join(f.dir, "v1.journal"), []byte(`{"nodes":["s0-b0-n0"]}`+"\n"))
 	few := testfix.WriteFile(t, filepath.Join(f.dir, "few.journal"), []byte(`{"version":2,"nodes":["s0-b0-n0"]}`+"\n"))
+	// A --journal that cannot calibrate leaves the dry run uncalibrated and says why.
+	if p := predict("--journal", few); p.Calibration != nil || !strings.Contains(p.Model.NotCalibrated, "a calibration needs at least 3") {
+		t.Errorf("dry run with --journal of too few nodes: model %+v", p.Model)
+	}
+	code, table, _ = runBootctl(t, ctx, "boot", "--dry-run", "--config", cfg, "s0-b0-n[0-3]")
+	if code != 0 || !strings.Contains(table, "assumed, not measured: post, dhcp, health") {
+		t.Errorf("uncalibrated table:\n%s", table)
+	}
 	for _, tc := range []struct{ name, journal, want string }{
 		{"damaged", damaged, "damaged.journal:2"},
 		{"version 1", v1, "format version 1 records no phase times"},

@@ -48,8 +48,6 @@ func needIBTool(t *testing.T, name, pkg string) string {
 	return testenv.NeedTool(t, name, pkg)
 }
 
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
 // startIBSim runs ibsim on net until the test ends (stopped by its pid), on a socket of its own.
 func startIBSim(t *testing.T, net string) *ibsimEnv {
 	t.Helper()
