@@ -28,7 +28,7 @@ func needRoot(t *testing.T, tools ...string) {
 	}
 }
 
-func testName(t *testing.T) string { return "t" + strconv.Itoa(os.Getpid()%100000) }
+func testName(t testing.TB) string { return "t" + strconv.Itoa(os.Getpid()%100000) }
 
 func upMini(t *testing.T, scale float64) *Cluster {
 	t.Helper()

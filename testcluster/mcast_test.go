@@ -161,7 +161,7 @@ func (w *startWatch) at() time.Time { w.mu.Lock(); defer w.mu.Unlock(); return w
 // of c at once, from the server alone ("unicast"), through peers ("p2p") and by multicast
 // ("multicast", FULB trees): the makespan of the file alone, after a 1 KB network boot program, with no
 // DHCP, POST or health time, as the fetch tests measure it.
-func (c *Cluster) predictDeliveries(ctx context.Context, t *testing.T, bin string) map[string]float64 {
+func (c *Cluster) predictDeliveries(ctx context.Context, t testing.TB, bin string) map[string]float64 {
 	t.Helper()
 	mach, err := c.Machine.MarshalYAMLText()
 	if err != nil {

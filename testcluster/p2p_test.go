@@ -3,7 +3,9 @@ package testcluster
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,7 +99,13 @@ func upP2P(ctx context.Context, t *testing.T) (c *Cluster, bin, server string, t
 	if testing.Short() {
 		t.Skip("-short: fetches of 32 MiB on 16 nodes")
 	}
-	c, err := Up(ctx, Spec{Name: testName(t), Machine: p2pMachine(p2pBoards), Scale: 1, StateDir: t.TempDir()}, zaptest.NewLogger(t))
+	return upP2PBoards(ctx, t, p2pBoards)
+}
+
+// upP2PBoards is upP2P with boards of 8 nodes.
+func upP2PBoards(ctx context.Context, t testing.TB, boards int) (c *Cluster, bin, server string, toks []string) {
+	t.Helper()
+	c, err := Up(ctx, Spec{Name: testName(t), Machine: p2pMachine(boards), Scale: 1, StateDir: t.TempDir()}, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +120,7 @@ func upP2P(ctx context.Context, t *testing.T) (c *Cluster, bin, server string, t
 
 // p2pNodeSetup gives each node its address (with the subnet's broadcast address, where udpcast's
 // receivers say hello) and returns its boot token, read from its iPXE script.
-func (c *Cluster) p2pNodeSetup(ctx context.Context, t *testing.T, server string) []string {
+func (c *Cluster) p2pNodeSetup(ctx context.Context, t testing.TB, server string) []string {
 	t.Helper()
 	toks := make([]string, len(c.Nodes))
 	for i, n := range c.Nodes {
@@ -141,14 +149,14 @@ type fetches struct {
 }
 
 // startFetches starts bootctl fetch on the given nodes (all when nil), with extra flags per node.
-func (c *Cluster) startFetches(ctx context.Context, t *testing.T, bin, server string, toks []string, nodes []int, extra func(i int) []string) *fetches {
+func (c *Cluster) startFetches(ctx context.Context, t testing.TB, bin, server string, toks []string, nodes []int, extra func(i int) []string) *fetches {
 	t.Helper()
 	return c.startFetchesEvery(ctx, t, bin, server, toks, nodes, 0, extra)
 }
 
 // startFetchesEvery is startFetches with the nodes started every apart, in order: the arrivals of
 // a staggered boot. It returns once the last one has started.
-func (c *Cluster) startFetchesEvery(ctx context.Context, t *testing.T, bin, server string, toks []string, nodes []int, every time.Duration, extra func(i int) []string) *fetches {
+func (c *Cluster) startFetchesEvery(ctx context.Context, t testing.TB, bin, server string, toks []string, nodes []int, every time.Duration, extra func(i int) []string) *fetches {
 	t.Helper()
 	f := &fetches{dir: t.TempDir(), cmds: map[int]*exec.Cmd{}, outs: map[int]*bytes.Buffer{}}
 	ctx, f.stop = context.WithCancel(ctx)
@@ -175,7 +183,7 @@ func (c *Cluster) startFetchesEvery(ctx context.Context, t *testing.T, bin, serv
 }
 
 // waitFiles waits until the given nodes' files are all there (verified: fetch writes nothing else).
-func (c *Cluster) waitFiles(t *testing.T, f *fetches, nodes []int, limit time.Duration) {
+func (c *Cluster) waitFiles(t testing.TB, f *fetches, nodes []int, limit time.Duration) {
 	t.Helper()
 	testfix.WaitFor(t, "every node's verified file", limit, func() bool {
 		for _, i := range nodes {
@@ -188,7 +196,7 @@ func (c *Cluster) waitFiles(t *testing.T, f *fetches, nodes []int, limit time.Du
 }
 
 // results stops the fetches and returns the given nodes' results.
-func (c *Cluster) results(t *testing.T, f *fetches, nodes []int) []fetchResult {
+func (c *Cluster) results(t testing.TB, f *fetches, nodes []int) []fetchResult {
 	t.Helper()
 	f.stop()
 	f.wg.Wait()
@@ -206,13 +214,13 @@ func (c *Cluster) results(t *testing.T, f *fetches, nodes []int) []fetchResult {
 
 // fetchEverywhere runs bootctl fetch on every node at once and returns their results and the time
 // until the last file was verified; the nodes seed until then, and are stopped after.
-func (c *Cluster) fetchEverywhere(ctx context.Context, t *testing.T, bin, server string, toks []string, serverOnly bool) ([]fetchResult, time.Duration) {
+func (c *Cluster) fetchEverywhere(ctx context.Context, t testing.TB, bin, server string, toks []string, serverOnly bool) ([]fetchResult, time.Duration) {
 	t.Helper()
 	return c.fetchEvery(ctx, t, bin, server, toks, serverOnly, 0)
 }
 
 // fetchEvery is fetchEverywhere with the nodes started every apart.
-func (c *Cluster) fetchEvery(ctx context.Context, t *testing.T, bin, server string, toks []string, serverOnly bool, every time.Duration) ([]fetchResult, time.Duration) {
+func (c *Cluster) fetchEvery(ctx context.Context, t testing.TB, bin, server string, toks []string, serverOnly bool, every time.Duration) ([]fetchResult, time.Duration) {
 	t.Helper()
 	start := time.Now()
 	f := c.startFetchesEvery(ctx, t, bin, server, toks, nil, every, func(int) []string {
@@ -222,7 +230,8 @@ func (c *Cluster) fetchEvery(ctx context.Context, t *testing.T, bin, server stri
 		return nil
 	})
 	all := c.orAll(nil)
-	c.waitFiles(t, f, all, 4*time.Minute)
+	// At least twice the time of every copy through the server's 100 Mb/s NIC.
+	c.waitFiles(t, f, all, max(4*time.Minute, time.Duration(2*len(all)*p2pSize*8/100)*time.Microsecond))
 	elapsed := time.Since(start)
 	return c.results(t, f, all), elapsed
 }
@@ -269,4 +278,53 @@ func TestP2PFetchHostile(t *testing.T) {
 	if bad == 0 {
 		t.Errorf("no node saw a bad piece: the hostile peer served nobody")
 	}
+}
+
+// BenchmarkP2PScale is issue 40's scale run: BOOTFABRIC_P2P_BOARDS boards of 8 nodes (default 32:
+// 256 nodes) behind 1 Gb/s uplinks, the server behind 100 Mb/s, fetch the 32 MiB file at once
+// through peers, then from the server alone, beside `bootctl simulate`'s predictions of both. It
+// prints the figures and checks every node's bytes. As root; the server alone is the long part
+// (nodes x 32 MiB at 100 Mb/s: 11.5 min at 256 nodes). The files are written under the test's
+// temporary directory, on disk: nodes x 32 MiB twice (16 GiB at 256 nodes).
+//
+//	BOOTFABRIC_P2P_BOARDS=8 go test ./testcluster -run '^$' -bench P2PScale -benchtime 1x -timeout 60m -v
+func BenchmarkP2PScale(b *testing.B) {
+	boards := 32
+	if v := os.Getenv("BOOTFABRIC_P2P_BOARDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("BOOTFABRIC_P2P_BOARDS=%q: want a number of boards", v)
+		}
+		boards = n
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Minute)
+	defer cancel()
+	c, bin, server, toks := upP2PBoards(ctx, b, boards)
+	pred := c.predictDeliveries(ctx, b, bin)
+	want, err := os.ReadFile(filepath.Join(c.dir(), "initrd"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	sum := fmt.Sprintf("%x", sha256.Sum256(want))
+	check := func(how string, res []fetchResult) (fromServer, fromPeers int64) {
+		if len(res) != len(c.Nodes) {
+			b.Errorf("%s: %d of %d nodes reported", how, len(res), len(c.Nodes))
+		}
+		for _, r := range res {
+			if r.SHA256 != sum {
+				b.Errorf("%s: a node's file has sha256 %s, want %s", how, r.SHA256, sum)
+			}
+			fromServer, fromPeers = fromServer+r.FromServer, fromPeers+r.FromPeers
+		}
+		return fromServer, fromPeers
+	}
+	peer, peerTime := c.fetchEverywhere(ctx, b, bin, server, toks, false)
+	fromServer, fromPeers := check("peers", peer)
+	fmt.Printf("%d nodes, %d MiB: with peers %.1f s (the server sent %.2f copies per board; %.0f%% of the bytes came from peers)\n",
+		len(c.Nodes), p2pSize>>20, peerTime.Seconds(), float64(fromServer)/p2pSize/float64(boards), 100*float64(fromPeers)/float64(fromPeers+fromServer))
+	alone, aloneTime := c.fetchEverywhere(ctx, b, bin, server, toks, true)
+	check("server alone", alone)
+	fmt.Printf("%d nodes, %d MiB: the server alone %.1f s (%.1fx the peers' time)\n", len(c.Nodes), p2pSize>>20, aloneTime.Seconds(), aloneTime.Seconds()/peerTime.Seconds())
+	fmt.Printf("bootctl simulate: peers %.1f s, server alone %.1f s; measured/predicted: peers %.2f, server alone %.2f\n",
+		pred["p2p"], pred["unicast"], peerTime.Seconds()/pred["p2p"], aloneTime.Seconds()/pred["unicast"])
 }

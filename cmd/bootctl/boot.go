@@ -227,7 +227,7 @@ func bootFlow(c *cli.Context, s *bootSetup) error {
 // bootCalibrate fits the plant from --calibrate's journals and puts what was fitted in place of
 // every model parameter not given by its flag: the prediction of a plant that has run is what
 // it did, not a default. A dry run with the --journal of a past run and no --calibrate is
-// calibrated by that journal: the run about to be repeated is the best measure of it there is.
+// calibrated by that journal: the run it repeats is the best measure of it there is.
 func bootCalibrate(c *cli.Context, s *bootSetup) error {
 	paths := c.StringSlice("calibrate")
 	fromJournal := len(paths) == 0 && c.Bool("dry-run") && c.String("journal") != "" && fileExists(c.String("journal"))
@@ -242,13 +242,19 @@ func bootCalibrate(c *cli.Context, s *bootSetup) error {
 		return nil
 	}
 	cal, err := bootrun.CalibrateJournals(paths, s.imageBytes)
-	if err != nil && fromJournal {
+	switch {
+	case err != nil && fromJournal:
 		s.notCal = fmt.Sprintf("the journal %s does not calibrate the model: %v", paths[0], err)
 		return nil
-	}
-	if err != nil {
+	case err != nil:
 		return badInput("--calibrate: %w", err)
 	}
+	s.applyCalibration(c, cal)
+	return nil
+}
+
+// applyCalibration puts what cal fitted in place of each model time its flag does not give.
+func (s *bootSetup) applyCalibration(c *cli.Context, cal *bootrun.Calibration) {
 	s.cal = cal
 	if !c.IsSet("post") && cal.Post.Samples > 0 {
 		s.post = cal.Post.Median
@@ -259,10 +265,8 @@ func bootCalibrate(c *cli.Context, s *bootSetup) error {
 	if !c.IsSet("health-time") && cal.Health.Samples > 0 {
 		s.health = cal.Health.Median
 	}
-	// Uncalibrated, the prediction keeps the flow model's own health time and --health-time is
-	// only a deadline; calibrated, both are the measured one.
+	// Calibrated, the prediction and the deadline both take the measured health time.
 	s.flow.HealthSeconds = s.health
-	return nil
 }
 
 // bootAssumed names the model's times that neither a flag nor a calibration (cal, nil for
