@@ -106,6 +106,10 @@ type Event struct {
 	Bytes, Size int64
 	Seconds     float64
 	Done        bool
+	// Ago dates an Observed phase: it began this many seconds before the event, as the servers
+	// measured it (0: at the event). The record takes that time, within the phase before it;
+	// deadlines still run from the event.
+	Ago float64
 }
 
 // ActionKind is what the controller asks for.

@@ -393,3 +393,31 @@ func TestControllerPacesAtFilesAlone(t *testing.T) {
 		t.Errorf("without the files' size: %d power-ons at the start, want 4", n)
 	}
 }
+
+// A phase the servers dated (Event.Ago) is recorded when it began, not when a poll saw it, but
+// never before the phase the record holds, nor after the event.
+func TestControllerDatesObservedPhases(t *testing.T) {
+	c, _ := runScript(t, Config{Caps: []int{4}, Expect: Expect{Power: 5, Firmware: 60, Transfer: 60, Health: 60}}, nodesN(3, 0), nil, []step{
+		{0.5, ok(0)}, {0.5, ok(1)}, {0.5, ok(2)},
+		{10, Event{Kind: Observed, Node: 0, Phase: Loading, Ago: 0.75}}, // its first DHCP at 9.25 s
+		{10, Event{Kind: Observed, Node: 1, Phase: Loading, Ago: 99}},   // a server clock ahead: not before its power-on
+		{10, seen(2, Loading)},
+		{12, Event{Kind: Observed, Node: 0, Phase: Booted, Ago: 3}},    // not before its load
+		{13, Event{Kind: Observed, Node: 0, Phase: Healthy, Ago: 0.4}}, // reported at 12.6 s
+	})
+	recs := c.Records()
+	for _, tc := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"node 0 load", recs[0].LoadAt, 9.25},
+		{"node 0 booted", recs[0].BootAt, 9.25},
+		{"node 0 healthy", recs[0].HealthAt, 12.6},
+		{"node 1 load", recs[1].LoadAt, recs[1].PowerAt},
+		{"node 2 load", recs[2].LoadAt, 10},
+	} {
+		if math.Abs(tc.got-tc.want) > 1e-9 {
+			t.Errorf("%s at %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}

@@ -285,7 +285,7 @@ func (l *Live) observe(ctx context.Context, states map[string]NodeState) ([]int,
 		}
 		if p, known := phaseOfNode(st); known && (p > r.Phase || p == Failed) {
 			l.touch(i)
-			if err := l.act(ctx, l.Controller.Handle(l.now(), Event{Kind: Observed, Node: i, Phase: p})); err != nil {
+			if err := l.act(ctx, l.Controller.Handle(l.now(), Event{Kind: Observed, Node: i, Phase: p, Ago: st.ago(p)})); err != nil {
 				return nil, err
 			}
 		}

@@ -185,13 +185,26 @@ func (c *Controller) observed(now float64, ev Event) {
 	case ev.Phase == Failed:
 		c.failAttempt(now, i, ReportedFailed)
 	case ev.Phase > r.Phase && ev.Phase >= Loading && ev.Phase <= Healthy:
-		c.enter(now, i, ev.Phase)
+		c.enterAt(now, observedAt(now, ev.Ago, r), i, ev.Phase)
 	}
+}
+
+// observedAt is when a phase seen at now began ago seconds before, within what record r already
+// holds: not before the last time it records (a clock or a read that disagrees cannot move a node
+// back), not after now.
+func observedAt(now, ago float64, r *NodeRecord) float64 {
+	if !(ago > 0) || math.IsInf(ago, 0) {
+		return now
+	}
+	return min(now, max(now-ago, r.PowerAt, r.LoadAt, r.BootAt))
 }
 
 // enter moves node i to phase p at now: it records the time, frees the node's resources once
 // it has its files, and starts the phase's deadline.
-func (c *Controller) enter(now float64, i int, p Phase) {
+func (c *Controller) enter(now float64, i int, p Phase) { c.enterAt(now, now, i, p) }
+
+// enterAt is enter with the phase's time at (at most now), as the servers dated it.
+func (c *Controller) enterAt(now, at float64, i int, p Phase) {
 	r := &c.rec[i]
 	from := r.Phase
 	r.Phase = p
@@ -200,16 +213,16 @@ func (c *Controller) enter(now float64, i int, p Phase) {
 	case Powering:
 		r.PowerAt = now
 	case Loading:
-		r.LoadAt = now
+		r.LoadAt = at
 		if from == Firmware {
-			c.learn.post(now - r.PowerAt)
+			c.learn.post(at - r.PowerAt)
 		}
 		c.hold(int32(i), holdSlot)
 		c.entered(int32(i))
 	case Booted:
-		r.BootAt = now
+		r.BootAt = at
 	case Healthy:
-		r.HealthAt = now
+		r.HealthAt = at
 	}
 	if p >= Booted {
 		if c.held[i] == holdSlot {

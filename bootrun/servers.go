@@ -23,6 +23,18 @@ type NodeState struct {
 	// current boot; Transfer is its current (or last) transfer, LastGaveUp the last given up.
 	Restarts, GaveUp     int
 	Transfer, LastGaveUp *nodestate.Transfer
+	// InState is how long the node has been in State, InAttempt how long since its attempt's
+	// first DHCP request, in seconds as its server measured them at the read (0: unknown).
+	InState, InAttempt float64
+}
+
+// ago is how long before the read the node entered run phase p, as its server measured it: the
+// attempt's first DHCP request for Loading, the state's start otherwise (0: unknown).
+func (st NodeState) ago(p Phase) float64 {
+	if p == Loading && st.InAttempt > 0 {
+		return st.InAttempt
+	}
+	return st.InState
 }
 
 // Servers is what a live run needs of the boot servers.
@@ -65,7 +77,8 @@ func (h *HTTPServers) States(ctx context.Context) (map[string]NodeState, error) 
 	for _, m := range merged {
 		n := m.Node
 		out[n.Name] = NodeState{State: n.State, Attempt: n.Attempt, Server: from[m.From], Reported: n.Reported,
-			Restarts: n.Restarts, GaveUp: n.GaveUp, Transfer: n.Transfer, LastGaveUp: n.LastGaveUp}
+			Restarts: n.Restarts, GaveUp: n.GaveUp, Transfer: n.Transfer, LastGaveUp: n.LastGaveUp,
+			InState: float64(n.StateMs) / 1e3, InAttempt: float64(n.AttemptMs) / 1e3}
 	}
 	return out, nil
 }

@@ -25,6 +25,19 @@ type LiveNode struct {
 	// transfer it gave up in this boot (its time is the firmware's patience, or less).
 	Transfer   *Transfer `json:"transfer,omitempty"`
 	LastGaveUp *Transfer `json:"last_gave_up,omitempty"`
+	// StateMs is how long the node has been in State, and AttemptMs how long since its attempt's
+	// DISCOVER, in milliseconds of the server's clock at the read: a run that reads every second
+	// dates each phase to when it happened, not to the poll that saw it (0 when unknown).
+	StateMs   int64 `json:"state_ms,omitempty"`
+	AttemptMs int64 `json:"attempt_ms,omitempty"`
+}
+
+// msSince is the milliseconds from t to now; 0 for a zero t.
+func msSince(now, t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return max(0, now.Sub(t).Milliseconds())
 }
 
 // Transfer is one file transfer to a node as the server saw it.
@@ -185,12 +198,14 @@ func (t *Tracker) Live() []LiveNode {
 	running := 0
 	for i := 0; i < len(names); i += liveChunk {
 		t.mu.Lock()
+		now := t.now()
 		for _, name := range names[i:min(i+liveChunk, len(names))] {
 			n, ok := t.nodes[name]
 			if !ok {
 				continue // dropped since (Retrack)
 			}
-			ln := LiveNode{Name: name, State: n.State, Attempt: n.Attempt, Reported: n.Reported}
+			ln := LiveNode{Name: name, State: n.State, Attempt: n.Attempt, Reported: n.Reported,
+				StateMs: msSince(now, n.Since), AttemptMs: msSince(now, n.Times[Discover])}
 			var x *TransferHandle
 			if l, ok := t.live[name]; ok {
 				ln.Restarts, ln.GaveUp, ln.LastGaveUp, x = l.restarts, l.gaveUp, l.lastFail, l.cur

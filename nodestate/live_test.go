@@ -68,3 +68,25 @@ func TestLiveSnapshot(t *testing.T) {
 	}
 	check(tr.Live(), nodes[300:])
 }
+
+// Live dates each node's state and attempt by the server's clock: a run that reads once a second
+// takes the times from them, not from its poll.
+func TestLiveTimes(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	nodes := testNodes(t, 2)
+	tr, err := NewTracker(nodes, "default", TrackerOptions{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Observe(nodes[0].Name, EvDiscover, "")
+	now = now.Add(1500 * time.Millisecond)
+	tr.Observe(nodes[0].Name, EvOffer, "")
+	now = now.Add(250 * time.Millisecond)
+	got := tr.Live()
+	if got[0].State != Offered || got[0].StateMs != 250 || got[0].AttemptMs != 1750 {
+		t.Errorf("%+v, want offered for 250 ms, 1750 ms into its attempt", got[0])
+	}
+	if got[1].AttemptMs != 0 || got[1].State != Pending {
+		t.Errorf("%+v, want pending with no attempt", got[1])
+	}
+}
