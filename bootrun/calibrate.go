@@ -23,7 +23,8 @@ type Calibration struct {
 	// Post is the firmware's time from the BMC's answer to the first DHCP request; DHCP from
 	// there to the first file the servers saw delivered (the NBP, or the kernel when a poll
 	// missed it); Transfer from there to the last file; Health from the last file to the
-	// health report. Every time is as the run's polls saw it: within a poll interval.
+	// health report. Every time is as the servers dated it, or where they did not (an older
+	// server), as the run's polls saw it: within a poll interval.
 	Post     PhaseFit `json:"post"`
 	DHCP     PhaseFit `json:"dhcp"`
 	Transfer PhaseFit `json:"transfer"`
@@ -156,7 +157,8 @@ func nodeBoot(c *JournalContents, i int) (bootTimes, error) {
 		// Before this attempt's DHCP request the servers still show the last one's state (a node
 		// the run cycled or evicted mid-transfer): only a file after it is this attempt's.
 		if math.IsNaN(b.first) && !math.IsNaN(b.load) && e.Server != nil && e.Server.State >= nodestate.NBP && e.Server.State < nodestate.Initrd {
-			b.first = e.At
+			// The server's date of the state where it gave one (a poll sees it up to a poll late).
+			b.first = max(b.load, cmp.Or(e.Server.Since, e.At))
 		}
 	}
 	if math.IsNaN(b.files) && !math.IsNaN(b.first) {

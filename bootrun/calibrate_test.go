@@ -246,3 +246,25 @@ func TestCalibrateLiveRun(t *testing.T) {
 		t.Errorf("health median %.3f s for machines that take 0.05 s", h)
 	}
 }
+
+// A server state the servers dated (ServerSeen.Since) counts from its date, not from the poll
+// that saw it: node c's kernel, seen 0.8 s late, is its first file at 25 s.
+func TestCalibrateServerDates(t *testing.T) {
+	c := journalOf(t, map[string][]boot{
+		"a": {{1, 0, 10, 11, 15, 45, 0}},
+		"b": {{1, 1, 13, 15, 23, 54, 0}},
+		"c": {{1, 2, 22, 25, 33, 68, 0}},
+	})
+	for i := range c.Entries {
+		if e := &c.Entries[i]; e.Node == 2 && e.Server != nil && e.Server.State == nodestate.Kernel {
+			e.At, e.Server.Since = 25.8, 25
+		}
+	}
+	got, err := Calibrate([]CalibrationRun{{Name: "run.journal", Contents: c}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (PhaseFit{3, 2, 1, 3}); got.DHCP != want || got.Transfer != (PhaseFit{3, 8, 4, 8}) {
+		t.Errorf("DHCP %+v, transfer %+v; want DHCP %+v and transfers of 4, 8 and 8 s", got.DHCP, got.Transfer, want)
+	}
+}

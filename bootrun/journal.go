@@ -68,6 +68,9 @@ type ServerSeen struct {
 	State   nodestate.State `json:"state"`
 	Attempt int             `json:"attempt"`
 	Server  string          `json:"server,omitempty"`
+	// Since is when the node entered State, in the run's seconds, as its server dated it (0:
+	// unknown, as from a server without the date).
+	Since float64 `json:"since,omitempty"`
 }
 
 // RunEvent is a line about the whole run: it started or was resumed, admission paused (the

@@ -279,6 +279,9 @@ func (l *Live) observe(ctx context.Context, states map[string]NodeState) ([]int,
 		st, ok := states[name]
 		if ok {
 			l.srv[i] = ServerSeen{State: st.State, Attempt: st.Attempt, Server: st.Server}
+			if st.InState > 0 {
+				l.srv[i].Since = max(0, l.now()-st.InState)
+			}
 		}
 		if !ok || st.Attempt <= l.baseline[i] {
 			continue
