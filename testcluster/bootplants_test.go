@@ -36,12 +36,6 @@ type plantFigures struct {
 	Patience        float64    // learned by the first bootctl boot
 }
 
-// BenchmarkBootPlants runs issue 37's comparison on three plants: bootctl boot with its default
-// flags (the plant's configuration with its image store, credentials, power templates and the
-// servers' tokens; nothing tuned), all at once, a sweep of fixed staggers around each link's
-// service rate, and a second bootctl boot beside the dry run calibrated on the first one's
-// journal. Run: go test ./integration -run '^$' -bench BootPlants -benchtime 1x -v (as root;
-// about 10 minutes). It prints each run as it ends, then the table of docs/boot.md.
 // plantSeconds is a run's makespan for the table, "none" when no node became healthy.
 func plantSeconds(r compareRun) string {
 	if r.Healthy == 0 {
@@ -50,6 +44,12 @@ func plantSeconds(r compareRun) string {
 	return fmt.Sprintf("%.1fs", r.Makespan)
 }
 
+// BenchmarkBootPlants runs issue 37's comparison on three plants: bootctl boot with its default
+// flags (the plant's configuration with its image store, credentials, power templates and the
+// servers' tokens; nothing tuned), all at once, a sweep of fixed staggers around each link's
+// service rate, and a second bootctl boot beside the dry run calibrated on the first one's
+// journal. Run: go test ./testcluster -run '^$' -bench BootPlants -benchtime 1x -timeout 30m -v
+// (as root; about 8 minutes). It prints each run as it ends, then the table of docs/boot.md.
 func BenchmarkBootPlants(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
