@@ -212,10 +212,14 @@ func up(ctx context.Context, spec Spec, log *zap.Logger, run runner) (c *Cluster
 // shared by every namespace (a namespace cannot set its own), so they are raised, never lowered,
 // and left raised: another cluster may be running.
 //
-//   - The neighbour table: each node resolves the boot servers it talks to and each server the nodes
+//   - The neighbour tables: each node resolves the boot servers it talks to and each server the nodes
 //     it answers, about 2 entries a node and up to 4 with a fleet's takeovers, while a fresh
 //     machine's gc_thresh3 is 1024. Past it the kernel drops packets ("neighbor table overflow");
-//     past gc_thresh2 it evicts entries still in use.
+//     past gc_thresh2 it evicts entries still in use. Both tables are the host's, shared by every
+//     namespace, and every node's interface sends IPv6 (router solicitations, MLD reports to
+//     multicast groups, each an entry): the IPv6 one overflowed 800,000 times in a day of storms,
+//     and a send that cannot make its entry fails with EINVAL in any namespace of the host (an
+//     IPv6 test of the boot server beside a storm, ci24 and ci27).
 //   - The receive backlog: a veth hands what it sends to the receiving CPU's one backlog queue, and a
 //     switch floods each broadcast (a DISCOVER, an ARP request) to every port at once. With a fresh
 //     machine's net.core.netdev_max_backlog of 1000, a 500-node DHCP storm lost hundreds of thousands
@@ -229,6 +233,8 @@ func (c *Cluster) hostLimits(ctx context.Context) error {
 	}{
 		{"net.ipv4.neigh.default.gc_thresh3", 2 * need},
 		{"net.ipv4.neigh.default.gc_thresh2", need},
+		{"net.ipv6.neigh.default.gc_thresh3", 2 * need},
+		{"net.ipv6.neigh.default.gc_thresh2", need},
 		{"net.core.netdev_max_backlog", max(10000, 20*len(c.Nodes))},
 	} {
 		if err := c.raiseSysctl(ctx, lim.key, lim.want); err != nil {
