@@ -147,9 +147,8 @@ type PlanRow struct {
 // NewPlan lays out prediction p of a run under limits: servers names each node's boot server,
 // model the plant's times (rounded to the millisecond here).
 func NewPlan(p *Prediction, limits *Limits, servers []string, model PlanModel) Plan {
-	out := Plan{Nodes: len(servers), FloorMbps: limits.FloorMbps, PredictedSeconds: p.Makespan, PeakInFlight: p.PeakInFlight,
-		Model: PlanModel{PostSeconds: Round3(model.PostSeconds), DHCPSeconds: Round3(model.DHCPSeconds), HealthSeconds: Round3(model.HealthSeconds),
-			Assumed: model.Assumed, NotCalibrated: model.NotCalibrated}}
+	model.PostSeconds, model.DHCPSeconds, model.HealthSeconds = Round3(model.PostSeconds), Round3(model.DHCPSeconds), Round3(model.HealthSeconds)
+	out := Plan{Nodes: len(servers), FloorMbps: limits.FloorMbps, PredictedSeconds: p.Makespan, PeakInFlight: p.PeakInFlight, Model: model}
 	for i, name := range limits.Names {
 		out.Caps = append(out.Caps, PlanCap{Resource: name, Nodes: limits.Caps[i], Behind: limits.Users[i]})
 	}

@@ -244,7 +244,7 @@ func bootCalibrate(c *cli.Context, s *bootSetup) error {
 	cal, err := bootrun.CalibrateJournals(paths, s.imageBytes)
 	switch {
 	case err != nil && fromJournal:
-		s.notCal = fmt.Sprintf("the journal %s does not calibrate the model: %v", paths[0], err)
+		s.notCal = err.Error() // it names the journal and why
 		return nil
 	case err != nil:
 		return badInput("--calibrate: %w", err)
