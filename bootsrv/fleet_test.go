@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,6 +36,7 @@ type fleetMember struct {
 	membership *fleet.Membership
 	cancel     context.CancelFunc
 	done       chan error
+	stopOnce   sync.Once
 }
 
 // startFleetMember starts server id of the fixture's four-server configuration as a fleet member.
@@ -93,8 +95,11 @@ func newFleetMember(t *testing.T, f *fixture, endpoints []string, id int, edit f
 	return m, ctx
 }
 
-// stop ends the server gracefully and leaves the fleet.
-func (m *fleetMember) stop() {
+// stop ends the server gracefully and leaves the fleet, once: a crashed member's cleanup calls it
+// again (a second wait for its result would last the whole timeout).
+func (m *fleetMember) stop() { m.stopOnce.Do(m.stopNow) }
+
+func (m *fleetMember) stopNow() {
 	m.cancel()
 	select {
 	case <-m.done:
@@ -352,6 +357,14 @@ func TestFleetChaos(t *testing.T) {
 	for id := range ms {
 		ms[id] = startFleetMember(t, f, ec.Endpoints, id)
 	}
+	// unsettled says, on a failure, how the last check found the fleet (or the last save failed): a timeout alone does not
+	// tell a slow takeover from a wrong one.
+	var unsettled string
+	defer func() {
+		if t.Failed() && unsettled != "" {
+			t.Logf("the last check: %s", unsettled)
+		}
+	}()
 	settled := func(dead int) bool {
 		seen := map[string]string{}
 		for id, m := range ms {
@@ -362,8 +375,10 @@ func TestFleetChaos(t *testing.T) {
 			if dead >= 0 {
 				deadSet = []int{dead}
 			}
-			got := m.tracked()
-			if !slices.Equal(got, ruleOwned(t, m.srv, id, deadSet)) {
+			got, want := m.tracked(), ruleOwned(t, m.srv, id, deadSet)
+			if !slices.Equal(got, want) {
+				unsettled = fmt.Sprintf("%s (valid member %v, dead %v) answers %v, the rule with %v dead says %v; holders in etcd %v",
+					m.name, m.srv.fleet.m.Valid(), m.srv.fleet.deadNow(), got, deadSet, want, m.srv.fleet.holders(want))
 				return false
 			}
 			for _, n := range got {
@@ -375,7 +390,7 @@ func TestFleetChaos(t *testing.T) {
 		}
 		return len(seen) == len(ms[0].srv.auth.Inventory().Nodes)
 	}
-	testfix.WaitFor(t, "start", 10*time.Second, func() bool { return settled(-1) })
+	t.Logf("start: settled in %v", testfix.WaitFor(t, "start", 20*time.Second, func() bool { return settled(-1) }))
 	rng := rand.New(rand.NewPCG(7, 11))
 	progress := map[string]nodestate.State{}
 	for round := range 5 {
@@ -396,13 +411,19 @@ func TestFleetChaos(t *testing.T) {
 				st, _ = m.srv.Tracker().State(name)
 				progress[name] = st
 			}
-			if err := m.srv.Tracker().Flush(); err != nil {
-				t.Fatal(err)
-			}
+			// A save refused or timed out on a busy host is tried again, as the tracker's own
+			// loop does; the test needs the steps saved before the crash.
+			testfix.WaitFor(t, fmt.Sprintf("round %d: %s saves its steps", round, m.name), 15*time.Second, func() bool {
+				err := m.srv.Tracker().Flush()
+				if err != nil {
+					unsettled = fmt.Sprintf("%s's save: %v", m.name, err)
+				}
+				return err == nil
+			})
 		}
 		victim := rng.IntN(len(ms))
 		ms[victim].crash(t)
-		testfix.WaitFor(t, fmt.Sprintf("round %d: takeover of bs%d", round, victim), 8*time.Second, func() bool { return settled(victim) })
+		took := testfix.WaitFor(t, fmt.Sprintf("round %d: takeover of bs%d", round, victim), 8*time.Second, func() bool { return settled(victim) })
 		for _, m := range ms {
 			if m == ms[victim] {
 				continue
@@ -415,7 +436,7 @@ func TestFleetChaos(t *testing.T) {
 		}
 		ms[victim] = startFleetMember(t, f, ec.Endpoints, victim)
 		// Nodes mid-boot elsewhere stay there until healthy: finish them so the round settles.
-		testfix.WaitFor(t, fmt.Sprintf("round %d: bs%d back", round, victim), 15*time.Second, func() bool {
+		back := testfix.WaitFor(t, fmt.Sprintf("round %d: bs%d back", round, victim), 15*time.Second, func() bool {
 			for _, m := range ms {
 				for _, name := range m.tracked() {
 					if st, _ := m.srv.Tracker().State(name); midBoot(st) {
@@ -426,6 +447,7 @@ func TestFleetChaos(t *testing.T) {
 			}
 			return settled(-1)
 		})
+		t.Logf("round %d: bs%d's nodes taken over in %v, home again in %v", round, victim, took, back)
 	}
 }
 
@@ -478,4 +500,24 @@ func TestFleetWitness(t *testing.T) {
 		t.Errorf("with etcd down for all, bs1 does not answer its home node %s", home.Name)
 	}
 	ec.Member(0).Restart()
+}
+
+// deadNow is the dead servers as the last reconcile applied them.
+func (f *fleetRuntime) deadNow() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.dead)
+}
+
+// holders is the holder each named node's record in etcd names, for a failure's message.
+func (f *fleetRuntime) holders(names []string) map[string]string {
+	recs, err := f.loadRecords()
+	if err != nil {
+		return map[string]string{"error": err.Error()}
+	}
+	out := map[string]string{}
+	for _, n := range names {
+		out[n] = recs[n].Server
+	}
+	return out
 }

@@ -171,7 +171,8 @@ func leaseLost(m *fleet.Membership) bool {
 }
 
 // runFleet follows the live set until ctx ends, re-applying the ownership rule on every change
-// and, while nodes are deferred or kept, every Reconcile interval.
+// and every Reconcile interval while nodes are deferred or kept, while the live set changed
+// within settleWindow, and once every resyncEvery.
 func (s *Server) runFleet(ctx context.Context) error {
 	go s.runWitness(ctx)
 	f := s.fleet
@@ -181,6 +182,7 @@ func (s *Server) runFleet(ctx context.Context) error {
 	termTick := time.NewTicker(termCheck)
 	defer termTick.Stop()
 	var live []fleet.Member
+	var settleUntil, last time.Time
 	seen := false
 	for {
 		select {
@@ -193,8 +195,9 @@ func (s *Server) runFleet(ctx context.Context) error {
 			live, seen = ms, true
 			peers := peersOf(s.cfg.Servers[s.cfg.ServerID].Name, ms)
 			f.peers.Store(&peers)
+			settleUntil = time.Now().Add(settleWindow)
 		case <-tick.C:
-			if !seen || !f.pending.Load() {
+			if !seen || !f.recheckDue(time.Now(), settleUntil, last) {
 				continue
 			}
 		case <-termTick.C:
@@ -204,10 +207,27 @@ func (s *Server) runFleet(ctx context.Context) error {
 			}
 			live = ms
 		}
+		last = time.Now()
 		if err := s.reconcile(ctx, live); err != nil {
 			s.log.Warn("fleet ownership", zap.Error(err))
 		}
 	}
+}
+
+// settleWindow is how long after a change of the live set a server keeps re-applying the rule
+// every Reconcile interval. A peer that reacts to the change after this server did may hand a
+// node to it then (the peer's own view was a change behind): the record names this server, which
+// tracks nothing of it, while the rule's owner waits for this server to let go. Only a re-check
+// here writes the handoff on (the node's record is "stale", see planOwnership).
+const settleWindow = 10 * time.Second
+
+// resyncEvery bounds the wait of such a node when the late peer lagged past settleWindow.
+const resyncEvery = time.Minute
+
+// recheckDue says whether a Reconcile tick at now re-applies the rule, given the end of the
+// settle window and the last reconcile.
+func (f *fleetRuntime) recheckDue(now, settleUntil, last time.Time) bool {
+	return f.pending.Load() || now.Before(settleUntil) || now.Sub(last) >= resyncEvery
 }
 
 // firstReconcileWait bounds the ownership computed before a fleet server's endpoints answer: an
