@@ -518,9 +518,6 @@ func (s *Server) stopAnsweringReleased(p ownershipPlan) error {
 // nodes' records name their new owners, the tracker holds exactly the plan's nodes, and the stale
 // records are handed off. It returns the nodes gained and released, and the error of saving the handed-off states (logged).
 func (s *Server) applyOwnership(p ownershipPlan, recs map[string]nodestate.NodeStatus, term uint64) (added, removed []string, saveErr error) {
-	for name, to := range p.handoff {
-		s.tracker.SetServer(name, to)
-	}
 	if len(p.displaced) > 0 {
 		s.tracker.Discard(p.displaced)
 		s.log.Warn("nodes taken over while this server was cut off from the fleet stay with their holder until their boot ends",
@@ -529,7 +526,7 @@ func (s *Server) applyOwnership(p ownershipPlan, recs map[string]nodestate.NodeS
 	// What this server did while cut off is dropped where another holds the node now; the rest
 	// may be saved from here on, under the term this plan was made in.
 	s.fleet.saveTerm.Store(term)
-	added, removed, saveErr = s.tracker.Retrack(trackedNodes(p.final), gainedRecords(recs))
+	added, removed, saveErr = s.tracker.Retrack(trackedNodes(p.final), gainedRecords(recs), p.handoff)
 	if saveErr != nil {
 		s.log.Warn("saving boot states before an ownership change", zap.Error(saveErr))
 	}

@@ -92,6 +92,11 @@ func (t *Tracker) flush(lazyBefore time.Time) error {
 	}
 	t.saveMu.Lock()
 	defer t.saveMu.Unlock()
+	return t.flushSaveLocked(lazyBefore)
+}
+
+// flushSaveLocked is flush with saveMu held.
+func (t *Tracker) flushSaveLocked(lazyBefore time.Time) error {
 	if t.stopped {
 		return nil
 	}

@@ -63,7 +63,7 @@ func TestLiveSnapshot(t *testing.T) {
 	if a := testing.AllocsPerRun(5, func() { tr.Live() }); a > 4 {
 		t.Errorf("Live allocates %.0f times for %d nodes, want at most 4", a, len(nodes))
 	}
-	if _, _, err := tr.Retrack(nodes[300:], nil); err != nil {
+	if _, _, err := tr.Retrack(nodes[300:], nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	check(tr.Live(), nodes[300:])

@@ -198,17 +198,6 @@ func (t *Tracker) addLocked(n Node, saved map[string]NodeStatus) bool {
 // Now reads the tracker's clock (TrackerOptions.Now), the one its states' times come from.
 func (t *Tracker) Now() time.Time { return t.now() }
 
-// SetServer records that server holds the named node now (a fleet's handoff to a new owner): the
-// record is saved with the next flush. Unknown nodes are ignored.
-func (t *Tracker) SetServer(name, server string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if n, ok := t.nodes[name]; ok && n.Server != server {
-		n.Server = server
-		t.markLocked(name, true, time.Time{})
-	}
-}
-
 // Discard drops the unsaved changes of the named nodes: another server holds them now (this one
 // was cut off from the fleet), and its record, not this server's stale one, is the truth.
 func (t *Tracker) Discard(names []string) {
@@ -223,8 +212,9 @@ func (t *Tracker) Discard(names []string) {
 // Retrack changes the set of tracked nodes to nodes (in that order), as when a fleet's ownership
 // moves: nodes no longer listed are saved and dropped; nodes new to the tracker start from their
 // state in saved (a takeover resumes the boot from the dead server's last record) or from Pending.
-// It returns the names added and removed.
-func (t *Tracker) Retrack(nodes []Node, saved map[string]NodeStatus) (added, removed []string, err error) {
+// A dropped node named in handoff is saved last with that server as its holder (a fleet's
+// handoff), in one write after it is dropped. It returns the names added and removed.
+func (t *Tracker) Retrack(nodes []Node, saved map[string]NodeStatus, handoff map[string]string) (added, removed []string, err error) {
 	want := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		want[n.Name] = true
@@ -236,11 +226,50 @@ func (t *Tracker) Retrack(nodes []Node, saved map[string]NodeStatus) (added, rem
 		}
 	}
 	t.mu.Unlock()
-	// Save what is pending first, so the removed nodes' last events reach the store.
-	ferr := t.Flush()
+	// No other save runs until the dropped nodes' last one is written: an older save of theirs
+	// landing after it would name this server their holder again.
+	t.saveMu.Lock()
+	// Save what is pending first, so the removed nodes' events so far reach the store.
+	var ferr error
+	if t.opts.Store != nil {
+		ferr = t.flushSaveLocked(time.Time{})
+	}
 	t.mu.Lock()
-	for _, name := range removed {
+	last := t.dropLocked(removed, handoff)
+	t.order = t.order[:0]
+	for _, n := range nodes {
+		if _, ok := t.nodes[n.Name]; !ok {
+			t.addLocked(n, saved)
+			t.order = t.order[:len(t.order)-1] // addLocked appended it; the order is rebuilt here
+			added = append(added, n.Name)
+			t.stateGauge[t.nodes[n.Name].State].Inc()
+		}
+		t.order = append(t.order, n.Name)
+	}
+	t.mu.Unlock()
+	if len(last) > 0 && t.opts.Store != nil && !t.stopped {
+		if err := t.opts.Store.Save(last); err != nil {
+			ferr = errors.Join(ferr, fmt.Errorf("handing off %d nodes: %w", len(last), err))
+		}
+	}
+	t.saveMu.Unlock() // before changed, which may flush
+	if len(added) > 0 {
+		t.changed()
+	}
+	return added, removed, ferr
+}
+
+// dropLocked stops tracking the named nodes and returns the last status of those in handoff,
+// naming their new holder. Every change accepted for them is in it: a later one finds no node.
+func (t *Tracker) dropLocked(names []string, handoff map[string]string) []NodeStatus {
+	var last []NodeStatus
+	for _, name := range names {
 		n := t.nodes[name]
+		if to, ok := handoff[name]; ok {
+			c := copyStatus(n)
+			c.Server = to
+			last = append(last, c)
+		}
 		t.stateGauge[n.State].Dec()
 		delete(t.nodes, name)
 		delete(t.live, name)
@@ -256,21 +285,7 @@ func (t *Tracker) Retrack(nodes []Node, saved map[string]NodeStatus) (added, rem
 			delete(t.byIP, a)
 		}
 	}
-	t.order = t.order[:0]
-	for _, n := range nodes {
-		if _, ok := t.nodes[n.Name]; !ok {
-			t.addLocked(n, saved)
-			t.order = t.order[:len(t.order)-1] // addLocked appended it; the order is rebuilt here
-			added = append(added, n.Name)
-			t.stateGauge[t.nodes[n.Name].State].Inc()
-		}
-		t.order = append(t.order, n.Name)
-	}
-	t.mu.Unlock()
-	if len(added) > 0 {
-		t.changed()
-	}
-	return added, removed, ferr
+	return last
 }
 
 func (t *Tracker) initMetrics(reg prometheus.Registerer) error {

@@ -133,6 +133,7 @@ func TestFleetSoakUnderAttack(t *testing.T) {
 					nbpFailed[e.Args[1] == "28"]++
 					if e.Args[1] != "28" {
 						t.Logf("round %d: %s's NBP from %s failed at %.1f s: curl exit %s", round, tl.Node, server, e.At, e.Args[1])
+						logNodeLines(t, f, f.ServerByIP(server), tl.Node, start)
 					}
 				}
 			}
@@ -666,5 +667,16 @@ func errorsUpTo10(t *testing.T, item string, found []string) {
 			return
 		}
 		t.Errorf("%s: %s", item, f)
+	}
+}
+
+// logNodeLines logs the named server's log lines about node since a time: why its download was
+// refused or failed.
+func logNodeLines(t *testing.T, f *Fleet, server, node string, since time.Time) {
+	t.Helper()
+	for _, l := range f.LogLines(server, "", since) {
+		if l.Fields["node"] == node {
+			t.Logf("  %s %s: %s %v", server, l.At.Format("15:04:05.000"), l.Msg, l.Fields)
+		}
 	}
 }
