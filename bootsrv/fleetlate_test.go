@@ -48,11 +48,7 @@ func TestFleetLateHandoff(t *testing.T) {
 		}
 	}()
 	took := testfix.WaitFor(t, fmt.Sprintf("%s handed on to bs1", name), 10*time.Second, func() bool {
-		recs, err := bs0.srv.fleet.loadRecords()
-		if err != nil {
-			return false
-		}
-		holder = recs[name].Server
+		holder = bs0.srv.fleet.holders([]string{name})[name]
 		return holder == "bs1" && slices.Contains(bs1.tracked(), name) && !slices.Contains(bs0.tracked(), name)
 	})
 	t.Logf("%s back with bs1 in %v", name, took)
