@@ -53,6 +53,11 @@ func ServeMachine(ctx context.Context, cfg Config, sock string, m Machine, logf 
 		return fmt.Errorf("ipmi_sim exited: %s", sim.LogTail(5))
 	case err := <-served:
 		served <- err // for the deferred wait
-		return fmt.Errorf("chassis relay: %v", err)
+		if err == nil {
+			// The relay ends without an error only with ctx, which select may
+			// see second: an interrupt, not a failure.
+			return nil
+		}
+		return fmt.Errorf("chassis relay: %w", err)
 	}
 }

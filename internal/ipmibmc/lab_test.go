@@ -3,6 +3,7 @@ package ipmibmc
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,9 +22,10 @@ func TestServeMachine(t *testing.T) {
 	}
 	refused := errors.New("report failed")
 	for _, tc := range []struct {
-		name string
-		want error
-	}{{"interrupted", nil}, {"ready fails", refused}} {
+		name         string
+		want         error
+		relayStopped bool // ready returns once the chassis relay has stopped
+	}{{"interrupted", nil, false}, {"interrupted, relay stopped first", nil, true}, {"ready fails", refused, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			sock := filepath.Join(dir, "chassis.sock")
@@ -39,6 +41,12 @@ func TestServeMachine(t *testing.T) {
 				if tc.want == nil {
 					cancel() // interrupted once it serves
 				}
+				if tc.relayStopped {
+					// The relay's end and the context's are then both there when ServeMachine
+					// looks: an interrupt, whichever it sees first (CI once got "chassis relay:
+					// <nil>").
+					waitRelayGone(t, sock)
+				}
 				return tc.want
 			})
 			if err != tc.want { // ready's error comes back as it is
@@ -49,4 +57,19 @@ func TestServeMachine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitRelayGone waits until the chassis relay at sock accepts no connection, and a little more
+// for its Serve to return.
+func waitRelayGone(t *testing.T, sock string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			time.Sleep(100 * time.Millisecond) // the listener is closed; Serve returns right after
+			return
+		}
+		c.Close()
+	}
+	t.Error("the chassis relay still accepts 10 s after its context ended")
 }
