@@ -30,6 +30,26 @@ type fakeFleet struct {
 	cycles  map[string]int // power cycles asked, by node
 	// announced is the run prediction the live run told (RunAnnouncer).
 	announced *bootapi.RunPrediction
+	// showEach makes a machine stay in each state until States has returned it (for 5 s at
+	// most), so that a test can expect every phase whatever the host's load; shown holds, by
+	// node, a channel closed when its current state has been returned.
+	showEach bool
+	shown    map[string]chan struct{}
+}
+
+// setState sets node name's state, with mu held, and returns a channel closed once States has
+// returned it (nil unless showEach).
+func (f *fakeFleet) setState(name string, st NodeState) <-chan struct{} {
+	f.states[name] = st
+	if !f.showEach {
+		return nil
+	}
+	if f.shown == nil {
+		f.shown = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	f.shown[name] = ch
+	return ch
 }
 
 func (f *fakeFleet) AnnounceRun(_ context.Context, run *bootapi.RunPrediction) error {
@@ -45,6 +65,10 @@ func (f *fakeFleet) States(context.Context) (map[string]NodeState, error) {
 	out := make(map[string]NodeState, len(f.states))
 	for k, v := range f.states {
 		out[k] = v
+		if ch := f.shown[k]; ch != nil {
+			close(ch)
+			delete(f.shown, k)
+		}
 	}
 	return out, nil
 }
@@ -73,11 +97,17 @@ func (f *fakeFleet) boot(name string) {
 		for _, s := range []nodestate.State{nodestate.Discover, nodestate.Kernel, nodestate.Initrd, nodestate.Healthy} {
 			time.Sleep(f.tick) // the machine takes a tick to reach the next state
 			f.mu.Lock()
-			f.states[name] = NodeState{State: s, Attempt: attempt}
+			shown := f.setState(name, NodeState{State: s, Attempt: attempt})
 			healthy := f.healthy
 			f.mu.Unlock()
 			if s == nodestate.Healthy && healthy != nil {
 				healthy(name)
+			}
+			if shown != nil {
+				select {
+				case <-shown:
+				case <-time.After(5 * time.Second):
+				}
 			}
 		}
 	}()
@@ -232,7 +262,8 @@ func TestJournalDamage(t *testing.T) {
 func TestLiveJournalsTheRun(t *testing.T) {
 	names := []string{"a", "b", "c"}
 	f := &fakeFleet{states: map[string]NodeState{"c": {State: nodestate.Healthy, Attempt: 1}}, armed: map[string]bool{},
-		ons: map[string][]time.Time{}, tick: 20 * time.Millisecond, broken: map[string]bool{"b": true}}
+		ons: map[string][]time.Time{}, tick: 20 * time.Millisecond, broken: map[string]bool{"b": true},
+		showEach: true} // every phase is expected: the race run at nice 10 once polled past one
 	dir := t.TempDir()
 	journal := filepath.Join(dir, "run.journal")
 	l := liveRun(t, f, names, journal, false)

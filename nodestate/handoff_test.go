@@ -2,25 +2,26 @@ package nodestate
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// gatedStore is a memStore whose Save waits for a gate while gated: a save in flight, as to a
-// slow etcd.
+// gatedStore is a memStore whose first Save after arm waits for a gate: a save in flight, as to
+// a slow etcd.
 type gatedStore struct {
 	*memStore
-	entered chan struct{} // a Save waits at the gate
+	armed   atomic.Bool
+	entered chan struct{} // closed when the armed Save waits at the gate
 	gate    chan struct{}
 }
 
 func (s *gatedStore) Save(nodes []NodeStatus) error {
-	select {
-	case s.entered <- struct{}{}:
+	if s.armed.CompareAndSwap(true, false) {
+		close(s.entered)
 		<-s.gate
-	default:
 	}
 	return s.memStore.Save(nodes)
 }
@@ -42,6 +43,9 @@ func TestRetrackHandoffKeepsLastChange(t *testing.T) {
 	if _, _, err := tr.Observe(leaving, EvDiscover, "test"); err != nil { // for the flush to write
 		t.Fatal(err)
 	}
+	// Armed before Retrack starts: the save it makes waits whenever it comes (a send the test
+	// had to be ready for was missed under the race detector on a busy host).
+	store.armed.Store(true)
 	done := make(chan error, 1)
 	go func() {
 		_, _, err := tr.Retrack(nodes[:1], nil, map[string]string{leaving: "bs1"})
