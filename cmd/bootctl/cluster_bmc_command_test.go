@@ -65,7 +65,18 @@ func TestClusterBMCCommands(t *testing.T) {
 	if st := power1("status", "long"); st != power.Off {
 		t.Errorf("a command powered off reads %s", st)
 	}
+	// The next command's shell writes its pid: the interrupt comes once it runs (CI once
+	// interrupted it before the shell had written, and read an empty marker).
+	if err := os.Remove(marker); err != nil {
+		t.Fatal(err)
+	}
 	power1("on", "long")
+	testfix.WaitFor(t, "the long command to start again", 30*time.Second, func() bool {
+		data, _ := os.ReadFile(marker)
+		var pid int
+		_, err := fmt.Sscan(string(data), &pid)
+		return err == nil
+	})
 	cancel()
 	select {
 	case code := <-exited:
